@@ -1,0 +1,37 @@
+/**
+ * How provider answers become Temporal failures (NODES.md "Providers"): 408, 429 and 5xx are
+ * transient and retried with backoff; any other 4xx is the provider refusing this item, which
+ * no retry can fix, so it fails the item at once with the provider's own message.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+
+/** True for statuses worth retrying. */
+export function isTransientStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/** The failure for a non-2xx provider answer. */
+export function providerFailure(provider: string, status: number, message: string): ApplicationFailure {
+  const text = `${provider} answered ${status}: ${message}`;
+  return isTransientStatus(status)
+    ? ApplicationFailure.retryable(text, 'ProviderUnavailable', { status })
+    : ApplicationFailure.nonRetryable(text, 'ProviderRejected', { status });
+}
+
+/** A node whose configuration cannot work on this service (unknown provider, missing model price is not one). */
+export function invalidNodeConfig(message: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message, 'InvalidNodeConfig');
+}
+
+/** Pulls a human message out of a provider's JSON or text error body. */
+export function errorMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+    if (typeof parsed.error?.message === 'string') return parsed.error.message;
+    if (typeof parsed.message === 'string') return parsed.message;
+  } catch {
+    // not JSON: use the text itself
+  }
+  return body.slice(0, 500) || 'no message';
+}

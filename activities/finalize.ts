@@ -1,0 +1,23 @@
+/** The last step of every run: its record and its debit, each written exactly once (D17, issue 2 item 7). */
+import type { Collections } from '../store/db';
+import { finalizeRunRecord } from '../store/runs';
+import { postEntry } from '../store/ledger';
+import { deriveId } from '../store/ids';
+import type { RunFinal } from '../workflows/definitions';
+
+/** Builds the activity that persists a run's end; every step is idempotent, so Temporal may retry it freely. */
+export function createFinalizeActivity(deps: { collections: Collections }) {
+  return async function finalizeRun(final: RunFinal): Promise<void> {
+    await finalizeRunRecord(deps.collections, final);
+    if (final.totalCost > 0) {
+      await postEntry(deps.collections, {
+        _id: deriveId('led', final.runId), // one debit per run, whatever retries happen
+        account_id: final.accountId,
+        kind: 'run',
+        run_id: final.runId,
+        amount_usd: -final.totalCost,
+        note: `run ${final.status}`,
+      });
+    }
+  };
+}

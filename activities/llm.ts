@@ -1,0 +1,88 @@
+/** The `llm` node: one OpenAI-compatible chat completion per iteration (NODES.md). */
+import type { Config } from '../config';
+import { renderTemplate } from '../domain/templates';
+import { itemText, completed, valuePart } from '../workflows/values';
+import { ApplicationFailure } from '@temporalio/activity';
+import { invalidNodeConfig } from './failures';
+import { postJson, type FetchFn } from './provider-http';
+import { tokenCost } from './pricing';
+import type { NodeRequest, NodeResult } from './types';
+
+interface ChatCompletion {
+  choices?: Array<{ message?: { content?: string | null } }>;
+  usage?: { prompt_tokens?: number; completion_tokens?: number };
+}
+
+/** Builds the activity that runs one iteration of an llm node. */
+export function createLlmActivity(deps: { config: Pick<Config, 'providers' | 'prices'>; fetch: FetchFn }) {
+  return async function llm(req: NodeRequest<'llm'>): Promise<NodeResult> {
+    const { node } = req;
+    const providerName = node.provider ?? 'openai';
+    const provider = deps.config.providers[providerName];
+    if (!provider || provider.kind !== 'openai') {
+      throw invalidNodeConfig(`llm provider '${providerName}' is not configured on this service`);
+    }
+    const values: Record<string, string> = {};
+    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+    const messages = [
+      ...(node.system ? [{ role: 'system', content: renderTemplate(node.system, values) }] : []),
+      { role: 'user', content: renderTemplate(node.prompt, values) },
+    ];
+    const output = node.output ?? 'text';
+    const answer = (await postJson(
+      deps.fetch,
+      providerName,
+      `${provider.base_url.replace(/\/$/, '')}/chat/completions`,
+      {
+        model: node.model,
+        messages,
+        ...(node.temperature !== undefined ? { temperature: node.temperature } : {}),
+        ...(node.max_tokens !== undefined ? { max_tokens: node.max_tokens } : {}),
+        ...(output === 'text' ? {} : { response_format: responseFormat(output, node.json_schema) }),
+      },
+      provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
+    )) as ChatCompletion;
+    const content = answer.choices?.[0]?.message?.content;
+    if (typeof content !== 'string') throw ApplicationFailure.retryable(`${providerName} answered without message content`, 'ProviderUnavailable');
+    const costUsd = tokenCost(deps.config.prices, node.model, answer.usage);
+    if (output === 'text') return { items: [completed({ type: 'text', text: content })], costUsd };
+    const data = parseModelJson(providerName, content);
+    if (output === 'json') return { items: [completed({ type: 'json', data })], costUsd };
+    const list = Array.isArray(data) ? data : (data as { items?: unknown })?.items;
+    if (!Array.isArray(list)) throw modelOutputError(providerName, 'the structured list has no `items` array');
+    return { items: list.map((element) => completed(valuePart(element))), costUsd };
+  };
+}
+
+/** Structured outputs: `json` asks for the node's schema, `list` for an object wrapping an `items` array. */
+function responseFormat(output: 'json' | 'list', schema: Record<string, unknown> | undefined) {
+  if (output === 'json') {
+    return schema ? { type: 'json_schema', json_schema: { name: 'output', schema } } : { type: 'json_object' };
+  }
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: 'list',
+      schema: {
+        type: 'object',
+        properties: { items: { type: 'array', items: schema ?? { type: 'string' } } },
+        required: ['items'],
+        additionalProperties: false,
+      },
+    },
+  };
+}
+
+function parseModelJson(provider: string, content: string): unknown {
+  try {
+    return JSON.parse(content) as unknown;
+  } catch {
+    throw modelOutputError(provider, 'the model answered with invalid JSON');
+  }
+}
+
+// The model answered, but not with what was asked: retrying the same prompt would bill again for
+// the same answer, so the item fails at once (like any other refusal).
+function modelOutputError(provider: string, message: string) {
+  return ApplicationFailure.nonRetryable(`${provider}: ${message}`, 'ProviderRejected');
+}

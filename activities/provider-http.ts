@@ -1,0 +1,38 @@
+/** The HTTP call every provider activity makes: cancellable, bounded, and classified into retryable or not. */
+import { Context } from '@temporalio/activity';
+import { errorMessage, providerFailure } from './failures';
+
+export type FetchFn = typeof fetch;
+
+/** POSTs JSON to a provider and returns the parsed JSON answer, throwing the right failure for a non-2xx. */
+export async function postJson(
+  fetchFn: FetchFn,
+  provider: string,
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<unknown> {
+  const res = await fetchFn(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    body: JSON.stringify(body),
+    // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
+    signal: activitySignal(),
+  });
+  const text = await res.text();
+  if (!res.ok) throw providerFailure(provider, res.status, errorMessage(text));
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw providerFailure(provider, 502, 'answer is not JSON');
+  }
+}
+
+/** The current activity's cancellation signal, if running inside one. */
+export function activitySignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}

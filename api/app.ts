@@ -1,0 +1,43 @@
+/** The Koa application: CORS and the error envelope wrap every route (D22 and the status table). */
+import './types';
+import Koa from 'koa';
+import cors from '@koa/cors';
+import type { Db } from 'mongodb';
+import type { Config } from '../config';
+import type { Collections } from '../store/db';
+import type { Logger } from './logger';
+import type { RunGateway } from './run-gateway';
+import { errorHandler } from './middleware/error-handler';
+import { healthRoutes } from './routes/health';
+import { responsesRoutes } from './routes/responses';
+import { runsRoutes } from './routes/runs';
+import { workflowsRoutes } from './routes/workflows';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  collections: Collections;
+  gateway: RunGateway;
+  logger: Logger;
+}
+
+/** Builds the application from its dependencies (tests construct their own). */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks
+  app.use(
+    cors({
+      origin: '*',
+      allowMethods: ['GET', 'POST', 'OPTIONS'],
+      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'Prefer'],
+      exposeHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id'],
+      maxAge: 600,
+    }),
+  );
+  app.use(errorHandler(deps.logger));
+  for (const router of [healthRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps)]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods({ throw: true }));
+  }
+  return app;
+}

@@ -1,0 +1,13 @@
+/** Structured JSON logs (pino). Keys never reach a log line: only `key_` record ids do (D6). */
+import pino from 'pino';
+
+export type Logger = pino.Logger;
+
+/** A logger at the configured level, redacting anything that looks like a credential. */
+export function createLogger(level: string, name = 'wrs'): Logger {
+  return pino({
+    name,
+    level,
+    redact: { paths: ['req.headers.authorization', 'authorization', '*.authorization', 'secret', 'api_key'], censor: '[redacted]' },
+  });
+}

@@ -1,0 +1,54 @@
+/** The outermost handler: every error of every layer becomes the envelope; no stack trace leaves the server. */
+import type { Middleware } from 'koa';
+import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { MongoNetworkError, MongoServerSelectionError } from 'mongodb';
+import { ApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../errors';
+import type { Logger } from '../logger';
+
+/** Maps any thrown value to an ApiError. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof MongoServerSelectionError || err instanceof MongoNetworkError || isTemporalUnavailable(err)) {
+    return new ServiceUnavailableError();
+  }
+  const status = (err as { status?: unknown })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // koa / @koa/router HttpErrors (405 from allowedMethods, 501, 415 ...)
+    if (status === 404) return new NotFoundError('Not found.');
+    if (status === 405) return new InvalidRequestError('Method not allowed on this route.', { status: 405, code: 'method_not_allowed' });
+    return new InvalidRequestError((err as Error).message || 'Bad request.', { status });
+  }
+  return new ApiError(500, 'server_error', 'The server had an error while processing your request.');
+}
+
+/** gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4) from @temporalio/client, bare or wrapped in a ServiceError. */
+export function isTemporalUnavailable(err: unknown): boolean {
+  const grpc = isGrpcServiceError(err) ? err : err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  return grpc !== undefined && (grpc.code === 14 || grpc.code === 4);
+}
+
+/** Koa middleware that renders the error envelope and logs server faults. */
+export function errorHandler(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
+    } catch (err) {
+      const apiError = toApiError(err);
+      if (!apiError.expose || apiError.status >= 500) {
+        logger.error({ err, method: ctx.method, path: ctx.path, account_id: ctx.state.auth?.accountId }, 'request failed');
+      }
+      ctx.status = apiError.status;
+      for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);
+      ctx.body = {
+        error: {
+          message: apiError.expose ? apiError.message : 'The server had an error while processing your request.',
+          type: apiError.type,
+          ...(apiError.code ? { code: apiError.code } : {}),
+          ...(apiError.param ? { param: apiError.param } : {}),
+          ...(apiError.details ? { details: apiError.details } : {}),
+        },
+      };
+    }
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * Request and response schemas of the public API: the single source of request validation,
+ * of the TypeScript types (z.infer) and of the OpenAPI document.
+ */
+import { z } from 'zod';
+import { zodIssuesToProblems } from '../domain/zod-problems';
+import { describeProblems } from '../domain/problems';
+import { InvalidRequestError } from './errors';
+
+export const StartRequestSchema = z
+  .object({
+    workflowId: z.string().min(1).max(256).describe('A published workflow id (`wf_...`) or an API slug of your account (D2).'),
+    version: z
+      .union([z.int().positive(), z.string().min(1).max(64)])
+      .optional()
+      .describe('Pins a published version: its number or its `wfv_...` id (D1). Absent: the latest version.'),
+    stream: z.boolean().default(false).describe('`true` answers with a Server-Sent Events stream.'),
+    inputs: z.unknown().optional().describe('Values keyed by the normalized User Input labels (D4).'),
+  })
+  .strict();
+export type StartRequest = z.infer<typeof StartRequestSchema>;
+
+export const AsyncStartResponseSchema = z.object({
+  run_id: z.string(),
+  status: z.literal('pending'),
+  published_workflow_id: z.string(),
+  published_workflow_version_id: z.string(),
+  created_at: z.iso.datetime(),
+});
+export type AsyncStartResponse = z.infer<typeof AsyncStartResponseSchema>;
+
+/** Parses a request value with a schema, or throws a 400 naming every problem (one `details` entry each). */
+export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, what = 'request'): z.infer<T> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const details = zodIssuesToProblems(result.error.issues);
+  throw new InvalidRequestError(describeProblems(details, `Invalid ${what}`), { param: details[0]?.field, details });
+}

@@ -1,0 +1,36 @@
+/** Wires the API's dependencies from configuration: MongoDB, Temporal, the app and its server. */
+import { Connection } from '@temporalio/client';
+import type { Config } from '../config';
+import { connectStore } from '../store/db';
+import { createApp } from './app';
+import { createLogger, type Logger } from './logger';
+import { RunGateway, ensureSearchAttributes } from './run-gateway';
+import { listen, type RunningServer } from './server';
+
+export interface ApiHandle extends RunningServer {
+  gateway: RunGateway;
+}
+
+/** Connects everything and listens; `close()` undoes it all. */
+export async function startApi(config: Config, logger: Logger = createLogger(config.logLevel, 'wrs-api')): Promise<ApiHandle> {
+  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-api' });
+  const connection = await Connection.connect({ address: config.temporal.address });
+  await ensureSearchAttributes(connection, config.temporal.namespace);
+  const gateway = new RunGateway({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    queryTimeoutMs: config.api.queryTimeoutMs,
+  });
+  const app = createApp({ config, db: store.db, collections: store.collections, gateway, logger });
+  const running = await listen(app, config);
+  return {
+    ...running,
+    gateway,
+    close: async () => {
+      await running.close();
+      await connection.close();
+      await store.close();
+    },
+  };
+}

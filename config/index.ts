@@ -1,0 +1,137 @@
+import { z } from 'zod';
+
+/** Price of one model: USD per million tokens in and out, per generated image, per second of prediction. */
+export const PriceSchema = z.object({
+  input_per_mtok: z.number().nonnegative().default(0),
+  output_per_mtok: z.number().nonnegative().default(0),
+  per_image: z.number().nonnegative().default(0),
+  per_second: z.number().nonnegative().default(0),
+});
+export type Price = z.infer<typeof PriceSchema>;
+
+/** One provider endpoint: an OpenAI-compatible API (llm, image_generation) or a Replicate-style one (model). */
+export const ProviderSchema = z.object({
+  kind: z.enum(['openai', 'replicate']),
+  base_url: z.url(),
+  api_key: z.string().optional(),
+});
+export type Provider = z.infer<typeof ProviderSchema>;
+
+const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const jsonString = <T extends z.ZodType>(schema: T, fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'is not valid JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+
+/**
+ * Every environment variable the service reads, with its default. This is the only place
+ * that knows about process.env: entry points parse it once and pass the result down.
+ */
+export const EnvSchema = z.object({
+  API_HOST: z.string().default('127.0.0.1'),
+  API_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  PUBLIC_BASE_URL: z.url().optional(),
+  TLS_CERT_FILE: z.string().optional(),
+  TLS_KEY_FILE: z.string().optional(),
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('wrs-runs'),
+  MONGODB_URI: z.string().default('mongodb://127.0.0.1:27017/'),
+  MONGODB_DB: z.string().default('wrs'),
+  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  PROVIDERS: jsonString(z.record(z.string(), ProviderSchema), '{}'),
+  PRICES: jsonString(z.record(z.string(), PriceSchema), '{}'),
+  START_FEE_USD: z.coerce.number().nonnegative().default(0.001),
+  RUN_CONCURRENCY: int(8),
+  RUN_TIMEOUT_MS: int(3_600_000),
+  NODE_ATTEMPT_TIMEOUT_MS: int(600_000),
+  NODE_MAX_ATTEMPTS: int(5),
+  RETRY_INITIAL_MS: int(1_000),
+  MAX_JSON_BODY_BYTES: int(1_048_576),
+  MAX_JSON_DEPTH: int(64),
+  STREAM_POLL_MS: int(1_000),
+  STREAM_KEEPALIVE_MS: int(15_000),
+  QUERY_TIMEOUT_MS: int(3_000),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+/** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
+export interface RunOptions {
+  concurrency: number;
+  startFeeUsd: number;
+  runTimeoutMs: number;
+  nodeAttemptTimeoutMs: number;
+  nodeMaxAttempts: number;
+  retryInitialMs: number;
+}
+
+export interface Config {
+  api: {
+    host: string;
+    port: number;
+    publicBaseUrl?: string;
+    tls?: { certFile: string; keyFile: string };
+    maxJsonBodyBytes: number;
+    maxJsonDepth: number;
+    queryTimeoutMs: number;
+    stream: { pollMs: number; keepaliveMs: number };
+  };
+  temporal: { address: string; namespace: string; taskQueue: string };
+  mongo: { uri: string; dbName: string };
+  providers: Record<string, Provider>;
+  prices: Record<string, Price>;
+  runs: RunOptions;
+  logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+}
+
+/** Parses the environment once at start-up; throws a readable error naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) {
+    throw new Error('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE go together');
+  }
+  const providers: Record<string, Provider> = { ...e.PROVIDERS };
+  if (e.OPENAI_BASE_URL && !providers.openai) {
+    providers.openai = { kind: 'openai', base_url: e.OPENAI_BASE_URL, api_key: e.OPENAI_API_KEY };
+  }
+  return {
+    api: {
+      host: e.API_HOST,
+      port: e.API_PORT,
+      publicBaseUrl: e.PUBLIC_BASE_URL,
+      tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
+      maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+      maxJsonDepth: e.MAX_JSON_DEPTH,
+      queryTimeoutMs: e.QUERY_TIMEOUT_MS,
+      stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS },
+    },
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    mongo: { uri: e.MONGODB_URI, dbName: e.MONGODB_DB },
+    providers,
+    prices: e.PRICES,
+    runs: {
+      concurrency: e.RUN_CONCURRENCY,
+      startFeeUsd: e.START_FEE_USD,
+      runTimeoutMs: e.RUN_TIMEOUT_MS,
+      nodeAttemptTimeoutMs: e.NODE_ATTEMPT_TIMEOUT_MS,
+      nodeMaxAttempts: e.NODE_MAX_ATTEMPTS,
+      retryInitialMs: e.RETRY_INITIAL_MS,
+    },
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,42 @@
+// D5 ids: `<prefix>_<ULID>`. Time and randomness are parameters so that the Temporal
+// workflow sandbox can pass its deterministic clock and PRNG.
+
+/** Every id type the service issues. */
+export const ID_PREFIXES = ['run', 'item', 'wf', 'wfv', 'file', 'key', 'acct', 'led'] as const;
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const TIME_CHARS = 10;
+const RANDOM_CHARS = 16;
+const MAX_TIME = 2 ** 48 - 1;
+// A ULID's first character is at most 7: 26 base32 chars hold 130 bits, a ULID has 128.
+const ULID_PATTERN = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
+const PATTERNS = new Map<IdPrefix, RegExp>(
+  ID_PREFIXES.map((p) => [p, new RegExp(`^${p}_${ULID_PATTERN}$`)]),
+);
+
+/** Makes a new id `<prefix>_<26-char ULID>` from a millisecond timestamp and a [0,1) random source. */
+export function newId(prefix: IdPrefix, nowMs: number, random: () => number): string {
+  if (!Number.isInteger(nowMs) || nowMs < 0 || nowMs > MAX_TIME) {
+    throw new RangeError(`newId: timestamp ${nowMs} is not an integer in [0, 2^48)`);
+  }
+  let time = '';
+  let t = nowMs;
+  for (let i = 0; i < TIME_CHARS; i++) {
+    time = CROCKFORD[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  let rand = '';
+  for (let i = 0; i < RANDOM_CHARS; i++) {
+    // Clamp so that a misbehaving source returning 1 cannot index past the alphabet.
+    const r = Math.min(31, Math.max(0, Math.floor(random() * 32)));
+    rand += CROCKFORD[r];
+  }
+  return `${prefix}_${time}${rand}`;
+}
+
+/** True when `value` is a well-formed id of the given type (upper-case Crockford ULID). */
+export function isId(prefix: IdPrefix, value: unknown): value is string {
+  const re = PATTERNS.get(prefix);
+  return re !== undefined && typeof value === 'string' && re.test(value);
+}

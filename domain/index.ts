@@ -1,0 +1,13 @@
+// The domain model shared by the HTTP API and the Temporal workflow code. Everything here
+// is pure and imports nothing but zod, because the workflow sandbox loads it.
+export * from './labels';
+export * from './ids';
+export * from './parts';
+export * from './templates';
+export * from './graph';
+export * from './contract';
+export * from './problems';
+export * from './input-values';
+export * from './inputs';
+export * from './validate-graph';
+export * from './workflow-json-schema';

@@ -1,0 +1,43 @@
+// Output parts and items (spec "Output part" / "Output item"); an Item is also the value
+// carried on graph edges (NODES.md "Values").
+import { z } from 'zod';
+
+const url = z.string().min(1).meta({ format: 'uri', description: 'Direct link to a hosted file.' });
+const name = z.string().optional().meta({ description: 'File name, when known.' });
+
+export const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+// z.unknown() inside an object is still a required key, so a json part always has `data`.
+export const JsonPartSchema = z.object({ type: z.literal('json'), data: z.unknown() });
+export const ImagePartSchema = z.object({ type: z.literal('image'), url, name });
+export const VideoPartSchema = z.object({ type: z.literal('video'), url, name });
+export const FilePartSchema = z.object({
+  type: z.literal('file'),
+  url,
+  name,
+  mime_type: z.string().optional(),
+});
+
+export const PartSchema = z.discriminatedUnion('type', [
+  TextPartSchema,
+  JsonPartSchema,
+  ImagePartSchema,
+  VideoPartSchema,
+  FilePartSchema,
+]);
+
+export const ItemErrorSchema = z.object({
+  message: z.string(),
+  type: z.string().optional(),
+  code: z.number().optional(),
+});
+
+export const ItemSchema = z.object({
+  status: z.enum(['completed', 'failed']),
+  parts: z.array(PartSchema),
+  error: ItemErrorSchema.optional(),
+});
+
+export type Part = z.infer<typeof PartSchema>;
+export type PartType = Part['type'];
+export type ItemError = z.infer<typeof ItemErrorSchema>;
+export type Item = z.infer<typeof ItemSchema>;

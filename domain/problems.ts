@@ -1,0 +1,27 @@
+// One shape for every "what is wrong where" list: D4 input problems and D26 publishing
+// problems both become `details` entries of a 400 error.
+
+export type Problem = {
+  /** Where: an input key, or a JSON path such as `nodes[3].label`. */
+  field: string;
+  /** What: read after the field name, e.g. "is required". */
+  problem: string;
+};
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** Renders a path such as `['nodes', 3, 'label']` as `nodes[3].label` (`workflow` for the root). */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (typeof key === 'string' && IDENTIFIER.test(key)) out += out === '' ? key : `.${key}`;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out === '' ? 'workflow' : out;
+}
+
+/** One message naming every problem, e.g. "Invalid inputs: `a` is required; `b` must be a number". */
+export function describeProblems(problems: readonly Problem[], heading = 'Invalid inputs'): string {
+  return `${heading}: ${problems.map((p) => `\`${p.field}\` ${p.problem}`).join('; ')}`;
+}

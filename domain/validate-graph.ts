@@ -1,0 +1,294 @@
+// D26: everything that makes a workflow unpublishable, reported all at once so an author
+// can fix a graph in one round trip. Shape errors come first; graph checks then run on
+// whatever nodes and edges did parse, so one bad node does not hide the rest.
+import { deriveContract, type Contract } from './contract';
+import {
+  EdgeSchema,
+  inputPorts,
+  NodeSchema,
+  requiredPorts,
+  WorkflowDocumentSchema,
+  type GraphEdge,
+  type GraphNode,
+  type WorkflowDocument,
+} from './graph';
+import { inputValueProblem, isPlainObject } from './input-values';
+import { normalizeLabel } from './labels';
+import { describeProblems, type Problem } from './problems';
+import { placeholders } from './templates';
+import { zodIssuesToProblems } from './zod-problems';
+
+export type { Problem } from './problems';
+
+export type GraphValidation =
+  | { ok: true; graph: WorkflowDocument; contract: Contract }
+  | { ok: false; problems: Problem[] };
+
+type At<T> = { index: number; value: T };
+
+const code = (s: string) => `\`${s}\``;
+const nodePath = (i: number, field?: string) => (field ? `nodes[${i}].${field}` : `nodes[${i}]`);
+const edgePath = (i: number, field?: string) => (field ? `edges[${i}].${field}` : `edges[${i}]`);
+
+/** Validates a workflow document (shape and graph, D3, D26); on success returns it parsed with its contract. */
+export function validateGraph(doc: unknown): GraphValidation {
+  const parsed = WorkflowDocumentSchema.safeParse(doc, { reportInput: true });
+  if (parsed.success) {
+    const { nodes, edges } = parsed.data;
+    const problems = graphProblems(
+      nodes.map((value, index) => ({ index, value })),
+      edges.map((value, index) => ({ index, value })),
+      nodes,
+    );
+    if (problems.length === 0) return { ok: true, graph: parsed.data, contract: deriveContract(parsed.data) };
+    return { ok: false, problems };
+  }
+
+  const problems = zodIssuesToProblems(parsed.error.issues);
+  // Without a node list there is no graph to check.
+  if (isPlainObject(doc) && Array.isArray(doc.nodes)) {
+    const rawNodes: unknown[] = doc.nodes;
+    const rawEdges: unknown[] = Array.isArray(doc.edges) ? doc.edges : [];
+    problems.push(...graphProblems(parseEach(rawNodes, NodeSchema), parseEach(rawEdges, EdgeSchema), rawNodes));
+  }
+  return { ok: false, problems };
+}
+
+/** One message naming every problem of a workflow, for the error envelope's `message`. */
+export function describeGraphProblems(problems: readonly Problem[]): string {
+  return describeProblems(problems, 'Invalid workflow');
+}
+
+function parseEach<T>(raw: unknown[], schema: { safeParse(v: unknown): { success: boolean; data?: T } }): At<T>[] {
+  const out: At<T>[] = [];
+  raw.forEach((item, index) => {
+    const r = schema.safeParse(item);
+    if (r.success) out.push({ index, value: r.data as T });
+  });
+  return out;
+}
+
+function rawField(raw: unknown, key: string): unknown {
+  return isPlainObject(raw) ? raw[key] : undefined;
+}
+
+/**
+ * `nodes`/`edges` are the entries that parsed; `rawNodes` are all entries, so that an edge
+ * to a node with a shape error is not also reported as pointing at nothing.
+ */
+function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes: readonly unknown[]): Problem[] {
+  const problems: Problem[] = [];
+  const add = (field: string, problem: string) => problems.push({ field, problem });
+
+  // Ids: the first node with an id owns it; later ones are reported.
+  const firstIndexOfId = new Map<string, number>();
+  rawNodes.forEach((raw, index) => {
+    const id = rawField(raw, 'id');
+    if (typeof id !== 'string') return;
+    const first = firstIndexOfId.get(id);
+    if (first === undefined) firstIndexOfId.set(id, index);
+    else add(nodePath(index, 'id'), `repeats the id ${code(id)} of nodes[${first}] (node ids must be unique)`);
+  });
+  const byId = new Map<string, At<GraphNode>>();
+  for (const n of nodes) if (firstIndexOfId.get(n.value.id) === n.index) byId.set(n.value.id, n);
+
+  // Edges.
+  const fed = new Map<string, number>(); // `${to}\u0000${port}` -> first edge index
+  const incoming = new Map<string, number>(); // node id -> number of edges in
+  const links: At<GraphEdge>[] = []; // edges between parsed nodes, for the cycle check
+  for (const { index, value: edge } of edges) {
+    for (const end of ['from', 'to'] as const) {
+      if (!firstIndexOfId.has(edge[end])) add(edgePath(index, end), `is ${code(edge[end])}, which is not a node id`);
+    }
+    const source = byId.get(edge.from)?.value;
+    if (source?.type === 'user_result') {
+      add(edgePath(index, 'from'), `is the user_result node ${code(source.id)}, which has no output`);
+    }
+    if (!firstIndexOfId.has(edge.to)) continue;
+    incoming.set(edge.to, (incoming.get(edge.to) ?? 0) + 1);
+    const target = byId.get(edge.to)?.value;
+    if (target === undefined) continue; // its node has a shape error, reported already
+    if (source !== undefined) links.push({ index, value: edge });
+
+    if (target.type === 'user_input') {
+      add(edgePath(index, 'to'), `is the user_input node ${code(target.id)}, which takes no incoming edges`);
+      continue;
+    }
+    const ports = inputPorts(target);
+    if (!ports.includes(edge.port)) {
+      const accepted = ports.length === 0 ? 'which has no input ports' : `whose ports are ${ports.map(code).join(', ')}`;
+      add(edgePath(index, 'port'), `${code(edge.port)} is not an input port of node ${code(target.id)} (${target.type}), ${accepted}`);
+      continue;
+    }
+    if (target.type === 'user_result') continue; // counted below as "exactly one incoming edge"
+    const slot = `${edge.to}\u0000${edge.port}`;
+    const first = fed.get(slot);
+    if (first === undefined) fed.set(slot, index);
+    else add(edgePath(index), `feeds port ${code(edge.port)} of node ${code(edge.to)}, which edges[${first}] already feeds (a port takes one edge)`);
+  }
+
+  // Nodes.
+  const labelOwners = { user_input: new Map<string, At<GraphNode>>(), user_result: new Map<string, At<GraphNode>>() };
+  for (const at of nodes) {
+    const { index, value: node } = at;
+    if (byId.get(node.id) !== at) continue; // duplicate id, reported above
+
+    if (node.type === 'user_result') {
+      const n = incoming.get(node.id) ?? 0;
+      if (n !== 1) add(nodePath(index), `is the user_result ${JSON.stringify(node.label)} with ${n} incoming edges (it needs exactly one)`);
+    } else {
+      for (const port of requiredPorts(node)) {
+        if (fed.has(`${node.id}\u0000${port}`)) continue;
+        add(nodePath(index, portField(node, port)), unfedPortProblem(node, port));
+      }
+    }
+
+    if (node.type === 'user_input' || node.type === 'user_result') {
+      const key = normalizeLabel(node.label);
+      if (key === '') {
+        add(nodePath(index, 'label'), `${JSON.stringify(node.label)} of node ${code(node.id)} normalizes to an empty key (a label needs a letter or digit)`);
+      } else {
+        const owners = labelOwners[node.type];
+        const first = owners.get(key);
+        if (first === undefined) owners.set(key, at);
+        else {
+          const a = first.value as { id: string; label: string };
+          add(
+            nodePath(index, 'label'),
+            `${JSON.stringify(node.label)} of node ${code(node.id)} and ${JSON.stringify(a.label)} of node ${code(a.id)} ` +
+              `(nodes[${first.index}]) both normalize to ${code(key)} (${node.type} labels must differ: rename one)`,
+          );
+        }
+      }
+    }
+
+    if (node.type === 'user_input' && node.default !== undefined) {
+      const problem = inputValueProblem(node.input_type, node.default);
+      if (problem !== undefined) add(nodePath(index, 'default'), `${problem} (input_type ${code(node.input_type)})`);
+    }
+  }
+
+  // An empty node list already has its own shape problem.
+  if (rawNodes.length > 0 && !rawNodes.some((raw) => rawField(raw, 'type') === 'user_result')) {
+    add('nodes', 'contain no user_result node (a workflow needs at least one to have output)');
+  }
+
+  problems.push(...cycleProblems([...byId.values()].map((n) => n.value), links));
+  return problems;
+}
+
+function portField(node: GraphNode, port: string): string {
+  switch (node.type) {
+    case 'text':
+      return 'template';
+    case 'llm':
+      return placeholders(node.prompt).includes(port) ? 'prompt' : 'system';
+    case 'image_generation':
+      return 'prompt';
+    case 'model':
+      return 'input';
+    case 'http_request':
+      if (placeholders(node.url).includes(port)) return 'url';
+      if (placeholders(node.body ?? '').includes(port)) return 'body';
+      return 'headers';
+    case 'batch':
+      return 'rows';
+    default:
+      return '';
+  }
+}
+
+function unfedPortProblem(node: GraphNode, port: string): string {
+  switch (node.type) {
+    case 'batch':
+      return `is missing and no edge feeds port \`rows\` of batch node ${code(node.id)} (give one of the two)`;
+    case 'select':
+    case 'join':
+      return `is the ${node.type} node ${code(node.id)}, which has no edge into its port \`in\``;
+    default:
+      return `uses placeholder \`{{${port}}}\` but no edge feeds port ${code(port)} of node ${code(node.id)}`;
+  }
+}
+
+/** One problem per strongly connected component that contains a cycle, naming its nodes. */
+function cycleProblems(nodes: GraphNode[], links: At<GraphEdge>[]): Problem[] {
+  const out = new Map<string, At<GraphEdge>[]>();
+  for (const n of nodes) out.set(n.id, []);
+  for (const l of links) out.get(l.value.from)?.push(l);
+
+  // Tarjan's algorithm; recursion depth is bounded by the 500-node limit.
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const components: string[][] = [];
+  const visit = (v: string) => {
+    order.set(v, order.size);
+    low.set(v, order.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const { value: e } of out.get(v) ?? []) {
+      if (!order.has(e.to)) {
+        visit(e.to);
+        low.set(v, Math.min(low.get(v)!, low.get(e.to)!));
+      } else if (onStack.has(e.to)) {
+        low.set(v, Math.min(low.get(v)!, order.get(e.to)!));
+      }
+    }
+    if (low.get(v) === order.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      components.push(component);
+    }
+  };
+  for (const n of nodes) if (!order.has(n.id)) visit(n.id);
+
+  const position = new Map(nodes.map((n, i) => [n.id, i]));
+  const problems: Problem[] = [];
+  for (const component of components) {
+    const members = new Set(component);
+    const selfLoop = component.length === 1 && (out.get(component[0]) ?? []).some((l) => l.value.to === component[0]);
+    if (component.length === 1 && !selfLoop) continue;
+    component.sort((a, b) => position.get(a)! - position.get(b)!);
+    const { path, closing } = shortestCycle(component[0], members, out);
+    const walk = [...path, path[0]].map(code).join(' → ');
+    const problem =
+      path.length === component.length
+        ? `closes the cycle ${walk} (a workflow must be acyclic)`
+        : `closes the cycle ${walk} (a workflow must be acyclic, and nodes ${component.map(code).join(', ')} are all on cycles)`;
+    problems.push({ field: edgePath(closing), problem });
+  }
+  problems.sort((a, b) => a.field.localeCompare(b.field, 'en', { numeric: true }));
+  return problems;
+}
+
+/** Breadth-first search from `start` back to itself inside one component. */
+function shortestCycle(
+  start: string,
+  members: Set<string>,
+  out: Map<string, At<GraphEdge>[]>,
+): { path: string[]; closing: number } {
+  const parent = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const v = queue[i];
+    for (const { index, value: e } of out.get(v) ?? []) {
+      if (!members.has(e.to)) continue;
+      if (e.to === start) {
+        const path = [v];
+        while (path[0] !== start) path.unshift(parent.get(path[0])!);
+        return { path, closing: index };
+      }
+      if (!parent.has(e.to)) {
+        parent.set(e.to, v);
+        queue.push(e.to);
+      }
+    }
+  }
+  throw new Error('unreachable: a strongly connected component always has a cycle through its first node');
+}

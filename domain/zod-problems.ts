@@ -1,0 +1,110 @@
+// Turns zod issues into D26 `details` entries whose `problem` reads after the field name
+// ("`nodes[3].label` is required"), instead of zod's developer-facing messages.
+import type { z } from 'zod';
+import { formatPath, type Problem } from './problems';
+
+type Issue = z.core.$ZodIssue & { input?: unknown };
+
+const code = (s: string) => `\`${s}\``;
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'a boolean';
+    case 'object':
+      return 'an object';
+    default:
+      return typeof value;
+  }
+}
+
+const EXPECTED: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'a boolean',
+  object: 'an object',
+  array: 'an array',
+  record: 'an object',
+};
+
+function bound(issue: { origin: string; inclusive?: boolean }, n: number | bigint, small: boolean): string {
+  const limit = Number(n);
+  switch (issue.origin) {
+    case 'string':
+      if (small && limit === 1) return 'must not be empty';
+      return `must have ${small ? 'at least' : 'at most'} ${limit} characters`;
+    case 'array':
+      if (small && limit === 1) return 'must have at least one entry';
+      return `must have ${small ? 'at least' : 'at most'} ${limit} entries`;
+    default: {
+      const op = small ? (issue.inclusive ? '≥' : '>') : issue.inclusive ? '≤' : '<';
+      return `must be ${op} ${limit}`;
+    }
+  }
+}
+
+function describe(issue: Issue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return 'is required';
+      return `must be ${EXPECTED[issue.expected] ?? issue.expected}, not ${kindOf(issue.input)}`;
+    case 'invalid_union':
+      if ('discriminator' in issue && issue.discriminator !== undefined) {
+        const options = ((issue as { options?: unknown[] }).options ?? []).map((o) => code(String(o)));
+        const given = (issue.input as Record<string, unknown> | undefined)?.[issue.discriminator];
+        const head = given === undefined ? 'is required' : `${code(String(given))} is not a known type`;
+        return `${head} (one of ${options.join(', ')})`;
+      }
+      return 'matches none of the allowed forms';
+    case 'invalid_value':
+      return `must be ${issue.values.length === 1 ? '' : 'one of '}${issue.values.map((v) => code(String(v))).join(', ')}`;
+    case 'too_small':
+      return bound(issue, issue.minimum, true);
+    case 'too_big':
+      return bound(issue, issue.maximum, false);
+    case 'invalid_format':
+      // Our regexes carry predicate messages; zod's own formats get a generic one.
+      return issue.format === 'regex' && !issue.message.startsWith('Invalid')
+        ? issue.message
+        : `must be a valid ${issue.format}`;
+    case 'custom':
+      return issue.message;
+    default:
+      return issue.message;
+  }
+}
+
+/** One problem per zod issue (unknown keys: one per key), at most one per field, in issue order. */
+export function zodIssuesToProblems(issues: readonly z.core.$ZodIssue[]): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Set<string>();
+  const add = (field: string, problem: string) => {
+    if (seen.has(field)) return;
+    seen.add(field);
+    problems.push({ field, problem });
+  };
+  for (const issue of issues as readonly Issue[]) {
+    if (issue.code === 'unrecognized_keys') {
+      const type = (issue.input as { type?: unknown } | undefined)?.type;
+      const owner =
+        typeof type === 'string'
+          ? `${code(type)} nodes`
+          : issue.path.length === 0
+            ? 'a workflow'
+            : issue.path[0] === 'edges' && issue.path.length === 2
+              ? 'an edge'
+              : 'this object';
+      for (const key of issue.keys) add(formatPath([...issue.path, key]), `is not a field of ${owner}`);
+    } else {
+      add(formatPath(issue.path), describe(issue));
+    }
+  }
+  return problems;
+}

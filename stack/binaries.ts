@@ -1,0 +1,225 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** Temporal CLI version; later versions cannot be `go install`ed (replace directives). */
+export const TEMPORAL_CLI_VERSION = '1.5.1';
+/** FerretDB version; the last 1.x line still has the SQLite handler. */
+export const FERRETDB_VERSION = '1.24.2';
+
+const TEMPORAL_MODULE = 'github.com/temporalio/cli/cmd/temporal';
+const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
+
+export interface EnsureOptions {
+  /** Where built binaries live; defaults to `defaultCacheDir()`. */
+  cacheDir?: string;
+  /** Receives progress lines (build output); silent when omitted. */
+  log?: (line: string) => void;
+}
+
+/** The shared binary cache, `~/.cache/wrs`. */
+export function defaultCacheDir(): string {
+  return path.join(os.homedir(), '.cache', 'wrs');
+}
+
+/** Path where the Temporal CLI binary lives (or will live) in the cache. */
+export function temporalBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `temporal-${TEMPORAL_CLI_VERSION}`, 'temporal');
+}
+
+/** Path where the FerretDB binary lives (or will live) in the cache. */
+export function ferretDbBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `ferretdb-${FERRETDB_VERSION}`, 'ferretdb');
+}
+
+/** Returns the Temporal CLI binary path, building it with `go install` only when it is missing. */
+export async function ensureTemporal(opts: EnsureOptions = {}): Promise<string> {
+  const target = temporalBinaryPath(opts.cacheDir);
+  const log = opts.log ?? noop;
+  return ensureBinary(target, log, async (tmpDir) => {
+    log(`building Temporal CLI v${TEMPORAL_CLI_VERSION} with go install (takes a few minutes)`);
+    // GOBIN points at a private temp dir so a concurrent or killed build never touches the real path.
+    await runGo(['install', `${TEMPORAL_MODULE}@v${TEMPORAL_CLI_VERSION}`], { cwd: tmpDir, env: { GOBIN: tmpDir }, log });
+    return path.join(tmpDir, 'temporal');
+  });
+}
+
+/** Returns the FerretDB binary path, building it from the module source only when it is missing. */
+export async function ensureFerretDb(opts: EnsureOptions = {}): Promise<string> {
+  const target = ferretDbBinaryPath(opts.cacheDir);
+  const log = opts.log ?? noop;
+  return ensureBinary(target, log, async (tmpDir) => {
+    log(`building FerretDB v${FERRETDB_VERSION} from source (takes a minute or two)`);
+    // `go install ...@v1.24.2` fails (the proxy refuses the @v/list deprecation lookup), so fetch the module
+    // source directly, then build it as a main module. An empty dir keeps any surrounding go.mod out of it.
+    const dlDir = path.join(tmpDir, 'download');
+    fs.mkdirSync(dlDir);
+    const out = await runGo(['mod', 'download', '-json', `${FERRETDB_MODULE}@v${FERRETDB_VERSION}`], { cwd: dlDir, log });
+    const info = JSON.parse(out) as { Dir?: string; Error?: string };
+    if (!info.Dir) throw new Error(`go mod download ${FERRETDB_MODULE}@v${FERRETDB_VERSION} failed: ${info.Error ?? out}`);
+
+    // The module cache is read-only; copy it so build/version/version.txt can be written.
+    const srcDir = path.join(tmpDir, 'src');
+    fs.cpSync(info.Dir, srcDir, { recursive: true });
+    makeWritable(srcDir);
+    // Without this file the binary panics at start with "Invalid build/version/version.txt".
+    fs.writeFileSync(path.join(srcDir, 'build', 'version', 'version.txt'), `v${FERRETDB_VERSION}\n`);
+
+    const bin = path.join(tmpDir, 'ferretdb');
+    await runGo(['build', '-trimpath', '-buildvcs=false', '-o', bin, './cmd/ferretdb'], { cwd: srcDir, log });
+    return bin;
+  });
+}
+
+function noop(): void {}
+
+/**
+ * Shared build-once logic: fast path when the binary exists; otherwise take a lock dir, build into a temp dir
+ * next to the target (same filesystem) and rename into place, so readers only ever see a complete binary.
+ */
+async function ensureBinary(
+  target: string,
+  log: (line: string) => void,
+  build: (tmpDir: string) => Promise<string>,
+): Promise<string> {
+  if (isExecutable(target)) return target;
+  const dir = path.dirname(target);
+  fs.mkdirSync(dir, { recursive: true });
+  const lockDir = `${target}.lock`;
+
+  // False means another process finished the build while we waited: nothing to do and no lock to release.
+  if (!(await acquireLock(lockDir, target, log))) return target;
+  try {
+    // Another process may have finished the build while we waited for the lock.
+    if (isExecutable(target)) return target;
+    // Only the lock holder creates build dirs, so any present now were left by a killed build.
+    for (const name of fs.readdirSync(dir)) {
+      if (name.startsWith('.build-')) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    }
+    const tmpDir = path.join(dir, `.build-${process.pid}-${randomBytes(4).toString('hex')}`);
+    fs.mkdirSync(tmpDir);
+    try {
+      const built = await build(tmpDir);
+      fs.chmodSync(built, 0o755);
+      fs.renameSync(built, target);
+      log(`built ${target}`);
+    } finally {
+      fs.rmSync(tmpDir, { recursive: true, force: true });
+    }
+    return target;
+  } finally {
+    fs.rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
+/** mkdir is atomic, so a lock dir holding the owner's pid is enough to serialise builds across processes. */
+async function acquireLock(lockDir: string, target: string, log: (line: string) => void): Promise<boolean> {
+  let announced = false;
+  for (;;) {
+    try {
+      fs.mkdirSync(lockDir);
+      fs.writeFileSync(path.join(lockDir, 'pid'), String(process.pid));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    if (isExecutable(target)) return false;
+    if (isStaleLock(lockDir)) {
+      log(`removing stale build lock ${lockDir}`);
+      fs.rmSync(lockDir, { recursive: true, force: true });
+      continue;
+    }
+    if (!announced) {
+      log(`waiting for another process building ${target}`);
+      announced = true;
+    }
+    await sleep(1000);
+  }
+}
+
+/** A lock is stale when its owner pid is gone (a killed build), or it has no pid file long after creation. */
+function isStaleLock(lockDir: string): boolean {
+  let pidText: string;
+  try {
+    pidText = fs.readFileSync(path.join(lockDir, 'pid'), 'utf8');
+  } catch {
+    try {
+      // The owner writes the pid right after mkdir; a pid-less lock older than a minute was abandoned.
+      return Date.now() - fs.statSync(lockDir).mtimeMs > 60_000;
+    } catch {
+      return true; // lock vanished between checks
+    }
+  }
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function makeWritable(dir: string): void {
+  fs.chmodSync(dir, fs.statSync(dir).mode | 0o200);
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) makeWritable(p);
+    else if (entry.isFile()) fs.chmodSync(p, fs.statSync(p).mode | 0o200);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Runs `go` with the given args; resolves with stdout, streams stderr lines to `log`, rejects with the stderr tail. */
+function runGo(
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string>; log: (line: string) => void },
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('go', args, {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const stdout: Buffer[] = [];
+    const tail: string[] = [];
+    let partial = '';
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        opts.log(line);
+        tail.push(line);
+        if (tail.length > 40) tail.shift();
+      }
+    });
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') {
+        reject(new Error('`go` was not found on PATH; install Go (https://go.dev/dl/) so the Temporal CLI and FerretDB can be built'));
+      } else {
+        reject(err);
+      }
+    });
+    child.on('close', (code, signal) => {
+      if (partial) tail.push(partial);
+      if (code === 0) resolve(Buffer.concat(stdout).toString('utf8'));
+      else reject(new Error(`go ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${tail.join('\n')}`));
+    });
+  });
+}

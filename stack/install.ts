@@ -1,0 +1,18 @@
+// Builds (if missing) and prints the Temporal CLI and FerretDB binaries: `tsx stack/install.ts`. CI runs this.
+import { defaultCacheDir, ensureFerretDb, ensureTemporal } from './binaries';
+
+async function main(): Promise<void> {
+  const log = (line: string): void => {
+    if (line.trim()) process.stderr.write(`${line}\n`);
+  };
+  const cacheDir = defaultCacheDir();
+  // Sequential: two parallel Go builds mostly fight over CPU and make the output unreadable.
+  const temporal = await ensureTemporal({ cacheDir, log });
+  const ferretdb = await ensureFerretDb({ cacheDir, log });
+  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,67 @@
+/** Accounts, their API keys (D6) and credits. */
+import { createHash, randomInt } from 'node:crypto';
+import type { Collections } from './db';
+import type { AccountDoc, ApiKeyDoc } from './documents';
+import { generateId } from './ids';
+import { postEntry } from './ledger';
+
+const KEY_PREFIX = 'wrs_sk_';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const KEY_RANDOM_CHARS = 40; // D6 asks for at least 32; 40 base62 chars carry ~238 bits
+
+/** SHA-256 hex of a presented secret: keys are found by this hash, never by comparing secrets (D6). */
+export function hashKey(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Creates an account with an opening balance (booked as a credit entry so the ledger explains every cent). */
+export async function createAccount(c: Collections, opts: { name: string; creditsUsd?: number }): Promise<AccountDoc> {
+  const account: AccountDoc = {
+    _id: generateId('acct'),
+    name: opts.name,
+    balance_usd: 0,
+    pending_entries: [],
+    created_at: new Date(),
+  };
+  await c.accounts.insertOne(account);
+  if (opts.creditsUsd) await addCredits(c, account._id, opts.creditsUsd, 'opening balance');
+  return (await c.accounts.findOne({ _id: account._id }))!;
+}
+
+/** Adds (or, negative, removes) credits through the ledger. */
+export async function addCredits(c: Collections, accountId: string, amountUsd: number, note: string | null = null): Promise<void> {
+  if (!(await c.accounts.findOne({ _id: accountId }, { projection: { _id: 1 } }))) {
+    throw new Error(`no account ${accountId}`);
+  }
+  await postEntry(c, { _id: generateId('led'), account_id: accountId, kind: 'credit', run_id: null, amount_usd: amountUsd, note });
+}
+
+/** Issues a new key; the secret is returned here and never again (D6). */
+export async function issueKey(c: Collections, accountId: string, name: string | null = null): Promise<{ secret: string; key: ApiKeyDoc }> {
+  let random = '';
+  for (let i = 0; i < KEY_RANDOM_CHARS; i++) random += BASE62[randomInt(0, BASE62.length)];
+  const secret = KEY_PREFIX + random;
+  const key: ApiKeyDoc = {
+    _id: generateId('key'),
+    account_id: accountId,
+    hash: hashKey(secret),
+    hint: secret.slice(0, KEY_PREFIX.length + 4),
+    name,
+    created_at: new Date(),
+    revoked_at: null,
+  };
+  await c.apiKeys.insertOne(key);
+  return { secret, key };
+}
+
+/** The live key record for a presented secret, or null (unknown or revoked). */
+export async function findLiveKey(c: Pick<Collections, 'apiKeys'>, secret: string): Promise<ApiKeyDoc | null> {
+  if (!secret.startsWith(KEY_PREFIX) || secret.length > 256) return null;
+  return c.apiKeys.findOne({ hash: hashKey(secret), revoked_at: null });
+}
+
+/** Revokes a key; every API process refuses it on its next request because nothing caches keys. */
+export async function revokeKey(c: Pick<Collections, 'apiKeys'>, keyId: string): Promise<boolean> {
+  const res = await c.apiKeys.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
+  return res.modifiedCount === 1;
+}

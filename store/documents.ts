@@ -1,0 +1,78 @@
+/** The shapes of the documents the service keeps in MongoDB. Ids follow D5 and are the `_id`. */
+import type { WorkflowDocument } from '../domain/graph';
+import type { Contract } from '../domain/contract';
+import type { RunEvent, RunOutput, RunStatus } from '../workflows/definitions';
+
+export interface AccountDoc {
+  _id: string; // acct_...
+  name: string;
+  balance_usd: number;
+  /** Ledger entries being applied right now; see store/ledger.ts for why this exists. */
+  pending_entries: string[];
+  created_at: Date;
+}
+
+export interface ApiKeyDoc {
+  _id: string; // key_...
+  account_id: string;
+  /** SHA-256 hex of the secret (D6); the secret itself is never stored. */
+  hash: string;
+  /** First characters of the secret, for humans telling keys apart. */
+  hint: string;
+  name: string | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface WorkflowDoc {
+  _id: string; // wf_...
+  account_id: string;
+  slug: string;
+  name: string | null;
+  public: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface WorkflowVersionDoc {
+  _id: string; // wfv_...
+  workflow_id: string;
+  account_id: string;
+  version: number;
+  graph: WorkflowDocument;
+  contract: Contract;
+  created_at: Date;
+}
+
+export interface RunDoc {
+  _id: string; // run_...
+  account_id: string;
+  key_id: string;
+  published_workflow_id: string;
+  published_workflow_version_id: string;
+  version: number;
+  status: RunStatus;
+  inputs: Record<string, unknown>;
+  created_at: Date;
+  completed_at: Date | null;
+  output: RunOutput | null;
+  error: string | null;
+  total_cost: number | null;
+  /** The whole event log, written once with the final state (D11, D29). */
+  events: RunEvent[] | null;
+  /** True once the final state has been written; the write happens exactly once. */
+  finalized: boolean;
+}
+
+export interface LedgerDoc {
+  _id: string; // led_...; a run's debit reuses the run's ULID so it exists at most once
+  account_id: string;
+  kind: 'run' | 'credit';
+  run_id: string | null;
+  /** Signed: credits are positive, run debits negative. */
+  amount_usd: number;
+  note: string | null;
+  /** `pending` until the account balance reflects it, then `applied`. */
+  state: 'pending' | 'applied';
+  created_at: Date;
+}

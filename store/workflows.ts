@@ -1,0 +1,79 @@
+/** Published workflows and their immutable, numbered versions (D1, D2, D26). */
+import type { WorkflowDocument } from '../domain/graph';
+import type { Contract } from '../domain/contract';
+import { isId } from '../domain/ids';
+import type { Collections } from './db';
+import type { WorkflowDoc, WorkflowVersionDoc } from './documents';
+import { generateId, } from './ids';
+import { isDuplicateKey } from './ledger';
+
+type WorkflowCollections = Pick<Collections, 'workflows' | 'workflowVersions'>;
+
+/** Publishes a graph: a new workflow, or the next version of the account's workflow with that slug. */
+export async function publishWorkflow(
+  c: WorkflowCollections,
+  accountId: string,
+  graph: WorkflowDocument,
+  contract: Contract,
+): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
+  const workflow = await upsertWorkflow(c, accountId, graph);
+  // Version numbers come from the versions themselves: the unique (workflow_id, version) index
+  // turns a concurrent publish into a retry with the next number instead of a lost version.
+  for (let attempt = 0; ; attempt++) {
+    const latest = await latestVersion(c, workflow._id);
+    const version: WorkflowVersionDoc = {
+      _id: generateId('wfv'),
+      workflow_id: workflow._id,
+      account_id: accountId,
+      version: (latest?.version ?? 0) + 1,
+      graph,
+      contract,
+      created_at: new Date(),
+    };
+    try {
+      await c.workflowVersions.insertOne(version);
+      return { workflow, version };
+    } catch (err) {
+      if (!isDuplicateKey(err) || attempt >= 5) throw err;
+    }
+  }
+}
+
+async function upsertWorkflow(c: WorkflowCollections, accountId: string, graph: WorkflowDocument): Promise<WorkflowDoc> {
+  const now = new Date();
+  const set = { name: graph.name ?? null, public: graph.public ?? false, updated_at: now };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const doc = await c.workflows.findOneAndUpdate(
+        { account_id: accountId, slug: graph.slug },
+        { $set: set, $setOnInsert: { _id: generateId('wf'), account_id: accountId, slug: graph.slug, created_at: now } },
+        { upsert: true, returnDocument: 'after' },
+      );
+      if (doc) return doc;
+    } catch (err) {
+      // Two first publishes of one slug race on the unique index: the loser takes the winner's document.
+      if (!isDuplicateKey(err) || attempt >= 3) throw err;
+    }
+  }
+}
+
+/** The newest version of a workflow, or null. */
+export function latestVersion(c: WorkflowCollections, workflowId: string): Promise<WorkflowVersionDoc | null> {
+  return c.workflowVersions.findOne({ workflow_id: workflowId }, { sort: { version: -1 } });
+}
+
+/** D2: a `wf_` id (own or public) or the caller's slug. */
+export async function findWorkflow(c: WorkflowCollections, accountId: string, ref: string): Promise<WorkflowDoc | null> {
+  if (isId('wf', ref)) {
+    const doc = await c.workflows.findOne({ _id: ref });
+    return doc && (doc.account_id === accountId || doc.public) ? doc : null;
+  }
+  return c.workflows.findOne({ account_id: accountId, slug: ref });
+}
+
+/** D1: the pinned version (number or `wfv_` id) of a workflow, or the latest when none is pinned. */
+export function findVersion(c: WorkflowCollections, workflowId: string, pin?: number | string): Promise<WorkflowVersionDoc | null> {
+  if (pin === undefined) return latestVersion(c, workflowId);
+  if (typeof pin === 'number') return c.workflowVersions.findOne({ workflow_id: workflowId, version: pin });
+  return c.workflowVersions.findOne({ _id: pin, workflow_id: workflowId });
+}

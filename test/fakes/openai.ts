@@ -1,0 +1,81 @@
+/**
+ * A local fake of the OpenAI chat completions API (test/ only): real wire format, scripted by
+ * the prompt text so each test says what the "model" does:
+ *   - `status:NNN` in the prompt answers that HTTP status with an OpenAI-style error body;
+ *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
+ *   - `slow:<ms>` delays the answer;
+ *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
+ *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+}
+
+export interface FakeOpenAI {
+  baseUrl: string;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+/** Starts the fake on a free loopback port. */
+export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+  const requests: RecordedRequest[] = [];
+  const flakyCounts = new Map<string, number>();
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const send = (status: number, payload: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(payload));
+    };
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      return send(404, { error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error', code: 'unknown_url' } });
+    }
+    const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
+    const slow = /slow:(\d+)/.exec(prompt);
+    if (slow) await new Promise((r) => setTimeout(r, Number(slow[1])));
+    const status = /status:(\d{3})/.exec(prompt);
+    if (status) {
+      return send(Number(status[1]), { error: { message: `The model refused: status ${status[1]}`, type: 'invalid_request_error', code: null } });
+    }
+    const flaky = /flaky:(\w+):(\d+)/.exec(prompt);
+    if (flaky) {
+      const seen = (flakyCounts.get(flaky[1]) ?? 0) + 1;
+      flakyCounts.set(flaky[1], seen);
+      if (seen <= Number(flaky[2])) return send(503, { error: { message: 'The server is overloaded', type: 'server_error' } });
+    }
+    const user = body.messages?.at(-1)?.content ?? '';
+    let content: string;
+    const format = body.response_format;
+    if (format?.json_schema?.name === 'list') {
+      const words = (/list:([^\n]*)/.exec(prompt)?.[1] ?? 'a,b,c').split(',').map((w) => w.trim()).filter(Boolean);
+      content = JSON.stringify({ items: words });
+    } else if (format) {
+      content = JSON.stringify({ echo: user });
+    } else {
+      content = `echo: ${user}`;
+    }
+    send(200, {
+      id: `chatcmpl-${requests.length}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

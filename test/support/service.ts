@@ -1,0 +1,79 @@
+/**
+ * A complete service on the test stack: its own MongoDB database and Temporal task queue (so
+ * tests never see each other's data or workers), the API on a free port, and a worker that a
+ * test may start late or stop to observe `pending`.
+ */
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { loadConfig, type Config } from '../../config';
+import { startApi, type ApiHandle } from '../../api/start-api';
+import { createLogger } from '../../api/logger';
+import { connectStore, type Store } from '../../store/db';
+import { createRunWorker } from '../../worker/create-worker';
+import { testStack } from './stack';
+
+export interface TestService {
+  url: string;
+  config: Config;
+  store: Store;
+  api: ApiHandle;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** Starts API (and, unless `worker: false`, a worker) on the shared stack; env overrides go through loadConfig. */
+export async function startService(opts: { worker?: boolean; env?: Record<string, string> } = {}): Promise<TestService> {
+  const { stack, bundle } = await testStack();
+  const id = `${process.pid}-${++counter}-${Date.now()}`;
+  const config = loadConfig({
+    API_PORT: '0',
+    TEMPORAL_ADDRESS: stack.temporal.address,
+    MONGODB_URI: stack.mongo.uri,
+    MONGODB_DB: `wrs_test_${id.replace(/-/g, '_')}`,
+    TEMPORAL_TASK_QUEUE: `wrs-test-${id}`,
+    RETRY_INITIAL_MS: '50',
+    LOG_LEVEL: 'silent',
+    ...opts.env,
+  });
+  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName });
+  const api = await startApi(config, createLogger('silent'));
+  let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
+
+  const service: TestService = {
+    url: api.url,
+    config,
+    store,
+    api,
+    async startWorker() {
+      if (worker) return;
+      const connection = await NativeConnection.connect({ address: config.temporal.address });
+      const w = await createRunWorker({
+        connection,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+        collections: store.collections,
+        config,
+        workflowBundle: bundle,
+        shutdownGraceTimeMs: 1_000,
+      });
+      worker = { worker: w, running: w.run(), connection };
+    },
+    async stopWorker() {
+      if (!worker) return;
+      const { worker: w, running, connection } = worker;
+      worker = undefined;
+      w.shutdown();
+      await running;
+      await connection.close();
+    },
+    async close() {
+      await service.stopWorker();
+      await api.close();
+      await store.close();
+    },
+  };
+  if (opts.worker !== false) await service.startWorker();
+  return service;
+}

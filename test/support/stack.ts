@@ -1,0 +1,43 @@
+/**
+ * The real stack every integration test runs against: one Temporal dev server and one
+ * FerretDB per mocha process, on free ports in a temporary directory, started on first use
+ * and stopped by the root hook in hooks.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { startStack, type Stack } from '../../stack';
+import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
+import { bundleWorkflows } from '../../worker/create-worker';
+
+export interface TestStack {
+  stack: Stack;
+  dataDir: string;
+  bundle: WorkflowBundleWithSourceMap;
+}
+
+let started: Promise<TestStack> | undefined;
+
+/** The suite's stack, started once. */
+export function testStack(): Promise<TestStack> {
+  started ??= (async () => {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-test-'));
+    const [stack, bundle] = await Promise.all([
+      startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }),
+      bundleWorkflows(),
+    ]);
+    return { stack, dataDir, bundle };
+  })();
+  return started;
+}
+
+/** Stops the stack if it was started and removes its directory. */
+export async function stopTestStack(): Promise<void> {
+  if (!started) return;
+  const { stack, dataDir } = await started;
+  await stack.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+  started = undefined;
+}

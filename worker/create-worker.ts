@@ -1,0 +1,39 @@
+/** A Temporal worker for runs: the workflow bundle plus the activities built from injected dependencies. */
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities';
+
+export interface WorkerOptions extends ActivityDeps {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Time running activities get to finish on shutdown before they are cancelled. */
+  shutdownGraceTimeMs?: number;
+}
+
+/** Bundles the workflow code once, for reuse by several workers. */
+export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietLogger });
+}
+
+/** Creates (but does not run) a worker polling the run task queue. */
+export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    activities: createActivities(opts),
+    shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
+  });
+}
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};

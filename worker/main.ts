@@ -1,0 +1,27 @@
+/** Worker entry: `npm run worker`. Executes runs until SIGINT/SIGTERM, then drains. */
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig } from '../config';
+import { connectStore } from '../store/db';
+import { createRunWorker } from './create-worker';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-worker' });
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const worker = await createRunWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    collections: store.collections,
+    config,
+  });
+  // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.
+  await worker.run();
+  await connection.close();
+  await store.close();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

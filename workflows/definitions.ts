@@ -1,0 +1,131 @@
+/**
+ * The contract between the API, the workflow and the worker: workflow arguments, the query
+ * that reports a run's state, the event shapes of the run's event log, and the search
+ * attributes operators filter by. Safe to import from the workflow sandbox and from Node.
+ */
+import { defineQuery } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { WorkflowDocument } from '../domain/graph';
+import type { ItemError, Part } from '../domain/parts';
+import type { RunOptions } from '../config';
+
+export const RUN_WORKFLOW_TYPE = 'runWorkflow';
+
+/** Search attributes shown and filterable in the Temporal UI (issue 2, item 9). */
+export const SEARCH_ATTRIBUTES = {
+  accountId: defineSearchAttributeKey('WrsAccountId', SearchAttributeType.KEYWORD),
+  publishedWorkflowId: defineSearchAttributeKey('WrsPublishedWorkflowId', SearchAttributeType.KEYWORD),
+  workflowVersion: defineSearchAttributeKey('WrsWorkflowVersion', SearchAttributeType.INT),
+} as const;
+
+/** Name → Temporal type, for registering the search attributes on a server. */
+export const SEARCH_ATTRIBUTE_TYPES = {
+  WrsAccountId: 'Keyword',
+  WrsPublishedWorkflowId: 'Keyword',
+  WrsWorkflowVersion: 'Int',
+} as const;
+
+export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+
+/** Is this status final (D7: nothing leaves a terminal state)? */
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+export interface RunArgs {
+  runId: string;
+  accountId: string;
+  publishedWorkflowId: string;
+  versionId: string;
+  version: number;
+  /** Unix milliseconds the API accepted the run; the source of `created_at` everywhere. */
+  createdAtMs: number;
+  graph: WorkflowDocument;
+  /** Validated inputs keyed by normalized label (D4). */
+  inputs: Record<string, unknown>;
+  options: RunOptions;
+}
+
+/** One output item of the run record (spec "Output item"). */
+export interface OutputItem {
+  id: string;
+  item_index: number;
+  status: 'completed' | 'failed' | 'pending' | 'running';
+  parts: Part[];
+  error?: ItemError;
+}
+
+export type RunOutput = Record<string, OutputItem[]>;
+
+interface EventBase {
+  sequence_number: number;
+}
+export interface ItemEventBody {
+  output_index: number;
+  item: { type: 'message'; id: string; phase: 'final_answer' };
+}
+/** Events of a run's log (spec "Events", D11–D14). `response.resumed` is per connection and lives in the API. */
+export type RunEvent = EventBase &
+  (
+    | {
+        type: 'response.created';
+        response: { id: string; run_id: string; created_at: number; workflow_id: string; service_tier: null };
+      }
+    | ({ type: 'response.output_item.added' } & ItemEventBody)
+    | ({ type: 'response.output_item.done' } & ItemEventBody)
+    | { type: 'response.completed'; response: { usage: null; service_tier: null } }
+    | {
+        type: 'response.failed';
+        response: {
+          error: { code: null; message: string };
+          incomplete_details: { reason: 'error' };
+          usage: null;
+          service_tier: null;
+        };
+      }
+    | { type: 'response.cancelled'; response: { usage: null; service_tier: null } }
+  );
+
+/** What the `snapshot` query answers: status always, events after a sequence number, results once terminal. */
+export interface RunSnapshot {
+  status: RunStatus;
+  /** Events with sequence_number greater than the query argument. */
+  events: RunEvent[];
+  /** Number of events in the log so far. */
+  eventCount: number;
+  output: RunOutput | null;
+  error: string | null;
+  total_cost: number;
+  completed_at_ms: number | null;
+}
+
+/** The final state the workflow hands to persistence, exactly once per run. */
+export interface RunFinal {
+  runId: string;
+  accountId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  output: RunOutput | null;
+  error: string | null;
+  totalCost: number;
+  completedAtMs: number;
+  events: RunEvent[];
+}
+
+/** The one query of a run: its snapshot, with the events after `afterSequence` (-1 for all). */
+export const snapshotQuery = defineQuery<RunSnapshot, [number]>('snapshot');
+
+/** The `response.created` event, built the same way by the workflow (log entry 0) and the API (before a worker runs). */
+export function createdEvent(args: Pick<RunArgs, 'runId' | 'createdAtMs' | 'publishedWorkflowId'>): RunEvent {
+  return {
+    type: 'response.created',
+    sequence_number: 0,
+    response: {
+      id: args.runId, // D12: response.id is the run id
+      run_id: args.runId,
+      created_at: Math.floor(args.createdAtMs / 1000), // D12: Unix seconds
+      workflow_id: args.publishedWorkflowId,
+      service_tier: null,
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Nodes that do no I/O and cost nothing run right in workflow code: they are deterministic,
+ * replay for free and add no activity round trip (docs/architecture.md "Where nodes run").
+ */
+import type { GraphNode } from '../domain/graph';
+import type { Item, Part } from '../domain/parts';
+import { renderTemplate } from '../domain/templates';
+import { NodeFailure } from './errors';
+import { completed, failed, itemText, valuePart } from './values';
+
+type NodeOf<T extends GraphNode['type']> = Extract<GraphNode, { type: T }>;
+
+/** The one item a User Input node emits for its (already validated, D4) value. */
+export function userInputItems(node: NodeOf<'user_input'>, value: unknown): Item[] {
+  if (value === undefined) return [completed()];
+  switch (node.input_type) {
+    case 'text':
+      return [completed({ type: 'text', text: String(value) })];
+    case 'image':
+    case 'video':
+    case 'file':
+      return [completed({ type: node.input_type, url: String(value) })];
+    default:
+      return [completed({ type: 'json', data: value })];
+  }
+}
+
+/** One text item from a template and the texts of one iteration's port items. */
+export function textItem(node: NodeOf<'text'>, ports: Record<string, Item>): Item {
+  const values: Record<string, string> = {};
+  for (const [port, item] of Object.entries(ports)) values[port] = itemText(item);
+  return completed({ type: 'text', text: renderTemplate(node.template, values) });
+}
+
+/** Batch: one item per row, from the `rows` port (a JSON array, or text split into lines) or the node's own rows. */
+export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined): Item[] {
+  let rows: unknown[];
+  if (rowsInput) {
+    rows = [];
+    for (const item of rowsInput) {
+      if (item.status === 'failed') throw new NodeFailure(node.id, node.type, `rows input failed: ${item.error?.message ?? 'unknown error'}`);
+      for (const part of item.parts) rows.push(...partRows(node, part));
+    }
+  } else if (node.rows) {
+    rows = node.rows;
+  } else {
+    throw new NodeFailure(node.id, node.type, 'has neither rows nor a rows input');
+  }
+  return rows.map((row) => completed(valuePart(row)));
+}
+
+function partRows(node: NodeOf<'batch'>, part: Part): unknown[] {
+  if (part.type === 'json') {
+    if (!Array.isArray(part.data)) throw new NodeFailure(node.id, node.type, 'rows input is JSON but not an array');
+    return part.data;
+  }
+  if (part.type === 'text') {
+    const trimmed = part.text.trim();
+    if (trimmed.startsWith('[')) {
+      try {
+        const parsed: unknown = JSON.parse(trimmed);
+        if (Array.isArray(parsed)) return parsed;
+      } catch {
+        // not JSON after all: fall through to lines
+      }
+    }
+    return part.text.split(/\r?\n/).filter((line) => line.trim() !== '');
+  }
+  return [part.url];
+}
+
+/** Select: the one item at `index` (negative counts from the end). */
+export function selectItems(node: NodeOf<'select'>, items: Item[]): Item[] {
+  const at = node.index < 0 ? items.length + node.index : node.index;
+  if (at < 0 || at >= items.length) {
+    throw new NodeFailure(node.id, node.type, `index ${node.index} is out of range for ${items.length} item(s)`);
+  }
+  return [items[at]];
+}
+
+/** Join: one item with the texts joined by the separator and every other part after them in order. */
+export function joinItems(node: NodeOf<'join'>, items: Item[], sourceId: string): Item[] {
+  const bad = items.findIndex((item) => item.status === 'failed');
+  if (bad >= 0) {
+    return [failed({ message: `input item ${bad} from node '${sourceId}' failed: ${items[bad].error?.message ?? 'unknown error'}`, type: 'upstream_failed' })];
+  }
+  const texts: string[] = [];
+  const others: Part[] = [];
+  for (const item of items) {
+    for (const part of item.parts) {
+      if (part.type === 'text') texts.push(part.text);
+      else others.push(part);
+    }
+  }
+  const parts: Part[] = texts.length > 0 ? [{ type: 'text', text: texts.join(node.separator ?? '\n') }, ...others] : others;
+  return [completed(...parts)];
+}

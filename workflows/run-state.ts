@@ -1,0 +1,162 @@
+/**
+ * The run as its workflow sees it: status, the event log (D11, kept by the run so every
+ * stream sees the same numbers), output items with stable ids (D5) and the running cost.
+ */
+import type { Item } from '../domain/parts';
+import { normalizeLabel } from '../domain/labels';
+import { newId } from '../domain/ids';
+import {
+  createdEvent,
+  type OutputItem,
+  type RunArgs,
+  type RunEvent,
+  type RunFinal,
+  type RunOutput,
+  type RunSnapshot,
+  type RunStatus,
+} from './definitions';
+
+type EventBody = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'sequence_number'> : never) : never;
+
+interface Slot {
+  id: string;
+  outputIndex: number;
+  item?: Item;
+}
+
+export class RunState {
+  status: RunStatus = 'running';
+  readonly events: RunEvent[];
+  private cost: number;
+  private error: string | null = null;
+  private completedAtMs: number | null = null;
+  private outputIndex = 0;
+  /** Producer node id → the user_result node ids it feeds. */
+  private readonly resultsFedBy = new Map<string, string[]>();
+  /** user_result node id → its slots, by producer iteration, in production order. */
+  private readonly slots = new Map<string, Map<number, Slot[]>>();
+
+  constructor(
+    private readonly args: RunArgs,
+    private readonly clock: { now(): number; random(): number },
+  ) {
+    this.events = [createdEvent(args)];
+    this.cost = args.options.startFeeUsd; // D17: the fixed start fee
+    for (const node of args.graph.nodes) if (node.type === 'user_result') this.slots.set(node.id, new Map());
+    for (const edge of args.graph.edges) {
+      if (!this.slots.has(edge.to)) continue;
+      const list = this.resultsFedBy.get(edge.from) ?? [];
+      list.push(edge.to);
+      this.resultsFedBy.set(edge.from, list);
+    }
+  }
+
+  /** D13: an output item opens when the iteration that produces it starts. */
+  iterationStarted(nodeId: string, iteration: number): void {
+    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+      const slots = this.slots.get(resultId)!;
+      if (!slots.has(iteration)) slots.set(iteration, [this.openSlot()]);
+    }
+  }
+
+  /** D13: the iteration's items close (opening first any that were not announced, e.g. list outputs). */
+  iterationDone(nodeId: string, iteration: number, items: Item[]): void {
+    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+      const slots = this.slots.get(resultId)!;
+      const list = slots.get(iteration) ?? [];
+      slots.set(iteration, list);
+      items.forEach((item, k) => {
+        const slot = list[k] ?? this.openSlot();
+        list[k] = slot;
+        slot.item = item;
+        this.itemEvent('response.output_item.done', slot);
+      });
+    }
+  }
+
+  addCost(usd: number): void {
+    this.cost += usd;
+  }
+
+  /** Ends the run; appends exactly one terminal event (D14 for cancellation). */
+  finish(status: 'completed' | 'failed' | 'cancelled', error?: string): void {
+    if (this.status !== 'running') return;
+    this.status = status;
+    this.error = status === 'failed' ? (error ?? 'run failed') : null;
+    this.completedAtMs = this.clock.now();
+    const usage = { usage: null, service_tier: null } as const;
+    if (status === 'completed') this.push({ type: 'response.completed', response: usage });
+    else if (status === 'cancelled') this.push({ type: 'response.cancelled', response: usage });
+    else {
+      this.push({
+        type: 'response.failed',
+        response: { error: { code: null, message: this.error! }, incomplete_details: { reason: 'error' }, ...usage },
+      });
+    }
+  }
+
+  /** Answer of the snapshot query: events after `afterSequence`, results only once terminal. */
+  snapshot(afterSequence: number): RunSnapshot {
+    const terminal = this.status !== 'running';
+    return {
+      status: this.status,
+      events: this.events.slice(Math.max(0, afterSequence + 1)),
+      eventCount: this.events.length,
+      output: this.status === 'completed' ? this.output() : null,
+      error: this.error,
+      total_cost: this.totalCost(),
+      completed_at_ms: terminal ? this.completedAtMs : null,
+    };
+  }
+
+  /** Everything persistence needs, once the run has ended. */
+  final(): RunFinal {
+    if (this.status === 'running' || this.status === 'pending') throw new Error('run has not ended');
+    return {
+      runId: this.args.runId,
+      accountId: this.args.accountId,
+      status: this.status,
+      output: this.status === 'completed' ? this.output() : null,
+      error: this.error,
+      totalCost: this.totalCost(),
+      completedAtMs: this.completedAtMs!,
+      events: this.events,
+    };
+  }
+
+  private totalCost(): number {
+    return Math.round(this.cost * 1e9) / 1e9; // float sums drift; the ledger wants stable numbers
+  }
+
+  /** The `output` object: result labels to items in iteration order, only items that ended (D8). */
+  private output(): RunOutput {
+    const output: RunOutput = {};
+    for (const node of this.args.graph.nodes) {
+      if (node.type !== 'user_result') continue;
+      const byIteration = this.slots.get(node.id)!;
+      const ordered = [...byIteration.keys()].sort((a, b) => a - b).flatMap((i) => byIteration.get(i)!);
+      const items: OutputItem[] = [];
+      for (const slot of ordered) {
+        if (!slot.item) continue;
+        const { status, parts, error } = slot.item;
+        items.push({ id: slot.id, item_index: items.length, status, parts, ...(error ? { error } : {}) });
+      }
+      output[normalizeLabel(node.label)] = items;
+    }
+    return output;
+  }
+
+  private openSlot(): Slot {
+    const slot: Slot = { id: newId('item', this.clock.now(), this.clock.random), outputIndex: this.outputIndex++ };
+    this.itemEvent('response.output_item.added', slot);
+    return slot;
+  }
+
+  private itemEvent(type: 'response.output_item.added' | 'response.output_item.done', slot: Slot): void {
+    this.push({ type, output_index: slot.outputIndex, item: { type: 'message', id: slot.id, phase: 'final_answer' } });
+  }
+
+  private push(body: EventBody): void {
+    this.events.push({ ...body, sequence_number: this.events.length } as RunEvent);
+  }
+}

@@ -1,0 +1,100 @@
+/** The workflow of one run (workflow id = run id): executes the graph, answers the snapshot query, persists the end once. */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { Item } from '../domain/parts';
+import { executeGraph, type IoNode } from './engine';
+import { NodeFailure } from './errors';
+import { Semaphore } from './semaphore';
+import { RunState } from './run-state';
+import { failed } from './values';
+import { snapshotQuery, type RunArgs, type RunStatus } from './definitions';
+
+/** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
+export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
+
+/** Runs one published workflow version to its end and returns the final status. */
+export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; total_cost: number }> {
+  const state = new RunState(args, { now: () => Date.now(), random: Math.random });
+  setHandler(snapshotQuery, (afterSequence) => state.snapshot(afterSequence ?? -1));
+
+  const { options } = args;
+  const nodes = proxyActivities<Activities>({
+    startToCloseTimeout: options.nodeAttemptTimeoutMs, // D10: one attempt of a node
+    retry: {
+      initialInterval: options.retryInitialMs,
+      backoffCoefficient: 2,
+      maximumInterval: Math.max(options.retryInitialMs, 30_000),
+      maximumAttempts: options.nodeMaxAttempts,
+      nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
+    },
+  });
+  const persistence = proxyActivities<Activities>({
+    startToCloseTimeout: 30_000,
+    // The end of a run must reach MongoDB even if it is down for a while: retry without limit.
+    retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
+  });
+  const slots = new Semaphore(options.concurrency);
+
+  const callNode = (node: IoNode, iteration: number, ports: Record<string, Item>) => {
+    const base = { runId: args.runId, iteration, ports };
+    switch (node.type) {
+      case 'llm':
+        return nodes.llm({ ...base, node });
+      case 'http_request':
+        return nodes.httpRequest({ ...base, node });
+      default:
+        throw new NodeFailure(node.id, node.type, 'this node type is not enabled on this service yet');
+    }
+  };
+
+  const runIoNode = (node: IoNode, iteration: number, ports: Record<string, Item>): Promise<Item[]> =>
+    slots.with(async () => {
+      try {
+        const result = await callNode(node, iteration, ports);
+        state.addCost(result.costUsd);
+        return result.items;
+      } catch (err) {
+        const cause = err instanceof ActivityFailure ? err.cause : undefined;
+        if (cause instanceof ApplicationFailure && cause.type === 'ProviderRejected') {
+          const status = (cause.details?.[0] as { status?: number } | undefined)?.status;
+          return [failed({ message: cause.message, type: 'provider_error', ...(status ? { code: status } : {}) })];
+        }
+        if (cause instanceof ApplicationFailure && cause.nonRetryable) throw new NodeFailure(node.id, node.type, cause.message);
+        if (cause && !isCancellation(err)) {
+          throw new NodeFailure(node.id, node.type, `gave up after ${options.nodeMaxAttempts} attempt(s): ${cause.message}`);
+        }
+        throw err;
+      }
+    });
+
+  try {
+    await CancellationScope.withTimeout(options.runTimeoutMs, () =>
+      executeGraph(args.graph, args.inputs, {
+        runIoNode,
+        onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
+        onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
+      }),
+    );
+    state.finish('completed');
+  } catch (err) {
+    if (isCancellation(err)) {
+      // The root scope is cancelled only by a cancel request; otherwise our own timeout fired (D10).
+      if (CancellationScope.current().consideredCancelled) state.finish('cancelled');
+      else state.finish('failed', 'run timed out');
+    } else if (err instanceof NodeFailure) {
+      state.finish('failed', err.message);
+    } else {
+      throw err; // a bug in workflow code: let Temporal retry the workflow task instead of failing the run
+    }
+  }
+
+  await CancellationScope.nonCancellable(() => persistence.finalizeRun(state.final()));
+  return { status: state.status, total_cost: state.final().totalCost };
+}
