@@ -7,6 +7,7 @@ import type { Config } from '../config';
 import type { Collections } from '../store/db';
 import type { Logger } from './logger';
 import type { RunGateway } from './run-gateway';
+import type { PollerRegistry } from './stream/run-poller';
 import { errorHandler } from './middleware/error-handler';
 import { healthRoutes } from './routes/health';
 import { responsesRoutes } from './routes/responses';
@@ -18,6 +19,7 @@ export interface AppDeps {
   db: Db;
   collections: Collections;
   gateway: RunGateway;
+  pollers: PollerRegistry;
   logger: Logger;
 }
 
@@ -37,7 +39,9 @@ export function createApp(deps: AppDeps): Koa {
   app.use(errorHandler(deps.logger));
   for (const router of [healthRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps)]) {
     app.use(router.routes());
-    app.use(router.allowedMethods({ throw: true }));
+    // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
+    // middleware turns the bare 405/501 into the envelope.
+    app.use(router.allowedMethods());
   }
   return app;
 }

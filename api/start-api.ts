@@ -6,9 +6,12 @@ import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, ensureSearchAttributes } from './run-gateway';
 import { listen, type RunningServer } from './server';
+import { createPollSource } from './stream/poll-source';
+import { PollerRegistry } from './stream/run-poller';
 
 export interface ApiHandle extends RunningServer {
   gateway: RunGateway;
+  pollers: PollerRegistry;
 }
 
 /** Connects everything and listens; `close()` undoes it all. */
@@ -22,12 +25,15 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     taskQueue: config.temporal.taskQueue,
     queryTimeoutMs: config.api.queryTimeoutMs,
   });
-  const app = createApp({ config, db: store.db, collections: store.collections, gateway, logger });
+  const pollers = new PollerRegistry(createPollSource(gateway, store.collections), config.api.stream.pollMs);
+  const app = createApp({ config, db: store.db, collections: store.collections, gateway, pollers, logger });
   const running = await listen(app, config);
   return {
     ...running,
     gateway,
+    pollers,
     close: async () => {
+      pollers.stopAll();
       await running.close();
       await connection.close();
       await store.close();

@@ -61,6 +61,7 @@ export const EnvSchema = z.object({
   MAX_JSON_DEPTH: int(64),
   STREAM_POLL_MS: int(1_000),
   STREAM_KEEPALIVE_MS: int(15_000),
+  STREAM_MAX_BUFFERED_BYTES: int(1_048_576),
   QUERY_TIMEOUT_MS: int(3_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
@@ -84,7 +85,7 @@ export interface Config {
     maxJsonBodyBytes: number;
     maxJsonDepth: number;
     queryTimeoutMs: number;
-    stream: { pollMs: number; keepaliveMs: number };
+    stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number };
   };
   temporal: { address: string; namespace: string; taskQueue: string };
   mongo: { uri: string; dbName: string };
@@ -118,7 +119,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
       maxJsonDepth: e.MAX_JSON_DEPTH,
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
-      stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS },
+      stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS, maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES },
     },
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     mongo: { uri: e.MONGODB_URI, dbName: e.MONGODB_DB },

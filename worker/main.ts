@@ -3,9 +3,11 @@ import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { connectStore } from '../store/db';
 import { createRunWorker } from './create-worker';
+import { installWorkerRuntime } from './runtime';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  installWorkerRuntime(config.logLevel);
   const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-worker' });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const worker = await createRunWorker({

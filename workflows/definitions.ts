@@ -87,6 +87,15 @@ export type RunEvent = EventBase &
     | { type: 'response.cancelled'; response: { usage: null; service_tier: null } }
   );
 
+/** The first event of a reattached stream (per connection, not in the log); its number is the client's cursor. */
+export interface ResumedEvent extends EventBase {
+  type: 'response.resumed';
+  response: { id: string; run_id: string; status: RunStatus };
+}
+
+/** Everything a stream may carry. */
+export type StreamEvent = RunEvent | ResumedEvent;
+
 /** What the `snapshot` query answers: status always, events after a sequence number, results once terminal. */
 export interface RunSnapshot {
   status: RunStatus;

@@ -157,6 +157,7 @@ export class RunState {
   }
 
   private push(body: EventBody): void {
-    this.events.push({ ...body, sequence_number: this.events.length } as RunEvent);
+    // `type` then `sequence_number` lead every event, so the wire format reads the same for every type.
+    this.events.push(Object.assign({ type: body.type, sequence_number: this.events.length }, body) as RunEvent);
   }
 }

@@ -11,7 +11,7 @@ function partText(part: Part): string {
     case 'text':
       return part.text;
     case 'json':
-      return typeof part.data === 'string' ? part.data : JSON.stringify(part.data);
+      return JSON.stringify(part.data); // docs/workflow-format.md: json parts render as JSON
     default:
       return part.url;
   }

@@ -32,7 +32,23 @@ export function errorHandler(logger: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
+      // ctx.respond === false: a stream owns the socket and has answered already.
+      if (ctx.respond !== false && ctx.body === undefined) {
+        if (ctx.status === 404) throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
+        // @koa/router answers a method that no router implements (PROPFIND ...) with 501 even on an
+        // unknown path; its `Allow` list tells a known route (405) from an unknown one (404).
+        if (ctx.status === 405 || ctx.status === 501) {
+          const allow = ctx.response.get('Allow');
+          if (!allow) {
+            ctx.remove('Allow');
+            throw new NotFoundError(`No route for ${ctx.method} ${ctx.path}.`);
+          }
+          throw new InvalidRequestError(`Method ${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}.`, {
+            status: 405,
+            code: 'method_not_allowed',
+          });
+        }
+      }
     } catch (err) {
       const apiError = toApiError(err);
       if (!apiError.expose || apiError.status >= 500) {

@@ -1,11 +1,11 @@
-/** POST /api/v1/responses: start a run (async here; the stream mode hands over to the stream module). */
+/** POST /api/v1/responses: start a run, answered with 202 (async) or the run's event stream (`stream: true`). */
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { parseRequest, StartRequestSchema, type AsyncStartResponse } from '../schemas';
 import { startRun } from '../services/start-run';
-import { InvalidRequestError } from '../errors';
+import { streamNewRun } from '../stream/run-streams';
 
 /** Routes of the responses resource. */
 export function responsesRoutes(deps: AppDeps): Router {
@@ -16,8 +16,9 @@ export function responsesRoutes(deps: AppDeps): Router {
     jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
     async (ctx) => {
       const request = parseRequest(StartRequestSchema, ctx.request.body);
-      if (request.stream) throw new InvalidRequestError('Streaming starts are not available yet.', { param: 'stream' });
+      // Everything that can refuse the start happens before the stream opens, so refusals are plain JSON errors.
       const run = await startRun(deps, ctx.state.auth!, request);
+      if (request.stream) return streamNewRun(ctx, deps, run);
       ctx.status = 202;
       ctx.body = {
         run_id: run._id,

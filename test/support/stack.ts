@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { installWorkerRuntime } from '../../worker/runtime';
 import { startStack, type Stack } from '../../stack';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { bundleWorkflows } from '../../worker/create-worker';
@@ -22,7 +23,7 @@ let started: Promise<TestStack> | undefined;
 /** The suite's stack, started once. */
 export function testStack(): Promise<TestStack> {
   started ??= (async () => {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    installWorkerRuntime('warn');
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-test-'));
     const [stack, bundle] = await Promise.all([
       startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }),

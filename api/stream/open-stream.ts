@@ -1,0 +1,63 @@
+/** Binds one HTTP response to a run's poller: SSE head, first event, keepalives, events, `[DONE]`, cleanup. */
+import type { Context } from 'koa';
+import type { RunEvent, StreamEvent } from '../../workflows/definitions';
+import type { PollerRegistry, RunKnowledge } from './run-poller';
+import { DONE, KEEPALIVE, formatEvent, writeSseHead } from './sse';
+
+export interface StreamOptions {
+  pollers: PollerRegistry;
+  keepaliveMs: number;
+  /** A client that stops reading is cut off once this much is queued for it (issue 8: bounded memory). */
+  maxBufferedBytes: number;
+}
+
+/**
+ * Takes over the response for the run's stream. `opening` makes the first event once the run's
+ * state is known and returns it with the client's cursor (the last sequence number it has).
+ */
+export function openStream(
+  ctx: Context,
+  opts: StreamOptions,
+  runId: string,
+  seed: RunKnowledge,
+  opening: (state: RunKnowledge) => { event: StreamEvent; cursor: number },
+): void {
+  ctx.respond = false; // from here on this function owns the socket
+  const res = ctx.res;
+  let keepalive: NodeJS.Timeout | undefined;
+  let closed = false;
+  let unsubscribe: (() => void) | undefined;
+
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(keepalive);
+    unsubscribe?.();
+    if (!res.writableEnded) res.end();
+  };
+  const write = (chunk: string) => {
+    if (closed) return;
+    res.write(chunk);
+    if (res.writableLength > opts.maxBufferedBytes) {
+      res.destroy();
+      close();
+    }
+  };
+  res.on('close', close);
+
+  unsubscribe = opts.pollers.subscribe(runId, seed, {
+    start: (state) => {
+      const { event, cursor } = opening(state);
+      writeSseHead(res);
+      write(formatEvent(event));
+      keepalive = setInterval(() => write(KEEPALIVE), opts.keepaliveMs);
+      return cursor;
+    },
+    deliver: (event: RunEvent) => write(formatEvent(event)),
+    end: () => {
+      write(DONE);
+      close();
+    },
+  });
+  if (closed) unsubscribe(); // the client left before we subscribed
+}

@@ -1,0 +1,195 @@
+/**
+ * D15: one poller per run per API process, however many clients stream it. A poller asks the
+ * run for news once per poll interval, keeps the run's event log as far as it knows it, and
+ * hands every subscriber the events after its cursor. It stops when its last subscriber leaves
+ * or has been given the terminal event: nothing outlives the clients.
+ */
+import { isTerminal, type RunEvent, type RunSnapshot, type RunStatus } from '../../workflows/definitions';
+
+/** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
+export interface PollSource {
+  /** The live snapshot after a sequence number, or null for "no news yet". */
+  snapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null>;
+  /** The stored record's status, and its whole event log once finalized. */
+  stored(runId: string): Promise<{ status: RunStatus; events: RunEvent[] | null } | null>;
+}
+
+/** What a poller knows about its run. */
+export interface RunKnowledge {
+  status: RunStatus;
+  /** The log so far, index = sequence_number. */
+  events: readonly RunEvent[];
+}
+
+/** One streaming client. */
+export interface Subscriber {
+  /** The poller knows the run's state: open the stream and return the client's cursor (last sequence it has). */
+  start(state: RunKnowledge): number;
+  /** One event after the cursor, in order. */
+  deliver(event: RunEvent): void;
+  /** The terminal event was delivered: finish the stream. */
+  end(): void;
+}
+
+interface Attached {
+  sub: Subscriber;
+  cursor: number | null; // null until started
+}
+
+const TERMINAL_TYPES = new Set(['response.completed', 'response.failed', 'response.cancelled']);
+
+export class RunPoller {
+  status: RunStatus;
+  readonly events: RunEvent[];
+  queries = 0;
+  private readonly attached = new Set<Attached>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private ready = false;
+  private stopped = false;
+
+  constructor(
+    readonly runId: string,
+    seed: RunKnowledge,
+    private readonly source: PollSource,
+    private readonly pollMs: number,
+    private readonly onStop: (poller: RunPoller) => void,
+  ) {
+    this.status = seed.status;
+    this.events = [...seed.events];
+    // The first look happens at once, so a new stream learns the current status without waiting a tick.
+    this.timer = setTimeout(() => void this.tick(), 0);
+  }
+
+  get subscriberCount(): number {
+    return this.attached.size;
+  }
+
+  get terminal(): boolean {
+    const last = this.events.at(-1);
+    return last !== undefined && TERMINAL_TYPES.has(last.type);
+  }
+
+  /** Adds a client; returns the function that removes it. */
+  subscribe(sub: Subscriber): () => void {
+    const entry: Attached = { sub, cursor: null };
+    this.attached.add(entry);
+    if (this.ready) this.startOne(entry);
+    return () => this.detach(entry);
+  }
+
+  /** Stops polling; pending timers are cleared so nothing keeps running for a run nobody watches. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.onStop(this);
+  }
+
+  private detach(entry: Attached): void {
+    this.attached.delete(entry);
+    if (this.attached.size === 0) this.stop();
+  }
+
+  private startOne(entry: Attached): void {
+    entry.cursor = entry.sub.start({ status: this.status, events: this.events });
+    // Missed events go out at once, but spec rule 3: a terminal event reaches a newly attached
+    // client on the next poll tick, about a second later.
+    this.deliver(entry, false);
+  }
+
+  private deliver(entry: Attached, includeTerminal: boolean): void {
+    if (entry.cursor === null) return;
+    for (let seq = entry.cursor + 1; seq < this.events.length; seq++) {
+      const event = this.events[seq];
+      if (!includeTerminal && TERMINAL_TYPES.has(event.type)) return;
+      entry.sub.deliver(event);
+      entry.cursor = seq;
+    }
+    // Past the terminal event (or resumed after it): the stream is over.
+    if (includeTerminal && this.terminal && entry.cursor >= this.events.length - 1) {
+      this.attached.delete(entry);
+      entry.sub.end();
+    }
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped || this.ticking) return;
+    this.ticking = true;
+    const started = Date.now();
+    try {
+      if (!this.terminal) await this.learn();
+    } catch {
+      // A failed look is "no news yet" (D15): the stream never fails because a poll did.
+    } finally {
+      this.ticking = false;
+    }
+    if (this.stopped) return;
+    const first = !this.ready;
+    this.ready = true;
+    for (const entry of [...this.attached]) {
+      if (entry.cursor === null) this.startOne(entry);
+      else if (!first) this.deliver(entry, true);
+    }
+    if (this.attached.size === 0) return this.stop();
+    this.timer = setTimeout(() => void this.tick(), Math.max(0, started + this.pollMs - Date.now()));
+  }
+
+  private async learn(): Promise<void> {
+    this.queries++;
+    const snapshot = await this.source.snapshot(this.runId, this.events.length - 1);
+    if (snapshot) {
+      this.merge(snapshot.events);
+      this.status = snapshot.status;
+      return;
+    }
+    // No news from Temporal: the run may not have a worker yet, or Temporal may have forgotten it.
+    const stored = await this.source.stored(this.runId);
+    if (!stored) return;
+    if (stored.events) this.merge(stored.events);
+    if (isTerminal(stored.status) || this.status === 'pending') this.status = stored.status;
+  }
+
+  private merge(events: readonly RunEvent[]): void {
+    for (const event of events) {
+      if (event.sequence_number === this.events.length) this.events.push(event);
+    }
+  }
+}
+
+/** Every poller of one API process, keyed by run id. */
+export class PollerRegistry {
+  private readonly pollers = new Map<string, RunPoller>();
+
+  constructor(
+    private readonly source: PollSource,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Subscribes a client to the run's poller, creating it (seeded with what the caller knows) if needed. */
+  subscribe(runId: string, seed: RunKnowledge, sub: Subscriber): () => void {
+    let poller = this.pollers.get(runId);
+    if (!poller) {
+      poller = new RunPoller(runId, seed, this.source, this.pollMs, (p) => {
+        if (this.pollers.get(p.runId) === p) this.pollers.delete(p.runId);
+      });
+      this.pollers.set(runId, poller);
+    }
+    return poller.subscribe(sub);
+  }
+
+  /** Live pollers (tests assert that disconnects leave none behind). */
+  get size(): number {
+    return this.pollers.size;
+  }
+
+  get(runId: string): RunPoller | undefined {
+    return this.pollers.get(runId);
+  }
+
+  /** Stops every poller (shutdown). */
+  stopAll(): void {
+    for (const poller of [...this.pollers.values()]) poller.stop();
+  }
+}

@@ -1,0 +1,64 @@
+/** The two streams of the spec: the one a streaming start opens, and the reattach stream (rules 2 and 3, D11). */
+import type { Context } from 'koa';
+import type { Config } from '../../config';
+import type { RunDoc } from '../../store/documents';
+import { createdEvent, type RunEvent } from '../../workflows/definitions';
+import { InvalidRequestError } from '../errors';
+import { openStream } from './open-stream';
+import type { PollerRegistry, RunKnowledge } from './run-poller';
+
+export interface RunStreamDeps {
+  pollers: PollerRegistry;
+  config: Pick<Config, 'api'>;
+}
+
+const TERMINAL = new Set(['response.completed', 'response.failed', 'response.cancelled']);
+
+function options(deps: RunStreamDeps) {
+  const { keepaliveMs, maxBufferedBytes } = deps.config.api.stream;
+  return { pollers: deps.pollers, keepaliveMs, maxBufferedBytes };
+}
+
+function created(run: RunDoc): RunEvent {
+  return createdEvent({ runId: run._id, createdAtMs: run.created_at.getTime(), publishedWorkflowId: run.published_workflow_id });
+}
+
+/** What the API knows of a run before its poller has looked: the stored log, or just the created event. */
+function seedOf(run: RunDoc): RunKnowledge {
+  return { status: run.status, events: run.finalized && run.events ? run.events : [created(run)] };
+}
+
+/** POST /responses with `stream: true`: `response.created` at once, then the run's events. */
+export function streamNewRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): void {
+  openStream(ctx, options(deps), run._id, seedOf(run), () => ({ event: created(run), cursor: 0 }));
+}
+
+/**
+ * GET /runs/{runId}/stream: `response.resumed` with the current status, then the events after
+ * the client's cursor (Last-Event-ID or starting_after), or, without one, from now on. The
+ * resumed event carries the cursor as its sequence number, so its `id:` is a valid resume point.
+ */
+export function streamExistingRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): void {
+  const explicit = cursorFrom(ctx);
+  openStream(ctx, options(deps), run._id, seedOf(run), (state) => {
+    const last = state.events.length - 1;
+    // "From now on" still ends with the terminal event of a finished run (spec rule 3).
+    const cursor = explicit ?? (last >= 0 && TERMINAL.has(state.events[last].type) ? last - 1 : last);
+    return {
+      event: { type: 'response.resumed', sequence_number: cursor, response: { id: run._id, run_id: run._id, status: state.status } },
+      cursor,
+    };
+  });
+}
+
+/** D11: `Last-Event-ID` (what a browser's EventSource resends) wins over `?starting_after=`. */
+function cursorFrom(ctx: Context): number | undefined {
+  const header = ctx.get('last-event-id');
+  const query = ctx.query.starting_after;
+  const [raw, param] = header !== '' ? [header, 'Last-Event-ID'] : [query, 'starting_after'];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw.trim())) {
+    throw new InvalidRequestError(`\`${param}\` must be an event sequence number (a non-negative integer).`, { param });
+  }
+  return Number(raw.trim());
+}

@@ -1,0 +1,68 @@
+/** Workflow documents and small flows shared by the API-surface tests (provider-free: text nodes only). */
+import assert from 'node:assert/strict';
+import { call, waitFor } from './http';
+
+/** A one-input greeting workflow; `prefix` makes versions tell apart in their output. */
+export function greetingWorkflow(slug: string, prefix = 'Hello', extra: Record<string, unknown> = {}) {
+  return {
+    slug,
+    name: `Greeting ${slug}`,
+    ...extra,
+    nodes: [
+      { id: 'name', type: 'user_input', label: 'Name', input_type: 'text' },
+      { id: 'greet', type: 'text', template: `${prefix}, {{name}}!` },
+      { id: 'greeting', type: 'user_result', label: 'Greeting' },
+    ],
+    edges: [
+      { from: 'name', to: 'greet', port: 'name' },
+      { from: 'greet', to: 'greeting' },
+    ],
+  };
+}
+
+/** Inputs of every scalar type (D4), one of them optional with a default. */
+export function typedInputsWorkflow(slug: string) {
+  return {
+    slug,
+    nodes: [
+      { id: 'product', type: 'user_input', label: 'Product Name', input_type: 'text' },
+      { id: 'count', type: 'user_input', label: 'Count', input_type: 'number' },
+      { id: 'flag', type: 'user_input', label: 'Gift Wrap?', input_type: 'boolean' },
+      { id: 'tone', type: 'user_input', label: 'Tone', input_type: 'text', required: false, default: 'friendly' },
+      { id: 'line', type: 'text', template: '{{product_name}}|{{count}}|{{gift_wrap}}|{{tone}}' },
+      { id: 'out', type: 'user_result', label: 'Line' },
+    ],
+    edges: [
+      { from: 'product', to: 'line', port: 'product_name' },
+      { from: 'count', to: 'line', port: 'count' },
+      { from: 'flag', to: 'line', port: 'gift_wrap' },
+      { from: 'tone', to: 'line', port: 'tone' },
+      { from: 'line', to: 'out' },
+    ],
+  };
+}
+
+/** Publishes and asserts 201; returns the publish response body. */
+export async function publish(url: string, key: string, doc: unknown): Promise<any> {
+  const res = await call(url, 'POST', '/api/v1/workflows', { key, body: doc });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body;
+}
+
+/** Polls a run until it is terminal and returns its record. */
+export async function waitForRun(url: string, key: string, runId: string, timeoutMs = 30_000): Promise<any> {
+  return waitFor(
+    async () => {
+      const r = await call(url, 'GET', `/api/v1/runs/${runId}`, { key });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return ['completed', 'failed', 'cancelled'].includes(r.body.status) ? r.body : undefined;
+    },
+    { timeoutMs, intervalMs: 100, what: `run ${runId} to end` },
+  );
+}
+
+/** The text of the first part of the first item of an output key. */
+export function firstText(run: any, key: string): string {
+  assert.equal(run.status, 'completed', JSON.stringify(run));
+  return run.output?.[key]?.[0]?.parts?.[0]?.text;
+}
