@@ -1,0 +1,107 @@
+// Issue 3 item 7: a real browser on another origin starts a streaming run with fetch
+// (Authorization header, so a CORS preflight) and reads its events, in headless Chromium.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { startService, type TestService } from '../support/service';
+import { newAccount } from '../support/accounts';
+import { call } from '../support/http';
+
+const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
+
+const page = (apiUrl: string, key: string) => `<!doctype html>
+<meta charset="utf-8"><title>stream</title>
+<script>
+window.result = (async () => {
+  const res = await fetch(${JSON.stringify(apiUrl)} + '/api/v1/responses', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ${key}', 'Content-Type': 'application/json' },
+    body: JSON.stringify({ workflowId: 'hello', stream: true, inputs: { name: 'Browser' } }),
+  });
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '', frames = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf('\\n\\n')) >= 0) {
+      frames.push(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+    }
+  }
+  return { status: res.status, type: res.headers.get('content-type'), frames };
+})();
+</script>`;
+
+describe('browser streaming (issue 3)', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let browser: BrowserContext | undefined;
+  let site: http.Server;
+  let profile: string;
+
+  before(async function () {
+    // Without the browser there is nothing to drive; .ci/run installs it, so CI always runs this.
+    if (!existsSync(CHROMIUM)) this.skip();
+    svc = await startService();
+  });
+  after(async () => {
+    await browser?.close();
+    site?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await svc?.close();
+  });
+
+  it('starts a streaming run from another origin and reads every event to [DONE]', async () => {
+    const { key } = await newAccount(svc.store.collections);
+    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: pageWorkflow })).status, 201);
+    site = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(page(svc.url, key));
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    // localhost vs 127.0.0.1 and another port: a different origin, so the browser enforces CORS.
+    const origin = `http://localhost:${(site.address() as AddressInfo).port}`;
+    profile = mkdtempSync(path.join(os.tmpdir(), 'wrs-chromium-'));
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run'],
+    });
+    const preflights: string[] = [];
+    svc.api.server.on('request', (req: http.IncomingMessage) => {
+      if (req.method === 'OPTIONS') preflights.push(`${req.headers.origin} ${req.headers['access-control-request-headers']}`);
+    });
+    const tab = await browser.newPage();
+    await tab.goto(origin);
+    const result = await tab.evaluate(() => (window as any).result);
+    assert.equal(result.status, 200);
+    assert.deepEqual(preflights, [`${origin} authorization,content-type`]); // the browser asked, and was let through
+    assert.match(result.type, /^text\/event-stream/);
+    const data = result.frames.filter((f: string) => !f.startsWith(':')).map((f: string) => f.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+    assert.equal(data.at(-1), '[DONE]');
+    const types = data.slice(0, -1).map((d: string) => JSON.parse(d).type);
+    assert.deepEqual(types, ['response.created', 'response.output_item.added', 'response.output_item.done', 'response.completed']);
+    const runId = JSON.parse(data[0]).response.run_id;
+    const run = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.equal(run.body.output.greeting[0].parts[0].text, 'Hello, Browser!');
+  });
+});
+
+const pageWorkflow = {
+  slug: 'hello',
+  nodes: [
+    { id: 'name', type: 'user_input', label: 'Name', input_type: 'text' },
+    { id: 'greet', type: 'text', template: 'Hello, {{name}}!' },
+    { id: 'out', type: 'user_result', label: 'Greeting' },
+  ],
+  edges: [
+    { from: 'name', to: 'greet', port: 'name' },
+    { from: 'greet', to: 'out' },
+  ],
+};
