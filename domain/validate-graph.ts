@@ -249,7 +249,7 @@ function cycleProblems(nodes: GraphNode[], links: At<GraphEdge>[]): Problem[] {
   for (const n of nodes) if (!order.has(n.id)) visit(n.id);
 
   const position = new Map(nodes.map((n, i) => [n.id, i]));
-  const problems: Problem[] = [];
+  const found: { closing: number; problem: string }[] = [];
   for (const component of components) {
     const members = new Set(component);
     const selfLoop = component.length === 1 && (out.get(component[0]) ?? []).some((l) => l.value.to === component[0]);
@@ -261,10 +261,9 @@ function cycleProblems(nodes: GraphNode[], links: At<GraphEdge>[]): Problem[] {
       path.length === component.length
         ? `closes the cycle ${walk} (a workflow must be acyclic)`
         : `closes the cycle ${walk} (a workflow must be acyclic, and nodes ${component.map(code).join(', ')} are all on cycles)`;
-    problems.push({ field: edgePath(closing), problem });
+    found.push({ closing, problem });
   }
-  problems.sort((a, b) => a.field.localeCompare(b.field, 'en', { numeric: true }));
-  return problems;
+  return found.sort((a, b) => a.closing - b.closing).map((c) => ({ field: edgePath(c.closing), problem: c.problem }));
 }
 
 /** Breadth-first search from `start` back to itself inside one component. */

@@ -39,4 +39,12 @@ describe('examples/', () => {
       values: { product_name: 'Lamp', tone: 'friendly' },
     });
   });
+
+  it('the JSON examples in docs/workflow-format.md are valid workflows', () => {
+    const doc = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'workflow-format.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]));
+    const workflows = blocks.filter((b) => typeof b.slug === 'string');
+    assert.ok(workflows.length >= 2);
+    for (const w of workflows) assert.ok(validateGraph(w).ok, w.slug);
+  });
 });
