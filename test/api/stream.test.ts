@@ -91,7 +91,7 @@ describe('streams (issue 3)', function () {
       const d = await svc.store.collections.runs.findOne({ _id: runId });
       return d?.finalized ? d : undefined;
     });
-    return doc.events!;
+    return doc.events as any[];
   };
   /** The exact bytes a stream of these log events must be. */
   const framed = (log: object[]) =>
