@@ -19,8 +19,12 @@ export interface RunGatewayOptions {
   queryTimeoutMs: number;
 }
 
+/** How many started run ids a process remembers (oldest forgotten first). */
+const STARTED_MEMORY = 10_000;
+
 export class RunGateway {
   readonly client: Client;
+  private readonly started = new Set<string>();
 
   constructor(private readonly opts: RunGatewayOptions) {
     this.client = new Client({ connection: opts.connection, namespace: opts.namespace });
@@ -52,6 +56,7 @@ export class RunGateway {
    * was in flight, it timed out, or Temporal has forgotten the run. Callers fall back to MongoDB.
    */
   async snapshot(runId: string, afterSequence = -1): Promise<RunSnapshot | null> {
+    if (!(await this.hasStarted(runId))) return null;
     try {
       return await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
         this.client.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
@@ -59,6 +64,27 @@ export class RunGateway {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * Whether a worker has completed the run's first workflow task. Until then a query waits for a
+   * worker until its deadline, so every poll of a queued run would hang that long; a describe
+   * answers at once. Once started, always started: remembered so live runs cost one call a look.
+   */
+  private async hasStarted(runId: string): Promise<boolean> {
+    if (this.started.has(runId)) return true;
+    try {
+      const description = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
+        this.client.workflow.getHandle(runId).describe(),
+      );
+      // Execution started, task scheduled, task started, task completed: at least four events.
+      if (description.historyLength < 4) return false;
+    } catch {
+      return false; // Temporal cannot say (or forgot the run): the stored record is the answer
+    }
+    if (this.started.size >= STARTED_MEMORY) this.started.delete(this.started.values().next().value!);
+    this.started.add(runId);
+    return true;
   }
 }
 

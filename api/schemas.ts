@@ -31,7 +31,9 @@ export type AsyncStartResponse = z.infer<typeof AsyncStartResponseSchema>;
 
 /** Parses a request value with a schema, or throws a 400 naming every problem (one `details` entry each). */
 export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, what = 'request'): z.infer<T> {
-  const result = schema.safeParse(value);
+  // reportInput: without the offending value zod-problems cannot tell "missing" from "wrong type",
+  // and would answer `"stream": "yes"` with "is required".
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const details = zodIssuesToProblems(result.error.issues);
   throw new InvalidRequestError(describeProblems(details, `Invalid ${what}`), { param: details[0]?.field, details });

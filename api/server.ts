@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type Koa from 'koa';
 import type { Config } from '../config';
 
@@ -19,6 +19,7 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
   const server = tls
     ? https.createServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, handler)
     : http.createServer(handler);
+  server.on('clientError', answerClientError);
   // SSE streams are long-lived; the socket must not be cut by Node's default request timeout.
   server.requestTimeout = 0;
   server.headersTimeout = 30_000;
@@ -38,4 +39,32 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Requests Node's parser refuses before the app sees them (a request line or headers over
+ * `maxHeaderSize`, malformed HTTP) get the envelope and CORS too (D22), not Node's bare status line.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  // Node's own handler does the same check: nothing can be written on a reset or half-answered socket.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'request_too_large', 'The request line and headers are larger than the server accepts.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request was not received in time.']
+        : [400, 'malformed_request', 'The request is not valid HTTP.'];
+  const body = JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Access-Control-Allow-Origin: *\r\n' +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }

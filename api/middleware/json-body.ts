@@ -11,8 +11,13 @@ export interface JsonBodyOptions {
   maxDepth: number;
 }
 
+// `Connection: close`: the rest of the body is never read, so the socket must not wait for it.
 const tooLarge = (limit: number) =>
-  new InvalidRequestError(`Request body is larger than the ${limit} byte limit.`, { status: 413, code: 'request_too_large' });
+  new InvalidRequestError(`Request body is larger than the ${limit} byte limit.`, {
+    status: 413,
+    code: 'request_too_large',
+    headers: { Connection: 'close' },
+  });
 
 /** Koa middleware that parses a JSON body into `ctx.request.body`. */
 export function jsonBody(opts: JsonBodyOptions): Middleware {
