@@ -10,6 +10,7 @@ import type { RunGateway } from './run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
 import { errorHandler } from './middleware/error-handler';
 import { healthRoutes } from './routes/health';
+import { openapiRoutes } from './routes/openapi';
 import { responsesRoutes } from './routes/responses';
 import { runsRoutes } from './routes/runs';
 import { workflowsRoutes } from './routes/workflows';
@@ -37,7 +38,7 @@ export function createApp(deps: AppDeps): Koa {
     }),
   );
   app.use(errorHandler(deps.logger));
-  for (const router of [healthRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps)]) {
+  for (const router of [healthRoutes(deps), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps)]) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.

@@ -3,22 +3,10 @@ import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { findRun } from '../../store/runs';
-import type { RunOutput, RunSnapshot, RunStatus } from '../../workflows/definitions';
+import type { RunSnapshot } from '../../workflows/definitions';
 import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
-
-/** The run record exactly as the spec's "Run" table lists it. */
-export interface RunView {
-  id: string;
-  status: RunStatus;
-  published_workflow_id: string | null;
-  published_workflow_version_id: string | null;
-  output: RunOutput | null;
-  error: string | null;
-  total_cost: number | null;
-  created_at: string | null;
-  completed_at: string | null;
-}
+import type { RunView } from '../response-schemas';
 
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
 export async function loadRun(collections: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc> {

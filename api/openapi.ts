@@ -1,0 +1,122 @@
+/**
+ * The OpenAPI 3.1 document (D25), generated from the same zod schemas that validate requests
+ * and type responses, so it cannot drift from what the server does.
+ */
+import { z } from 'zod';
+import { WorkflowDocumentSchema } from '../domain/graph';
+import { AsyncStartResponseSchema, StartRequestSchema } from './schemas';
+import { ErrorEnvelopeSchema, PublishResponseSchema, RunSchema, StreamEventSchema } from './response-schemas';
+
+type Json = Record<string, unknown>;
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Malformed request or invalid inputs (`invalid_request_error`).',
+  401: 'Missing or invalid API key (`authentication_error` / `invalid_api_key`).',
+  402: 'The account has no credit (`insufficient_credits`).',
+  404: 'Not found, or not owned by the caller (`not_found_error`).',
+  405: 'Method not allowed on this route.',
+  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`).',
+  413: 'Body over the limit (`request_too_large`).',
+  415: 'Content-Type is not application/json.',
+  422: 'The published graph cannot run (`workflow_graph_corrupt`).',
+  429: 'Rate limit exceeded (`rate_limit_error`); see `Retry-After`.',
+  500: 'Unexpected server error (`server_error`).',
+  503: 'Temporal or MongoDB unreachable (`server_error` / `service_unavailable`); retry.',
+};
+
+/** A component schema: JSON Schema 2020-12 (OpenAPI 3.1's dialect) without its `$schema` line. */
+function schemaOf(schema: z.ZodType, io: 'input' | 'output' = 'output'): Json {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
+  return rest;
+}
+
+function errors(...statuses: number[]): Json {
+  return Object.fromEntries(
+    statuses.map((s) => [String(s), { description: ERROR_TEXT[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]),
+  );
+}
+
+const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
+const sse = (description: string) => ({
+  description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s.`,
+  content: { 'text/event-stream': { schema: { type: 'string' }, itemSchema: { $ref: '#/components/schemas/StreamEvent' } } },
+});
+const runIdParam = { name: 'runId', in: 'path', required: true, schema: { type: 'string', pattern: '^run_[0-9A-HJKMNP-TV-Z]{26}$' } };
+const rateHeaders = {
+  'X-RateLimit-Limit': { schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Seconds until the window resets.' },
+};
+
+/** Builds the whole document; `serverUrl` is where this process is reachable, when known. */
+export function buildOpenApiDocument(serverUrl?: string): Json {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Workflow Run Service',
+      version: '1.0.0',
+      description: 'Runs published AI workflows. Contract: spec/run-api.md with DECISIONS.md; choices in docs/api.md.',
+    },
+    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    security: [{ bearer: [] }],
+    paths: {
+      '/api/v1/responses': {
+        post: {
+          operationId: 'startRun',
+          summary: 'Start a run of a published workflow',
+          parameters: [
+            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'D18.' },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/StartRequest' } } } },
+          responses: {
+            '202': { ...json('AsyncStart', 'Accepted (async mode).'), headers: rateHeaders },
+            '200': sse('Stream mode (`stream: true`): `response.created` first, a terminal event last.'),
+            ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
+          },
+        },
+      },
+      '/api/v1/runs/{runId}': {
+        get: {
+          operationId: 'getRun',
+          summary: 'Read a run (safe to poll every 1–3 s)',
+          parameters: [runIdParam],
+          responses: { '200': { ...json('Run', 'The run record.'), headers: rateHeaders }, ...errors(401, 404, 429, 500, 503) },
+        },
+      },
+      '/api/v1/runs/{runId}/stream': {
+        get: {
+          operationId: 'streamRun',
+          summary: 'Attach to the event stream of a run (reconnect or follow an async run)',
+          parameters: [
+            runIdParam,
+            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d{1,9}$' } },
+            { name: 'starting_after', in: 'query', required: false, schema: { type: 'string', pattern: '^\\d{1,9}$' } },
+          ],
+          responses: { '200': sse('`response.resumed` first, then the events after the cursor (D11).'), ...errors(400, 401, 404, 429, 500) },
+        },
+      },
+      '/api/v1/workflows': {
+        post: {
+          operationId: 'publishWorkflow',
+          summary: 'Publish a workflow graph (a new workflow, or the next version of its slug)',
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WorkflowDocument' } } } },
+          responses: { '201': json('PublishedWorkflow', 'Published.'), ...errors(400, 401, 413, 415, 429, 500, 503) },
+        },
+      },
+      '/healthz': { get: { operationId: 'health', security: [], responses: { '200': { description: 'The process runs.' } } } },
+      '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': { description: 'MongoDB and Temporal answer.' }, ...errors(503) } } },
+    },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `wrs_sk_...` (D6).' } },
+      schemas: {
+        StartRequest: schemaOf(StartRequestSchema, 'input'),
+        AsyncStart: schemaOf(AsyncStartResponseSchema),
+        Run: schemaOf(RunSchema),
+        Error: schemaOf(ErrorEnvelopeSchema),
+        PublishedWorkflow: schemaOf(PublishResponseSchema),
+        StreamEvent: schemaOf(StreamEventSchema),
+        WorkflowDocument: schemaOf(WorkflowDocumentSchema, 'input'),
+      },
+    },
+  };
+}

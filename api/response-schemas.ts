@@ -1,0 +1,127 @@
+/**
+ * Response and event schemas of the public API (spec "Resources", "Events", "Errors"): the
+ * types the handlers return (z.infer) and, with the request schemas, the OpenAPI document.
+ */
+import { z } from 'zod';
+import { ItemErrorSchema, PartSchema } from '../domain/parts';
+import { INPUT_TYPES } from '../domain/graph';
+import type { StreamEvent } from '../workflows/definitions';
+
+const dateTime = z.iso.datetime({ offset: true });
+
+export const RunStatusSchema = z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']);
+
+export const OutputItemSchema = z.object({
+  id: z.string().describe('Stable item id (`item_...`), the same in every read and event (D5).'),
+  item_index: z.int().min(0),
+  status: z.enum(['completed', 'failed', 'pending', 'running']),
+  parts: z.array(PartSchema),
+  error: ItemErrorSchema.optional(),
+});
+
+export const RunSchema = z
+  .object({
+    id: z.string(),
+    status: RunStatusSchema,
+    published_workflow_id: z.string().nullable(),
+    published_workflow_version_id: z.string().nullable(),
+    output: z
+      .record(z.string(), z.array(OutputItemSchema))
+      .nullable()
+      .describe('Present only when `status` is `completed`: normalized result label → ordered items.'),
+    error: z.string().nullable(),
+    total_cost: z.number().nullable().describe('USD.'),
+    created_at: dateTime.nullable(),
+    completed_at: dateTime.nullable(),
+  });
+export type RunView = z.infer<typeof RunSchema>;
+
+export const ProblemSchema = z.object({ field: z.string(), problem: z.string() });
+
+export const ErrorEnvelopeSchema = z
+  .object({
+    error: z.object({
+      message: z.string(),
+      type: z.enum([
+        'authentication_error',
+        'insufficient_credits',
+        'rate_limit_error',
+        'invalid_request_error',
+        'not_found_error',
+        'server_error',
+      ]),
+      code: z.string().optional(),
+      param: z.string().optional(),
+      details: z.array(ProblemSchema).optional(),
+    }),
+  });
+
+const ContractInputSchema = z.object({
+  key: z.string(),
+  label: z.string(),
+  node_id: z.string(),
+  type: z.enum(INPUT_TYPES),
+  required: z.boolean(),
+  default: z.unknown().optional(),
+  description: z.string().optional(),
+});
+const ContractOutputSchema = z.object({ key: z.string(), label: z.string(), node_id: z.string() });
+
+export const PublishResponseSchema = z
+  .object({
+    workflow_id: z.string(),
+    version_id: z.string(),
+    version: z.int().min(1),
+    slug: z.string(),
+    inputs: z.array(ContractInputSchema),
+    outputs: z.array(ContractOutputSchema),
+  });
+
+const seq = z.int().min(0).describe('Position in the run’s event log (D11); also the SSE `id:`.');
+const usage = { usage: z.null(), service_tier: z.null() };
+const itemEvent = <T extends string>(type: T) =>
+  z.object({
+    type: z.literal(type),
+    sequence_number: seq,
+    output_index: z.int().min(0),
+    item: z.object({ type: z.literal('message'), id: z.string(), phase: z.literal('final_answer') }),
+  });
+
+/** Every event a stream can carry; `[DONE]` and `: keepalive` comments are framing, not events. */
+export const StreamEventSchema = z
+  .discriminatedUnion('type', [
+    z.object({
+      type: z.literal('response.created'),
+      sequence_number: seq,
+      response: z.object({
+        id: z.string(),
+        run_id: z.string(),
+        created_at: z.int().describe('Unix seconds (D12).'),
+        workflow_id: z.string(),
+        service_tier: z.null(),
+      }),
+    }),
+    z.object({
+      type: z.literal('response.resumed'),
+      sequence_number: seq.describe('The client’s cursor: the last event it has.'),
+      response: z.object({ id: z.string(), run_id: z.string(), status: RunStatusSchema }),
+    }),
+    itemEvent('response.output_item.added'),
+    itemEvent('response.output_item.done'),
+    z.object({ type: z.literal('response.completed'), sequence_number: seq, response: z.object(usage) }),
+    z.object({
+      type: z.literal('response.failed'),
+      sequence_number: seq,
+      response: z.object({
+        error: z.object({ code: z.null(), message: z.string() }),
+        incomplete_details: z.object({ reason: z.literal('error') }),
+        ...usage,
+      }),
+    }),
+    z.object({ type: z.literal('response.cancelled'), sequence_number: seq, response: z.object(usage) }),
+  ]);
+
+// The workflow's hand-written event types and this schema must describe the same objects.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const eventsAgree: Same<z.infer<typeof StreamEventSchema>, StreamEvent> = true;
+void eventsAgree;

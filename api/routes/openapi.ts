@@ -1,0 +1,15 @@
+/** GET /api/v1/openapi.json (D25): the API description, public like the docs it replaces. */
+import Router from '@koa/router';
+import { buildOpenApiDocument } from '../openapi';
+import type { AppDeps } from '../app';
+
+/** Routes serving the OpenAPI document (built once per process). */
+export function openapiRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  const document = buildOpenApiDocument(deps.config.api.publicBaseUrl);
+  router.get('/api/v1/openapi.json', (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = document;
+  });
+  return router;
+}
