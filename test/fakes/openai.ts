@@ -14,11 +14,15 @@ export interface RecordedRequest {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: any;
+  /** Every message's content joined by newlines: what the directives above are read from. */
+  prompt: string;
 }
 
 export interface FakeOpenAI {
   baseUrl: string;
   requests: RecordedRequest[];
+  /** The recorded requests whose prompt contains `text` (e.g. a flaky tag), in arrival order. */
+  requestsWith(text: string): RecordedRequest[];
   close(): Promise<void>;
 }
 
@@ -30,7 +34,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
+    requests.push({ path: req.url ?? '', headers: req.headers, body, prompt });
     const send = (status: number, payload: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
@@ -38,7 +43,6 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return send(404, { error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error', code: 'unknown_url' } });
     }
-    const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
     const slow = /slow:(\d+)/.exec(prompt);
     if (slow) await new Promise((r) => setTimeout(r, Number(slow[1])));
     const status = /status:(\d{3})/.exec(prompt);
@@ -76,6 +80,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    requestsWith: (text) => requests.filter((r) => r.prompt.includes(text)),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

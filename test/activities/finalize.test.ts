@@ -1,0 +1,202 @@
+/**
+ * The finalize activity against a real database (FerretDB): the run record and the run's debit
+ * are written exactly once (D17), whatever step an earlier attempt died after, and even when a
+ * stale attempt (one Temporal already gave up on and retried) wakes up after the retry finished.
+ */
+import assert from 'node:assert/strict';
+import type { Collection } from 'mongodb';
+import { createActivities } from '../../activities';
+import { generateId, deriveId } from '../../store/ids';
+import { insertRun, finalizeRunRecord } from '../../store/runs';
+import type { Collections, Store } from '../../store/db';
+import type { AccountDoc, RunDoc } from '../../store/documents';
+import type { RunFinal } from '../../workflows/definitions';
+import { newAccount } from '../support/accounts';
+import { connectTestStore } from '../support/store';
+
+const CONFIG = { providers: {}, prices: {} };
+const CREDITS = 10;
+
+describe('finalize activity: one record and one debit per run (D17)', function () {
+  this.timeout(60_000);
+  let store: Store;
+  before(async () => {
+    store = await connectTestStore();
+  });
+  after(async () => store?.close());
+
+  /** A fresh account with a pending run of it, and the final its workflow would hand over. */
+  async function pendingRun(totalCost = 0.0014): Promise<{ accountId: string; final: RunFinal }> {
+    const c = store.collections;
+    const { accountId, keyId } = await newAccount(c, CREDITS);
+    const run: RunDoc = {
+      _id: generateId('run'),
+      account_id: accountId,
+      key_id: keyId,
+      published_workflow_id: generateId('wf'),
+      published_workflow_version_id: generateId('wfv'),
+      version: 1,
+      status: 'pending',
+      inputs: {},
+      created_at: new Date(),
+      completed_at: null,
+      output: null,
+      error: null,
+      total_cost: null,
+      events: null,
+      finalized: false,
+    };
+    await insertRun(c, run);
+    const final: RunFinal = {
+      runId: run._id,
+      accountId,
+      status: 'completed',
+      output: { out: [{ id: generateId('item'), item_index: 0, status: 'completed', parts: [{ type: 'text', text: 'hi' }] }] },
+      error: null,
+      totalCost,
+      completedAtMs: Date.now(),
+      events: [],
+    };
+    return { accountId, final };
+  }
+
+  /** Asserts the run is finalized with `final` and debited exactly once, with nothing left pending. */
+  async function assertSettled(accountId: string, final: RunFinal): Promise<void> {
+    const c = store.collections;
+    const record = (await c.runs.findOne({ _id: final.runId }))!;
+    assert.equal(record.finalized, true);
+    assert.equal(record.status, final.status);
+    assert.deepEqual(record.output, final.output);
+    assert.equal(record.total_cost, final.totalCost);
+    assert.equal(record.completed_at?.getTime(), final.completedAtMs);
+    const entries = await c.ledger.find({ run_id: final.runId }).toArray();
+    assert.equal(entries.length, 1, JSON.stringify(entries));
+    assert.equal(entries[0]._id, deriveId('led', final.runId));
+    assert.equal(entries[0].kind, 'run');
+    assert.equal(entries[0].amount_usd, -final.totalCost);
+    assert.equal(entries[0].state, 'applied');
+    const account = (await c.accounts.findOne({ _id: accountId }))!;
+    assert.ok(Math.abs(account.balance_usd - (CREDITS - final.totalCost)) < 1e-9, `balance ${account.balance_usd}`);
+    assert.deepEqual(account.pending_entries, []);
+  }
+
+  it('writes the record and one debit; calling it again changes nothing', async () => {
+    const { accountId, final } = await pendingRun();
+    const { finalizeRun } = createActivities({ collections: store.collections, config: CONFIG });
+    await finalizeRun(final);
+    await assertSettled(accountId, final);
+    await finalizeRun(final);
+    await finalizeRun({ ...final, status: 'failed', output: null, error: 'other', totalCost: 3 });
+    await assertSettled(accountId, final);
+  });
+
+  it('finishes the job whatever step an earlier attempt died after', async () => {
+    const c = store.collections;
+    const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
+    const entryOf = (final: RunFinal, state: 'pending' | 'applied') => ({
+      _id: deriveId('led', final.runId),
+      account_id: final.accountId,
+      kind: 'run' as const,
+      run_id: final.runId,
+      amount_usd: -final.totalCost,
+      note: null,
+      state,
+      created_at: new Date(),
+    });
+    const crashes: Record<string, (final: RunFinal) => Promise<void>> = {
+      'after the record': async (final) => {
+        await finalizeRunRecord(c, final);
+      },
+      'after inserting the entry': async (final) => {
+        await finalizeRunRecord(c, final);
+        await c.ledger.insertOne(entryOf(final, 'pending'));
+      },
+      'after moving the balance': async (final) => {
+        await finalizeRunRecord(c, final);
+        await c.ledger.insertOne(entryOf(final, 'pending'));
+        await c.accounts.updateOne(
+          { _id: final.accountId },
+          { $inc: { balance_usd: -final.totalCost }, $push: { pending_entries: deriveId('led', final.runId) } },
+        );
+      },
+      'after marking the entry applied': async (final) => {
+        await finalizeRunRecord(c, final);
+        await c.ledger.insertOne(entryOf(final, 'applied'));
+        await c.accounts.updateOne(
+          { _id: final.accountId },
+          { $inc: { balance_usd: -final.totalCost }, $push: { pending_entries: deriveId('led', final.runId) } },
+        );
+      },
+    };
+    for (const [when, crash] of Object.entries(crashes)) {
+      const { accountId, final } = await pendingRun();
+      await crash(final);
+      await finalizeRun(final);
+      await assertSettled(accountId, final).catch((err) => assert.fail(`crash ${when}: ${(err as Error).message}`));
+    }
+  });
+
+  it('debits once when several attempts run at the same time', async () => {
+    const { accountId, final } = await pendingRun();
+    const { finalizeRun } = createActivities({ collections: store.collections, config: CONFIG });
+    await Promise.all(Array.from({ length: 5 }, () => finalizeRun(final)));
+    await assertSettled(accountId, final);
+  });
+
+  // Skipped: FerretDB 1.x (the test stack's database) does not apply concurrent updates of one
+  // document atomically (20 concurrent `$inc: {n: 1}` on one document leave n between 5 and 20), so
+  // runs of one account that finish at the same moment can lose debits there, whatever postEntry
+  // does. Real MongoDB updates a document atomically; run this against it, or once the balance no
+  // longer depends on concurrent updates of the account document.
+  it.skip('lands every debit of many runs of one account finishing at once, each once', async () => {
+    const c = store.collections;
+    const first = await pendingRun(0.001);
+    const finals = [first.final];
+    for (let i = 1; i < 12; i++) {
+      const { final } = await pendingRun(0.001 * (i + 1));
+      // Move the run into the first account (pendingRun makes an account per run).
+      await c.runs.updateOne({ _id: final.runId }, { $set: { account_id: first.accountId } });
+      finals.push({ ...final, accountId: first.accountId });
+    }
+    const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
+    // Every run twice, all at once: contention on one account document plus duplicate attempts.
+    await Promise.all([...finals, ...finals].map((final) => finalizeRun(final)));
+    const sum = finals.reduce((total, f) => total + f.totalCost, 0);
+    const account = (await c.accounts.findOne({ _id: first.accountId }))!;
+    assert.ok(Math.abs(account.balance_usd - (CREDITS - sum)) < 1e-9, `balance ${account.balance_usd}, expected ${CREDITS - sum}`);
+    assert.deepEqual(account.pending_entries, []);
+    const entries = await c.ledger.find({ account_id: first.accountId, kind: 'run' }).toArray();
+    assert.equal(entries.length, finals.length);
+    assert.ok(entries.every((e) => e.state === 'applied'));
+  });
+
+  it('debits once when a stale attempt moves on after a retry has finished', async () => {
+    const { accountId, final } = await pendingRun();
+    // The stale attempt is parked right before it moves the balance, as if its database call hung.
+    let parked!: () => void;
+    const reachedBalance = new Promise<void>((resolve) => (parked = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const accounts = new Proxy(store.collections.accounts, {
+      get(target, prop, receiver) {
+        if (prop !== 'updateOne') return Reflect.get(target, prop, receiver);
+        return async (...args: Parameters<Collection<AccountDoc>['updateOne']>) => {
+          if ('$inc' in (args[1] as object)) {
+            parked();
+            await released;
+          }
+          return target.updateOne(...args);
+        };
+      },
+    });
+    const staleCollections: Collections = { ...store.collections, accounts };
+    const stale = createActivities({ collections: staleCollections, config: CONFIG }).finalizeRun(final);
+    await reachedBalance;
+    // Temporal's retry runs to the end meanwhile.
+    await createActivities({ collections: store.collections, config: CONFIG }).finalizeRun(final);
+    await assertSettled(accountId, final);
+    release();
+    await stale;
+    await assertSettled(accountId, final);
+  });
+});
