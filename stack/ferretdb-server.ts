@@ -51,6 +51,17 @@ export function ferretDbArgs(o: { dataDir: string; port: number }): string[] {
 
 /** Starts FerretDB (SQLite handler) on 127.0.0.1 and resolves once a MongoDB ping succeeds. */
 export async function startFerretDb(opts: StartFerretDbOptions): Promise<FerretDbServer> {
+  // As for Temporal: a probed free port may be taken before the bind, so retry ports we chose.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startFerretDbOnce(opts);
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbServer> {
   const binary = opts.binary ?? (await ensureFerretDb());
   const dataDir = path.resolve(opts.dataDir);
   // FerretDB refuses to start unless the SQLite directory already exists.

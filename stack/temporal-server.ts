@@ -58,6 +58,10 @@ export function temporalArgs(o: {
     '--sqlite-pragma', 'synchronous=normal',
     // The server otherwise phones home to check for new versions.
     '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
+    // Queue processors acknowledge every second instead of every 30 s, so a deleted or closed
+    // execution disappears in seconds (tests of "Temporal forgot the run" wait on it).
+    '--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"',
+    '--dynamic-config-value', 'history.visibilityProcessorUpdateAckInterval="1s"',
     '--log-level', 'warn',
     '--log-format', 'text',
     // Keep a user's ~/.config/temporalio env/profile out of the server process.
@@ -74,6 +78,18 @@ export function temporalArgs(o: {
 
 /** Starts a Temporal dev server on 127.0.0.1 with SQLite persistence and resolves once it answers gRPC calls. */
 export async function startTemporal(opts: StartTemporalOptions): Promise<TemporalServer> {
+  // A free port can be taken by another process between our probe and the server's bind (the
+  // dev server also binds several random ports of its own): with ports of our choosing, retry.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startTemporalOnce(opts);
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalServer> {
   const binary = opts.binary ?? (await ensureTemporal());
   const dataDir = path.resolve(opts.dataDir);
   fs.mkdirSync(dataDir, { recursive: true });
