@@ -3,14 +3,15 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
 import { completed, itemText } from '../workflows/values';
 import { providerFailure } from './failures';
-import { activitySignal, type FetchFn } from './provider-http';
+import { heartbeating } from './heartbeat';
+import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 /** Builds the activity that runs one iteration of an http_request node. */
 export function createHttpRequestActivity(deps: { fetch: FetchFn }) {
-  return async function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
+  const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const { node } = req;
     const values: Record<string, string> = {};
     for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
@@ -31,6 +32,7 @@ export function createHttpRequestActivity(deps: { fetch: FetchFn }) {
         signal: AbortSignal.any(signals),
       });
     } catch (err) {
+      rethrowIfCancelled();
       throw ApplicationFailure.retryable(`request to ${new URL(url).host} failed: ${(err as Error).message}`, 'ProviderUnavailable');
     }
     const body = await readLimited(res);
@@ -49,6 +51,9 @@ export function createHttpRequestActivity(deps: { fetch: FetchFn }) {
     }
     // Binary answers become stored files with the files issue (#4); until then they are refused clearly.
     throw ApplicationFailure.nonRetryable(`binary answers (${type}) are not supported yet`, 'ProviderRejected');
+  };
+  return function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
+    return heartbeating(() => call(req));
   };
 }
 

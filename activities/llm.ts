@@ -4,6 +4,7 @@ import { renderTemplate } from '../domain/templates';
 import { itemText, completed, valuePart } from '../workflows/values';
 import { ApplicationFailure } from '@temporalio/activity';
 import { invalidNodeConfig } from './failures';
+import { heartbeating } from './heartbeat';
 import { postJson, type FetchFn } from './provider-http';
 import { tokenCost } from './pricing';
 import type { NodeRequest, NodeResult } from './types';
@@ -29,7 +30,7 @@ export function createLlmActivity(deps: { config: Pick<Config, 'providers' | 'pr
       { role: 'user', content: renderTemplate(node.prompt, values) },
     ];
     const output = node.output ?? 'text';
-    const answer = (await postJson(
+    const answer = (await heartbeating(() => postJson(
       deps.fetch,
       providerName,
       `${provider.base_url.replace(/\/$/, '')}/chat/completions`,
@@ -41,7 +42,7 @@ export function createLlmActivity(deps: { config: Pick<Config, 'providers' | 'pr
         ...(output === 'text' ? {} : { response_format: responseFormat(output, node.json_schema) }),
       },
       provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
-    )) as ChatCompletion;
+    ))) as ChatCompletion;
     const content = answer.choices?.[0]?.message?.content;
     if (typeof content !== 'string') throw ApplicationFailure.retryable(`${providerName} answered without message content`, 'ProviderUnavailable');
     const costUsd = tokenCost(deps.config.prices, node.model, answer.usage);

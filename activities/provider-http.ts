@@ -12,20 +12,33 @@ export async function postJson(
   body: unknown,
   headers: Record<string, string>,
 ): Promise<unknown> {
-  const res = await fetchFn(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-    body: JSON.stringify(body),
-    // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
-    signal: activitySignal(),
-  });
-  const text = await res.text();
+  let text: string;
+  let res: Response;
+  try {
+    res = await fetchFn(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+      body: JSON.stringify(body),
+      // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
+      signal: activitySignal(),
+    });
+    text = await res.text();
+  } catch (err) {
+    rethrowIfCancelled();
+    throw err;
+  }
   if (!res.ok) throw providerFailure(provider, res.status, errorMessage(text));
   try {
     return JSON.parse(text) as unknown;
   } catch {
     throw providerFailure(provider, 502, 'answer is not JSON');
   }
+}
+
+/** After an aborted call: if the activity was cancelled, report the cancellation rather than a network error. */
+export function rethrowIfCancelled(): void {
+  const signal = activitySignal();
+  if (signal?.aborted) throw signal.reason;
 }
 
 /** The current activity's cancellation signal, if running inside one. */

@@ -50,6 +50,16 @@ export class RunGateway {
     }
   }
 
+  /** Requests cancellation (D8); a run that has just ended is left as it is (the caller re-reads it). */
+  async cancel(runId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(runId).cancel();
+    } catch (err) {
+      if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      // Already closed or forgotten: nothing left to cancel.
+    }
+  }
+
   /**
    * The run's snapshot with the events after `afterSequence`, or null when Temporal has no news:
    * no worker has picked the run up yet, the query hit RESOURCE_EXHAUSTED while a workflow task

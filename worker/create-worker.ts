@@ -26,6 +26,8 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities(opts),
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
+    // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
+    maxHeartbeatThrottleInterval: '1s',
   });
 }
 

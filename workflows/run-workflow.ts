@@ -1,5 +1,6 @@
 /** The workflow of one run (workflow id = run id): executes the graph, answers the snapshot query, persists the end once. */
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -27,6 +28,11 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   const { options } = args;
   const nodes = proxyActivities<Activities>({
     startToCloseTimeout: options.nodeAttemptTimeoutMs, // D10: one attempt of a node
+    // Node activities heartbeat every second: a dead worker's attempt is retried after 10 s
+    // instead of the whole attempt timeout, and a cancel (D8) reaches the call in flight,
+    // which the run waits for so the provider really sees the request aborted.
+    heartbeatTimeout: 10_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: options.retryInitialMs,
       backoffCoefficient: 2,
@@ -36,7 +42,8 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     },
   });
   const persistence = proxyActivities<Activities>({
-    startToCloseTimeout: 30_000,
+    // A handful of single-document writes: an attempt whose worker died is given up on (and retried elsewhere) after 10 s.
+    startToCloseTimeout: 10_000,
     // The end of a run must reach MongoDB even if it is down for a while: retry without limit.
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });

@@ -3,7 +3,7 @@
  * the prompt text so each test says what the "model" does:
  *   - `status:NNN` in the prompt answers that HTTP status with an OpenAI-style error body;
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
- *   - `slow:<ms>` delays the answer;
+ *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  */
@@ -16,6 +16,8 @@ export interface RecordedRequest {
   body: any;
   /** Every message's content joined by newlines: what the directives above are read from. */
   prompt: string;
+  /** Set when the client went away before the answer was sent (a cancelled call). */
+  aborted: boolean;
 }
 
 export interface FakeOpenAI {
@@ -35,7 +37,11 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
     const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
-    requests.push({ path: req.url ?? '', headers: req.headers, body, prompt });
+    const record: RecordedRequest = { path: req.url ?? '', headers: req.headers, body, prompt, aborted: false };
+    requests.push(record);
+    res.on('close', () => {
+      if (!res.writableFinished) record.aborted = true;
+    });
     const send = (status: number, payload: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));

@@ -1,0 +1,23 @@
+/** D8: cancelling a run. The answer is the run record; its status turns `cancelled` once the request reached the run. */
+import type { Collections } from '../../store/db';
+import { InvalidRequestError } from '../errors';
+import type { RunGateway } from '../run-gateway';
+import type { RunView } from '../response-schemas';
+import { readRun } from './read-run';
+
+/** Cancels a pending or running run; a cancelled run is a no-op; a completed or failed one is 409. */
+export async function cancelRun(
+  deps: { collections: Pick<Collections, 'runs'>; gateway: RunGateway },
+  accountId: string,
+  runId: string,
+): Promise<RunView> {
+  const run = await readRun(deps, accountId, runId);
+  if (run.status === 'completed' || run.status === 'failed') {
+    throw new InvalidRequestError(`Run \`${runId}\` has already ${run.status} and cannot be cancelled.`, {
+      status: 409,
+      code: 'run_not_cancellable',
+    });
+  }
+  if (run.status !== 'cancelled') await deps.gateway.cancel(runId);
+  return run;
+}
