@@ -9,7 +9,8 @@ import type { Config } from '../config';
 export interface RunningServer {
   server: http.Server;
   url: string;
-  close(): Promise<void>;
+  /** Stops accepting, lets requests in flight finish for up to `graceMs`, then closes every socket. */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** Listens on the configured host and port (0 picks a free one) and resolves with the base URL. */
@@ -33,10 +34,12 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
   return {
     server,
     url: `${tls ? 'https' : 'http'}://${host}:${port}`,
-    close: () =>
+    close: (graceMs = 5_000) =>
       new Promise<void>((resolve) => {
+        // Stop accepting; requests in flight get `graceMs` to finish before their sockets are cut.
         server.close(() => resolve());
-        server.closeAllConnections();
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), graceMs).unref();
       }),
   };
 }

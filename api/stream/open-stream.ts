@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import type { RunEvent, StreamEvent } from '../../workflows/definitions';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
 import { DONE, KEEPALIVE, formatEvent, writeSseHead } from './sse';
+import { activeStreams } from '../../metrics';
 
 export interface StreamOptions {
   pollers: PollerRegistry;
@@ -26,11 +27,13 @@ export function openStream(
   const res = ctx.res;
   let keepalive: NodeJS.Timeout | undefined;
   let closed = false;
+  let opened = false;
   let unsubscribe: (() => void) | undefined;
 
   const close = () => {
     if (closed) return;
     closed = true;
+    if (opened) activeStreams.dec();
     clearInterval(keepalive);
     unsubscribe?.();
     if (!res.writableEnded) res.end();
@@ -49,6 +52,8 @@ export function openStream(
     start: (state) => {
       const { event, cursor } = opening(state);
       writeSseHead(res);
+      opened = true;
+      activeStreams.inc();
       write(formatEvent(event));
       keepalive = setInterval(() => write(KEEPALIVE), opts.keepaliveMs);
       return cursor;
@@ -56,6 +61,10 @@ export function openStream(
     deliver: (event: RunEvent) => write(formatEvent(event)),
     end: () => {
       write(DONE);
+      close();
+    },
+    drop: () => {
+      res.destroy(); // the socket too, so a closing server is not held open by a kept-alive connection
       close();
     },
   });

@@ -29,6 +29,8 @@ export interface Subscriber {
   deliver(event: RunEvent): void;
   /** The terminal event was delivered: finish the stream. */
   end(): void;
+  /** The server is going away: close without `[DONE]`, so the client reconnects elsewhere (spec rule 2). */
+  drop(): void;
 }
 
 interface Attached {
@@ -79,9 +81,11 @@ export class RunPoller {
   }
 
   /** Stops polling; pending timers are cleared so nothing keeps running for a run nobody watches. */
-  stop(): void {
+  stop(dropClients = false): void {
     if (this.stopped) return;
     this.stopped = true;
+    if (dropClients) for (const entry of [...this.attached]) entry.sub.drop();
+    this.attached.clear();
     clearTimeout(this.timer);
     this.timer = undefined;
     this.onStop(this);
@@ -188,8 +192,8 @@ export class PollerRegistry {
     return this.pollers.get(runId);
   }
 
-  /** Stops every poller (shutdown). */
+  /** Shutdown: stops every poller and drops its clients, who reconnect to another API process. */
   stopAll(): void {
-    for (const poller of [...this.pollers.values()]) poller.stop();
+    for (const poller of [...this.pollers.values()]) poller.stop(true);
   }
 }

@@ -67,7 +67,8 @@ export async function openSse(
         }
       }
     } catch (err) {
-      if ((err as Error).name !== 'AbortError') throw err;
+      // Aborted by us, or the server dropped the connection ("terminated"): both just end the stream.
+      if ((err as Error).name !== 'AbortError' && (err as Error).message !== 'terminated') throw err;
     } finally {
       ended = true;
       for (const wake of [...waiters]) wake();
