@@ -20,6 +20,8 @@ COPY api ./api
 COPY cli ./cli
 COPY config ./config
 COPY domain ./domain
+COPY files ./files
+COPY net ./net
 COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows

@@ -4,11 +4,13 @@ import { finalizeRunRecord } from '../store/runs';
 import { postEntry } from '../store/ledger';
 import { deriveId } from '../store/ids';
 import type { RunFinal } from '../workflows/definitions';
+import { runsEnded } from '../metrics';
 
 /** Builds the activity that persists a run's end; every step is idempotent, so Temporal may retry it freely. */
 export function createFinalizeActivity(deps: { collections: Collections }) {
   return async function finalizeRun(final: RunFinal): Promise<void> {
-    await finalizeRunRecord(deps.collections, final);
+    // Counted by the attempt that wrote the record, so a retried finalize is not counted twice.
+    if (await finalizeRunRecord(deps.collections, final)) runsEnded.inc({ status: final.status });
     if (final.totalCost > 0) {
       await postEntry(deps.collections, {
         _id: deriveId('led', final.runId), // one debit per run, whatever retries happen

@@ -1,16 +1,19 @@
-/** The `http_request` node: one HTTP call per iteration; JSON answers become json parts, text answers text parts. */
+/** The `http_request` node: one HTTP call per iteration; JSON answers become json parts, text answers text parts, anything else a stored file (D19). */
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
 import { completed, itemText } from '../workflows/values';
 import { providerFailure } from './failures';
+import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
+import { fallbackName, remoteFileName } from '../files/names';
+import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 /** Builds the activity that runs one iteration of an http_request node. */
-export function createHttpRequestActivity(deps: { fetch: FetchFn }) {
+export function createHttpRequestActivity(deps: { files: () => FileDeps; fetch: FetchFn }) {
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const { node } = req;
     const values: Record<string, string> = {};
@@ -35,10 +38,27 @@ export function createHttpRequestActivity(deps: { fetch: FetchFn }) {
       rethrowIfCancelled();
       throw ApplicationFailure.retryable(`request to ${new URL(url).host} failed: ${(err as Error).message}`, 'ProviderUnavailable');
     }
+    const type = (res.headers.get('content-type') ?? '').toLowerCase();
+    if (res.ok && !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))) {
+      // Binary: streamed into GridFS (never whole in memory) and typed by its bytes, not by the header.
+      const files = deps.files();
+      const accountId = await runAccount(files, req);
+      const name = remoteFileName(new URL(url), res.headers.get('content-disposition'));
+      const doc = await storeFile(files.db, (res.body ?? []) as AsyncIterable<Uint8Array>, {
+        accountId,
+        runId: req.runId,
+        name: name ?? ((mime) => fallbackName('response', mime)),
+        maxBytes: files.config.files.maxBytes,
+        source: 'output',
+      }).catch((err) => {
+        rethrowIfCancelled();
+        return storageFailure(err, 'the answer');
+      });
+      return { items: [completed(await filePart(files.links, doc))], costUsd: 0 };
+    }
     const body = await readLimited(res);
     const text = new TextDecoder().decode(body);
     if (!res.ok) throw providerFailure(`http ${new URL(url).host}`, res.status, text.slice(0, 500) || res.statusText);
-    const type = (res.headers.get('content-type') ?? '').toLowerCase();
     if (type.includes('json')) {
       try {
         return { items: [completed({ type: 'json', data: JSON.parse(text) as unknown })], costUsd: 0 };
@@ -46,11 +66,7 @@ export function createHttpRequestActivity(deps: { fetch: FetchFn }) {
         throw ApplicationFailure.nonRetryable('the answer says JSON but does not parse', 'ProviderRejected');
       }
     }
-    if (type === '' || type.startsWith('text/') || type.includes('xml')) {
-      return { items: [completed({ type: 'text', text })], costUsd: 0 };
-    }
-    // Binary answers become stored files with the files issue (#4); until then they are refused clearly.
-    throw ApplicationFailure.nonRetryable(`binary answers (${type}) are not supported yet`, 'ProviderRejected');
+    return { items: [completed({ type: 'text', text })], costUsd: 0 };
   };
   return function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
     return heartbeating(() => call(req));

@@ -1,23 +1,45 @@
 /** Every activity of the worker, built with its dependencies injected so tests construct what they need. */
+import type { Db } from 'mongodb';
 import type { Config } from '../config';
+import { FileLinks } from '../files/links';
 import type { Collections } from '../store/db';
+import { invalidNodeConfig } from './failures';
+import { createFileInputActivity } from './file-input';
+import type { FileDeps } from './files';
 import { createFinalizeActivity } from './finalize';
 import { createHttpRequestActivity } from './http-request';
+import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
+import { createModelActivity } from './model';
 import type { FetchFn } from './provider-http';
 
 export interface ActivityDeps {
   collections: Collections;
-  config: Pick<Config, 'providers' | 'prices'>;
+  /** The database of the GridFS `files` bucket (D19); a worker without it (unit tests of other activities) cannot store files. */
+  db?: Db;
+  config: Pick<Config, 'providers' | 'prices'> & Partial<Pick<Config, 'api' | 'files' | 'predictions'>>;
   fetch?: FetchFn;
 }
 
 /** The activities object registered on a worker. */
 export function createActivities(deps: ActivityDeps) {
   const fetchFn = deps.fetch ?? fetch;
+  const { api, files: filesConfig } = deps.config;
+  // Links made here point at PUBLIC_BASE_URL (else the API's own address): the worker has no request to take a host from.
+  const fileDeps: FileDeps | undefined =
+    deps.db && api && filesConfig
+      ? { db: deps.db, links: new FileLinks({ api, files: filesConfig }, deps.db), collections: deps.collections, config: { files: filesConfig } }
+      : undefined;
+  const files = (): FileDeps => {
+    if (!fileDeps) throw invalidNodeConfig('this worker has no file storage configured');
+    return fileDeps;
+  };
   return {
     llm: createLlmActivity({ config: deps.config, fetch: fetchFn }),
-    httpRequest: createHttpRequestActivity({ fetch: fetchFn }),
+    httpRequest: createHttpRequestActivity({ files, fetch: fetchFn }),
+    imageGeneration: createImageGenerationActivity({ config: deps.config, files, fetch: fetchFn }),
+    model: createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn }),
+    resolveFileInput: createFileInputActivity({ files }),
     finalizeRun: createFinalizeActivity({ collections: deps.collections }),
   };
 }

@@ -12,13 +12,27 @@ export async function postJson(
   body: unknown,
   headers: Record<string, string>,
 ): Promise<unknown> {
+  return requestJson(fetchFn, provider, url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+}
+
+/** GETs a provider's JSON resource (a prediction's state), failing the same way as postJson. */
+export function getJson(fetchFn: FetchFn, provider: string, url: string, headers: Record<string, string>): Promise<unknown> {
+  return requestJson(fetchFn, provider, url, { method: 'GET', headers });
+}
+
+async function requestJson(
+  fetchFn: FetchFn,
+  provider: string,
+  url: string,
+  init: { method: string; body?: string; headers: Record<string, string> },
+): Promise<unknown> {
   let text: string;
   let res: Response;
   try {
     res = await fetchFn(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-      body: JSON.stringify(body),
+      method: init.method,
+      headers: { accept: 'application/json', ...init.headers },
+      body: init.body,
       // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
       signal: activitySignal(),
     });

@@ -9,8 +9,11 @@ import type { Logger } from './logger';
 import type { RunGateway } from './run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
 import { errorHandler } from './middleware/error-handler';
+import { requestLog } from './middleware/request-log';
+import { filesRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
 import { openapiRoutes } from './routes/openapi';
+import { metricsRoutes } from './routes/metrics';
 import { responsesRoutes } from './routes/responses';
 import { runsRoutes } from './routes/runs';
 import { workflowsRoutes } from './routes/workflows';
@@ -32,13 +35,15 @@ export function createApp(deps: AppDeps): Koa {
     cors({
       origin: '*',
       allowMethods: ['GET', 'POST', 'OPTIONS'],
-      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'Prefer'],
-      exposeHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id'],
+      // `Range` and the Content-* answers: browsers seek in and name files served by signed links (D19).
+      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'Prefer', 'Range'],
+      exposeHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'Content-Range', 'Accept-Ranges', 'Content-Disposition'],
       maxAge: 600,
     }),
   );
+  app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(errorHandler(deps.logger));
-  for (const router of [healthRoutes(deps), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps)]) {
+  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps)]) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
 import { AsyncStartResponseSchema, StartRequestSchema } from './schemas';
-import { ErrorEnvelopeSchema, PublishResponseSchema, RunSchema, StreamEventSchema } from './response-schemas';
+import { ErrorEnvelopeSchema, FileSchema, PublishResponseSchema, RunSchema, StreamEventSchema } from './response-schemas';
 
 type Json = Record<string, unknown>;
 
@@ -13,11 +13,13 @@ const ERROR_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid inputs (`invalid_request_error`).',
   401: 'Missing or invalid API key (`authentication_error` / `invalid_api_key`).',
   402: 'The account has no credit (`insufficient_credits`).',
+  403: 'The file link is forged or altered (`invalid_signature`) or has expired (`url_expired`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
   409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`).',
   413: 'Body over the limit (`request_too_large`).',
   415: 'Content-Type is not application/json.',
+  416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',
   422: 'The published graph cannot run (`workflow_graph_corrupt`).',
   429: 'Rate limit exceeded (`rate_limit_error`); see `Retry-After`.',
   500: 'Unexpected server error (`server_error`).',
@@ -42,6 +44,7 @@ const sse = (description: string) => ({
   content: { 'text/event-stream': { schema: { type: 'string' }, itemSchema: { $ref: '#/components/schemas/StreamEvent' } } },
 });
 const runIdParam = { name: 'runId', in: 'path', required: true, schema: { type: 'string', pattern: '^run_[0-9A-HJKMNP-TV-Z]{26}$' } };
+const fileIdParam = { name: 'fileId', in: 'path', required: true, schema: { type: 'string', pattern: '^file_[0-9A-HJKMNP-TV-Z]{26}$' } };
 const rateHeaders = {
   'X-RateLimit-Limit': { schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { schema: { type: 'integer' } },
@@ -103,6 +106,47 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           responses: { '201': json('PublishedWorkflow', 'Published.'), ...errors(400, 401, 413, 415, 429, 500, 503) },
         },
       },
+      '/api/v1/files': {
+        post: {
+          operationId: 'uploadFile',
+          summary: 'Upload a file (D19): the raw body, or the first file part of a multipart form; streamed, 100 MiB at most by default',
+          parameters: [{ name: 'name', in: 'query', required: false, schema: { type: 'string', maxLength: 255 }, description: 'File name (default: the multipart part’s filename).' }],
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': { schema: { type: 'object', properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+              '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+            },
+          },
+          responses: { '201': { ...json('File', 'Stored; `mime_type` is sniffed from the bytes.'), headers: rateHeaders }, ...errors(400, 401, 413, 429, 500, 503) },
+        },
+      },
+      '/api/v1/files/{fileId}': {
+        get: {
+          operationId: 'getFile',
+          summary: 'A file of your account, with a fresh signed link',
+          parameters: [fileIdParam],
+          responses: { '200': { ...json('File', 'The file.'), headers: rateHeaders }, ...errors(401, 404, 429, 500, 503) },
+        },
+      },
+      '/files/{fileId}/content': {
+        get: {
+          operationId: 'getFileContent',
+          summary: 'The bytes behind a signed link (no Authorization header); single byte ranges supported',
+          security: [],
+          parameters: [
+            fileIdParam,
+            { name: 'expires', in: 'query', required: true, schema: { type: 'string', pattern: '^\\d+$' }, description: 'Unix seconds.' },
+            { name: 'sig', in: 'query', required: true, schema: { type: 'string' }, description: 'HMAC-SHA256 of the id and expiry.' },
+            { name: 'Range', in: 'header', required: false, schema: { type: 'string', example: 'bytes=0-1023' } },
+          ],
+          responses: {
+            '200': { description: 'The whole file, with its sniffed Content-Type.', content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+            '206': { description: 'The requested byte range (`Content-Range`).', content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+            ...errors(403, 404, 416, 500),
+          },
+        },
+      },
       '/healthz': { get: { operationId: 'health', security: [], responses: { '200': { description: 'The process runs.' } } } },
       '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': { description: 'MongoDB and Temporal answer.' }, ...errors(503) } } },
     },
@@ -114,6 +158,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         Run: schemaOf(RunSchema),
         Error: schemaOf(ErrorEnvelopeSchema),
         PublishedWorkflow: schemaOf(PublishResponseSchema),
+        File: schemaOf(FileSchema),
         StreamEvent: schemaOf(StreamEventSchema),
         WorkflowDocument: schemaOf(WorkflowDocumentSchema, 'input'),
       },

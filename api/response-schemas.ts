@@ -77,6 +77,16 @@ export const PublishResponseSchema = z
     outputs: z.array(ContractOutputSchema),
   });
 
+/** An uploaded or stored file (D19); `url` is a signed link that needs no Authorization header. */
+export const FileSchema = z.object({
+  id: z.string().describe('`file_...` (D5).'),
+  name: z.string(),
+  mime_type: z.string().describe('Sniffed from the bytes, not taken from the upload’s Content-Type.'),
+  size: z.int().min(0).describe('Bytes.'),
+  url: z.string().meta({ format: 'uri', description: 'Signed link to the content; expires (FILE_URL_TTL_SECONDS, default 7 days).' }),
+});
+export type FileView = z.infer<typeof FileSchema>;
+
 const seq = z.int().min(0).describe('Position in the run’s event log (D11); also the SSE `id:`.');
 const usage = { usage: z.null(), service_tier: z.null() };
 const itemEvent = <T extends string>(type: T) =>

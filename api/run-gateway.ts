@@ -10,6 +10,7 @@ import {
 } from '../workflows/definitions';
 import { isTemporalUnavailable } from './middleware/error-handler';
 import { ServiceUnavailableError } from './errors';
+import { queryDuration } from '../metrics';
 
 export interface RunGatewayOptions {
   connection: Connection;
@@ -50,6 +51,23 @@ export class RunGateway {
     }
   }
 
+  /**
+   * Waits up to `ms` for the run's workflow to close (a long poll on Temporal, no polling here);
+   * true when it did. The workflow closes only after its final record is written.
+   */
+  async waitForEnd(runId: string, ms: number): Promise<boolean> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms);
+    try {
+      await this.opts.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(runId).result());
+      return true;
+    } catch {
+      return false; // the wait is over (runs that fail or are cancelled still return normally)
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Requests cancellation (D8); a run that has just ended is left as it is (the caller re-reads it). */
   async cancel(runId: string): Promise<void> {
     try {
@@ -66,14 +84,19 @@ export class RunGateway {
    * was in flight, it timed out, or Temporal has forgotten the run. Callers fall back to MongoDB.
    */
   async snapshot(runId: string, afterSequence = -1): Promise<RunSnapshot | null> {
-    if (!(await this.hasStarted(runId))) return null;
+    const stop = queryDuration.startTimer();
+    let snapshot: RunSnapshot | null = null;
     try {
-      return await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
-        this.client.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
-      );
+      if (await this.hasStarted(runId)) {
+        snapshot = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
+          this.client.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
+        );
+      }
     } catch {
-      return null;
+      // RESOURCE_EXHAUSTED, a deadline, a forgotten run: all "no news yet"
     }
+    stop({ outcome: snapshot ? 'ok' : 'no_news' });
+    return snapshot;
   }
 
   /**

@@ -32,9 +32,10 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     ...running,
     gateway,
     pollers,
-    close: async () => {
-      pollers.stopAll();
-      await running.close();
+    close: async (graceMs?: number) => {
+      const closing = running.close(graceMs);
+      pollers.stopAll(); // open streams end now, without [DONE]: their clients reconnect elsewhere
+      await closing;
       await connection.close();
       await store.close();
     },

@@ -9,7 +9,7 @@ import { ApiError } from '../api/errors';
 import { publishWorkflow } from '../api/services/publish-workflow';
 import type { Collections } from '../store/db';
 import type { AccountDoc, ApiKeyDoc, LedgerDoc, RunDoc } from '../store/documents';
-import { addCredits, createAccount, issueKey, revokeKey } from '../store/accounts';
+import { addCredits, createAccount, issueKey, revokeKey, setAccountRateLimits } from '../store/accounts';
 import { listEntries } from '../store/ledger';
 import { fields, formatDate, formatUsd, table } from './format';
 
@@ -29,7 +29,10 @@ export const USAGE = `Usage: npm run cli -- <command> [options]
 
 Accounts
   accounts create --name NAME [--credits USD]   create an account (optionally with an opening balance)
-  accounts show ACCOUNT_ID                      name, balance and creation time
+  accounts show ACCOUNT_ID                      name, balance, rate limits and creation time
+  accounts limits ACCOUNT_ID [--starts N] [--requests N]
+                                                per-minute rate limits of the account's keys (D16);
+                                                \`default\` returns one to the service default
 
 API keys (D6)
   keys create ACCOUNT_ID [--name NAME]          issue a key; the secret is shown once, never again
@@ -65,6 +68,8 @@ const OPTIONS = {
   note: { type: 'string' },
   limit: { type: 'string' },
   events: { type: 'boolean' },
+  starts: { type: 'string' },
+  requests: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -89,6 +94,7 @@ interface Command {
 const COMMANDS: Command[] = [
   { words: ['accounts', 'create'], args: [], options: ['name', 'credits'], run: accountsCreate },
   { words: ['accounts', 'show'], args: ['ACCOUNT_ID'], options: [], run: accountsShow },
+  { words: ['accounts', 'limits'], args: ['ACCOUNT_ID'], options: ['starts', 'requests'], run: accountsLimits },
   { words: ['keys', 'create'], args: ['ACCOUNT_ID'], options: ['name'], run: keysCreate },
   { words: ['keys', 'list'], args: ['ACCOUNT_ID'], options: [], run: keysList },
   { words: ['keys', 'revoke'], args: ['KEY_ID'], options: [], run: keysRevoke },
@@ -236,7 +242,13 @@ function printJson(ctx: Context, value: unknown): void {
 }
 
 function accountJson(a: AccountDoc) {
-  return { id: a._id, name: a.name, balance_usd: a.balance_usd, created_at: a.created_at };
+  return { id: a._id, name: a.name, balance_usd: a.balance_usd, rate_limits: a.rate_limits ?? null, created_at: a.created_at };
+}
+
+/** D16 limits as people read them; absent ones are the service's configured defaults. */
+function formatLimits(limits: AccountDoc['rate_limits']): string {
+  const one = (n: number | undefined) => (n === undefined ? 'default' : String(n));
+  return `${one(limits?.starts_per_minute)} starts/min, ${one(limits?.requests_per_minute)} requests/min`;
 }
 
 function keyJson(k: ApiKeyDoc) {
@@ -277,10 +289,28 @@ async function accountsShow(ctx: Context): Promise<number> {
       fields([
         ['name', account.name],
         ['balance', formatUsd(account.balance_usd)],
+        ['rate limits', formatLimits(account.rate_limits)],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
       ]).join('\n'),
     );
+  }
+  return EXIT_OK;
+}
+
+async function accountsLimits(ctx: Context): Promise<number> {
+  const limit = (text: string | undefined, what: string) =>
+    text === undefined ? undefined : text.trim() === 'default' ? null : positiveInt(text.trim(), what);
+  const change = { starts_per_minute: limit(ctx.values.starts, '--starts'), requests_per_minute: limit(ctx.values.requests, '--requests') };
+  const c = await ctx.collections();
+  const account = await requireAccount(c, ctx.args[0]);
+  // Without options this only shows the limits in force.
+  const unchanged = change.starts_per_minute === undefined && change.requests_per_minute === undefined;
+  const limits = unchanged ? (account.rate_limits ?? null) : await setAccountRateLimits(c, account._id, change);
+  if (ctx.json) {
+    printJson(ctx, { account_id: account._id, rate_limits: limits });
+  } else {
+    ctx.out(`Account ${account._id}: ${formatLimits(limits)}`);
   }
   return EXIT_OK;
 }

@@ -18,6 +18,11 @@ export const ProviderSchema = z.object({
 export type Provider = z.infer<typeof ProviderSchema>;
 
 const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+// `z.coerce.boolean()` would read "false" as true: only these spellings are accepted.
+const flag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('false')
+  .transform((v) => v === 'true' || v === '1');
 const jsonString = <T extends z.ZodType>(schema: T, fallback: string) =>
   z
     .string()
@@ -63,7 +68,18 @@ export const EnvSchema = z.object({
   STREAM_KEEPALIVE_MS: int(15_000),
   STREAM_MAX_BUFFERED_BYTES: int(1_048_576),
   QUERY_TIMEOUT_MS: int(3_000),
+  RATE_LIMIT_STARTS_PER_MINUTE: int(60),
+  RATE_LIMIT_REQUESTS_PER_MINUTE: int(1_200),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
+  MAX_UPLOAD_BYTES: int(104_857_600),
+  FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
+  FILE_URL_TTL_SECONDS: int(604_800),
+  FILE_FETCH_TIMEOUT_MS: int(60_000),
+  ALLOW_HTTP_URLS: flag,
+  ALLOW_PRIVATE_NETWORK: flag,
+  MODEL_POLL_MS: int(1_000),
+  NODE_ENV: z.string().optional(),
 });
 
 /** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
@@ -86,12 +102,32 @@ export interface Config {
     maxJsonDepth: number;
     queryTimeoutMs: number;
     stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number };
+    /** D16 defaults per key and one-minute window; an account's `rate_limits` override them. */
+    rateLimits: { startsPerMinute: number; requestsPerMinute: number };
   };
   temporal: { address: string; namespace: string; taskQueue: string };
   mongo: { uri: string; dbName: string };
   providers: Record<string, Provider>;
   prices: Record<string, Price>;
   runs: RunOptions;
+  files: {
+    /** D10: the largest upload, URL input or stored node output, in bytes. */
+    maxBytes: number;
+    /**
+     * HMAC key of signed file links (D19). Unset (never in production): the API and the worker
+     * share a random one kept in MongoDB (files/url-secret.ts).
+     */
+    urlSecret?: string;
+    urlTtlSeconds: number;
+    /** Whole-download time limit of a URL input or a provider output. */
+    fetchTimeoutMs: number;
+    /** D19: `http://` URL inputs (default: https only). */
+    allowHttpUrls: boolean;
+    /** D19: URL inputs on private, loopback, link-local or metadata addresses (tests only). */
+    allowPrivateNetwork: boolean;
+  };
+  /** How often a `model` node asks for its prediction's state. */
+  predictions: { pollMs: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -105,6 +141,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const e = parsed.data;
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) {
     throw new Error('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE go together');
+  }
+  if (e.NODE_ENV === 'production' && !e.FILE_URL_SECRET) {
+    // D19: links signed by one process must verify in every other; a per-database default is for development only.
+    throw new Error('Invalid configuration:\n  FILE_URL_SECRET is required when NODE_ENV=production (at least 32 random characters)');
   }
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
   if (e.OPENAI_BASE_URL && !providers.openai) {
@@ -120,6 +160,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxJsonDepth: e.MAX_JSON_DEPTH,
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
       stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS, maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES },
+      rateLimits: { startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE, requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE },
     },
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     mongo: { uri: e.MONGODB_URI, dbName: e.MONGODB_DB },
@@ -133,6 +174,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       nodeMaxAttempts: e.NODE_MAX_ATTEMPTS,
       retryInitialMs: e.RETRY_INITIAL_MS,
     },
+    files: {
+      maxBytes: e.MAX_UPLOAD_BYTES,
+      urlSecret: e.FILE_URL_SECRET,
+      urlTtlSeconds: e.FILE_URL_TTL_SECONDS,
+      fetchTimeoutMs: e.FILE_FETCH_TIMEOUT_MS,
+      allowHttpUrls: e.ALLOW_HTTP_URLS,
+      allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
+    },
+    predictions: { pollMs: e.MODEL_POLL_MS },
     logLevel: e.LOG_LEVEL,
   };
 }

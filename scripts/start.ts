@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     collections: store.collections,
+    db: store.db,
     config,
   });
   const workerDone = worker.run();

@@ -1,7 +1,7 @@
 /** Accounts, their API keys (D6) and credits. */
 import { createHash, randomInt } from 'node:crypto';
 import type { Collections } from './db';
-import type { AccountDoc, ApiKeyDoc } from './documents';
+import type { AccountDoc, ApiKeyDoc, RateLimitOverrides } from './documents';
 import { generateId } from './ids';
 import { postEntry } from './ledger';
 
@@ -41,6 +41,7 @@ export async function issueKey(c: Collections, accountId: string, name: string |
   let random = '';
   for (let i = 0; i < KEY_RANDOM_CHARS; i++) random += BASE62[randomInt(0, BASE62.length)];
   const secret = KEY_PREFIX + random;
+  const account = await c.accounts.findOne({ _id: accountId }, { projection: { rate_limits: 1 } });
   const key: ApiKeyDoc = {
     _id: generateId('key'),
     account_id: accountId,
@@ -49,9 +50,50 @@ export async function issueKey(c: Collections, accountId: string, name: string |
     name,
     created_at: new Date(),
     revoked_at: null,
+    rate_limits: account?.rate_limits ?? null, // D16: authentication reads them from the key
   };
   await c.apiKeys.insertOne(key);
+  // Limits changed between our read and our insert missed this key: look once more.
+  const after = await c.accounts.findOne({ _id: accountId }, { projection: { rate_limits: 1 } });
+  if (!sameLimits(after?.rate_limits ?? null, key.rate_limits ?? null)) {
+    key.rate_limits = after?.rate_limits ?? null;
+    await c.apiKeys.updateOne({ _id: key._id }, { $set: { rate_limits: key.rate_limits } });
+  }
   return { secret, key };
+}
+
+/** A change of an account's D16 limits: a number sets one, null returns it to the default, absent keeps it. */
+export interface RateLimitChange {
+  starts_per_minute?: number | null;
+  requests_per_minute?: number | null;
+}
+
+/**
+ * Changes an account's rate limits (D16) and copies them onto every key of the account, so the
+ * per-request check needs no query beyond the key lookup. Returns the limits now in force.
+ */
+export async function setAccountRateLimits(
+  c: Pick<Collections, 'accounts' | 'apiKeys'>,
+  accountId: string,
+  change: RateLimitChange,
+): Promise<RateLimitOverrides | null> {
+  const account = await c.accounts.findOne({ _id: accountId }, { projection: { rate_limits: 1 } });
+  if (!account) throw new Error(`no account ${accountId}`);
+  const merged: RateLimitOverrides = { ...account.rate_limits };
+  for (const field of ['starts_per_minute', 'requests_per_minute'] as const) {
+    const value = change[field];
+    if (value === null) delete merged[field];
+    else if (value !== undefined) merged[field] = value;
+  }
+  const limits = Object.keys(merged).length > 0 ? merged : null;
+  // Account first: a key issued meanwhile reads it after its own insert (issueKey), so none is missed.
+  await c.accounts.updateOne({ _id: accountId }, { $set: { rate_limits: limits } });
+  await c.apiKeys.updateMany({ account_id: accountId }, { $set: { rate_limits: limits } });
+  return limits;
+}
+
+function sameLimits(a: RateLimitOverrides | null, b: RateLimitOverrides | null): boolean {
+  return a?.starts_per_minute === b?.starts_per_minute && a?.requests_per_minute === b?.requests_per_minute;
 }
 
 /** The live key record for a presented secret, or null (unknown or revoked). */

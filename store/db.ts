@@ -1,6 +1,16 @@
 /** MongoDB connection and the collections of the service, with the indexes they rely on. */
 import { MongoClient, type Collection, type Db } from 'mongodb';
-import type { AccountDoc, ApiKeyDoc, LedgerDoc, RunDoc, WorkflowDoc, WorkflowVersionDoc } from './documents';
+import type {
+  AccountDoc,
+  ApiKeyDoc,
+  IdempotencyKeyDoc,
+  LedgerDoc,
+  RateLimitWindowDoc,
+  RunDoc,
+  WorkflowDoc,
+  WorkflowVersionDoc,
+} from './documents';
+import { ensureExpiryIndexes, startSweeper } from './expiry';
 
 export interface Collections {
   accounts: Collection<AccountDoc>;
@@ -9,6 +19,8 @@ export interface Collections {
   workflowVersions: Collection<WorkflowVersionDoc>;
   runs: Collection<RunDoc>;
   ledger: Collection<LedgerDoc>;
+  rateLimits: Collection<RateLimitWindowDoc>;
+  idempotencyKeys: Collection<IdempotencyKeyDoc>;
 }
 
 export interface Store {
@@ -35,6 +47,8 @@ export async function connectStore(opts: { uri: string; dbName: string; appName?
     workflowVersions: db.collection('workflow_versions'),
     runs: db.collection('runs'),
     ledger: db.collection('ledger'),
+    rateLimits: db.collection('rate_limits'),
+    idempotencyKeys: db.collection('idempotency_keys'),
   };
   await Promise.all([
     collections.apiKeys.createIndex({ hash: 1 }, { unique: true, name: 'hash_unique' }),
@@ -43,5 +57,16 @@ export async function connectStore(opts: { uri: string; dbName: string; appName?
     collections.runs.createIndex({ account_id: 1, _id: -1 }, { name: 'account_newest' }),
     collections.ledger.createIndex({ account_id: 1, _id: 1 }, { name: 'account_entries' }),
   ]);
-  return { client, db, collections, close: () => client.close() };
+  const expiring = [collections.rateLimits, collections.idempotencyKeys];
+  // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).
+  const stopSweeper = (await ensureExpiryIndexes(expiring)) ? () => undefined : startSweeper(expiring);
+  return {
+    client,
+    db,
+    collections,
+    close: async () => {
+      stopSweeper();
+      await client.close();
+    },
+  };
 }

@@ -9,7 +9,17 @@ export interface AccountDoc {
   balance_usd: number;
   /** Ledger entries being applied right now; see store/ledger.ts for why this exists. */
   pending_entries: string[];
+  /** Bumped by every balance move, so a stalled ledger attempt cannot move it again (store/ledger.ts). */
+  version?: number;
+  /** Per-account D16 limits; absent ones use the configured defaults. Copied onto the account's keys. */
+  rate_limits?: RateLimitOverrides | null;
   created_at: Date;
+}
+
+/** Per-account overrides of the D16 rate limits (requests per fixed one-minute window). */
+export interface RateLimitOverrides {
+  starts_per_minute?: number;
+  requests_per_minute?: number;
 }
 
 export interface ApiKeyDoc {
@@ -22,6 +32,8 @@ export interface ApiKeyDoc {
   name: string | null;
   created_at: Date;
   revoked_at: Date | null;
+  /** A copy of the account's `rate_limits`, so authentication yields them without a second query (D16). */
+  rate_limits?: RateLimitOverrides | null;
 }
 
 export interface WorkflowDoc {
@@ -75,4 +87,29 @@ export interface LedgerDoc {
   /** `pending` until the account balance reflects it, then `applied`. */
   state: 'pending' | 'applied';
   created_at: Date;
+}
+
+/** One D16 window: `_id` is `<key id>:<bucket>:<window start in epoch minutes>`, counted by `$inc`. */
+export interface RateLimitWindowDoc {
+  _id: string;
+  key_id: string;
+  bucket: 'starts' | 'requests';
+  window_start: Date;
+  count: number;
+  /** Past the end of the window; a TTL index (or the sweeper where TTL is missing) removes the document. */
+  expires_at: Date;
+}
+
+/** An Idempotency-Key of the start call (D18): `_id` is `<account id>:<key>`; the first request's insert wins. */
+export interface IdempotencyKeyDoc {
+  _id: string;
+  account_id: string;
+  key: string;
+  /** SHA-256 hex of the canonical JSON of the start request: the same key with another body is a 409. */
+  request_hash: string;
+  /** Allocated before the run exists, so every request with this key answers with the same run. */
+  run_id: string;
+  created_at: Date;
+  /** created_at + 24 h; a document past it counts as absent even before the TTL index removes it. */
+  expires_at: Date;
 }

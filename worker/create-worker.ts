@@ -1,6 +1,7 @@
 /** A Temporal worker for runs: the workflow bundle plus the activities built from injected dependencies. */
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import { countAttempts } from './metrics-interceptor';
 
 export interface WorkerOptions extends ActivityDeps {
   connection: NativeConnection;
@@ -26,6 +27,7 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities(opts),
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
+    interceptors: { activity: [countAttempts] },
     // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
     maxHeartbeatThrottleInterval: '1s',
   });

@@ -15,6 +15,7 @@ async function main(): Promise<void> {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     collections: store.collections,
+    db: store.db,
     config,
   });
   // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.

@@ -19,10 +19,17 @@ export function userInputItems(node: NodeOf<'user_input'>, value: unknown): Item
     case 'image':
     case 'video':
     case 'file':
+      // D19: resolved to a stored file's part with a signed link before the graph runs (workflows/file-inputs.ts).
+      if (isFilePart(value)) return [completed(value)];
       return [completed({ type: node.input_type, url: String(value) })];
     default:
       return [completed({ type: 'json', data: value })];
   }
+}
+
+function isFilePart(value: unknown): value is Extract<Part, { type: 'image' | 'video' | 'file' }> {
+  const v = value as { type?: unknown; url?: unknown } | null;
+  return typeof v === 'object' && v !== null && ['image', 'video', 'file'].includes(v.type as string) && typeof v.url === 'string';
 }
 
 /** One text item from a template and the texts of one iteration's port items. */

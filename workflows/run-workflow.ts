@@ -11,6 +11,7 @@ import {
 import type { Activities } from '../activities';
 import type { Item } from '../domain/parts';
 import { executeGraph, type IoNode } from './engine';
+import { resolveFileInputs } from './file-inputs';
 import { NodeFailure } from './errors';
 import { Semaphore } from './semaphore';
 import { RunState } from './run-state';
@@ -50,14 +51,16 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   const slots = new Semaphore(options.concurrency);
 
   const callNode = (node: IoNode, iteration: number, ports: Record<string, Item>) => {
-    const base = { runId: args.runId, iteration, ports };
+    const base = { runId: args.runId, accountId: args.accountId, iteration, ports };
     switch (node.type) {
       case 'llm':
         return nodes.llm({ ...base, node });
       case 'http_request':
         return nodes.httpRequest({ ...base, node });
-      default:
-        throw new NodeFailure(node.id, node.type, 'this node type is not enabled on this service yet');
+      case 'image_generation':
+        return nodes.imageGeneration({ ...base, node });
+      case 'model':
+        return nodes.model({ ...base, node });
     }
   };
 
@@ -82,8 +85,9 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     });
 
   try {
-    await CancellationScope.withTimeout(options.runTimeoutMs, () =>
-      executeGraph(args.graph, args.inputs, {
+    await CancellationScope.withTimeout(options.runTimeoutMs, async () =>
+      // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
+      executeGraph(args.graph, await resolveFileInputs(args, (req) => slots.with(() => nodes.resolveFileInput(req)), options.nodeMaxAttempts), {
         runIoNode,
         onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
         onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),

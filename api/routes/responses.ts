@@ -3,9 +3,13 @@ import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
+import { rateLimit } from '../middleware/rate-limit';
 import { parseRequest, StartRequestSchema, type AsyncStartResponse } from '../schemas';
+import { parseIdempotencyKey, startIdempotent } from '../services/idempotent-start';
 import { startRun } from '../services/start-run';
 import { streamNewRun } from '../stream/run-streams';
+import { readRun } from '../services/read-run';
+import { startDuration } from '../../metrics';
 
 /** Routes of the responses resource. */
 export function responsesRoutes(deps: AppDeps): Router {
@@ -13,12 +17,26 @@ export function responsesRoutes(deps: AppDeps): Router {
   router.post(
     '/api/v1/responses',
     authenticate(deps.collections),
+    rateLimit(deps, 'starts'), // D16: a refused start is refused before anything is read, started or billed
     jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
     async (ctx) => {
+      const timer = startDuration.startTimer();
+      const idempotencyKey = parseIdempotencyKey(ctx.req.headers['idempotency-key']);
+      const waitSeconds = parsePreferWait(ctx.get('prefer'));
       const request = parseRequest(StartRequestSchema, ctx.request.body);
       // Everything that can refuse the start happens before the stream opens, so refusals are plain JSON errors.
-      const run = await startRun(deps, ctx.state.auth!, request);
+      // D18: with a key, a repeat gets the first request's run (the same 202 body, or its stream from event 0).
+      const run = idempotencyKey
+        ? await startIdempotent(deps, ctx.state.auth!, request, idempotencyKey)
+        : await startRun(deps, ctx.state.auth!, request);
+      timer();
       if (request.stream) return streamNewRun(ctx, deps, run);
+      // D28: hold the answer until the run ends or the wait is over; an ended run answers 200 with its record.
+      if (waitSeconds > 0 && (await deps.gateway.waitForEnd(run._id, waitSeconds * 1000))) {
+        ctx.set('Preference-Applied', `wait=${waitSeconds}`);
+        ctx.body = await readRun(deps, run.account_id, run._id);
+        return;
+      }
       ctx.status = 202;
       ctx.body = {
         run_id: run._id,
@@ -30,4 +48,10 @@ export function responsesRoutes(deps: AppDeps): Router {
     },
   );
   return router;
+}
+
+/** D28: the seconds of `Prefer: wait=N` (at most 60; 0 without the preference). */
+export function parsePreferWait(header: string): number {
+  const match = /(?:^|[,;\s])wait\s*=\s*(\d{1,6})\b/i.exec(header);
+  return match ? Math.min(60, Number(match[1])) : 0;
 }

@@ -2,16 +2,22 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
+import { rateLimit } from '../middleware/rate-limit';
+import { cancelRun } from '../services/cancel-run';
 import { loadRun, readRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
 /** Routes of the runs resource. */
 export function runsRoutes(deps: AppDeps): Router {
   const router = new Router();
-  router.get('/api/v1/runs/:runId', authenticate(deps.collections), async (ctx) => {
+  router.get('/api/v1/runs/:runId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.body = await readRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
   });
-  router.get('/api/v1/runs/:runId/stream', authenticate(deps.collections), async (ctx) => {
+  router.post('/api/v1/runs/:runId/cancel', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+    ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
+    ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
+  });
+  router.get('/api/v1/runs/:runId/stream', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
     // Ownership is checked before any byte of the stream: another account's run is a JSON 404.
     const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
     streamExistingRun(ctx, deps, run);

@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
+import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../services/publish-workflow';
 
@@ -11,6 +12,7 @@ export function workflowsRoutes(deps: AppDeps): Router {
   router.post(
     '/api/v1/workflows',
     authenticate(deps.collections),
+    rateLimit(deps, 'requests'),
     jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
     async (ctx) => {
       ctx.status = 201;

@@ -1,9 +1,12 @@
 /** Starting a run (spec "POST /api/v1/responses"): resolve, validate, check credit, record, start. */
+import type { Db } from 'mongodb';
 import type { Config } from '../../config';
+import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs, describeProblems } from '../../domain/inputs';
 import type { Collections } from '../../store/db';
 import type { RunDoc, WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
+import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
 import { findVersion, findWorkflow } from '../../store/workflows';
 import type { RunArgs } from '../../workflows/definitions';
@@ -11,11 +14,15 @@ import { InsufficientCreditsError, InvalidInputsError, InvalidRequestError, NotF
 import type { RunGateway } from '../run-gateway';
 import type { AuthContext } from '../middleware/authenticate';
 import type { StartRequest } from '../schemas';
+import { runsStarted } from '../../metrics';
+import { fileInputProblems } from './file-inputs';
 
 export interface StartRunDeps {
   collections: Collections;
+  /** Where the GridFS files live: file inputs are checked against their owner (D19). */
+  db: Db;
   gateway: RunGateway;
-  config: Pick<Config, 'runs'>;
+  config: Pick<Config, 'runs' | 'files'>;
 }
 
 /** Resolves the workflow (D2) and version (D1), or throws the matching 404. */
@@ -35,8 +42,18 @@ export async function resolveVersion(
   return { workflow, version };
 }
 
-/** Starts a run and returns its record as stored (status `pending`). */
-export async function startRun(deps: StartRunDeps, auth: AuthContext, request: StartRequest): Promise<RunDoc> {
+/** The run id was recorded by another request already (an idempotent start finishing a stalled one's work, D18). */
+export class RunIdTakenError extends Error {
+  constructor(readonly runId: string) {
+    super(`run ${runId} exists already`);
+  }
+}
+
+/**
+ * Starts a run and returns its record as stored (status `pending`). `runId` is a pre-allocated
+ * id (D18 idempotency); its record can be written once only, so two starts with one id start one run.
+ */
+export async function startRun(deps: StartRunDeps, auth: AuthContext, request: StartRequest, opts: { runId?: string } = {}): Promise<RunDoc> {
   const { collections } = deps;
   const { workflow, version } = await resolveVersion(collections, auth.accountId, request.workflowId, request.version);
   if (!version.graph || !version.contract) {
@@ -46,14 +63,17 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
     });
   }
   const inputs = validateInputs(version.contract, request.inputs);
-  if (!inputs.ok) throw new InvalidInputsError(describeProblems(inputs.problems), inputs.problems);
+  // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
+  const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, { caller: auth.accountId, workflowOwner: workflow.account_id });
+  const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
+  if (!inputs.ok || problems.length > 0) throw new InvalidInputsError(describeProblems(problems), problems);
 
   const account = await collections.accounts.findOne({ _id: auth.accountId }, { projection: { balance_usd: 1 } });
   if (!account || account.balance_usd <= 0) throw new InsufficientCreditsError(); // D17
 
   const createdAt = new Date();
   const run: RunDoc = {
-    _id: generateId('run'),
+    _id: opts.runId ?? generateId('run'),
     account_id: auth.accountId,
     key_id: auth.keyId,
     published_workflow_id: workflow._id,
@@ -69,24 +89,36 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
     events: null,
     finalized: false,
   };
-  const args: RunArgs = {
-    runId: run._id,
-    accountId: auth.accountId,
-    publishedWorkflowId: workflow._id,
-    versionId: version._id,
-    version: version.version,
-    createdAtMs: createdAt.getTime(),
-    graph: version.graph,
-    inputs: inputs.values,
-    options: deps.config.runs,
-  };
+  const args = runArgs(run, version.graph, deps.config.runs);
   // The record comes first so the run is readable the moment its id is returned.
-  await insertRun(collections, run);
+  try {
+    await insertRun(collections, run);
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new RunIdTakenError(run._id);
+    throw err;
+  }
   try {
     await deps.gateway.start(args);
   } catch (err) {
     await deleteRun(collections, run._id).catch(() => undefined);
     throw err;
   }
+  // Counted here, not in the route, so an idempotent replay (D18) is not a second start.
+  runsStarted.inc({ mode: request.stream ? 'stream' : 'async' });
   return run;
+}
+
+/** The workflow arguments of a recorded run (also used to start the workflow of a run recorded by a request that then died). */
+export function runArgs(run: RunDoc, graph: WorkflowDocument, options: StartRunDeps['config']['runs']): RunArgs {
+  return {
+    runId: run._id,
+    accountId: run.account_id,
+    publishedWorkflowId: run.published_workflow_id,
+    versionId: run.published_workflow_version_id,
+    version: run.version,
+    createdAtMs: run.created_at.getTime(),
+    graph,
+    inputs: run.inputs,
+    options,
+  };
 }

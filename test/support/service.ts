@@ -4,6 +4,7 @@
  * test may start late or stop to observe `pending`.
  */
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { DestinationStream } from 'pino';
 import { loadConfig, type Config } from '../../config';
 import { startApi, type ApiHandle } from '../../api/start-api';
 import { createLogger } from '../../api/logger';
@@ -24,7 +25,14 @@ export interface TestService {
 let counter = 0;
 
 /** Starts API (and, unless `worker: false`, a worker) on the shared stack; env overrides go through loadConfig. */
-export async function startService(opts: { worker?: boolean; env?: Record<string, string> } = {}): Promise<TestService> {
+export async function startService(
+  opts: {
+    worker?: boolean;
+    env?: Record<string, string>;
+    /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
+    logDestination?: DestinationStream;
+  } = {},
+): Promise<TestService> {
   const { stack, bundle } = await testStack();
   const id = `${process.pid}-${++counter}-${Date.now()}`;
   const config = loadConfig({
@@ -38,7 +46,8 @@ export async function startService(opts: { worker?: boolean; env?: Record<string
     ...opts.env,
   });
   const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName });
-  const api = await startApi(config, createLogger('silent'));
+  const logger = opts.logDestination ? createLogger(config.logLevel, 'wrs-api', opts.logDestination) : createLogger('silent');
+  const api = await startApi(config, logger);
   let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
 
   const service: TestService = {
@@ -54,7 +63,9 @@ export async function startService(opts: { worker?: boolean; env?: Record<string
         namespace: config.temporal.namespace,
         taskQueue: config.temporal.taskQueue,
         collections: store.collections,
-        config,
+        db: store.db,
+        // The API listens on a free port: signed file links (D19) made by the worker must point at it.
+        config: config.api.publicBaseUrl ? config : { ...config, api: { ...config.api, publicBaseUrl: api.url } },
         workflowBundle: bundle,
         shutdownGraceTimeMs: 1_000,
       });

@@ -23,7 +23,7 @@ let started: Promise<TestStack> | undefined;
 /** The suite's stack, started once. */
 export function testStack(): Promise<TestStack> {
   started ??= (async () => {
-    installWorkerRuntime('warn');
+    installWorkerRuntime('error'); // expected provider failures would otherwise print a stack trace each
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-test-'));
     const [stack, bundle] = await Promise.all([
       startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }),

@@ -408,7 +408,11 @@ describe('workflow execution (real Temporal + FerretDB)', function () {
         account: (await collections.accounts.findOne({ _id: accountId }))!,
         record: (await collections.runs.findOne({ _id: run.id }))!,
       });
-      const first = await snapshotState();
+      // The debit lands just after the record is finalized (same activity, next step): wait for it.
+      const first = await waitFor(async () => {
+        const state = await snapshotState();
+        return state.entries[0]?.state === 'applied' ? state : undefined;
+      });
       assert.equal(first.entries.length, 1, JSON.stringify(first.entries));
       const [entry] = first.entries;
       assert.equal(entry.kind, 'run');

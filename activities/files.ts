@@ -1,0 +1,105 @@
+/**
+ * Files that activities produce (NODES.md "Providers"): every file a node yields is stored in
+ * GridFS under the run's account and handed on as a part with a signed link served by this
+ * service (D19), so a provider's temporary URL never reaches a caller.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Db } from 'mongodb';
+import type { Config } from '../config';
+import type { Part } from '../domain/parts';
+import type { FileLinks } from '../files/links';
+import { fallbackName, remoteFileName } from '../files/names';
+import { partTypeOf } from '../files/sniff';
+import type { Collections } from '../store/db';
+import { FileTooLargeError, storeBytes, storeFile, type FileDoc, type StoreFileOptions } from '../store/files';
+import { providerFailure } from './failures';
+import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
+
+/** What an activity needs to store files and link to them. */
+export interface FileDeps {
+  db: Db;
+  links: FileLinks;
+  collections: Pick<Collections, 'runs'>;
+  config: Pick<Config, 'files'>;
+}
+
+/** The account a run's files belong to: passed by the workflow, or (runs started before it was) read from the run record. */
+export async function runAccount(deps: Pick<FileDeps, 'collections'>, req: { runId: string; accountId?: string }): Promise<string> {
+  if (req.accountId) return req.accountId;
+  const run = await deps.collections.runs.findOne({ _id: req.runId }, { projection: { account_id: 1 } });
+  if (!run) throw ApplicationFailure.nonRetryable(`run ${req.runId} has no record`, 'InvalidNodeConfig');
+  return run.account_id;
+}
+
+/** The part for a stored file: typed by its MIME type unless the node fixes the type (an image generation yields images). */
+export async function filePart(links: FileLinks, doc: FileDoc, type = partTypeOf(doc.metadata.mime_type)): Promise<Part> {
+  return { type, url: await links.url(doc._id), name: doc.metadata.name, mime_type: doc.metadata.mime_type };
+}
+
+/** Storage limits become failures that fail the item (retrying fetches the same too-large file). */
+export function storageFailure(err: unknown, what: string): never {
+  if (err instanceof FileTooLargeError) {
+    throw ApplicationFailure.nonRetryable(`${what} is larger than the ${err.limitBytes} byte file limit`, 'ProviderRejected');
+  }
+  throw err;
+}
+
+/** Stores bytes a provider sent inline (`b64_json`, a `data:` URL). */
+export async function storeOutputBytes(deps: FileDeps, bytes: Uint8Array, opts: Omit<StoreFileOptions, 'maxBytes' | 'source'>): Promise<FileDoc> {
+  return storeBytes(deps.db, bytes, { ...opts, maxBytes: deps.config.files.maxBytes, source: 'output' }).catch((err) => storageFailure(err, 'the output'));
+}
+
+/**
+ * Downloads a file a provider made (its host comes from configuration or from the provider's own
+ * answer, so no SSRF guard, but the size and time limits hold) and stores it. `data:` URLs are
+ * decoded in place.
+ */
+export async function storeProviderFile(
+  deps: FileDeps,
+  fetchFn: FetchFn,
+  provider: string,
+  rawUrl: string,
+  opts: { accountId: string; runId: string; stem: string },
+): Promise<FileDoc> {
+  const base = { accountId: opts.accountId, runId: opts.runId };
+  const inline = /^data:[^,]*?(;base64)?,(.*)$/s.exec(rawUrl);
+  if (inline) {
+    const bytes = inline[1] ? Buffer.from(inline[2], 'base64') : Buffer.from(decodeURIComponent(inline[2]), 'utf8');
+    return storeOutputBytes(deps, bytes, { ...base, name: (mime) => fallbackName(opts.stem, mime) });
+  }
+  const signals = [AbortSignal.timeout(deps.config.files.fetchTimeoutMs), activitySignal()].filter((s): s is AbortSignal => !!s);
+  let res: Response;
+  try {
+    res = await fetchFn(rawUrl, { signal: AbortSignal.any(signals) });
+  } catch (err) {
+    rethrowIfCancelled();
+    throw ApplicationFailure.retryable(`${provider}: downloading an output failed: ${(err as Error).message}`, 'ProviderUnavailable');
+  }
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => undefined);
+    throw providerFailure(`${provider} output download`, res.status, res.statusText || 'no message');
+  }
+  const declared = Number(res.headers.get('content-length') ?? '0');
+  if (declared > deps.config.files.maxBytes) storageFailure(new FileTooLargeError(deps.config.files.maxBytes), `${provider}'s output`);
+  const url = new URL(rawUrl);
+  const named = remoteFileName(url, res.headers.get('content-disposition'));
+  try {
+    return await storeFile(deps.db, (res.body ?? emptyBody()) as AsyncIterable<Uint8Array>, {
+      ...base,
+      name: named ?? ((mime) => fallbackName(opts.stem, mime)),
+      maxBytes: deps.config.files.maxBytes,
+      source: 'output',
+    });
+  } catch (err) {
+    rethrowIfCancelled();
+    if (err instanceof FileTooLargeError) storageFailure(err, `${provider}'s output`);
+    if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') {
+      throw ApplicationFailure.retryable(`${provider}: downloading an output timed out`, 'ProviderUnavailable');
+    }
+    throw err;
+  }
+}
+
+async function* emptyBody(): AsyncIterable<Uint8Array> {
+  // a 2xx without a body is an empty file
+}

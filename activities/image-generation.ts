@@ -1,0 +1,63 @@
+/** The `image_generation` node: one OpenAI-compatible images generation per iteration, `n` stored images in one item (NODES.md). */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Config } from '../config';
+import type { Part } from '../domain/parts';
+import { renderTemplate } from '../domain/templates';
+import { fallbackName } from '../files/names';
+import { completed, itemText } from '../workflows/values';
+import { invalidNodeConfig } from './failures';
+import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
+import { heartbeating } from './heartbeat';
+import { postJson, type FetchFn } from './provider-http';
+import type { NodeRequest, NodeResult } from './types';
+
+interface ImagesAnswer {
+  data?: Array<{ b64_json?: string; url?: string }>;
+}
+
+/** Builds the activity that runs one iteration of an image_generation node. */
+export function createImageGenerationActivity(deps: { config: Pick<Config, 'providers' | 'prices'>; files: () => FileDeps; fetch: FetchFn }) {
+  const call = async (req: NodeRequest<'image_generation'>): Promise<NodeResult> => {
+    const { node } = req;
+    const providerName = node.provider ?? 'openai';
+    const provider = deps.config.providers[providerName];
+    if (!provider || provider.kind !== 'openai') {
+      throw invalidNodeConfig(`image provider '${providerName}' is not configured on this service`);
+    }
+    const values: Record<string, string> = {};
+    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+    const n = node.n ?? 1;
+    // No `response_format`: newer models refuse it and always answer b64_json; older ones answer URLs. Both are handled.
+    const answer = (await postJson(
+      deps.fetch,
+      providerName,
+      `${provider.base_url.replace(/\/$/, '')}/images/generations`,
+      { model: node.model, prompt: renderTemplate(node.prompt, values), n, ...(node.size ? { size: node.size } : {}) },
+      provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
+    )) as ImagesAnswer;
+    const images = Array.isArray(answer.data) ? answer.data : [];
+    if (images.length === 0) throw ApplicationFailure.retryable(`${providerName} answered without images`, 'ProviderUnavailable');
+
+    const files = deps.files();
+    const accountId = await runAccount(files, req);
+    const parts: Part[] = [];
+    for (const [i, image] of images.entries()) {
+      const stem = `image-${i + 1}`;
+      let doc;
+      if (typeof image.b64_json === 'string') {
+        doc = await storeOutputBytes(files, Buffer.from(image.b64_json, 'base64'), { accountId, runId: req.runId, name: (mime) => fallbackName(stem, mime) });
+      } else if (typeof image.url === 'string') {
+        doc = await storeProviderFile(files, deps.fetch, providerName, image.url, { accountId, runId: req.runId, stem });
+      } else {
+        throw ApplicationFailure.retryable(`${providerName} answered image ${i + 1} without b64_json or url`, 'ProviderUnavailable');
+      }
+      parts.push(await filePart(files.links, doc, 'image')); // NODES.md: an image generation yields image parts
+    }
+    // D17: images times the per-image price of the model (the images actually made).
+    const costUsd = images.length * (deps.config.prices[node.model]?.per_image ?? 0);
+    return { items: [completed(...parts)], costUsd };
+  };
+  return function imageGeneration(req: NodeRequest<'image_generation'>): Promise<NodeResult> {
+    return heartbeating(() => call(req));
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * The `model` node: one prediction per iteration on a Replicate-style predictions API
+ * (NODES.md): create, poll until it ends (heartbeating, so a run's cancel arrives and then
+ * cancels the prediction too), then store every output file and type it by its bytes.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Config } from '../config';
+import type { Part } from '../domain/parts';
+import { renderTemplate } from '../domain/templates';
+import { completed, itemText } from '../workflows/values';
+import { invalidNodeConfig } from './failures';
+import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
+import { heartbeating } from './heartbeat';
+import { getJson, postJson, type FetchFn } from './provider-http';
+import type { NodeRequest, NodeResult } from './types';
+
+interface Prediction {
+  id?: string;
+  status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled' | string;
+  output?: unknown;
+  error?: unknown;
+  metrics?: { predict_time?: number };
+}
+
+const ENDED = new Set(['succeeded', 'failed', 'canceled']);
+const FILE_URL = /^(https?:\/\/|data:)/i;
+
+/** Renders every string at any depth of the node's `input` as a template. */
+function renderDeep(value: unknown, values: Record<string, string>): unknown {
+  if (typeof value === 'string') return renderTemplate(value, values);
+  if (Array.isArray(value)) return value.map((v) => renderDeep(v, values));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderDeep(v, values)]));
+  }
+  return value;
+}
+
+/** The prediction this activity created in an earlier attempt (heartbeat checkpoint), so a retry resumes it instead of paying twice. */
+function resumedPredictionId(): string | undefined {
+  try {
+    const details = Context.current().info.heartbeatDetails as { predictionId?: unknown } | undefined;
+    return typeof details?.predictionId === 'string' ? details.predictionId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True only for a cancel the run asked for; a timed-out attempt or a worker shutdown leaves the prediction running for the retry. */
+function cancelRequested(): boolean {
+  try {
+    return Context.current().cancellationDetails?.cancelRequested === true;
+  } catch {
+    return false;
+  }
+}
+
+function wait(ms: number): Promise<void> {
+  try {
+    return Context.current().sleep(ms); // rejects at once when the activity is cancelled
+  } catch {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}
+
+/** Builds the activity that runs one iteration of a model node. */
+export function createModelActivity(deps: { config: Pick<Config, 'providers' | 'prices'>; pollMs?: number; files: () => FileDeps; fetch: FetchFn }) {
+  const pollMs = deps.pollMs ?? 1_000;
+  return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
+    const { node } = req;
+    const providerName = node.provider ?? 'replicate';
+    const provider = deps.config.providers[providerName];
+    if (!provider || provider.kind !== 'replicate') {
+      throw invalidNodeConfig(`model provider '${providerName}' is not configured on this service`);
+    }
+    const base = provider.base_url.replace(/\/$/, '');
+    const auth: Record<string, string> = provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {};
+    const values: Record<string, string> = {};
+    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+
+    let predictionId = resumedPredictionId();
+    return heartbeating(
+      async () => {
+        let prediction: Prediction;
+        try {
+          if (predictionId) {
+            prediction = (await getJson(deps.fetch, providerName, `${base}/predictions/${encodeURIComponent(predictionId)}`, auth)) as Prediction;
+          } else {
+            const target = node.version !== undefined ? { version: node.version } : { model: node.model };
+            prediction = (await postJson(deps.fetch, providerName, `${base}/predictions`, { ...target, input: renderDeep(node.input, values) }, auth)) as Prediction;
+            if (typeof prediction.id !== 'string') throw ApplicationFailure.retryable(`${providerName} created a prediction without an id`, 'ProviderUnavailable');
+            predictionId = prediction.id;
+          }
+          while (!ENDED.has(prediction.status ?? '')) {
+            await wait(pollMs);
+            prediction = (await getJson(deps.fetch, providerName, `${base}/predictions/${encodeURIComponent(predictionId)}`, auth)) as Prediction;
+          }
+        } catch (err) {
+          if (predictionId && cancelRequested()) await cancelPrediction(deps.fetch, `${base}/predictions/${encodeURIComponent(predictionId)}/cancel`, auth);
+          throw err;
+        }
+        if (prediction.status === 'failed') {
+          const reason = typeof prediction.error === 'string' ? prediction.error : JSON.stringify(prediction.error ?? 'no message');
+          throw ApplicationFailure.nonRetryable(`${providerName}: the prediction failed: ${reason}`, 'ProviderRejected');
+        }
+        if (prediction.status === 'canceled') {
+          throw ApplicationFailure.nonRetryable(`${providerName}: the prediction was canceled`, 'ProviderRejected');
+        }
+        const files = deps.files();
+        const accountId = await runAccount(files, req);
+        const parts = await outputParts(prediction.output, (url, i) =>
+          storeProviderFile(files, deps.fetch, providerName, url, { accountId, runId: req.runId, stem: `output-${i + 1}` }).then((doc) => filePart(files.links, doc)),
+        );
+        // D17: seconds of prediction time times the model's per-second price.
+        const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
+        const seconds = Number(prediction.metrics?.predict_time ?? 0);
+        return { items: [completed(...parts)], costUsd: Number.isFinite(seconds) ? seconds * price : 0 };
+      },
+      () => ({ predictionId }),
+    );
+  };
+}
+
+/** Best effort: the run is being cancelled either way, so a provider that does not answer is not waited for long. */
+async function cancelPrediction(fetchFn: FetchFn, url: string, auth: Record<string, string>): Promise<void> {
+  try {
+    const res = await fetchFn(url, { method: 'POST', headers: auth, signal: AbortSignal.timeout(5_000) });
+    await res.body?.cancel().catch(() => undefined);
+  } catch {
+    // the provider bills what ran; nothing more to do here
+  }
+}
+
+/**
+ * A prediction's output as parts: URLs (alone or in a list) are stored and typed by their bytes;
+ * a list of plain strings is one text (language models stream tokens that way); other strings
+ * are text parts; anything else is a json part.
+ */
+async function outputParts(output: unknown, store: (url: string, index: number) => Promise<Part>): Promise<Part[]> {
+  if (output === null || output === undefined) return [];
+  const list = Array.isArray(output) ? output : [output];
+  if (Array.isArray(output) && output.length > 0 && output.every((v) => typeof v === 'string' && !FILE_URL.test(v))) {
+    return [{ type: 'text', text: output.join('') }];
+  }
+  const parts: Part[] = [];
+  let files = 0;
+  for (const value of list) {
+    if (typeof value === 'string') parts.push(FILE_URL.test(value) ? await store(value, files++) : { type: 'text', text: value });
+    else if (value !== null && value !== undefined) parts.push({ type: 'json', data: value });
+  }
+  return parts;
+}

@@ -1,0 +1,49 @@
+/**
+ * D16 rate limits, applied right after `authenticate` on every authenticated route: per API key,
+ * fixed one-minute windows kept in MongoDB (so every API process shares the count), one round
+ * trip per request. Starts and all other requests are separate buckets. The `X-RateLimit-*`
+ * headers are set before anything downstream runs, so every authenticated answer carries them,
+ * errors and streams included; a refused request goes no further (a refused start starts and
+ * bills nothing).
+ */
+import type { Middleware } from 'koa';
+import type { Config } from '../../config';
+import type { Collections } from '../../store/db';
+import type { RateLimitOverrides } from '../../store/documents';
+import { countRequest, type RateLimitBucket } from '../../store/rate-limits';
+import { RateLimitError } from '../errors';
+import type { AuthContext } from './authenticate';
+
+export interface RateLimitDeps {
+  collections: Pick<Collections, 'rateLimits'>;
+  config: Pick<Config, 'api'>;
+}
+
+/** The limit of a bucket for a key: the account's own (copied onto the key), else the configured default. */
+export function limitFor(bucket: RateLimitBucket, overrides: RateLimitOverrides | null, defaults: Config['api']['rateLimits']): number {
+  return bucket === 'starts'
+    ? (overrides?.starts_per_minute ?? defaults.startsPerMinute)
+    : (overrides?.requests_per_minute ?? defaults.requestsPerMinute);
+}
+
+/** Koa middleware counting the request in `bucket` of the caller's key; 429 `rate_limit_exceeded` over the limit. */
+export function rateLimit(deps: RateLimitDeps, bucket: RateLimitBucket): Middleware {
+  return async (ctx, next) => {
+    const auth: AuthContext = ctx.state.auth!; // mounted after authenticate
+    const limit = limitFor(bucket, auth.rateLimits, deps.config.api.rateLimits);
+    const now = Date.now();
+    const { count, windowEndMs } = await countRequest(deps.collections, auth.keyId, bucket, now);
+    // Whole seconds until the window resets, at least 1 so a client never retries at once.
+    const resetSeconds = String(Math.max(1, Math.ceil((windowEndMs - now) / 1000)));
+    ctx.set('X-RateLimit-Limit', String(limit));
+    ctx.set('X-RateLimit-Remaining', String(Math.max(0, limit - count)));
+    ctx.set('X-RateLimit-Reset', resetSeconds);
+    if (count > limit) {
+      const what = bucket === 'starts' ? 'run starts' : 'requests';
+      throw new RateLimitError(`Rate limit exceeded: ${limit} ${what} per minute for this API key. Retry in ${resetSeconds} s.`, {
+        'Retry-After': resetSeconds,
+      });
+    }
+    await next();
+  };
+}

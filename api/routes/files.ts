@@ -1,0 +1,99 @@
+/**
+ * Files (D19): POST /api/v1/files uploads, GET /api/v1/files/{fileId} re-issues a link, and
+ * GET /files/{fileId}/content serves the bytes to whoever holds a signed link, without an
+ * Authorization header (so `<img src>` and `<video src>` work in a browser).
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { isId } from '../../domain/ids';
+import { FileLinks } from '../../files/links';
+import { contentDisposition } from '../../files/names';
+import { parseRange } from '../../files/range';
+import { findFile, openFileContent, type FileDoc } from '../../store/files';
+import type { AppDeps } from '../app';
+import { InvalidRequestError, NotFoundError, ApiError } from '../errors';
+import { authenticate } from '../middleware/authenticate';
+import { rateLimit } from '../middleware/rate-limit';
+import type { FileView } from '../response-schemas';
+import { uploadFile } from '../services/upload-file';
+
+/** The file object of the API, with a fresh signed link. */
+async function fileView(links: FileLinks, doc: FileDoc, baseUrl: string): Promise<FileView> {
+  return { id: doc._id, name: doc.metadata.name, mime_type: doc.metadata.mime_type, size: doc.length, url: await links.url(doc._id, baseUrl) };
+}
+
+/** 403 for a link that is not (or no longer) valid; the code says which (docs/api.md "Files"). */
+class LinkRefusedError extends ApiError {
+  constructor(code: 'invalid_signature' | 'url_expired') {
+    super(403, 'invalid_request_error', code === 'url_expired' ? 'This file link has expired. Ask for a new one.' : 'This file link is not valid.', { code });
+  }
+}
+
+/** Routes of the files resource. */
+export function filesRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  const links = new FileLinks(deps.config, deps.db);
+  // Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise.
+  const baseUrl = (ctx: Context) => deps.config.api.publicBaseUrl ?? ctx.origin;
+
+  router.post('/api/v1/files', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+    const doc = await uploadFile(deps, ctx.req, { accountId: ctx.state.auth!.accountId, queryName: ctx.query.name, contentType: ctx.get('content-type') });
+    ctx.status = 201;
+    ctx.body = await fileView(links, doc, baseUrl(ctx));
+  });
+
+  router.get('/api/v1/files/:fileId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+    const doc = isId('file', ctx.params.fileId) ? await findFile(deps.db, ctx.params.fileId, ctx.state.auth!.accountId) : null;
+    if (!doc) throw new NotFoundError(`No file \`${ctx.params.fileId.slice(0, 64)}\`.`);
+    ctx.body = await fileView(links, doc, baseUrl(ctx));
+  });
+
+  router.get('/files/:fileId/content', async (ctx) => {
+    const { fileId } = ctx.params;
+    const check = await links.check(fileId, ctx.query.expires, ctx.query.sig);
+    if (check !== 'ok') throw new LinkRefusedError(check);
+    const doc = await findFile(deps.db, fileId);
+    if (!doc) throw new NotFoundError('This file no longer exists.'); // D29: removed after the retention period
+    serveContent(ctx, deps, doc, Number(ctx.query.expires));
+  });
+  return router;
+}
+
+/** Answers with the file's bytes (or the requested range), streamed from GridFS. */
+function serveContent(ctx: Context, deps: AppDeps, doc: FileDoc, expires: number): void {
+  const size = doc.length;
+  const etag = `"${doc._id}"`; // a file's bytes never change
+  const ifRange = ctx.get('if-range');
+  const range = parseRange(ifRange && ifRange !== etag ? undefined : ctx.get('range') || undefined, size);
+  ctx.set('Accept-Ranges', 'bytes');
+  ctx.set('ETag', etag);
+  ctx.set('Last-Modified', doc.metadata.created_at.toUTCString());
+  // Cacheable until the link expires (at most a day): the content behind a file id is immutable.
+  const maxAge = Math.max(0, Math.min(86_400, expires - Math.floor(Date.now() / 1000)));
+  ctx.set('Cache-Control', `private, max-age=${maxAge}`);
+  // Uploaded bytes are served from the API's origin: never let a browser run them as a page.
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+  ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
+  if (range.kind === 'unsatisfiable') {
+    throw new InvalidRequestError(`The requested range is outside the file (${size} bytes).`, {
+      status: 416,
+      code: 'range_not_satisfiable',
+      headers: { 'Content-Range': `bytes */${size}`, 'Accept-Ranges': 'bytes' },
+    });
+  }
+  const mime = doc.metadata.mime_type;
+  if (range.kind === 'partial') {
+    ctx.status = 206;
+    ctx.body = openFileContent(deps.db, doc._id, { start: range.start, endExclusive: range.end + 1 });
+    ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+    ctx.length = range.end - range.start + 1;
+  } else {
+    ctx.status = 200;
+    // An empty file: GridFS has no chunk to stream.
+    ctx.body = size === 0 ? Buffer.alloc(0) : openFileContent(deps.db, doc._id);
+    ctx.length = size;
+  }
+  ctx.type = mime === 'text/plain' ? 'text/plain; charset=utf-8' : mime;
+  ctx.set('Content-Disposition', contentDisposition(doc.metadata.name));
+}

@@ -1,0 +1,46 @@
+/**
+ * D19 checks of file, image and video inputs at start (D4 problems, so a 400 names the field):
+ * a `file_...` id must be a file of the caller's account (a default given by the workflow must
+ * be a file of the workflow's owner); a URL must use https unless configuration allows http.
+ * Whether a URL's host is a private address is decided by the worker when it fetches it
+ * (net/ssrf.ts), as only a resolution at connect time can be trusted.
+ */
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import type { Contract } from '../../domain/contract';
+import { isId } from '../../domain/ids';
+import { isPlainObject } from '../../domain/input-values';
+import type { Problem } from '../../domain/problems';
+import { ownedFileIds } from '../../store/files';
+
+const FILE_TYPES = new Set(['image', 'video', 'file']);
+
+/** The problems of the file-typed inputs of a start request (empty when all are fine). */
+export async function fileInputProblems(
+  deps: { db: Db; config: Pick<Config, 'files'> },
+  contract: Contract,
+  inputs: unknown,
+  owners: { caller: string; workflowOwner: string },
+): Promise<Problem[]> {
+  const given = isPlainObject(inputs) ? inputs : {};
+  const problems: Problem[] = [];
+  const wanted = new Map<string, Array<{ key: string; id: string }>>(); // account → file ids to look up
+  for (const input of contract.inputs) {
+    if (!FILE_TYPES.has(input.type)) continue;
+    const fromCaller = Object.prototype.hasOwnProperty.call(given, input.key) && given[input.key] !== undefined;
+    const value = fromCaller ? given[input.key] : input.default;
+    if (typeof value !== 'string') continue; // a wrong type is validateInputs' to report
+    if (isId('file', value)) {
+      const account = fromCaller ? owners.caller : owners.workflowOwner;
+      wanted.set(account, [...(wanted.get(account) ?? []), { key: input.key, id: value }]);
+    } else if (/^http:\/\//i.test(value) && !deps.config.files.allowHttpUrls) {
+      problems.push({ field: input.key, problem: 'must be an https URL (http is not allowed)' });
+    }
+  }
+  for (const [account, refs] of wanted) {
+    const owned = await ownedFileIds(deps.db, account, refs.map((r) => r.id));
+    // Another account's file and an unknown id get the same answer: ids reveal nothing.
+    for (const ref of refs) if (!owned.has(ref.id)) problems.push({ field: ref.key, problem: `is not a file of this account (\`${ref.id}\`)` });
+  }
+  return problems;
+}

@@ -1,0 +1,166 @@
+/**
+ * Idempotent starts (D18): `Idempotency-Key` on POST /api/v1/responses. The same key and the
+ * same body within 24 hours answer with the same run (and bill nothing again); the same key
+ * with another body is 409 `idempotency_key_reused`.
+ *
+ * The first request inserts `<account>:<key>` with the request's hash and a run id allocated
+ * up front; the unique `_id` makes exactly one of any number of concurrent requests the
+ * claimant, which then starts the run under that id. Every other request reads the claim and
+ * polls MongoDB (bounded, backing off) until the run's record exists, then answers with it.
+ *
+ * If the claimant dies (no multi-document transactions: every step stands alone):
+ *  1. after claiming, before recording the run: the claim names a run that has no record. A
+ *     repeat waits until the claim is STALE_MS old, then does the start itself under the same
+ *     run id. The run record's unique `_id` lets only one request record it, and only the one
+ *     that recorded it starts the workflow, so even a claimant that was merely slow and a
+ *     repeat that took over start one run between them.
+ *  2. after recording the run, before starting its workflow: the record stays `pending` with
+ *     no workflow. A repeat finds the record; once the claim is STALE_MS old and Temporal knows
+ *     no workflow of that id, it starts it from the record (the workflow id is the run id, so
+ *     Temporal refuses a second start; nothing can run twice).
+ *  3. after starting the workflow: nothing is left to do; repeats answer with the run.
+ *  4. the start was refused (404, 400, 402, 503): startRun removes the record of a run whose
+ *     workflow it could not start and the claim is released, so a corrected or later retry is
+ *     judged afresh. A claimant that dies before releasing leaves case 1.
+ *  5. no repeat ever comes: the claim (and in case 2 a `pending` record) stay until the claim
+ *     expires after 24 hours. Nothing is billed: a run is debited only when its workflow ends.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Collections } from '../../store/db';
+import type { IdempotencyKeyDoc, RunDoc } from '../../store/documents';
+import {
+  IDEMPOTENCY_TTL_MS,
+  claimIdempotencyKey,
+  findIdempotencyKey,
+  idempotencyId,
+  releaseIdempotencyKey,
+  requestHash,
+} from '../../store/idempotency';
+import { generateId } from '../../store/ids';
+import { findRun } from '../../store/runs';
+import { InvalidRequestError, ServiceUnavailableError } from '../errors';
+import type { AuthContext } from '../middleware/authenticate';
+import type { StartRequest } from '../schemas';
+import { RunIdTakenError, runArgs, startRun, type StartRunDeps } from './start-run';
+
+/** A claim this old whose run is still unrecorded (or whose workflow is missing) was abandoned by its request. */
+export const STALE_MS = 10_000;
+/** The longest a repeat waits for the first request's run before answering 503 (the caller may retry). */
+export const WAIT_MS = 30_000;
+
+export interface IdempotentStartDeps extends StartRunDeps {
+  collections: Collections;
+}
+
+// D18 keys: 1 to 255 visible ASCII characters (no spaces, controls, CR/LF or non-ASCII bytes).
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/** The validated `Idempotency-Key` header value, or undefined when the header is absent; 400 when malformed. */
+export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+    throw new InvalidRequestError('`Idempotency-Key` must be 1 to 255 visible ASCII characters (no spaces or control characters).', {
+      code: 'invalid_idempotency_key',
+      param: 'Idempotency-Key',
+    });
+  }
+  return header;
+}
+
+/** Starts `request` at most once per account and key within 24 hours (D18) and returns the run's record. */
+export async function startIdempotent(deps: IdempotentStartDeps, auth: AuthContext, request: StartRequest, key: string): Promise<RunDoc> {
+  const id = idempotencyId(auth.accountId, key);
+  const hash = requestHash(request);
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const now = Date.now();
+    const mine: IdempotencyKeyDoc = {
+      _id: id,
+      account_id: auth.accountId,
+      key,
+      request_hash: hash,
+      run_id: generateId('run'),
+      created_at: new Date(now),
+      expires_at: new Date(now + IDEMPOTENCY_TTL_MS),
+    };
+    const claim = await claimIdempotencyKey(deps.collections, mine);
+    if (claim.request_hash !== hash) {
+      throw new InvalidRequestError('This Idempotency-Key was used with a different request body in the last 24 hours.', {
+        status: 409,
+        code: 'idempotency_key_reused',
+        param: 'Idempotency-Key',
+      });
+    }
+    const started = claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim) : null;
+    const run = started ?? (await awaitRun(deps, auth, request, claim, deadline));
+    if (run) return run;
+    // The claim was released (its request was refused before starting anything): claim afresh.
+    if (Date.now() > deadline) throw stillStarting();
+  }
+}
+
+/** Starts the claimed run; null when another request recorded that run id first. */
+async function startClaimed(deps: IdempotentStartDeps, auth: AuthContext, request: StartRequest, claim: IdempotencyKeyDoc): Promise<RunDoc | null> {
+  try {
+    return await startRun(deps, auth, request, { runId: claim.run_id });
+  } catch (err) {
+    if (err instanceof RunIdTakenError) return null;
+    // Nothing was started: free the key, so a retry after a top-up or with a corrected body is judged afresh.
+    await releaseIdempotencyKey(deps.collections, claim._id, claim.run_id).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Waits for the claimed run's record (condition-based, backing off); null when the claim went away meanwhile. */
+async function awaitRun(
+  deps: IdempotentStartDeps,
+  auth: AuthContext,
+  request: StartRequest,
+  claim: IdempotencyKeyDoc,
+  deadline: number,
+): Promise<RunDoc | null> {
+  for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
+    const run = await findRun(deps.collections, auth.accountId, claim.run_id);
+    if (run) {
+      await resumeAbandoned(deps, run, claim);
+      return run;
+    }
+    const current = await findIdempotencyKey(deps.collections, claim._id);
+    if (!current || current.run_id !== claim.run_id) return null;
+    if (isStale(current)) {
+      // Crash case 1: the claimant died before recording its run; finish its work under the same id.
+      const taken = await startClaimed(deps, auth, request, current);
+      if (taken) return taken;
+      continue;
+    }
+    if (Date.now() > deadline) throw stillStarting();
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+/** Crash case 2: a recorded run whose claimant died before starting its workflow gets it started now. */
+async function resumeAbandoned(deps: IdempotentStartDeps, run: RunDoc, claim: IdempotencyKeyDoc): Promise<void> {
+  if (run.finalized || run.status !== 'pending' || !isStale(claim)) return;
+  if (await workflowExists(deps, run._id)) return;
+  const version = await deps.collections.workflowVersions.findOne({ _id: run.published_workflow_version_id });
+  if (!version?.graph) return;
+  await deps.gateway.start(runArgs(run, version.graph, deps.config.runs));
+}
+
+async function workflowExists(deps: IdempotentStartDeps, runId: string): Promise<boolean> {
+  try {
+    await deps.gateway.client.workflow.getHandle(runId).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err; // Temporal unreachable: 503, and the caller's retry tries again
+  }
+}
+
+function isStale(claim: IdempotencyKeyDoc): boolean {
+  return Date.now() - claim.created_at.getTime() > STALE_MS;
+}
+
+function stillStarting(): ServiceUnavailableError {
+  return new ServiceUnavailableError('The first request with this Idempotency-Key is still starting its run. Retry shortly.');
+}

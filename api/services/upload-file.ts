@@ -1,0 +1,107 @@
+/**
+ * POST /api/v1/files (D19): the body streams into GridFS as it arrives, so an upload of any
+ * size holds at most a chunk in memory (D10: 100 MiB limit by default). Two shapes:
+ *   - raw: the body is the file; `?name=` names it (the Content-Type header is not trusted: the
+ *     type is sniffed from the bytes);
+ *   - multipart/form-data: the first file part is the file (parsed by busboy as it streams);
+ *     `?name=` or else the part's filename names it.
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import busboy from 'busboy';
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import { cleanFileName, fallbackName } from '../../files/names';
+import { deleteFile, FileTooLargeError, storeFile, type FileDoc, type StoreFileOptions } from '../../store/files';
+import { InvalidRequestError } from '../errors';
+
+export interface UploadDeps {
+  db: Db;
+  config: Pick<Config, 'files'>;
+}
+
+/** 413 `request_too_large`; `Connection: close` because the rest of the body is never read. */
+export function uploadTooLarge(limit: number): InvalidRequestError {
+  return new InvalidRequestError(`The file is larger than the ${limit} byte upload limit.`, {
+    status: 413,
+    code: 'request_too_large',
+    headers: { Connection: 'close' },
+  });
+}
+
+/** A client that went away mid-upload: nothing was stored, and nobody reads this answer. */
+function interrupted(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === 'ECONNRESET' || e?.code === 'ERR_STREAM_PREMATURE_CLOSE' || e?.message === 'aborted';
+}
+
+/** Stores the upload of one request for `accountId` and returns the file document. */
+export async function uploadFile(
+  deps: UploadDeps,
+  req: IncomingMessage,
+  opts: { accountId: string; queryName: unknown; contentType: string },
+): Promise<FileDoc> {
+  const limit = deps.config.files.maxBytes;
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > limit) throw uploadTooLarge(limit); // refused before a byte is read
+  const queryName = cleanFileName(typeof opts.queryName === 'string' ? opts.queryName : undefined);
+  const store = (source: AsyncIterable<Uint8Array>, partName?: string) =>
+    storeFile(deps.db, source, {
+      accountId: opts.accountId,
+      name: queryName ?? cleanFileName(partName) ?? ((mime: string) => fallbackName('upload', mime)),
+      maxBytes: limit,
+      source: 'upload',
+    } satisfies StoreFileOptions);
+  let doc: FileDoc;
+  try {
+    doc = /^multipart\/form-data\b/i.test(opts.contentType) ? await storeMultipart(req, req.headers, store) : await store(req);
+  } catch (err) {
+    if (err instanceof FileTooLargeError) throw uploadTooLarge(limit);
+    if (interrupted(err)) throw new InvalidRequestError('The upload was interrupted.', { code: 'upload_interrupted' });
+    throw err;
+  }
+  if (doc.length === 0) {
+    await deleteFile(deps.db, doc._id);
+    throw new InvalidRequestError('The upload is empty: send the file as the body, or as a multipart file part.', { code: 'empty_file' });
+  }
+  return doc;
+}
+
+/**
+ * Streams the first file part of a multipart body into `store`; other parts are skipped.
+ * busboy is a streaming parser: it hands the part over as a stream while the body still arrives.
+ */
+function storeMultipart(
+  req: IncomingMessage,
+  headers: IncomingHttpHeaders,
+  store: (source: AsyncIterable<Uint8Array>, partName?: string) => Promise<FileDoc>,
+): Promise<FileDoc> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers, limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 40 } });
+    } catch (err) {
+      reject(new InvalidRequestError(`Malformed multipart request: ${(err as Error).message}.`, { code: 'invalid_multipart' }));
+      return;
+    }
+    let stored: Promise<FileDoc> | undefined;
+    const fail = (err: unknown) => {
+      req.unpipe(parser); // stop reading: the answer (an error) goes out with `Connection: close`
+      reject(err);
+    };
+    parser.on('file', (_field, stream, info) => {
+      if (stored) {
+        stream.resume(); // only the first file counts
+        return;
+      }
+      stored = store(stream, info.filename);
+      stored.catch(fail);
+    });
+    parser.on('error', (err: Error) => fail(new InvalidRequestError(`Malformed multipart request: ${err.message}.`, { code: 'invalid_multipart' })));
+    parser.on('close', () => {
+      if (!stored) reject(new InvalidRequestError('The multipart request has no file part.', { code: 'invalid_multipart' }));
+      else stored.then(resolve, reject);
+    });
+    req.on('error', fail);
+    req.pipe(parser);
+  });
+}

@@ -1,0 +1,50 @@
+/** File names as callers and remote servers give them, made safe to store and to put in a header. */
+import { extensionOf } from './sniff';
+
+const MAX_NAME = 255;
+
+/** Drops directories, control characters and surrounding blanks; undefined when nothing usable is left. */
+export function cleanFileName(raw: string | undefined | null): string | undefined {
+  if (!raw) return undefined;
+  const base = raw.split(/[\\/]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex
+  const clean = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, MAX_NAME);
+  return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
+}
+
+/** The file name a remote answer suggests: Content-Disposition's, else the URL's last path segment. */
+export function remoteFileName(url: URL | undefined, contentDisposition: string | undefined | null): string | undefined {
+  const star = /filename\*\s*=\s*(?:UTF-8|utf-8)''([^;]+)/.exec(contentDisposition ?? '');
+  if (star) {
+    try {
+      const name = cleanFileName(decodeURIComponent(star[1].trim()));
+      if (name) return name;
+    } catch {
+      // malformed percent-encoding: try the plain parameter
+    }
+  }
+  const plain = /filename\s*=\s*"?([^";]+)"?/.exec(contentDisposition ?? '');
+  if (plain) {
+    const name = cleanFileName(plain[1]);
+    if (name) return name;
+  }
+  if (!url || url.protocol === 'data:') return undefined;
+  const segment = url.pathname.split('/').filter(Boolean).pop();
+  if (!segment) return undefined;
+  try {
+    return cleanFileName(decodeURIComponent(segment));
+  } catch {
+    return cleanFileName(segment);
+  }
+}
+
+/** A name for a file that came without one, from its type: `image-1.png`, `output.mp4`. */
+export function fallbackName(stem: string, mime: string): string {
+  return `${stem}.${extensionOf(mime)}`;
+}
+
+/** A Content-Disposition value naming the file (RFC 6266: ASCII fallback plus the UTF-8 form). */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}

@@ -1,0 +1,44 @@
+/**
+ * Signed file links (D19): `{base}/files/{fileId}/content?expires=<unix s>&sig=<HMAC>` work
+ * without an Authorization header, so `<img src>` and `<video src>` work in a browser. The
+ * signature is HMAC-SHA256 over the file id and the expiry with a server secret, so neither
+ * can be changed without the secret; the expiry bounds how long a leaked link works.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** The path a file's content is served at (api/routes/files.ts mounts the same). */
+export function contentPath(fileId: string): string {
+  return `/files/${encodeURIComponent(fileId)}/content`;
+}
+
+function signature(secret: string, fileId: string, expires: number): string {
+  // The separator keeps (id, expiry) pairs unambiguous; ids never contain `.`.
+  return createHmac('sha256', secret).update(`${fileId}.${expires}`).digest('base64url');
+}
+
+/** A signed link to a file, valid until `nowMs + ttlSeconds`. */
+export function signFileUrl(opts: { baseUrl: string; secret: string; fileId: string; ttlSeconds: number; nowMs?: number }): string {
+  const expires = Math.floor((opts.nowMs ?? Date.now()) / 1000) + opts.ttlSeconds;
+  return signedUrlAt(opts.baseUrl, opts.secret, opts.fileId, expires);
+}
+
+/** A link with an explicit expiry (Unix seconds); tests use it to craft an expired one. */
+export function signedUrlAt(baseUrl: string, secret: string, fileId: string, expires: number): string {
+  const base = baseUrl.replace(/\/+$/, '');
+  return `${base}${contentPath(fileId)}?expires=${expires}&sig=${signature(secret, fileId, expires)}`;
+}
+
+export type LinkCheck = 'ok' | 'invalid_signature' | 'url_expired';
+
+/**
+ * Checks a link's query values: the signature first (a forged link is `invalid_signature`
+ * whatever its expiry says), then the expiry, which the signature covers.
+ */
+export function checkFileSignature(secret: string, fileId: string, expires: unknown, sig: unknown, nowMs = Date.now()): LinkCheck {
+  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sig !== 'string') return 'invalid_signature';
+  const expected = Buffer.from(signature(secret, fileId, Number(expires)));
+  const given = Buffer.from(sig);
+  // Constant-time comparison, so response timing reveals nothing about the right signature.
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid_signature';
+  return Number(expires) * 1000 < nowMs ? 'url_expired' : 'ok';
+}

@@ -1,0 +1,241 @@
+/**
+ * Fetching caller-supplied URLs without Server-Side Request Forgery (D19 URL inputs; D20
+ * webhooks later). A caller must not make our worker reach our own network: every host is
+ * resolved here, every address checked, and the connection made to exactly the address that
+ * was checked (so a DNS answer that changes between check and connect, "DNS rebinding", cannot
+ * slip through). Redirects are followed by hand, up to 5, each hop checked the same way.
+ */
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { LookupFunction } from 'node:net';
+
+/** Why an address is not reachable through the guard; `public` is the only acceptable class. */
+export type AddressClass =
+  | 'public'
+  | 'private'
+  | 'loopback'
+  | 'link_local'
+  | 'metadata'
+  | 'unspecified'
+  | 'multicast'
+  | 'reserved';
+
+const DESCRIPTIONS: Record<Exclude<AddressClass, 'public'>, string> = {
+  private: 'a private network address',
+  loopback: 'a loopback address',
+  link_local: 'a link-local address',
+  metadata: 'a cloud metadata address',
+  unspecified: 'an unspecified address',
+  multicast: 'a multicast address',
+  reserved: 'a reserved address',
+};
+
+/** The guard refused a URL (scheme, address, redirects): retrying cannot help. */
+export class UrlRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UrlRefusedError';
+  }
+}
+
+type Rule = [bytes: number[], prefixBits: number, cls: Exclude<AddressClass, 'public'>];
+
+// Most specific first: the metadata addresses sit inside the link-local and private ranges.
+const V4_RULES: Rule[] = [
+  [[169, 254, 169, 254], 32, 'metadata'], // AWS, GCP, Azure, OpenStack ...
+  [[100, 100, 100, 200], 32, 'metadata'], // Alibaba Cloud
+  [[0, 0, 0, 0], 8, 'unspecified'], // "this network"
+  [[10, 0, 0, 0], 8, 'private'],
+  [[100, 64, 0, 0], 10, 'private'], // carrier-grade NAT, often internal in clouds
+  [[127, 0, 0, 0], 8, 'loopback'],
+  [[169, 254, 0, 0], 16, 'link_local'],
+  [[172, 16, 0, 0], 12, 'private'],
+  [[192, 0, 0, 0], 24, 'reserved'], // IETF protocol assignments
+  [[192, 0, 2, 0], 24, 'reserved'], // documentation
+  [[192, 88, 99, 0], 24, 'reserved'], // 6to4 relay anycast
+  [[192, 168, 0, 0], 16, 'private'],
+  [[198, 18, 0, 0], 15, 'reserved'], // benchmarking
+  [[198, 51, 100, 0], 24, 'reserved'],
+  [[203, 0, 113, 0], 24, 'reserved'],
+  [[224, 0, 0, 0], 4, 'multicast'],
+  [[240, 0, 0, 0], 4, 'reserved'], // and 255.255.255.255 broadcast
+];
+
+const v6 = (text: string) => parseIPv6(text)!;
+const V6_RULES: Rule[] = [
+  [v6('fd00:ec2::254'), 128, 'metadata'], // AWS over IPv6
+  [v6('::'), 128, 'unspecified'],
+  [v6('::1'), 128, 'loopback'],
+  [v6('100::'), 64, 'reserved'], // discard-only
+  [v6('2001::'), 32, 'reserved'], // Teredo: hides an IPv4 address we cannot check
+  [v6('2001:db8::'), 32, 'reserved'], // documentation
+  [v6('fc00::'), 7, 'private'], // unique local
+  [v6('fe80::'), 10, 'link_local'],
+  [v6('fec0::'), 10, 'private'], // deprecated site-local
+  [v6('ff00::'), 8, 'multicast'],
+];
+
+function matches(bytes: number[], rule: Rule): boolean {
+  const [net, bits] = rule;
+  for (let i = 0; i < net.length; i++) {
+    const take = Math.min(8, Math.max(0, bits - i * 8));
+    if (take === 0) return true;
+    const mask = (0xff << (8 - take)) & 0xff;
+    if ((bytes[i] & mask) !== (net[i] & mask)) return false;
+  }
+  return true;
+}
+
+function parseIPv4(text: string): number[] | undefined {
+  if (!net.isIPv4(text)) return undefined;
+  return text.split('.').map(Number);
+}
+
+/** 16 bytes of an IPv6 address (zone id ignored), or undefined when it is not one. */
+export function parseIPv6(text: string): number[] | undefined {
+  let address = text.replace(/%.*$/, '');
+  if (!net.isIPv6(address)) return undefined;
+  // A trailing dotted quad (::ffff:1.2.3.4) becomes its two hex groups.
+  address = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) =>
+    `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`,
+  );
+  const [left, right] = address.includes('::') ? address.split('::') : [address, undefined];
+  const l = left ? left.split(':') : [];
+  const r = right ? right.split(':') : [];
+  const groups = right === undefined ? l : [...l, ...Array(8 - l.length - r.length).fill('0'), ...r];
+  const bytes: number[] = [];
+  for (const g of groups) {
+    const n = parseInt(g, 16);
+    bytes.push(n >> 8, n & 0xff);
+  }
+  return bytes;
+}
+
+/** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64 or 6to4), if any. */
+function embeddedIPv4(bytes: number[]): number[] | undefined {
+  const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+  if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return bytes.slice(12); // ::ffff:a.b.c.d
+  if (zeros(0, 12) && !zeros(12, 16)) return bytes.slice(12); // ::a.b.c.d (deprecated)
+  if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) return bytes.slice(12); // 64:ff9b::/96
+  if (bytes[0] === 0x20 && bytes[1] === 0x02) return bytes.slice(2, 6); // 6to4 2002::/16
+  return undefined;
+}
+
+/** Classifies an IP address literal; anything that is not an IP literal is `reserved`. */
+export function classifyAddress(address: string): AddressClass {
+  const v4 = parseIPv4(address);
+  if (v4) return V4_RULES.find((rule) => matches(v4, rule))?.[2] ?? 'public';
+  const bytes = parseIPv6(address.replace(/^\[|\]$/g, ''));
+  if (!bytes) return 'reserved';
+  const own = V6_RULES.find((rule) => matches(bytes, rule))?.[2];
+  if (own) return own;
+  // An IPv6 form of an IPv4 address reaches that IPv4 address: judge it as one.
+  const inner = embeddedIPv4(bytes);
+  return (inner && V4_RULES.find((rule) => matches(inner, rule))?.[2]) || 'public';
+}
+
+export interface GuardOptions {
+  /** Allow `http://` besides `https://` (D19: tests and development only). */
+  allowHttp: boolean;
+  /** Allow every address class, not only public ones (tests only). */
+  allowPrivate: boolean;
+  /** Resolves a host name to all its addresses; defaults to the system resolver. */
+  resolve?: (host: string) => Promise<Array<{ address: string; family: number }>>;
+}
+
+const systemResolve = (host: string) => dns.promises.lookup(host, { all: true, verbatim: true });
+
+/**
+ * Resolves a URL's host and checks every address it has (an attacker's DNS may mix a public and a
+ * private answer); returns the address to connect to. Throws UrlRefusedError.
+ */
+export async function checkedAddress(url: URL, opts: GuardOptions): Promise<{ address: string; family: 4 | 6 }> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const literal = net.isIP(host);
+  const addresses = literal ? [{ address: host, family: literal }] : await (opts.resolve ?? systemResolve)(host).catch((err: Error & { code?: string }) => {
+    throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
+  });
+  if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
+  if (!opts.allowPrivate) {
+    for (const { address } of addresses) {
+      const cls = classifyAddress(address);
+      if (cls !== 'public') {
+        throw new UrlRefusedError(`${url.origin} is refused: ${host === address ? address : `${host} resolves to ${address}`}, ${DESCRIPTIONS[cls]}`);
+      }
+    }
+  }
+  const first = addresses[0];
+  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+}
+
+/** Checks a URL's scheme against the options; returns the parsed URL. */
+export function checkedUrl(raw: string, opts: Pick<GuardOptions, 'allowHttp'>): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UrlRefusedError(`'${raw.slice(0, 200)}' is not a URL`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && opts.allowHttp)) {
+    throw new UrlRefusedError(`${url.protocol}// URLs are refused: use https://`);
+  }
+  return url;
+}
+
+export interface GuardedResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The URL that answered, after redirects. */
+  url: URL;
+  body: http.IncomingMessage;
+}
+
+export const MAX_REDIRECTS = 5;
+
+/** A `lookup` for http(s).request that answers with the address already checked, whatever DNS says now. */
+function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+  return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    // Node 20 asks for all addresses when it may race IPv4 and IPv6 (autoSelectFamily).
+    if (options?.all) callback(null, [{ address, family }]);
+    else callback(null, address, family);
+  }) as unknown as LookupFunction;
+}
+
+function requestOnce(url: URL, pinned: { address: string; family: 4 | 6 }, signal: AbortSignal, headers: Record<string, string>): Promise<http.IncomingMessage> {
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = client.request(url, {
+      method: 'GET',
+      headers: { 'user-agent': 'wrs-fetch/1', accept: '*/*', ...headers },
+      lookup: pinnedLookup(pinned.address, pinned.family),
+      agent: false, // no pooled socket: each request connects to the address just checked
+      signal,
+    });
+    req.once('response', resolve);
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * GETs a URL through the guard, following up to 5 redirects (each target checked again). The
+ * answer's body is left unread for the caller to stream (and to limit); `signal` bounds the
+ * whole exchange, body included.
+ */
+export async function guardedGet(raw: string, opts: GuardOptions & { signal: AbortSignal; headers?: Record<string, string> }): Promise<GuardedResponse> {
+  let url = checkedUrl(raw, opts);
+  for (let hop = 0; ; hop++) {
+    const pinned = await checkedAddress(url, opts);
+    const res = await requestOnce(url, pinned, opts.signal, opts.headers ?? {});
+    const location = res.headers.location;
+    if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location) {
+      res.resume(); // drain and drop the redirect's own body
+      if (hop >= MAX_REDIRECTS) throw new UrlRefusedError(`more than ${MAX_REDIRECTS} redirects from ${raw.slice(0, 200)}`);
+      url = checkedUrl(new URL(location, url).toString(), opts);
+      continue;
+    }
+    return { status: res.statusCode ?? 0, headers: res.headers, url, body: res };
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * Files (D19) in MongoDB GridFS, bucket `files` (collections `files.files` and `files.chunks`).
+ * The GridFS `_id` is the public `file_...` id (D5); the owner, name, sniffed MIME type and
+ * creation time live in `metadata`. Uploads are streamed: at most one GridFS chunk (255 KiB)
+ * plus the sniffing head (16 KiB) is held in memory, whatever the file's size (D10).
+ */
+import { GridFSBucket, ObjectId, type Db, type GridFSBucketReadStream, type GridFSBucketWriteStream } from 'mongodb';
+import { SNIFF_BYTES, sniffMime } from '../files/sniff';
+import { generateId } from './ids';
+
+export interface FileMeta {
+  account_id: string;
+  name: string;
+  mime_type: string;
+  /** D29: retention counts from here (store/files.ts deleteFilesOlderThan). */
+  created_at: Date;
+  /** How the file came here: an upload, a URL input fetched for a run, or a node's output. */
+  source: 'upload' | 'input' | 'output';
+  run_id: string | null;
+}
+
+/** The GridFS files document as this service writes it. */
+export interface FileDoc {
+  _id: string;
+  length: number;
+  chunkSize: number;
+  uploadDate: Date;
+  filename: string;
+  metadata: FileMeta;
+}
+
+/** The file grew past the limit while it streamed in; nothing of it is kept. */
+export class FileTooLargeError extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`file is larger than the ${limitBytes} byte limit`);
+    this.name = 'FileTooLargeError';
+  }
+}
+
+export interface StoreFileOptions {
+  accountId: string;
+  /** The file name, or how to make one from the sniffed MIME type when the source gave none. */
+  name: string | ((mime: string) => string);
+  maxBytes: number;
+  source: FileMeta['source'];
+  runId?: string | null;
+}
+
+const BUCKET = 'files';
+const buckets = new WeakMap<Db, GridFSBucket>();
+const indexed = new WeakMap<Db, Promise<unknown>>();
+
+// GridFS accepts any BSON value as a file id; the driver's types insist on ObjectId.
+const gridId = (fileId: string) => fileId as unknown as ObjectId;
+
+/** One bucket per database, so the driver checks its indexes once per process, not per upload. */
+function bucketOf(db: Db): GridFSBucket {
+  let bucket = buckets.get(db);
+  if (!bucket) {
+    bucket = new GridFSBucket(db, { bucketName: BUCKET });
+    buckets.set(db, bucket);
+  }
+  return bucket;
+}
+
+/** The files collection, typed as this service writes it. */
+export function filesCollection(db: Db) {
+  return db.collection<FileDoc>(`${BUCKET}.files`);
+}
+
+function chunksCollection(db: Db) {
+  return db.collection<{ _id: ObjectId; files_id: string; n: number }>(`${BUCKET}.chunks`);
+}
+
+/** The index retention queries by (idempotent, once per process). */
+function ensureIndexes(db: Db): Promise<unknown> {
+  let done = indexed.get(db);
+  if (!done) {
+    done = filesCollection(db)
+      .createIndex({ 'metadata.created_at': 1 }, { name: 'created_at' })
+      .catch((err: unknown) => {
+        indexed.delete(db);
+        throw err;
+      });
+    indexed.set(db, done);
+  }
+  return done;
+}
+
+/** Resolves once GridFS has taken `chunk` (and, when it filled a chunk, written it), so nothing is in flight. */
+function write(upload: GridFSBucketWriteStream, chunk: Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => upload.write(chunk, (err) => (err ? reject(err) : resolve())));
+}
+
+/**
+ * Streams `source` into GridFS and returns the stored document. The MIME type is sniffed from the
+ * first bytes; over `maxBytes` the partial file is deleted and FileTooLargeError thrown; a failing
+ * source (a client that went away) likewise leaves nothing behind.
+ */
+export async function storeFile(db: Db, source: AsyncIterable<Uint8Array>, opts: StoreFileOptions): Promise<FileDoc> {
+  await ensureIndexes(db);
+  const iterator = source[Symbol.asyncIterator]();
+  const head: Buffer[] = [];
+  let headBytes = 0;
+  let ended = false;
+  while (headBytes < SNIFF_BYTES) {
+    const next = await iterator.next();
+    if (next.done) {
+      ended = true;
+      break;
+    }
+    head.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
+    headBytes += next.value.byteLength;
+  }
+  const first = Buffer.concat(head);
+  const mime = sniffMime(first, ended);
+  const name = typeof opts.name === 'function' ? opts.name(mime) : opts.name;
+  const meta: FileMeta = {
+    account_id: opts.accountId,
+    name,
+    mime_type: mime,
+    created_at: new Date(),
+    source: opts.source,
+    run_id: opts.runId ?? null,
+  };
+  const id = generateId('file');
+  const upload = bucketOf(db).openUploadStreamWithId(gridId(id), name, { metadata: meta });
+  upload.on('error', () => undefined); // errors arrive through the write callbacks and `finished` below
+  let size = 0;
+  try {
+    const take = async (chunk: Uint8Array) => {
+      size += chunk.byteLength;
+      if (size > opts.maxBytes) throw new FileTooLargeError(opts.maxBytes);
+      await write(upload, chunk);
+    };
+    if (first.length > 0) await take(first);
+    while (!ended) {
+      const next = await iterator.next();
+      if (next.done) break;
+      await take(next.value);
+    }
+    await new Promise<void>((resolve, reject) => upload.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  } catch (err) {
+    await iterator.return?.().catch(() => undefined);
+    // Every write was awaited, so no chunk insert is in flight: abort() deletes all that was written.
+    await upload.abort().catch(() => chunksCollection(db).deleteMany({ files_id: id }));
+    throw err;
+  }
+  return { _id: id, length: size, chunkSize: upload.chunkSizeBytes, uploadDate: new Date(), filename: name, metadata: meta };
+}
+
+/** Stores bytes already in memory (a decoded `b64_json` image, a small provider answer). */
+export function storeBytes(db: Db, bytes: Uint8Array, opts: StoreFileOptions): Promise<FileDoc> {
+  return storeFile(db, (async function* () {
+    yield bytes;
+  })(), opts);
+}
+
+/** A file by id, optionally only if `accountId` owns it (another account's file looks missing). */
+export function findFile(db: Db, fileId: string, accountId?: string): Promise<FileDoc | null> {
+  return filesCollection(db).findOne(accountId === undefined ? { _id: fileId } : { _id: fileId, 'metadata.account_id': accountId });
+}
+
+/** The ids among `fileIds` that `accountId` owns. */
+export async function ownedFileIds(db: Db, accountId: string, fileIds: string[]): Promise<Set<string>> {
+  if (fileIds.length === 0) return new Set();
+  const docs = await filesCollection(db)
+    .find({ _id: { $in: fileIds }, 'metadata.account_id': accountId }, { projection: { _id: 1 } })
+    .toArray();
+  return new Set(docs.map((d) => d._id));
+}
+
+/** Streams a file's bytes, or the byte range [start, endExclusive). */
+export function openFileContent(db: Db, fileId: string, range?: { start: number; endExclusive: number }): GridFSBucketReadStream {
+  return bucketOf(db).openDownloadStream(gridId(fileId), range ? { start: range.start, end: range.endExclusive } : undefined);
+}
+
+/** Deletes a file and its chunks; a missing file is not an error. */
+export async function deleteFile(db: Db, fileId: string): Promise<void> {
+  await filesCollection(db).deleteOne({ _id: fileId });
+  await chunksCollection(db).deleteMany({ files_id: fileId });
+}
+
+/**
+ * D29 retention: deletes every file created before `date`, and the chunks of uploads that died
+ * before their files document was written (GridFS writes it last). Returns how many files went.
+ * Called by the retention job; safe to run concurrently with uploads, as only old data matches.
+ */
+export async function deleteFilesOlderThan(db: Db, date: Date): Promise<number> {
+  await ensureIndexes(db);
+  const old = await filesCollection(db).find({ 'metadata.created_at': { $lt: date } }, { projection: { _id: 1 } }).toArray();
+  for (const { _id } of old) await deleteFile(db, _id);
+  // Orphans: chunk `_id`s are ObjectIds, so their creation time says which are old enough.
+  const chunks = chunksCollection(db);
+  const oldFileIds = (await chunks.distinct('files_id', { _id: { $lt: ObjectId.createFromTime(Math.floor(date.getTime() / 1000)) } })) as string[];
+  if (oldFileIds.length > 0) {
+    const alive = new Set((await filesCollection(db).find({ _id: { $in: oldFileIds } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
+    const orphans = oldFileIds.filter((id) => !alive.has(id));
+    if (orphans.length > 0) await chunks.deleteMany({ files_id: { $in: orphans } });
+  }
+  return old.length;
+}

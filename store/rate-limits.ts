@@ -1,0 +1,45 @@
+/**
+ * D16 rate-limit windows, shared by every API process through MongoDB: fixed one-minute
+ * windows per key and bucket, one document each, counted by an atomic `$inc` upsert so a
+ * check costs exactly one round trip.
+ */
+import type { Collections } from './db';
+import { isDuplicateKey } from './ledger';
+
+export type RateLimitBucket = 'starts' | 'requests';
+
+export const WINDOW_MS = 60_000;
+
+export interface WindowCount {
+  /** Requests counted in this window so far, this one included. */
+  count: number;
+  windowStartMs: number;
+  windowEndMs: number;
+}
+
+/** Counts one request of `keyId` in the current window of `bucket` and returns the window's count. */
+export async function countRequest(
+  c: Pick<Collections, 'rateLimits'>,
+  keyId: string,
+  bucket: RateLimitBucket,
+  nowMs = Date.now(),
+): Promise<WindowCount> {
+  const windowStartMs = Math.floor(nowMs / WINDOW_MS) * WINDOW_MS;
+  const windowEndMs = windowStartMs + WINDOW_MS;
+  const filter = { _id: `${keyId}:${bucket}:${windowStartMs / WINDOW_MS}` };
+  const update = {
+    $inc: { count: 1 },
+    // Kept one extra window so a process whose clock lags a little still finds its window.
+    $setOnInsert: { key_id: keyId, bucket, window_start: new Date(windowStartMs), expires_at: new Date(windowEndMs + WINDOW_MS) },
+  };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const doc = await c.rateLimits.findOneAndUpdate(filter, update, { upsert: true, returnDocument: 'after' });
+      return { count: doc?.count ?? 1, windowStartMs, windowEndMs };
+    } catch (err) {
+      // The first two hits of a window may race on the upsert; MongoDB retries that itself, but
+      // a server that does not answers E11000 to the loser, whose retry then finds the document.
+      if (!isDuplicateKey(err) || attempt >= 1) throw err;
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Issue 5, credits (D17) end to end: a start at zero balance is 402 and starts no Temporal
+ * workflow; a run's cost is debited exactly once even when the worker is SIGKILLed in the
+ * middle of the debit and a new worker finishes it.
+ */
+import assert from 'node:assert/strict';
+import { addCredits } from '../../store/accounts';
+import { deriveId } from '../../store/ids';
+import { newAccount } from '../support/accounts';
+import { expectError } from '../support/api-assert';
+import { greetingWorkflow, publish } from '../support/fixtures';
+import { call, waitFor } from '../support/http';
+import { hasStringElement, startMongoProxy, type MongoProxy } from '../support/mongo-proxy';
+import { startService, type TestService } from '../support/service';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+
+/** The Temporal workflows of an account, by its search attribute (as an operator would filter). */
+async function workflowsOf(svc: TestService, accountId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const wf of svc.api.gateway.client.workflow.list({ query: `WrsAccountId = "${accountId}"` })) ids.push(wf.workflowId);
+  return ids;
+}
+
+describe('billing (D17): 402 at zero balance, one debit per run across a worker crash', function () {
+  this.timeout(180_000);
+  let svc: TestService;
+
+  before(async () => {
+    // No in-process worker: the crash test runs the worker as a child process it can kill.
+    svc = await startService({ worker: false });
+  });
+  after(async () => svc?.close());
+
+  it('answers a start at zero balance with 402 and starts no Temporal workflow', async () => {
+    const broke = await newAccount(svc.store.collections, 0);
+    await publish(svc.url, broke.key, greetingWorkflow('greet'));
+    const res = await call(svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    expectError(res, { status: 402, type: 'insufficient_credits', code: 'insufficient_credits' });
+    assert.equal(await svc.store.collections.runs.countDocuments({ account_id: broke.accountId }), 0);
+    assert.deepEqual(await workflowsOf(svc, broke.accountId), []);
+
+    // The same query does see a workflow of this account once one is started, so the empty list above means something.
+    await addCredits(svc.store.collections, broke.accountId, 1, 'test: top-up');
+    const ok = await call(svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    assert.equal(ok.status, 202, JSON.stringify(ok.body));
+    const seen = await waitFor(async () => {
+      const ids = await workflowsOf(svc, broke.accountId);
+      return ids.length > 0 ? ids : undefined;
+    }, { timeoutMs: 20_000, intervalMs: 200, what: 'the workflow in Temporal visibility' });
+    assert.deepEqual(seen, [ok.body.run_id]);
+  });
+
+  it("debits a run's cost once when the worker is killed in the middle of the debit and another one finishes it", async () => {
+    const c = svc.store.collections;
+    const { accountId, key } = await newAccount(c, 10);
+    await publish(svc.url, key, greetingWorkflow('greet'));
+    const opening = (await c.accounts.findOne({ _id: accountId }))!.balance_usd;
+
+    // The first worker reaches MongoDB through a proxy that lets the debit's balance update
+    // through (store/ledger.ts step 2) and then holds everything: the worker hangs right there.
+    let proxy: MongoProxy | undefined;
+    const workers: WorkerProcess[] = [];
+    try {
+      // Only this account's debit: the worker also finishes runs other tests left queued.
+      proxy = await startMongoProxy(
+        svc.config.mongo.uri,
+        (m) => hasStringElement(m, 'update', 'accounts') && m.includes('$inc') && m.includes(accountId),
+      );
+      workers.push(startWorkerProcess(svc.config, { mongoUri: proxy.uri }));
+      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      const runId: string = res.body.run_id;
+      const entryId = deriveId('led', runId);
+
+      await Promise.race([
+        proxy.frozen,
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`the worker never reached the debit: ${workers[0].stderr()}`)), 90_000)),
+      ]);
+      // Mid-debit: the record is final, the entry pending, the balance moved and the entry marked in flight.
+      const midway = await waitFor(async () => {
+        const account = await c.accounts.findOne({ _id: accountId });
+        return account?.pending_entries.includes(entryId) ? account : undefined;
+      }, { what: 'the balance update to land' });
+      const run = (await c.runs.findOne({ _id: runId }))!;
+      assert.equal(run.finalized, true);
+      assert.equal(run.status, 'completed');
+      const cost = run.total_cost!;
+      assert.ok(cost > 0, `cost ${cost}`);
+      assert.equal((await c.ledger.findOne({ _id: entryId }))?.state, 'pending');
+      assert.equal(midway.balance_usd, opening - cost);
+
+      await workers[0].kill();
+      // Another worker, straight to the database: Temporal retries the finalize activity once the
+      // killed attempt times out, and the retry must finish the debit without moving the balance again.
+      workers.push(startWorkerProcess(svc.config));
+      const done = await waitFor(async () => {
+        const entry = await c.ledger.findOne({ _id: entryId });
+        const account = await c.accounts.findOne({ _id: accountId });
+        return entry?.state === 'applied' && account && !account.pending_entries.includes(entryId) ? account : undefined;
+      }, { timeoutMs: 120_000, intervalMs: 250, what: `the retried debit (worker: ${workers[1].stderr()})` });
+
+      const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
+      assert.deepEqual(debits.map((e) => [e._id, e.run_id, e.amount_usd, e.state]), [[entryId, runId, -cost, 'applied']]);
+      assert.equal(done.balance_usd, opening - cost, 'the balance moved exactly once');
+      assert.deepEqual(done.pending_entries, []);
+      // The run itself ends normally on the new worker.
+      const final = await waitFor(async () => {
+        const r = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+        return r.body.status === 'completed' ? r.body : undefined;
+      }, { what: 'the run to read completed' });
+      assert.equal(final.total_cost, cost);
+    } finally {
+      for (const w of workers) await w.kill();
+      await proxy?.close();
+    }
+  });
+});

@@ -1,0 +1,61 @@
+// D28: `Prefer: wait=N` on an async start.
+import assert from 'node:assert/strict';
+import { startService, type TestService } from '../support/service';
+import { newAccount } from '../support/accounts';
+import { call } from '../support/http';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { parsePreferWait } from '../../api/routes/responses';
+
+const workflow = {
+  slug: 'echo',
+  nodes: [
+    { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
+    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{topic}}' },
+    { id: 'out', type: 'user_result', label: 'Answer' },
+  ],
+  edges: [
+    { from: 'topic', to: 'ask', port: 'topic' },
+    { from: 'ask', to: 'out' },
+  ],
+};
+
+describe('Prefer: wait (D28)', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let fake: FakeOpenAI;
+  let key: string;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl } });
+    ({ key } = await newAccount(svc.store.collections));
+    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: workflow })).status, 201);
+  });
+  after(async () => {
+    await svc?.close();
+    await fake?.close();
+  });
+
+  it('answers 200 with the full run record when the run ends within the wait', async () => {
+    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, headers: { Prefer: 'wait=20' }, body: { workflowId: 'echo', inputs: { topic: 'hi' } } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('preference-applied'), 'wait=20');
+    assert.equal(res.body.status, 'completed');
+    assert.equal(res.body.output.answer[0].parts[0].text, 'echo: hi');
+    assert.ok(res.body.completed_at);
+  });
+
+  it('answers the usual 202 when the wait is over first', async () => {
+    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, headers: { Prefer: 'wait=1' }, body: { workflowId: 'echo', inputs: { topic: 'slow:4000 later' } } });
+    assert.equal(res.status, 202);
+    assert.equal(res.body.status, 'pending');
+    assert.equal(res.headers.get('preference-applied'), null);
+  });
+
+  it('parses the preference, capping it at 60 seconds', () => {
+    assert.equal(parsePreferWait('wait=5'), 5);
+    assert.equal(parsePreferWait('respond-async, wait=100'), 60);
+    assert.equal(parsePreferWait('return=minimal'), 0);
+    assert.equal(parsePreferWait(''), 0);
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * The production worker entry (`worker/main.ts`) as a child process, for tests that must kill a
+ * worker the hard way (SIGKILL) in the middle of an activity. It runs in one node process (no
+ * `tsx` launcher in between), so the signal reaches the worker itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Config } from '../../config';
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** What the worker wrote to stderr (for failure messages). */
+  stderr(): string;
+  /** SIGKILL, resolved once the process is gone. */
+  kill(): Promise<void>;
+}
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** Starts a worker on the service's Temporal task queue and database; `mongoUri` may point at a proxy. */
+export function startWorkerProcess(config: Config, opts: { mongoUri?: string } = {}): WorkerProcess {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'worker/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: config.temporal.address,
+      TEMPORAL_NAMESPACE: config.temporal.namespace,
+      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      MONGODB_URI: opts.mongoUri ?? config.mongo.uri,
+      MONGODB_DB: config.mongo.dbName,
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-20_000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    stderr: () => stderr,
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
