@@ -4,8 +4,16 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
-import { AsyncStartResponseSchema, StartRequestSchema } from './schemas';
-import { ErrorEnvelopeSchema, FileSchema, PublishResponseSchema, RunSchema, StreamEventSchema } from './response-schemas';
+import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, StartRequestSchema } from './schemas';
+import {
+  ErrorEnvelopeSchema,
+  FileSchema,
+  PublishResponseSchema,
+  RunListSchema,
+  RunSchema,
+  StreamEventSchema,
+  WorkflowContractSchema,
+} from './response-schemas';
 
 type Json = Record<string, unknown>;
 
@@ -30,6 +38,12 @@ const ERROR_TEXT: Record<number, string> = {
 function schemaOf(schema: z.ZodType, io: 'input' | 'output' = 'output'): Json {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
   return rest;
+}
+
+/** One query parameter per property of a query schema. */
+function queryParameters(schema: z.ZodObject): Json[] {
+  const { properties = {} } = schemaOf(schema, 'input') as { properties?: Record<string, Json> };
+  return Object.entries(properties).map(([name, property]) => ({ name, in: 'query', required: false, schema: property }));
 }
 
 function errors(...statuses: number[]): Json {
@@ -76,6 +90,33 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
             '200': sse('Stream mode (`stream: true`): `response.created` first, a terminal event last.'),
             ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
           },
+        },
+      },
+      '/api/v1/runs': {
+        get: {
+          operationId: 'listRuns',
+          summary: 'List your runs, newest first (D23)',
+          parameters: queryParameters(ListRunsQuerySchema),
+          responses: { '200': { ...json('RunList', 'A page of runs.'), headers: rateHeaders }, ...errors(400, 401, 429, 500, 503) },
+        },
+      },
+      '/api/v1/runs/{runId}/cancel': {
+        post: {
+          operationId: 'cancelRun',
+          summary: 'Cancel a run (D8): 202 with the run record; it turns `cancelled` once the run has stopped',
+          parameters: [runIdParam],
+          responses: { '202': json('Run', 'Cancellation requested (or already cancelled).'), ...errors(401, 404, 409, 429, 500, 503) },
+        },
+      },
+      '/api/v1/workflows/{workflowId}': {
+        get: {
+          operationId: 'getWorkflowContract',
+          summary: 'A published workflow’s inputs (with a JSON Schema) and outputs (D24)',
+          parameters: [
+            { name: 'workflowId', in: 'path', required: true, schema: { type: 'string' }, description: 'A `wf_...` id or a slug.' },
+            ...queryParameters(ContractQuerySchema),
+          ],
+          responses: { '200': json('WorkflowContract', 'The contract.'), ...errors(400, 401, 404, 429, 500, 503) },
         },
       },
       '/api/v1/runs/{runId}': {
@@ -147,6 +188,12 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           },
         },
       },
+      '/api/v1/openapi.json': {
+        get: { operationId: 'openapi', security: [], responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      },
+      '/metrics': {
+        get: { operationId: 'metrics', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+      },
       '/healthz': { get: { operationId: 'health', security: [], responses: { '200': { description: 'The process runs.' } } } },
       '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': { description: 'MongoDB and Temporal answer.' }, ...errors(503) } } },
     },
@@ -158,6 +205,8 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         Run: schemaOf(RunSchema),
         Error: schemaOf(ErrorEnvelopeSchema),
         PublishedWorkflow: schemaOf(PublishResponseSchema),
+        RunList: schemaOf(RunListSchema),
+        WorkflowContract: schemaOf(WorkflowContractSchema),
         File: schemaOf(FileSchema),
         StreamEvent: schemaOf(StreamEventSchema),
         WorkflowDocument: schemaOf(WorkflowDocumentSchema, 'input'),

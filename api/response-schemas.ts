@@ -87,6 +87,28 @@ export const FileSchema = z.object({
 });
 export type FileView = z.infer<typeof FileSchema>;
 
+/** D23: a page of runs. */
+export const RunListSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(RunSchema),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+  has_more: z.boolean(),
+});
+
+/** D24: what a client needs to build a form for a workflow. */
+export const WorkflowContractSchema = z.object({
+  workflow_id: z.string(),
+  slug: z.string(),
+  name: z.string().nullable(),
+  version: z.int().min(1),
+  version_id: z.string(),
+  created_at: dateTime,
+  inputs: z.array(ContractInputSchema),
+  outputs: z.array(ContractOutputSchema),
+  inputs_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the start request’s `inputs`.'),
+});
+
 const seq = z.int().min(0).describe('Position in the run’s event log (D11); also the SSE `id:`.');
 const usage = { usage: z.null(), service_tier: z.null() };
 const itemEvent = <T extends string>(type: T) =>

@@ -29,6 +29,22 @@ export const AsyncStartResponseSchema = z.object({
 });
 export type AsyncStartResponse = z.infer<typeof AsyncStartResponseSchema>;
 
+/** D23: the query of GET /api/v1/runs (cursor pagination, newest first). */
+export const ListRunsQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: z.string().regex(/^run_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a run id').optional().describe('Return runs older than this one.'),
+    status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']).optional(),
+    workflowId: z.string().min(1).max(256).optional().describe('A `wf_...` id or a slug of your account.'),
+  })
+  .strict();
+export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
+
+/** D24: the query of GET /api/v1/workflows/{workflowId}. */
+export const ContractQuerySchema = z
+  .object({ version: z.union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/)]).optional() })
+  .strict();
+
 /** Parses a request value with a schema, or throws a 400 naming every problem (one `details` entry each). */
 export function parseRequest<T extends z.ZodType>(schema: T, value: unknown, what = 'request'): z.infer<T> {
   // reportInput: without the offending value zod-problems cannot tell "missing" from "wrong type",

@@ -4,12 +4,17 @@ import type { AppDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
+import { listRuns } from '../services/list-runs';
+import { ListRunsQuerySchema, parseRequest } from '../schemas';
 import { loadRun, readRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
 /** Routes of the runs resource. */
 export function runsRoutes(deps: AppDeps): Router {
   const router = new Router();
+  router.get('/api/v1/runs', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+    ctx.body = await listRuns(deps, ctx.state.auth!.accountId, parseRequest(ListRunsQuerySchema, ctx.query, 'query'));
+  });
   router.get('/api/v1/runs/:runId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.body = await readRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
   });

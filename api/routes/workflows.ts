@@ -1,10 +1,12 @@
-/** POST /api/v1/workflows: publish a workflow graph (D26). */
+/** POST /api/v1/workflows (publish a graph, D26) and GET /api/v1/workflows/{workflowId} (its contract, D24). */
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../services/publish-workflow';
+import { workflowContract } from '../services/workflow-contract';
+import { ContractQuerySchema, parseRequest } from '../schemas';
 
 /** Routes of the workflows resource. */
 export function workflowsRoutes(deps: AppDeps): Router {
@@ -19,5 +21,9 @@ export function workflowsRoutes(deps: AppDeps): Router {
       ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body);
     },
   );
+  router.get('/api/v1/workflows/:workflowId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+    const { version } = parseRequest(ContractQuerySchema, ctx.query, 'query');
+    ctx.body = await workflowContract(deps.collections, ctx.state.auth!.accountId, ctx.params.workflowId, version);
+  });
   return router;
 }

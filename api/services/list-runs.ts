@@ -1,0 +1,54 @@
+/** D23: the caller's runs, newest first, cursor paginated. */
+import type { Filter } from 'mongodb';
+import type { Collections } from '../../store/db';
+import type { RunDoc } from '../../store/documents';
+import { findWorkflow } from '../../store/workflows';
+import type { RunGateway } from '../run-gateway';
+import type { RunView } from '../response-schemas';
+import type { ListRunsQuery } from '../schemas';
+import { runView } from './read-run';
+
+export interface RunList {
+  object: 'list';
+  data: RunView[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+/**
+ * One page of runs. Ids sort by creation time (D5), so `_id < starting_after` is the cursor.
+ * Unfinished runs on the page show their live status; the status filter reads the stored
+ * status, which the service moves to `running` whenever it sees a run live.
+ */
+export async function listRuns(
+  deps: { collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions'>; gateway: RunGateway },
+  accountId: string,
+  query: ListRunsQuery,
+): Promise<RunList> {
+  const filter: Filter<RunDoc> = { account_id: accountId };
+  if (query.starting_after) filter._id = { $lt: query.starting_after };
+  if (query.status) filter.status = query.status;
+  if (query.workflowId) {
+    const workflow = await findWorkflow(deps.collections, accountId, query.workflowId);
+    if (!workflow) return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
+    filter.published_workflow_id = workflow._id;
+  }
+  const docs = await deps.collections.runs
+    .find(filter, { projection: { events: 0, inputs: 0 } })
+    .sort({ _id: -1 })
+    .limit(query.limit + 1)
+    .toArray();
+  const page = docs.slice(0, query.limit);
+  const data = await Promise.all(
+    page.map(async (doc) => {
+      if (doc.finalized) return runView(doc);
+      const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
+      if (live && doc.status === 'pending') {
+        void deps.collections.runs.updateOne({ _id: doc._id, status: 'pending' }, { $set: { status: 'running' } }).catch(() => undefined);
+      }
+      return runView(doc, live ?? undefined);
+    }),
+  );
+  return { object: 'list', data, first_id: page[0]?._id ?? null, last_id: page.at(-1)?._id ?? null, has_more: docs.length > query.limit };
+}

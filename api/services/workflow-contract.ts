@@ -1,0 +1,25 @@
+/** D24: a published workflow's contract, so a client can build a form for any workflow. */
+import { inputsJsonSchema } from '../../domain/contract';
+import type { Collections } from '../../store/db';
+import { resolveVersion } from './start-run';
+
+/** The latest (or pinned) version's inputs, with a JSON Schema of `inputs`, and outputs. */
+export async function workflowContract(
+  collections: Collections,
+  accountId: string,
+  ref: string,
+  version?: number | string,
+) {
+  const { workflow, version: v } = await resolveVersion(collections, accountId, ref, version);
+  return {
+    workflow_id: workflow._id,
+    slug: workflow.slug,
+    name: workflow.name,
+    version: v.version,
+    version_id: v._id,
+    created_at: v.created_at.toISOString(),
+    inputs: v.contract.inputs,
+    outputs: v.contract.outputs,
+    inputs_schema: inputsJsonSchema(v.contract),
+  };
+}
