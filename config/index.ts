@@ -71,6 +71,8 @@ export const EnvSchema = z.object({
   RATE_LIMIT_STARTS_PER_MINUTE: int(60),
   RATE_LIMIT_REQUESTS_PER_MINUTE: int(1_200),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
   MAX_UPLOAD_BYTES: int(104_857_600),
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
@@ -78,7 +80,16 @@ export const EnvSchema = z.object({
   FILE_FETCH_TIMEOUT_MS: int(60_000),
   ALLOW_HTTP_URLS: flag,
   ALLOW_PRIVATE_NETWORK: flag,
+  ALLOW_PRIVATE_HOSTS: z.string().default(''),
   MODEL_POLL_MS: int(1_000),
+  // Webhooks (D20): https and public addresses only unless these say otherwise (tests, development).
+  WEBHOOK_ALLOW_HTTP: flag,
+  WEBHOOK_ALLOW_PRIVATE_NETWORK: flag,
+  // One delivery attempt; capped below the attempt's 60 s activity timeout (workflows/webhook-workflow.ts).
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(50_000).default(10_000),
+  WEBHOOK_RETRY_INITIAL_MS: int(5_000),
+  // D29: run records, their event logs, idempotency keys and files older than this are removed.
+  RETENTION_DAYS: z.coerce.number().positive().default(30),
   NODE_ENV: z.string().optional(),
 });
 
@@ -90,6 +101,8 @@ export interface RunOptions {
   nodeAttemptTimeoutMs: number;
   nodeMaxAttempts: number;
   retryInitialMs: number;
+  /** D20: first retry delay of a webhook delivery (doubling, for 24 h). Absent in runs started before webhooks existed. */
+  webhookRetryInitialMs?: number;
 }
 
 export interface Config {
@@ -125,10 +138,25 @@ export interface Config {
     allowHttpUrls: boolean;
     /** D19: URL inputs on private, loopback, link-local or metadata addresses (tests only). */
     allowPrivateNetwork: boolean;
+    /** Host names (lower-case) whose private addresses URL inputs may reach, e.g. an internal asset server. */
+    allowPrivateHosts: string[];
   };
   /** How often a `model` node asks for its prediction's state. */
   predictions: { pollMs: number };
+  /** D20 webhook delivery (the worker's side; the API checks only the scheme). */
+  webhooks: {
+    /** `http://` webhook URLs (default: https only). */
+    allowHttp: boolean;
+    /** Webhooks to private, loopback, link-local or metadata addresses (tests only). */
+    allowPrivateNetwork: boolean;
+    /** Time limit of one delivery attempt. */
+    timeoutMs: number;
+  };
+  /** D29: how long runs, their event logs, idempotency keys and files are kept. */
+  retention: { days: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** A worker in its own process serves /metrics here (the API serves its own). */
+  worker: { metricsPort?: number; shutdownGraceMs: number };
 }
 
 /** Parses the environment once at start-up; throws a readable error naming every bad variable. */
@@ -173,6 +201,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       nodeAttemptTimeoutMs: e.NODE_ATTEMPT_TIMEOUT_MS,
       nodeMaxAttempts: e.NODE_MAX_ATTEMPTS,
       retryInitialMs: e.RETRY_INITIAL_MS,
+      webhookRetryInitialMs: e.WEBHOOK_RETRY_INITIAL_MS,
     },
     files: {
       maxBytes: e.MAX_UPLOAD_BYTES,
@@ -181,8 +210,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       fetchTimeoutMs: e.FILE_FETCH_TIMEOUT_MS,
       allowHttpUrls: e.ALLOW_HTTP_URLS,
       allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
+      allowPrivateHosts: e.ALLOW_PRIVATE_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
     },
     predictions: { pollMs: e.MODEL_POLL_MS },
+    webhooks: { allowHttp: e.WEBHOOK_ALLOW_HTTP, allowPrivateNetwork: e.WEBHOOK_ALLOW_PRIVATE_NETWORK, timeoutMs: e.WEBHOOK_TIMEOUT_MS },
+    retention: { days: e.RETENTION_DAYS },
     logLevel: e.LOG_LEVEL,
+    worker: { metricsPort: e.WORKER_METRICS_PORT, shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS },
   };
 }

@@ -4,6 +4,7 @@ import { loadConfig } from '../config';
 import { connectStore } from '../store/db';
 import { createRunWorker } from './create-worker';
 import { installWorkerRuntime } from './runtime';
+import { serveMetrics } from './metrics-server';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -17,9 +18,12 @@ async function main(): Promise<void> {
     collections: store.collections,
     db: store.db,
     config,
+    shutdownGraceTimeMs: config.worker.shutdownGraceMs,
   });
+  const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
   // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.
   await worker.run();
+  metrics?.close();
   await connection.close();
   await store.close();
 }
