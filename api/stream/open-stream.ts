@@ -40,11 +40,15 @@ export function openStream(
   };
   const write = (chunk: string) => {
     if (closed) return;
-    res.write(chunk);
+    // Measured before writing: what is still queued is what the client left unread. Checked after,
+    // one event larger than the limit (a big output) would cut off a client that reads fine.
+    // Memory per client stays under the limit plus one event.
     if (res.writableLength > opts.maxBufferedBytes) {
       res.destroy();
       close();
+      return;
     }
+    res.write(chunk);
   };
   res.on('close', close);
 
