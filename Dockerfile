@@ -21,6 +21,7 @@ COPY cli ./cli
 COPY config ./config
 COPY domain ./domain
 COPY files ./files
+COPY metrics ./metrics
 COPY net ./net
 COPY store ./store
 COPY worker ./worker

@@ -8,7 +8,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { isId } from '../domain/ids';
 import type { Part } from '../domain/parts';
-import { fallbackName, remoteFileName } from '../files/names';
+import { remoteFileName, withExtension } from '../files/names';
 import { guardedGet, UrlRefusedError } from '../net/ssrf';
 import { findFile, FileTooLargeError, storeFile } from '../store/files';
 import { isTransientStatus } from './failures';
@@ -31,19 +31,20 @@ const refused = (message: string) => ApplicationFailure.nonRetryable(message, 'I
 /** Builds the activity that turns one file-typed input value into the part the run works with. */
 export function createFileInputActivity(deps: { files: () => FileDeps }) {
   const resolve = async (req: FileInputRequest): Promise<Part> => {
-    const { db, links, config } = deps.files();
+    const { db, links, config, collections } = deps.files();
     if (isId('file', req.value)) {
       const doc = await findFile(db, req.value);
       if (!doc) throw refused(`input '${req.key}': file ${req.value} no longer exists`);
       return { type: req.inputType, url: await links.url(doc._id), name: doc.metadata.name, mime_type: doc.metadata.mime_type };
     }
-    const accountId = await runAccount(deps.files(), req);
+    const accountId = await runAccount({ collections }, req);
     const { files } = config;
     const signals = [AbortSignal.timeout(files.fetchTimeoutMs), activitySignal()].filter((s): s is AbortSignal => !!s);
     try {
       const res = await guardedGet(req.value, {
         allowHttp: files.allowHttpUrls,
         allowPrivate: files.allowPrivateNetwork,
+        allowedHosts: files.allowPrivateHosts,
         signal: AbortSignal.any(signals),
       });
       if (res.status < 200 || res.status >= 300) {
@@ -51,12 +52,15 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
         const message = `input '${req.key}': ${res.url.origin} answered ${res.status}`;
         throw isTransientStatus(res.status) ? ApplicationFailure.retryable(message, 'InputUnavailable') : refused(message);
       }
-      if (Number(res.headers['content-length'] ?? '0') > files.maxBytes) throw new FileTooLargeError(files.maxBytes);
+      if (Number(res.headers['content-length'] ?? '0') > files.maxBytes) {
+        res.body.destroy();
+        throw new FileTooLargeError(files.maxBytes);
+      }
       const name = remoteFileName(res.url, res.headers['content-disposition']);
       const doc = await storeFile(db, res.body, {
         accountId,
         runId: req.runId,
-        name: name ?? ((mime) => fallbackName(req.key, mime)),
+        name: (mime) => withExtension(name ?? req.key, mime),
         maxBytes: files.maxBytes,
         source: 'input',
       });

@@ -8,7 +8,7 @@ import type { Db } from 'mongodb';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
 import type { FileLinks } from '../files/links';
-import { fallbackName, remoteFileName } from '../files/names';
+import { fallbackName, remoteFileName, withExtension } from '../files/names';
 import { partTypeOf } from '../files/sniff';
 import type { Collections } from '../store/db';
 import { FileTooLargeError, storeBytes, storeFile, type FileDoc, type StoreFileOptions } from '../store/files';
@@ -86,7 +86,7 @@ export async function storeProviderFile(
   try {
     return await storeFile(deps.db, (res.body ?? emptyBody()) as AsyncIterable<Uint8Array>, {
       ...base,
-      name: named ?? ((mime) => fallbackName(opts.stem, mime)),
+      name: (mime) => withExtension(named ?? opts.stem, mime),
       maxBytes: deps.config.files.maxBytes,
       source: 'output',
     });

@@ -5,7 +5,7 @@ import { completed, itemText } from '../workflows/values';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
-import { fallbackName, remoteFileName } from '../files/names';
+import { remoteFileName, withExtension } from '../files/names';
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
@@ -47,7 +47,7 @@ export function createHttpRequestActivity(deps: { files: () => FileDeps; fetch: 
       const doc = await storeFile(files.db, (res.body ?? []) as AsyncIterable<Uint8Array>, {
         accountId,
         runId: req.runId,
-        name: name ?? ((mime) => fallbackName('response', mime)),
+        name: (mime) => withExtension(name ?? 'response', mime),
         maxBytes: files.config.files.maxBytes,
         source: 'output',
       }).catch((err) => {

@@ -12,13 +12,17 @@ import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
 import { createModelActivity } from './model';
 import type { FetchFn } from './provider-http';
+import { createRetentionActivity } from './retention';
+import { createWebhookActivities, type WebhookDeps } from './webhook';
 
 export interface ActivityDeps {
   collections: Collections;
   /** The database of the GridFS `files` bucket (D19); a worker without it (unit tests of other activities) cannot store files. */
   db?: Db;
-  config: Pick<Config, 'providers' | 'prices'> & Partial<Pick<Config, 'api' | 'files' | 'predictions'>>;
+  config: Pick<Config, 'providers' | 'prices'> & Partial<Pick<Config, 'api' | 'files' | 'predictions' | 'webhooks' | 'retention'>>;
   fetch?: FetchFn;
+  /** Host resolution of webhook URLs (D20 SSRF guard); the system resolver otherwise. */
+  resolve?: WebhookDeps['resolve'];
 }
 
 /** The activities object registered on a worker. */
@@ -41,6 +45,8 @@ export function createActivities(deps: ActivityDeps) {
     model: createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn }),
     resolveFileInput: createFileInputActivity({ files }),
     finalizeRun: createFinalizeActivity({ collections: deps.collections }),
+    ...createWebhookActivities({ collections: deps.collections, webhooks: deps.config.webhooks, resolve: deps.resolve }),
+    applyRetention: createRetentionActivity({ collections: deps.collections, db: deps.db, config: deps.config }),
   };
 }
 

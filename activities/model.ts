@@ -54,6 +54,14 @@ function cancelRequested(): boolean {
   }
 }
 
+function checkpoint(predictionId: string): void {
+  try {
+    Context.current().heartbeat({ predictionId });
+  } catch {
+    // outside an activity: nothing to checkpoint
+  }
+}
+
 function wait(ms: number): Promise<void> {
   try {
     return Context.current().sleep(ms); // rejects at once when the activity is cancelled
@@ -89,6 +97,7 @@ export function createModelActivity(deps: { config: Pick<Config, 'providers' | '
             prediction = (await postJson(deps.fetch, providerName, `${base}/predictions`, { ...target, input: renderDeep(node.input, values) }, auth)) as Prediction;
             if (typeof prediction.id !== 'string') throw ApplicationFailure.retryable(`${providerName} created a prediction without an id`, 'ProviderUnavailable');
             predictionId = prediction.id;
+            checkpoint(predictionId); // at once: an attempt that dies now must not make its retry pay for a second prediction
           }
           while (!ENDED.has(prediction.status ?? '')) {
             await wait(pollMs);

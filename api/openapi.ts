@@ -57,6 +57,11 @@ const sse = (description: string) => ({
   description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s.`,
   content: { 'text/event-stream': { schema: { type: 'string' }, itemSchema: { $ref: '#/components/schemas/StreamEvent' } } },
 });
+/** The body of a probe's 200: `{"status": "<word>"}`. */
+const probe = (status: string, description: string) => ({
+  description,
+  content: { 'application/json': { schema: { type: 'object', properties: { status: { const: status } }, required: ['status'] } } },
+});
 const runIdParam = { name: 'runId', in: 'path', required: true, schema: { type: 'string', pattern: '^run_[0-9A-HJKMNP-TV-Z]{26}$' } };
 const fileIdParam = { name: 'fileId', in: 'path', required: true, schema: { type: 'string', pattern: '^file_[0-9A-HJKMNP-TV-Z]{26}$' } };
 const rateHeaders = {
@@ -194,8 +199,8 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/metrics': {
         get: { operationId: 'metrics', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
       },
-      '/healthz': { get: { operationId: 'health', security: [], responses: { '200': { description: 'The process runs.' } } } },
-      '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': { description: 'MongoDB and Temporal answer.' }, ...errors(503) } } },
+      '/healthz': { get: { operationId: 'health', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
+      '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `wrs_sk_...` (D6).' } },

@@ -16,6 +16,15 @@ export const StartRequestSchema = z
       .describe('Pins a published version: its number or its `wfv_...` id (D1). Absent: the latest version.'),
     stream: z.boolean().default(false).describe('`true` answers with a Server-Sent Events stream.'),
     inputs: z.unknown().optional().describe('Values keyed by the normalized User Input labels (D4).'),
+    webhook: z
+      .url({ protocol: /^https?$/, error: 'must be an https:// URL' })
+      .max(2048)
+      .optional()
+      .describe(
+        'D20: an `https://` URL that receives the run record (as GET /api/v1/runs/{runId} answers it) by POST when the run ends, ' +
+          'signed the Standard Webhooks way with your account’s `whsec_` secret (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`). ' +
+          'Retried with backoff for 24 hours; redirects are not followed; private and loopback addresses are refused.',
+      ),
   })
   .strict();
 export type StartRequest = z.infer<typeof StartRequestSchema>;

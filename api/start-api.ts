@@ -5,6 +5,7 @@ import { connectStore } from '../store/db';
 import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, ensureSearchAttributes } from './run-gateway';
+import { ensureRetentionSchedule } from './retention-schedule';
 import { listen, type RunningServer } from './server';
 import { createPollSource } from './stream/poll-source';
 import { PollerRegistry } from './stream/run-poller';
@@ -25,6 +26,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     taskQueue: config.temporal.taskQueue,
     queryTimeoutMs: config.api.queryTimeoutMs,
   });
+  await ensureRetentionSchedule(gateway.client, config.temporal.taskQueue); // D29
   const pollers = new PollerRegistry(createPollSource(gateway, store.collections), config.api.stream.pollMs);
   const app = createApp({ config, db: store.db, collections: store.collections, gateway, pollers, logger });
   const running = await listen(app, config);

@@ -9,7 +9,7 @@ import { ApiError } from '../api/errors';
 import { publishWorkflow } from '../api/services/publish-workflow';
 import type { Collections } from '../store/db';
 import type { AccountDoc, ApiKeyDoc, LedgerDoc, RunDoc } from '../store/documents';
-import { addCredits, createAccount, issueKey, revokeKey, setAccountRateLimits } from '../store/accounts';
+import { addCredits, createAccount, issueKey, revokeKey, rotateWebhookSecret, setAccountRateLimits, webhookSecret } from '../store/accounts';
 import { listEntries } from '../store/ledger';
 import { fields, formatDate, formatUsd, table } from './format';
 
@@ -33,6 +33,9 @@ Accounts
   accounts limits ACCOUNT_ID [--starts N] [--requests N]
                                                 per-minute rate limits of the account's keys (D16);
                                                 \`default\` returns one to the service default
+  accounts webhook-secret ACCOUNT_ID [--rotate]
+                                                the secret that signs the account's webhooks (D20);
+                                                --rotate replaces it (deliveries still retrying use the new one)
 
 API keys (D6)
   keys create ACCOUNT_ID [--name NAME]          issue a key; the secret is shown once, never again
@@ -70,6 +73,7 @@ const OPTIONS = {
   events: { type: 'boolean' },
   starts: { type: 'string' },
   requests: { type: 'string' },
+  rotate: { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -95,6 +99,7 @@ const COMMANDS: Command[] = [
   { words: ['accounts', 'create'], args: [], options: ['name', 'credits'], run: accountsCreate },
   { words: ['accounts', 'show'], args: ['ACCOUNT_ID'], options: [], run: accountsShow },
   { words: ['accounts', 'limits'], args: ['ACCOUNT_ID'], options: ['starts', 'requests'], run: accountsLimits },
+  { words: ['accounts', 'webhook-secret'], args: ['ACCOUNT_ID'], options: ['rotate'], run: accountsWebhookSecret },
   { words: ['keys', 'create'], args: ['ACCOUNT_ID'], options: ['name'], run: keysCreate },
   { words: ['keys', 'list'], args: ['ACCOUNT_ID'], options: [], run: keysList },
   { words: ['keys', 'revoke'], args: ['KEY_ID'], options: [], run: keysRevoke },
@@ -311,6 +316,25 @@ async function accountsLimits(ctx: Context): Promise<number> {
     printJson(ctx, { account_id: account._id, rate_limits: limits });
   } else {
     ctx.out(`Account ${account._id}: ${formatLimits(limits)}`);
+  }
+  return EXIT_OK;
+}
+
+async function accountsWebhookSecret(ctx: Context): Promise<number> {
+  const c = await ctx.collections();
+  const account = await requireAccount(c, ctx.args[0]);
+  const rotated = ctx.values.rotate === true;
+  // Shown on request, unlike API keys: receivers need the secret itself to verify signatures (D20).
+  const secret = rotated ? await rotateWebhookSecret(c, account._id) : await webhookSecret(c, account._id);
+  if (ctx.json) {
+    printJson(ctx, { account_id: account._id, webhook_secret: secret, rotated });
+  } else {
+    ctx.out(`${rotated ? 'New webhook' : 'Webhook'} signing secret of account ${account._id}:`);
+    ctx.out('');
+    ctx.out(`  ${secret}`);
+    ctx.out('');
+    ctx.out('Receivers verify webhook-signature with it (Standard Webhooks).');
+    if (rotated) ctx.out('The old secret no longer signs anything: update your receivers now.');
   }
   return EXIT_OK;
 }

@@ -43,6 +43,11 @@ export function fallbackName(stem: string, mime: string): string {
   return `${stem}.${extensionOf(mime)}`;
 }
 
+/** `name` as given, or with the type's extension when it has none (`clip` → `clip.mp4`), so downloads open right. */
+export function withExtension(name: string, mime: string): string {
+  return /\.[A-Za-z0-9]{1,8}$/.test(name) ? name : fallbackName(name, mime);
+}
+
 /** A Content-Disposition value naming the file (RFC 6266: ASCII fallback plus the UTF-8 form). */
 export function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');

@@ -20,7 +20,7 @@ export function parseRange(header: string | undefined, size: number): RangeAnswe
     return { kind: 'partial', start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(match[1]);
-  const end = match[2] === '' ? size - 1 : Number(match[2]);
+  const end = match[2] === '' ? Infinity : Number(match[2]);
   if (end < start) return { kind: 'whole' }; // invalid: ignored
   if (start >= size) return { kind: 'unsatisfiable' };
   return { kind: 'partial', start, end: Math.min(end, size - 1) };

@@ -141,6 +141,8 @@ export interface GuardOptions {
   allowHttp: boolean;
   /** Allow every address class, not only public ones (tests only). */
   allowPrivate: boolean;
+  /** Host names (lower-case, as in the URL) exempt from the address check; a redirect elsewhere is checked again. */
+  allowedHosts?: string[];
   /** Resolves a host name to all its addresses; defaults to the system resolver. */
   resolve?: (host: string) => Promise<Array<{ address: string; family: number }>>;
 }
@@ -158,7 +160,7 @@ export async function checkedAddress(url: URL, opts: GuardOptions): Promise<{ ad
     throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
   });
   if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
-  if (!opts.allowPrivate) {
+  if (!opts.allowPrivate && !opts.allowedHosts?.includes(host.toLowerCase())) {
     for (const { address } of addresses) {
       const cls = classifyAddress(address);
       if (cls !== 'public') {
@@ -194,8 +196,8 @@ export interface GuardedResponse {
 
 export const MAX_REDIRECTS = 5;
 
-/** A `lookup` for http(s).request that answers with the address already checked, whatever DNS says now. */
-function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+/** A `lookup` for http(s).request that answers with the address already checked, whatever DNS says now (also used by webhook delivery, D20). */
+export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     // Node 20 asks for all addresses when it may race IPv4 and IPv6 (autoSelectFamily).
     if (options?.all) callback(null, [{ address, family }]);

@@ -1,5 +1,5 @@
 /** Accounts, their API keys (D6) and credits. */
-import { createHash, randomInt } from 'node:crypto';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Collections } from './db';
 import type { AccountDoc, ApiKeyDoc, RateLimitOverrides } from './documents';
 import { generateId } from './ids';
@@ -14,6 +14,31 @@ export function hashKey(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
+const WEBHOOK_SECRET_PREFIX = 'whsec_';
+
+/** A new D20 webhook signing secret: `whsec_` + base64 of 24 random bytes (the Standard Webhooks format). */
+export function newWebhookSecret(): string {
+  return WEBHOOK_SECRET_PREFIX + randomBytes(24).toString('base64');
+}
+
+/** The account's webhook secret, made now for an account created before webhooks existed; null without such an account. */
+export async function webhookSecret(c: Pick<Collections, 'accounts'>, accountId: string): Promise<string | null> {
+  const account = await c.accounts.findOne({ _id: accountId }, { projection: { webhook_secret: 1 } });
+  if (!account) return null;
+  if (account.webhook_secret) return account.webhook_secret;
+  // Guarded by absence, so of two concurrent first uses one secret wins and both read it back.
+  await c.accounts.updateOne({ _id: accountId, webhook_secret: { $exists: false } }, { $set: { webhook_secret: newWebhookSecret() } });
+  return (await c.accounts.findOne({ _id: accountId }, { projection: { webhook_secret: 1 } }))?.webhook_secret ?? null;
+}
+
+/** Replaces the account's webhook secret; deliveries signed from now on (retries included) use the new one. */
+export async function rotateWebhookSecret(c: Pick<Collections, 'accounts'>, accountId: string): Promise<string> {
+  const secret = newWebhookSecret();
+  const res = await c.accounts.updateOne({ _id: accountId }, { $set: { webhook_secret: secret } });
+  if (res.matchedCount !== 1) throw new Error(`no account ${accountId}`);
+  return secret;
+}
+
 /** Creates an account with an opening balance (booked as a credit entry so the ledger explains every cent). */
 export async function createAccount(c: Collections, opts: { name: string; creditsUsd?: number }): Promise<AccountDoc> {
   const account: AccountDoc = {
@@ -21,6 +46,7 @@ export async function createAccount(c: Collections, opts: { name: string; credit
     name: opts.name,
     balance_usd: 0,
     pending_entries: [],
+    webhook_secret: newWebhookSecret(), // D20
     created_at: new Date(),
   };
   await c.accounts.insertOne(account);

@@ -7,6 +7,7 @@ import type {
   LedgerDoc,
   RateLimitWindowDoc,
   RunDoc,
+  WebhookDeliveryDoc,
   WorkflowDoc,
   WorkflowVersionDoc,
 } from './documents';
@@ -21,6 +22,7 @@ export interface Collections {
   ledger: Collection<LedgerDoc>;
   rateLimits: Collection<RateLimitWindowDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
+  webhookDeliveries: Collection<WebhookDeliveryDoc>;
 }
 
 export interface Store {
@@ -49,6 +51,7 @@ export async function connectStore(opts: { uri: string; dbName: string; appName?
     ledger: db.collection('ledger'),
     rateLimits: db.collection('rate_limits'),
     idempotencyKeys: db.collection('idempotency_keys'),
+    webhookDeliveries: db.collection('webhook_deliveries'),
   };
   await Promise.all([
     collections.apiKeys.createIndex({ hash: 1 }, { unique: true, name: 'hash_unique' }),
@@ -56,6 +59,9 @@ export async function connectStore(opts: { uri: string; dbName: string; appName?
     collections.workflowVersions.createIndex({ workflow_id: 1, version: 1 }, { unique: true, name: 'workflow_version_unique' }),
     collections.runs.createIndex({ account_id: 1, _id: -1 }, { name: 'account_newest' }),
     collections.ledger.createIndex({ account_id: 1, _id: 1 }, { name: 'account_entries' }),
+    // D29: the retention job finds old finalized runs and old deliveries by creation time.
+    collections.runs.createIndex({ created_at: 1 }, { name: 'created_at' }),
+    collections.webhookDeliveries.createIndex({ created_at: 1 }, { name: 'created_at' }),
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).

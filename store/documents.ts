@@ -13,6 +13,8 @@ export interface AccountDoc {
   version?: number;
   /** Per-account D16 limits; absent ones use the configured defaults. Copied onto the account's keys. */
   rate_limits?: RateLimitOverrides | null;
+  /** D20: `whsec_` + base64 of 24 random bytes, signing the account's webhooks; made on first use for older accounts. */
+  webhook_secret?: string;
   created_at: Date;
 }
 
@@ -74,6 +76,24 @@ export interface RunDoc {
   events: RunEvent[] | null;
   /** True once the final state has been written; the write happens exactly once. */
   finalized: boolean;
+  /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */
+  webhook?: string | null;
+}
+
+/** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */
+export interface WebhookDeliveryDoc {
+  _id: string;
+  run_id: string;
+  account_id: string;
+  url: string;
+  /** `pending` while attempts go on; `failed` once given up (refused, a permanent 4xx, or 24 h of failures). */
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  /** HTTP status of the last answer, null when there was none (refused, unreachable, timed out). */
+  last_status: number | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
 }
 
 export interface LedgerDoc {

@@ -10,6 +10,8 @@ import type { ItemError, Part } from '../domain/parts';
 import type { RunOptions } from '../config';
 
 export const RUN_WORKFLOW_TYPE = 'runWorkflow';
+/** D29: the workflow the retention schedule starts every hour. */
+export const RETENTION_WORKFLOW_TYPE = 'retentionWorkflow';
 
 /** Search attributes shown and filterable in the Temporal UI (issue 2, item 9). */
 export const SEARCH_ATTRIBUTES = {
@@ -45,6 +47,27 @@ export interface RunArgs {
   /** Validated inputs keyed by normalized label (D4). */
   inputs: Record<string, unknown>;
   options: RunOptions;
+  /** D20: where the run record is POSTed once the run has ended. */
+  webhook?: string;
+}
+
+/** D20: the arguments of the child workflow that delivers one run's webhook. */
+export interface WebhookArgs {
+  runId: string;
+  accountId: string;
+  url: string;
+  /** First retry delay; doubling up to an hour, for 24 h in all. */
+  retryInitialMs: number;
+}
+
+/** D20: the `webhook-id` of a run's delivery, the same for every attempt so receivers can dedupe. */
+export function webhookMessageId(runId: string): string {
+  return `msg_${runId.slice(runId.indexOf('_') + 1)}`;
+}
+
+/** The workflow id of a run's webhook delivery: one per run, so a replayed start cannot deliver twice. */
+export function webhookWorkflowId(runId: string): string {
+  return `${runId}-webhook`;
 }
 
 /** One output item of the run record (spec "Output item"). */

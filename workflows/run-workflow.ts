@@ -17,6 +17,7 @@ import { Semaphore } from './semaphore';
 import { RunState } from './run-state';
 import { failed } from './values';
 import { snapshotQuery, type RunArgs, type RunStatus } from './definitions';
+import { startWebhookDelivery } from './webhook-workflow';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
@@ -107,5 +108,8 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   }
 
   await CancellationScope.nonCancellable(() => persistence.finalizeRun(state.final()));
+  // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
+  const { webhook } = args;
+  if (webhook) await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
   return { status: state.status, total_cost: state.final().totalCost };
 }

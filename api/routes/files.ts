@@ -6,7 +6,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { isId } from '../../domain/ids';
-import { FileLinks } from '../../files/links';
+import { defaultBaseUrl, FileLinks } from '../../files/links';
 import { contentDisposition } from '../../files/names';
 import { parseRange } from '../../files/range';
 import { findFile, openFileContent, type FileDoc } from '../../store/files';
@@ -34,7 +34,7 @@ export function filesRoutes(deps: AppDeps): Router {
   const router = new Router();
   const links = new FileLinks(deps.config, deps.db);
   // Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise.
-  const baseUrl = (ctx: Context) => deps.config.api.publicBaseUrl ?? ctx.origin;
+  const baseUrl = (ctx: Context) => deps.config.api.publicBaseUrl ?? (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(deps.config));
 
   router.post('/api/v1/files', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
     const doc = await uploadFile(deps, ctx.req, { accountId: ctx.state.auth!.accountId, queryName: ctx.query.name, contentType: ctx.get('content-type') });
@@ -71,9 +71,11 @@ function serveContent(ctx: Context, deps: AppDeps, doc: FileDoc, expires: number
   // Cacheable until the link expires (at most a day): the content behind a file id is immutable.
   const maxAge = Math.max(0, Math.min(86_400, expires - Math.floor(Date.now() / 1000)));
   ctx.set('Cache-Control', `private, max-age=${maxAge}`);
-  // Uploaded bytes are served from the API's origin: never let a browser run them as a page.
+  // Uploaded bytes are served from the API's origin: never let a browser run them as a page
+  // (the sniffer never yields HTML or SVG; the sandbox is the second line, spared for PDFs,
+  // whose built-in browser viewers refuse to run sandboxed).
   ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+  if (doc.metadata.mime_type !== 'application/pdf') ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
   ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
   if (range.kind === 'unsatisfiable') {
     throw new InvalidRequestError(`The requested range is outside the file (${size} bytes).`, {

@@ -3,10 +3,13 @@ import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { findRun } from '../../store/runs';
-import type { RunSnapshot } from '../../workflows/definitions';
 import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
+import { runView } from '../../store/run-view';
+
+// The rendering lives in store/ so the worker's webhook delivery (D20) shares it without Koa.
+export { runView };
 
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
 export async function loadRun(collections: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc> {
@@ -31,21 +34,4 @@ export async function readRun(
     void deps.collections.runs.updateOne({ _id: doc._id, status: 'pending' }, { $set: { status: 'running' } }).catch(() => undefined);
   }
   return runView(doc, snapshot);
-}
-
-/** Renders a stored record, overlaid with a live snapshot when there is one. */
-export function runView(doc: RunDoc, live?: RunSnapshot): RunView {
-  const status = live?.status ?? doc.status;
-  const completedAtMs = live?.completed_at_ms ?? doc.completed_at?.getTime() ?? null;
-  return {
-    id: doc._id,
-    status,
-    published_workflow_id: doc.published_workflow_id,
-    published_workflow_version_id: doc.published_workflow_version_id,
-    output: status === 'completed' ? (live?.output ?? doc.output) : null,
-    error: status === 'failed' ? (live?.error ?? doc.error) : null,
-    total_cost: live ? live.total_cost : doc.total_cost,
-    created_at: doc.created_at.toISOString(),
-    completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
-  };
 }

@@ -22,7 +22,7 @@ export interface StartRunDeps {
   /** Where the GridFS files live: file inputs are checked against their owner (D19). */
   db: Db;
   gateway: RunGateway;
-  config: Pick<Config, 'runs' | 'files'>;
+  config: Pick<Config, 'runs' | 'files'> & Partial<Pick<Config, 'webhooks'>>;
 }
 
 /** Resolves the workflow (D2) and version (D1), or throws the matching 404. */
@@ -33,11 +33,12 @@ export async function resolveVersion(
   pin: number | string | undefined,
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
   const workflow = await findWorkflow(collections, accountId, ref);
-  if (!workflow) throw new NotFoundError(`No published workflow \`${ref}\` in this account.`, 'published_workflow_not_found');
+  // A path segment can be ~16 KB (GET /workflows/{id}): never echo more of it than an id could be.
+  if (!workflow) throw new NotFoundError(`No published workflow \`${ref.slice(0, 256)}\` in this account.`, 'published_workflow_not_found');
   const version = await findVersion(collections, workflow._id, pin);
   if (!version) {
-    const which = pin === undefined ? 'has no published version' : `has no version \`${pin}\``;
-    throw new NotFoundError(`Workflow \`${ref}\` ${which}.`, 'published_workflow_version_not_found');
+    const which = pin === undefined ? 'has no published version' : `has no version \`${String(pin).slice(0, 64)}\``;
+    throw new NotFoundError(`Workflow \`${ref.slice(0, 256)}\` ${which}.`, 'published_workflow_version_not_found');
   }
   return { workflow, version };
 }
@@ -55,6 +56,7 @@ export class RunIdTakenError extends Error {
  */
 export async function startRun(deps: StartRunDeps, auth: AuthContext, request: StartRequest, opts: { runId?: string } = {}): Promise<RunDoc> {
   const { collections } = deps;
+  checkWebhookScheme(request.webhook, deps.config.webhooks?.allowHttp ?? false);
   const { workflow, version } = await resolveVersion(collections, auth.accountId, request.workflowId, request.version);
   if (!version.graph || !version.contract) {
     throw new InvalidRequestError(`Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`, {
@@ -88,6 +90,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
     total_cost: null,
     events: null,
     finalized: false,
+    webhook: request.webhook ?? null,
   };
   const args = runArgs(run, version.graph, deps.config.runs);
   // The record comes first so the run is readable the moment its id is returned.
@@ -120,5 +123,16 @@ export function runArgs(run: RunDoc, graph: WorkflowDocument, options: StartRunD
     graph,
     inputs: run.inputs,
     options,
+    ...(run.webhook ? { webhook: run.webhook } : {}),
   };
+}
+
+/** D20: webhooks are https only, unless configuration allows http (tests, development). Addresses are checked at delivery. */
+function checkWebhookScheme(webhook: string | undefined, allowHttp: boolean): void {
+  if (webhook === undefined || allowHttp || new URL(webhook).protocol === 'https:') return;
+  throw new InvalidRequestError('`webhook` must be an https:// URL.', {
+    code: 'invalid_webhook',
+    param: 'webhook',
+    details: [{ field: 'webhook', problem: 'must be an https:// URL' }],
+  });
 }

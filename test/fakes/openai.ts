@@ -6,9 +6,15 @@
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
+ * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
+ * `b64_json`, or as `url`s served by the fake at /v1/image-files/* when the prompt says `as:url`.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { png } from './media';
+
+/** The colour of the i-th generated image. */
+export const IMAGE_COLOURS: Array<[number, number, number]> = [[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0], [0, 255, 255]];
 
 export interface RecordedRequest {
   path: string;
@@ -36,7 +42,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
+    const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? body.prompt ?? '';
     const record: RecordedRequest = { path: req.url ?? '', headers: req.headers, body, prompt, aborted: false };
     requests.push(record);
     res.on('close', () => {
@@ -46,6 +52,22 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(payload));
     };
+    const imageFile = /^\/v1\/image-files\/(\d+)\.png$/.exec(req.url ?? '');
+    if (req.method === 'GET' && imageFile) {
+      res.writeHead(200, { 'content-type': 'image/png' });
+      return res.end(png(IMAGE_COLOURS[Number(imageFile[1]) % IMAGE_COLOURS.length]));
+    }
+    if (req.method === 'POST' && req.url === '/v1/images/generations') {
+      const status = /status:(\d{3})/.exec(prompt);
+      if (status) return send(Number(status[1]), { error: { message: `The model refused: status ${status[1]}`, type: 'invalid_request_error', code: null } });
+      const origin = `http://${req.headers.host}`;
+      const data = Array.from({ length: body.n ?? 1 }, (_, i) =>
+        prompt.includes('as:url')
+          ? { url: `${origin}/v1/image-files/${i}.png` }
+          : { b64_json: png(IMAGE_COLOURS[i % IMAGE_COLOURS.length]).toString('base64'), revised_prompt: prompt },
+      );
+      return send(200, { created: Math.floor(Date.now() / 1000), data });
+    }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return send(404, { error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error', code: 'unknown_url' } });
     }

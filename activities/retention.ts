@@ -1,0 +1,43 @@
+/** D29: the activity the hourly retention workflow runs: removes runs and files older than RETENTION_DAYS. */
+import { log } from '@temporalio/activity';
+import type { Db } from 'mongodb';
+import type { Config } from '../config';
+import type { Collections } from '../store/db';
+import { deleteFilesOlderThan } from '../store/files';
+import { removeRunsOlderThan, type RemovedRuns } from '../store/retention';
+import { heartbeating } from './heartbeat';
+
+const DAY_MS = 86_400_000;
+const DEFAULT_RETENTION_DAYS = 30;
+
+export interface RetentionDeps {
+  collections: Pick<Collections, 'runs' | 'idempotencyKeys' | 'webhookDeliveries'>;
+  /** The database of the GridFS `files` bucket; without it files are left (a worker without file storage). */
+  db?: Db;
+  config: Partial<Pick<Config, 'retention'>>;
+}
+
+/** Builds the retention activity; the cutoff is taken from the worker's configuration at each call. */
+export function createRetentionActivity(deps: RetentionDeps) {
+  return async function applyRetention(): Promise<RemovedRuns & { files: number }> {
+    const days = deps.config.retention?.days ?? DEFAULT_RETENTION_DAYS;
+    const cutoff = new Date(Date.now() - days * DAY_MS);
+    // Heartbeats keep a long first clean-up alive; a dead worker's attempt is retried elsewhere.
+    const result = await heartbeating(async () => {
+      const runs = await removeRunsOlderThan(deps.collections, cutoff);
+      const files = deps.db ? await deleteFilesOlderThan(deps.db, cutoff) : 0;
+      return { ...runs, files };
+    });
+    logInfo('retention applied', { cutoff: cutoff.toISOString(), ...result });
+    return result;
+  };
+}
+
+/** The activity logger inside an activity; silent when called directly (tests, scripts). */
+function logInfo(message: string, attrs: Record<string, unknown>): void {
+  try {
+    log.info(message, attrs);
+  } catch {
+    // no activity context
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * D20 webhook delivery: POST the run record (the JSON of GET /api/v1/runs/{id}), signed the
+ * Standard Webhooks way with the account's secret, through the SSRF guard, following no
+ * redirects. One call is one attempt; the webhook workflow's retry policy makes the 24 h of
+ * backoff. Failures say whether retrying can help: a refused URL and 4xx answers (except 408
+ * and 429) are final, everything else (3xx, 408, 429, 5xx, network errors) is retried.
+ */
+import { ApplicationFailure, log } from '@temporalio/activity';
+import type { Config } from '../config';
+import { UrlRefusedError, type GuardOptions } from '../net/ssrf';
+import { webhookSecret } from '../store/accounts';
+import type { Collections } from '../store/db';
+import { runView } from '../store/run-view';
+import { recordAttempt, recordGivenUp, type DeliveryRef } from '../store/webhook-deliveries';
+import { postWebhook } from '../webhooks/post';
+import { signWebhook } from '../webhooks/signature';
+import { webhookMessageId, type WebhookArgs } from '../workflows/definitions';
+
+export interface WebhookDeps {
+  collections: Pick<Collections, 'runs' | 'accounts' | 'webhookDeliveries'>;
+  /** Absent: https to public addresses only, 10 s per attempt (the production defaults). */
+  webhooks?: Config['webhooks'];
+  /** Host resolution for the guard (tests); the system resolver otherwise. */
+  resolve?: GuardOptions['resolve'];
+}
+
+/** Answers that retrying cannot change: the receiver refuses this request for good. */
+function isPermanent(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
+/** Where a URL points, for logs: never its path or query, which may carry the receiver's token. */
+function origin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+function ref(args: WebhookArgs): DeliveryRef {
+  return { id: webhookMessageId(args.runId), runId: args.runId, accountId: args.accountId, url: args.url };
+}
+
+/** Builds the webhook activities: one delivery attempt, and recording that a delivery was given up. */
+export function createWebhookActivities(deps: WebhookDeps) {
+  const settings = deps.webhooks ?? { allowHttp: false, allowPrivateNetwork: false, timeoutMs: 10_000 };
+
+  async function deliverWebhook(args: WebhookArgs): Promise<{ status: number }> {
+    const delivery = ref(args);
+    const run = await deps.collections.runs.findOne({ _id: args.runId });
+    if (!run?.finalized) throw ApplicationFailure.nonRetryable(`run ${args.runId} has no final record to deliver`, 'WebhookUndeliverable');
+    const secret = await webhookSecret(deps.collections, run.account_id);
+    if (!secret) throw ApplicationFailure.nonRetryable(`account ${run.account_id} no longer exists`, 'WebhookUndeliverable');
+    const body = JSON.stringify(runView(run));
+    // Signed per attempt: the timestamp is the attempt's, so receivers' replay windows accept retries.
+    const headers = signWebhook(secret, delivery.id, Date.now() / 1000, body);
+    const where = origin(args.url);
+    let answer: { status: number; answer: string };
+    try {
+      answer = await postWebhook(args.url, body, {
+        allowHttp: settings.allowHttp,
+        allowPrivate: settings.allowPrivateNetwork,
+        resolve: deps.resolve,
+        timeoutMs: settings.timeoutMs,
+        headers: { ...headers },
+      });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof UrlRefusedError) {
+        log.warn('webhook refused', { runId: args.runId, webhookId: delivery.id, origin: where, error: message });
+        await recordAttempt(deps.collections, delivery, { status: 'pending', httpStatus: null, error: message });
+        throw ApplicationFailure.nonRetryable(message, 'WebhookRefused');
+      }
+      const error = `${where} unreachable: ${message}`;
+      log.info('webhook attempt failed', { runId: args.runId, webhookId: delivery.id, origin: where, error });
+      await recordAttempt(deps.collections, delivery, { status: 'pending', httpStatus: null, error });
+      throw ApplicationFailure.retryable(error, 'WebhookUnreachable');
+    }
+    const { status } = answer;
+    if (status >= 200 && status < 300) {
+      log.info('webhook delivered', { runId: args.runId, webhookId: delivery.id, origin: where, status });
+      await recordAttempt(deps.collections, delivery, { status: 'delivered', httpStatus: status, error: null });
+      return { status };
+    }
+    const error =
+      status >= 300 && status < 400
+        ? `${where} answered ${status}: redirects are not followed, the webhook URL must answer itself`
+        : `${where} answered ${status}${answer.answer ? `: ${answer.answer.slice(0, 200)}` : ''}`;
+    log.info('webhook attempt failed', { runId: args.runId, webhookId: delivery.id, origin: where, status });
+    await recordAttempt(deps.collections, delivery, { status: 'pending', httpStatus: status, error });
+    if (isPermanent(status)) throw ApplicationFailure.nonRetryable(error, 'WebhookRejected');
+    throw ApplicationFailure.retryable(error, 'WebhookFailed');
+  }
+
+  async function recordWebhookGivenUp(args: WebhookArgs & { error: string }): Promise<void> {
+    log.warn('webhook given up', { runId: args.runId, webhookId: webhookMessageId(args.runId), origin: origin(args.url), error: args.error });
+    await recordGivenUp(deps.collections, ref(args), args.error);
+  }
+
+  return { deliverWebhook, recordWebhookGivenUp };
+}

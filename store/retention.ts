@@ -1,0 +1,39 @@
+/**
+ * D29 retention in MongoDB: finalized runs (their event logs live in the record) created before
+ * a cutoff are removed, with their idempotency keys and webhook deliveries. Ledger entries stay:
+ * the money history of an account is not user data and must keep explaining its balance. Runs
+ * that never finalized are left alone (a live run is never removed under its reader).
+ */
+import type { Collections } from './db';
+
+/** Runs removed per round: bounded memory and bounded `$in` lists, whatever the backlog. */
+const BATCH = 500;
+
+export interface RemovedRuns {
+  runs: number;
+  idempotencyKeys: number;
+  webhookDeliveries: number;
+}
+
+type RetentionCollections = Pick<Collections, 'runs' | 'idempotencyKeys' | 'webhookDeliveries'>;
+
+/** Removes finalized runs created before `cutoff` and what belongs to them; `onBatch` is called between rounds. */
+export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date, onBatch: () => void = () => undefined): Promise<RemovedRuns> {
+  const removed: RemovedRuns = { runs: 0, idempotencyKeys: 0, webhookDeliveries: 0 };
+  for (;;) {
+    const batch = await c.runs.find({ created_at: { $lt: cutoff }, finalized: true }, { projection: { _id: 1 } }).limit(BATCH).toArray();
+    if (batch.length === 0) break;
+    const ids = batch.map((d) => d._id);
+    // Keys before runs: a key left pointing at a removed run would let a repeat start that run id again (D18).
+    removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ run_id: { $in: ids } })).deletedCount;
+    removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ run_id: { $in: ids } })).deletedCount;
+    const runs = (await c.runs.deleteMany({ _id: { $in: ids }, finalized: true })).deletedCount;
+    removed.runs += runs;
+    onBatch();
+    if (runs === 0) break; // nothing matched after all (removed by a concurrent job): do not spin
+  }
+  // Whatever else is that old: keys of runs never recorded (D18 crash cases), deliveries of runs removed earlier.
+  removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ created_at: { $lt: cutoff } })).deletedCount;
+  removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ created_at: { $lt: cutoff } })).deletedCount;
+  return removed;
+}

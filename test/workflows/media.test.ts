@@ -1,0 +1,380 @@
+/**
+ * Media in runs (issue 4) on the real stack: image generation in both answer shapes, a model
+ * prediction that takes several polls and yields video plus audio, binary http_request
+ * answers, file id and URL inputs, and the SSRF cases a URL input must not reach. Every file
+ * part must carry a signed link of this service that serves the provider's real bytes.
+ */
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startService, type TestService } from '../support/service';
+import { newAccount } from '../support/accounts';
+import { call, waitFor } from '../support/http';
+import { publish, waitForRun } from '../support/fixtures';
+import { startFakeOpenAI, IMAGE_COLOURS, type FakeOpenAI } from '../fakes/openai';
+import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
+import { mp4, pdf, png } from '../fakes/media';
+import { filesCollection } from '../../store/files';
+
+const START_FEE_USD = 0.001;
+const PRICES = JSON.stringify({ 'img-test': { per_image: 0.04 }, 'owner/video-model': { per_second: 0.002 } });
+
+interface Target {
+  origin: string;
+  hits: string[];
+  close(): Promise<void>;
+}
+
+/** Serves media for URL inputs and http_request nodes, with Content-Types that lie (the bytes decide). */
+async function startTarget(host = '127.0.0.1'): Promise<Target> {
+  const hits: string[] = [];
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    hits.push(url.pathname);
+    if (url.pathname === '/photo.png') {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      return res.end(png([1, 2, 3], 2, 2));
+    }
+    if (url.pathname === '/report') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="quarterly report.pdf"' });
+      return res.end(pdf('Q3'));
+    }
+    if (url.pathname === '/clip') {
+      res.writeHead(200, { 'content-type': 'application/x-binary' });
+      return res.end(mp4(3_000));
+    }
+    if (url.pathname === '/to') {
+      res.writeHead(302, { location: url.searchParams.get('url')! });
+      return res.end();
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('no such thing');
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const { port } = server.address() as AddressInfo;
+  return { origin: `http://${host}:${port}`, hits, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** Fetches a part's link without any Authorization header and returns its bytes and type. */
+async function download(svc: TestService, part: any): Promise<{ bytes: Buffer; type: string | null }> {
+  assert.ok(part.url.startsWith(`${svc.url}/files/file_`), `not a link of this service: ${part.url}`);
+  const res = await fetch(part.url);
+  assert.equal(res.status, 200, part.url);
+  return { bytes: Buffer.from(await res.arrayBuffer()), type: res.headers.get('content-type') };
+}
+
+async function start(svc: TestService, key: string, workflowId: string, inputs: Record<string, unknown> = {}): Promise<string> {
+  const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId, inputs } });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  return res.body.run_id;
+}
+
+async function runToEnd(svc: TestService, key: string, doc: { slug: string }, inputs: Record<string, unknown> = {}): Promise<any> {
+  await publish(svc.url, key, doc);
+  return waitForRun(svc.url, key, await start(svc, key, doc.slug, inputs), 60_000);
+}
+
+const closeTo = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} != ${expected}`);
+
+describe('media in runs (issue 4)', function () {
+  this.timeout(120_000);
+  let openai: FakeOpenAI;
+  let replicate: FakeReplicate;
+  let target: Target;
+  let svc: TestService;
+  let key: string;
+
+  before(async () => {
+    [openai, replicate, target] = await Promise.all([startFakeOpenAI(), startFakeReplicate(), startTarget()]);
+    svc = await startService({
+      env: {
+        OPENAI_BASE_URL: openai.baseUrl,
+        PROVIDERS: JSON.stringify({ replicate: { kind: 'replicate', base_url: replicate.baseUrl, api_key: 'r8_test' } }),
+        PRICES,
+        MODEL_POLL_MS: '100',
+        // The fakes listen on http://127.0.0.1: this service may reach them (D19 "where configuration allows").
+        ALLOW_HTTP_URLS: 'true',
+        ALLOW_PRIVATE_NETWORK: 'true',
+      },
+    });
+    ({ key } = await newAccount(svc.store.collections, 100));
+  });
+  after(async () => {
+    await svc?.close();
+    await Promise.all([openai?.close(), replicate?.close(), target?.close()]);
+  });
+
+  describe('image_generation', () => {
+    const doc = (slug: string, prompt: string) => ({
+      slug,
+      nodes: [
+        { id: 'subject', type: 'user_input', label: 'Subject', input_type: 'text' },
+        { id: 'draw', type: 'image_generation', model: 'img-test', prompt, size: '256x256', n: 3 },
+        { id: 'out', type: 'user_result', label: 'Images' },
+      ],
+      edges: [
+        { from: 'subject', to: 'draw', port: 'subject' },
+        { from: 'draw', to: 'out' },
+      ],
+    });
+
+    for (const [shape, prompt] of [
+      ['b64_json', 'A {{subject}}'],
+      ['url', 'A {{subject}} as:url'],
+    ] as const) {
+      it(`stores n=3 images answered as ${shape} in one item of image parts, billed per image`, async () => {
+        const run = await runToEnd(svc, key, doc(`draw-${shape.replace('_', '-')}`, prompt), { subject: 'red fox' });
+        assert.equal(run.status, 'completed', JSON.stringify(run));
+        const items = run.output.images;
+        assert.equal(items.length, 1);
+        assert.equal(items[0].status, 'completed');
+        assert.equal(items[0].parts.length, 3);
+        const request = openai.requests.filter((r) => r.path === '/v1/images/generations').at(-1)!;
+        assert.deepEqual(request.body, { model: 'img-test', prompt: prompt.replace('{{subject}}', 'red fox'), n: 3, size: '256x256' });
+        for (const [i, part] of items[0].parts.entries()) {
+          assert.equal(part.type, 'image');
+          assert.equal(part.name, shape === 'url' ? `${i}.png` : `image-${i + 1}.png`);
+          assert.equal(part.mime_type, 'image/png');
+          assert.ok(!part.url.includes('/v1/image-files/'), 'the provider URL must not reach the caller');
+          const file = await download(svc, part);
+          assert.equal(file.type, 'image/png');
+          assert.deepEqual(file.bytes, png(IMAGE_COLOURS[i]));
+        }
+        closeTo(run.total_cost, START_FEE_USD + 3 * 0.04);
+      });
+    }
+
+    it('fails the item with the provider’s message on a 4xx', async () => {
+      const run = await runToEnd(svc, key, doc('draw-refused', 'status:400 {{subject}}'), { subject: 'x' });
+      assert.equal(run.status, 'completed');
+      assert.equal(run.output.images[0].status, 'failed');
+      assert.equal(run.output.images[0].error.code, 400);
+      assert.match(run.output.images[0].error.message, /The model refused/);
+    });
+  });
+
+  describe('model (Replicate-style predictions)', () => {
+    const doc = (slug: string, input: Record<string, unknown>, target: Record<string, string> = { model: 'owner/video-model' }) => ({
+      slug,
+      nodes: [
+        { id: 'idea', type: 'user_input', label: 'Idea', input_type: 'text' },
+        { id: 'predict', type: 'model', provider: 'replicate', ...target, input },
+        { id: 'out', type: 'user_result', label: 'Media' },
+      ],
+      edges: [
+        { from: 'idea', to: 'predict', port: 'idea' },
+        { from: 'predict', to: 'out' },
+      ],
+    });
+
+    it('creates one prediction, polls it several times, stores the video and audio outputs typed by their bytes and bills predict_time', async () => {
+      const run = await runToEnd(svc, key, doc('video-audio', { prompt: 'a clip of {{idea}}', settings: { seconds: 4, tags: ['{{idea}}'] }, polls: 4 }), { idea: 'waves' });
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const prediction = replicate.predictions.at(-1)!;
+      assert.deepEqual(prediction.body, { model: 'owner/video-model', input: { prompt: 'a clip of waves', settings: { seconds: 4, tags: ['waves'] }, polls: 4 } });
+      assert.ok(prediction.polls >= 4, `polled ${prediction.polls} times`);
+      assert.equal(replicate.log.filter((l) => l === 'POST /v1/predictions').length, replicate.predictions.length, 'one create per prediction');
+
+      const [item] = run.output.media;
+      assert.equal(item.status, 'completed');
+      assert.deepEqual(item.parts.map((p: any) => [p.type, p.mime_type, p.name]), [
+        ['video', 'video/mp4', 'out.mp4'],
+        ['file', 'audio/mpeg', 'out.mp3'],
+      ]);
+      const video = await download(svc, item.parts[0]);
+      assert.equal(video.type, 'video/mp4');
+      assert.deepEqual(video.bytes, replicate.files.video);
+      const audio = await download(svc, item.parts[1]);
+      assert.equal(audio.type, 'audio/mpeg');
+      assert.deepEqual(audio.bytes, replicate.files.audio);
+      for (const part of item.parts) assert.ok(!part.url.includes(new URL(replicate.baseUrl).host), 'no provider URL reaches the caller');
+      closeTo(run.total_cost, START_FEE_USD + 2.5 * 0.002);
+
+      // The stored outputs belong to the run's account and name the run.
+      const stored = await filesCollection(svc.store.db).findOne({ _id: new URL(item.parts[0].url).pathname.split('/')[2] });
+      assert.equal(stored?.metadata.source, 'output');
+      assert.equal(stored?.metadata.run_id, run.id);
+    });
+
+    it('types mixed outputs: a PDF URL is a file, a string is text, an object is json; a version pins the model', async () => {
+      const run = await runToEnd(svc, key, doc('mixed-output', { scenario: 'mixed', polls: 1, about: '{{idea}}' }, { version: 'abc123' }), { idea: 'q3' });
+      const [item] = run.output.media;
+      assert.equal(replicate.predictions.at(-1)!.body.version, 'abc123');
+      assert.deepEqual(item.parts.map((p: any) => p.type), ['file', 'text', 'json']);
+      assert.equal(item.parts[0].mime_type, 'application/pdf');
+      assert.deepEqual((await download(svc, item.parts[0])).bytes, replicate.files.pdf);
+      assert.equal(item.parts[1].text, 'a caption');
+      assert.deepEqual(item.parts[2].data, { score: 0.9 });
+
+      const tokens = await runToEnd(svc, key, doc('tokens-output', { scenario: 'tokens', polls: 1, q: '{{idea}}' }), { idea: 'story' });
+      assert.deepEqual(tokens.output.media[0].parts, [{ type: 'text', text: 'Once upon a time' }]);
+    });
+
+    it('a retried attempt resumes its prediction instead of creating (and paying for) another', async () => {
+      const run = await runToEnd(svc, key, doc('prediction-resumed', { polls: 5, flaky_poll: 3, q: '{{idea}}' }), { idea: 'resume-me' });
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const created = replicate.predictions.filter((p) => p.body.input?.q === 'resume-me');
+      assert.equal(created.length, 1, 'one prediction for two attempts');
+      assert.ok(created[0].polls >= 5);
+      assert.equal(run.output.media[0].parts.length, 2);
+    });
+
+    it('fails the item when the prediction fails', async () => {
+      const run = await runToEnd(svc, key, doc('prediction-fails', { scenario: 'fail', polls: 1, q: '{{idea}}' }), { idea: 'x' });
+      assert.equal(run.status, 'completed');
+      assert.equal(run.output.media[0].status, 'failed');
+      assert.match(run.output.media[0].error.message, /the prediction failed: CUDA out of memory/);
+    });
+
+    it('a run cancel stops the polling and cancels the prediction at the provider', async () => {
+      await publish(svc.url, key, doc('prediction-forever', { scenario: 'forever', q: '{{idea}}' }));
+      const runId = await start(svc, key, 'prediction-forever', { idea: 'endless' });
+      const prediction = await waitFor(async () => {
+        const p = replicate.predictions.find((x) => x.body.input?.q === 'endless');
+        return p && p.polls >= 2 ? p : undefined;
+      }, { what: 'the prediction to be polled' });
+      assert.equal((await call(svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key })).status, 202);
+      const run = await waitForRun(svc.url, key, runId);
+      assert.equal(run.status, 'cancelled');
+      await waitFor(async () => (prediction.cancelled ? true : undefined), { what: 'the provider to see the cancel' });
+      assert.equal(prediction.status, 'canceled');
+      const polls = prediction.polls;
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(prediction.polls, polls, 'no polling after the cancel');
+    });
+  });
+
+  describe('http_request binary answers', () => {
+    it('stores a binary answer as a file part typed by its bytes, named by Content-Disposition or the URL', async () => {
+      const doc = {
+        slug: 'fetch-binary',
+        nodes: [
+          { id: 'paths', type: 'batch', rows: ['report', 'clip'] },
+          { id: 'get', type: 'http_request', url: `${target.origin}/{{path}}` },
+          { id: 'out', type: 'user_result', label: 'Files' },
+        ],
+        edges: [
+          { from: 'paths', to: 'get', port: 'path' },
+          { from: 'get', to: 'out' },
+        ],
+      };
+      const run = await runToEnd(svc, key, doc);
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const parts = run.output.files.map((item: any) => item.parts[0]);
+      assert.deepEqual(parts.map((p: any) => [p.type, p.mime_type, p.name]), [
+        ['file', 'application/pdf', 'quarterly report.pdf'],
+        ['video', 'video/mp4', 'clip.mp4'],
+      ]);
+      assert.deepEqual((await download(svc, parts[0])).bytes, pdf('Q3'));
+      assert.deepEqual((await download(svc, parts[1])).bytes, mp4(3_000));
+    });
+  });
+
+  describe('file inputs', () => {
+    const doc = {
+      slug: 'echo-photo',
+      nodes: [
+        { id: 'photo', type: 'user_input', label: 'Photo', input_type: 'image' },
+        { id: 'doc', type: 'user_input', label: 'Document', input_type: 'file', required: false },
+        { id: 'caption', type: 'text', template: 'photo at {{photo}}' },
+        { id: 'out', type: 'user_result', label: 'Photo Out' },
+        { id: 'doc_out', type: 'user_result', label: 'Doc Out' },
+        { id: 'caption_out', type: 'user_result', label: 'Caption' },
+      ],
+      edges: [
+        { from: 'photo', to: 'out' },
+        { from: 'doc', to: 'doc_out' },
+        { from: 'photo', to: 'caption', port: 'photo' },
+        { from: 'caption', to: 'caption_out' },
+      ],
+    };
+    before(async () => publish(svc.url, key, doc));
+
+    it('turns the caller’s file id into an image part with a signed link, name and type', async () => {
+      const bytes = png([50, 60, 70], 3, 3);
+      const up = await fetch(`${svc.url}/api/v1/files?name=me.png`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: bytes });
+      const file = (await up.json()) as any;
+      const run = await waitForRun(svc.url, key, await start(svc, key, doc.slug, { photo: file.id }));
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const part = run.output.photo_out[0].parts[0];
+      assert.equal(part.type, 'image');
+      assert.equal(part.name, 'me.png');
+      assert.equal(part.mime_type, 'image/png');
+      assert.ok(part.url.includes(`/files/${file.id}/content?`), part.url);
+      assert.deepEqual((await download(svc, part)).bytes, bytes);
+      assert.equal(run.output.caption[0].parts[0].text, `photo at ${part.url}`); // templates see the link
+    });
+
+    it('fetches a URL input (following a redirect), stores it under the run’s account and links to the copy', async () => {
+      const url = `${target.origin}/to?url=${encodeURIComponent(`${target.origin}/photo.png`)}`;
+      const run = await waitForRun(svc.url, key, await start(svc, key, doc.slug, { photo: url, document: `${target.origin}/report` }));
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const photo = run.output.photo_out[0].parts[0];
+      assert.deepEqual([photo.type, photo.mime_type, photo.name], ['image', 'image/png', 'photo.png']);
+      assert.deepEqual((await download(svc, photo)).bytes, png([1, 2, 3], 2, 2));
+      const document = run.output.doc_out[0].parts[0];
+      assert.deepEqual([document.type, document.mime_type, document.name], ['file', 'application/pdf', 'quarterly report.pdf']);
+      const stored = await filesCollection(svc.store.db).findOne({ _id: new URL(photo.url).pathname.split('/')[2] });
+      assert.equal(stored?.metadata.source, 'input');
+      assert.equal(stored?.metadata.run_id, run.id);
+    });
+
+    it('fails the run, naming the input, when the URL answers 404', async () => {
+      const run = await waitForRun(svc.url, key, await start(svc, key, doc.slug, { photo: `${target.origin}/gone.png` }));
+      assert.equal(run.status, 'failed');
+      assert.match(run.error, /node 'photo' \(user_input\): input 'photo': http:\/\/127\.0\.0\.1:\d+ answered 404/);
+    });
+  });
+
+  describe('SSRF: URL inputs on a service that does not allow private addresses', () => {
+    let guarded: TestService;
+    let guardedKey: string;
+    let inner: Target;
+    const doc = {
+      slug: 'fetch-photo',
+      nodes: [
+        { id: 'photo', type: 'user_input', label: 'Photo', input_type: 'image' },
+        { id: 'out', type: 'user_result', label: 'Photo Out' },
+      ],
+      edges: [{ from: 'photo', to: 'out' }],
+    };
+    before(async () => {
+      inner = await startTarget('127.0.0.2'); // a host this service is told to trust, which redirects to loopback
+      guarded = await startService({ env: { ALLOW_HTTP_URLS: 'true', ALLOW_PRIVATE_HOSTS: '127.0.0.2', RETRY_INITIAL_MS: '50' } });
+      ({ key: guardedKey } = await newAccount(guarded.store.collections));
+      await publish(guarded.url, guardedKey, doc);
+    });
+    after(async () => {
+      await guarded?.close();
+      await inner?.close();
+    });
+
+    const refused = async (url: string, why: RegExp) => {
+      const before = target.hits.length;
+      const run = await waitForRun(guarded.url, guardedKey, await start(guarded, guardedKey, doc.slug, { photo: url }));
+      assert.equal(run.status, 'failed', JSON.stringify(run));
+      assert.match(run.error, /^node 'photo' \(user_input\): input 'photo': /);
+      assert.match(run.error, why);
+      assert.equal(target.hits.length, before, 'the refused address was never contacted');
+      assert.equal(run.output, null);
+    };
+
+    it('refuses loopback (by address and by name)', async () => {
+      await refused(`${target.origin}/photo.png`, /127\.0\.0\.1, a loopback address/);
+      await refused(`http://localhost:${new URL(target.origin).port}/photo.png`, /localhost resolves to 127\.0\.0\.1, a loopback address/);
+    });
+
+    it('refuses a private 10.x address', async () => {
+      await refused('http://10.1.2.3/photo.png', /10\.1\.2\.3, a private network address/);
+    });
+
+    it('refuses the cloud metadata address', async () => {
+      await refused('http://169.254.169.254/latest/meta-data/iam/security-credentials/', /169\.254\.169\.254, a cloud metadata address/);
+    });
+
+    it('refuses a redirect to loopback, checked after the redirect', async () => {
+      const innerBefore = inner.hits.length;
+      await refused(`${inner.origin}/to?url=${encodeURIComponent(`${target.origin}/photo.png`)}`, /127\.0\.0\.1, a loopback address/);
+      assert.deepEqual(inner.hits.slice(innerBefore), ['/to'], 'the first, allowed hop was fetched');
+    });
+  });
+});
