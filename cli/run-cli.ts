@@ -10,7 +10,7 @@ import { publishWorkflow } from '../api/services/publish-workflow';
 import type { Collections } from '../store/db';
 import type { AccountDoc, ApiKeyDoc, LedgerDoc, RunDoc } from '../store/documents';
 import { addCredits, createAccount, issueKey, revokeKey, rotateWebhookSecret, setAccountRateLimits, webhookSecret } from '../store/accounts';
-import { listEntries } from '../store/ledger';
+import { accountBalance, listEntries } from '../store/ledger';
 import { fields, formatDate, formatUsd, table } from './format';
 
 export interface CliDeps {
@@ -246,8 +246,8 @@ function printJson(ctx: Context, value: unknown): void {
   ctx.out(JSON.stringify(value, null, 2));
 }
 
-function accountJson(a: AccountDoc) {
-  return { id: a._id, name: a.name, balance_usd: a.balance_usd, rate_limits: a.rate_limits ?? null, created_at: a.created_at };
+function accountJson(a: AccountDoc, balanceUsd: number) {
+  return { id: a._id, name: a.name, balance_usd: balanceUsd, rate_limits: a.rate_limits ?? null, created_at: a.created_at };
 }
 
 /** D16 limits as people read them; absent ones are the service's configured defaults. */
@@ -262,7 +262,7 @@ function keyJson(k: ApiKeyDoc) {
 }
 
 function entryJson(e: LedgerDoc) {
-  return { id: e._id, kind: e.kind, amount_usd: e.amount_usd, run_id: e.run_id, note: e.note, state: e.state, created_at: e.created_at };
+  return { id: e._id, kind: e.kind, amount_usd: e.amount_usd, run_id: e.run_id, note: e.note, created_at: e.created_at };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,12 +272,14 @@ async function accountsCreate(ctx: Context): Promise<number> {
   const name = ctx.values.name?.trim();
   if (!name) throw new UsageError('accounts create: --name NAME is required');
   const creditsUsd = ctx.values.credits === undefined ? undefined : amountUsd(ctx.values.credits, '--credits', { allowNegative: false, allowZero: true });
-  const account = await createAccount(await ctx.collections(), { name, creditsUsd });
+  const c = await ctx.collections();
+  const account = await createAccount(c, { name, creditsUsd });
+  const balance = await accountBalance(c, account._id);
   if (ctx.json) {
-    printJson(ctx, accountJson(account));
+    printJson(ctx, accountJson(account, balance));
   } else {
     ctx.out(`Created account ${account._id}`);
-    ctx.out(fields([['name', account.name], ['balance', formatUsd(account.balance_usd)]]).join('\n'));
+    ctx.out(fields([['name', account.name], ['balance', formatUsd(balance)]]).join('\n'));
   }
   return EXIT_OK;
 }
@@ -285,15 +287,15 @@ async function accountsCreate(ctx: Context): Promise<number> {
 async function accountsShow(ctx: Context): Promise<number> {
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
-  const keys = await c.apiKeys.countDocuments({ account_id: account._id, revoked_at: null });
+  const [keys, balance] = await Promise.all([c.apiKeys.countDocuments({ account_id: account._id, revoked_at: null }), accountBalance(c, account._id)]);
   if (ctx.json) {
-    printJson(ctx, { ...accountJson(account), live_keys: keys });
+    printJson(ctx, { ...accountJson(account, balance), live_keys: keys });
   } else {
     ctx.out(`Account ${account._id}`);
     ctx.out(
       fields([
         ['name', account.name],
-        ['balance', formatUsd(account.balance_usd)],
+        ['balance', formatUsd(balance)],
         ['rate limits', formatLimits(account.rate_limits)],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
@@ -394,12 +396,12 @@ async function creditsAdd(ctx: Context): Promise<number> {
   const c = await ctx.collections();
   await requireAccount(c, accountId);
   await addCredits(c, accountId, amount, ctx.values.note?.trim() || null);
-  const account = await requireAccount(c, accountId);
+  const balance = await accountBalance(c, accountId);
   if (ctx.json) {
-    printJson(ctx, { account_id: accountId, amount_usd: amount, balance_usd: account.balance_usd });
+    printJson(ctx, { account_id: accountId, amount_usd: amount, balance_usd: balance });
   } else {
     ctx.out(`${amount < 0 ? 'Removed' : 'Added'} ${formatUsd(Math.abs(amount))} ${amount < 0 ? 'from' : 'to'} account ${accountId}.`);
-    ctx.out(`Balance: ${formatUsd(account.balance_usd)}`);
+    ctx.out(`Balance: ${formatUsd(balance)}`);
   }
   return EXIT_OK;
 }
@@ -408,13 +410,17 @@ async function ledger(ctx: Context): Promise<number> {
   const limit = ctx.values.limit === undefined ? 100 : positiveInt(ctx.values.limit, '--limit');
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
-  const [entries, total] = await Promise.all([listEntries(c, account._id, limit), c.ledger.countDocuments({ account_id: account._id })]);
+  const [entries, total, balance] = await Promise.all([
+    listEntries(c, account._id, limit),
+    c.ledger.countDocuments({ account_id: account._id }),
+    accountBalance(c, account._id),
+  ]);
   if (ctx.json) {
-    printJson(ctx, { account_id: account._id, balance_usd: account.balance_usd, total_entries: total, entries: entries.map(entryJson) });
+    printJson(ctx, { account_id: account._id, balance_usd: balance, total_entries: total, entries: entries.map(entryJson) });
     return EXIT_OK;
   }
   ctx.out(`Account ${account._id} (${account.name})`);
-  ctx.out(`Balance: ${formatUsd(account.balance_usd)}`);
+  ctx.out(`Balance: ${formatUsd(balance)}`);
   ctx.out('');
   if (entries.length === 0) {
     ctx.out('No ledger entries.');
@@ -425,9 +431,8 @@ async function ledger(ctx: Context): Promise<number> {
     e.kind,
     formatUsd(e.amount_usd),
     e.run_id ?? e.note ?? '',
-    e.state === 'applied' ? '' : `(${e.state})`,
   ]);
-  ctx.out(table(['DATE', 'KIND', 'AMOUNT', 'RUN / NOTE', ''], rows).join('\n'));
+  ctx.out(table(['DATE', 'KIND', 'AMOUNT', 'RUN / NOTE'], rows).join('\n'));
   if (total > entries.length) ctx.out(`(the oldest ${entries.length} of ${total} entries; raise --limit for more)`);
   return EXIT_OK;
 }

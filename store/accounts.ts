@@ -44,8 +44,6 @@ export async function createAccount(c: Collections, opts: { name: string; credit
   const account: AccountDoc = {
     _id: generateId('acct'),
     name: opts.name,
-    balance_usd: 0,
-    pending_entries: [],
     webhook_secret: newWebhookSecret(), // D20
     created_at: new Date(),
   };

@@ -6,11 +6,7 @@ import type { RunEvent, RunOutput, RunStatus } from '../workflows/definitions';
 export interface AccountDoc {
   _id: string; // acct_...
   name: string;
-  balance_usd: number;
-  /** Ledger entries being applied right now; see store/ledger.ts for why this exists. */
-  pending_entries: string[];
-  /** Bumped by every balance move, so a stalled ledger attempt cannot move it again (store/ledger.ts). */
-  version?: number;
+  // No balance field: the balance is the sum of the account's ledger entries (store/ledger.ts).
   /** Per-account D16 limits; absent ones use the configured defaults. Copied onto the account's keys. */
   rate_limits?: RateLimitOverrides | null;
   /** D20: `whsec_` + base64 of 24 random bytes, signing the account's webhooks; made on first use for older accounts. */
@@ -104,8 +100,6 @@ export interface LedgerDoc {
   /** Signed: credits are positive, run debits negative. */
   amount_usd: number;
   note: string | null;
-  /** `pending` until the account balance reflects it, then `applied`. */
-  state: 'pending' | 'applied';
   created_at: Date;
 }
 

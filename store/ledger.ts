@@ -1,61 +1,36 @@
 /**
- * The append-only ledger and the account balance it moves (D17).
+ * The append-only ledger (D17). The balance of an account is the sum of its entries; nothing
+ * else holds money.
  *
- * MongoDB (and FerretDB) give no multi-document transactions here, yet an entry and the
- * balance must move together exactly once, even when the caller crashes between steps and
- * retries. This is the classic two-phase pattern on single-document atomic updates:
- *   1. insert the entry as `pending` (its `_id` makes it unique: a run's debit is `led_<run ulid>`);
- *   2. `$inc` the balance and `$push` the entry id into `pending_entries`, guarded by
- *      `pending_entries: {$ne: id}` so a retry cannot apply it twice;
- *   3. mark the entry `applied`;
- *   4. `$pull` the id from `pending_entries`.
- * A retry reads the entry first: once it is `applied`, only step 4 can be left to do.
- *
- * Step 2 is also guarded by the account's `version`, bumped by every balance move: an attempt
- * that read the entry as `pending` and then stalled (Temporal retries an activity whose attempt
- * timed out while that attempt may still be running) must not apply it again after a newer
- * attempt finished all four steps, when the id is no longer in `pending_entries`.
+ * Why no balance field: without multi-document transactions an entry and a balance field can
+ * only move together through a multi-step protocol, and FerretDB v1 (our development database)
+ * does not even isolate concurrent updates of one document, so such a field drifts there under
+ * load. An insert with a unique `_id` is exact on every MongoDB-compatible server: a run's debit
+ * is `led_<run ulid>`, so however often a crashed or retried worker posts it, it exists once.
  */
 import type { Collections } from './db';
 import type { LedgerDoc } from './documents';
 
-export type NewEntry = Omit<LedgerDoc, 'state' | 'created_at'>;
+export type NewEntry = Omit<LedgerDoc, 'created_at'>;
 
-/** Records an entry and applies it to the balance exactly once; safe to call again with the same entry. */
-export async function postEntry(c: Pick<Collections, 'ledger' | 'accounts'>, entry: NewEntry): Promise<LedgerDoc> {
+/** Records an entry exactly once (its `_id` is its identity); posting it again changes nothing. */
+export async function postEntry(c: Pick<Collections, 'ledger'>, entry: NewEntry): Promise<LedgerDoc> {
   try {
-    await c.ledger.insertOne({ ...entry, state: 'pending', created_at: new Date() });
+    await c.ledger.insertOne({ ...entry, created_at: new Date() });
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
   const stored = await c.ledger.findOne({ _id: entry._id });
   if (!stored) throw new Error(`ledger entry ${entry._id} vanished`);
-  if (stored.state === 'pending' && (await moveBalanceOnce(c, stored))) {
-    await c.ledger.updateOne({ _id: stored._id }, { $set: { state: 'applied' } });
-  }
-  await c.accounts.updateOne({ _id: stored.account_id }, { $pull: { pending_entries: stored._id } });
-  return { ...stored, state: 'applied' };
+  return stored;
 }
 
-/**
- * Step 2, decided by what the documents say rather than by update counts: returns once the
- * entry's amount is in the balance (true) or the entry is already `applied` (false).
- */
-async function moveBalanceOnce(c: Pick<Collections, 'ledger' | 'accounts'>, entry: LedgerDoc): Promise<boolean> {
-  for (;;) {
-    const account = await c.accounts.findOne({ _id: entry.account_id }, { projection: { pending_entries: 1, version: 1 } });
-    // No account, no balance to move (as before); throwing would retry a run's finalize forever.
-    if (!account) return true;
-    if (account.pending_entries?.includes(entry._id)) return true;
-    // Read after the account: an attempt that applied the entry and pulled its id marked it applied first.
-    const current = await c.ledger.findOne({ _id: entry._id }, { projection: { state: 1 } });
-    if (current?.state === 'applied') return false;
-    // Matches only if no balance moved since the read above (or accounts from before `version`).
-    await c.accounts.updateOne(
-      { _id: entry.account_id, version: account.version ?? { $exists: false }, pending_entries: { $ne: entry._id } },
-      { $inc: { balance_usd: entry.amount_usd, version: 1 }, $push: { pending_entries: entry._id } },
-    );
-  }
+/** The account's balance in USD: the sum of its entries (one indexed aggregation). */
+export async function accountBalance(c: Pick<Collections, 'ledger'>, accountId: string): Promise<number> {
+  const [row] = await c.ledger
+    .aggregate<{ total: number }>([{ $match: { account_id: accountId } }, { $group: { _id: null, total: { $sum: '$amount_usd' } } }])
+    .toArray();
+  return Math.round((row?.total ?? 0) * 1e9) / 1e9; // float sums drift; show what was booked
 }
 
 /** The account's entries, oldest first. */

@@ -8,6 +8,7 @@ import type { RunDoc, WorkflowDoc, WorkflowVersionDoc } from '../../store/docume
 import { generateId } from '../../store/ids';
 import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
+import { accountBalance } from '../../store/ledger';
 import { findVersion, findWorkflow } from '../../store/workflows';
 import type { RunArgs } from '../../workflows/definitions';
 import { InsufficientCreditsError, InvalidInputsError, InvalidRequestError, NotFoundError } from '../errors';
@@ -70,8 +71,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
   const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
   if (!inputs.ok || problems.length > 0) throw new InvalidInputsError(describeProblems(problems), problems);
 
-  const account = await collections.accounts.findOne({ _id: auth.accountId }, { projection: { balance_usd: 1 } });
-  if (!account || account.balance_usd <= 0) throw new InsufficientCreditsError(); // D17
+  if ((await accountBalance(collections, auth.accountId)) <= 0) throw new InsufficientCreditsError(); // D17
 
   const createdAt = new Date();
   const run: RunDoc = {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { addCredits } from '../../store/accounts';
 import { deriveId } from '../../store/ids';
+import { accountBalance } from '../../store/ledger';
 import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
@@ -54,17 +55,17 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
     const c = svc.store.collections;
     const { accountId, key } = await newAccount(c, 10);
     await publish(svc.url, key, greetingWorkflow('greet'));
-    const opening = (await c.accounts.findOne({ _id: accountId }))!.balance_usd;
+    const opening = await accountBalance(c, accountId);
 
-    // The first worker reaches MongoDB through a proxy that lets the debit's balance update
-    // through (store/ledger.ts step 2) and then holds everything: the worker hangs right there.
+    // The first worker reaches MongoDB through a proxy that lets the debit's insert through
+    // (store/ledger.ts) and then holds everything: the worker hangs right after booking it.
     let proxy: MongoProxy | undefined;
     const workers: WorkerProcess[] = [];
     try {
       // Only this account's debit: the worker also finishes runs other tests left queued.
       proxy = await startMongoProxy(
         svc.config.mongo.uri,
-        (m) => hasStringElement(m, 'update', 'accounts') && m.includes('$inc') && m.includes(accountId),
+        (m) => hasStringElement(m, 'insert', 'ledger') && m.includes(accountId),
       );
       workers.push(startWorkerProcess(svc.config, { mongoUri: proxy.uri }));
       const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
@@ -76,39 +77,29 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
         proxy.frozen,
         new Promise((_, reject) => setTimeout(() => reject(new Error(`the worker never reached the debit: ${workers[0].stderr()}`)), 90_000)),
       ]);
-      // Mid-debit: the record is final, the entry pending, the balance moved and the entry marked in flight.
-      const midway = await waitFor(async () => {
-        const account = await c.accounts.findOne({ _id: accountId });
-        return account?.pending_entries.includes(entryId) ? account : undefined;
-      }, { what: 'the balance update to land' });
+      // Mid-finalize: the record is final and the debit booked, but the activity never completed.
+      await waitFor(async () => ((await c.ledger.findOne({ _id: entryId })) ? true : undefined), { what: 'the debit to land' });
       const run = (await c.runs.findOne({ _id: runId }))!;
       assert.equal(run.finalized, true);
       assert.equal(run.status, 'completed');
       const cost = run.total_cost!;
       assert.ok(cost > 0, `cost ${cost}`);
-      assert.equal((await c.ledger.findOne({ _id: entryId }))?.state, 'pending');
-      assert.equal(midway.balance_usd, opening - cost);
+      assert.ok(Math.abs((await accountBalance(c, accountId)) - (opening - cost)) < 1e-9);
 
       await workers[0].kill();
       // Another worker, straight to the database: Temporal retries the finalize activity once the
-      // killed attempt times out, and the retry must finish the debit without moving the balance again.
+      // killed attempt times out, and the retry must find the debit booked and book nothing more.
       workers.push(startWorkerProcess(svc.config));
-      const done = await waitFor(async () => {
-        const entry = await c.ledger.findOne({ _id: entryId });
-        const account = await c.accounts.findOne({ _id: accountId });
-        return entry?.state === 'applied' && account && !account.pending_entries.includes(entryId) ? account : undefined;
-      }, { timeoutMs: 120_000, intervalMs: 250, what: `the retried debit (worker: ${workers[1].stderr()})` });
-
-      const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
-      assert.deepEqual(debits.map((e) => [e._id, e.run_id, e.amount_usd, e.state]), [[entryId, runId, -cost, 'applied']]);
-      assert.equal(done.balance_usd, opening - cost, 'the balance moved exactly once');
-      assert.deepEqual(done.pending_entries, []);
-      // The run itself ends normally on the new worker.
+      // The workflow closes only once the retried finalize completed on the new worker.
+      await svc.api.gateway.client.workflow.getHandle(runId).result();
       const final = await waitFor(async () => {
         const r = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
         return r.body.status === 'completed' ? r.body : undefined;
       }, { what: 'the run to read completed' });
       assert.equal(final.total_cost, cost);
+      const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
+      assert.deepEqual(debits.map((e) => [e._id, e.run_id, e.amount_usd]), [[entryId, runId, -cost]]);
+      assert.ok(Math.abs((await accountBalance(c, accountId)) - (opening - cost)) < 1e-9, 'the balance moved exactly once');
     } finally {
       for (const w of workers) await w.kill();
       await proxy?.close();
