@@ -1,9 +1,35 @@
 /**
  * After the load: does what the service stored still add up? Every run whose workflow has
- * closed must have a finalized record, and the account's balance must equal the sum of its
- * ledger entries. Load is when lost updates show.
+ * closed must have a finalized record, and every finalized run with a cost must have exactly
+ * its debit in the ledger (store/ledger.ts: the balance is the sum of the entries). Load is
+ * when lost updates show. The benchmarks delete finished run records between phases
+ * (BenchContext.resetRuns), which checks their debits first and keeps the tally.
  */
-import type { BenchContext } from './context';
+import type { Store } from '../store/db';
+import type { RunDoc } from '../store/documents';
+import type { BenchContext, DebitTally } from './context';
+
+/** Compares finalized runs' total_cost with their ledger debits (looked up by run id). */
+export async function debitCheck(store: Store, runs: Array<Pick<RunDoc, '_id' | 'total_cost'>>): Promise<DebitTally> {
+  const tally: DebitTally = { runs: runs.length, missing: 0, wrong: 0 };
+  if (runs.length === 0) return tally;
+  const entries = await store.collections.ledger.find({ kind: 'run', run_id: { $in: runs.map((r) => r._id) } }, { projection: { amount_usd: 1, run_id: 1 } }).toArray();
+  const debitOf = new Map<string, number>();
+  for (const e of entries) if (e.run_id) debitOf.set(e.run_id, (debitOf.get(e.run_id) ?? 0) - e.amount_usd);
+  for (const run of runs) {
+    const cost = run.total_cost ?? 0;
+    const debit = debitOf.get(run._id);
+    if (cost > 0 && debit === undefined) tally.missing++;
+    else if (debit !== undefined && Math.abs(debit - cost) > 1e-9) tally.wrong++;
+  }
+  return tally;
+}
+
+export function tallyDebits(into: DebitTally, add: DebitTally): void {
+  into.runs += add.runs;
+  into.missing += add.missing;
+  into.wrong += add.wrong;
+}
 
 export async function checkConsistency(ctx: BenchContext): Promise<string[]> {
   const { collections } = ctx.store;
@@ -28,21 +54,19 @@ export async function checkConsistency(ctx: BenchContext): Promise<string[]> {
   }
   const lost = [...closedNotFinalized.values()].reduce((n, ids) => n + ids.length, 0);
   lines.push(
-    `- Run records: ${total}; not finalized: ${open.length}${open.length > 500 ? ' (first 500 checked)' : ''} — ${running} still running in Temporal, ${unknown} unknown to Temporal, **${lost} closed in Temporal yet not finalized in MongoDB**.`,
+    `- Run records still stored: ${total}; not finalized: ${open.length}${open.length > 500 ? ' (first 500 checked)' : ''} — ${running} still running in Temporal, ${unknown} unknown to Temporal, **${lost} closed in Temporal yet not finalized in MongoDB**.`,
   );
   for (const [key, ids] of closedNotFinalized) lines.push(`  - ${ids.length} × ${key} (e.g. \`${ids[0]}\`)`);
 
-  // The balance is the sum of the ledger (store/ledger.ts): check the run debits against the runs.
-  const entries = await collections.ledger.find({ account_id: ctx.accountId }, { projection: { amount_usd: 1, kind: 1, run_id: 1 } }).toArray();
-  const sum = entries.reduce((s, e) => s + e.amount_usd, 0);
-  const debited = entries.filter((e) => e.kind === 'run');
-  const costs = await collections.runs.find({ account_id: ctx.accountId, finalized: true }, { projection: { total_cost: 1 } }).toArray();
-  const costSum = costs.reduce((s, r) => s + (r.total_cost ?? 0), 0);
-  const debitSum = -debited.reduce((s, e) => s + e.amount_usd, 0);
-  const drift = debitSum - costSum;
+  const entries = await collections.ledger.find({ account_id: ctx.accountId }, { projection: { amount_usd: 1, kind: 1 } }).toArray();
+  const balance = entries.reduce((s, e) => s + e.amount_usd, 0);
+  const debits = entries.filter((e) => e.kind === 'run').length;
+  const finalized = await collections.runs.find({ account_id: ctx.accountId, finalized: true }, { projection: { total_cost: 1 } }).toArray();
+  const t = { ...ctx.debitTally };
+  tallyDebits(t, await debitCheck(ctx.store, finalized));
   lines.push(
-    `- Ledger: ${entries.length} entries, balance ${sum.toFixed(6)} USD; ${debited.length} run debits for ${costs.length} finalized runs; ` +
-      `debits ${debitSum.toFixed(6)} vs total_cost ${costSum.toFixed(6)} USD (${Math.abs(drift) < 1e-6 ? 'consistent' : `**inconsistent by ${drift.toFixed(6)}**`}).`,
+    `- Ledger: ${entries.length} entries, balance (their sum) ${balance.toFixed(6)} USD, ${debits} run debits. Of the ${t.runs} finalized runs checked (as the benchmarks cleared them, and at the end): ` +
+      `${t.missing} without their debit, ${t.wrong} with a debit different from their total_cost (${t.missing + t.wrong === 0 ? 'consistent' : '**inconsistent**'}).`,
   );
   return lines;
 }

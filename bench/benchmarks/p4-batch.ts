@@ -1,0 +1,169 @@
+/**
+ * P4 batch: a json list of rows → batch → llm (the fake answers after 50 ms) → result, per-run
+ * concurrency 8 (RUN_CONCURRENCY). Wall time is from the POST to the workflow's close (waited
+ * for with the load process's own Temporal client, so no polling loads the run), against the
+ * ideal rows / 8 × 50 ms. The history gives the per-activity times and its own size.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import type { BenchContext, BenchResult, Row } from '../context';
+import { activityTimings, failuresIn, fetchEvents } from '../lib/history';
+import { keepAliveAgent, requestJson } from '../lib/http';
+import { fmt, nowMs, sleep, summarize } from '../lib/stats';
+
+export const BATCH_WORKFLOW = (fakeMs: number) => ({
+  slug: 'bench-batch',
+  name: 'Bench: an llm call per row',
+  nodes: [
+    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+    { id: 'each', type: 'batch' },
+    { id: 'ask', type: 'llm', model: 'fake-model', prompt: `slow:${fakeMs} {{row}}` },
+    { id: 'answers', type: 'user_result', label: 'Answers' },
+  ],
+  edges: [
+    { from: 'rows', to: 'each', port: 'rows' },
+    { from: 'each', to: 'ask', port: 'row' },
+    { from: 'ask', to: 'answers' },
+  ],
+});
+
+const CONCURRENCY = 8;
+const HISTORY_EVENT_LIMIT = 51_200;
+
+export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
+  const { rows: sizes, fakeMs, timeoutMs } = ctx.sizes.p4;
+  const agent = keepAliveAgent(2);
+  const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', { key: ctx.key, body: BATCH_WORKFLOW(fakeMs) });
+  if (published.status !== 201) throw new Error(`publish bench-batch: ${published.status} ${JSON.stringify(published.body)}`);
+  const rows: Row[] = [];
+  const verdicts: BenchResult['verdicts'] = [];
+  const details: string[] = [];
+
+  for (const n of sizes) {
+    await ctx.resetRuns();
+    ctx.fake.counts.maxInFlight = 0;
+    const answeredBefore = ctx.fake.counts.answered;
+    const input = Array.from({ length: n }, (_, i) => `row ${i}`);
+    const ideal = (n / CONCURRENCY) * fakeMs;
+    const end = ctx.monitor.begin();
+    const t0 = nowMs();
+    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'bench-batch', inputs: { rows: input } } });
+    if (res.status !== 202) throw new Error(`start batch of ${n}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    const runId = res.body.run_id as string;
+    const handle = ctx.temporal.workflow.getHandle(runId);
+    let outcome: 'closed' | 'failed' | 'timeout' | 'stuck' = 'closed';
+    let error = '';
+    let timer: NodeJS.Timeout | undefined;
+    let watching = true;
+    // A workflow task that keeps failing (e.g. a payload over a limit) retries forever: stop waiting once it has failed a few times.
+    const watchdog = (async () => {
+      while (watching) {
+        await sleep(5_000);
+        if (!watching) return;
+        const d = await handle.describe().catch(() => undefined);
+        if ((d?.raw.pendingWorkflowTask?.attempt ?? 0) >= 3) throw new Error('stuck');
+      }
+    })();
+    try {
+      await Promise.race([
+        handle.result(),
+        watchdog,
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+      ]);
+    } catch (err) {
+      if (err instanceof WorkflowFailedError) {
+        outcome = 'failed';
+        error = `${err.message}${err.cause ? `: ${err.cause.message}` : ''}`;
+      } else if ((err as Error).message === 'timeout' || (err as Error).message === 'stuck') {
+        outcome = (err as Error).message as 'timeout' | 'stuck';
+      } else {
+        outcome = 'failed';
+        error = (err as Error).message;
+      }
+    } finally {
+      watching = false;
+      clearTimeout(timer);
+    }
+    void watchdog.catch(() => undefined);
+    const wall = nowMs() - t0;
+    const usage = end();
+    const description = await handle.describe().catch(() => undefined);
+    const events = await fetchEvents(ctx.temporal, runId).catch(() => []);
+    const timings = activityTimings(events);
+    const failures = failuresIn(events);
+    const historyLength = description?.historyLength ?? events.length;
+    const historySize = description?.historySize;
+    const status = description?.status.name ?? 'unknown';
+    const taskAttempts = description?.raw.pendingWorkflowTask?.attempt ?? 0;
+
+    // What a caller sees.
+    const view = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    const answers = (view.body?.output?.answers ?? []) as Array<{ status: string }>;
+    const completedItems = answers.filter((a) => a.status === 'completed').length;
+    const ok = outcome === 'closed' && view.body?.status === 'completed' && completedItems === n;
+    if ((outcome === 'timeout' || outcome === 'stuck') && description?.status.name === 'RUNNING') {
+      await handle.terminate('benchmark timeout').catch(() => undefined);
+    }
+
+    const s2s = summarize(timings.scheduleToStart, 1);
+    const s2c = summarize(timings.startToClose, 1);
+    const ratio = wall / ideal;
+    const calls = ctx.fake.counts.answered - answeredBefore;
+    rows.push({
+      case: `${n} rows: POST → workflow closed`,
+      n: 1,
+      throughput: ok ? (n / wall) * 1000 : undefined,
+      ratio: ok ? ratio : undefined,
+      usage,
+      note: ok
+        ? `wall ${fmt(wall / 1000, 2)} s vs ideal ${fmt(ideal / 1000, 2)} s; history ${historyLength} events${historySize ? `, ${fmt(historySize / 2 ** 20, 2)} MB` : ''}`
+        : `**did not complete**: ${
+            outcome === 'timeout'
+              ? `still ${status} after ${fmt(timeoutMs / 1000, 0)} s`
+              : outcome === 'stuck'
+                ? `${status}, its workflow task failing (attempt ${taskAttempts}) after ${fmt(wall / 1000, 0)} s; terminated by the benchmark`
+                : status
+          }; history ${historyLength} events${historySize ? `, ${fmt(historySize / 2 ** 20, 2)} MB` : ''}; ${completedItems}/${n} items`,
+    });
+    rows.push({
+      case: `${n} rows: activity scheduled → started`,
+      n: s2s.count,
+      p50: s2s.p50,
+      p95: s2s.p95,
+      p99: s2s.p99,
+      note: 'Temporal matching + worker pickup, per row',
+    });
+    rows.push({
+      case: `${n} rows: activity started → completed`,
+      n: s2c.count,
+      p50: s2c.p50,
+      p95: s2c.p95,
+      p99: s2c.p99,
+      note: `the fake answers in ${fakeMs} ms`,
+    });
+    const perSlot = (wall * CONCURRENCY) / Math.max(1, calls);
+    details.push(
+      `- ${n} rows: ${calls} LLM calls, at most ${ctx.fake.counts.maxInFlight} in flight; ${timings.workflowTasks} workflow tasks; each of the ${CONCURRENCY} slots spent ${fmt(perSlot, 1)} ms per row (${fmt(perSlot - fakeMs, 1)} ms over the fake's ${fakeMs} ms); projected history for this graph ≈ ${fmt(historyLength / n, 2)} events per row.`,
+    );
+    if (failures.length || error) details.push(`- ${n} rows: ${[error, ...failures].filter(Boolean).map((f) => `\`${f.slice(0, 400)}\``).join('; ')}`);
+    if (n === 1_000 || (n < 1_000 && sizes.length === 1)) {
+      verdicts.push({ target: `${n} rows: wall ≤ 1.3× ideal (${fmt((ideal * 1.3) / 1000, 2)} s)`, measured: ok ? `${fmt(ratio, 2)}× (${fmt(wall / 1000, 2)} s)` : 'did not complete', met: ok && ratio <= 1.3 });
+    } else {
+      verdicts.push({
+        target: `${n} rows must complete (history limit ${HISTORY_EVENT_LIMIT} events / 50 MB)`,
+        measured: ok ? `completed in ${fmt(wall / 1000, 1)} s (${fmt(ratio, 2)}× ideal), ${historyLength} events` : `did not complete (${status}, ${historyLength} events)`,
+        met: ok,
+      });
+    }
+    ctx.log(`P4 ${n} rows: ${ok ? 'completed' : `NOT completed (${outcome}, ${status})`} in ${fmt(wall / 1000, 2)} s (ideal ${fmt(ideal / 1000, 2)} s), ${historyLength} events`);
+  }
+  agent.destroy();
+  return {
+    id: 'p4',
+    title: `P4 — batch through an llm node (fake answers in ${fakeMs} ms, per-run concurrency ${CONCURRENCY})`,
+    baseline: `the ideal wall time rows / ${CONCURRENCY} × ${fakeMs} ms; ratio = wall / ideal`,
+    unit: 'ms',
+    rows,
+    verdicts,
+    details,
+  };
+}

@@ -1,0 +1,92 @@
+/** Reading a workflow's history from the load process: activity timings and why a workflow could not finish. */
+import type { Client, WorkflowHandle } from '@temporalio/client';
+
+type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
+
+/** temporal.api.enums.v1.WorkflowTaskFailedCause values we expect to meet (the proto package is not a direct dependency). */
+const TASK_FAILED_CAUSES: Record<number, string> = {
+  1: 'UNHANDLED_COMMAND',
+  2: 'BAD_SCHEDULE_ACTIVITY_ATTRIBUTES',
+  7: 'BAD_COMPLETE_WORKFLOW_EXECUTION_ATTRIBUTES',
+  14: 'WORKFLOW_WORKER_UNHANDLED_FAILURE',
+  24: 'NON_DETERMINISTIC_ERROR',
+  27: 'PENDING_ACTIVITIES_LIMIT_EXCEEDED',
+  36: 'GRPC_MESSAGE_TOO_LARGE',
+  37: 'PAYLOADS_TOO_LARGE',
+};
+
+function ms(t: HistoryEvent['eventTime']): number {
+  if (!t) return NaN;
+  return Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6;
+}
+
+export async function fetchEvents(client: Client, workflowId: string): Promise<HistoryEvent[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return history.events ?? [];
+}
+
+/** Per activity: schedule → start (queueing in Temporal and the worker) and start → close (the call itself). */
+export function activityTimings(events: HistoryEvent[]): { scheduleToStart: number[]; startToClose: number[]; workflowTasks: number } {
+  const scheduled = new Map<string, number>();
+  const started = new Map<string, number>();
+  const scheduleToStart: number[] = [];
+  const startToClose: number[] = [];
+  let workflowTasks = 0;
+  for (const e of events) {
+    const id = String(e.eventId);
+    if (e.activityTaskScheduledEventAttributes) {
+      scheduled.set(id, ms(e.eventTime));
+    } else if (e.activityTaskStartedEventAttributes) {
+      const sid = String(e.activityTaskStartedEventAttributes.scheduledEventId);
+      started.set(sid, ms(e.eventTime));
+      const s = scheduled.get(sid);
+      if (s !== undefined) scheduleToStart.push(ms(e.eventTime) - s);
+    } else if (e.activityTaskCompletedEventAttributes) {
+      const st = started.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId));
+      if (st !== undefined) startToClose.push(ms(e.eventTime) - st);
+    } else if (e.workflowTaskCompletedEventAttributes) {
+      workflowTasks++;
+    }
+  }
+  return { scheduleToStart, startToClose, workflowTasks };
+}
+
+/** The failures recorded in a history (workflow task failures, termination, workflow failure), newest last, deduplicated. */
+export function failuresIn(events: HistoryEvent[]): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    let line: string | undefined;
+    if (e.workflowTaskFailedEventAttributes) {
+      const a = e.workflowTaskFailedEventAttributes;
+      const cause = TASK_FAILED_CAUSES[a.cause ?? 0] ?? String(a.cause);
+      line = `WorkflowTaskFailed cause=${cause}: ${a.failure?.message ?? ''}`;
+    } else if (e.workflowExecutionTerminatedEventAttributes) {
+      line = `WorkflowExecutionTerminated reason="${e.workflowExecutionTerminatedEventAttributes.reason ?? ''}" identity=${e.workflowExecutionTerminatedEventAttributes.identity ?? ''}`;
+    } else if (e.workflowExecutionFailedEventAttributes) {
+      line = `WorkflowExecutionFailed: ${e.workflowExecutionFailedEventAttributes.failure?.message ?? ''}`;
+    } else if (e.activityTaskFailedEventAttributes) {
+      line = `ActivityTaskFailed: ${e.activityTaskFailedEventAttributes.failure?.message ?? ''}`;
+    }
+    if (line && !out.includes(line)) out.push(line);
+  }
+  return out;
+}
+
+/**
+ * When the run's state changed in the workflow: the completion time of the first workflow task
+ * after the first activity of `activityType` completed (the task that appended the item's events).
+ */
+export function stateChangeAfterActivity(events: HistoryEvent[], activityType: string): number | undefined {
+  const scheduledType = new Map<string, string>();
+  let completedAt: number | undefined;
+  for (const e of events) {
+    if (e.activityTaskScheduledEventAttributes) {
+      scheduledType.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+    } else if (completedAt === undefined && e.activityTaskCompletedEventAttributes) {
+      if (scheduledType.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId)) === activityType) completedAt = ms(e.eventTime);
+    } else if (completedAt !== undefined && e.workflowTaskCompletedEventAttributes) {
+      return ms(e.eventTime);
+    }
+  }
+  return undefined;
+}
