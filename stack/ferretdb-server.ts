@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { ensureFerretDb } from './binaries';
-import { freePort } from './ports';
+import { freePort, retryPortRace } from './ports';
 import { spawnServer, waitForTcp, waitUntilReady } from './process';
 
 export interface StartFerretDbOptions {
@@ -51,14 +51,7 @@ export function ferretDbArgs(o: { dataDir: string; port: number }): string[] {
 
 /** Starts FerretDB (SQLite handler) on 127.0.0.1 and resolves once a MongoDB ping succeeds. */
 export async function startFerretDb(opts: StartFerretDbOptions): Promise<FerretDbServer> {
-  // As for Temporal: a probed free port may be taken before the bind, so retry ports we chose.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startFerretDbOnce(opts);
-    } catch (err) {
-      if (opts.port !== undefined || attempt >= 3) throw err;
-    }
-  }
+  return retryPortRace(() => startFerretDbOnce(opts), opts.port !== undefined);
 }
 
 async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbServer> {

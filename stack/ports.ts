@@ -30,3 +30,17 @@ export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
     });
   });
 }
+
+/**
+ * Starts a server, again (up to 3 times) when it picked its port with freePort(): another process
+ * can take a probed free port before the server binds it. A port the caller chose is not retried.
+ */
+export async function retryPortRace<T>(start: () => Promise<T>, portGiven: boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (portGiven || attempt >= 3) throw err;
+    }
+  }
+}

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ensureTemporal } from './binaries';
-import { freePort } from './ports';
+import { freePort, retryPortRace } from './ports';
 import { spawnServer, waitForTcp, waitUntilReady } from './process';
 
 export type SearchAttributeType = 'Keyword' | 'Int' | 'Text' | 'Bool' | 'Double' | 'Datetime' | 'KeywordList';
@@ -78,15 +78,8 @@ export function temporalArgs(o: {
 
 /** Starts a Temporal dev server on 127.0.0.1 with SQLite persistence and resolves once it answers gRPC calls. */
 export async function startTemporal(opts: StartTemporalOptions): Promise<TemporalServer> {
-  // A free port can be taken by another process between our probe and the server's bind (the
-  // dev server also binds several random ports of its own): with ports of our choosing, retry.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startTemporalOnce(opts);
-    } catch (err) {
-      if (opts.port !== undefined || attempt >= 3) throw err;
-    }
-  }
+  // The dev server also binds several random ports of its own, so a race is possible too.
+  return retryPortRace(() => startTemporalOnce(opts), opts.port !== undefined);
 }
 
 async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalServer> {

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
+import { llmWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
@@ -12,18 +13,7 @@ function sample(text: string, name: string, labels = ''): number {
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
-const flakyLlm = {
-  slug: 'flaky',
-  nodes: [
-    { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{topic}}' },
-    { id: 'out', type: 'user_result', label: 'Answer' },
-  ],
-  edges: [
-    { from: 'topic', to: 'ask', port: 'topic' },
-    { from: 'ask', to: 'out' },
-  ],
-};
+const flakyLlm = llmWorkflow('flaky');
 
 describe('metrics', function () {
   this.timeout(60_000);

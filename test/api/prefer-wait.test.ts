@@ -2,22 +2,12 @@
 import assert from 'node:assert/strict';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
+import { llmWorkflow } from '../support/fixtures';
 import { call } from '../support/http';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { parsePreferWait } from '../../api/routes/responses';
 
-const workflow = {
-  slug: 'echo',
-  nodes: [
-    { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{topic}}' },
-    { id: 'out', type: 'user_result', label: 'Answer' },
-  ],
-  edges: [
-    { from: 'topic', to: 'ask', port: 'topic' },
-    { from: 'ask', to: 'out' },
-  ],
-};
+const workflow = llmWorkflow('echo');
 
 describe('Prefer: wait (D28)', function () {
   this.timeout(60_000);

@@ -66,3 +66,19 @@ export function firstText(run: any, key: string): string {
   assert.equal(run.status, 'completed', JSON.stringify(run));
   return run.output?.[key]?.[0]?.parts?.[0]?.text;
 }
+
+/** Topic (text input) → one llm call (`gpt-test`, prompt `{{topic}}`) → result "Answer": the fake's directives go in the topic. */
+export function llmWorkflow(slug: string) {
+  return {
+    slug,
+    nodes: [
+      { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
+      { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{topic}}' },
+      { id: 'out', type: 'user_result', label: 'Answer' },
+    ],
+    edges: [
+      { from: 'topic', to: 'ask', port: 'topic' },
+      { from: 'ask', to: 'out' },
+    ],
+  };
+}
