@@ -18,8 +18,8 @@ export interface RunList {
 
 /**
  * One page of runs. Ids sort by creation time (D5), so `_id < starting_after` is the cursor.
- * Unfinished runs on the page show their live status; the status filter reads the stored
- * status, which the service moves to `running` whenever it sees a run live.
+ * Unfinished runs on the page show their live status; `pending`/`running` filters are applied to
+ * the live status of the page's unfinished runs, so such a page may hold fewer than `limit`.
  */
 export async function listRuns(
   deps: { collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions'>; gateway: RunGateway },
@@ -28,7 +28,11 @@ export async function listRuns(
 ): Promise<RunList> {
   const filter: Filter<RunDoc> = { account_id: accountId };
   if (query.starting_after) filter._id = { $lt: query.starting_after };
-  if (query.status) filter.status = query.status;
+  // The stored status of a live run stays `pending` until it ends (only finalize updates a run
+  // document), so the live statuses are filtered after asking the runs themselves.
+  const liveFilter = query.status === 'pending' || query.status === 'running' ? query.status : undefined;
+  if (liveFilter) filter.finalized = { $ne: true };
+  else if (query.status) filter.status = query.status;
   if (query.workflowId) {
     const workflow = await findWorkflow(deps.collections, accountId, query.workflowId);
     if (!workflow) return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
@@ -44,11 +48,9 @@ export async function listRuns(
     page.map(async (doc) => {
       if (doc.finalized) return runView(doc);
       const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
-      if (live && doc.status === 'pending') {
-        void deps.collections.runs.updateOne({ _id: doc._id, status: 'pending' }, { $set: { status: 'running' } }).catch(() => undefined);
-      }
       return runView(doc, live ?? undefined);
     }),
   );
-  return { object: 'list', data, first_id: page[0]?._id ?? null, last_id: page.at(-1)?._id ?? null, has_more: docs.length > query.limit };
+  const shown = liveFilter ? data.filter((run) => run.status === liveFilter) : data;
+  return { object: 'list', data: shown, first_id: page[0]?._id ?? null, last_id: page.at(-1)?._id ?? null, has_more: docs.length > query.limit };
 }

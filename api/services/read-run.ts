@@ -29,9 +29,7 @@ export async function readRun(
   // No events wanted here: ask only for status and results.
   const snapshot = await deps.gateway.snapshot(runId, Number.MAX_SAFE_INTEGER);
   if (!snapshot) return runView(doc);
-  if (doc.status === 'pending') {
-    // Remember that a worker has it, so a later read without Temporal's answer does not step back to pending.
-    void deps.collections.runs.updateOne({ _id: doc._id, status: 'pending' }, { $set: { status: 'running' } }).catch(() => undefined);
-  }
+  // No write here: the worker's finalize is the only update of a run document. FerretDB does not
+  // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
   return runView(doc, snapshot);
 }
