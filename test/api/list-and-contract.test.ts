@@ -2,20 +2,10 @@
 import assert from 'node:assert/strict';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
+import { greetingWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 
-const hello = {
-  slug: 'hello',
-  nodes: [
-    { id: 'name', type: 'user_input', label: 'Name', input_type: 'text' },
-    { id: 'greet', type: 'text', template: 'Hello, {{name}}!' },
-    { id: 'out', type: 'user_result', label: 'Greeting' },
-  ],
-  edges: [
-    { from: 'name', to: 'greet', port: 'name' },
-    { from: 'greet', to: 'out' },
-  ],
-};
+const hello = greetingWorkflow('hello');
 
 const everyInput = {
   slug: 'every-input',

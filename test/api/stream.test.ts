@@ -2,25 +2,14 @@
 import assert from 'node:assert/strict';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
+import { greetingWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse, type SseClient } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 
 const POLL_MS = 1_000;
 
-/** input → text → result: no provider involved. */
-const hello = {
-  slug: 'hello',
-  nodes: [
-    { id: 'name', type: 'user_input', label: 'Name', input_type: 'text' },
-    { id: 'greet', type: 'text', template: 'Hello, {{name}}!' },
-    { id: 'out', type: 'user_result', label: 'Greeting' },
-  ],
-  edges: [
-    { from: 'name', to: 'greet', port: 'name' },
-    { from: 'greet', to: 'out' },
-  ],
-};
+const hello = greetingWorkflow('hello');
 
 /** rows → llm per row → result; `prompt` lets each test choose the fake's behaviour. */
 const slowBatch = (slug: string, rows: string[]) => ({

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
+import { greetingWorkflow } from '../support/fixtures';
 import { call } from '../support/http';
 
 const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
@@ -59,7 +60,7 @@ describe('browser streaming (issue 3)', function () {
 
   it('starts a streaming run from another origin and reads every event to [DONE]', async () => {
     const { key } = await newAccount(svc.store.collections);
-    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: pageWorkflow })).status, 201);
+    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('hello') })).status, 201);
     site = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end(page(svc.url, key));
@@ -94,15 +95,3 @@ describe('browser streaming (issue 3)', function () {
   });
 });
 
-const pageWorkflow = {
-  slug: 'hello',
-  nodes: [
-    { id: 'name', type: 'user_input', label: 'Name', input_type: 'text' },
-    { id: 'greet', type: 'text', template: 'Hello, {{name}}!' },
-    { id: 'out', type: 'user_result', label: 'Greeting' },
-  ],
-  edges: [
-    { from: 'name', to: 'greet', port: 'name' },
-    { from: 'greet', to: 'out' },
-  ],
-};
