@@ -8,6 +8,8 @@ import type { Collections } from '../store/db';
 import type { Logger } from './logger';
 import type { RunGateway } from './run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
+import { CreditCheck } from './services/credit-check';
+import { FinishedRunCache } from './services/finished-run-cache';
 import { errorHandler } from './middleware/error-handler';
 import { requestLog } from './middleware/request-log';
 import { filesRoutes } from './routes/files';
@@ -25,10 +27,21 @@ export interface AppDeps {
   gateway: RunGateway;
   pollers: PollerRegistry;
   logger: Logger;
+  /** Per-process caches; createApp makes them when not given. */
+  credits?: CreditCheck;
+  finishedRuns?: FinishedRunCache;
 }
 
+/** The dependencies routes see: AppDeps with the per-process caches made. */
+export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns'>>;
+
 /** Builds the application from its dependencies (tests construct their own). */
-export function createApp(deps: AppDeps): Koa {
+export function createApp(appDeps: AppDeps): Koa {
+  const deps: RouteDeps = {
+    ...appDeps,
+    credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
+    finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache(),
+  };
   const app = new Koa({ proxy: false });
   app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks
   app.use(

@@ -1,4 +1,10 @@
-/** Run records: created by the API, finalized exactly once by the workflow's last activity. */
+/**
+ * Run records: created by the API, finalized exactly once by the workflow's last activity.
+ *
+ * Every lookup filters by `_id` alone and checks the rest in code. On MongoDB that is the same
+ * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
+ * scans the whole collection for anything more (bench/FINDINGS.md P5: ~8× cheaper per read).
+ */
 import type { RunFinal } from '../workflows/definitions';
 import type { Collections } from './db';
 import type { RunDoc } from './documents';
@@ -9,14 +15,21 @@ export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Prom
 }
 
 /** The caller's run, or null: another account's run is indistinguishable from a missing one. */
-export function findRun(c: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc | null> {
-  return c.runs.findOne({ _id: runId, account_id: accountId });
+export async function findRun(c: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc | null> {
+  const doc = await c.runs.findOne({ _id: runId });
+  return doc && doc.account_id === accountId ? doc : null;
 }
 
-/** Writes the end of a run once; later calls (activity retries) change nothing. Returns whether this call wrote it. */
+/**
+ * Writes the end of a run once; later calls (activity retries) change nothing. Returns whether
+ * this call wrote it. Read-then-write is safe here: only this activity updates a run document,
+ * and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
+ */
 export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: RunFinal): Promise<boolean> {
+  const current = await c.runs.findOne({ _id: final.runId }, { projection: { finalized: 1 } });
+  if (!current || current.finalized) return false;
   const res = await c.runs.updateOne(
-    { _id: final.runId, finalized: { $ne: true } },
+    { _id: final.runId },
     {
       $set: {
         status: final.status,

@@ -1,6 +1,6 @@
 /** POST /api/v1/responses: start a run, answered with 202 (async) or the run's event stream (`stream: true`). */
 import Router from '@koa/router';
-import type { AppDeps } from '../app';
+import type { RouteDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
@@ -12,7 +12,7 @@ import { readRun } from '../services/read-run';
 import { startDuration } from '../../metrics';
 
 /** Routes of the responses resource. */
-export function responsesRoutes(deps: AppDeps): Router {
+export function responsesRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/responses',

@@ -1,6 +1,6 @@
 /** GET /api/v1/runs/{runId} (the run record, safe to poll) and GET /api/v1/runs/{runId}/stream (reattach). */
 import Router from '@koa/router';
-import type { AppDeps } from '../app';
+import type { RouteDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
@@ -10,7 +10,7 @@ import { loadRun, readRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
 /** Routes of the runs resource. */
-export function runsRoutes(deps: AppDeps): Router {
+export function runsRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.get('/api/v1/runs', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.body = await listRuns(deps, ctx.state.auth!.accountId, parseRequest(ListRunsQuerySchema, ctx.query, 'query'));

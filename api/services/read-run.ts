@@ -7,6 +7,7 @@ import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
 import { runView } from '../../store/run-view';
+import type { FinishedRunCache } from './finished-run-cache';
 
 // The rendering lives in store/ so the worker's webhook delivery (D20) shares it without Koa.
 export { runView };
@@ -20,12 +21,18 @@ export async function loadRun(collections: Pick<Collections, 'runs'>, accountId:
 
 /** The current run view: the final record once written (served long after Temporal forgot the run), else live state. */
 export async function readRun(
-  deps: { collections: Pick<Collections, 'runs'>; gateway: RunGateway },
+  deps: { collections: Pick<Collections, 'runs'>; gateway: RunGateway; finishedRuns?: FinishedRunCache },
   accountId: string,
   runId: string,
 ): Promise<RunView> {
+  const cached = deps.finishedRuns?.get(accountId, runId);
+  if (cached) return cached;
   const doc = await loadRun(deps.collections, accountId, runId);
-  if (doc.finalized) return runView(doc);
+  if (doc.finalized) {
+    const view = runView(doc);
+    deps.finishedRuns?.set(accountId, view);
+    return view;
+  }
   // No events wanted here: ask only for status and results.
   const snapshot = await deps.gateway.snapshot(runId, Number.MAX_SAFE_INTEGER);
   if (!snapshot) return runView(doc);

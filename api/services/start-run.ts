@@ -8,14 +8,14 @@ import type { RunDoc, WorkflowDoc, WorkflowVersionDoc } from '../../store/docume
 import { generateId } from '../../store/ids';
 import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
-import { accountBalance } from '../../store/ledger';
 import { findVersion, findWorkflow } from '../../store/workflows';
 import type { RunArgs } from '../../workflows/definitions';
-import { InsufficientCreditsError, InvalidInputsError, InvalidRequestError, NotFoundError } from '../errors';
+import { InvalidInputsError, InvalidRequestError, NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { AuthContext } from '../middleware/authenticate';
 import type { StartRequest } from '../schemas';
 import { runsStarted } from '../../metrics';
+import type { CreditCheck } from './credit-check';
 import { fileInputProblems } from './file-inputs';
 
 export interface StartRunDeps {
@@ -23,6 +23,8 @@ export interface StartRunDeps {
   /** Where the GridFS files live: file inputs are checked against their owner (D19). */
   db: Db;
   gateway: RunGateway;
+  /** The per-process D17 credit gate. */
+  credits: CreditCheck;
   config: Pick<Config, 'runs' | 'files'> & Partial<Pick<Config, 'webhooks'>>;
 }
 
@@ -71,7 +73,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
   const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
   if (!inputs.ok || problems.length > 0) throw new InvalidInputsError(describeProblems(problems), problems);
 
-  if ((await accountBalance(collections, auth.accountId)) <= 0) throw new InsufficientCreditsError(); // D17
+  await deps.credits.assertCanStart(auth.accountId); // D17
 
   const createdAt = new Date();
   const run: RunDoc = {

@@ -1,0 +1,51 @@
+/** The per-process cache of finished runs (bench/FINDINGS.md P5): LRU by output items, per account, expiring. */
+import assert from 'node:assert/strict';
+import { FinishedRunCache } from '../../../api/services/finished-run-cache';
+import type { RunView } from '../../../api/response-schemas';
+
+function view(id: string, items = 1): RunView {
+  const item = { type: 'text', text: 'x' } as any;
+  return {
+    id,
+    status: 'completed',
+    published_workflow_id: 'wf_1',
+    published_workflow_version_id: 'wfv_1',
+    output: { result: Array.from({ length: items }, () => item) },
+    error: null,
+    total_cost: 0.001,
+    created_at: '2026-11-22T00:00:00.000Z',
+    completed_at: '2026-11-22T00:00:01.000Z',
+  };
+}
+
+describe('FinishedRunCache', () => {
+  it("answers the owner's reads and never another account's", () => {
+    const cache = new FinishedRunCache();
+    cache.set('acct_a', view('run_1'));
+    assert.equal(cache.get('acct_a', 'run_1')?.id, 'run_1');
+    assert.equal(cache.get('acct_b', 'run_1'), undefined);
+    assert.equal(cache.get('acct_a', 'run_2'), undefined);
+  });
+
+  it('forgets entries after their time to live', () => {
+    const cache = new FinishedRunCache({ ttlMs: 1_000 });
+    cache.set('acct_a', view('run_1'), 0);
+    assert.ok(cache.get('acct_a', 'run_1', 999));
+    assert.equal(cache.get('acct_a', 'run_1', 1_000), undefined);
+    assert.equal(cache.size, 0);
+  });
+
+  it('evicts the least recently used runs to stay within its output items, and skips a run larger than itself', () => {
+    const cache = new FinishedRunCache({ maxItems: 10 });
+    cache.set('a', view('run_1', 3)); // weight 4
+    cache.set('a', view('run_2', 3)); // 8
+    assert.ok(cache.get('a', 'run_1')); // run_1 is now the most recent
+    cache.set('a', view('run_3', 3)); // 12 > 10: run_2 goes
+    assert.equal(cache.get('a', 'run_2'), undefined);
+    assert.ok(cache.get('a', 'run_1'));
+    assert.ok(cache.get('a', 'run_3'));
+    cache.set('a', view('run_big', 10)); // weight 11 > 10: not kept, nothing evicted for it
+    assert.equal(cache.get('a', 'run_big'), undefined);
+    assert.equal(cache.size, 2);
+  });
+});
