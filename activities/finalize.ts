@@ -1,9 +1,10 @@
 /** The last step of every run: its record and its debit, each written exactly once (D17, issue 2 item 7). */
 import type { Collections } from '../store/db';
-import { finalizeRunRecord } from '../store/runs';
+import { finalizeRunRecord, saveRunChunk as saveRunChunkDoc } from '../store/runs';
 import { postEntry } from '../store/ledger';
 import { deriveId } from '../store/ids';
 import type { RunFinal } from '../workflows/definitions';
+import type { RunChunk } from '../workflows/run-chunks';
 import { runsEnded } from '../metrics';
 
 /** Builds the activity that persists a run's end; every step is idempotent, so Temporal may retry it freely. */
@@ -25,5 +26,12 @@ export function createFinalizeActivity(deps: { collections: Collections }) {
         note: `run ${final.status}`,
       });
     }
+  };
+}
+
+/** Builds the activity that stores one chunk of a large run's end before finalizeRun (workflows/run-chunks.ts). */
+export function createSaveRunChunkActivity(deps: { collections: Collections }) {
+  return async function saveRunChunk(chunk: RunChunk): Promise<void> {
+    await saveRunChunkDoc(deps.collections, chunk);
   };
 }

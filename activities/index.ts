@@ -6,7 +6,7 @@ import type { Collections } from '../store/db';
 import { invalidNodeConfig } from './failures';
 import { createFileInputActivity } from './file-input';
 import type { FileDeps } from './files';
-import { createFinalizeActivity } from './finalize';
+import { createFinalizeActivity, createSaveRunChunkActivity } from './finalize';
 import { createHttpRequestActivity } from './http-request';
 import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
@@ -44,6 +44,7 @@ export function createActivities(deps: ActivityDeps) {
     imageGeneration: createImageGenerationActivity({ config: deps.config, files, fetch: fetchFn }),
     model: createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn }),
     resolveFileInput: createFileInputActivity({ files }),
+    saveRunChunk: createSaveRunChunkActivity({ collections: deps.collections }),
     finalizeRun: createFinalizeActivity({ collections: deps.collections }),
     ...createWebhookActivities({ collections: deps.collections, webhooks: deps.config.webhooks, resolve: deps.resolve }),
     applyRetention: createRetentionActivity({ collections: deps.collections, db: deps.db, config: deps.config }),

@@ -11,13 +11,14 @@ import { UrlRefusedError, type GuardOptions } from '../net/ssrf';
 import { webhookSecret } from '../store/accounts';
 import type { Collections } from '../store/db';
 import { runView } from '../store/run-view';
+import { findRunRecord } from '../store/runs';
 import { recordAttempt, recordGivenUp, type DeliveryRef } from '../store/webhook-deliveries';
 import { postWebhook } from '../webhooks/post';
 import { signWebhook } from '../webhooks/signature';
 import { webhookMessageId, type WebhookArgs } from '../workflows/definitions';
 
 export interface WebhookDeps {
-  collections: Pick<Collections, 'runs' | 'accounts' | 'webhookDeliveries'>;
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'accounts' | 'webhookDeliveries'>;
   /** Absent: https to public addresses only, 10 s per attempt (the production defaults). */
   webhooks?: Config['webhooks'];
   /** Host resolution for the guard (tests); the system resolver otherwise. */
@@ -48,7 +49,7 @@ export function createWebhookActivities(deps: WebhookDeps) {
 
   async function deliverWebhook(args: WebhookArgs): Promise<{ status: number }> {
     const delivery = ref(args);
-    const run = await deps.collections.runs.findOne({ _id: args.runId });
+    const run = await findRunRecord(deps.collections, args.runId);
     if (!run?.finalized) throw ApplicationFailure.nonRetryable(`run ${args.runId} has no final record to deliver`, 'WebhookUndeliverable');
     const secret = await webhookSecret(deps.collections, run.account_id);
     if (!secret) throw ApplicationFailure.nonRetryable(`account ${run.account_id} no longer exists`, 'WebhookUndeliverable');

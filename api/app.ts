@@ -40,7 +40,7 @@ export function createApp(appDeps: AppDeps): Koa {
   const deps: RouteDeps = {
     ...appDeps,
     credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
-    finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache(),
+    finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
   };
   const app = new Koa({ proxy: false });
   app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks

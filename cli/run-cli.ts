@@ -11,6 +11,7 @@ import type { Collections } from '../store/db';
 import type { AccountDoc, ApiKeyDoc, LedgerDoc, RunDoc } from '../store/documents';
 import { addCredits, createAccount, issueKey, revokeKey, rotateWebhookSecret, setAccountRateLimits, webhookSecret } from '../store/accounts';
 import { accountBalance, listEntries } from '../store/ledger';
+import { findRunRecord } from '../store/runs';
 import { fields, formatDate, formatUsd, table } from './format';
 
 export interface CliDeps {
@@ -481,7 +482,7 @@ async function workflowsPublish(ctx: Context): Promise<number> {
 
 async function runsShow(ctx: Context): Promise<number> {
   const c = await ctx.collections();
-  const run = await c.runs.findOne({ _id: ctx.args[0] });
+  const run = await findRunRecord(c, ctx.args[0]);
   if (!run) throw new CliError(`no run ${ctx.args[0]}`);
   const withEvents = ctx.values.events === true;
   if (ctx.json) {

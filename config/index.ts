@@ -68,6 +68,8 @@ export const EnvSchema = z.object({
   STREAM_KEEPALIVE_MS: int(15_000),
   STREAM_MAX_BUFFERED_BYTES: int(1_048_576),
   QUERY_TIMEOUT_MS: int(3_000),
+  // How long an API process serves a finished run from memory (0: never); a run removed by retention (D29) may show that long.
+  FINISHED_RUN_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
   RATE_LIMIT_STARTS_PER_MINUTE: int(60),
   RATE_LIMIT_REQUESTS_PER_MINUTE: int(1_200),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
@@ -114,6 +116,8 @@ export interface Config {
     maxJsonBodyBytes: number;
     maxJsonDepth: number;
     queryTimeoutMs: number;
+    /** Time to live of a finished run's view in an API process's cache (0 disables it). */
+    finishedRunCacheMs: number;
     stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number };
     /** D16 defaults per key and one-minute window; an account's `rate_limits` override them. */
     rateLimits: { startsPerMinute: number; requestsPerMinute: number };
@@ -187,6 +191,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
       maxJsonDepth: e.MAX_JSON_DEPTH,
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
+      finishedRunCacheMs: e.FINISHED_RUN_CACHE_MS,
       stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS, maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES },
       rateLimits: { startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE, requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE },
     },

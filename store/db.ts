@@ -6,6 +6,7 @@ import type {
   IdempotencyKeyDoc,
   LedgerDoc,
   RateLimitWindowDoc,
+  RunChunkDoc,
   RunDoc,
   WebhookDeliveryDoc,
   WorkflowDoc,
@@ -19,6 +20,7 @@ export interface Collections {
   workflows: Collection<WorkflowDoc>;
   workflowVersions: Collection<WorkflowVersionDoc>;
   runs: Collection<RunDoc>;
+  runChunks: Collection<RunChunkDoc>;
   ledger: Collection<LedgerDoc>;
   rateLimits: Collection<RateLimitWindowDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
@@ -48,6 +50,7 @@ export async function connectStore(opts: { uri: string; dbName: string; appName?
     workflows: db.collection('workflows'),
     workflowVersions: db.collection('workflow_versions'),
     runs: db.collection('runs'),
+    runChunks: db.collection('run_chunks'),
     ledger: db.collection('ledger'),
     rateLimits: db.collection('rate_limits'),
     idempotencyKeys: db.collection('idempotency_keys'),

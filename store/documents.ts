@@ -68,8 +68,10 @@ export interface RunDoc {
   output: RunOutput | null;
   error: string | null;
   total_cost: number | null;
-  /** The whole event log, written once with the final state (D11, D29). */
+  /** The whole event log, written once with the final state (D11, D29); of a large run, only what `chunks` do not hold. */
   events: RunEvent[] | null;
+  /** How many `run_chunks` documents hold the rest of a large run's events and output (absent or 0: none). */
+  chunks?: number;
   /** True once the final state has been written; the write happens exactly once. */
   finalized: boolean;
   /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */
@@ -126,4 +128,14 @@ export interface IdempotencyKeyDoc {
   created_at: Date;
   /** created_at + 24 h; a document past it counts as absent even before the TTL index removes it. */
   expires_at: Date;
+}
+
+/** One chunk of a large run's end (workflows/run-chunks.ts): `_id` is `<run id>.<index>`, written once before the record. */
+export interface RunChunkDoc {
+  _id: string;
+  run_id: string;
+  index: number;
+  events: RunEvent[];
+  output: RunOutput;
+  created_at: Date;
 }

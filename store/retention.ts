@@ -15,7 +15,7 @@ export interface RemovedRuns {
   webhookDeliveries: number;
 }
 
-type RetentionCollections = Pick<Collections, 'runs' | 'idempotencyKeys' | 'webhookDeliveries'>;
+type RetentionCollections = Pick<Collections, 'runs' | 'runChunks' | 'idempotencyKeys' | 'webhookDeliveries'>;
 
 /** Removes finalized runs created before `cutoff` and what belongs to them; `onBatch` is called between rounds. */
 export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date, onBatch: () => void = () => undefined): Promise<RemovedRuns> {
@@ -28,6 +28,8 @@ export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date,
     removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ run_id: { $in: ids } })).deletedCount;
     removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ run_id: { $in: ids } })).deletedCount;
     const runs = (await c.runs.deleteMany({ _id: { $in: ids }, finalized: true })).deletedCount;
+    // After the record: a record must never be readable without its chunks (workflows/run-chunks.ts).
+    await c.runChunks.deleteMany({ run_id: { $in: ids } });
     removed.runs += runs;
     onBatch();
     if (runs === 0) break; // nothing matched after all (removed by a concurrent job): do not spin
@@ -35,5 +37,7 @@ export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date,
   // Whatever else is that old: keys of runs never recorded (D18 crash cases), deliveries of runs removed earlier.
   removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ created_at: { $lt: cutoff } })).deletedCount;
   removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ created_at: { $lt: cutoff } })).deletedCount;
+  // Chunks whose record went in an earlier round that died before removing them.
+  await c.runChunks.deleteMany({ created_at: { $lt: cutoff } });
   return removed;
 }

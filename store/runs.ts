@@ -6,18 +6,52 @@
  * scans the whole collection for anything more (bench/FINDINGS.md P5: ~8× cheaper per read).
  */
 import type { RunFinal } from '../workflows/definitions';
+import { joinChunks, type RunChunk } from '../workflows/run-chunks';
 import type { Collections } from './db';
 import type { RunDoc } from './documents';
+import { isDuplicateKey } from './ledger';
 
 /** Stores a new run as `pending` (D7) before its workflow starts. */
 export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Promise<void> {
   await c.runs.insertOne(run);
 }
 
-/** The caller's run, or null: another account's run is indistinguishable from a missing one. */
-export async function findRun(c: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc | null> {
+/** The caller's run, whole, or null: another account's run is indistinguishable from a missing one. */
+export async function findRun(c: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && doc.account_id === accountId ? doc : null;
+  return doc && doc.account_id === accountId ? withChunks(c, doc) : null;
+}
+
+/** Any account's run, whole (events and output joined from its chunks), or null: for the worker and operators. */
+export async function findRunRecord(c: Pick<Collections, 'runs' | 'runChunks'>, runId: string): Promise<RunDoc | null> {
+  const doc = await c.runs.findOne({ _id: runId });
+  return doc && withChunks(c, doc);
+}
+
+/** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
+export async function saveRunChunk(c: Pick<Collections, 'runChunks'>, chunk: RunChunk): Promise<void> {
+  try {
+    await c.runChunks.insertOne({ _id: chunkId(chunk.runId, chunk.index), run_id: chunk.runId, index: chunk.index, events: chunk.events, output: chunk.output, created_at: new Date() });
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
+}
+
+/** Joins a finalized record's chunks back in; `_id` lookups only (the one filter FerretDB pushes down). */
+async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promise<RunDoc> {
+  if (!doc.finalized || !doc.chunks) return doc;
+  const chunks = await Promise.all(
+    Array.from({ length: doc.chunks }, async (_, index) => {
+      const chunk = await c.runChunks.findOne({ _id: chunkId(doc._id, index) });
+      if (!chunk) throw new Error(`chunk ${index} of run ${doc._id} is missing`);
+      return { runId: doc._id, index, events: chunk.events, output: chunk.output };
+    }),
+  );
+  return joinChunks(doc, chunks);
+}
+
+function chunkId(runId: string, index: number): string {
+  return `${runId}.${index}`;
 }
 
 /**
@@ -38,6 +72,7 @@ export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: Run
         total_cost: final.totalCost,
         completed_at: new Date(final.completedAtMs),
         events: final.events,
+        chunks: final.chunks ?? 0,
         finalized: true,
       },
     },

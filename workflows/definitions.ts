@@ -124,9 +124,11 @@ export interface RunSnapshot {
   status: RunStatus;
   /** Events with sequence_number greater than the query argument. */
   events: RunEvent[];
-  /** Number of events in the log so far. */
+  /** Number of events in the log so far; `events` holds at most SNAPSHOT_EVENTS of them (ask again after the last). */
   eventCount: number;
+  /** Once completed; null with `outputDeferred` when too large for a query answer (read it from the record). */
   output: RunOutput | null;
+  outputDeferred?: boolean;
   error: string | null;
   total_cost: number;
   completed_at_ms: number | null;
@@ -142,7 +144,16 @@ export interface RunFinal {
   totalCost: number;
   completedAtMs: number;
   events: RunEvent[];
+  /** How many RunChunks (workflows/run-chunks.ts) were stored before this record; 0: events and output are all here. */
+  chunks?: number;
 }
+
+/**
+ * Bounds of one snapshot answer, which travels as a single gRPC message (4 MB): a 10,000-row run
+ * has ~20,000 events, so a stream catching up gets them in pages.
+ */
+export const SNAPSHOT_EVENTS = 2_000;
+export const SNAPSHOT_OUTPUT_BYTES = 1024 * 1024;
 
 /** The one query of a run: its snapshot, with the events after `afterSequence` (-1 for all). */
 export const snapshotQuery = defineQuery<RunSnapshot, [number]>('snapshot');

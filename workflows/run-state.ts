@@ -7,6 +7,8 @@ import { normalizeLabel } from '../domain/labels';
 import { newId } from '../domain/ids';
 import {
   createdEvent,
+  SNAPSHOT_EVENTS,
+  SNAPSHOT_OUTPUT_BYTES,
   type OutputItem,
   type RunArgs,
   type RunEvent,
@@ -31,6 +33,8 @@ export class RunState {
   private error: string | null = null;
   private completedAtMs: number | null = null;
   private outputIndex = 0;
+  /** JSON size of the output items so far: whether the output fits a query answer (SNAPSHOT_OUTPUT_BYTES). */
+  private outputBytes = 0;
   /** Producer node id → the user_result node ids it feeds. */
   private readonly resultsFedBy = new Map<string, string[]>();
   /** user_result node id → its slots, by producer iteration, in production order. */
@@ -69,6 +73,7 @@ export class RunState {
         const slot = list[k] ?? this.openSlot();
         list[k] = slot;
         slot.item = item;
+        this.outputBytes += JSON.stringify(item).length;
         this.itemEvent('response.output_item.done', slot);
       });
     }
@@ -98,11 +103,14 @@ export class RunState {
   /** Answer of the snapshot query: events after `afterSequence`, results only once terminal. */
   snapshot(afterSequence: number): RunSnapshot {
     const terminal = this.status !== 'running';
+    const from = Math.max(0, afterSequence + 1);
+    const deferred = this.status === 'completed' && this.outputBytes > SNAPSHOT_OUTPUT_BYTES;
     return {
       status: this.status,
-      events: this.events.slice(Math.max(0, afterSequence + 1)),
+      events: this.events.slice(from, from + SNAPSHOT_EVENTS),
       eventCount: this.events.length,
-      output: this.status === 'completed' ? this.output() : null,
+      output: this.status === 'completed' && !deferred ? this.output() : null,
+      ...(deferred ? { outputDeferred: true } : {}),
       error: this.error,
       total_cost: this.totalCost(),
       completed_at_ms: terminal ? this.completedAtMs : null,

@@ -15,6 +15,7 @@ import { resolveFileInputs } from './file-inputs';
 import { NodeFailure } from './errors';
 import { Semaphore } from './semaphore';
 import { RunState } from './run-state';
+import { splitFinal } from './run-chunks';
 import { failed } from './values';
 import { snapshotQuery, type RunArgs, type RunStatus } from './definitions';
 import { startWebhookDelivery } from './webhook-workflow';
@@ -107,9 +108,14 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     }
   }
 
-  await CancellationScope.nonCancellable(() => persistence.finalizeRun(state.final()));
+  const { final, chunks } = splitFinal(state.final());
+  await CancellationScope.nonCancellable(async () => {
+    // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
+    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((chunk) => persistence.saveRunChunk(chunk)));
+    await persistence.finalizeRun(final);
+  });
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;
   if (webhook) await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
-  return { status: state.status, total_cost: state.final().totalCost };
+  return { status: state.status, total_cost: final.totalCost };
 }

@@ -46,10 +46,10 @@ export class FinishedRunCache {
     return entry.view;
   }
 
-  /** Remembers a finalized run's view; a view larger than the whole cache is not kept. */
+  /** Remembers a finalized run's view; a view larger than the whole cache is not kept, nor anything with a TTL of 0. */
   set(accountId: string, view: RunView, nowMs = Date.now()): void {
     const weight = 1 + Object.values(view.output ?? {}).reduce((n, items) => n + items.length, 0);
-    if (weight > this.maxItems) return;
+    if (weight > this.maxItems || this.ttlMs <= 0) return;
     const previous = this.entries.get(view.id);
     if (previous) this.remove(view.id, previous);
     this.entries.set(view.id, { accountId, view, weight, expiresAtMs: nowMs + this.ttlMs });

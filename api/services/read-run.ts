@@ -13,7 +13,7 @@ import type { FinishedRunCache } from './finished-run-cache';
 export { runView };
 
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
-export async function loadRun(collections: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc> {
+export async function loadRun(collections: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc> {
   const doc = isId('run', runId) ? await findRun(collections, accountId, runId) : null;
   if (!doc) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
   return doc;
@@ -21,7 +21,7 @@ export async function loadRun(collections: Pick<Collections, 'runs'>, accountId:
 
 /** The current run view: the final record once written (served long after Temporal forgot the run), else live state. */
 export async function readRun(
-  deps: { collections: Pick<Collections, 'runs'>; gateway: RunGateway; finishedRuns?: FinishedRunCache },
+  deps: { collections: Pick<Collections, 'runs' | 'runChunks'>; gateway: RunGateway; finishedRuns?: FinishedRunCache },
   accountId: string,
   runId: string,
 ): Promise<RunView> {
@@ -36,6 +36,8 @@ export async function readRun(
   // No events wanted here: ask only for status and results.
   const snapshot = await deps.gateway.snapshot(runId, Number.MAX_SAFE_INTEGER);
   if (!snapshot) return runView(doc);
+  // Completed with an output too large for a query answer: it shows completed once its record is written (moments later).
+  if (snapshot.outputDeferred) return runView(doc, { ...snapshot, status: 'running', completed_at_ms: null });
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
   return runView(doc, snapshot);

@@ -22,7 +22,7 @@ describe('retention (D29)', function () {
   let accountId: string;
 
   before(async () => {
-    svc = await startService();
+    svc = await startService({ env: { FINISHED_RUN_CACHE_MS: '0' } }); // reads right after removal must see it gone, not a cached copy
     ({ key, accountId } = await newAccount(svc.store.collections));
     await publish(svc.url, key, greetingWorkflow('kept'));
   });

@@ -27,6 +27,13 @@ describe('FinishedRunCache', () => {
     assert.equal(cache.get('acct_a', 'run_2'), undefined);
   });
 
+  it('keeps nothing with a time to live of 0 (FINISHED_RUN_CACHE_MS=0)', () => {
+    const cache = new FinishedRunCache({ ttlMs: 0 });
+    cache.set('acct_a', view('run_1'));
+    assert.equal(cache.get('acct_a', 'run_1'), undefined);
+    assert.equal(cache.size, 0);
+  });
+
   it('forgets entries after their time to live', () => {
     const cache = new FinishedRunCache({ ttlMs: 1_000 });
     cache.set('acct_a', view('run_1'), 0);

@@ -1,0 +1,165 @@
+/**
+ * A large run's end in chunks (workflows/run-chunks.ts, bench/FINDINGS.md P4): split and joined
+ * back exactly, and end to end a run too large for one Temporal payload completes, reads back
+ * whole (GET and a stream replayed from the record) and leaves no chunk behind after retention.
+ */
+import assert from 'node:assert/strict';
+import { splitFinal, joinChunks } from '../../workflows/run-chunks';
+import { SNAPSHOT_EVENTS, type RunArgs, type RunEvent, type RunFinal } from '../../workflows/definitions';
+import { RunState } from '../../workflows/run-state';
+import { removeRunsOlderThan } from '../../store/retention';
+import { newAccount } from '../support/accounts';
+import { publish, waitForRun } from '../support/fixtures';
+import { call, waitFor } from '../support/http';
+import { events, openSse } from '../support/sse';
+import { startService, type TestService } from '../support/service';
+
+function bigFinal(items: number): RunFinal {
+  const itemEvents: RunEvent[] = Array.from({ length: items }, (_, i) => ({
+    type: 'response.output_item.done',
+    sequence_number: i + 1,
+    output_index: i,
+    item: { type: 'message', id: `item_${i}`, phase: 'final_answer' },
+  }));
+  return {
+    runId: 'run_1',
+    accountId: 'acct_1',
+    status: 'completed',
+    output: {
+      answers: Array.from({ length: items }, (_, i) => ({ id: `item_${i}`, item_index: i, status: 'completed' as const, parts: [{ type: 'text' as const, text: `answer ${i}`.repeat(10) }] })),
+      nothing: [],
+    },
+    error: null,
+    totalCost: 1,
+    completedAtMs: 0,
+    events: itemEvents,
+  };
+}
+
+describe('run chunks: a large run end in pieces', () => {
+  it('keeps a small run in one piece', () => {
+    const final = bigFinal(3);
+    const { final: head, chunks } = splitFinal(final);
+    assert.equal(chunks.length, 0);
+    assert.deepEqual(head, { ...final, chunks: 0 });
+  });
+
+  it('cuts a large one into chunks under the byte bound and joins them back exactly', () => {
+    const final = bigFinal(2_000);
+    const { final: head, chunks } = splitFinal(final, 16 * 1024);
+    assert.ok(chunks.length > 10, `${chunks.length} chunks`);
+    assert.equal(head.chunks, chunks.length);
+    assert.deepEqual(head.events, []);
+    assert.deepEqual(head.output, { answers: [], nothing: [] }, 'every label stays in the record');
+    for (const chunk of chunks) assert.ok(JSON.stringify({ events: chunk.events, output: chunk.output }).length <= 16 * 1024 + 100, `chunk ${chunk.index}`);
+    const joined = joinChunks(head, [...chunks].reverse()); // order comes from the index, not the list
+    assert.deepEqual(joined.events, final.events);
+    assert.deepEqual(joined.output, final.output);
+  });
+
+  describe('end to end', function () {
+    this.timeout(120_000);
+    let svc: TestService;
+    before(async () => (svc = await startService()));
+    after(async () => svc?.close());
+
+    it('completes a 1,500-row run whose output and log exceed one payload, and serves it whole from the record', async () => {
+      const acct = await newAccount(svc.store.collections);
+      const rows = Array.from({ length: 1_500 }, (_, i) => `row ${i} `.repeat(20));
+      await publish(svc.url, acct.key, {
+        slug: 'wide',
+        nodes: [
+          { id: 'rows', type: 'batch', rows },
+          { id: 'echo', type: 'text', template: 'echo: {{row}}' },
+          { id: 'out', type: 'user_result', label: 'Echoes' },
+        ],
+        edges: [
+          { from: 'rows', to: 'echo', port: 'row' },
+          { from: 'echo', to: 'out' },
+        ],
+      });
+      const started = await call(svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'wide' } });
+      assert.equal(started.status, 202, JSON.stringify(started.body));
+      const runId = started.body.run_id;
+      const run = await waitForRun(svc.url, acct.key, runId, 90_000);
+      assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+
+      // Completed in the run's own view moments before its record is written.
+      const record = await waitFor(async () => {
+        const doc = await svc.store.collections.runs.findOne({ _id: runId });
+        return doc?.finalized ? doc : undefined;
+      }, { what: 'the final record' });
+      assert.ok((record.chunks ?? 0) > 1, `chunks: ${record.chunks}`);
+      assert.deepEqual(record.events, [], 'the log is in the chunks');
+      assert.equal(await svc.store.collections.runChunks.countDocuments({ run_id: runId }), record.chunks);
+
+      const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: acct.key });
+      const items = read.body.output.echoes;
+      assert.equal(items.length, 1_500);
+      items.forEach((item: any, i: number) => {
+        assert.equal(item.item_index, i);
+        assert.equal(item.parts[0].text, `echo: ${rows[i]}`);
+      });
+
+      // Temporal forgets nothing here, but the stream of a finalized run is served from the record.
+      const stream = await openSse(`${svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key: acct.key });
+      await stream.closed;
+      const seen = events(stream).filter((e) => e.type !== 'response.resumed');
+      assert.equal(seen.length, 2 * 1_500 + 1, 'after response.created: added and done per item, then completed');
+      seen.forEach((e, i) => assert.equal(e.sequence_number, i + 1));
+      assert.equal(seen.at(-1).type, 'response.completed');
+
+      await removeRunsOlderThan(svc.store.collections, new Date(Date.now() + 1_000));
+      assert.equal(await svc.store.collections.runs.countDocuments({ _id: runId }), 0);
+      assert.equal(await svc.store.collections.runChunks.countDocuments({ run_id: runId }), 0);
+    });
+  });
+});
+
+describe('snapshot answers stay within one gRPC message', () => {
+  const args = {
+    runId: 'run_1',
+    accountId: 'acct_1',
+    publishedWorkflowId: 'wf_1',
+    versionId: 'wfv_1',
+    version: 1,
+    createdAtMs: 0,
+    graph: {
+      slug: 'x',
+      nodes: [
+        { id: 'echo', type: 'text', template: 'x' },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [{ from: 'echo', to: 'out' }],
+    },
+    inputs: {},
+    options: { startFeeUsd: 0 },
+  } as unknown as RunArgs;
+
+  function finishedRun(items: number, text: string): RunState {
+    const state = new RunState(args, { now: () => 0, random: Math.random });
+    for (let i = 0; i < items; i++) state.iterationDone('echo', i, [{ status: 'completed', parts: [{ type: 'text', text }] }]);
+    state.finish('completed');
+    return state;
+  }
+
+  it(`pages the event log by ${SNAPSHOT_EVENTS} events`, () => {
+    const state = finishedRun(1_500, 'x');
+    const first = state.snapshot(-1);
+    assert.equal(first.eventCount, 1 + 2 * 1_500 + 1);
+    assert.equal(first.events.length, SNAPSHOT_EVENTS);
+    const second = state.snapshot(first.events.at(-1)!.sequence_number);
+    assert.equal(second.events[0].sequence_number, SNAPSHOT_EVENTS);
+    assert.equal(second.events.at(-1)!.type, 'response.completed');
+  });
+
+  it('leaves out an output too large for an answer, and says so', () => {
+    const small = finishedRun(10, 'x').snapshot(Number.MAX_SAFE_INTEGER);
+    assert.equal(small.output?.out.length, 10);
+    assert.equal(small.outputDeferred, undefined);
+    const large = finishedRun(300, 'x'.repeat(4_000)).snapshot(Number.MAX_SAFE_INTEGER);
+    assert.equal(large.status, 'completed');
+    assert.equal(large.output, null);
+    assert.equal(large.outputDeferred, true);
+  });
+});
