@@ -3,7 +3,7 @@
  * that reports a run's state, the event shapes of the run's event log, and the search
  * attributes operators filter by. Safe to import from the workflow sandbox and from Node.
  */
-import { defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { WorkflowDocument } from '../domain/graph';
 import type { ItemError, Part } from '../domain/parts';
@@ -157,6 +157,12 @@ export const SNAPSHOT_OUTPUT_BYTES = 1024 * 1024;
 
 /** The one query of a run: its snapshot, with the events after `afterSequence` (-1 for all). */
 export const snapshotQuery = defineQuery<RunSnapshot, [number]>('snapshot');
+
+/**
+ * D28 `Prefer: wait`: completes with the terminal snapshot (no events) the moment the run ends,
+ * before its record is written: one round trip instead of waiting for the workflow to close.
+ */
+export const awaitEndUpdate = defineUpdate<RunSnapshot, []>('awaitEnd');
 
 /** The `response.created` event, built the same way by the workflow (log entry 0) and the API (before a worker runs). */
 export function createdEvent(args: Pick<RunArgs, 'runId' | 'createdAtMs' | 'publishedWorkflowId'>): RunEvent {

@@ -5,6 +5,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  condition,
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
@@ -17,7 +18,7 @@ import { Semaphore } from './semaphore';
 import { RunState } from './run-state';
 import { splitFinal } from './run-chunks';
 import { failed } from './values';
-import { snapshotQuery, type RunArgs, type RunStatus } from './definitions';
+import { awaitEndUpdate, snapshotQuery, type RunArgs, type RunStatus } from './definitions';
 import { startWebhookDelivery } from './webhook-workflow';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
@@ -27,6 +28,10 @@ export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; total_cost: number }> {
   const state = new RunState(args, { now: () => Date.now(), random: Math.random });
   setHandler(snapshotQuery, (afterSequence) => state.snapshot(afterSequence ?? -1));
+  setHandler(awaitEndUpdate, async () => {
+    await condition(() => state.status !== 'running');
+    return state.snapshot(Number.MAX_SAFE_INTEGER);
+  });
 
   const { options } = args;
   const nodes = proxyActivities<Activities>({

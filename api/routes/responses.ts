@@ -8,7 +8,7 @@ import { parseRequest, StartRequestSchema, type AsyncStartResponse } from '../sc
 import { parseIdempotencyKey, startIdempotent } from '../services/idempotent-start';
 import { startRun } from '../services/start-run';
 import { streamNewRun } from '../stream/run-streams';
-import { readRun } from '../services/read-run';
+import { awaitRunEnd } from '../services/await-run-end';
 import { startDuration } from '../../metrics';
 
 /** Routes of the responses resource. */
@@ -32,9 +32,10 @@ export function responsesRoutes(deps: RouteDeps): Router {
       timer();
       if (request.stream) return streamNewRun(ctx, deps, run);
       // D28: hold the answer until the run ends or the wait is over; an ended run answers 200 with its record.
-      if (waitSeconds > 0 && (await deps.gateway.waitForEnd(run._id, waitSeconds * 1000))) {
+      const ended = waitSeconds > 0 ? await awaitRunEnd(deps, run, waitSeconds * 1000) : null;
+      if (ended) {
         ctx.set('Preference-Applied', `wait=${waitSeconds}`);
-        ctx.body = await readRun(deps, run.account_id, run._id);
+        ctx.body = ended;
         return;
       }
       ctx.status = 202;

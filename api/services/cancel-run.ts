@@ -4,11 +4,11 @@ import { InvalidRequestError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
 import type { FinishedRunCache } from './finished-run-cache';
-import { readRun } from './read-run';
+import { readRun, type ReadRunDeps } from './read-run';
 
 /** Cancels a pending or running run; a cancelled run is a no-op; a completed or failed one is 409. */
 export async function cancelRun(
-  deps: { collections: Pick<Collections, 'runs' | 'runChunks'>; gateway: RunGateway; finishedRuns?: FinishedRunCache },
+  deps: ReadRunDeps,
   accountId: string,
   runId: string,
 ): Promise<RunView> {

@@ -19,9 +19,16 @@ export async function loadRun(collections: Pick<Collections, 'runs' | 'runChunks
   return doc;
 }
 
+/** What reading a run needs. */
+export interface ReadRunDeps {
+  collections: Pick<Collections, 'runs' | 'runChunks'>;
+  gateway: RunGateway;
+  finishedRuns?: FinishedRunCache;
+}
+
 /** The current run view: the final record once written (served long after Temporal forgot the run), else live state. */
 export async function readRun(
-  deps: { collections: Pick<Collections, 'runs' | 'runChunks'>; gateway: RunGateway; finishedRuns?: FinishedRunCache },
+  deps: ReadRunDeps,
   accountId: string,
   runId: string,
 ): Promise<RunView> {
