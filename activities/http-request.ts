@@ -1,4 +1,12 @@
-/** The `http_request` node: one HTTP call per iteration; JSON answers become json parts, text answers text parts, anything else a stored file (D19). */
+/**
+ * The `http_request` node: one HTTP call per iteration; JSON answers become json parts, text
+ * answers text parts, anything else a stored file (D19). The URL is rendered from the published
+ * workflow and its inputs, so it is caller-controlled: every call goes through the SSRF guard
+ * (net/ssrf.ts), like URL inputs and webhooks. A refused URL fails the item for good.
+ */
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream';
+import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
 import { completed, itemText } from '../workflows/values';
@@ -6,14 +14,30 @@ import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../files/names';
+import { guardedFetch, UrlRefusedError, type GuardedResponse, type GuardOptions } from '../net/ssrf';
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
+/** Where an http_request node may go, beyond public addresses. */
+export type HttpRequestGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'>;
+
+export interface HttpRequestDeps {
+  files: () => FileDeps;
+  /**
+   * The SSRF guard's settings. Absent: private addresses are reachable only when the worker's
+   * configuration says so (`ALLOW_PRIVATE_NETWORK`, files.allowPrivateNetwork), refused otherwise.
+   */
+  guard?: HttpRequestGuard;
+  /** Unused: a plain fetch would bypass the SSRF guard. Still accepted because activities/index.ts passes it. */
+  fetch?: FetchFn;
+}
+
 /** Builds the activity that runs one iteration of an http_request node. */
-export function createHttpRequestActivity(deps: { files: () => FileDeps; fetch: FetchFn }) {
+export function createHttpRequestActivity(deps: HttpRequestDeps) {
+  const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: configuredAllowPrivate(deps.files) };
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const { node } = req;
     const values: Record<string, string> = {};
@@ -23,28 +47,47 @@ export function createHttpRequestActivity(deps: { files: () => FileDeps; fetch: 
       throw ApplicationFailure.nonRetryable(`url '${url.slice(0, 200)}' is not an http(s) URL`, 'ProviderRejected');
     }
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(node.headers ?? {})) headers[name] = renderTemplate(value, values);
+    for (const [name, value] of Object.entries(node.headers ?? {})) headers[name.toLowerCase()] = renderTemplate(value, values);
     const method = node.method ?? 'GET';
+    const body = node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined;
+    // What fetch sent for a string body, which this node used before the guard: keep receivers' parsing unchanged.
+    if (body !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'text/plain;charset=UTF-8';
     const signals = [AbortSignal.timeout(node.timeout_ms ?? 30_000), activitySignal()].filter((s): s is AbortSignal => !!s);
-    let res: Response;
+    let res: GuardedResponse;
     try {
-      res = await deps.fetch(url, {
-        method,
-        headers,
-        body: node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined,
-        signal: AbortSignal.any(signals),
-      });
+      // http:// stays allowed: a plain-http public API is the workflow author's choice; the guard is about where, not how.
+      res = await guardedFetch(url, { ...guard(), allowHttp: true, method, headers, body, signal: AbortSignal.any(signals) });
     } catch (err) {
       rethrowIfCancelled();
-      throw ApplicationFailure.retryable(`request to ${new URL(url).host} failed: ${(err as Error).message}`, 'ProviderUnavailable');
+      if (err instanceof UrlRefusedError) throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+      const code = (err as { code?: string }).code;
+      if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') {
+        // A header the workflow rendered cannot be sent at all: retrying renders the same one.
+        throw ApplicationFailure.nonRetryable(`the request cannot be sent: ${(err as Error).message}`, 'ProviderRejected');
+      }
+      throw ApplicationFailure.retryable(`request to ${hostOf(url)} failed: ${(err as Error).message}`, 'ProviderUnavailable');
     }
-    const type = (res.headers.get('content-type') ?? '').toLowerCase();
-    if (res.ok && !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))) {
+    try {
+      return await answer(req, res);
+    } catch (err) {
+      rethrowIfCancelled();
+      if (err instanceof ApplicationFailure) throw err;
+      throw ApplicationFailure.retryable(`reading the answer of ${res.url.host} failed: ${(err as Error).message}`, 'ProviderUnavailable');
+    } finally {
+      res.body.destroy(); // an unread rest (an error body over the limit) must not hold the connection
+    }
+  };
+
+  const answer = async (req: NodeRequest<'http_request'>, res: GuardedResponse): Promise<NodeResult> => {
+    const ok = res.status >= 200 && res.status < 300;
+    const type = String(res.headers['content-type'] ?? '').toLowerCase();
+    const body = decoded(res);
+    if (ok && !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))) {
       // Binary: streamed into GridFS (never whole in memory) and typed by its bytes, not by the header.
       const files = deps.files();
       const accountId = await runAccount(files, req);
-      const name = remoteFileName(new URL(url), res.headers.get('content-disposition'));
-      const doc = await storeFile(files.db, (res.body ?? []) as AsyncIterable<Uint8Array>, {
+      const name = remoteFileName(res.url, res.headers['content-disposition']);
+      const doc = await storeFile(files.db, body, {
         accountId,
         runId: req.runId,
         name: (mime) => withExtension(name ?? 'response', mime),
@@ -56,9 +99,8 @@ export function createHttpRequestActivity(deps: { files: () => FileDeps; fetch: 
       });
       return { items: [completed(await filePart(files.links, doc))], costUsd: 0 };
     }
-    const body = await readLimited(res);
-    const text = new TextDecoder().decode(body);
-    if (!res.ok) throw providerFailure(`http ${new URL(url).host}`, res.status, text.slice(0, 500) || res.statusText);
+    const text = new TextDecoder().decode(await readLimited(res, body));
+    if (!ok) throw providerFailure(`http ${res.url.host}`, res.status, text.slice(0, 500) || res.body.statusMessage || 'no message');
     if (type.includes('json')) {
       try {
         return { items: [completed({ type: 'json', data: JSON.parse(text) as unknown })], costUsd: 0 };
@@ -68,18 +110,52 @@ export function createHttpRequestActivity(deps: { files: () => FileDeps; fetch: 
     }
     return { items: [completed({ type: 'text', text })], costUsd: 0 };
   };
+
   return function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
     return heartbeating(() => call(req));
   };
 }
 
-async function readLimited(res: Response): Promise<Uint8Array> {
-  const declared = Number(res.headers.get('content-length') ?? '0');
+/** ALLOW_PRIVATE_NETWORK as the worker's file settings carry it; a worker without them refuses private addresses. */
+function configuredAllowPrivate(files: () => FileDeps): boolean {
+  try {
+    return files().config.files.allowPrivateNetwork;
+  } catch {
+    return false;
+  }
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'the url';
+  }
+}
+
+/** The answer's bytes as sent before any content coding (fetch decoded them, and workflows may ask for gzip). */
+function decoded(res: GuardedResponse): Readable {
+  const coding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const decoder =
+    coding === 'gzip' || coding === 'x-gzip'
+      ? zlib.createGunzip()
+      : coding === 'deflate'
+        ? zlib.createInflate()
+        : coding === 'br'
+          ? zlib.createBrotliDecompress()
+          : undefined;
+  if (!decoder) return res.body;
+  // pipeline destroys both streams on an error, which the reader of the decoder then sees.
+  return pipeline(res.body, decoder, () => undefined);
+}
+
+async function readLimited(res: GuardedResponse, body: Readable): Promise<Uint8Array> {
+  // The declared length is the coded one, at most the decoded size: a cheap early refusal only.
+  const declared = Number(res.headers['content-length'] ?? '0');
   if (declared > MAX_BODY_BYTES) throw ApplicationFailure.nonRetryable(`answer of ${declared} bytes is over the ${MAX_BODY_BYTES} byte limit`, 'ProviderRejected');
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   let size = 0;
-  if (!res.body) return new Uint8Array();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.byteLength;
     if (size > MAX_BODY_BYTES) throw ApplicationFailure.nonRetryable(`answer is over the ${MAX_BODY_BYTES} byte limit`, 'ProviderRejected');
     chunks.push(chunk);

@@ -1,6 +1,6 @@
 /**
- * Fetching caller-supplied URLs without Server-Side Request Forgery (D19 URL inputs; D20
- * webhooks later). A caller must not make our worker reach our own network: every host is
+ * Fetching caller-supplied URLs without Server-Side Request Forgery (D19 URL inputs, D20
+ * webhooks, `http_request` nodes). A caller must not make our worker reach our own network: every host is
  * resolved here, every address checked, and the connection made to exactly the address that
  * was checked (so a DNS answer that changes between check and connect, "DNS rebinding", cannot
  * slip through). Redirects are followed by hand, up to 5, each hop checked the same way.
@@ -205,20 +205,84 @@ export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
-function requestOnce(url: URL, pinned: { address: string; family: 4 | 6 }, signal: AbortSignal, headers: Record<string, string>): Promise<http.IncomingMessage> {
+function requestOnce(
+  url: URL,
+  pinned: { address: string; family: 4 | 6 },
+  init: { method: string; headers: Record<string, string>; body?: Buffer; signal: AbortSignal },
+): Promise<http.IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const req = client.request(url, {
-      method: 'GET',
-      headers: { 'user-agent': 'wrs-fetch/1', accept: '*/*', ...headers },
+      method: init.method,
+      headers: init.body ? { ...init.headers, 'content-length': String(init.body.length) } : init.headers,
       lookup: pinnedLookup(pinned.address, pinned.family),
       agent: false, // no pooled socket: each request connects to the address just checked
-      signal,
+      signal: init.signal,
     });
     req.once('response', resolve);
     req.once('error', reject);
-    req.end();
+    req.end(init.body);
   });
+}
+
+/** What guardedFetch sends; the guard's options say where it may go. */
+export interface GuardedRequest {
+  /** Default GET. */
+  method?: string;
+  /** Names in any case; the transport's own (host, content-length, transfer-encoding, connection) are ignored. */
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  /** Bounds the whole exchange, every hop and the answer's body included. */
+  signal: AbortSignal;
+  /** Redirects followed before giving up (default MAX_REDIRECTS); 0 hands a redirect back as the answer. */
+  maxRedirects?: number;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+// Set by the transport from the URL and the body: a caller's value would contradict ours.
+const TRANSPORT_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
+// Credentials meant for the first origin: a redirect must not hand them to another (as fetch does for Authorization).
+const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+// Describe the body: dropped with it when a redirect turns the request into a GET (fetch's request-body-header names).
+const BODY_HEADERS = new Set(['content-type', 'content-encoding', 'content-language', 'content-location']);
+
+function withoutHeaders(headers: Record<string, string>, names: Set<string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !names.has(name)));
+}
+
+/**
+ * Makes one HTTP request of any method through the guard: the scheme is checked, the host
+ * resolved and every address checked, and the connection pinned to the checked address. Up to
+ * `maxRedirects` redirects (301, 302, 303, 307, 308) are followed by hand, each target checked
+ * the same way, with fetch's rules: 303, and 301/302 after a POST, continue as a GET without the
+ * body; 307/308 keep method and body; credentials never go to another origin. The answer's body
+ * is left unread for the caller to stream (and to limit). Throws UrlRefusedError for anything
+ * the guard refuses, other errors for network failures.
+ */
+export async function guardedFetch(raw: string, opts: GuardOptions & GuardedRequest): Promise<GuardedResponse> {
+  const maxRedirects = opts.maxRedirects ?? MAX_REDIRECTS;
+  let url = checkedUrl(raw, opts);
+  let method = (opts.method ?? 'GET').toUpperCase();
+  let body = opts.body === undefined ? undefined : Buffer.from(opts.body);
+  const given = Object.fromEntries(Object.entries(opts.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+  let headers = withoutHeaders({ 'user-agent': 'wrs-fetch/1', accept: '*/*', ...given }, TRANSPORT_HEADERS);
+  for (let hop = 0; ; hop++) {
+    const pinned = await checkedAddress(url, opts);
+    const res = await requestOnce(url, pinned, { method, headers, body, signal: opts.signal });
+    const status = res.statusCode ?? 0;
+    const location = res.headers.location;
+    if (!REDIRECTS.has(status) || !location || maxRedirects === 0) return { status, headers: res.headers, url, body: res };
+    res.resume(); // drain and drop the redirect's own body
+    if (hop >= maxRedirects) throw new UrlRefusedError(`more than ${maxRedirects} redirects from ${new URL(raw).origin}`);
+    const next = checkedUrl(new URL(location, url).toString(), opts);
+    if (status === 303 ? method !== 'GET' && method !== 'HEAD' : (status === 301 || status === 302) && method === 'POST') {
+      method = 'GET';
+      body = undefined;
+      headers = withoutHeaders(headers, BODY_HEADERS);
+    }
+    if (next.origin !== url.origin) headers = withoutHeaders(headers, CREDENTIAL_HEADERS);
+    url = next;
+  }
 }
 
 /**
@@ -226,18 +290,6 @@ function requestOnce(url: URL, pinned: { address: string; family: 4 | 6 }, signa
  * answer's body is left unread for the caller to stream (and to limit); `signal` bounds the
  * whole exchange, body included.
  */
-export async function guardedGet(raw: string, opts: GuardOptions & { signal: AbortSignal; headers?: Record<string, string> }): Promise<GuardedResponse> {
-  let url = checkedUrl(raw, opts);
-  for (let hop = 0; ; hop++) {
-    const pinned = await checkedAddress(url, opts);
-    const res = await requestOnce(url, pinned, opts.signal, opts.headers ?? {});
-    const location = res.headers.location;
-    if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location) {
-      res.resume(); // drain and drop the redirect's own body
-      if (hop >= MAX_REDIRECTS) throw new UrlRefusedError(`more than ${MAX_REDIRECTS} redirects from ${raw.slice(0, 200)}`);
-      url = checkedUrl(new URL(location, url).toString(), opts);
-      continue;
-    }
-    return { status: res.statusCode ?? 0, headers: res.headers, url, body: res };
-  }
+export function guardedGet(raw: string, opts: GuardOptions & { signal: AbortSignal; headers?: Record<string, string> }): Promise<GuardedResponse> {
+  return guardedFetch(raw, { ...opts, method: 'GET' });
 }

@@ -1,13 +1,15 @@
 /**
  * The SSRF guard (net/ssrf.ts, D19): the address classifier, scheme and address checks (every
- * answer of a name counts), manual redirects checked hop by hop, and connections pinned to the
- * checked address. Only loopback servers are contacted; the private and metadata addresses
- * below are refused before any connection is attempted.
+ * answer of a name counts), manual redirects checked hop by hop, connections pinned to the
+ * checked address, and guardedFetch's redirect rules for other methods (those of fetch: 303
+ * and a POST's 301/302 become GETs, 307/308 keep method and body, credentials stay with their
+ * origin). Only loopback servers are contacted; the private and metadata addresses below are
+ * refused before any connection is attempted.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkedAddress, checkedUrl, classifyAddress, guardedGet, UrlRefusedError, type AddressClass } from '../../net/ssrf';
+import { checkedAddress, checkedUrl, classifyAddress, guardedFetch, guardedGet, UrlRefusedError, type AddressClass } from '../../net/ssrf';
 
 interface Server {
   origin: (host?: string) => string;
@@ -42,6 +44,42 @@ async function startServer(host = '127.0.0.1'): Promise<Server> {
   return {
     origin: (name = host) => `http://${name}:${port}`,
     hits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+interface EchoServer {
+  origin: string;
+  seen: Seen[];
+  close(): Promise<void>;
+}
+
+/** A loopback server recording every request: /r/<status>?to=<url> redirects with that status, anything else answers 200. */
+async function startEcho(host = '127.0.0.1'): Promise<EchoServer> {
+  const seen: Seen[] = [];
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const url = new URL(req.url ?? '/', 'http://x');
+    seen.push({ method: req.method ?? '', path: url.pathname, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    const redirect = /^\/r\/(\d{3})$/.exec(url.pathname);
+    if (redirect) {
+      res.writeHead(Number(redirect[1]), { location: url.searchParams.get('to')! });
+      return res.end('moved');
+    }
+    res.end('done');
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    origin: `http://${host}:${(server.address() as AddressInfo).port}`,
+    seen,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -186,6 +224,160 @@ describe('SSRF guard (net/ssrf.ts)', function () {
       assert.equal(res.status, 200);
       assert.match(await text(res), /^ok from pinned\.test:/); // the Host header keeps the name
       assert.equal(calls, 1);
+    });
+  });
+
+  describe('guardedFetch (any method)', () => {
+    let a: EchoServer;
+    let b: EchoServer;
+    before(async () => {
+      [a, b] = await Promise.all([startEcho('127.0.0.1'), startEcho('127.0.0.2')]);
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+    });
+    const open = { allowHttp: true, allowPrivate: true };
+    const signal = () => AbortSignal.timeout(5_000);
+    /** Requests `a` answered since `from`, as method path body. */
+    const since = (server: EchoServer, from: number) => server.seen.slice(from).map((r) => `${r.method} ${r.path} ${r.body}`.trim());
+
+    it('keeps method, body and body headers on 307 and 308', async () => {
+      for (const [status, method] of [[307, 'POST'], [308, 'PUT'], [307, 'PATCH'], [308, 'DELETE']] as const) {
+        const from = a.seen.length;
+        const res = await guardedFetch(`${a.origin}/r/${status}?to=/final`, {
+          ...open,
+          method,
+          headers: { 'Content-Type': 'application/json' },
+          body: '{"n":1}',
+          signal: signal(),
+        });
+        assert.equal(res.status, 200);
+        assert.equal(await text(res), 'done');
+        assert.deepEqual(since(a, from), [`${method} /r/${status} {"n":1}`, `${method} /final {"n":1}`], `${status} ${method}`);
+        const last = a.seen.at(-1)!;
+        assert.equal(last.headers['content-type'], 'application/json');
+        assert.equal(last.headers['content-length'], '7');
+      }
+    });
+
+    it('continues as a GET without body after 303, and after 301/302 of a POST; other methods keep theirs on 301/302', async () => {
+      const cases: Array<[number, string, string]> = [
+        [303, 'POST', 'GET'],
+        [303, 'PUT', 'GET'],
+        [303, 'DELETE', 'GET'],
+        [301, 'POST', 'GET'],
+        [302, 'POST', 'GET'],
+        [301, 'PUT', 'PUT'],
+        [302, 'PATCH', 'PATCH'],
+      ];
+      for (const [status, method, then] of cases) {
+        const from = a.seen.length;
+        const res = await guardedFetch(`${a.origin}/r/${status}?to=/final`, {
+          ...open,
+          method,
+          headers: { 'content-type': 'text/plain', 'x-keep': 'yes' },
+          body: 'payload',
+          signal: signal(),
+        });
+        assert.equal(res.status, 200);
+        res.body.resume();
+        const last = a.seen.at(-1)!;
+        assert.deepEqual(since(a, from), [`${method} /r/${status} payload`, then === 'GET' ? 'GET /final' : `${then} /final payload`], `${status} ${method}`);
+        assert.equal(last.headers['x-keep'], 'yes', 'other headers follow the redirect');
+        if (then === 'GET') {
+          assert.equal(last.headers['content-type'], undefined, 'the body headers went with the body');
+          assert.equal(last.headers['content-length'], undefined);
+        }
+      }
+    });
+
+    it('drops Authorization, Cookie and Proxy-Authorization on a redirect to another origin, keeps them on the same origin', async () => {
+      const credentials = { Authorization: 'Bearer secret', Cookie: 'session=1', 'Proxy-Authorization': 'Basic eA==', 'X-Trace': 't1' };
+      const fromA = a.seen.length;
+      const same = await guardedFetch(`${a.origin}/r/302?to=/final`, { ...open, headers: credentials, signal: signal() });
+      same.body.resume();
+      assert.equal(a.seen.length - fromA, 2);
+      for (const r of a.seen.slice(fromA)) {
+        assert.equal(r.headers.authorization, 'Bearer secret', r.path);
+        assert.equal(r.headers.cookie, 'session=1', r.path);
+      }
+      // Another host, and the same host on another port (an origin is scheme, host and port).
+      const other = await startEcho('127.0.0.1');
+      try {
+        for (const target of [b, other]) {
+          const from = target.seen.length;
+          const res = await guardedFetch(`${a.origin}/r/307?to=${encodeURIComponent(`${target.origin}/final`)}`, {
+            ...open,
+            method: 'POST',
+            headers: credentials,
+            body: 'x',
+            signal: signal(),
+          });
+          assert.equal(res.status, 200);
+          res.body.resume();
+          assert.equal(a.seen.at(-1)!.headers.authorization, 'Bearer secret', 'the first origin received them');
+          const arrived = target.seen.slice(from);
+          assert.equal(arrived.length, 1);
+          assert.equal(arrived[0].headers.authorization, undefined, target.origin);
+          assert.equal(arrived[0].headers.cookie, undefined, target.origin);
+          assert.equal(arrived[0].headers['proxy-authorization'], undefined, target.origin);
+          assert.equal(arrived[0].headers['x-trace'], 't1');
+          assert.equal(arrived[0].body, 'x', '307 kept the body');
+        }
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('checks every hop whatever the method: a POST redirected to loopback by an allowed host is refused before connecting', async () => {
+      const fromA = a.seen.length;
+      const fromB = b.seen.length;
+      await assert.rejects(
+        guardedFetch(`${b.origin}/r/307?to=${encodeURIComponent(`${a.origin}/final`)}`, {
+          allowHttp: true,
+          allowPrivate: false,
+          allowedHosts: ['127.0.0.2'],
+          method: 'POST',
+          body: 'x',
+          signal: signal(),
+        }),
+        (err: Error) => err instanceof UrlRefusedError && /127\.0\.0\.1, a loopback address/.test(err.message),
+      );
+      assert.deepEqual(since(b, fromB), ['POST /r/307 x']);
+      assert.equal(a.seen.length, fromA, 'the loopback target was never contacted');
+      await assert.rejects(guardedFetch(`${a.origin}/final`, { allowHttp: true, allowPrivate: false, method: 'DELETE', signal: signal() }), UrlRefusedError);
+      assert.equal(a.seen.length, fromA);
+    });
+
+    it('hands a redirect back with maxRedirects 0 and counts hops against maxRedirects', async () => {
+      const res = await guardedFetch(`${a.origin}/r/302?to=/final`, { ...open, maxRedirects: 0, signal: signal() });
+      assert.equal(res.status, 302);
+      assert.equal(res.headers.location, '/final');
+      assert.equal(await text(res), 'moved');
+      const twice = `${a.origin}/r/302?to=${encodeURIComponent(`/r/302?to=/final`)}`;
+      await assert.rejects(guardedFetch(twice, { ...open, maxRedirects: 1, signal: signal() }), /more than 1 redirects from http:\/\/127\.0\.0\.1:\d+$/);
+      const ok = await guardedFetch(twice, { ...open, maxRedirects: 2, signal: signal() });
+      assert.equal(ok.status, 200);
+      assert.equal(ok.url.pathname, '/final');
+      ok.body.resume();
+    });
+
+    it('sets Host and Content-Length itself, whatever the caller says', async () => {
+      const res = await guardedFetch(`${a.origin}/final`, {
+        ...open,
+        method: 'POST',
+        headers: { host: 'evil.test', 'content-length': '999', 'transfer-encoding': 'chunked' },
+        body: 'abc',
+        signal: signal(),
+      });
+      assert.equal(res.status, 200);
+      res.body.resume();
+      const last = a.seen.at(-1)!;
+      assert.equal(last.headers.host, new URL(a.origin).host);
+      assert.equal(last.headers['content-length'], '3');
+      assert.equal(last.headers['transfer-encoding'], undefined);
+      assert.equal(last.body, 'abc');
     });
   });
 });
