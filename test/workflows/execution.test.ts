@@ -111,7 +111,8 @@ describe('workflow execution (real Temporal + FerretDB)', function () {
     let target: Target;
     before(async () => {
       [svc, target] = await Promise.all([
-        startService({ env: { OPENAI_BASE_URL: fake.baseUrl, PRICES } }),
+        // The http_request target listens on 127.0.0.1: the SSRF guard refuses it unless private networks are allowed.
+        startService({ env: { OPENAI_BASE_URL: fake.baseUrl, PRICES, ALLOW_PRIVATE_NETWORK: 'true' } }),
         startTarget(),
       ]);
     });
