@@ -52,6 +52,11 @@ export const EnvSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().default('wrs-runs'),
   MONGODB_URI: z.string().default('mongodb://127.0.0.1:27017/'),
   MONGODB_DB: z.string().default('wrs'),
+  // Issue 8: while MongoDB is unreachable a request waits at most about this long for it, then answers 503.
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: int(2_000),
+  MONGODB_CONNECT_TIMEOUT_MS: int(2_000),
+  // Issue 8: the longest a start or cancel waits for Temporal (a hung server, not a refused connection: that is ~1 s).
+  TEMPORAL_RPC_TIMEOUT_MS: int(10_000),
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().optional(),
   PROVIDERS: jsonString(z.record(z.string(), ProviderSchema), '{}'),
@@ -122,8 +127,20 @@ export interface Config {
     /** D16 defaults per key and one-minute window; an account's `rate_limits` override them. */
     rateLimits: { startsPerMinute: number; requestsPerMinute: number };
   };
-  temporal: { address: string; namespace: string; taskQueue: string };
-  mongo: { uri: string; dbName: string };
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    /** Deadline of the API's start and cancel calls (queries use api.queryTimeoutMs). */
+    rpcTimeoutMs: number;
+  };
+  mongo: {
+    uri: string;
+    dbName: string;
+    /** How long an operation waits for a reachable server before it fails (and the API answers 503). */
+    serverSelectionTimeoutMs: number;
+    connectTimeoutMs: number;
+  };
   providers: Record<string, Provider>;
   prices: Record<string, Price>;
   runs: RunOptions;
@@ -195,8 +212,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS, maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES },
       rateLimits: { startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE, requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE },
     },
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
-    mongo: { uri: e.MONGODB_URI, dbName: e.MONGODB_DB },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_MS,
+    },
+    mongo: {
+      uri: e.MONGODB_URI,
+      dbName: e.MONGODB_DB,
+      serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+      connectTimeoutMs: e.MONGODB_CONNECT_TIMEOUT_MS,
+    },
     providers,
     prices: e.PRICES,
     runs: {

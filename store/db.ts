@@ -34,13 +34,32 @@ export interface Store {
   close(): Promise<void>;
 }
 
+export interface StoreOptions {
+  uri: string;
+  dbName: string;
+  appName?: string;
+  /** How long an operation waits for a reachable server; default DEFAULT_SERVER_SELECTION_TIMEOUT_MS. */
+  serverSelectionTimeoutMs?: number;
+  /** TCP connect + handshake of one new connection; default DEFAULT_CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
+}
+
+/**
+ * Issue 8: the driver's 30 s default would hold every request (and a load balancer's probes) for
+ * 30 s while MongoDB is down. 2 s is well past a healthy server's selection time (a few ms on a
+ * LAN) and leaves a client's own timeout room to read the 503; a replica-set election (up to ~12 s)
+ * then answers 503 with Retry-After instead of stalling requests. Worker activities retry anyway.
+ */
+export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 2_000;
+/** A refused connection fails at once; this bounds a silent one (a dropped SYN, a stalled TLS handshake). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+
 /** Connects, creates the indexes (idempotent) and returns the typed collections. */
-export async function connectStore(opts: { uri: string; dbName: string; appName?: string }): Promise<Store> {
+export async function connectStore(opts: StoreOptions): Promise<Store> {
   const client = new MongoClient(opts.uri, {
     appName: opts.appName ?? 'wrs',
-    serverSelectionTimeoutMS: 5_000,
-    // Fail a request fast while the database is down instead of hanging the caller (issue 8).
-    connectTimeoutMS: 5_000,
+    serverSelectionTimeoutMS: opts.serverSelectionTimeoutMs ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
+    connectTimeoutMS: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
   });
   await client.connect();
   const db = client.db(opts.dbName);

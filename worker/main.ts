@@ -9,7 +9,7 @@ import { serveMetrics } from './metrics-server';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   installWorkerRuntime(config.logLevel);
-  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-worker' });
+  const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const worker = await createRunWorker({
     connection,

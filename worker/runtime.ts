@@ -12,14 +12,20 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
 
 /**
  * Installs the Temporal worker runtime once, logging through pino as JSON lines at the service's
- * level. The SDK's entries carry `workflowId` (the run id) and the activity type, so every line
- * of a run can be found by its run id; no key ever reaches a worker.
+ * level, the SDK's native core included. The SDK's entries carry `workflowId` (the run id) and
+ * the activity type, so every line of a run can be found by its run id; no key ever reaches a worker.
  */
 export function installWorkerRuntime(level: string): void {
   const log = pino({ name: 'wrs-worker', level: level === 'silent' ? 'silent' : level });
   const write = (entry: LogEntry) => log[PINO_LEVEL[entry.level]]({ ...entry.meta, run_id: entry.meta?.workflowId }, entry.message);
   try {
-    Runtime.install({ logger: new DefaultLogger(LEVELS[level] ?? 'INFO', write) });
+    const sdkLevel = LEVELS[level] ?? 'INFO';
+    Runtime.install({
+      logger: new DefaultLogger(sdkLevel, write),
+      // The SDK's native core (connection retries while Temporal is down, issue 8) would otherwise
+      // print its own text lines to stderr at WARN whatever the level: forwarded, they are pino JSON too.
+      telemetryOptions: { logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} } },
+    });
   } catch {
     // already installed in this process (tests start several workers)
   }

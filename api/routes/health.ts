@@ -10,16 +10,15 @@ export function healthRoutes(deps: AppDeps): Router {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
-    try {
-      await Promise.all([
-        deps.db.command({ ping: 1 }),
-        deps.gateway.client.connection.withDeadline(Date.now() + 2_000, () =>
-          deps.gateway.client.workflowService.getSystemInfo({}),
-        ),
-      ]);
-    } catch {
-      throw new ServiceUnavailableError('Not ready: MongoDB or Temporal does not answer.');
-    }
+    // Both are asked at once and both answers awaited, so the message names each one that is down
+    // (issue 8). Each is bounded: MongoDB by the driver's server selection (MONGODB_SERVER_SELECTION_TIMEOUT_MS),
+    // Temporal by this deadline (a refused connection fails in ~1 s, api/run-gateway.ts).
+    const [mongo, temporal] = await Promise.allSettled([
+      deps.db.command({ ping: 1 }),
+      deps.gateway.client.connection.withDeadline(Date.now() + 2_000, () => deps.gateway.client.workflowService.getSystemInfo({})),
+    ]);
+    const down = [mongo.status === 'rejected' ? 'MongoDB' : '', temporal.status === 'rejected' ? 'Temporal' : ''].filter(Boolean);
+    if (down.length > 0) throw new ServiceUnavailableError(`Not ready: ${down.join(' and ')} ${down.length > 1 ? 'do' : 'does'} not answer.`);
     ctx.body = { status: 'ready' };
   });
   return router;

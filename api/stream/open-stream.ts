@@ -52,14 +52,18 @@ export function openStream(
   };
   res.on('close', close);
 
+  // The head and the keepalives go out at once, before the run's state is known: while Temporal is
+  // down the first event waits for the poller's first successful look (issue 8), and the client
+  // (an EventSource gives up for good on a non-200 answer) stays attached meanwhile.
+  writeSseHead(res);
+  opened = true;
+  activeStreams.inc();
+  keepalive = setInterval(() => write(KEEPALIVE), opts.keepaliveMs);
+
   unsubscribe = opts.pollers.subscribe(runId, seed, {
     start: (state) => {
       const { event, cursor } = opening(state);
-      writeSseHead(res);
-      opened = true;
-      activeStreams.inc();
       write(formatEvent(event));
-      keepalive = setInterval(() => write(KEEPALIVE), opts.keepaliveMs);
       return cursor;
     },
     deliver: (event: RunEvent) => write(formatEvent(event)),

@@ -8,7 +8,7 @@ import { isTerminal, type RunEvent, type RunSnapshot, type RunStatus } from '../
 
 /** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
 export interface PollSource {
-  /** The live snapshot after a sequence number, or null for "no news yet". */
+  /** The live snapshot after a sequence number, or null for "no news yet"; throws when Temporal cannot be reached. */
   snapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null>;
   /** The stored record's status, and its whole event log once finalized. */
   stored(runId: string): Promise<{ status: RunStatus; events: RunEvent[] | null } | null>;
@@ -122,19 +122,25 @@ export class RunPoller {
     if (this.stopped || this.ticking) return;
     this.ticking = true;
     const started = Date.now();
+    let looked = true;
     try {
       if (!this.terminal) await this.learn();
     } catch {
       // A failed look is "no news yet" (D15): the stream never fails because a poll did.
+      looked = false;
     } finally {
       this.ticking = false;
     }
     if (this.stopped) return;
-    const first = !this.ready;
-    this.ready = true;
-    for (const entry of [...this.attached]) {
-      if (entry.cursor === null) this.startOne(entry);
-      else if (!first) this.deliver(entry, true);
+    // Until one look succeeded the run's state is unknown (Temporal down, issue 8): clients wait,
+    // with keepalives, instead of being told the stale `pending` of the stored record.
+    if (looked || this.ready) {
+      const first = !this.ready;
+      this.ready = true;
+      for (const entry of [...this.attached]) {
+        if (entry.cursor === null) this.startOne(entry);
+        else if (!first) this.deliver(entry, true);
+      }
     }
     if (this.attached.size === 0) return this.stop();
     this.timer = setTimeout(() => void this.tick(), Math.max(0, started + this.pollMs - Date.now()));
@@ -142,7 +148,17 @@ export class RunPoller {
 
   private async learn(): Promise<void> {
     this.queries++;
-    const snapshot = await this.source.snapshot(this.runId, this.events.length - 1);
+    let snapshot: RunSnapshot | null;
+    try {
+      snapshot = await this.source.snapshot(this.runId, this.events.length - 1);
+    } catch (err) {
+      // Temporal unreachable: a run that ended just before still has its whole log in its record.
+      const stored = await this.source.stored(this.runId);
+      if (!stored?.events || !isTerminal(stored.status)) throw err;
+      this.merge(stored.events);
+      this.status = stored.status;
+      return;
+    }
     if (snapshot) {
       this.merge(snapshot.events);
       this.status = snapshot.status;

@@ -3,7 +3,7 @@
  * tests never see each other's data or workers), the API on a free port, and a worker that a
  * test may start late or stop to observe `pending`.
  */
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { DestinationStream } from 'pino';
 import { loadConfig, type Config } from '../../config';
 import { startApi, type ApiHandle } from '../../api/start-api';
@@ -22,30 +22,39 @@ export interface TestService {
   close(): Promise<void>;
 }
 
+/** Where a service runs: the shared test stack by default, or servers a test started itself (restart tests). */
+export interface ServiceStack {
+  temporalAddress: string;
+  mongoUri: string;
+  bundle: WorkflowBundleWithSourceMap;
+}
+
 let counter = 0;
 
-/** Starts API (and, unless `worker: false`, a worker) on the shared stack; env overrides go through loadConfig. */
+/** Starts API (and, unless `worker: false`, a worker) on the shared stack (or `stack`); env overrides go through loadConfig. */
 export async function startService(
   opts: {
     worker?: boolean;
     env?: Record<string, string>;
     /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
     logDestination?: DestinationStream;
+    /** Servers of the test's own instead of the shared stack (which is then not started for it). */
+    stack?: ServiceStack;
   } = {},
 ): Promise<TestService> {
-  const { stack, bundle } = await testStack();
+  const { temporalAddress, mongoUri, bundle } = opts.stack ?? (await sharedStack());
   const id = `${process.pid}-${++counter}-${Date.now()}`;
   const config = loadConfig({
     API_PORT: '0',
-    TEMPORAL_ADDRESS: stack.temporal.address,
-    MONGODB_URI: stack.mongo.uri,
+    TEMPORAL_ADDRESS: temporalAddress,
+    MONGODB_URI: mongoUri,
     MONGODB_DB: `wrs_test_${id.replace(/-/g, '_')}`,
     TEMPORAL_TASK_QUEUE: `wrs-test-${id}`,
     RETRY_INITIAL_MS: '50',
     LOG_LEVEL: 'silent',
     ...opts.env,
   });
-  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName });
+  const store = await connectStore(config.mongo);
   const logger = opts.logDestination ? createLogger(config.logLevel, 'wrs-api', opts.logDestination) : createLogger('silent');
   const api = await startApi(config, logger);
   let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
@@ -87,4 +96,10 @@ export async function startService(
   };
   if (opts.worker !== false) await service.startWorker();
   return service;
+}
+
+/** The shared stack (started on first use) as a ServiceStack. */
+async function sharedStack(): Promise<ServiceStack> {
+  const { stack, bundle } = await testStack();
+  return { temporalAddress: stack.temporal.address, mongoUri: stack.mongo.uri, bundle };
 }
