@@ -16,7 +16,7 @@ import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../files/names';
 import { guardedFetch, UrlRefusedError, type GuardedResponse, type GuardOptions } from '../net/ssrf';
 import { storeFile } from '../store/files';
-import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
+import { activitySignal, rethrowIfCancelled } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -26,18 +26,13 @@ export type HttpRequestGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts
 
 export interface HttpRequestDeps {
   files: () => FileDeps;
-  /**
-   * The SSRF guard's settings. Absent: private addresses are reachable only when the worker's
-   * configuration says so (`ALLOW_PRIVATE_NETWORK`, files.allowPrivateNetwork), refused otherwise.
-   */
+  /** The SSRF guard's settings; absent: private addresses are refused. */
   guard?: HttpRequestGuard;
-  /** Unused: a plain fetch would bypass the SSRF guard. Still accepted because activities/index.ts passes it. */
-  fetch?: FetchFn;
 }
 
 /** Builds the activity that runs one iteration of an http_request node. */
 export function createHttpRequestActivity(deps: HttpRequestDeps) {
-  const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: configuredAllowPrivate(deps.files) };
+  const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: false };
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const { node } = req;
     const values: Record<string, string> = {};
@@ -117,14 +112,6 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
 }
 
 /** ALLOW_PRIVATE_NETWORK as the worker's file settings carry it; a worker without them refuses private addresses. */
-function configuredAllowPrivate(files: () => FileDeps): boolean {
-  try {
-    return files().config.files.allowPrivateNetwork;
-  } catch {
-    return false;
-  }
-}
-
 function hostOf(url: string): string {
   try {
     return new URL(url).host;

@@ -40,7 +40,8 @@ export function createActivities(deps: ActivityDeps) {
   };
   return {
     llm: createLlmActivity({ config: deps.config, fetch: fetchFn }),
-    httpRequest: createHttpRequestActivity({ files, fetch: fetchFn }),
+    // The SSRF guard of URL inputs (ALLOW_PRIVATE_NETWORK) covers http_request nodes too.
+    httpRequest: createHttpRequestActivity({ files, guard: { allowPrivate: deps.config.files?.allowPrivateNetwork ?? false, resolve: deps.resolve } }),
     imageGeneration: createImageGenerationActivity({ config: deps.config, files, fetch: fetchFn }),
     model: createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn }),
     resolveFileInput: createFileInputActivity({ files }),

@@ -157,7 +157,7 @@ export interface Config {
     fetchTimeoutMs: number;
     /** D19: `http://` URL inputs (default: https only). */
     allowHttpUrls: boolean;
-    /** D19: URL inputs on private, loopback, link-local or metadata addresses (tests only). */
+    /** D19: URL inputs and http_request nodes on private, loopback, link-local or metadata addresses (tests only). */
     allowPrivateNetwork: boolean;
     /** Host names (lower-case) whose private addresses URL inputs may reach, e.g. an internal asset server. */
     allowPrivateHosts: string[];

@@ -13,6 +13,9 @@ import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHttpRequestActivity, type HttpRequestGuard } from '../../activities/http-request';
 import type { FileDeps } from '../../activities/files';
+import { createActivities } from '../../activities';
+import { loadConfig } from '../../config';
+import type { Collections } from '../../store/db';
 import { invalidNodeConfig } from '../../activities/failures';
 import type { NodeRequest } from '../../activities/types';
 import type { Item } from '../../domain/parts';
@@ -86,7 +89,9 @@ const noFiles = (): FileDeps => {
   throw invalidNodeConfig('this worker has no file storage configured');
 };
 /** A worker whose configuration carries ALLOW_PRIVATE_NETWORK as given (only the setting is read on the text path). */
-const filesWith = (allowPrivateNetwork: boolean) => (): FileDeps => ({ config: { files: { allowPrivateNetwork } } }) as unknown as FileDeps;
+/** The activity as a worker configured with ALLOW_PRIVATE_NETWORK=<allow> builds it (activities/index.ts). */
+const configured = (allow: boolean) =>
+  createActivities({ collections: {} as Collections, config: loadConfig({ ALLOW_PRIVATE_NETWORK: String(allow) }) }).httpRequest;
 
 const activity = (guard?: HttpRequestGuard, files: () => FileDeps = noFiles) => createHttpRequestActivity({ files, guard });
 
@@ -130,7 +135,7 @@ describe('http_request node behind the SSRF guard', function () {
       await rejected(run(request(`http://[::1]:${target.port}/json`)), /::1, a loopback address/);
       await rejected(run(request('https://[fd00:ec2::254]/latest/')), /metadata/);
       // The same default from a worker configured without ALLOW_PRIVATE_NETWORK.
-      await rejected(activity(undefined, filesWith(false))(request(`${target.origin}/json`)), /loopback/);
+      await rejected(configured(false)(request(`${target.origin}/json`)), /loopback/);
       assert.equal(target.seen.length, before, 'the loopback target never saw a request');
     });
 
@@ -153,7 +158,7 @@ describe('http_request node behind the SSRF guard', function () {
     });
 
     it('reaches private addresses when configuration allows it (ALLOW_PRIVATE_NETWORK or an explicit guard)', async () => {
-      for (const run of [activity(undefined, filesWith(true)), activity({ allowPrivate: true })]) {
+      for (const run of [configured(true), activity({ allowPrivate: true })]) {
         const result = await run(request(`${target.origin}/json`));
         assert.deepEqual(json(result), { method: 'GET', path: '/json', body: '', authorization: null, content_type: null });
         assert.equal(result.costUsd, 0);
