@@ -18,10 +18,23 @@ export class WrsApiError extends Error {
     message: string,
     readonly code?: string,
     readonly param?: string,
+    /** Seconds the server asked to wait (`Retry-After` of a 429 or 503). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'WrsApiError';
   }
+
+  /** A 429 or 503: the same request may succeed later (a 503 means Temporal or MongoDB is briefly unreachable). */
+  get retryable(): boolean {
+    return this.status === 429 || this.status === 503;
+  }
+}
+
+/** How long to wait before retrying after `err`: the server's Retry-After when it gave one, else `fallbackMs`. */
+function retryDelayMs(err: unknown, fallbackMs: number): number {
+  const seconds = err instanceof WrsApiError ? err.retryAfterSeconds : undefined;
+  return seconds !== undefined ? Math.min(60_000, seconds * 1000) : fallbackMs;
 }
 
 export interface ClientOptions {
@@ -73,13 +86,21 @@ export class WrsClient {
     return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);
   }
 
-  /** Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). */
+  /**
+   * Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). A 429 or
+   * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says.
+   */
   async wait(runId: string, opts: { intervalMs?: number; signal?: AbortSignal } = {}): Promise<RunView> {
     const interval = Math.min(3_000, Math.max(1_000, opts.intervalMs ?? 1_000));
     for (;;) {
-      const run = await this.get(runId);
-      if (TERMINAL.has(run.status)) return run;
-      await sleep(interval, opts.signal);
+      try {
+        const run = await this.get(runId);
+        if (TERMINAL.has(run.status)) return run;
+        await sleep(interval, opts.signal);
+      } catch (err) {
+        if (!(err instanceof WrsApiError && err.retryable)) throw err;
+        await sleep(retryDelayMs(err, interval), opts.signal);
+      }
     }
   }
 
@@ -96,17 +117,24 @@ export class WrsClient {
     let lastId: number | undefined;
     let failures = 0;
     for (;;) {
-      let response: Response;
+      let response: Response | undefined;
+      let refused: unknown;
       if (runId === undefined) {
         const { idempotencyKey, ...body } = start as StartOptions;
         response = await this.request('POST', '/api/v1/responses', { ...body, stream: true }, idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}, opts.signal);
       } else {
         const headers: Record<string, string> = lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) };
-        response = await this.request('GET', `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`, undefined, headers, opts.signal);
+        try {
+          response = await this.request('GET', `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`, undefined, headers, opts.signal);
+        } catch (err) {
+          // A reconnect may meet an API restarting (no answer) or an outage (503): both are waited out.
+          if (opts.signal?.aborted || (err instanceof WrsApiError && !err.retryable)) throw err;
+          refused = err;
+        }
       }
       let sawEvent = false;
       try {
-        for await (const event of parseSse(response)) {
+        for await (const event of response ? parseSse(response) : []) {
           if (event === 'DONE') return;
           sawEvent = true;
           if (event.type === 'response.resumed') continue; // per connection, not part of the run's log
@@ -121,9 +149,11 @@ export class WrsClient {
         // a dropped connection: fall through and reconnect
       }
       if (runId === undefined) throw new Error('the stream ended before the run was created');
-      failures = sawEvent ? 0 : failures + 1;
+      // A 429/503 is the service saying "later", waited out for as long as it lasts (abort with `signal`).
+      if (sawEvent) failures = 0;
+      else if (!(refused instanceof WrsApiError)) failures++;
       if (failures > (opts.maxReconnects ?? 10)) throw new Error(`gave up reconnecting to run ${runId}`);
-      await sleep((opts.reconnectDelayMs ?? 500) * Math.max(1, failures), opts.signal);
+      await sleep(retryDelayMs(refused, (opts.reconnectDelayMs ?? 500) * Math.max(1, failures)), opts.signal);
     }
   }
 
@@ -146,7 +176,8 @@ export class WrsClient {
     if (!res.ok) {
       const envelope = (await res.json().catch(() => null)) as { error?: { message?: string; type?: string; code?: string; param?: string } } | null;
       const e = envelope?.error;
-      throw new WrsApiError(res.status, e?.type ?? 'server_error', e?.message ?? `HTTP ${res.status}`, e?.code, e?.param);
+      const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
+      throw new WrsApiError(res.status, e?.type ?? 'server_error', e?.message ?? `HTTP ${res.status}`, e?.code, e?.param, Number.isFinite(retryAfter) ? retryAfter : undefined);
     }
     return res;
   }

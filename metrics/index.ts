@@ -24,7 +24,7 @@ export const startDuration = new Histogram({
 export const activeStreams = new Gauge({ name: 'wrs_active_streams', help: 'Open SSE streams.' });
 export const queryDuration = new Histogram({
   name: 'wrs_temporal_query_duration_seconds',
-  help: 'Latency of run snapshot queries, by outcome (ok, or no_news when Temporal had nothing to say).',
+  help: 'Latency of run snapshot queries, by outcome (ok; no_news when Temporal had nothing to say; unavailable when it did not answer).',
   labelNames: ['outcome'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3],
 });

@@ -22,11 +22,18 @@ const batch = {
 };
 
 /** A pass-through proxy that can cut every open connection, as a flaky network would. */
-async function startCuttingProxy(target: string): Promise<{ url: string; cut(): void; close(): Promise<void>; posts: number }> {
+async function startCuttingProxy(target: string): Promise<{ url: string; cut(): void; close(): Promise<void>; posts: number; outage(gets: number): void; refused: number }> {
   const sockets = new Set<import('node:net').Socket>();
-  const state = { posts: 0 };
+  const state = { posts: 0, outageGets: 0, refused: 0 };
   const server = http.createServer((req, res) => {
     if (req.method === 'POST') state.posts++;
+    if (req.method === 'GET' && state.outageGets > 0) {
+      // What the API answers while Temporal or MongoDB is down (docs/outages.md).
+      state.outageGets--;
+      state.refused++;
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+      return res.end(JSON.stringify({ error: { type: 'server_error', code: 'service_unavailable', message: 'Temporal does not answer.' } }));
+    }
     const upstream = http.request(target + req.url, { method: req.method, headers: req.headers }, (up) => {
       res.writeHead(up.statusCode!, up.headers);
       up.pipe(res);
@@ -43,8 +50,12 @@ async function startCuttingProxy(target: string): Promise<{ url: string; cut(): 
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     cut: () => sockets.forEach((s) => s.destroy()),
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    outage: (gets) => (state.outageGets = gets),
     get posts() {
       return state.posts;
+    },
+    get refused() {
+      return state.refused;
     },
   };
 }
@@ -101,6 +112,32 @@ describe('typed client', function () {
         return doc?.finalized ? doc : undefined;
       });
       assert.deepEqual(seen, record.events);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('waits out 503 answers (an outage of Temporal or MongoDB) as Retry-After says, in wait() and in a stream reconnect', async () => {
+    const proxy = await startCuttingProxy(svc.url);
+    try {
+      const client = new WrsClient({ baseUrl: proxy.url, apiKey: key });
+      const started = await client.start({ workflowId: 'batch' });
+      proxy.outage(2);
+      assert.equal((await client.wait(started.run_id)).status, 'completed');
+      assert.equal(proxy.refused, 2);
+
+      const seen: StreamEvent[] = [];
+      for await (const event of client.stream({ workflowId: 'batch' }, { reconnectDelayMs: 100, maxReconnects: 1 })) {
+        seen.push(event);
+        if (seen.length === 2) {
+          proxy.outage(2); // more refusals than maxReconnects: a 503 is waited out, not counted as a lost connection
+          proxy.cut();
+        }
+      }
+      assert.equal(proxy.refused, 4);
+      assert.equal(proxy.posts, 2);
+      assert.equal(seen.at(-1)!.type, 'response.completed');
+      assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
     } finally {
       await proxy.close();
     }
