@@ -24,6 +24,8 @@ export interface RecordedRequest {
   prompt: string;
   /** Set when the client went away before the answer was sent (a cancelled call). */
   aborted: boolean;
+  /** Set once the answer was handed to the connection: a request neither answered nor aborted is in flight. */
+  answered: boolean;
 }
 
 export interface FakeOpenAI {
@@ -43,8 +45,11 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
     const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? body.prompt ?? '';
-    const record: RecordedRequest = { path: req.url ?? '', headers: req.headers, body, prompt, aborted: false };
+    const record: RecordedRequest = { path: req.url ?? '', headers: req.headers, body, prompt, aborted: false, answered: false };
     requests.push(record);
+    res.on('finish', () => {
+      record.answered = true;
+    });
     res.on('close', () => {
       if (!res.writableFinished) record.aborted = true;
     });

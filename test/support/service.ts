@@ -3,13 +3,13 @@
  * tests never see each other's data or workers), the API on a free port, and a worker that a
  * test may start late or stop to observe `pending`.
  */
-import { NativeConnection, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { DestinationStream } from 'pino';
-import { loadConfig, type Config } from '../../config';
+import type { Config } from '../../config';
 import { startApi, type ApiHandle } from '../../api/start-api';
 import { createLogger } from '../../api/logger';
 import { connectStore, type Store } from '../../store/db';
-import { createRunWorker } from '../../worker/create-worker';
+import { startInProcessWorker, testConfig, type InProcessWorker } from './backend';
 import { testStack } from './stack';
 
 export interface TestService {
@@ -29,8 +29,6 @@ export interface ServiceStack {
   bundle: WorkflowBundleWithSourceMap;
 }
 
-let counter = 0;
-
 /** Starts API (and, unless `worker: false`, a worker) on the shared stack (or `stack`); env overrides go through loadConfig. */
 export async function startService(
   opts: {
@@ -43,21 +41,11 @@ export async function startService(
   } = {},
 ): Promise<TestService> {
   const { temporalAddress, mongoUri, bundle } = opts.stack ?? (await sharedStack());
-  const id = `${process.pid}-${++counter}-${Date.now()}`;
-  const config = loadConfig({
-    API_PORT: '0',
-    TEMPORAL_ADDRESS: temporalAddress,
-    MONGODB_URI: mongoUri,
-    MONGODB_DB: `wrs_test_${id.replace(/-/g, '_')}`,
-    TEMPORAL_TASK_QUEUE: `wrs-test-${id}`,
-    RETRY_INITIAL_MS: '50',
-    LOG_LEVEL: 'silent',
-    ...opts.env,
-  });
+  const config = await testConfig(opts.env, { temporalAddress, mongoUri });
   const store = await connectStore(config.mongo);
   const logger = opts.logDestination ? createLogger(config.logLevel, 'wrs-api', opts.logDestination) : createLogger('silent');
   const api = await startApi(config, logger);
-  let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
+  let worker: InProcessWorker | undefined;
 
   const service: TestService = {
     url: api.url,
@@ -66,27 +54,15 @@ export async function startService(
     api,
     async startWorker() {
       if (worker) return;
-      const connection = await NativeConnection.connect({ address: config.temporal.address });
-      const w = await createRunWorker({
-        connection,
-        namespace: config.temporal.namespace,
-        taskQueue: config.temporal.taskQueue,
-        collections: store.collections,
-        db: store.db,
-        // The API listens on a free port: signed file links (D19) made by the worker must point at it.
-        config: config.api.publicBaseUrl ? config : { ...config, api: { ...config.api, publicBaseUrl: api.url } },
-        workflowBundle: bundle,
-        shutdownGraceTimeMs: 1_000,
-      });
-      worker = { worker: w, running: w.run(), connection };
+      // The API listens on a free port: signed file links (D19) made by the worker must point at it.
+      const workerConfig = config.api.publicBaseUrl ? config : { ...config, api: { ...config.api, publicBaseUrl: api.url } };
+      worker = await startInProcessWorker(workerConfig, store, bundle);
     },
     async stopWorker() {
       if (!worker) return;
-      const { worker: w, running, connection } = worker;
+      const stopping = worker;
       worker = undefined;
-      w.shutdown();
-      await running;
-      await connection.close();
+      await stopping.stop();
     },
     async close() {
       await service.stopWorker();

@@ -17,8 +17,11 @@ export interface WorkerProcess {
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Starts a worker on the service's Temporal task queue and database; `mongoUri` may point at a proxy. */
-export function startWorkerProcess(config: Config, opts: { mongoUri?: string } = {}): WorkerProcess {
+/**
+ * Starts a worker on the service's Temporal task queue and database; `mongoUri` may point at a
+ * proxy, `env` adds variables (providers, prices) for the worker's activities.
+ */
+export function startWorkerProcess(config: Config, opts: { mongoUri?: string; env?: Record<string, string> } = {}): WorkerProcess {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'worker/main.ts'], {
     cwd: ROOT,
     env: {
@@ -30,6 +33,7 @@ export function startWorkerProcess(config: Config, opts: { mongoUri?: string } =
       MONGODB_URI: opts.mongoUri ?? config.mongo.uri,
       MONGODB_DB: config.mongo.dbName,
       LOG_LEVEL: 'warn',
+      ...opts.env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
