@@ -1,14 +1,14 @@
 /** The outermost handler: every error of every layer becomes the envelope; no stack trace leaves the server. */
 import type { Middleware } from 'koa';
 import { isGrpcServiceError, ServiceError } from '@temporalio/client';
-import { MongoNetworkError, MongoServerSelectionError } from 'mongodb';
+import { MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { ApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../errors';
 import type { Logger } from '../logger';
 
 /** Maps any thrown value to an ApiError. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof MongoServerSelectionError || err instanceof MongoNetworkError || isTemporalUnavailable(err)) {
+  if (err instanceof MongoServerSelectionError || err instanceof MongoNetworkError || isDatabaseBusy(err) || isTemporalUnavailable(err)) {
     return new ServiceUnavailableError();
   }
   const status = (err as { status?: unknown })?.status;
@@ -19,6 +19,17 @@ export function toApiError(err: unknown): ApiError {
     return new InvalidRequestError((err as Error).message || 'Bad request.', { status });
   }
   return new ApiError(500, 'server_error', 'The server had an error while processing your request.');
+}
+
+/**
+ * A write the database refused for now, with nothing written: MongoDB's transient lock and
+ * conflict errors, and FerretDB's SQLite writer lock held past its busy timeout (issue 8: 17 of
+ * 1,000 starts under load answered 500 with it). The caller may retry: 503 with Retry-After.
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  if (!(err instanceof MongoServerError)) return false;
+  const TRANSIENT_CODES = [24 /* LockTimeout */, 50 /* MaxTimeMSExpired */, 112 /* WriteConflict */];
+  return err.hasErrorLabel('TransientTransactionError') || TRANSIENT_CODES.includes(Number(err.code)) || /SQLITE_BUSY|database is locked/.test(err.message);
 }
 
 /** gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4) from @temporalio/client, bare or wrapped in a ServiceError. */
