@@ -1,5 +1,7 @@
-// Builds (if missing) and prints the Temporal CLI and FerretDB binaries: `tsx stack/install.ts`. CI runs this.
+// Builds (if missing) and prints the Temporal CLI and FerretDB binaries, and installs schemathesis (a Python
+// tool the reliability tests run) into the same cache: `tsx stack/install.ts`. CI runs this.
 import { defaultCacheDir, ensureFerretDb, ensureTemporal } from './binaries';
+import { ensureSchemathesis } from './python-tools';
 
 async function main(): Promise<void> {
   const log = (line: string): void => {
@@ -9,7 +11,8 @@ async function main(): Promise<void> {
   // Sequential: two parallel Go builds mostly fight over CPU and make the output unreadable.
   const temporal = await ensureTemporal({ cacheDir, log });
   const ferretdb = await ensureFerretDb({ cacheDir, log });
-  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\n`);
+  const schemathesis = await ensureSchemathesis({ cacheDir, log });
+  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\nschemathesis ${[schemathesis.command, ...schemathesis.args].join(' ')}\n`);
 }
 
 main().catch((err: unknown) => {
