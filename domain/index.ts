@@ -8,6 +8,7 @@ export * from './graph';
 export * from './contract';
 export * from './problems';
 export * from './input-values';
+export * from './storable-json';
 export * from './inputs';
 export * from './validate-graph';
 export * from './workflow-json-schema';

@@ -2,6 +2,7 @@
 // at publish time, so a default can never be a value a caller could not send.
 import type { InputType } from './graph';
 import { isId } from './ids';
+import { unstorableJsonProblems } from './storable-json';
 
 // The scheme policy (https only, private addresses) is enforced where files are fetched (D19).
 const ABSOLUTE_HTTP_URL = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
@@ -50,8 +51,11 @@ export function inputValueProblem(type: InputType, value: unknown): string | und
       return typeof value === 'number' && Number.isFinite(value) ? undefined : 'must be a number';
     case 'boolean':
       return typeof value === 'boolean' ? undefined : 'must be a boolean';
-    case 'json':
-      return isJsonValue(value) ? undefined : 'must be a JSON value';
+    case 'json': {
+      if (!isJsonValue(value)) return 'must be a JSON value';
+      const [bad] = unstorableJsonProblems(value, [], 1);
+      return bad ? `contains \`${bad.field}\`, which ${bad.problem}` : undefined;
+    }
     case 'image':
     case 'video':
     case 'file':

@@ -15,6 +15,7 @@ import {
 import { inputValueProblem, isPlainObject } from './input-values';
 import { normalizeLabel } from './labels';
 import { describeProblems, type Problem } from './problems';
+import { unstorableJsonProblems } from './storable-json';
 import { placeholders } from './templates';
 import { zodIssuesToProblems } from './zod-problems';
 
@@ -33,6 +34,8 @@ const edgePath = (i: number, field?: string) => (field ? `edges[${i}].${field}` 
 /** Validates a workflow document (shape and graph, D3, D26); on success returns it parsed with its contract. */
 export function validateGraph(doc: unknown): GraphValidation {
   const parsed = WorkflowDocumentSchema.safeParse(doc, { reportInput: true });
+  // Free-form fields (meta, defaults, rows, schemas ...) are stored as sent: the store must be able to hold them.
+  const storeProblems = unstorableJsonProblems(doc);
   if (parsed.success) {
     const { nodes, edges } = parsed.data;
     const problems = graphProblems(
@@ -40,11 +43,12 @@ export function validateGraph(doc: unknown): GraphValidation {
       edges.map((value, index) => ({ index, value })),
       nodes,
     );
+    problems.push(...storeProblems);
     if (problems.length === 0) return { ok: true, graph: parsed.data, contract: deriveContract(parsed.data) };
     return { ok: false, problems };
   }
 
-  const problems = zodIssuesToProblems(parsed.error.issues);
+  const problems = [...zodIssuesToProblems(parsed.error.issues), ...storeProblems];
   // Without a node list there is no graph to check.
   if (isPlainObject(doc) && Array.isArray(doc.nodes)) {
     const rawNodes: unknown[] = doc.nodes;

@@ -1,9 +1,10 @@
 /**
  * JSON request bodies, read defensively (D10): the size limit is enforced before parsing (by
- * Content-Length and while streaming), bytes must be valid UTF-8, and nesting is bounded so a
- * hostile body cannot exhaust the stack of anything that walks it later.
+ * Content-Length and while streaming), bytes must be valid UTF-8, strings must be Unicode text,
+ * and nesting is bounded so a hostile body cannot exhaust the stack of anything that walks it later.
  */
 import type { Middleware } from 'koa';
+import { formatPath } from '../../domain/problems';
 import { InvalidRequestError } from '../errors';
 
 export interface JsonBodyOptions {
@@ -44,6 +45,16 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
     if (depthExceeds(body, opts.maxDepth)) {
       throw new InvalidRequestError(`Request body nests deeper than ${opts.maxDepth} levels.`, { code: 'invalid_json' });
     }
+    // `"\ud800"` is valid JSON but no Unicode text: UTF-8 (the store, Temporal, every answer) turns it into
+    // U+FFFD, silently changing values, and two such keys of one object collide (a 500 at insert).
+    const unpaired = loneSurrogatePath(body);
+    if (unpaired) {
+      const where = unpaired.length === 0 ? 'the body' : `\`${formatPath(unpaired)}\``;
+      throw new InvalidRequestError(`Request body is not Unicode text: ${where} holds an unpaired UTF-16 surrogate escape (\`\\ud800\`-\`\\udfff\`).`, {
+        code: 'invalid_json',
+        ...(unpaired.length > 0 ? { param: formatPath(unpaired) } : {}),
+      });
+    }
     ctx.request.body = body;
     await next();
   };
@@ -58,6 +69,27 @@ async function readAtMost(stream: AsyncIterable<Buffer>, limit: number): Promise
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** The path of the first key or string value holding an unpaired surrogate (`[]`: the body itself), or undefined. */
+export function loneSurrogatePath(value: unknown): PropertyKey[] | undefined {
+  const stack: Array<[unknown, PropertyKey[]]> = [[value, []]];
+  while (stack.length > 0) {
+    const [current, path] = stack.pop()!;
+    if (typeof current === 'string') {
+      if (LONE_SURROGATE.test(current)) return path;
+      continue;
+    }
+    if (current === null || typeof current !== 'object') continue;
+    for (const [key, child] of Object.entries(current)) {
+      const childPath = [...path, Array.isArray(current) ? Number(key) : key];
+      if (LONE_SURROGATE.test(key)) return childPath;
+      stack.push([child, childPath]);
+    }
+  }
+  return undefined;
 }
 
 /** Iterative (no recursion, so no stack overflow on hostile input) depth check. */
