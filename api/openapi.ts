@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
-import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, StartRequestSchema } from './schemas';
+import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, StartRequestSchema, StreamQuerySchema } from './schemas';
 import {
   ErrorEnvelopeSchema,
   FileSchema,
@@ -53,9 +53,30 @@ function errors(...statuses: number[]): Json {
 }
 
 const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
+/**
+ * One Server-Sent Event as OpenAPI 3.2 reads `itemSchema` of `text/event-stream` (and schemathesis
+ * with it): an object of the event's fields. Its `data` is a StreamEvent as JSON whose
+ * `sequence_number` is also the `id`, except the closing `data: [DONE]` (which sends no id of its
+ * own; an SSE parser reports the last one). No `schema` beside it: under 3.2 that would describe
+ * the whole stream, read as an array of events.
+ */
+const sseEvent = {
+  type: 'object',
+  required: ['data'],
+  properties: {
+    id: { type: 'string', pattern: '^\\d+$', description: 'The event’s `sequence_number` (D11); send it back as `Last-Event-ID`.' },
+    event: { type: 'string', description: 'Never sent (so `message`, the SSE default): the event’s type is `type` in `data`.' },
+    data: { type: 'string' },
+  },
+  if: { properties: { data: { const: '[DONE]' } } },
+  else: {
+    required: ['id'],
+    properties: { data: { contentMediaType: 'application/json', contentSchema: { $ref: '#/components/schemas/StreamEvent' } } },
+  },
+};
 const sse = (description: string) => ({
   description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s.`,
-  content: { 'text/event-stream': { schema: { type: 'string' }, itemSchema: { $ref: '#/components/schemas/StreamEvent' } } },
+  content: { 'text/event-stream': { itemSchema: sseEvent } },
 });
 /** The body of a probe's 200: `{"status": "<word>"}`. */
 const probe = (status: string, description: string) => ({
@@ -64,6 +85,13 @@ const probe = (status: string, description: string) => ({
 });
 const runIdParam = { name: 'runId', in: 'path', required: true, schema: { type: 'string', pattern: '^run_[0-9A-HJKMNP-TV-Z]{26}$' } };
 const fileIdParam = { name: 'fileId', in: 'path', required: true, schema: { type: 'string', pattern: '^file_[0-9A-HJKMNP-TV-Z]{26}$' } };
+const streamStart = sse('Stream mode (`stream: true`): `response.created` first, a terminal event last.');
+/** OpenAPI links from an answer carrying a run id (at `pointer`) to the operations that take one. */
+const runLinks = (pointer: string) => ({
+  GetRun: { operationId: 'getRun', parameters: { runId: `$response.body#/${pointer}` } },
+  StreamRun: { operationId: 'streamRun', parameters: { runId: `$response.body#/${pointer}` } },
+  CancelRun: { operationId: 'cancelRun', parameters: { runId: `$response.body#/${pointer}` } },
+});
 const rateHeaders = {
   'X-RateLimit-Limit': { schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { schema: { type: 'integer' } },
@@ -87,12 +115,24 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'startRun',
           summary: 'Start a run of a published workflow',
           parameters: [
-            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'D18.' },
+            // The server's own rule (visible ASCII, no spaces): anything else is a 400, so the document says so.
+            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' }, description: 'D18.' },
+            {
+              name: 'Prefer',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', example: 'wait=10' },
+              description: 'D28: `wait=N` (seconds, at most 60) holds an async start until the run ends: 200 with the run record, or 202 as usual once N seconds passed. Other preferences are ignored.',
+            },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/StartRequest' } } } },
           responses: {
-            '202': { ...json('AsyncStart', 'Accepted (async mode).'), headers: rateHeaders },
-            '200': sse('Stream mode (`stream: true`): `response.created` first, a terminal event last.'),
+            '202': { ...json('AsyncStart', 'Accepted (async mode).'), headers: rateHeaders, links: runLinks('run_id') },
+            '200': {
+              description: `${streamStart.description} Or, with \`Prefer: wait=N\` (D28), the record of a run that ended within N seconds (\`Preference-Applied\` says so).`,
+              content: { ...streamStart.content, 'application/json': { schema: { $ref: '#/components/schemas/Run' } } },
+              headers: rateHeaders,
+            },
             ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
           },
         },
@@ -110,7 +150,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'cancelRun',
           summary: 'Cancel a run (D8): 202 with the run record; it turns `cancelled` once the run has stopped',
           parameters: [runIdParam],
-          responses: { '202': json('Run', 'Cancellation requested (or already cancelled).'), ...errors(401, 404, 409, 429, 500, 503) },
+          responses: { '202': { ...json('Run', 'Cancellation requested (or already cancelled).'), links: runLinks('id') }, ...errors(401, 404, 409, 429, 500, 503) },
         },
       },
       '/api/v1/workflows/{workflowId}': {
@@ -129,7 +169,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'getRun',
           summary: 'Read a run (safe to poll every 1–3 s)',
           parameters: [runIdParam],
-          responses: { '200': { ...json('Run', 'The run record.'), headers: rateHeaders }, ...errors(401, 404, 429, 500, 503) },
+          responses: { '200': { ...json('Run', 'The run record.'), headers: rateHeaders, links: runLinks('id') }, ...errors(401, 404, 429, 500, 503) },
         },
       },
       '/api/v1/runs/{runId}/stream': {
@@ -138,8 +178,15 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           summary: 'Attach to the event stream of a run (reconnect or follow an async run)',
           parameters: [
             runIdParam,
-            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d{1,9}$' } },
-            { name: 'starting_after', in: 'query', required: false, schema: { type: 'string', pattern: '^\\d{1,9}$' } },
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              // Empty is what an EventSource's reset id amounts to: no cursor, as if the header were absent.
+              schema: { type: 'string', pattern: '^(\\d{1,9})?$' },
+              description: 'The last event id the client has (D11); wins over `starting_after`. Empty: no cursor.',
+            },
+            ...queryParameters(StreamQuerySchema),
           ],
           responses: { '200': sse('`response.resumed` first, then the events after the cursor (D11).'), ...errors(400, 401, 404, 429, 500) },
         },
@@ -149,22 +196,50 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'publishWorkflow',
           summary: 'Publish a workflow graph (a new workflow, or the next version of its slug)',
           requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WorkflowDocument' } } } },
-          responses: { '201': json('PublishedWorkflow', 'Published.'), ...errors(400, 401, 413, 415, 429, 500, 503) },
+          responses: {
+            '201': {
+              ...json('PublishedWorkflow', 'Published.'),
+              // Both pin the version just published: a link leaving `version` open would pair the workflow with any version.
+              links: {
+                GetContract: { operationId: 'getWorkflowContract', parameters: { workflowId: '$response.body#/workflow_id', version: '$response.body#/version_id' } },
+                GetContractBySlug: { operationId: 'getWorkflowContract', parameters: { workflowId: '$response.body#/slug', version: '$response.body#/version' } },
+              },
+            },
+            ...errors(400, 401, 413, 415, 429, 500, 503),
+          },
         },
       },
       '/api/v1/files': {
         post: {
           operationId: 'uploadFile',
           summary: 'Upload a file (D19): the raw body, or the first file part of a multipart form; streamed, 100 MiB at most by default',
-          parameters: [{ name: 'name', in: 'query', required: false, schema: { type: 'string', maxLength: 255 }, description: 'File name (default: the multipart part’s filename).' }],
+          parameters: [
+            {
+              name: 'name',
+              in: 'query',
+              required: false,
+              schema: { type: 'string' },
+              description: 'File name (default: the multipart part’s filename); directories, control characters and quotes are dropped, and it is cut to 255 characters.',
+            },
+          ],
           requestBody: {
             required: true,
             content: {
-              'multipart/form-data': { schema: { type: 'object', properties: { file: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
-              '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+              // An empty file is refused (400 `empty_file`).
+              'multipart/form-data': {
+                schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', minLength: 1, contentMediaType: 'application/octet-stream' } } },
+              },
+              '*/*': { schema: { type: 'string', minLength: 1, contentMediaType: 'application/octet-stream' } },
             },
           },
-          responses: { '201': { ...json('File', 'Stored; `mime_type` is sniffed from the bytes.'), headers: rateHeaders }, ...errors(400, 401, 413, 429, 500, 503) },
+          responses: {
+            '201': {
+              ...json('File', 'Stored; `mime_type` is sniffed from the bytes.'),
+              headers: rateHeaders,
+              links: { GetFile: { operationId: 'getFile', parameters: { fileId: '$response.body#/id' } } },
+            },
+            ...errors(400, 401, 413, 429, 500, 503),
+          },
         },
       },
       '/api/v1/files/{fileId}': {

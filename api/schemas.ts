@@ -49,6 +49,18 @@ export const ListRunsQuerySchema = z
   .strict();
 export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
 
+/**
+ * D11: the query of GET /api/v1/runs/{runId}/stream. `Last-Event-ID` wins over `starting_after`,
+ * but a malformed `starting_after` is refused even then: a request is valid or not on its own.
+ */
+export const StreamQuerySchema = z.object({
+  starting_after: z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be an event sequence number (a non-negative integer)')
+    .optional()
+    .describe('Resume after this event (its `sequence_number`); `Last-Event-ID` wins when both are sent.'),
+});
+
 /** D24: the query of GET /api/v1/workflows/{workflowId}. */
 export const ContractQuerySchema = z
   .object({ version: z.union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/)]).optional() })

@@ -5,7 +5,7 @@ import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
 import { listRuns } from '../services/list-runs';
-import { ListRunsQuerySchema, parseRequest } from '../schemas';
+import { ListRunsQuerySchema, parseRequest, StreamQuerySchema } from '../schemas';
 import { loadRun, readRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
@@ -23,6 +23,8 @@ export function runsRoutes(deps: RouteDeps): Router {
     ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
   });
   router.get('/api/v1/runs/:runId/stream', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+    // The cursor streamExistingRun uses is checked there; this refuses a malformed query cursor even when the header wins.
+    parseRequest(StreamQuerySchema, ctx.query, 'query');
     // Ownership is checked before any byte of the stream: another account's run is a JSON 404.
     const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
     streamExistingRun(ctx, deps, run);

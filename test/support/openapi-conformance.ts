@@ -108,11 +108,29 @@ export class Conformance {
     const response = this.documented(method, template, client.status);
     const media = this.mediaType(response, client.headers.get('content-type') ?? '', what);
     assert.ok(media.itemSchema, `${what}: no itemSchema documented for the events`);
+    // OpenAPI 3.2: itemSchema describes each SSE event's fields; its `data` carries the payload's own schema
+    // as `contentSchema`, which JSON Schema only annotates, so the parsed payload is validated against it here.
+    const payloadSchema = findContentSchema(media.itemSchema);
+    assert.ok(payloadSchema, `${what}: the itemSchema documents no contentSchema for \`data\``);
     const events = client.frames.filter((f) => f.event);
     assert.ok(events.length > 0, `${what}: no events`);
+    for (const frame of client.frames.filter((f) => f.data !== undefined)) {
+      this.validate(media.itemSchema, { ...(frame.id === undefined ? {} : { id: frame.id }), data: frame.data }, `${what} SSE event`);
+    }
     for (const frame of events) {
-      this.validate(media.itemSchema, frame.event, `${what} event ${frame.event.type}`);
+      this.validate(payloadSchema, frame.event, `${what} event ${frame.event.type}`);
       assert.equal(frame.id, String(frame.event.sequence_number), `${what}: SSE id and sequence_number differ`);
     }
   }
+}
+
+/** The first `contentSchema` inside a schema (the documented payload of an SSE event's `data`). */
+function findContentSchema(schema: Json): Json | undefined {
+  if (schema === null || typeof schema !== 'object') return undefined;
+  if (schema.contentSchema) return schema.contentSchema;
+  for (const value of Object.values(schema)) {
+    const found = findContentSchema(value);
+    if (found) return found;
+  }
+  return undefined;
 }
