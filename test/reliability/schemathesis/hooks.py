@@ -1,0 +1,126 @@
+"""Schemathesis hooks for test/reliability/schemathesis.test.ts.
+
+Random ids name nothing, so without help every operation that takes a run, workflow or file id
+would only ever answer 404 (or 403 for a signed link). These hooks swap real ids of the test's
+account into about two thirds of the *positive* cases (a negative case keeps its broken value:
+it is there to be refused), make most positive starts name a published workflow with valid
+inputs, and give most positive publishes a runnable graph (generated graphs are almost never
+valid), so the run, stream, cancel, publish, contract and file-content paths answer 2xx for real.
+
+The choice is a hash of the generated value, not a random draw: Hypothesis replays a failing
+case to confirm it, and the replay must make the same request.
+
+The fixtures come from the JSON file named by WRS_ST_FIXTURES (written by the test):
+  {"runs": [finished run ids], "live_runs": [ids of runs a slow model call keeps running],
+   "workflows": [{"id", "slug", "version", "version_id", "inputs", "live"}],
+   "files": [file ids], "links": [{"file_id", "expires", "sig"}],
+   "graph": {"nodes", "edges"} of a valid workflow whose first node is its User Input}
+A live run's stream would last as long as the slow call, so live runs are only read, listed and
+cancelled (the first cancel ends one), and the live workflow is never started here: runs it
+started would be live too, and schemathesis reuses ids it saw in answers.
+"""
+
+import json
+import os
+import zlib
+
+import schemathesis
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation.modes import GenerationMode
+
+with open(os.environ["WRS_ST_FIXTURES"], encoding="utf-8") as fd:
+    FIXTURES = json.load(fd)
+
+
+def pick(generated, choices):
+    """One of `choices` for about two thirds of the generated values, None for the rest."""
+    if not choices:
+        return None
+    digest = zlib.crc32(json.dumps(generated, sort_keys=True, default=str).encode("utf-8"))
+    index = digest % (len(choices) * 3 // 2 + 1)
+    return choices[index] if index < len(choices) else None
+
+
+def positive(case, location):
+    """Whether the case's component at `location` was generated to be valid."""
+    meta = case.meta
+    if meta is None:
+        return True
+    component = meta.components.get(location)
+    mode = component.mode if component is not None else meta.generation.mode
+    return mode == GenerationMode.POSITIVE
+
+
+def workflow_refs():
+    """Every way to name a published workflow: its id and its slug."""
+    return [ref for wf in FIXTURES["workflows"] for ref in (wf["id"], wf["slug"])]
+
+
+@schemathesis.hook
+def map_case(context, case):
+    operation = case.operation.label  # "METHOD /path"
+    path_ok = positive(case, ParameterLocation.PATH)
+    query_ok = positive(case, ParameterLocation.QUERY)
+
+    if "runId" in case.path_parameters and path_ok:
+        streams = operation == "GET /api/v1/runs/{runId}/stream"
+        run_id = pick(case.path_parameters["runId"], FIXTURES["runs"] + ([] if streams else FIXTURES["live_runs"]))
+        if run_id:
+            case.path_parameters["runId"] = run_id
+        elif streams and case.path_parameters["runId"] in FIXTURES["live_runs"]:
+            # An id schemathesis picked up from an earlier answer: stream a finished run instead.
+            case.path_parameters["runId"] = FIXTURES["runs"][0]
+
+    if operation == "GET /api/v1/workflows/{workflowId}" and path_ok:
+        ref = pick(case.path_parameters.get("workflowId"), workflow_refs())
+        if ref:
+            case.path_parameters["workflowId"] = ref
+            wf = next(w for w in FIXTURES["workflows"] if ref in (w["id"], w["slug"]))
+            if query_ok and case.query and "version" in case.query:
+                version = pick(case.query["version"], [wf["version"], wf["version_id"]])
+                if version is not None:
+                    case.query["version"] = str(version)
+
+    if operation == "GET /api/v1/files/{fileId}" and path_ok:
+        file_id = pick(case.path_parameters.get("fileId"), FIXTURES["files"])
+        if file_id:
+            case.path_parameters["fileId"] = file_id
+
+    if operation == "GET /files/{fileId}/content" and path_ok and query_ok:
+        # The signature covers the id and the expiry, so the three travel together; Range stays generated.
+        link = pick([case.path_parameters.get("fileId"), case.query], FIXTURES["links"])
+        if link:
+            case.path_parameters["fileId"] = link["file_id"]
+            case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"]}
+
+    if operation == "GET /api/v1/runs" and query_ok and case.query:
+        if "workflowId" in case.query:
+            ref = pick(case.query["workflowId"], workflow_refs())
+            if ref:
+                case.query["workflowId"] = ref
+        if "starting_after" in case.query:
+            run_id = pick(case.query["starting_after"], FIXTURES["runs"])
+            if run_id:
+                case.query["starting_after"] = run_id
+
+    if operation == "POST /api/v1/responses" and positive(case, ParameterLocation.BODY) and isinstance(case.body, dict):
+        wf = pick(case.body, [w for w in FIXTURES["workflows"] if not w["live"]])
+        if wf:
+            # A webhook to a generated host would be retried for a day after the test: never sent here.
+            body = {"workflowId": wf["id"] if len(str(case.body.get("workflowId"))) % 2 else wf["slug"], "inputs": wf["inputs"]}
+            if "stream" in case.body:
+                body["stream"] = case.body["stream"]
+            if "version" in case.body:
+                version = pick(case.body["version"], [wf["version"], wf["version_id"]])
+                if version is not None:
+                    body["version"] = version
+            case.body = body
+    if operation == "POST /api/v1/workflows" and positive(case, ParameterLocation.BODY) and isinstance(case.body, dict):
+        if pick(case.body, [True]):
+            # The generated slug, name, description, public flag and meta stay; the generated name
+            # also labels the input, so odd labels meet the D3 key normalization.
+            nodes = [dict(node) for node in FIXTURES["graph"]["nodes"]]
+            if case.body.get("name"):
+                nodes[0]["label"] = case.body["name"]
+            case.body = {**case.body, "nodes": nodes, "edges": FIXTURES["graph"]["edges"]}
+    return case
