@@ -33,7 +33,7 @@ with open(os.environ["WRS_ST_FIXTURES"], encoding="utf-8") as fd:
 
 
 def pick(generated, choices):
-    """One of `choices` for about two thirds of the generated values, None for the rest."""
+    """One of `choices` for half (one choice) to two thirds (many) of the generated values, None for the rest."""
     if not choices:
         return None
     digest = zlib.crc32(json.dumps(generated, sort_keys=True, default=str).encode("utf-8"))
