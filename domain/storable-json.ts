@@ -3,7 +3,9 @@
 // inputs) is stored as sent, and FerretDB 1.x refuses keys that start with `$` or contain `.`
 // and arrays directly inside arrays, while BSON cannot carry a NUL in a key at all. Such a value
 // is refused up front as a 400 naming where it is, instead of failing the insert with a 500.
-// (Storing free-form JSON encoded, in store/, would lift these limits; this module is then moot.)
+// Run outputs and event logs, which nodes produce and no caller can be asked to fix, are stored as
+// JSON text instead (store/documents.ts, StoredRunDoc); storing graphs and inputs that way too
+// would lift these limits and retire this module.
 import { formatPath, type Problem } from './problems';
 
 /** What is wrong with a key, read after it ("starts with `$`"), or undefined if it can be stored. */

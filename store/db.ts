@@ -7,7 +7,7 @@ import type {
   LedgerDoc,
   RateLimitWindowDoc,
   RunChunkDoc,
-  RunDoc,
+  StoredRunDoc,
   WebhookDeliveryDoc,
   WorkflowDoc,
   WorkflowVersionDoc,
@@ -19,7 +19,7 @@ export interface Collections {
   apiKeys: Collection<ApiKeyDoc>;
   workflows: Collection<WorkflowDoc>;
   workflowVersions: Collection<WorkflowVersionDoc>;
-  runs: Collection<RunDoc>;
+  runs: Collection<StoredRunDoc>;
   runChunks: Collection<RunChunkDoc>;
   ledger: Collection<LedgerDoc>;
   rateLimits: Collection<RateLimitWindowDoc>;

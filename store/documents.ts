@@ -135,7 +135,22 @@ export interface RunChunkDoc {
   _id: string;
   run_id: string;
   index: number;
-  events: RunEvent[];
-  output: RunOutput;
+  /** JSON of `RunEvent[]`, for the reason `StoredRunDoc` gives. */
+  events_json: string;
+  /** JSON of `RunOutput`. */
+  output_json: string;
   created_at: Date;
 }
+
+/**
+ * A run as stored (store/runs.ts converts): its output and event log are JSON text. Outputs are
+ * free-form JSON that nodes produce (an http_request's body, a model's answer), and FerretDB 1.x
+ * refuses keys that start with `$` or contain `.` and arrays directly inside arrays; stored as
+ * documents, such a run could never be finalized. Nothing queries inside them, so text loses nothing.
+ */
+export type StoredRunDoc = Omit<RunDoc, 'output' | 'events'> & {
+  /** JSON of `RunOutput`, or null before the run ends (and for runs that end without one). */
+  output_json: string | null;
+  /** JSON of `RunEvent[]`, or null before the run ends. */
+  events_json: string | null;
+};

@@ -5,33 +5,52 @@
  * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
  * scans the whole collection for anything more (bench/FINDINGS.md P5: ~8× cheaper per read).
  */
-import type { RunFinal } from '../workflows/definitions';
+import type { RunEvent, RunFinal, RunOutput } from '../workflows/definitions';
 import { joinChunks, type RunChunk } from '../workflows/run-chunks';
 import type { Collections } from './db';
-import type { RunDoc } from './documents';
+import type { RunDoc, StoredRunDoc } from './documents';
 import { isDuplicateKey } from './ledger';
 
 /** Stores a new run as `pending` (D7) before its workflow starts. */
 export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Promise<void> {
-  await c.runs.insertOne(run);
+  await c.runs.insertOne(toStored(run));
+}
+
+/** The run a stored document holds, its output and events parsed (StoredRunDoc says why they are text). */
+export function fromStored<T extends Partial<StoredRunDoc>>(stored: T): Omit<T, 'output_json' | 'events_json'> & Pick<RunDoc, 'output' | 'events'> {
+  const { output_json, events_json, ...rest } = stored;
+  return { ...rest, output: parseOrNull(output_json), events: parseOrNull(events_json) };
+}
+
+function toStored(run: RunDoc): StoredRunDoc {
+  const { output, events, ...rest } = run;
+  return { ...rest, output_json: jsonOrNull(output), events_json: jsonOrNull(events) };
+}
+
+function jsonOrNull(value: unknown): string | null {
+  return value == null ? null : JSON.stringify(value);
+}
+
+function parseOrNull<T>(json: string | null | undefined): T | null {
+  return json == null ? null : (JSON.parse(json) as T);
 }
 
 /** The caller's run, whole, or null: another account's run is indistinguishable from a missing one. */
 export async function findRun(c: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && doc.account_id === accountId ? withChunks(c, doc) : null;
+  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc)) : null;
 }
 
 /** Any account's run, whole (events and output joined from its chunks), or null: for the worker and operators. */
 export async function findRunRecord(c: Pick<Collections, 'runs' | 'runChunks'>, runId: string): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && withChunks(c, doc);
+  return doc && withChunks(c, fromStored(doc));
 }
 
 /** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
 export async function saveRunChunk(c: Pick<Collections, 'runChunks'>, chunk: RunChunk): Promise<void> {
   try {
-    await c.runChunks.insertOne({ _id: chunkId(chunk.runId, chunk.index), run_id: chunk.runId, index: chunk.index, events: chunk.events, output: chunk.output, created_at: new Date() });
+    await c.runChunks.insertOne({ _id: chunkId(chunk.runId, chunk.index), run_id: chunk.runId, index: chunk.index, events_json: JSON.stringify(chunk.events), output_json: JSON.stringify(chunk.output), created_at: new Date() });
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
@@ -44,7 +63,7 @@ async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promi
     Array.from({ length: doc.chunks }, async (_, index) => {
       const chunk = await c.runChunks.findOne({ _id: chunkId(doc._id, index) });
       if (!chunk) throw new Error(`chunk ${index} of run ${doc._id} is missing`);
-      return { runId: doc._id, index, events: chunk.events, output: chunk.output };
+      return { runId: doc._id, index, events: JSON.parse(chunk.events_json) as RunEvent[], output: JSON.parse(chunk.output_json) as RunOutput };
     }),
   );
   return joinChunks(doc, chunks);
@@ -67,11 +86,11 @@ export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: Run
     {
       $set: {
         status: final.status,
-        output: final.output,
+        output_json: jsonOrNull(final.output),
         error: final.error,
         total_cost: final.totalCost,
         completed_at: new Date(final.completedAtMs),
-        events: final.events,
+        events_json: jsonOrNull(final.events),
         chunks: final.chunks ?? 0,
         finalized: true,
       },

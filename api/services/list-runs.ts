@@ -1,7 +1,8 @@
 /** D23: the caller's runs, newest first, cursor paginated. */
 import type { Filter } from 'mongodb';
 import type { Collections } from '../../store/db';
-import type { RunDoc } from '../../store/documents';
+import type { StoredRunDoc } from '../../store/documents';
+import { fromStored } from '../../store/runs';
 import { findWorkflow } from '../../store/workflows';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
@@ -26,7 +27,7 @@ export async function listRuns(
   accountId: string,
   query: ListRunsQuery,
 ): Promise<RunList> {
-  const filter: Filter<RunDoc> = { account_id: accountId };
+  const filter: Filter<StoredRunDoc> = { account_id: accountId };
   if (query.starting_after) filter._id = { $lt: query.starting_after };
   // The stored status of a live run stays `pending` until it ends (only finalize updates a run
   // document), so the live statuses are filtered after asking the runs themselves.
@@ -39,13 +40,14 @@ export async function listRuns(
     filter.published_workflow_id = workflow._id;
   }
   const docs = await deps.collections.runs
-    .find(filter, { projection: { events: 0, inputs: 0 } })
+    .find(filter, { projection: { events_json: 0, inputs: 0 } })
     .sort({ _id: -1 })
     .limit(query.limit + 1)
     .toArray();
   const page = docs.slice(0, query.limit);
   const data = await Promise.all(
-    page.map(async (doc) => {
+    page.map(async (stored) => {
+      const doc = fromStored(stored);
       if (doc.finalized) return runView(doc);
       const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
       return runView(doc, live ?? undefined);

@@ -13,6 +13,7 @@ import { accountBalance } from '../../store/ledger';
 import type { RunFinal } from '../../workflows/definitions';
 import { newAccount } from '../support/accounts';
 import { connectTestStore } from '../support/store';
+import { findRunRecord } from '../../store/runs';
 
 const CONFIG = { providers: {}, prices: {} };
 const CREDITS = 10;
@@ -63,7 +64,7 @@ describe('finalize activity: one record and one debit per run (D17)', function (
   /** Asserts the run is finalized with `final` and debited exactly once. */
   async function assertSettled(accountId: string, final: RunFinal): Promise<void> {
     const c = store.collections;
-    const record = (await c.runs.findOne({ _id: final.runId }))!;
+    const record = (await findRunRecord(c, final.runId))!;
     assert.equal(record.finalized, true);
     assert.equal(record.status, final.status);
     assert.deepEqual(record.output, final.output);

@@ -6,6 +6,7 @@ import { newAccount } from '../support/accounts';
 import { call, waitFor } from '../support/http';
 import { events, openSse } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { findRunRecord } from '../../store/runs';
 
 const batch = {
   slug: 'batch',
@@ -60,7 +61,7 @@ describe('graceful API shutdown', function () {
     assert.equal(resumed.frames.at(-1)!.data, '[DONE]');
     const stitched = [...events(stream), ...events(resumed).slice(1)];
     const record = await waitFor(async () => {
-      const doc = await second.store.collections.runs.findOne({ _id: runId });
+      const doc = await findRunRecord(second.store.collections, runId);
       return doc?.finalized ? doc : undefined;
     });
     assert.deepEqual(stitched, record.events);

@@ -6,6 +6,7 @@ import { greetingWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse, type SseClient } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { findRunRecord } from '../../store/runs';
 
 const POLL_MS = 1_000;
 
@@ -77,7 +78,7 @@ describe('streams (issue 3)', function () {
   };
   const storedEvents = async (runId: string) => {
     const doc = await waitFor(async () => {
-      const d = await svc.store.collections.runs.findOne({ _id: runId });
+      const d = await findRunRecord(svc.store.collections, runId);
       return d?.finalized ? d : undefined;
     });
     return doc.events as any[];

@@ -7,6 +7,7 @@ import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { call, waitFor } from '../support/http';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { findRunRecord } from '../../store/runs';
 
 const batch = {
   slug: 'batch',
@@ -108,7 +109,7 @@ describe('typed client', function () {
       assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
       const runId = (seen[0] as Extract<StreamEvent, { type: 'response.created' }>).response.run_id;
       const record = await waitFor(async () => {
-        const doc = await svc.store.collections.runs.findOne({ _id: runId });
+        const doc = await findRunRecord(svc.store.collections, runId);
         return doc?.finalized ? doc : undefined;
       });
       assert.deepEqual(seen, record.events);

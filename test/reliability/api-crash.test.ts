@@ -21,6 +21,7 @@ import { startBackend, type TestBackend } from '../support/backend';
 import { publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse, type SseClient } from '../support/sse';
+import { findRunRecord } from '../../store/runs';
 
 const CLIENTS = 20;
 /**
@@ -180,7 +181,7 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
       duplicates += seqs.length - new Set(seqs).size;
       total += received.length;
       const record = await waitFor(async () => {
-        const doc = await backend.store.collections.runs.findOne({ _id: c.runId });
+        const doc = await findRunRecord(backend.store.collections, c.runId);
         return doc?.finalized ? doc : undefined;
       }, { what: `${c.runId} to be finalized` });
       const log = record.events as RunEvent[];

@@ -23,6 +23,7 @@ import { call, waitFor } from '../support/http';
 import { mapConcurrent } from '../support/pool';
 import { startService, type TestService } from '../support/service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { findRunRecord } from '../../store/runs';
 
 const RUNS = 100;
 /** Per row of a run: the fake's delay. Spread so the kill finds calls done, answered and in flight. */
@@ -140,7 +141,7 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
       }
       assert.ok(Math.abs(run.total_cost - RUN_USD) < 1e-9, `${runId} cost ${run.total_cost}, expected ${RUN_USD}: each call counted once`);
 
-      const log = (await c.runs.findOne({ _id: runId }))!.events as RunEvent[];
+      const log = (await findRunRecord(c, runId))!.events as RunEvent[];
       events += log.length;
       assert.deepEqual(log.map((e) => e.sequence_number), log.map((_, n) => n), `${runId}: the log is numbered 0..n-1`);
       assert.equal(log[0].type, 'response.created');

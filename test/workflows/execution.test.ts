@@ -18,6 +18,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { isId } from '../../domain/ids';
 import { createActivities } from '../../activities';
 import type { RunFinal } from '../../workflows/definitions';
+import { findRunRecord } from '../../store/runs';
 
 const PRICES = JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } });
 // The fake reports 100 prompt and 50 completion tokens per call: 100 * $1/M + 50 * $2/M.
@@ -408,7 +409,7 @@ describe('workflow execution (real Temporal + FerretDB)', function () {
       const snapshotState = async () => ({
         entries: await collections.ledger.find({ run_id: run.id }).toArray(),
         balance: await accountBalance(collections, accountId),
-        record: (await collections.runs.findOne({ _id: run.id }))!,
+        record: (await findRunRecord(collections, run.id))!,
       });
       // The debit lands just after the record is finalized (same activity, next step): wait for it.
       const first = await waitFor(async () => {

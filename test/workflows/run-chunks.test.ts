@@ -13,6 +13,7 @@ import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse } from '../support/sse';
 import { startService, type TestService } from '../support/service';
+import { fromStored } from '../../store/runs';
 
 function bigFinal(items: number): RunFinal {
   const itemEvents: RunEvent[] = Array.from({ length: items }, (_, i) => ({
@@ -87,7 +88,7 @@ describe('run chunks: a large run end in pieces', () => {
       // Completed in the run's own view moments before its record is written.
       const record = await waitFor(async () => {
         const doc = await svc.store.collections.runs.findOne({ _id: runId });
-        return doc?.finalized ? doc : undefined;
+        return doc?.finalized ? fromStored(doc) : undefined;
       }, { what: 'the final record' });
       assert.ok((record.chunks ?? 0) > 1, `chunks: ${record.chunks}`);
       assert.deepEqual(record.events, [], 'the log is in the chunks');

@@ -26,6 +26,7 @@ import zlib
 
 import schemathesis
 from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation.meta import TestPhase
 from schemathesis.generation.modes import GenerationMode
 
 with open(os.environ["WRS_ST_FIXTURES"], encoding="utf-8") as fd:
@@ -71,15 +72,18 @@ def map_case(context, case):
             # An id schemathesis picked up from an earlier answer: stream a finished run instead.
             case.path_parameters["runId"] = FIXTURES["runs"][0]
 
-    if operation == "GET /api/v1/workflows/{workflowId}" and path_ok:
+    # A stateful case's workflow and version come together from a publish answer (the 201's links).
+    linked = case.meta is not None and case.meta.phase.name == TestPhase.STATEFUL
+    if operation == "GET /api/v1/workflows/{workflowId}" and path_ok and not linked:
         ref = pick(case.path_parameters.get("workflowId"), workflow_refs())
         if ref:
             case.path_parameters["workflowId"] = ref
             wf = next(w for w in FIXTURES["workflows"] if ref in (w["id"], w["slug"]))
             if query_ok and case.query and "version" in case.query:
-                version = pick(case.query["version"], [wf["version"], wf["version_id"]])
-                if version is not None:
-                    case.query["version"] = str(version)
+                # Always a version of the workflow swapped in: a stateful case carries the version
+                # its link took from a publish answer, which names another workflow.
+                versions = [wf["version"], wf["version_id"]]
+                case.query["version"] = str(versions[zlib.crc32(str(case.query["version"]).encode("utf-8")) % 2])
 
     if operation == "GET /api/v1/files/{fileId}" and path_ok:
         file_id = pick(case.path_parameters.get("fileId"), FIXTURES["files"])

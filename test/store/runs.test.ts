@@ -1,0 +1,105 @@
+/**
+ * Run records hold outputs as JSON text (store/documents.ts, StoredRunDoc): a node may produce
+ * any JSON, and FerretDB 1.x refuses `$`-prefixed and dotted keys and arrays inside arrays as
+ * document content. Before, such a run completed in Temporal but its record could never be
+ * written, so it stayed `pending` in MongoDB and was never debited (found by schemathesis, issue 8).
+ */
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Store } from '../../store/db';
+import { accountBalance } from '../../store/ledger';
+import { finalizeRunRecord, findRun, findRunRecord, insertRun, saveRunChunk } from '../../store/runs';
+import type { RunEvent, RunFinal, RunOutput } from '../../workflows/definitions';
+import { newAccount } from '../support/accounts';
+import { publish, waitForRun } from '../support/fixtures';
+import { call, waitFor } from '../support/http';
+import { startService, type TestService } from '../support/service';
+import { connectTestStore } from '../support/store';
+
+
+/** JSON that FerretDB cannot hold as document content, every kind at once (and a `__proto__` key). */
+const AWKWARD = '{"grid":[[1,2],[3,[4]]],"$set":{"a.b":1},"x.y":[{"$gt":0}],"nul\\u0000key":true,"__proto__":{"polluted":true}}';
+const awkward = (): unknown => JSON.parse(AWKWARD);
+
+describe('store: run records hold any JSON a node produces', function () {
+  this.timeout(60_000);
+  let store: Store;
+  before(async () => {
+    store = await connectTestStore();
+  });
+  after(async () => store?.close());
+
+  it('finalizes, reads back and chunks output with nested arrays, `$`, dotted and NUL keys unchanged', async () => {
+    const c = store.collections;
+    const runId = `run_${Date.now().toString(36)}awkward`;
+    const output: RunOutput = { answer: [{ id: 'item_1', status: 'completed', parts: [{ type: 'json', data: awkward() }] }] as RunOutput[string] };
+    const events = [{ type: 'response.created', sequence_number: 0, data: awkward() }] as unknown as RunEvent[];
+    await insertRun(c, {
+      _id: runId, account_id: 'acct_x', key_id: 'key_x', published_workflow_id: 'wf_x', published_workflow_version_id: 'wfv_x',
+      version: 1, status: 'pending', inputs: {}, created_at: new Date(), completed_at: null, output: null, error: null, total_cost: null, events: null, finalized: false,
+    });
+    await saveRunChunk(c, { runId, index: 0, events, output });
+    const final: RunFinal = { runId, accountId: 'acct_x', status: 'completed', output, error: null, totalCost: 0, completedAtMs: Date.now(), events, chunks: 1 };
+    assert.equal(await finalizeRunRecord(c, final), true);
+
+    const record = (await findRunRecord(c, runId))!;
+    assert.equal(record.finalized, true);
+    // The record's own piece and the chunk's, joined: each appears twice, byte for byte.
+    assert.deepEqual(record.output, { answer: [...output.answer, ...output.answer] });
+    assert.deepEqual(record.events, [...events, ...events]);
+    const data = record.output!.answer[0].parts[0] as { data: Record<string, unknown> };
+    assert.ok(Object.hasOwn(data.data, '__proto__'), 'a `__proto__` key stays data, not a prototype');
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    assert.equal(await findRun(c, 'acct_other', runId), null, 'another account still reads nothing');
+  });
+
+  describe('a run whose http_request answers such JSON', () => {
+    let svc: TestService;
+    let target: http.Server;
+    let origin: string;
+    before(async () => {
+      target = http.createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(AWKWARD);
+      });
+      await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+      origin = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
+      svc = await startService({ env: { ALLOW_PRIVATE_NETWORK: 'true' } });
+    });
+    after(async () => {
+      await svc?.close();
+      await new Promise<void>((resolve) => target?.close(() => resolve()));
+    });
+
+    it('completes, is finalized and debited once, and answers the JSON as the target sent it', async () => {
+      const { accountId, key } = await newAccount(svc.store.collections);
+      const doc = {
+        slug: 'awkward-json',
+        nodes: [
+          { id: 'fetch', type: 'http_request', method: 'GET', url: `${origin}/data` },
+          { id: 'out', type: 'user_result', label: 'Data' },
+        ],
+        edges: [{ from: 'fetch', to: 'out' }],
+      };
+      await publish(svc.url, key, doc);
+      const before = await accountBalance(svc.store.collections, accountId);
+      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      const runId: string = res.body.run_id;
+      await waitForRun(svc.url, key, runId);
+      const record = await waitFor(async () => {
+        const found = await findRunRecord(svc.store.collections, runId);
+        return found?.finalized ? found : undefined;
+      }, { what: `${runId} finalized` });
+      assert.equal(record.status, 'completed');
+
+      const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+      assert.equal(read.status, 200);
+      assert.deepEqual(read.body.output.data[0].parts, [{ type: 'json', data: awkward() }]);
+      const entries = await svc.store.collections.ledger.find({ run_id: runId }).toArray();
+      assert.equal(entries.length, 1, 'debited once');
+      assert.ok(Math.abs(before - (await accountBalance(svc.store.collections, accountId)) - record.total_cost!) < 1e-9);
+    });
+  });
+});
