@@ -10,6 +10,7 @@ import type { RunGateway } from './run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
 import { CreditCheck } from './services/credit-check';
 import { FinishedRunCache } from './services/finished-run-cache';
+import { RateCounter } from './services/rate-counter';
 import { errorHandler } from './middleware/error-handler';
 import { requestLog } from './middleware/request-log';
 import { filesRoutes } from './routes/files';
@@ -30,10 +31,11 @@ export interface AppDeps {
   /** Per-process caches; createApp makes them when not given. */
   credits?: CreditCheck;
   finishedRuns?: FinishedRunCache;
+  rateCounter?: RateCounter;
 }
 
 /** The dependencies routes see: AppDeps with the per-process caches made. */
-export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns'>>;
+export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter'>>;
 
 /** Builds the application from its dependencies (tests construct their own). */
 export function createApp(appDeps: AppDeps): Koa {
@@ -41,6 +43,7 @@ export function createApp(appDeps: AppDeps): Koa {
     ...appDeps,
     credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
     finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
+    rateCounter: appDeps.rateCounter ?? new RateCounter(appDeps.collections),
   };
   const app = new Koa({ proxy: false });
   app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks

@@ -1,21 +1,21 @@
 /**
  * D16 rate limits, applied right after `authenticate` on every authenticated route: per API key,
  * fixed one-minute windows kept in MongoDB (so every API process shares the count), one round
- * trip per request. Starts and all other requests are separate buckets. The `X-RateLimit-*`
+ * trip per request, or per burst of concurrent requests (RateCounter). Starts and all other requests are separate buckets. The `X-RateLimit-*`
  * headers are set before anything downstream runs, so every authenticated answer carries them,
  * errors and streams included; a refused request goes no further (a refused start starts and
  * bills nothing).
  */
 import type { Middleware } from 'koa';
 import type { Config } from '../../config';
-import type { Collections } from '../../store/db';
 import type { RateLimitOverrides } from '../../store/documents';
-import { countRequest, type RateLimitBucket } from '../../store/rate-limits';
+import type { RateLimitBucket } from '../../store/rate-limits';
 import { RateLimitError } from '../errors';
+import type { RateCounter } from '../services/rate-counter';
 import type { AuthContext } from './authenticate';
 
 export interface RateLimitDeps {
-  collections: Pick<Collections, 'rateLimits'>;
+  rateCounter: RateCounter;
   config: Pick<Config, 'api'>;
 }
 
@@ -32,7 +32,7 @@ export function rateLimit(deps: RateLimitDeps, bucket: RateLimitBucket): Middlew
     const auth: AuthContext = ctx.state.auth!; // mounted after authenticate
     const limit = limitFor(bucket, auth.rateLimits, deps.config.api.rateLimits);
     const now = Date.now();
-    const { count, windowEndMs } = await countRequest(deps.collections, auth.keyId, bucket, now);
+    const { count, windowEndMs } = await deps.rateCounter.count(auth.keyId, bucket, now);
     // Whole seconds until the window resets, at least 1 so a client never retries at once.
     const resetSeconds = String(Math.max(1, Math.ceil((windowEndMs - now) / 1000)));
     ctx.set('X-RateLimit-Limit', String(limit));

@@ -10,7 +10,7 @@ import { defaultBaseUrl, FileLinks } from '../../files/links';
 import { contentDisposition } from '../../files/names';
 import { parseRange } from '../../files/range';
 import { findFile, openFileContent, type FileDoc } from '../../store/files';
-import type { AppDeps } from '../app';
+import type { RouteDeps } from '../app';
 import { InvalidRequestError, NotFoundError, ApiError } from '../errors';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
@@ -30,7 +30,7 @@ class LinkRefusedError extends ApiError {
 }
 
 /** Routes of the files resource. */
-export function filesRoutes(deps: AppDeps): Router {
+export function filesRoutes(deps: RouteDeps): Router {
   const router = new Router();
   const links = new FileLinks(deps.config, deps.db);
   // Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise.
@@ -60,7 +60,7 @@ export function filesRoutes(deps: AppDeps): Router {
 }
 
 /** Answers with the file's bytes (or the requested range), streamed from GridFS. */
-function serveContent(ctx: Context, deps: AppDeps, doc: FileDoc, expires: number): void {
+function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: number): void {
   const size = doc.length;
   const etag = `"${doc._id}"`; // a file's bytes never change
   const ifRange = ctx.get('if-range');

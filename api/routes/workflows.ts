@@ -1,6 +1,6 @@
 /** POST /api/v1/workflows (publish a graph, D26) and GET /api/v1/workflows/{workflowId} (its contract, D24). */
 import Router from '@koa/router';
-import type { AppDeps } from '../app';
+import type { RouteDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
@@ -9,7 +9,7 @@ import { workflowContract } from '../services/workflow-contract';
 import { ContractQuerySchema, parseRequest } from '../schemas';
 
 /** Routes of the workflows resource. */
-export function workflowsRoutes(deps: AppDeps): Router {
+export function workflowsRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/workflows',
