@@ -13,16 +13,15 @@ import type { LedgerDoc } from './documents';
 
 export type NewEntry = Omit<LedgerDoc, 'created_at'>;
 
-/** Records an entry exactly once (its `_id` is its identity); posting it again changes nothing. */
-export async function postEntry(c: Pick<Collections, 'ledger'>, entry: NewEntry): Promise<LedgerDoc> {
+/** Records an entry exactly once (its `_id` is its identity): true if this call booked it, false if it was booked already. */
+export async function postEntry(c: Pick<Collections, 'ledger'>, entry: NewEntry): Promise<boolean> {
   try {
     await c.ledger.insertOne({ ...entry, created_at: new Date() });
+    return true;
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
+    return false;
   }
-  const stored = await c.ledger.findOne({ _id: entry._id });
-  if (!stored) throw new Error(`ledger entry ${entry._id} vanished`);
-  return stored;
 }
 
 /** The account's balance in USD: the sum of its entries (one indexed aggregation). */
