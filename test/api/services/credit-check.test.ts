@@ -5,6 +5,7 @@ import { InsufficientCreditsError } from '../../../api/errors';
 import { addCredits, createAccount } from '../../../store/accounts';
 import { postEntry } from '../../../store/ledger';
 import type { Store } from '../../../store/db';
+import { countingCalls } from '../../support/counting';
 import { connectTestStore } from '../../support/store';
 
 describe('CreditCheck (D17)', () => {
@@ -27,5 +28,16 @@ describe('CreditCheck (D17)', () => {
     await postEntry(store.collections, { _id: 'led_spent_all', account_id: account._id, kind: 'run', run_id: null, amount_usd: -1, note: null });
     await check.assertCanStart(account._id, 999); // still remembered: no ledger read
     await assert.rejects(check.assertCanStart(account._id, 1_000), InsufficientCreditsError);
+  });
+
+  it('sums the ledger once for many concurrent starts of one account', async () => {
+    const account = await createAccount(store.collections, { name: 'busy', creditsUsd: 1 });
+    const { collection: ledger, probe } = countingCalls(store.collections.ledger, 'aggregate');
+    const check = new CreditCheck({ ledger });
+    await Promise.all(Array.from({ length: 32 }, () => check.assertCanStart(account._id, 0)));
+    assert.equal(probe.calls, 1);
+    // The shared sum is gone once answered: after the time to live the next start sums afresh.
+    await check.assertCanStart(account._id, 5_000);
+    assert.equal(probe.calls, 2);
   });
 });

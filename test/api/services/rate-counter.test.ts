@@ -1,24 +1,14 @@
 /** D16 counting by group commit: exact positions per request, one write per burst (api/services/rate-counter.ts). */
 import assert from 'node:assert/strict';
-import type { Collections, Store } from '../../../store/db';
+import type { Store } from '../../../store/db';
 import { WINDOW_MS, windowId } from '../../../store/rate-limits';
 import { RateCounter } from '../../../api/services/rate-counter';
+import { countingCalls } from '../../support/counting';
 import { connectTestStore } from '../../support/store';
 
-/** The real collection, with its writes counted (and failed on demand). */
+/** The store's rate-limit collection with its writes counted. */
 function countingWrites(store: Store) {
-  const real = store.collections.rateLimits;
-  const probe = { writes: 0, fail: null as Error | null };
-  const rateLimits = new Proxy(real, {
-    get(target, prop, receiver) {
-      if (prop !== 'findOneAndUpdate') return Reflect.get(target, prop, receiver);
-      return (...args: Parameters<typeof real.findOneAndUpdate>) => {
-        probe.writes++;
-        if (probe.fail) return Promise.reject(probe.fail);
-        return (real.findOneAndUpdate as (...a: unknown[]) => unknown).apply(real, args);
-      };
-    },
-  }) as Collections['rateLimits'];
+  const { collection: rateLimits, probe } = countingCalls(store.collections.rateLimits, 'findOneAndUpdate');
   return { probe, collections: { rateLimits } };
 }
 
@@ -34,7 +24,7 @@ describe('RateCounter (D16)', () => {
     const counts = [];
     for (let i = 0; i < 3; i++) counts.push((await counter.count('key_seq', 'requests', NOW)).count);
     assert.deepEqual(counts, [1, 2, 3]);
-    assert.equal(probe.writes, 3);
+    assert.equal(probe.calls, 3);
     assert.equal(counter.size, 0, 'no lane left behind');
   });
 
@@ -45,7 +35,7 @@ describe('RateCounter (D16)', () => {
     const positions = results.map((r) => r.count).sort((a, b) => a - b);
     assert.deepEqual(positions, Array.from({ length: 50 }, (_, i) => i + 1));
     // The first request writes alone; the 49 that arrived meanwhile share the second write.
-    assert.equal(probe.writes, 2);
+    assert.equal(probe.calls, 2);
     const doc = await store.collections.rateLimits.findOne({ _id: windowId('key_burst', 'starts', NOW) });
     assert.equal(doc?.count, 50);
     const windowStart = Math.floor(NOW / WINDOW_MS) * WINDOW_MS;
