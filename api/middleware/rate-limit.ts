@@ -1,7 +1,8 @@
 /**
  * D16 rate limits, applied right after `authenticate` on every authenticated route: per API key,
  * fixed one-minute windows kept in MongoDB (so every API process shares the count), one round
- * trip per request, or per burst of concurrent requests (RateCounter). Starts and all other requests are separate buckets. The `X-RateLimit-*`
+ * trip per request, or per burst of concurrent requests (RateCounter). Starts and all other
+ * requests are separate buckets. The `X-RateLimit-*`
  * headers are set before anything downstream runs, so every authenticated answer carries them,
  * errors and streams included; a refused request goes no further (a refused start starts and
  * bills nothing).

@@ -4,7 +4,8 @@
  * counted together by the next write (`$inc: n`, a group commit). The `$inc` reserves n
  * consecutive counts, so every request still learns its own exact position in the window:
  * sequential requests see exactly what one write per request would show, and under concurrency
- * the limit is kept to the request, across processes too.
+ * the limit is kept to the request, across processes too (on MongoDB; FerretDB 1.x may lose one
+ * of two concurrent `$inc`s of a document, as it did before batching).
  *
  * Why: the window document is one hot document per key, and every authenticated request writes
  * it. On a database with one writer (FerretDB/SQLite here) that write queued behind everything
