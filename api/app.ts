@@ -11,6 +11,9 @@ import type { PollerRegistry } from './stream/run-poller';
 import { CreditCheck } from './services/credit-check';
 import { FinishedRunCache } from './services/finished-run-cache';
 import { RateCounter } from './services/rate-counter';
+import { KnownRuns } from './services/known-runs';
+import { WorkflowCatalog } from './services/workflow-catalog';
+import { KeyCache } from './middleware/authenticate';
 import { errorHandler } from './middleware/error-handler';
 import { requestLog } from './middleware/request-log';
 import { filesRoutes } from './routes/files';
@@ -32,10 +35,13 @@ export interface AppDeps {
   credits?: CreditCheck;
   finishedRuns?: FinishedRunCache;
   rateCounter?: RateCounter;
+  keys?: KeyCache;
+  catalog?: WorkflowCatalog;
+  knownRuns?: KnownRuns;
 }
 
 /** The dependencies routes see: AppDeps with the per-process caches made. */
-export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter'>>;
+export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns'>>;
 
 /** Builds the application from its dependencies (tests construct their own). */
 export function createApp(appDeps: AppDeps): Koa {
@@ -44,6 +50,10 @@ export function createApp(appDeps: AppDeps): Koa {
     credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
     finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
     rateCounter: appDeps.rateCounter ?? new RateCounter(appDeps.collections),
+    // Store round trips of the hot paths (docs/architecture.md "Store round trips").
+    keys: appDeps.keys ?? new KeyCache(appDeps.collections),
+    catalog: appDeps.catalog ?? new WorkflowCatalog(appDeps.collections),
+    knownRuns: appDeps.knownRuns ?? new KnownRuns(),
   };
   const app = new Koa({ proxy: false });
   app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks

@@ -160,10 +160,21 @@ export class RunGateway {
    * live run says only `pending`, and serving it would move a running run back (issue 8).
    */
   async snapshot(runId: string, afterSequence = -1): Promise<RunSnapshot | null> {
+    return (await this.probe(runId, afterSequence)).snapshot;
+  }
+
+  /**
+   * snapshot(), and when there is none whether that is because the run is queued: Temporal
+   * holds its workflow but no worker has run its first task yet (so the run is `pending`).
+   */
+  async probe(runId: string, afterSequence = -1): Promise<{ snapshot: RunSnapshot | null; queued: boolean }> {
     const stop = queryDuration.startTimer();
     let snapshot: RunSnapshot | null = null;
+    let queued = false;
     try {
-      if (await this.hasStarted(runId)) {
+      const state = await this.startState(runId);
+      queued = state === 'queued';
+      if (state === 'started') {
         snapshot = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
           this.client.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
         );
@@ -176,7 +187,7 @@ export class RunGateway {
       // RESOURCE_EXHAUSTED, a deadline, a forgotten run: all "no news yet"
     }
     stop({ outcome: snapshot ? 'ok' : 'no_news' });
-    return snapshot;
+    return { snapshot, queued };
   }
 
   /** Runs one start or cancel call under the configured deadline. */
@@ -189,21 +200,21 @@ export class RunGateway {
    * worker until its deadline, so every poll of a queued run would hang that long; a describe
    * answers at once. Once started, always started: remembered so live runs cost one call a look.
    */
-  private async hasStarted(runId: string): Promise<boolean> {
-    if (this.started.has(runId)) return true;
+  private async startState(runId: string): Promise<'started' | 'queued' | 'unknown'> {
+    if (this.started.has(runId)) return 'started';
     try {
       const description = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
         this.client.workflow.getHandle(runId).describe(),
       );
       // Execution started, task scheduled, task started, task completed: at least four events.
-      if (description.historyLength < 4) return false;
+      if (description.historyLength < 4) return description.status.name === 'RUNNING' ? 'queued' : 'unknown';
     } catch (err) {
-      if (isTemporalUnreachable(err)) throw err; // snapshot() turns it into a 503
-      return false; // Temporal cannot say (or forgot the run): the stored record is the answer
+      if (isTemporalUnreachable(err)) throw err; // probe() turns it into a 503
+      return 'unknown'; // Temporal cannot say (or forgot the run): the stored record is the answer
     }
     if (this.started.size >= STARTED_MEMORY) this.started.delete(this.started.values().next().value!);
     this.started.add(runId);
-    return true;
+    return 'started';
   }
 }
 

@@ -17,8 +17,13 @@ export interface ApiHandle extends RunningServer {
 }
 
 /** Connects everything and listens; `close()` undoes it all. */
-export async function startApi(config: Config, logger: Logger = createLogger(config.logLevel, 'wrs-api')): Promise<ApiHandle> {
-  const store = await connectStore({ ...config.mongo, appName: 'wrs-api' });
+export async function startApi(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel, 'wrs-api'),
+  /** monitorCommands: the driver emits command events on `store.client` (tests and the bench count store round trips). */
+  opts: { monitorCommands?: boolean } = {},
+): Promise<ApiHandle> {
+  const store = await connectStore({ ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands });
   const connection = await connectTemporal(config.temporal.address);
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway = new RunGateway({

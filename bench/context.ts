@@ -21,7 +21,7 @@ export const FULL: Sizes = {
   p2: { iterations: 100, warmup: 5, pollMs: 50 },
   p3: { runs: 100, clientsPerRun: 10, steadyMs: 10_000, releaseSpreadMs: 2_000 },
   p4: { rows: [1_000, 10_000], fakeMs: 50, timeoutMs: 300_000 },
-  p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 1_000 },
+  p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 10_000 },
 };
 
 export const QUICK: Sizes = {
@@ -43,6 +43,8 @@ export interface ApiStats {
   rpc: Record<string, RpcStat>;
   /** MongoDB operations by `collection.method`. */
   mongo: Record<string, RpcStat>;
+  /** Store round trips by `<command> <collection>` (driver command monitoring). */
+  commands: Record<string, number>;
   pollers: number;
   subscribers: number;
   liveQueries: number;

@@ -36,12 +36,16 @@ import { benchLatency } from './benchmarks/p2-latency';
 import { benchStream } from './benchmarks/p3-stream';
 import { benchBatch } from './benchmarks/p4-batch';
 import { benchReads } from './benchmarks/p5-reads';
+import { benchRoundTrips } from './benchmarks/p6-round-trips';
+import { benchOverTime } from './benchmarks/p7-over-time';
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = {
   p1: benchStart,
   p2: benchLatency,
   p3: benchStream,
   p5: benchReads,
+  p6: benchRoundTrips,
+  p7: benchOverTime,
   p4: benchBatch, // last: the 10,000-row run is the heaviest, and may leave a stuck workflow behind
 };
 

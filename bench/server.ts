@@ -14,7 +14,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { Collection } from 'mongodb';
+import { Collection, type MongoClient } from 'mongodb';
+import { storeCommand } from '../store/round-trips';
 import { loadConfig, type Config } from '../config';
 import { startApi, type ApiHandle } from '../api/start-api';
 import { createLogger } from '../api/logger';
@@ -30,6 +31,16 @@ interface RpcStat {
 }
 
 const mongoStats: Record<string, RpcStat> = {};
+/** Store round trips by `<command> <collection>`, from the driver's command monitoring (bench P6). */
+const commandCounts: Record<string, number> = {};
+
+/** Counts every command `client` sends (made with `monitorCommands: true`). */
+function countCommands(client: MongoClient): void {
+  client.on('commandStarted', (event) => {
+    const command = storeCommand(event);
+    if (command) commandCounts[`${command.name} ${command.collection}`] = (commandCounts[`${command.name} ${command.collection}`] ?? 0) + 1;
+  });
+}
 
 /** Times every MongoDB operation the service makes, keyed `collection.method`. */
 function instrumentMongo(): void {
@@ -103,7 +114,7 @@ async function startStatsServer(api: ApiHandle | undefined, rpc: Record<string, 
     const mem = process.memoryUsage();
     res.writeHead(200, { 'content-type': 'application/json' });
     if (!api) {
-      res.end(JSON.stringify({ rpc, mongo: mongoStats, pollers: 0, subscribers: 0, liveQueries: 0, rssMb: mem.rss / 2 ** 20, heapUsedMb: mem.heapUsed / 2 ** 20 }));
+      res.end(JSON.stringify({ rpc, mongo: mongoStats, commands: commandCounts, pollers: 0, subscribers: 0, liveQueries: 0, rssMb: mem.rss / 2 ** 20, heapUsedMb: mem.heapUsed / 2 ** 20 }));
       return;
     }
     // PollerRegistry keeps its map private; the live pollers' own counters are a cross-check of `rpc`.
@@ -118,6 +129,7 @@ async function startStatsServer(api: ApiHandle | undefined, rpc: Record<string, 
       JSON.stringify({
         rpc,
         mongo: mongoStats,
+        commands: commandCounts,
         pollers: api.pollers.size,
         subscribers,
         liveQueries,
@@ -133,7 +145,8 @@ async function startStatsServer(api: ApiHandle | undefined, rpc: Record<string, 
 
 async function startWorkers(config: Config): Promise<() => Promise<void>> {
   installWorkerRuntime(config.logLevel);
-  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-bench-worker' });
+  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-bench-worker', monitorCommands: true });
+  countCommands(store.client);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const [runWorker, bareWorker] = await Promise.all([
     createRunWorker({
@@ -177,7 +190,8 @@ async function main(): Promise<void> {
   let api: ApiHandle | undefined;
   let rpc: Record<string, RpcStat> = {};
   if (role === 'api' || role === 'all') {
-    api = await startApi(config, createLogger(config.logLevel, 'wrs-api'));
+    api = await startApi(config, createLogger(config.logLevel, 'wrs-api'), { monitorCommands: true });
+    countCommands(api.store.client);
     rpc = instrumentRpc(api);
     ready.url = api.url;
     stops.push(() => api!.close());

@@ -126,7 +126,7 @@ export async function findLiveKey(c: Pick<Collections, 'apiKeys'>, secret: strin
   return c.apiKeys.findOne({ hash: hashKey(secret), revoked_at: null });
 }
 
-/** Revokes a key; every API process refuses it on its next request because nothing caches keys. */
+/** Revokes a key; every API process refuses it within 2 s (D6: the longest an API process remembers a key). */
 export async function revokeKey(c: Pick<Collections, 'apiKeys'>, keyId: string): Promise<boolean> {
   const res = await c.apiKeys.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
   return res.modifiedCount === 1;

@@ -4,6 +4,7 @@ import type {
   AccountDoc,
   ApiKeyDoc,
   IdempotencyKeyDoc,
+  LedgerCheckpointDoc,
   LedgerDoc,
   RateLimitWindowDoc,
   RunChunkDoc,
@@ -22,6 +23,7 @@ export interface Collections {
   runs: Collection<StoredRunDoc>;
   runChunks: Collection<RunChunkDoc>;
   ledger: Collection<LedgerDoc>;
+  ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
   rateLimits: Collection<RateLimitWindowDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
   webhookDeliveries: Collection<WebhookDeliveryDoc>;
@@ -38,6 +40,8 @@ export interface StoreOptions {
   uri: string;
   dbName: string;
   appName?: string;
+  /** Emit the driver's command events (benchmarks and tests count store round trips with them). */
+  monitorCommands?: boolean;
   /** How long an operation waits for a reachable server; default DEFAULT_SERVER_SELECTION_TIMEOUT_MS. */
   serverSelectionTimeoutMs?: number;
   /** TCP connect + handshake of one new connection; default DEFAULT_CONNECT_TIMEOUT_MS. */
@@ -60,6 +64,7 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     appName: opts.appName ?? 'wrs',
     serverSelectionTimeoutMS: opts.serverSelectionTimeoutMs ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
     connectTimeoutMS: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    monitorCommands: opts.monitorCommands ?? false,
   });
   await client.connect();
   const db = client.db(opts.dbName);
@@ -71,6 +76,7 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     runs: db.collection('runs'),
     runChunks: db.collection('run_chunks'),
     ledger: db.collection('ledger'),
+    ledgerCheckpoints: db.collection('ledger_checkpoints'),
     rateLimits: db.collection('rate_limits'),
     idempotencyKeys: db.collection('idempotency_keys'),
     webhookDeliveries: db.collection('webhook_deliveries'),
@@ -81,6 +87,9 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     collections.workflowVersions.createIndex({ workflow_id: 1, version: 1 }, { unique: true, name: 'workflow_version_unique' }),
     collections.runs.createIndex({ account_id: 1, _id: -1 }, { name: 'account_newest' }),
     collections.ledger.createIndex({ account_id: 1, _id: 1 }, { name: 'account_entries' }),
+    // The credit gate sums only the entries after the account's newest checkpoint (store/ledger.ts).
+    collections.ledger.createIndex({ account_id: 1, created_at: 1 }, { name: 'account_created' }),
+    collections.ledgerCheckpoints.createIndex({ account_id: 1, n: -1 }, { name: 'account_newest' }),
     // D29: the retention job finds old finalized runs and old deliveries by creation time.
     collections.runs.createIndex({ created_at: 1 }, { name: 'created_at' }),
     collections.webhookDeliveries.createIndex({ created_at: 1 }, { name: 'created_at' }),

@@ -105,6 +105,19 @@ export interface LedgerDoc {
   created_at: Date;
 }
 
+/**
+ * A ledger checkpoint (store/ledger.ts): the sum of an account's entries created before `up_to`.
+ * `_id` is `chk_<account id>_<n>`, inserted once and never updated (single-document writes only).
+ */
+export interface LedgerCheckpointDoc {
+  _id: string;
+  account_id: string;
+  n: number;
+  up_to: Date;
+  total_usd: number;
+  created_at: Date;
+}
+
 /** One D16 window: `_id` is `<key id>:<bucket>:<window start in epoch minutes>`, counted by `$inc`. */
 export interface RateLimitWindowDoc {
   _id: string;

@@ -9,7 +9,7 @@
  * is `led_<run ulid>`, so however often a crashed or retried worker posts it, it exists once.
  */
 import type { Collections } from './db';
-import type { LedgerDoc } from './documents';
+import type { LedgerCheckpointDoc, LedgerDoc } from './documents';
 
 export type NewEntry = Omit<LedgerDoc, 'created_at'>;
 
@@ -24,12 +24,69 @@ export async function postEntry(c: Pick<Collections, 'ledger'>, entry: NewEntry)
   }
 }
 
-/** The account's balance in USD: the sum of its entries (one indexed aggregation). */
-export async function accountBalance(c: Pick<Collections, 'ledger'>, accountId: string): Promise<number> {
-  const [row] = await c.ledger
-    .aggregate<{ total: number }>([{ $match: { account_id: accountId } }, { $group: { _id: null, total: { $sum: '$amount_usd' } } }])
-    .toArray();
-  return Math.round((row?.total ?? 0) * 1e9) / 1e9; // float sums drift; show what was booked
+/**
+ * Checkpoints keep a balance from costing a sum of the whole ledger. Checkpoint n holds the sum
+ * of the account's entries created before its `up_to`; a balance is the newest checkpoint plus
+ * the entries created since. `up_to` lies CHECKPOINT_LAG_MS in the past when a checkpoint is
+ * written, so every entry stamped before it has long been inserted (an entry's `created_at` is
+ * taken just before its insert). Checkpoints are inserted under `chk_<account>_<n>` and never
+ * updated: of two processes writing checkpoint n one insert wins, and either sum is right.
+ * A new one is due once the newest covers less than CHECKPOINT_PERIOD_MS + lag, so a sum covers
+ * at most the last ~70 minutes of an account's entries.
+ */
+export const CHECKPOINT_LAG_MS = 5 * 60_000;
+export const CHECKPOINT_PERIOD_MS = 60 * 60_000;
+
+/** Whether the account's ledger is due a newer checkpoint than `newest` (null: it has none). */
+export function checkpointDue(newest: Checkpoint | null, nowMs = Date.now()): boolean {
+  return !newest || newest.up_to.getTime() < nowMs - CHECKPOINT_LAG_MS - CHECKPOINT_PERIOD_MS;
+}
+
+export type Checkpoint = Pick<LedgerCheckpointDoc, 'n' | 'up_to' | 'total_usd'>;
+
+/** The account's newest checkpoint, or null. */
+export function latestCheckpoint(c: Pick<Collections, 'ledgerCheckpoints'>, accountId: string): Promise<Checkpoint | null> {
+  return c.ledgerCheckpoints.findOne({ account_id: accountId }, { sort: { n: -1 }, projection: { _id: 0, n: 1, up_to: 1, total_usd: 1 } });
+}
+
+/** The account's balance from `checkpoint` on (null: from the first entry), counting entries created before `before` only if given. */
+export async function balanceFrom(c: Pick<Collections, 'ledger'>, accountId: string, checkpoint: Checkpoint | null, before?: Date): Promise<number> {
+  const created = { ...(checkpoint ? { $gte: checkpoint.up_to } : {}), ...(before ? { $lt: before } : {}) };
+  const match = Object.keys(created).length > 0 ? { account_id: accountId, created_at: created } : { account_id: accountId };
+  const [row] = await c.ledger.aggregate<{ total: number }>([{ $match: match }, { $group: { _id: null, total: { $sum: '$amount_usd' } } }]).toArray();
+  return roundUsd((checkpoint?.total_usd ?? 0) + (row?.total ?? 0));
+}
+
+/**
+ * Writes the checkpoint after `previous`, covering entries up to CHECKPOINT_LAG_MS ago, and
+ * returns the newest checkpoint there is afterwards (another process's if it won the id).
+ */
+export async function writeCheckpoint(
+  c: Pick<Collections, 'ledger' | 'ledgerCheckpoints'>,
+  accountId: string,
+  previous: Checkpoint | null,
+  nowMs = Date.now(),
+): Promise<Checkpoint | null> {
+  if (!checkpointDue(previous, nowMs)) return previous;
+  const upTo = new Date(nowMs - CHECKPOINT_LAG_MS);
+  const balance = await balanceFrom(c, accountId, previous, upTo);
+  const next: LedgerCheckpointDoc = { _id: `chk_${accountId}_${(previous?.n ?? 0) + 1}`, account_id: accountId, n: (previous?.n ?? 0) + 1, up_to: upTo, total_usd: balance, created_at: new Date(nowMs) };
+  try {
+    await c.ledgerCheckpoints.insertOne(next);
+    return next;
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    return latestCheckpoint(c, accountId);
+  }
+}
+
+/** The account's balance in USD: its newest checkpoint plus the entries since (exact; two reads). */
+export async function accountBalance(c: Pick<Collections, 'ledger' | 'ledgerCheckpoints'>, accountId: string): Promise<number> {
+  return balanceFrom(c, accountId, await latestCheckpoint(c, accountId));
+}
+
+function roundUsd(value: number): number {
+  return Math.round(value * 1e9) / 1e9; // float sums drift; show what was booked
 }
 
 /** The account's entries, oldest first. */

@@ -7,8 +7,11 @@ import type { RunView } from '../api/response-schemas';
 import type { RunSnapshot } from '../workflows/definitions';
 import type { RunDoc } from './documents';
 
+/** The fields of a record the view shows. */
+export type RunViewSource = Pick<RunDoc, '_id' | 'status' | 'published_workflow_id' | 'published_workflow_version_id' | 'output' | 'error' | 'total_cost' | 'created_at' | 'completed_at'>;
+
 /** Renders a stored record, overlaid with a live snapshot when there is one. */
-export function runView(doc: RunDoc, live?: RunSnapshot): RunView {
+export function runView(doc: RunViewSource, live?: RunSnapshot): RunView {
   const status = live?.status ?? doc.status;
   const completedAtMs = live?.completed_at_ms ?? doc.completed_at?.getTime() ?? null;
   return {

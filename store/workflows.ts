@@ -64,11 +64,13 @@ export function latestVersion(c: WorkflowCollections, workflowId: string): Promi
 
 /** D2: a `wf_` id (own or public) or the caller's slug. */
 export async function findWorkflow(c: WorkflowCollections, accountId: string, ref: string): Promise<WorkflowDoc | null> {
-  if (isId('wf', ref)) {
-    const doc = await c.workflows.findOne({ _id: ref });
-    return doc && (doc.account_id === accountId || doc.public) ? doc : null;
-  }
-  return c.workflows.findOne({ account_id: accountId, slug: ref });
+  const doc = await findWorkflowRecord(c, accountId, ref);
+  return doc && (doc.account_id === accountId || doc.public) ? doc : null;
+}
+
+/** The workflow a D2 reference names, whoever owns it (callers apply the access rule): by `wf_` id, else the account's slug. */
+export function findWorkflowRecord(c: WorkflowCollections, accountId: string, ref: string): Promise<WorkflowDoc | null> {
+  return isId('wf', ref) ? c.workflows.findOne({ _id: ref }) : c.workflows.findOne({ account_id: accountId, slug: ref });
 }
 
 /** D1: the pinned version (number or `wfv_` id) of a workflow, or the latest when none is pinned. */
@@ -76,4 +78,16 @@ export function findVersion(c: WorkflowCollections, workflowId: string, pin?: nu
   if (pin === undefined) return latestVersion(c, workflowId);
   if (typeof pin === 'number') return c.workflowVersions.findOne({ workflow_id: workflowId, version: pin });
   return c.workflowVersions.findOne({ _id: pin, workflow_id: workflowId });
+}
+
+/** A version by its id alone (the caller checks its workflow; an `{_id}` filter is the one FerretDB does not scan for). */
+export function findVersionById(c: WorkflowCollections, versionId: string): Promise<WorkflowVersionDoc | null> {
+  return c.workflowVersions.findOne({ _id: versionId });
+}
+
+/** The id and number of a workflow's newest version, without its graph; null when it has none. */
+export function latestVersionPointer(c: WorkflowCollections, workflowId: string): Promise<{ id: string; version: number } | null> {
+  return c.workflowVersions
+    .findOne({ workflow_id: workflowId }, { sort: { version: -1 }, projection: { _id: 1, version: 1 } })
+    .then((doc) => (doc ? { id: doc._id, version: doc.version } : null));
 }

@@ -1,9 +1,15 @@
-/** Bearer-key authentication (spec "Authentication", D6): one indexed lookup by hash, nothing cached so revocation is immediate. */
+/**
+ * Bearer-key authentication (spec "Authentication", D6): keys are found by the hash of the
+ * presented secret. A found key is remembered for at most KEY_CACHE_MS per process (D6 allows
+ * 2 s), so a revoked key is refused by every process within that time while steady traffic
+ * costs no lookup per request. Unknown keys are never remembered: a new key works at once.
+ */
 import type { Middleware } from 'koa';
 import type { Collections } from '../../store/db';
-import { findLiveKey } from '../../store/accounts';
-import type { RateLimitOverrides } from '../../store/documents';
+import { findLiveKey, hashKey } from '../../store/accounts';
+import type { ApiKeyDoc, RateLimitOverrides } from '../../store/documents';
 import { AuthenticationError } from '../errors';
+import { TtlCache } from '../services/ttl-cache';
 
 export interface AuthContext {
   accountId: string;
@@ -12,12 +18,37 @@ export interface AuthContext {
   rateLimits: RateLimitOverrides | null;
 }
 
+/** D6: the longest a process may go on accepting a revoked key. */
+export const KEY_CACHE_MS = 2_000;
+
+/** Per-process cache of live keys by secret hash (built once per API in createApp). */
+export class KeyCache {
+  private readonly cache: TtlCache<ApiKeyDoc | null>;
+
+  constructor(
+    private readonly collections: Pick<Collections, 'apiKeys'>,
+    opts: { ttlMs?: number; maxEntries?: number } = {},
+  ) {
+    this.cache = new TtlCache({ ttlMs: Math.min(opts.ttlMs ?? KEY_CACHE_MS, KEY_CACHE_MS), maxEntries: opts.maxEntries ?? 10_000 });
+  }
+
+  /** The live key of a presented secret, or null (unknown or revoked). */
+  find(secret: string): Promise<ApiKeyDoc | null> {
+    return this.cache.get(hashKey(secret), () => findLiveKey(this.collections, secret), (key) => key !== null);
+  }
+}
+
+export interface AuthenticateDeps {
+  collections: Pick<Collections, 'apiKeys'>;
+  keys?: KeyCache;
+}
+
 /** Koa middleware that sets `ctx.state.auth` or answers 401 `invalid_api_key`. */
-export function authenticate(collections: Pick<Collections, 'apiKeys'>): Middleware {
+export function authenticate(deps: AuthenticateDeps): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    const key = match ? await findLiveKey(collections, match[1]) : null;
+    const key = match ? await (deps.keys ? deps.keys.find(match[1]) : findLiveKey(deps.collections, match[1])) : null;
     if (!key) throw new AuthenticationError();
     ctx.state.auth = { accountId: key.account_id, keyId: key._id, rateLimits: key.rate_limits ?? null } satisfies AuthContext;
     await next();

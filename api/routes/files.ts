@@ -36,13 +36,13 @@ export function filesRoutes(deps: RouteDeps): Router {
   // Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise.
   const baseUrl = (ctx: Context) => deps.config.api.publicBaseUrl ?? (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(deps.config));
 
-  router.post('/api/v1/files', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.post('/api/v1/files', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     const doc = await uploadFile(deps, ctx.req, { accountId: ctx.state.auth!.accountId, queryName: ctx.query.name, contentType: ctx.get('content-type') });
     ctx.status = 201;
     ctx.body = await fileView(links, doc, baseUrl(ctx));
   });
 
-  router.get('/api/v1/files/:fileId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.get('/api/v1/files/:fileId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     const doc = isId('file', ctx.params.fileId) ? await findFile(deps.db, ctx.params.fileId, ctx.state.auth!.accountId) : null;
     if (!doc) throw new NotFoundError(`No file \`${ctx.params.fileId.slice(0, 64)}\`.`);
     ctx.body = await fileView(links, doc, baseUrl(ctx));

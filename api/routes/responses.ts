@@ -16,7 +16,7 @@ export function responsesRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/responses',
-    authenticate(deps.collections),
+    authenticate(deps),
     rateLimit(deps, 'starts'), // D16: a refused start is refused before anything is read, started or billed
     jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
     async (ctx) => {

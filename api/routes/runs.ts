@@ -12,17 +12,17 @@ import { streamExistingRun } from '../stream/run-streams';
 /** Routes of the runs resource. */
 export function runsRoutes(deps: RouteDeps): Router {
   const router = new Router();
-  router.get('/api/v1/runs', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.get('/api/v1/runs', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.body = await listRuns(deps, ctx.state.auth!.accountId, parseRequest(ListRunsQuerySchema, ctx.query, 'query'));
   });
-  router.get('/api/v1/runs/:runId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.get('/api/v1/runs/:runId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.body = await readRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
   });
-  router.post('/api/v1/runs/:runId/cancel', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.post('/api/v1/runs/:runId/cancel', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
     ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
   });
-  router.get('/api/v1/runs/:runId/stream', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.get('/api/v1/runs/:runId/stream', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     // The cursor streamExistingRun uses is checked there; this refuses a malformed query cursor even when the header wins.
     parseRequest(StreamQuerySchema, ctx.query, 'query');
     // Ownership is checked before any byte of the stream: another account's run is a JSON 404.

@@ -13,17 +13,17 @@ export function workflowsRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/workflows',
-    authenticate(deps.collections),
+    authenticate(deps),
     rateLimit(deps, 'requests'),
     jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
     async (ctx) => {
       ctx.status = 201;
-      ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body);
+      ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body, deps.catalog);
     },
   );
-  router.get('/api/v1/workflows/:workflowId', authenticate(deps.collections), rateLimit(deps, 'requests'), async (ctx) => {
+  router.get('/api/v1/workflows/:workflowId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     const { version } = parseRequest(ContractQuerySchema, ctx.query, 'query');
-    ctx.body = await workflowContract(deps.collections, ctx.state.auth!.accountId, ctx.params.workflowId, version);
+    ctx.body = await workflowContract(deps.catalog, ctx.state.auth!.accountId, ctx.params.workflowId, version);
   });
   return router;
 }

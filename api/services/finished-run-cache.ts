@@ -2,7 +2,8 @@
  * A per-process cache of finished runs' public views. A finalized record never changes again
  * (D7: terminal is final), so repeated reads of it need no database round trip; entries still
  * expire after a minute so the retention sweep (D29) is not outlived for long. Bounded by the
- * number of output items held, not by entries, since one run can carry thousands.
+ * bytes of the views held (their JSON size, which tracks their heap size within a small factor),
+ * not by entries, since one run can carry thousands of items or megabytes of text.
  */
 import type { RunView } from '../response-schemas';
 
@@ -13,21 +14,24 @@ interface Entry {
   expiresAtMs: number;
 }
 
+/** Default memory bound: 64 MiB of views (JSON bytes). */
+export const FINISHED_RUN_CACHE_BYTES = 64 * 2 ** 20;
+
 export interface FinishedRunCacheOptions {
-  /** Output items held across all entries (default 100,000). */
-  maxItems?: number;
+  /** JSON bytes of the views held across all entries (default FINISHED_RUN_CACHE_BYTES). */
+  maxBytes?: number;
   ttlMs?: number;
 }
 
 /** LRU of finalized run views, keyed by run id and checked against the reading account. */
 export class FinishedRunCache {
   private readonly entries = new Map<string, Entry>();
-  private items = 0;
-  private readonly maxItems: number;
+  private bytes = 0;
+  private readonly maxBytes: number;
   private readonly ttlMs: number;
 
   constructor(opts: FinishedRunCacheOptions = {}) {
-    this.maxItems = opts.maxItems ?? 100_000;
+    this.maxBytes = opts.maxBytes ?? FINISHED_RUN_CACHE_BYTES;
     this.ttlMs = opts.ttlMs ?? 60_000;
   }
 
@@ -48,14 +52,15 @@ export class FinishedRunCache {
 
   /** Remembers a finalized run's view; a view larger than the whole cache is not kept, nor anything with a TTL of 0. */
   set(accountId: string, view: RunView, nowMs = Date.now()): void {
-    const weight = 1 + Object.values(view.output ?? {}).reduce((n, items) => n + items.length, 0);
-    if (weight > this.maxItems || this.ttlMs <= 0) return;
+    if (this.ttlMs <= 0) return;
+    const weight = JSON.stringify(view).length;
+    if (weight > this.maxBytes) return;
     const previous = this.entries.get(view.id);
     if (previous) this.remove(view.id, previous);
     this.entries.set(view.id, { accountId, view, weight, expiresAtMs: nowMs + this.ttlMs });
-    this.items += weight;
+    this.bytes += weight;
     for (const [id, oldest] of this.entries) {
-      if (this.items <= this.maxItems) break;
+      if (this.bytes <= this.maxBytes) break;
       this.remove(id, oldest);
     }
   }
@@ -65,8 +70,13 @@ export class FinishedRunCache {
     return this.entries.size;
   }
 
+  /** JSON bytes of the views held. */
+  get heldBytes(): number {
+    return this.bytes;
+  }
+
   private remove(runId: string, entry: Entry): void {
     this.entries.delete(runId);
-    this.items -= entry.weight;
+    this.bytes -= entry.weight;
   }
 }

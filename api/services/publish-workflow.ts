@@ -4,6 +4,7 @@ import type { Contract } from '../../domain/contract';
 import type { Collections } from '../../store/db';
 import { publishWorkflow as storeVersion } from '../../store/workflows';
 import { InvalidRequestError } from '../errors';
+import type { WorkflowCatalog } from './workflow-catalog';
 
 export interface PublishResult {
   workflow_id: string;
@@ -15,7 +16,13 @@ export interface PublishResult {
 }
 
 /** Validates the whole graph (every problem reported) and stores it as the next immutable version. */
-export async function publishWorkflow(collections: Collections, accountId: string, document: unknown): Promise<PublishResult> {
+export async function publishWorkflow(
+  collections: Collections,
+  accountId: string,
+  document: unknown,
+  /** This process's catalog: told at once, so its next start runs the new version (D1). */
+  catalog?: WorkflowCatalog,
+): Promise<PublishResult> {
   const result = validateGraph(document);
   if (!result.ok) {
     throw new InvalidRequestError(describeGraphProblems(result.problems), {
@@ -25,6 +32,7 @@ export async function publishWorkflow(collections: Collections, accountId: strin
     });
   }
   const { workflow, version } = await storeVersion(collections, accountId, result.graph, result.contract);
+  catalog?.published(workflow, version);
   return {
     workflow_id: workflow._id,
     version_id: version._id,

@@ -1,4 +1,4 @@
-/** Reading a run (spec "GET /api/v1/runs/{runId}"): MongoDB first, the workflow's query while it is live. */
+/** Reading a run (spec "GET /api/v1/runs/{runId}"): the final record once written, the workflow's query while it is live. */
 import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
@@ -6,8 +6,10 @@ import { findRun } from '../../store/runs';
 import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
-import { runView } from '../../store/run-view';
+import { runView, type RunViewSource } from '../../store/run-view';
+import { isTerminal } from '../../workflows/definitions';
 import type { FinishedRunCache } from './finished-run-cache';
+import { pendingRecord, type KnownRuns } from './known-runs';
 
 // The rendering lives in store/ so the worker's webhook delivery (D20) shares it without Koa.
 export { runView };
@@ -15,8 +17,12 @@ export { runView };
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
 export async function loadRun(collections: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc> {
   const doc = isId('run', runId) ? await findRun(collections, accountId, runId) : null;
-  if (!doc) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
+  if (!doc) throw notFound(runId);
   return doc;
+}
+
+function notFound(runId: string): NotFoundError {
+  return new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
 }
 
 /** What reading a run needs. */
@@ -24,9 +30,14 @@ export interface ReadRunDeps {
   collections: Pick<Collections, 'runs' | 'runChunks'>;
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
+  knownRuns?: KnownRuns;
 }
 
-/** The current run view: the final record once written (served long after Temporal forgot the run), else live state. */
+/**
+ * The current run view: the final record once written (served long after Temporal forgot the
+ * run), else live state. Store round trips: none for a finished run read before in this process
+ * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one.
+ */
 export async function readRun(
   deps: ReadRunDeps,
   accountId: string,
@@ -34,18 +45,36 @@ export async function readRun(
 ): Promise<RunView> {
   const cached = deps.finishedRuns?.get(accountId, runId);
   if (cached) return cached;
+  const known = deps.knownRuns?.get(runId);
+  if (known && known.account_id !== accountId) throw notFound(runId);
+  const live = known ? await liveView(deps, runId, pendingRecord(known)) : undefined;
+  if (live) return live;
   const doc = await loadRun(deps.collections, accountId, runId);
   if (doc.finalized) {
     const view = runView(doc);
     deps.finishedRuns?.set(accountId, view);
+    deps.knownRuns?.forget(runId);
     return view;
   }
+  deps.knownRuns?.remember(doc);
+  // A known run's workflow was asked already: it had no news.
+  return (known ? undefined : await liveView(deps, runId, doc)) ?? runView(doc);
+}
+
+/**
+ * The view of a run not finalized when last looked at, from its workflow's query; undefined when
+ * only the stored record can answer (Temporal has no news, or the run has ended and its record
+ * is the answer from now on).
+ */
+async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource): Promise<RunView | undefined> {
   // No events wanted here: ask only for status and results.
-  const snapshot = await deps.gateway.snapshot(runId, Number.MAX_SAFE_INTEGER);
-  if (!snapshot) return runView(doc);
-  // Completed with an output too large for a query answer: it shows completed once its record is written (moments later).
-  if (snapshot.outputDeferred) return runView(doc, { ...snapshot, status: 'running', completed_at_ms: null });
+  const { snapshot, queued } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
+  if (!snapshot) return queued ? runView(record) : undefined;
+  // Ended: this answer stands, the next read takes the final record (written moments after).
+  if (isTerminal(snapshot.status)) deps.knownRuns?.forget(runId);
+  // Completed with an output too large for a query answer: it shows completed once its record is written.
+  if (snapshot.outputDeferred) return runView(record, { ...snapshot, status: 'running', completed_at_ms: null });
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
-  return runView(doc, snapshot);
+  return runView(record, snapshot);
 }

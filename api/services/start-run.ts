@@ -16,6 +16,7 @@ import type { AuthContext } from '../middleware/authenticate';
 import type { StartRequest } from '../schemas';
 import { runsStarted } from '../../metrics';
 import type { CreditCheck } from './credit-check';
+import type { KnownRuns } from './known-runs';
 import { fileInputProblems } from './file-inputs';
 
 export interface StartRunDeps {
@@ -25,20 +26,38 @@ export interface StartRunDeps {
   gateway: RunGateway;
   /** The per-process D17 credit gate. */
   credits: CreditCheck;
+  /** Workflows and versions (per-process cache: WorkflowCatalog; or the store itself, storeLookup). */
+  catalog: WorkflowLookup;
+  /** Runs this process has seen (the start records their owner, so reads of the live run need no store round trip). */
+  knownRuns?: KnownRuns;
   config: Pick<Config, 'runs' | 'files'> & Partial<Pick<Config, 'webhooks'>>;
+}
+
+/** Where a start finds workflows (D2) and versions (D1). */
+export interface WorkflowLookup {
+  findWorkflow(accountId: string, ref: string): Promise<WorkflowDoc | null>;
+  findVersion(workflowId: string, pin?: number | string): Promise<WorkflowVersionDoc | null>;
+}
+
+/** The store itself as a WorkflowLookup, nothing remembered (tools and baselines). */
+export function storeLookup(collections: Pick<Collections, 'workflows' | 'workflowVersions'>): WorkflowLookup {
+  return {
+    findWorkflow: (accountId, ref) => findWorkflow(collections, accountId, ref),
+    findVersion: (workflowId, pin) => findVersion(collections, workflowId, pin),
+  };
 }
 
 /** Resolves the workflow (D2) and version (D1), or throws the matching 404. */
 export async function resolveVersion(
-  collections: Collections,
+  lookup: WorkflowLookup,
   accountId: string,
   ref: string,
   pin: number | string | undefined,
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
-  const workflow = await findWorkflow(collections, accountId, ref);
+  const workflow = await lookup.findWorkflow(accountId, ref);
   // A path segment can be ~16 KB (GET /workflows/{id}): never echo more of it than an id could be.
   if (!workflow) throw new NotFoundError(`No published workflow \`${ref.slice(0, 256)}\` in this account.`, 'published_workflow_not_found');
-  const version = await findVersion(collections, workflow._id, pin);
+  const version = await lookup.findVersion(workflow._id, pin);
   if (!version) {
     const which = pin === undefined ? 'has no published version' : `has no version \`${String(pin).slice(0, 64)}\``;
     throw new NotFoundError(`Workflow \`${ref.slice(0, 256)}\` ${which}.`, 'published_workflow_version_not_found');
@@ -60,7 +79,7 @@ export class RunIdTakenError extends Error {
 export async function startRun(deps: StartRunDeps, auth: AuthContext, request: StartRequest, opts: { runId?: string } = {}): Promise<RunDoc> {
   const { collections } = deps;
   checkWebhookScheme(request.webhook, deps.config.webhooks?.allowHttp ?? false);
-  const { workflow, version } = await resolveVersion(collections, auth.accountId, request.workflowId, request.version);
+  const { workflow, version } = await resolveVersion(deps.catalog, auth.accountId, request.workflowId, request.version);
   if (!version.graph || !version.contract) {
     throw new InvalidRequestError(`Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`, {
       status: 422,
@@ -108,6 +127,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
     await deleteRun(collections, run._id).catch(() => undefined);
     throw err;
   }
+  deps.knownRuns?.remember(run);
   // Counted here, not in the route, so an idempotent replay (D18) is not a second start.
   runsStarted.inc({ mode: request.stream ? 'stream' : 'async' });
   return run;

@@ -1,16 +1,15 @@
 /** D24: a published workflow's contract, so a client can build a form for any workflow. */
 import { inputsJsonSchema } from '../../domain/contract';
-import type { Collections } from '../../store/db';
-import { resolveVersion } from './start-run';
+import { resolveVersion, type WorkflowLookup } from './start-run';
 
 /** The latest (or pinned) version's inputs, with a JSON Schema of `inputs`, and outputs. */
 export async function workflowContract(
-  collections: Collections,
+  catalog: WorkflowLookup,
   accountId: string,
   ref: string,
   version?: number | string,
 ) {
-  const { workflow, version: v } = await resolveVersion(collections, accountId, ref, version);
+  const { workflow, version: v } = await resolveVersion(catalog, accountId, ref, version);
   return {
     workflow_id: workflow._id,
     slug: workflow.slug,

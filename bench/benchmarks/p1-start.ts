@@ -5,7 +5,7 @@
  * started runs drains between phases. Workers stay up: starting runs also means running them.
  */
 import { randomUUID } from 'node:crypto';
-import { resolveVersion } from '../../api/services/start-run';
+import { resolveVersion, storeLookup } from '../../api/services/start-run';
 import { findLiveKey } from '../../store/accounts';
 import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
@@ -134,7 +134,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   const storeOnly = await closedLoop({ concurrency: top, durationMs, warmupMs }, async () => {
     await findLiveKey(c, ctx.key);
     await countRequest(c, key!._id, 'starts');
-    const { workflow, version } = await resolveVersion(c, ctx.accountId, 'hello', undefined);
+    const { workflow, version } = await resolveVersion(storeLookup(c), ctx.accountId, 'hello', undefined);
     await accountBalance(c, ctx.accountId);
     await insertRun(c, {
       _id: generateId('run'),

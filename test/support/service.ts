@@ -38,13 +38,15 @@ export async function startService(
     logDestination?: DestinationStream;
     /** Servers of the test's own instead of the shared stack (which is then not started for it). */
     stack?: ServiceStack;
+    /** The API's MongoDB client emits command events (test/support/round-trips.ts counts them). */
+    monitorCommands?: boolean;
   } = {},
 ): Promise<TestService> {
   const { temporalAddress, mongoUri, bundle } = opts.stack ?? (await sharedStack());
   const config = await testConfig(opts.env, { temporalAddress, mongoUri });
   const store = await connectStore(config.mongo);
   const logger = opts.logDestination ? createLogger(config.logLevel, 'wrs-api', opts.logDestination) : createLogger('silent');
-  const api = await startApi(config, logger);
+  const api = await startApi(config, logger, { monitorCommands: opts.monitorCommands });
   let worker: InProcessWorker | undefined;
 
   const service: TestService = {

@@ -1,4 +1,4 @@
-/** The per-process cache of finished runs (bench/FINDINGS.md P5): LRU by output items, per account, expiring. */
+/** The per-process cache of finished runs (bench/FINDINGS.md P5): LRU within a byte bound, per account, expiring. */
 import assert from 'node:assert/strict';
 import { FinishedRunCache } from '../../../api/services/finished-run-cache';
 import type { RunView } from '../../../api/response-schemas';
@@ -42,17 +42,20 @@ describe('FinishedRunCache', () => {
     assert.equal(cache.size, 0);
   });
 
-  it('evicts the least recently used runs to stay within its output items, and skips a run larger than itself', () => {
-    const cache = new FinishedRunCache({ maxItems: 10 });
-    cache.set('a', view('run_1', 3)); // weight 4
-    cache.set('a', view('run_2', 3)); // 8
+  it('evicts the least recently used runs to stay within its bytes, and skips a run larger than itself', () => {
+    const weight = JSON.stringify(view('run_1', 3)).length;
+    const cache = new FinishedRunCache({ maxBytes: 2 * weight + weight / 2 });
+    cache.set('a', view('run_1', 3));
+    cache.set('a', view('run_2', 3));
+    assert.equal(cache.heldBytes, 2 * weight);
     assert.ok(cache.get('a', 'run_1')); // run_1 is now the most recent
-    cache.set('a', view('run_3', 3)); // 12 > 10: run_2 goes
+    cache.set('a', view('run_3', 3)); // three do not fit: run_2 goes
     assert.equal(cache.get('a', 'run_2'), undefined);
     assert.ok(cache.get('a', 'run_1'));
     assert.ok(cache.get('a', 'run_3'));
-    cache.set('a', view('run_big', 10)); // weight 11 > 10: not kept, nothing evicted for it
+    cache.set('a', view('run_big', 100)); // larger than the whole cache: not kept, nothing evicted for it
     assert.equal(cache.get('a', 'run_big'), undefined);
     assert.equal(cache.size, 2);
+    assert.equal(cache.heldBytes, 2 * weight);
   });
 });

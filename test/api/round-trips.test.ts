@@ -1,0 +1,123 @@
+/**
+ * The store round-trip budget of the hot paths (issue 15, docs/architecture.md "Store round
+ * trips"), counted with the driver's command monitoring on the API's own MongoDB client. Steady
+ * state means a warm process: the same key, workflow and account used a moment before.
+ */
+import assert from 'node:assert/strict';
+import { startApi, type ApiHandle } from '../../api/start-api';
+import { createLogger } from '../../api/logger';
+import { logCommands, describeCommands, type CommandLog, type StoreCommand } from '../../store/round-trips';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { newAccount } from '../support/accounts';
+import { greetingWorkflow, llmWorkflow, publish, waitForRun } from '../support/fixtures';
+import { call, waitFor } from '../support/http';
+import { startService, type TestService } from '../support/service';
+
+/** The shared D16 batch write every authenticated request makes (or joins). */
+const isRateLimitWrite = (c: StoreCommand) => c.collection === 'rate_limits' && c.name === 'findAndModify';
+
+describe('store round trips of the hot paths (issue 15)', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  let other: ApiHandle;
+  let fake: FakeOpenAI;
+  let commands: CommandLog;
+  let otherCommands: CommandLog;
+  let key: string;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl }, monitorCommands: true });
+    // A second API on the same store and Temporal: "another process" to every per-process cache.
+    other = await startApi(svc.config, createLogger('silent'), { monitorCommands: true });
+    commands = logCommands(svc.api.store.client);
+    otherCommands = logCommands(other.store.client);
+    ({ key } = await newAccount(svc.store.collections));
+    await publish(svc.url, key, greetingWorkflow('rt-greet'));
+    await publish(svc.url, key, llmWorkflow('rt-slow'));
+  });
+  after(async () => {
+    commands?.stop();
+    otherCommands?.stop();
+    await other?.close();
+    await svc?.close();
+    await fake?.close();
+  });
+
+  const start = async (url: string, workflowId: string, inputs: object) => {
+    const res = await call(url, 'POST', '/api/v1/responses', { key, body: { workflowId, inputs } });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    return res.body;
+  };
+
+  it('start: one write (the run) besides the rate-limit write, no read', async () => {
+    await start(svc.url, 'rt-greet', { name: 'warm' }); // warms key, workflow, version and credit
+    commands.take();
+    await start(svc.url, 'rt-greet', { name: 'counted' });
+    const seen = commands.take();
+    const budget = seen.filter((c) => !isRateLimitWrite(c));
+    assert.deepEqual(budget, [{ name: 'insert', collection: 'runs', write: true }], describeCommands(seen));
+    assert.ok(seen.filter(isRateLimitWrite).length <= 1, describeCommands(seen));
+  });
+
+  it('GET of a finished run: no round trip after its first read here', async () => {
+    const { run_id: runId } = await start(svc.url, 'rt-greet', { name: 'done' });
+    await waitForRun(svc.url, key, runId); // reads it, finished, once
+    commands.take();
+    const again = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.equal(again.body.status, 'completed');
+    const seen = commands.take();
+    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
+  });
+
+  it('GET of a live run: no round trip where it started, one first read in another process, then none', async () => {
+    const { run_id: runId } = await start(svc.url, 'rt-slow', { topic: 'slow:4000 hold' });
+    await waitFor(async () => ((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status === 'running' ? true : undefined), {
+      what: 'the run to be running',
+    });
+    commands.take();
+    const here = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.equal(here.body.status, 'running');
+    let seen = commands.take();
+    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
+
+    otherCommands.take();
+    const first = await call(other.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.equal(first.body.status, 'running');
+    seen = otherCommands.take();
+    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)).map((c) => `${c.name} ${c.collection}`), ['find runs'], describeCommands(seen));
+    const second = await call(other.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.equal(second.body.status, 'running');
+    seen = otherCommands.take();
+    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
+
+    // Another account's key never reads it, from either process's memory.
+    const stranger = await newAccount(svc.store.collections);
+    for (const url of [svc.url, other.url]) {
+      const res = await call(url, 'GET', `/api/v1/runs/${runId}`, { key: stranger.key });
+      assert.equal(res.status, 404, JSON.stringify(res.body));
+    }
+    const ended = await waitForRun(svc.url, key, runId);
+    assert.equal(ended.status, 'completed');
+  });
+
+  it('D1: the publishing process starts the new version at once, another within 2 s', async () => {
+    await publish(svc.url, key, greetingWorkflow('rt-d1', 'Hi'));
+    // Both processes have the pointer to version 1 cached.
+    for (const url of [svc.url, other.url]) assert.equal((await call(url, 'GET', '/api/v1/workflows/rt-d1', { key })).body.version, 1);
+    const published = await call(other.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('rt-d1', 'Ho') });
+    assert.equal(published.status, 201);
+    const at = Date.now();
+    const run = await start(other.url, 'rt-d1', { name: 'x' });
+    assert.equal(run.published_workflow_version_id, published.body.version_id, 'the publishing process runs the new version');
+    await waitFor(async () => ((await call(svc.url, 'GET', '/api/v1/workflows/rt-d1', { key })).body.version === 2 ? true : undefined), {
+      timeoutMs: 2_500,
+      intervalMs: 100,
+      what: 'the other process to see version 2',
+    });
+    const seenAfter = Date.now() - at;
+    assert.ok(seenAfter <= 2_500, `seen after ${seenAfter} ms`);
+    const later = await start(svc.url, 'rt-d1', { name: 'y' });
+    assert.equal(later.published_workflow_version_id, published.body.version_id);
+  });
+});
