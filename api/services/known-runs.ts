@@ -54,6 +54,6 @@ export class KnownRuns {
 }
 
 /** The record of a run as it stands before its end is written: `pending`, no results. */
-export function pendingRecord(skeleton: RunSkeleton): RunViewSource {
+export function pendingRecord(skeleton: RunSkeleton): RunViewSource & Pick<RunDoc, 'account_id'> {
   return { ...skeleton, status: 'pending', completed_at: null, output: null, error: null, total_cost: null };
 }

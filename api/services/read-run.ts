@@ -66,15 +66,20 @@ export async function readRun(
  * only the stored record can answer (Temporal has no news, or the run has ended and its record
  * is the answer from now on).
  */
-async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource): Promise<RunView | undefined> {
+async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource & Pick<RunDoc, 'account_id'>): Promise<RunView | undefined> {
   // No events wanted here: ask only for status and results.
   const { snapshot, queued } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
   if (!snapshot) return queued ? runView(record) : undefined;
-  // Ended: this answer stands, the next read takes the final record (written moments after).
-  if (isTerminal(snapshot.status)) deps.knownRuns?.forget(runId);
   // Completed with an output too large for a query answer: it shows completed once its record is written.
   if (snapshot.outputDeferred) return runView(record, { ...snapshot, status: 'running', completed_at_ms: null });
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
-  return runView(record, snapshot);
+  const view = runView(record, snapshot);
+  if (isTerminal(snapshot.status)) {
+    // Ended (D7: for good). The final record being written from the same state renders the same
+    // view, so it is the finished view from now on, in this process without reading the record.
+    deps.knownRuns?.forget(runId);
+    deps.finishedRuns?.set(record.account_id, view);
+  }
+  return view;
 }

@@ -81,6 +81,8 @@ describe('store round trips of the hot paths (issue 15)', function () {
     let seen = commands.take();
     assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
 
+    // The other process knows the key (and not the run) from a request a moment ago.
+    assert.equal((await call(other.url, 'GET', '/api/v1/workflows/rt-slow', { key })).status, 200);
     otherCommands.take();
     const first = await call(other.url, 'GET', `/api/v1/runs/${runId}`, { key });
     assert.equal(first.body.status, 'running');
