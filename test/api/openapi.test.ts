@@ -194,8 +194,9 @@ describe('OpenAPI document conformance (D25)', function () {
 
   it('rate limits answer 429 as documented, with the headers', async () => {
     const limited = await newAccount(svc.store.collections);
-    await op('POST', '/api/v1/workflows', '/api/v1/workflows', { key: limited.key, body: greetingWorkflow('limited') });
+    // Before the key's first use: an API process remembers a key, and the limits on it, for up to 2 s (D6).
     await setAccountRateLimits(svc.store.collections, limited.accountId, { starts_per_minute: 1, requests_per_minute: 1 });
+    await op('POST', '/api/v1/workflows', '/api/v1/workflows', { key: limited.key, body: greetingWorkflow('limited') });
     const starts = [];
     for (let i = 0; i < 3; i++) starts.push(await op('POST', '/api/v1/responses', '/api/v1/responses', { key: limited.key, body: { workflowId: 'limited', inputs: { name: 'x' } } }));
     assert.equal(starts.at(-1)!.status, 429);
