@@ -66,7 +66,7 @@ export class WorkflowCatalog {
   published(workflow: WorkflowDoc, version: WorkflowVersionDoc): void {
     this.workflows.set(`id\0${workflow._id}`, workflow);
     this.workflows.set(`slug\0${workflow.account_id}\0${workflow.slug}`, workflow);
-    this.versions.set(version._id, version);
+    // The version itself is read back once, on first use: what runs is what the store holds.
     const pointer = { id: version._id, version: version.version };
     const known = this.publishedHere.get(workflow._id);
     if (!known || known.version < pointer.version) {
