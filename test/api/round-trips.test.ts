@@ -60,6 +60,15 @@ describe('store round trips of the hot paths (issue 15)', function () {
     assert.ok(seen.filter(isRateLimitWrite).length <= 1, describeCommands(seen));
   });
 
+  it('start with Idempotency-Key: its claim is the one write more (D18)', async () => {
+    await start(svc.url, 'rt-greet', { name: 'warm' });
+    commands.take();
+    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'rt-greet', inputs: { name: 'once' } }, headers: { 'idempotency-key': `rt-${Date.now()}` } });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const seen = commands.take();
+    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)).map((c) => `${c.name} ${c.collection}`), ['insert idempotency_keys', 'insert runs'], describeCommands(seen));
+  });
+
   it('GET of a finished run: no round trip after its first read here', async () => {
     const { run_id: runId } = await start(svc.url, 'rt-greet', { name: 'done' });
     await waitForRun(svc.url, key, runId); // reads it, finished, once
