@@ -62,9 +62,8 @@ export async function readRun(
 }
 
 /**
- * The view of a run not finalized when last looked at, from its workflow's query; undefined when
- * only the stored record can answer (Temporal has no news, or the run has ended and its record
- * is the answer from now on).
+ * The view of a run not finalized when last looked at, from its workflow's query (`pending` while
+ * it is queued); undefined when only the stored record can answer (Temporal has no news).
  */
 async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource & Pick<RunDoc, 'account_id'>): Promise<RunView | undefined> {
   // No events wanted here: ask only for status and results.

@@ -58,3 +58,21 @@ export function detailFor(error: { details?: Array<{ field: string; problem: str
 
 /** ISO 8601 with date and time (and a zone), as the spec's `created_at` requires. */
 export const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * D6: after a key's revocation at `revokedAt`, polls `send` (one request with the key, its
+ * status) until it is refused, and asserts that every request still accepted was sent within
+ * 2 s of the revocation (an API process may remember a key that long, no longer).
+ */
+export async function expectRefusedWithin2s(send: () => Promise<number>, revokedAt: number): Promise<void> {
+  let lastAcceptedMs = 0;
+  for (;;) {
+    const sentAfter = Date.now() - revokedAt;
+    const status = await send();
+    if (status === 401) break;
+    lastAcceptedMs = sentAfter;
+    assert.ok(sentAfter <= 2_000, `accepted a request sent ${sentAfter} ms after the revocation (status ${status})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(lastAcceptedMs <= 2_000);
+}
