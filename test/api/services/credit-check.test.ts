@@ -1,6 +1,6 @@
 /** D17's start gate: 402 at or below zero, positive balances remembered briefly, zero never remembered. */
 import assert from 'node:assert/strict';
-import { CreditCheck } from '../../../api/services/credit-check';
+import { CreditCheck, STALE_LIMIT_MS } from '../../../api/services/credit-check';
 import { InsufficientCreditsError } from '../../../api/errors';
 import { addCredits, createAccount } from '../../../store/accounts';
 import { accountBalance, balanceFrom, CHECKPOINT_LAG_MS, latestCheckpoint, postEntry, writeCheckpoint } from '../../../store/ledger';
@@ -22,13 +22,28 @@ describe('CreditCheck (D17)', () => {
     await check.assertCanStart(account._id);
   });
 
-  it('remembers a positive balance for its time to live only, then sees the debit', async () => {
+  it('remembers a positive balance for its time to live, re-sums it off the path a while after, then sees the debit', async () => {
     const account = await createAccount(store.collections, { name: 'spender', creditsUsd: 1 });
+    const { collection: ledger, probe } = countingCalls(store.collections.ledger, 'aggregate');
+    const check = new CreditCheck({ ledger, ledgerCheckpoints: store.collections.ledgerCheckpoints }, 1_000);
+    await check.assertCanStart(account._id, 0);
+    await waitFor(async () => (check.checkpointing === 0 ? true : undefined), { what: 'the first checkpoint' });
+    const sums = probe.calls;
+    await postEntry(store.collections, { _id: 'led_spent_all', account_id: account._id, kind: 'run', run_id: null, amount_usd: -1, note: null });
+    await check.assertCanStart(account._id, 999); // fresh: no ledger read
+    assert.equal(probe.calls, sums);
+    await check.assertCanStart(account._id, 1_000); // stale: admitted while a new sum runs
+    assert.equal(probe.calls, sums + 1);
+    await waitFor(async () => (await check.assertCanStart(account._id, 1_001).then(() => undefined, (err) => err)) as Error | undefined, { what: 'the debit to be seen' });
+    await assert.rejects(check.assertCanStart(account._id, 1_002), InsufficientCreditsError);
+  });
+
+  it('waits for the sum once a positive balance is more than STALE_LIMIT_MS past its time to live', async () => {
+    const account = await createAccount(store.collections, { name: 'idle', creditsUsd: 1 });
     const check = new CreditCheck(store.collections, 1_000);
     await check.assertCanStart(account._id, 0);
-    await postEntry(store.collections, { _id: 'led_spent_all', account_id: account._id, kind: 'run', run_id: null, amount_usd: -1, note: null });
-    await check.assertCanStart(account._id, 999); // still remembered: no ledger read
-    await assert.rejects(check.assertCanStart(account._id, 1_000), InsufficientCreditsError);
+    await postEntry(store.collections, { _id: 'led_spent_idle', account_id: account._id, kind: 'run', run_id: null, amount_usd: -1, note: null });
+    await assert.rejects(check.assertCanStart(account._id, 1_000 + STALE_LIMIT_MS), InsufficientCreditsError);
   });
 
   it('sums the ledger once for many concurrent starts of one account', async () => {
@@ -63,8 +78,8 @@ describe('CreditCheck (D17)', () => {
     // Another process writing checkpoint 1 again loses the id and adopts the winner's.
     assert.equal((await writeCheckpoint(store.collections, account._id, null))?.n, 1);
     assert.equal(await store.collections.ledgerCheckpoints.countDocuments({ account_id: account._id }), 1);
-    // Spending it all is seen through the checkpoint.
+    // Spending it all is seen through the checkpoint (by another process, which reads the newest one).
     await postEntry(store.collections, { _id: `led_all_${account._id}`, account_id: account._id, kind: 'run', run_id: null, amount_usd: -4.5, note: null });
-    await assert.rejects(check.assertCanStart(account._id), InsufficientCreditsError);
+    await assert.rejects(new CreditCheck(store.collections).assertCanStart(account._id), InsufficientCreditsError);
   });
 });
