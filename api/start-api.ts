@@ -19,7 +19,7 @@ export interface ApiHandle extends RunningServer {
 /** Connects everything and listens; `close()` undoes it all. */
 export async function startApi(config: Config, logger: Logger = createLogger(config.logLevel, 'wrs-api')): Promise<ApiHandle> {
   const store = await connectStore({ ...config.mongo, appName: 'wrs-api' });
-  const connection = await connectTemporal(config.temporal.address);
+  const connection = await connectTemporal(config.temporal);
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway = new RunGateway({
     connection,
