@@ -25,8 +25,9 @@ export function envVariables(): string[] {
   return Object.keys(EnvSchema.shape);
 }
 
+/** Parses a YAML file as Compose does: with merge keys (`<<: *anchor`), which js-yaml 5 enables only on request. */
 export function readYaml<T = unknown>(file: string): T {
-  return yaml.load(fs.readFileSync(file, 'utf8')) as T;
+  return yaml.load(fs.readFileSync(file, 'utf8'), { schema: yaml.CORE_SCHEMA.withTags(yaml.mergeTag) }) as T;
 }
 
 export interface DeployTools {
