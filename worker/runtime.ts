@@ -27,7 +27,12 @@ export function installWorkerRuntime(level: string, sdkMetricsPort?: number): vo
       telemetryOptions: {
         logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} },
         // Issue 20: the SDK's metrics (temporal_* : slots, poll and schedule-to-start latency, sticky cache) for Prometheus.
-        ...(sdkMetricsPort && { metrics: { prometheus: { bindAddress: `0.0.0.0:${sdkMetricsPort}` } } }),
+        // Prometheus conventions (seconds, unit and _total suffixes): deploy/prometheus/alerts.yml relies on these names.
+        ...(sdkMetricsPort && {
+          metrics: {
+            prometheus: { bindAddress: `0.0.0.0:${sdkMetricsPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true },
+          },
+        }),
       },
     });
   } catch {
