@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,6 +98,27 @@ export async function ensureHelm(opts: EnsureOptions = {}): Promise<string> {
 /** Returns the kubeconform binary path, building it with `go install` only when it is missing. */
 export async function ensureKubeconform(opts: EnsureOptions = {}): Promise<string> {
   return goInstall(kubeconformBinaryPath(opts.cacheDir), `${KUBECONFORM_MODULE}@v${KUBECONFORM_VERSION}`, opts);
+}
+
+/** The Go program that loads a Compose file with compose-go (its source and go.sum pin every dependency). */
+const COMPOSE_CHECK_SRC = path.join(__dirname, 'compose-check');
+
+/** Path of the compose-check binary in the cache, keyed by a hash of its source so an edit rebuilds it. */
+export function composeCheckBinaryPath(cacheDir = defaultCacheDir()): string {
+  const hash = createHash('sha256');
+  for (const name of ['main.go', 'go.mod', 'go.sum']) hash.update(fs.readFileSync(path.join(COMPOSE_CHECK_SRC, name)));
+  return path.join(cacheDir, `compose-check-${hash.digest('hex').slice(0, 12)}`, 'compose-check');
+}
+
+/** Returns the compose-check binary (stack/compose-check), building it with Go only when it is missing (about a minute). */
+export async function ensureComposeCheck(opts: EnsureOptions = {}): Promise<string> {
+  const log = opts.log ?? noop;
+  return ensureBinary(composeCheckBinaryPath(opts.cacheDir), log, async (tmpDir) => {
+    log('building stack/compose-check (compose-go) with go build');
+    const bin = path.join(tmpDir, 'compose-check');
+    await runGo(['build', '-trimpath', '-o', bin, '.'], { cwd: COMPOSE_CHECK_SRC, log });
+    return bin;
+  });
 }
 
 /** `go install module@version` into a private GOBIN, then moved to `target` under the build-once lock. */

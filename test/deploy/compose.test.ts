@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
+import { ensureComposeCheck } from '../../stack/binaries';
 import { ensureComposeSpecSchema } from '../../stack/deploy-schemas';
-import { COMPOSE_FILE, REPO, readYaml } from '../support/deploy';
+import { COMPOSE_FILE, REPO, readYaml, runTool } from '../support/deploy';
 
 interface Service {
   image?: string;
@@ -39,6 +40,23 @@ describe('docker-compose.yml', function () {
   it('validates against the Compose Specification schema with 0 errors', () => {
     const result = validate(compose);
     assert.ok(result.ok, result.errors);
+  });
+
+  it('loads with compose-go (the loader of docker compose): interpolation, references, depends_on', async function () {
+    this.timeout(10 * 60_000); // builds stack/compose-check when stack/install.ts has not yet
+    const tool = await ensureComposeCheck();
+    const { TEMPORAL_DB_PASSWORD: _unset, ...env } = process.env;
+    const loaded = await runTool(tool, [COMPOSE_FILE], env);
+    // Without TEMPORAL_DB_PASSWORD the file refuses to load (no quiet default).
+    assert.notEqual(loaded.code, 0);
+    assert.match(loaded.stderr, /required variable TEMPORAL_DB_PASSWORD is missing a value/);
+
+    const result = await runTool(tool, [COMPOSE_FILE], { ...env, TEMPORAL_DB_PASSWORD: 'test-password', WRS_API_REPLICAS: '3' });
+    assert.equal(result.code, 0, result.stderr);
+    const project = JSON.parse(result.stdout) as { services: Record<string, { deploy?: { replicas?: number }; environment?: Record<string, string | null> }> };
+    assert.equal(project.services.api.deploy?.replicas, 3);
+    assert.equal(project.services.temporal.environment?.POSTGRES_PWD, 'test-password');
+    assert.equal(project.services.worker.environment?.MONGODB_URI_FILE, '/run/secrets/mongodb_uri');
   });
 
   it('the schema check can fail: an unknown service key is reported', () => {

@@ -43,9 +43,9 @@ export async function deployTools(): Promise<DeployTools> {
 }
 
 /** Runs a tool; resolves with its output whatever the exit code, so tests can assert on both. */
-export async function runTool(file: string, args: string[], cwd = REPO): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runTool(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(file, args, { cwd, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await run(file, args, { cwd: REPO, env, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
