@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { ensureComposeCheck } from '../../stack/binaries';
-import { ensureComposeSpecSchema } from '../../stack/deploy-schemas';
+import { COMPOSE_GO_VERSION, ensureComposeSpecSchema } from '../../stack/deploy-schemas';
 import { COMPOSE_FILE, REPO, readYaml, runTool } from '../support/deploy';
 
 interface Service {
@@ -44,6 +44,8 @@ describe('docker-compose.yml', function () {
 
   it('loads with compose-go (the loader of docker compose): interpolation, references, depends_on', async function () {
     this.timeout(10 * 60_000); // builds stack/compose-check when stack/install.ts has not yet
+    // The loader and the schema above come from one compose-go release.
+    assert.match(fs.readFileSync(path.join(REPO, 'stack/compose-check/go.mod'), 'utf8'), new RegExp(`compose-go/v2 v${COMPOSE_GO_VERSION.replace(/\./g, '\\.')}\\b`));
     const tool = await ensureComposeCheck();
     const { TEMPORAL_DB_PASSWORD: _unset, ...env } = process.env;
     const loaded = await runTool(tool, [COMPOSE_FILE], env);
