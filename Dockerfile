@@ -29,6 +29,7 @@ COPY net ./net
 COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows
+COPY webhooks ./webhooks
 COPY scripts/bundle-workflows.ts ./scripts/bundle-workflows.ts
 # The workflow bundle is built here once (issue 20), so workers start without running webpack (WORKFLOW_BUNDLE_PATH).
 RUN npm run build \
