@@ -12,14 +12,18 @@ domain="${WRS_DOMAIN:-localhost}"
 db="${MONGODB_DB:-wrs}"
 
 random() { openssl rand -hex "$1"; }
-create() { [ -e "$1" ] || { "$2" > "$1.tmp" && mv "$1.tmp" "$1" && echo "created secrets/$1"; }; }
+# create FILE COMMAND...: writes the command's output to FILE unless FILE exists.
+create() {
+  file=$1; shift
+  [ -e "$file" ] || { "$@" > "$file.tmp" && mv "$file.tmp" "$file" && echo "created secrets/$file"; }
+}
 
-create mongodb_root_password 'random 24'
-create mongodb_wrs_password 'random 24'
-create file_url_secret 'random 32'
-create grafana_admin_password 'random 16'
-# 756 base64 characters at most; 512 random bytes -> 684.
-create mongodb_keyfile 'openssl rand -base64 512'
+create mongodb_root_password random 24
+create mongodb_wrs_password random 24
+create file_url_secret random 32
+create grafana_admin_password random 16
+# At most 1024 base64 characters; 512 random bytes -> 684 (plus line breaks, which MongoDB ignores).
+create mongodb_keyfile openssl rand -base64 512
 [ -e mongodb_uri ] || {
   printf 'mongodb://wrs:%s@mongodb:27017/%s?replicaSet=rs0&authSource=admin&tls=true&tlsCAFile=/run/secrets/tls_ca\n' \
     "$(cat mongodb_wrs_password)" "$db" > mongodb_uri
@@ -46,3 +50,6 @@ fi
 # The containers run as other users (mongodb 999, node 1000, caddy root, grafana 472): readable by all,
 # inside a directory only the owner can list. Tighten with your own ownership scheme where you can.
 chmod 0644 ./*
+# Except the CA key, which no container needs: move it offline once the certificates are issued.
+[ ! -e ca.key ] || chmod 0600 ca.key
+rm -f mongodb.crt
