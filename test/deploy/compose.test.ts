@@ -3,6 +3,7 @@
 // run here: what `docker compose up` would do beyond this is not tested (docs/deploy.md says what).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { ensureComposeCheck } from '../../stack/binaries';
@@ -117,6 +118,23 @@ describe('docker-compose.yml', function () {
     const text = fs.readFileSync(COMPOSE_FILE, 'utf8');
     assert.doesNotMatch(text, /TEMPORAL_DB_PASSWORD:-/);
     assert.match(text, /TEMPORAL_DB_PASSWORD:\?/);
+  });
+
+  it('deploy/compose/make-secrets.sh creates every secret file the Compose file names', async function () {
+    this.timeout(120_000);
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-secrets-'));
+    fs.mkdirSync(path.join(root, 'deploy/compose'), { recursive: true });
+    fs.copyFileSync(path.join(REPO, 'deploy/compose/make-secrets.sh'), path.join(root, 'deploy/compose/make-secrets.sh'));
+    const result = await runTool('sh', [path.join(root, 'deploy/compose/make-secrets.sh')], { ...process.env, WRS_DOMAIN: 'runs.example.test', MONGODB_DB: 'wrs' });
+    assert.equal(result.code, 0, result.stderr);
+    for (const [name, { file }] of Object.entries(compose.secrets)) {
+      assert.ok(fs.existsSync(path.join(root, file)), `secret ${name}: ${file} was not created`);
+    }
+    const uri = fs.readFileSync(path.join(root, 'secrets/mongodb_uri'), 'utf8').trim();
+    const password = fs.readFileSync(path.join(root, 'secrets/mongodb_wrs_password'), 'utf8').trim();
+    assert.equal(uri, `mongodb://wrs:${password}@mongodb:27017/wrs?replicaSet=rs0&authSource=admin&tls=true&tlsCAFile=/run/secrets/tls_ca`);
+    const verify = await runTool('openssl', ['verify', '-CAfile', path.join(root, 'secrets/ca.crt'), path.join(root, 'secrets/mongodb.pem')]);
+    assert.equal(verify.code, 0, verify.stderr);
   });
 
   it('refers only to files that exist in the repository (mounted configuration)', () => {
