@@ -6,10 +6,13 @@
 #   node dist/cli/wrs.js ...   the operator CLI (D27)
 # See docs/deploy.md and docker-compose.yml.
 
-ARG NODE_VERSION=20
+# Node 24 LTS, pinned to a patch release and a Debian release (the service supports Node 22 and 24; see
+# package.json engines). Add the digest (`node:24.21.0-bookworm-slim@sha256:...`) in your release process:
+# it cannot be looked up from the machine this file was written on. Bump deliberately, with the tests.
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
-# --- build: install everything, compile TypeScript to dist/, then drop the dev dependencies ---
-FROM node:${NODE_VERSION}-slim AS build
+# --- build: install everything, compile TypeScript to dist/, bundle the workflows, drop the dev dependencies ---
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -26,15 +29,20 @@ COPY net ./net
 COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows
+COPY webhooks ./webhooks
+COPY scripts/bundle-workflows.ts ./scripts/bundle-workflows.ts
+# The workflow bundle is built here once (issue 20), so workers start without running webpack (WORKFLOW_BUNDLE_PATH).
 RUN npm run build \
+ && node dist/scripts/bundle-workflows.js dist/workflow-bundle.js \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
 # --- runtime: Debian slim (glibc, which the Temporal core bridge's prebuilt binary needs), non-root ---
-FROM node:${NODE_VERSION}-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     API_HOST=0.0.0.0 \
-    API_PORT=8080
+    API_PORT=8080 \
+    WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 WORKDIR /app
 # Owned by root and read-only for the service user: nothing here writes to its own files.
 COPY package.json ./
@@ -42,7 +50,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The example workflows, so an operator can publish the demo from inside the container.
 COPY examples ./examples
-# The worker bundles its workflow code from dist/workflows at start (require.resolve('../workflows')).
+# Workers load dist/workflow-bundle.js (WORKFLOW_BUNDLE_PATH); dist/workflows stays for replay tooling.
 USER node
 EXPOSE 8080
 CMD ["node", "dist/api/main.js"]

@@ -20,6 +20,8 @@ import {
 import { isTemporalUnavailable } from './middleware/error-handler';
 import { ServiceUnavailableError } from './errors';
 import { queryDuration } from '../metrics';
+import type { Config } from '../config';
+import { connectFirst } from '../config/temporal-connection';
 
 export interface RunGatewayOptions {
   connection: Connection;
@@ -62,12 +64,12 @@ export function apiGrpcRetryOptions(): GrpcRetryOptions {
 }
 
 /** Connects the API to Temporal with the outage behaviour above (issue 8: answer 503 fast, recover by itself). */
-export function connectTemporal(address: string): Promise<Connection> {
-  return Connection.connect({
-    address,
+export function connectTemporal(temporal: Config['temporal']): Promise<Connection> {
+  return connectFirst(temporal, (options) => Connection.connect({
+    ...options,
     channelArgs: { 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS },
     interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
-  });
+  }));
 }
 
 /** The gRPC status code of a failed Temporal call, bare or wrapped in the SDK's ServiceError. */

@@ -24,7 +24,7 @@ export async function startApi(
   opts: { monitorCommands?: boolean } = {},
 ): Promise<ApiHandle> {
   const store = await connectStore({ ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands });
-  const connection = await connectTemporal(config.temporal.address);
+  const connection = await connectTemporal(config.temporal);
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway = new RunGateway({
     connection,

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { z } from 'zod';
 
 /** Price of one model: USD per million tokens in and out, per generated image, per second of prediction. */
@@ -98,6 +99,18 @@ export const EnvSchema = z.object({
   // D29: run records, their event logs, idempotency keys and files older than this are removed.
   RETENTION_DAYS: z.coerce.number().positive().default(30),
   NODE_ENV: z.string().optional(),
+  // Issue 20: connecting to a Temporal cluster with TLS, mTLS or an API key (Temporal Cloud).
+  // TEMPORAL_ADDRESS may list several frontends, comma-separated: the first that answers is used.
+  TEMPORAL_TLS: flag,
+  TEMPORAL_TLS_CA_FILE: z.string().optional(),
+  TEMPORAL_TLS_CERT_FILE: z.string().optional(),
+  TEMPORAL_TLS_KEY_FILE: z.string().optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
+  TEMPORAL_API_KEY: z.string().optional(),
+  // Issue 20: the Temporal SDK's own metrics (task slots, poll latency, sticky cache) as Prometheus text on this port.
+  WORKER_SDK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  // Issue 20: a workflow bundle built with the image (scripts/bundle-workflows.ts); unset, the worker bundles at start.
+  WORKFLOW_BUNDLE_PATH: z.string().optional(),
 });
 
 /** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
@@ -133,6 +146,12 @@ export interface Config {
     taskQueue: string;
     /** Deadline of the API's start and cancel calls (queries use api.queryTimeoutMs). */
     rpcTimeoutMs: number;
+    /** Every frontend address of TEMPORAL_ADDRESS, in order; `address` is the first. */
+    addresses: string[];
+    /** TLS to the frontend: system roots unless `caFile`; a client certificate for mTLS. Absent: plain gRPC. */
+    tls?: { caFile?: string; certFile?: string; keyFile?: string; serverName?: string };
+    /** Temporal Cloud (or any server with an API-key authorizer): sent as a bearer token, TLS implied. */
+    apiKey?: string;
   };
   mongo: {
     uri: string;
@@ -177,12 +196,36 @@ export interface Config {
   retention: { days: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   /** A worker in its own process serves /metrics here (the API serves its own). */
-  worker: { metricsPort?: number; shutdownGraceMs: number };
+  worker: { metricsPort?: number; sdkMetricsPort?: number; shutdownGraceMs: number; workflowBundlePath?: string };
+}
+
+/**
+ * Issue 20: any variable X can instead be given as X_FILE, the path of a file holding its value
+ * (Docker and Kubernetes secrets). Read once, here; one trailing newline is dropped. Setting both is an error.
+ */
+export function resolveFileVariables(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const resolved = { ...env };
+  const problems: string[] = [];
+  for (const name of Object.keys(EnvSchema.shape)) {
+    const file = env[`${name}_FILE`];
+    if (!file) continue;
+    if (env[name] !== undefined) {
+      problems.push(`  ${name}: set either ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      resolved[name] = fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      problems.push(`  ${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    }
+  }
+  if (problems.length) throw new Error(`Invalid configuration:\n${problems.join('\n')}`);
+  return resolved;
 }
 
 /** Parses the environment once at start-up; throws a readable error naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const parsed = EnvSchema.safeParse(env);
+  const parsed = EnvSchema.safeParse(resolveFileVariables(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
@@ -191,10 +234,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) {
     throw new Error('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE go together');
   }
+  if (Boolean(e.TEMPORAL_TLS_CERT_FILE) !== Boolean(e.TEMPORAL_TLS_KEY_FILE)) {
+    throw new Error('Invalid configuration:\n  TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together');
+  }
   if (e.NODE_ENV === 'production' && !e.FILE_URL_SECRET) {
     // D19: links signed by one process must verify in every other; a per-database default is for development only.
     throw new Error('Invalid configuration:\n  FILE_URL_SECRET is required when NODE_ENV=production (at least 32 random characters)');
   }
+  const temporalAddresses = e.TEMPORAL_ADDRESS.split(',').map((a) => a.trim()).filter(Boolean);
+  if (!temporalAddresses.length) throw new Error('Invalid configuration:\n  TEMPORAL_ADDRESS: names no address');
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
   if (e.OPENAI_BASE_URL && !providers.openai) {
     providers.openai = { kind: 'openai', base_url: e.OPENAI_BASE_URL, api_key: e.OPENAI_API_KEY };
@@ -213,10 +261,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       rateLimits: { startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE, requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE },
     },
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
+      address: temporalAddresses[0],
       namespace: e.TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_MS,
+      addresses: temporalAddresses,
+      tls: temporalTls(e),
+      apiKey: e.TEMPORAL_API_KEY || undefined,
     },
     mongo: {
       uri: e.MONGODB_URI,
@@ -248,6 +299,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhooks: { allowHttp: e.WEBHOOK_ALLOW_HTTP, allowPrivateNetwork: e.WEBHOOK_ALLOW_PRIVATE_NETWORK, timeoutMs: e.WEBHOOK_TIMEOUT_MS },
     retention: { days: e.RETENTION_DAYS },
     logLevel: e.LOG_LEVEL,
-    worker: { metricsPort: e.WORKER_METRICS_PORT, shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS },
+    worker: { metricsPort: e.WORKER_METRICS_PORT, sdkMetricsPort: e.WORKER_SDK_METRICS_PORT, shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS, workflowBundlePath: e.WORKFLOW_BUNDLE_PATH },
+  };
+}
+
+/** TLS settings of the Temporal connection: on when asked for, or implied by a CA, a client certificate or an API key. */
+function temporalTls(e: z.infer<typeof EnvSchema>): Config['temporal']['tls'] {
+  const on = e.TEMPORAL_TLS || Boolean(e.TEMPORAL_TLS_CA_FILE || e.TEMPORAL_TLS_CERT_FILE || e.TEMPORAL_API_KEY);
+  if (!on) return undefined;
+  return {
+    caFile: e.TEMPORAL_TLS_CA_FILE,
+    certFile: e.TEMPORAL_TLS_CERT_FILE,
+    keyFile: e.TEMPORAL_TLS_KEY_FILE,
+    serverName: e.TEMPORAL_TLS_SERVER_NAME,
   };
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +9,14 @@ export const TEMPORAL_CLI_VERSION = '1.5.1';
 /** FerretDB version; the last 1.x line still has the SQLite handler. */
 export const FERRETDB_VERSION = '1.24.2';
 
+/** Helm version that renders and lints deploy/helm in CI (test/deploy). */
+export const HELM_VERSION = '3.22.0';
+/** kubeconform version that validates the rendered chart against the Kubernetes JSON schemas. */
+export const KUBECONFORM_VERSION = '0.8.0';
+
 const TEMPORAL_MODULE = 'github.com/temporalio/cli/cmd/temporal';
+const HELM_MODULE = 'helm.sh/helm/v3/cmd/helm';
+const KUBECONFORM_MODULE = 'github.com/yannh/kubeconform/cmd/kubeconform';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
 
 export interface EnsureOptions {
@@ -70,6 +77,57 @@ export async function ensureFerretDb(opts: EnsureOptions = {}): Promise<string> 
     const bin = path.join(tmpDir, 'ferretdb');
     await runGo(['build', '-trimpath', '-buildvcs=false', '-o', bin, './cmd/ferretdb'], { cwd: srcDir, log });
     return bin;
+  });
+}
+
+/** Path where the helm binary lives (or will live) in the cache. */
+export function helmBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `helm-${HELM_VERSION}`, 'helm');
+}
+
+/** Path where the kubeconform binary lives (or will live) in the cache. */
+export function kubeconformBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `kubeconform-${KUBECONFORM_VERSION}`, 'kubeconform');
+}
+
+/** Returns the helm binary path, building it with `go install` only when it is missing (several minutes). */
+export async function ensureHelm(opts: EnsureOptions = {}): Promise<string> {
+  return goInstall(helmBinaryPath(opts.cacheDir), `${HELM_MODULE}@v${HELM_VERSION}`, opts);
+}
+
+/** Returns the kubeconform binary path, building it with `go install` only when it is missing. */
+export async function ensureKubeconform(opts: EnsureOptions = {}): Promise<string> {
+  return goInstall(kubeconformBinaryPath(opts.cacheDir), `${KUBECONFORM_MODULE}@v${KUBECONFORM_VERSION}`, opts);
+}
+
+/** The Go program that loads a Compose file with compose-go (its source and go.sum pin every dependency). */
+const COMPOSE_CHECK_SRC = path.join(__dirname, 'compose-check');
+
+/** Path of the compose-check binary in the cache, keyed by a hash of its source so an edit rebuilds it. */
+export function composeCheckBinaryPath(cacheDir = defaultCacheDir()): string {
+  const hash = createHash('sha256');
+  for (const name of ['main.go', 'go.mod', 'go.sum']) hash.update(fs.readFileSync(path.join(COMPOSE_CHECK_SRC, name)));
+  return path.join(cacheDir, `compose-check-${hash.digest('hex').slice(0, 12)}`, 'compose-check');
+}
+
+/** Returns the compose-check binary (stack/compose-check), building it with Go only when it is missing (about a minute). */
+export async function ensureComposeCheck(opts: EnsureOptions = {}): Promise<string> {
+  const log = opts.log ?? noop;
+  return ensureBinary(composeCheckBinaryPath(opts.cacheDir), log, async (tmpDir) => {
+    log('building stack/compose-check (compose-go) with go build');
+    const bin = path.join(tmpDir, 'compose-check');
+    await runGo(['build', '-trimpath', '-o', bin, '.'], { cwd: COMPOSE_CHECK_SRC, log });
+    return bin;
+  });
+}
+
+/** `go install module@version` into a private GOBIN, then moved to `target` under the build-once lock. */
+function goInstall(target: string, moduleAtVersion: string, opts: EnsureOptions): Promise<string> {
+  const log = opts.log ?? noop;
+  return ensureBinary(target, log, async (tmpDir) => {
+    log(`building ${moduleAtVersion} with go install`);
+    await runGo(['install', moduleAtVersion], { cwd: tmpDir, env: { GOBIN: tmpDir }, log });
+    return path.join(tmpDir, path.basename(target));
   });
 }
 

@@ -9,6 +9,8 @@ export interface WorkerOptions extends ActivityDeps {
   taskQueue: string;
   /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Issue 20: a bundle file built with the image (scripts/bundle-workflows.ts); production workers never bundle at start. */
+  workflowBundlePath?: string;
   /** Time running activities get to finish on shutdown before they are cancelled. */
   shutdownGraceTimeMs?: number;
 }
@@ -24,13 +26,19 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    ...workflowSource(opts),
     activities: createActivities(opts),
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
     interceptors: { activity: [countAttempts] },
     // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
     maxHeartbeatThrottleInterval: '1s',
   });
+}
+
+function workflowSource(opts: WorkerOptions): Pick<Parameters<typeof Worker.create>[0], 'workflowBundle' | 'workflowsPath'> {
+  if (opts.workflowBundle) return { workflowBundle: opts.workflowBundle };
+  if (opts.workflowBundlePath) return { workflowBundle: { codePath: opts.workflowBundlePath } };
+  return { workflowsPath: require.resolve('../workflows') };
 }
 
 const quietLogger = {

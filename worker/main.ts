@@ -1,6 +1,7 @@
 /** Worker entry: `npm run worker`. Executes runs until SIGINT/SIGTERM, then drains. */
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
+import { connectFirst } from '../config/temporal-connection';
 import { connectStore } from '../store/db';
 import { createRunWorker } from './create-worker';
 import { installWorkerRuntime } from './runtime';
@@ -8,9 +9,9 @@ import { serveMetrics } from './metrics-server';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  installWorkerRuntime(config.logLevel);
+  installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
   const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const connection = await connectFirst(config.temporal, (options) => NativeConnection.connect(options));
   const worker = await createRunWorker({
     connection,
     namespace: config.temporal.namespace,
@@ -19,6 +20,7 @@ async function main(): Promise<void> {
     db: store.db,
     config,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
+    workflowBundlePath: config.worker.workflowBundlePath,
   });
   const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
   // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.

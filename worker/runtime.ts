@@ -15,7 +15,7 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  * level, the SDK's native core included. The SDK's entries carry `workflowId` (the run id) and
  * the activity type, so every line of a run can be found by its run id; no key ever reaches a worker.
  */
-export function installWorkerRuntime(level: string): void {
+export function installWorkerRuntime(level: string, sdkMetricsPort?: number): void {
   const log = pino({ name: 'wrs-worker', level: level === 'silent' ? 'silent' : level });
   const write = (entry: LogEntry) => log[PINO_LEVEL[entry.level]]({ ...entry.meta, run_id: entry.meta?.workflowId }, entry.message);
   try {
@@ -24,7 +24,16 @@ export function installWorkerRuntime(level: string): void {
       logger: new DefaultLogger(sdkLevel, write),
       // The SDK's native core (connection retries while Temporal is down, issue 8) would otherwise
       // print its own text lines to stderr at WARN whatever the level: forwarded, they are pino JSON too.
-      telemetryOptions: { logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} } },
+      telemetryOptions: {
+        logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} },
+        // Issue 20: the SDK's metrics (temporal_* : slots, poll and schedule-to-start latency, sticky cache) for Prometheus.
+        // Prometheus conventions (seconds, unit and _total suffixes): deploy/prometheus/alerts.yml relies on these names.
+        ...(sdkMetricsPort && {
+          metrics: {
+            prometheus: { bindAddress: `0.0.0.0:${sdkMetricsPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true },
+          },
+        }),
+      },
     });
   } catch {
     // already installed in this process (tests start several workers)

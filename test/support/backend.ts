@@ -50,7 +50,10 @@ export async function startInProcessWorker(config: Config, store: Store, bundle?
     collections: store.collections,
     db: store.db,
     config,
-    workflowBundle: bundle ?? (await testStack()).bundle,
+    // A WORKFLOW_BUNDLE_PATH in the test's env is what the worker loads, as in production (issue 20).
+    ...(config.worker.workflowBundlePath
+      ? { workflowBundlePath: config.worker.workflowBundlePath }
+      : { workflowBundle: bundle ?? (await testStack()).bundle }),
     shutdownGraceTimeMs: 1_000,
   });
   const running = worker.run();

@@ -1,0 +1,106 @@
+{{/* Names and labels shared by every object of the chart. */}}
+{{- define "wrs.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "wrs.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "wrs.selector" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "wrs.image" -}}
+{{- if .Values.image.digest -}}{{ .Values.image.repository }}@{{ .Values.image.digest }}{{- else -}}{{ .Values.image.repository }}:{{ .Values.image.tag }}{{- end -}}
+{{- end -}}
+
+{{- define "wrs.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}{{ default (include "wrs.fullname" .) .Values.serviceAccount.name }}{{- else -}}{{ default "default" .Values.serviceAccount.name }}{{- end -}}
+{{- end -}}
+
+{{- define "wrs.secretName" -}}
+{{- default (printf "%s-secrets" (include "wrs.fullname" .)) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* The secret keys mounted as files: the existing Secret's `keys`, or the non-null `values`. */}}
+{{- define "wrs.secretKeys" -}}
+{{- if .Values.secrets.existingSecret -}}
+{{- range .Values.secrets.keys }}{{ . }} {{ end -}}
+{{- else -}}
+{{- range $k, $v := .Values.secrets.values }}{{ if not (kindIs "invalid" $v) }}{{ $k }} {{ end }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment of the API and worker containers: the ConfigMap, X_FILE for each secret, Temporal's TLS files. */}}
+{{- define "wrs.env" -}}
+envFrom:
+  - configMapRef:
+      name: {{ include "wrs.fullname" . }}-config
+env:
+{{- range (include "wrs.secretKeys" . | splitList " " | compact) }}
+  - name: {{ . }}_FILE
+    value: /etc/wrs/secrets/{{ . }}
+{{- end }}
+{{- with .Values.temporal.tls }}
+{{- if and .existingSecret .hasCA }}
+  - name: TEMPORAL_TLS_CA_FILE
+    value: /etc/wrs/temporal-tls/ca.crt
+{{- end }}
+{{- if and .existingSecret .hasClientCert }}
+  - name: TEMPORAL_TLS_CERT_FILE
+    value: /etc/wrs/temporal-tls/tls.crt
+  - name: TEMPORAL_TLS_KEY_FILE
+    value: /etc/wrs/temporal-tls/tls.key
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "wrs.volumeMounts" -}}
+volumeMounts:
+  - name: secrets
+    mountPath: /etc/wrs/secrets
+    readOnly: true
+  - name: tmp
+    mountPath: /tmp
+{{- if .Values.temporal.tls.existingSecret }}
+  - name: temporal-tls
+    mountPath: /etc/wrs/temporal-tls
+    readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "wrs.volumes" -}}
+volumes:
+  - name: secrets
+    secret:
+      secretName: {{ include "wrs.secretName" . }}
+      defaultMode: 0440
+  - name: tmp
+    emptyDir:
+      sizeLimit: 256Mi
+{{- if .Values.temporal.tls.existingSecret }}
+  - name: temporal-tls
+    secret:
+      secretName: {{ .Values.temporal.tls.existingSecret }}
+      defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level settings shared by the API and worker pods. */}}
+{{- define "wrs.podCommon" -}}
+serviceAccountName: {{ include "wrs.serviceAccountName" . }}
+automountServiceAccountToken: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

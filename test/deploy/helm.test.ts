@@ -1,0 +1,105 @@
+// Issue 20: the Helm chart in deploy/helm lints, renders, and every rendered object is valid against the
+// Kubernetes JSON schemas (kubeconform -strict) of the oldest and newest Kubernetes the chart supports.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { KUBERNETES_VERSIONS } from '../../stack/deploy-schemas';
+import { CHART_DIR, deployTools, kubeconform, parseManifests, renderChart, runTool, valuesFile, type DeployTools, type Manifest } from '../support/deploy';
+
+const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
+const MINIMAL = { secrets: { values: { MONGODB_URI: 'mongodb://mongo:27017/?replicaSet=rs0', FILE_URL_SECRET: 'x'.repeat(32) } } };
+
+type Container = {
+  name: string;
+  readinessProbe?: { httpGet?: { path: string } };
+  livenessProbe?: { httpGet?: { path: string } };
+  lifecycle?: { preStop?: unknown };
+  resources?: { limits?: Record<string, string> };
+};
+type PodSpec = { containers: Container[]; terminationGracePeriodSeconds?: number };
+const podSpec = (m: Manifest) => (m.spec as { template: { spec: PodSpec } }).template.spec;
+const find = (all: Manifest[], kind: string, suffix = '') => {
+  const found = all.filter((m) => m.kind === kind && m.metadata.name.endsWith(suffix));
+  assert.ok(found.length, `no ${kind} named *${suffix} rendered`);
+  return found;
+};
+
+describe('deploy/helm chart', function () {
+  let tools: DeployTools;
+  let manifests: Manifest[];
+  let renderedFile: string;
+
+  before(async function () {
+    this.timeout(30 * 60_000); // builds helm and kubeconform with Go when stack/install.ts has not yet
+    tools = await deployTools();
+    const text = await renderChart(tools.helm, [CI_VALUES]);
+    renderedFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-chart-')), 'rendered.yaml');
+    fs.writeFileSync(renderedFile, text);
+    manifests = parseManifests(text);
+  });
+
+  it('passes helm lint with the CI values and with only the required secrets', async function () {
+    this.timeout(60_000);
+    for (const files of [[CI_VALUES], [valuesFile(MINIMAL)]]) {
+      const result = await runTool(tools.helm, ['lint', CHART_DIR, '--strict', '--kube-version', '1.37.0', ...files.flatMap((f) => ['-f', f])]);
+      assert.equal(result.code, 0, `helm lint ${files.join(' ')}:\n${result.stdout}${result.stderr}`);
+    }
+  });
+
+  it('refuses to render without the MongoDB URI and the file link secret', async function () {
+    this.timeout(60_000);
+    await assert.rejects(renderChart(tools.helm, []), /secrets\.values\.MONGODB_URI is required/);
+  });
+
+  for (const version of KUBERNETES_VERSIONS) {
+    it(`renders objects that are all valid for Kubernetes ${version} (kubeconform -strict)`, async function () {
+      this.timeout(120_000);
+      const result = await kubeconform(tools.kubeconform, renderedFile, version);
+      const summary = JSON.parse(result.stdout).summary as { valid: number; invalid: number; errors: number; skipped: number };
+      assert.deepEqual(summary, { valid: manifests.length, invalid: 0, errors: 0, skipped: 0 }, result.stdout + result.stderr);
+      assert.equal(result.code, 0);
+    });
+  }
+
+  it('kubeconform rejects an invalid object (the check can fail)', async function () {
+    this.timeout(60_000);
+    const api = structuredClone(find(manifests, 'Deployment', '-api')[0]);
+    (api.spec as Record<string, unknown>).replicas = 'two';
+    const file = path.join(path.dirname(renderedFile), 'broken.yaml');
+    fs.writeFileSync(file, JSON.stringify(api));
+    const result = await kubeconform(tools.kubeconform, file, KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.length - 1]);
+    assert.notEqual(result.code, 0);
+    assert.match(result.stdout, /replicas/);
+  });
+
+  it('has API and worker Deployments with probes, a preStop hook and resource limits', () => {
+    const api = podSpec(find(manifests, 'Deployment', '-api')[0]).containers[0];
+    assert.equal(api.livenessProbe?.httpGet?.path, '/healthz');
+    assert.equal(api.readinessProbe?.httpGet?.path, '/readyz');
+    assert.ok(api.lifecycle?.preStop, 'API preStop hook');
+    const worker = podSpec(find(manifests, 'Deployment', '-worker')[0]);
+    assert.ok(worker.containers[0].lifecycle?.preStop, 'worker preStop hook');
+    assert.ok((worker.terminationGracePeriodSeconds ?? 0) * 1000 > 30_000, 'grace period above WORKER_SHUTDOWN_GRACE_MS');
+    for (const m of manifests.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) {
+      for (const c of podSpec(m).containers) assert.ok(c.resources?.limits?.cpu && c.resources.limits.memory, `${m.metadata.name}/${c.name} limits`);
+    }
+  });
+
+  it('has PDBs for both Deployments, an HPA for the API, a Service, an Ingress without /metrics, and the search-attribute Job', () => {
+    assert.equal(find(manifests, 'PodDisruptionBudget').length, 2);
+    assert.equal(find(manifests, 'HorizontalPodAutoscaler', '-api').length, 1);
+    find(manifests, 'Service', '-api');
+    const ingress = find(manifests, 'Ingress')[0];
+    const paths = (ingress.spec as { rules: { http: { paths: { path: string }[] } }[] }).rules.flatMap((r) => r.http.paths.map((p) => p.path));
+    assert.deepEqual(paths.sort(), ['/api', '/files']);
+    const job = find(manifests, 'Job', '-search-attributes')[0];
+    assert.match(job.metadata.annotations?.['helm.sh/hook'] ?? '', /post-install/);
+    assert.match(JSON.stringify(job), /WrsAccountId:Keyword WrsPublishedWorkflowId:Keyword WrsWorkflowVersion:Int/);
+  });
+
+  it('pins the image by digest when one is given', () => {
+    const image = (podSpec(find(manifests, 'Deployment', '-api')[0]).containers[0] as unknown as { image: string }).image;
+    assert.match(image, /@sha256:[0-9a-f]{64}$/);
+  });
+});
