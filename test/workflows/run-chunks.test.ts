@@ -99,7 +99,7 @@ describe('run chunks: a large run end in pieces', () => {
         return doc?.finalized ? fromStored(doc) : undefined;
       }, { what: 'the final record' });
       assert.ok((record.chunks ?? 0) > 1, `chunks: ${record.chunks}`);
-      assert.equal(record.events?.length, 2 * 1_500 + 2, 'the log is joined back from the chunks');
+      assert.deepEqual(record.events?.map((e) => e.type), ['response.created', 'response.completed'], 'the record keeps the first and last events; the chunks hold the rest');
       assert.equal(await svc.store.collections.runChunks.countDocuments({ run_id: runId }), record.chunks);
 
       const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: acct.key });
