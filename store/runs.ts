@@ -103,14 +103,12 @@ function chunkId(runId: string, index: number): string {
 
 /**
  * Writes the end of a run once; later calls (activity retries) change nothing. Returns whether
- * this call wrote it. Read-then-write is safe here: only this activity updates a run document,
- * and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
+ * this call wrote it. One round trip: the guard is in the filter. Only this write updates a run
+ * document, and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
  */
 export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: RunFinal): Promise<boolean> {
-  const current = await c.runs.findOne({ _id: final.runId }, { projection: { finalized: 1 } });
-  if (!current || current.finalized) return false;
   const res = await c.runs.updateOne(
-    { _id: final.runId },
+    { _id: final.runId, finalized: { $ne: true } },
     {
       $set: {
         status: final.status,

@@ -3,6 +3,7 @@ import {
   ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
+  type ActivityOptions,
   CancellationScope,
   CancelledFailure,
   isCancellation,
@@ -40,7 +41,7 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   });
 
   const { options } = args;
-  const nodes = proxyActivities<Activities>({
+  const nodeOptions: ActivityOptions = {
     startToCloseTimeout: options.nodeAttemptTimeoutMs, // D10: one attempt of a node
     // Node activities heartbeat every second: a dead worker's attempt is retried after 10 s
     // instead of the whole attempt timeout, and a cancel (D8) reaches the call in flight,
@@ -54,7 +55,8 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
       maximumAttempts: options.nodeMaxAttempts,
       nonRetryableErrorTypes: NON_RETRYABLE_TYPES,
     },
-  });
+  };
+  const nodes = proxyActivities<Activities>(nodeOptions);
   const persistence = proxyActivities<Activities>({
     // A handful of single-document writes: an attempt whose worker died is given up on (and retried elsewhere) after 10 s.
     startToCloseTimeout: 10_000,
@@ -65,8 +67,11 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
 
   /** One chunk of a node's rows as an activity; failures that end the run become NodeFailures naming the node. */
   const runChunk = async (node: IoNode, rows: NodeRow[], concurrency: number): Promise<NodeChunkResult> => {
+    // D10 bounds one attempt of one row; a chunk's attempt runs its rows in waves of `concurrency`.
+    const waves = Math.ceil(rows.length / concurrency);
+    const proxy = waves === 1 ? nodes : proxyActivities<Activities>({ ...nodeOptions, startToCloseTimeout: options.nodeAttemptTimeoutMs * waves });
     try {
-      return await nodes.runNodeChunk({ runId: args.runId, accountId: args.accountId, node, rows, concurrency, range: rowRange(rows) });
+      return await proxy.runNodeChunk({ runId: args.runId, accountId: args.accountId, node, rows, concurrency, range: rowRange(rows) });
     } catch (err) {
       const cause = err instanceof ActivityFailure ? err.cause : undefined;
       if (cause instanceof ApplicationFailure && cause.nonRetryable) throw new NodeFailure(node.id, node.type, cause.message);
