@@ -1,8 +1,7 @@
 /** The last step of every run: its record and its debit, each written exactly once (D17, issue 2 item 7). */
 import type { Collections } from '../store/db';
-import { finalizeRunRecord, saveRunChunk as saveRunChunkDoc } from '../store/runs';
-import { postEntry } from '../store/ledger';
-import { deriveId } from '../store/ids';
+import { recordRunEnd } from '../store/run-end';
+import { saveRunChunk as saveRunChunkDoc } from '../store/runs';
 import type { RunFinal } from '../workflows/definitions';
 import type { RunChunk } from '../workflows/run-chunks';
 import { runsEnded } from '../metrics';
@@ -11,19 +10,7 @@ import { runsEnded } from '../metrics';
 export function createFinalizeActivity(deps: { collections: Collections }) {
   return async function finalizeRun(final: RunFinal): Promise<void> {
     // Counted by the attempt that wrote the record, so a retried finalize is not counted twice.
-    // Nothing else updates a run record (the API only inserts it), so the write needs no read-back:
-    // FerretDB loses an update only to a concurrent update of the same document.
-    if (await finalizeRunRecord(deps.collections, final)) runsEnded.inc({ status: final.status });
-    if (final.totalCost > 0) {
-      await postEntry(deps.collections, {
-        _id: deriveId('led', final.runId), // one debit per run, whatever retries happen
-        account_id: final.accountId,
-        kind: 'run',
-        run_id: final.runId,
-        amount_usd: -final.totalCost,
-        note: `run ${final.status}`,
-      });
-    }
+    if (await recordRunEnd(deps.collections, final)) runsEnded.inc({ status: final.status });
   };
 }
 

@@ -11,6 +11,7 @@ import { createHttpRequestActivity } from './http-request';
 import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
 import { createModelActivity } from './model';
+import { createNodeChunkActivity } from './node-chunk';
 import type { FetchFn } from './provider-http';
 import { createRetentionActivity } from './retention';
 import { createWebhookActivities, type WebhookDeps } from './webhook';
@@ -38,12 +39,18 @@ export function createActivities(deps: ActivityDeps) {
     if (!fileDeps) throw invalidNodeConfig('this worker has no file storage configured');
     return fileDeps;
   };
+  const llm = createLlmActivity({ config: deps.config, fetch: fetchFn });
+  // The SSRF guard of URL inputs (ALLOW_PRIVATE_NETWORK) covers http_request nodes too.
+  const httpRequest = createHttpRequestActivity({ files, guard: { allowPrivate: deps.config.files?.allowPrivateNetwork ?? false, resolve: deps.resolve } });
+  const imageGeneration = createImageGenerationActivity({ config: deps.config, files, fetch: fetchFn });
+  const model = createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn });
   return {
-    llm: createLlmActivity({ config: deps.config, fetch: fetchFn }),
-    // The SSRF guard of URL inputs (ALLOW_PRIVATE_NETWORK) covers http_request nodes too.
-    httpRequest: createHttpRequestActivity({ files, guard: { allowPrivate: deps.config.files?.allowPrivateNetwork ?? false, resolve: deps.resolve } }),
-    imageGeneration: createImageGenerationActivity({ config: deps.config, files, fetch: fetchFn }),
-    model: createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn }),
+    // Runs use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
+    runNodeChunk: createNodeChunkActivity({ llm, http_request: httpRequest, image_generation: imageGeneration, model }),
+    llm,
+    httpRequest,
+    imageGeneration,
+    model,
     resolveFileInput: createFileInputActivity({ files }),
     saveRunChunk: createSaveRunChunkActivity({ collections: deps.collections }),
     finalizeRun: createFinalizeActivity({ collections: deps.collections }),

@@ -10,7 +10,7 @@ import { renderTemplate } from '../domain/templates';
 import { completed, itemText } from '../workflows/values';
 import { invalidNodeConfig } from './failures';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
-import { heartbeating } from './heartbeat';
+import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
 import { getJson, postJson, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 
@@ -35,14 +35,10 @@ function renderDeep(value: unknown, values: Record<string, string>): unknown {
   return value;
 }
 
-/** The prediction this activity created in an earlier attempt (heartbeat checkpoint), so a retry resumes it instead of paying twice. */
+/** The prediction this activity (or chunk row) created in an earlier attempt, so a retry resumes it instead of paying twice. */
 function resumedPredictionId(): string | undefined {
-  try {
-    const details = Context.current().info.heartbeatDetails as { predictionId?: unknown } | undefined;
-    return typeof details?.predictionId === 'string' ? details.predictionId : undefined;
-  } catch {
-    return undefined;
-  }
+  const details = resumedCheckpoint() as { predictionId?: unknown } | undefined;
+  return typeof details?.predictionId === 'string' ? details.predictionId : undefined;
 }
 
 /** True only for a cancel the run asked for; a timed-out attempt or a worker shutdown leaves the prediction running for the retry. */
@@ -51,14 +47,6 @@ function cancelRequested(): boolean {
     return Context.current().cancellationDetails?.cancelRequested === true;
   } catch {
     return false;
-  }
-}
-
-function checkpoint(predictionId: string): void {
-  try {
-    Context.current().heartbeat({ predictionId });
-  } catch {
-    // outside an activity: nothing to checkpoint
   }
 }
 
@@ -97,7 +85,7 @@ export function createModelActivity(deps: { config: Pick<Config, 'providers' | '
             prediction = (await postJson(deps.fetch, providerName, `${base}/predictions`, { ...target, input: renderDeep(node.input, values) }, auth)) as Prediction;
             if (typeof prediction.id !== 'string') throw ApplicationFailure.retryable(`${providerName} created a prediction without an id`, 'ProviderUnavailable');
             predictionId = prediction.id;
-            checkpoint(predictionId); // at once: an attempt that dies now must not make its retry pay for a second prediction
+            checkpoint({ predictionId }); // at once: an attempt that dies now must not make its retry pay for a second prediction
           }
           while (!ENDED.has(prediction.status ?? '')) {
             await wait(pollMs);

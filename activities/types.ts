@@ -1,8 +1,13 @@
+/** What the workflow hands the node activities and what they answer: activity types only, safe for workflow code. */
 import type { NodeOfType } from '../domain/graph';
 import type { Item } from '../domain/parts';
 
+/** Node types that do I/O or cost money, so they run in activities (docs/architecture.md "Where nodes run"). */
+export type IoNodeType = 'llm' | 'http_request' | 'image_generation' | 'model';
+export type IoNode = NodeOfType<IoNodeType>;
+
 /** One iteration of an I/O node, as the workflow hands it to an activity. */
-export interface NodeRequest<T extends 'llm' | 'http_request' | 'image_generation' | 'model'> {
+export interface NodeRequest<T extends IoNodeType> {
   runId: string;
   /** Owner of the files the node stores (D19); absent in requests of runs started before files existed. */
   accountId?: string;
@@ -16,4 +21,43 @@ export interface NodeRequest<T extends 'llm' | 'http_request' | 'image_generatio
 export interface NodeResult {
   items: Item[];
   costUsd: number;
+}
+
+/** One iteration (row) of a node inside a chunk. */
+export interface NodeRow {
+  /** The iteration's index in the node's input lists; output order follows it. */
+  index: number;
+  ports: Record<string, Item>;
+}
+
+/**
+ * A range of one I/O node's iterations run by one activity (D31): many rows per activity keep a
+ * 100,000-row run far below Temporal's history limits, and `concurrency` of them run at a time.
+ */
+export interface NodeChunkRequest {
+  runId: string;
+  accountId?: string;
+  node: IoNode;
+  rows: NodeRow[];
+  /** Provider calls in flight at once inside this activity (slots the run's semaphore granted it). */
+  concurrency: number;
+  /** Shown in the Temporal UI (D33): e.g. `rows 2,000–2,999`. */
+  range: string;
+}
+
+/** One finished row of a chunk: its items (a refused item is a failed item) and its cost. */
+export interface RowResult {
+  index: number;
+  items: Item[];
+  costUsd: number;
+}
+
+/**
+ * The rows a chunk finished. It may hold fewer rows than asked for: the answer stops at a size
+ * budget (Temporal's 2 MB payload limit) or at a cancel; the workflow asks again for the rest.
+ */
+export interface NodeChunkResult {
+  rows: RowResult[];
+  /** True when the run's cancel stopped the chunk: the rows given are the ones that finished. */
+  cancelled?: boolean;
 }

@@ -4,12 +4,13 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
-import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, StartRequestSchema, StreamQuerySchema } from './schemas';
+import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, OutputItemsQuerySchema, StartRequestSchema, StreamQuerySchema } from './schemas';
 import {
   ErrorEnvelopeSchema,
   FileSchema,
   PublishResponseSchema,
   RunListSchema,
+  OutputItemListSchema,
   RunSchema,
   StreamEventSchema,
   WorkflowContractSchema,
@@ -172,6 +173,18 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           responses: { '200': { ...json('Run', 'The run record.'), headers: rateHeaders, links: runLinks('id') }, ...errors(401, 404, 429, 500, 503) },
         },
       },
+      '/api/v1/runs/{runId}/outputs/{key}': {
+        get: {
+          operationId: 'listOutputItems',
+          summary: 'Page one output of a run, live or finished (D31)',
+          parameters: [
+            runIdParam,
+            { name: 'key', in: 'path', required: true, schema: { type: 'string' }, description: 'The normalized label of a User Result (a key of `output`).' },
+            ...queryParameters(OutputItemsQuerySchema),
+          ],
+          responses: { '200': { ...json('OutputItemList', 'A page of items in output order; items of a live run that have not ended show `running`.'), headers: rateHeaders }, ...errors(400, 401, 404, 429, 500, 503) },
+        },
+      },
       '/api/v1/runs/{runId}/stream': {
         get: {
           operationId: 'streamRun',
@@ -286,6 +299,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         Error: schemaOf(ErrorEnvelopeSchema),
         PublishedWorkflow: schemaOf(PublishResponseSchema),
         RunList: schemaOf(RunListSchema),
+        OutputItemList: schemaOf(OutputItemListSchema),
         WorkflowContract: schemaOf(WorkflowContractSchema),
         File: schemaOf(FileSchema),
         StreamEvent: schemaOf(StreamEventSchema),

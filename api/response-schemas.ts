@@ -96,6 +96,16 @@ export const RunListSchema = z.object({
   has_more: z.boolean(),
 });
 
+/** D31: a page of one output's items, in output order. */
+export const OutputItemListSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(OutputItemSchema),
+  first_id: z.string().nullable(),
+  last_id: z.string().nullable(),
+  has_more: z.boolean(),
+});
+export type OutputItemList = z.infer<typeof OutputItemListSchema>;
+
 /** D24: what a client needs to build a form for a workflow. */
 export const WorkflowContractSchema = z.object({
   workflow_id: z.string(),

@@ -6,14 +6,18 @@ import {
   defaultGrpcRetryOptions,
   isGrpcServiceError,
   makeGrpcRetryInterceptor,
+  QueryRejectedError,
   ServiceError,
   type GrpcRetryOptions,
+  type WorkflowHandle,
 } from '@temporalio/client';
 import {
   RUN_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
   SEARCH_ATTRIBUTE_TYPES,
   snapshotQuery,
+  outputPageQuery,
+  type OutputPage,
   type RunArgs,
   type RunSnapshot,
 } from '../workflows/definitions';
@@ -31,6 +35,11 @@ export interface RunGatewayOptions {
   queryTimeoutMs: number;
   /** Bound on a start or a cancel (a hung server; a refused connection fails within ~1 s, see connectTemporal). */
   rpcTimeoutMs: number;
+  /**
+   * Told about a run whose workflow closed without completing cleanly (terminated, timed out):
+   * its own finalize never ran (api/services/settle-run.ts). Awaited before the caller hears "no news".
+   */
+  onClosedUnfinished?: (runId: string, status: number) => Promise<void>;
 }
 
 /** gRPC status UNAVAILABLE: the server cannot be reached (refused, reset, not resolvable). */
@@ -90,8 +99,23 @@ export class RunGateway {
   readonly client: Client;
   private readonly started = new Set<string>();
 
+  /** Queries closed runs too (a worker replays them): for settling a run that could not finish. */
+  private readonly replayClient: Client;
+
   constructor(private readonly opts: RunGatewayOptions) {
-    this.client = new Client({ connection: opts.connection, namespace: opts.namespace });
+    // A query of a workflow that closed without completing is refused with its status instead of
+    // being answered by a replay: that is how a terminated run is told from a running one.
+    this.client = new Client({ connection: opts.connection, namespace: opts.namespace, workflow: { queryRejectCondition: 'NOT_COMPLETED_CLEANLY' } });
+    this.replayClient = new Client({ connection: opts.connection, namespace: opts.namespace });
+  }
+
+  /** The snapshot of a run whose workflow has closed, replayed from its history; null when it cannot be had. */
+  async closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null> {
+    try {
+      return await this.opts.connection.withDeadline(Date.now() + 30_000, () => this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence));
+    } catch {
+      return null;
+    }
   }
 
   /** Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one. */
@@ -170,26 +194,40 @@ export class RunGateway {
    * holds its workflow but no worker has run its first task yet (so the run is `pending`).
    */
   async probe(runId: string, afterSequence = -1): Promise<{ snapshot: RunSnapshot | null; queued: boolean }> {
+    const { answer, queued } = await this.query(runId, (handle) => handle.query(snapshotQuery, afterSequence));
+    return { snapshot: answer ? answer.value : null, queued };
+  }
+
+  /**
+   * D31: one page of a live run's output `label`; `{value: null}` for a label the run does not
+   * have, null when Temporal has no news (as for snapshot).
+   */
+  async outputPage(runId: string, label: string, afterItemId: string | null, limit: number): Promise<{ value: OutputPage | null } | null> {
+    return (await this.query(runId, (handle) => handle.query(outputPageQuery, label, afterItemId, limit))).answer;
+  }
+
+  /** One query of a started run under the query deadline; no answer for "no news", 503 when Temporal is unreachable. */
+  private async query<T>(runId: string, ask: (handle: WorkflowHandle) => Promise<T>): Promise<{ answer: { value: T } | null; queued: boolean }> {
     const stop = queryDuration.startTimer();
-    let snapshot: RunSnapshot | null = null;
+    let answer: { value: T } | null = null;
     let queued = false;
     try {
       const state = await this.startState(runId);
       queued = state === 'queued';
       if (state === 'started') {
-        snapshot = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
-          this.client.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
-        );
+        const value = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () => ask(this.client.workflow.getHandle(runId)));
+        answer = { value };
       }
     } catch (err) {
       if (isTemporalUnreachable(err)) {
         stop({ outcome: 'unavailable' });
         throw new ServiceUnavailableError();
       }
-      // RESOURCE_EXHAUSTED, a deadline, a forgotten run: all "no news yet"
+      if (err instanceof QueryRejectedError) await this.opts.onClosedUnfinished?.(runId, err.status).catch(() => undefined);
+      // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
     }
-    stop({ outcome: snapshot ? 'ok' : 'no_news' });
-    return { snapshot, queued };
+    stop({ outcome: answer ? 'ok' : 'no_news' });
+    return { answer, queued };
   }
 
   /** Runs one start or cancel call under the configured deadline. */

@@ -49,6 +49,15 @@ export const ListRunsQuerySchema = z
   .strict();
 export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
 
+/** D31: the query of GET /api/v1/runs/{runId}/outputs/{key}. */
+export const OutputItemsQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Items per page (1–1,000).'),
+    starting_after: z.string().regex(/^item_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be an item id').optional().describe('Return the items after this one.'),
+  })
+  .strict();
+export type OutputItemsQuery = z.infer<typeof OutputItemsQuerySchema>;
+
 /**
  * D11: the query of GET /api/v1/runs/{runId}/stream. `Last-Event-ID` wins over `starting_after`,
  * but a malformed `starting_after` is refused even then: a request is valid or not on its own.

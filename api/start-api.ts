@@ -5,6 +5,7 @@ import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './run-gateway';
 import { ensureRetentionSchedule } from './retention-schedule';
+import { settleRun } from './services/settle-run';
 import { listen, type RunningServer } from './server';
 import { createPollSource } from './stream/poll-source';
 import { PollerRegistry } from './stream/run-poller';
@@ -26,12 +27,13 @@ export async function startApi(
   const store = await connectStore({ ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands });
   const connection = await connectTemporal(config.temporal);
   await ensureSearchAttributes(connection, config.temporal.namespace);
-  const gateway = new RunGateway({
+  const gateway: RunGateway = new RunGateway({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     queryTimeoutMs: config.api.queryTimeoutMs,
     rpcTimeoutMs: config.temporal.rpcTimeoutMs,
+    onClosedUnfinished: (runId, status) => settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
   });
   await ensureRetentionSchedule(gateway.client, config.temporal.taskQueue); // D29
   const pollers = new PollerRegistry(createPollSource(gateway, store.collections), config.api.stream.pollMs);

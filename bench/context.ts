@@ -11,7 +11,8 @@ export interface Sizes {
   p2: { iterations: number; warmup: number; pollMs: number };
   /** The fake holds every run's llm call through a `steadyMs` steady state, then answers them over `releaseSpreadMs`. */
   p3: { runs: number; clientsPerRun: number; steadyMs: number; releaseSpreadMs: number };
-  p4: { rows: number[]; fakeMs: number; timeoutMs: number };
+  /** Batch sizes and the per-run concurrency each runs at (the workflow's own `concurrency`). */
+  p4: { cases: Array<{ rows: number; concurrency: number }>; fakeMs: number; timeoutMs: number };
   /** `filler`: older finished runs added for the second half of P5. */
   p5: { concurrency: number; durationMs: number; warmupMs: number; runs: number; filler: number };
 }
@@ -20,7 +21,7 @@ export const FULL: Sizes = {
   p1: { concurrencies: [1, 8, 32], durationMs: 8_000, warmupMs: 1_000, drainMs: 90_000 },
   p2: { iterations: 100, warmup: 5, pollMs: 50 },
   p3: { runs: 100, clientsPerRun: 10, steadyMs: 10_000, releaseSpreadMs: 2_000 },
-  p4: { rows: [1_000, 10_000], fakeMs: 50, timeoutMs: 300_000 },
+  p4: { cases: [{ rows: 1_000, concurrency: 8 }, { rows: 100_000, concurrency: 64 }], fakeMs: 50, timeoutMs: 400_000 },
   p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 10_000 },
 };
 
@@ -28,7 +29,7 @@ export const QUICK: Sizes = {
   p1: { concurrencies: [1, 8, 32], durationMs: 2_000, warmupMs: 500, drainMs: 30_000 },
   p2: { iterations: 20, warmup: 3, pollMs: 50 },
   p3: { runs: 10, clientsPerRun: 10, steadyMs: 4_000, releaseSpreadMs: 500 },
-  p4: { rows: [100], fakeMs: 50, timeoutMs: 60_000 },
+  p4: { cases: [{ rows: 100, concurrency: 8 }, { rows: 2_000, concurrency: 64 }], fakeMs: 50, timeoutMs: 60_000 },
   p5: { concurrency: 50, durationMs: 2_000, warmupMs: 500, runs: 20, filler: 500 },
 };
 

@@ -7,7 +7,7 @@
  *   npm run bench -- --only p1 --quick    one benchmark (or p1,p3), small → bench/results-partial.md
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in bench/profiles/
  *   --out <file>                          write the report elsewhere
- *   --rows 1000,10000                     P4 batch sizes
+ *   --rows 1000,100000                    P4 batch sizes (runs of 10,000 rows or more at concurrency 64)
  *   --render [bench/RESULTS.json]         re-render the report from the JSON a run saved (picks up bench/FINDINGS.md)
  *
  * Nothing here talks to a non-loopback address.
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
   }
   const selected = args.only.length ? Object.keys(BENCHMARKS).filter((id) => args.only.includes(id)) : Object.keys(BENCHMARKS);
   const sizes = structuredClone(args.quick ? QUICK : FULL);
-  if (args.rows?.length) sizes.p4.rows = args.rows;
+  if (args.rows?.length) sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
   const fullRun = !args.quick && !args.rows && selected.length === Object.keys(BENCHMARKS).length;
   const outFile = path.resolve(args.out ?? path.join(__dirname, fullRun ? 'RESULTS.md' : 'results-partial.md'));
   const began = Date.now();

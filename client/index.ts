@@ -4,10 +4,11 @@
  * reconnect with GET /runs/{id}/stream and Last-Event-ID — never repeat the POST.
  */
 import type { AsyncStartResponse, StartRequest } from '../api/schemas';
-import type { RunView } from '../api/response-schemas';
+import type { OutputItemList, RunView } from '../api/response-schemas';
 import type { StreamEvent } from '../workflows/definitions';
 
-export type { AsyncStartResponse, RunView as Run, StreamEvent };
+export type { AsyncStartResponse, OutputItemList, RunView as Run, StreamEvent };
+export type OutputItem = OutputItemList['data'][number];
 export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & { idempotencyKey?: string };
 
 /** An error answer of the API, with the envelope's fields. */
@@ -79,6 +80,27 @@ export class WrsClient {
   list(query: { limit?: number; starting_after?: string; status?: string; workflowId?: string } = {}): Promise<{ data: RunView[]; has_more: boolean }> {
     const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]));
     return this.json('GET', `/api/v1/runs${params.size ? `?${params}` : ''}`);
+  }
+
+  /** D31: one page of a run's output `key` (live or finished), in output order. */
+  listItems(runId: string, key: string, query: { limit?: number; starting_after?: string } = {}): Promise<OutputItemList> {
+    const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]));
+    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${params.size ? `?${params}` : ''}`);
+  }
+
+  /**
+   * D31: every item of a run's output `key`, page by page (`pageSize` 1–1,000), so a
+   * 100,000-item output is read without holding it whole. For a finished run; a live run yields
+   * the items opened so far, unfinished ones as `running`.
+   */
+  async *items(runId: string, key: string, opts: { pageSize?: number } = {}): AsyncGenerator<OutputItem> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.listItems(runId, key, { limit: opts.pageSize ?? 1_000, starting_after: after });
+      yield* page.data;
+      if (!page.has_more || !page.last_id) return;
+      after = page.last_id;
+    }
   }
 
   /** Requests cancellation (D8); the run turns `cancelled` once it has stopped. */

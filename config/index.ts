@@ -64,6 +64,8 @@ export const EnvSchema = z.object({
   PRICES: jsonString(z.record(z.string(), PriceSchema), '{}'),
   START_FEE_USD: z.coerce.number().nonnegative().default(0.001),
   RUN_CONCURRENCY: int(8),
+  // A workflow may ask for more (its `concurrency`), up to this (issue 14: at least 64).
+  RUN_MAX_CONCURRENCY: int(64),
   RUN_TIMEOUT_MS: int(3_600_000),
   NODE_ATTEMPT_TIMEOUT_MS: int(600_000),
   NODE_MAX_ATTEMPTS: int(5),
@@ -116,6 +118,8 @@ export const EnvSchema = z.object({
 /** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
 export interface RunOptions {
   concurrency: number;
+  /** The most a workflow's own `concurrency` may ask for. Absent in runs started before it existed. */
+  maxConcurrency?: number;
   startFeeUsd: number;
   runTimeoutMs: number;
   nodeAttemptTimeoutMs: number;
@@ -279,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     prices: e.PRICES,
     runs: {
       concurrency: e.RUN_CONCURRENCY,
+      maxConcurrency: e.RUN_MAX_CONCURRENCY,
       startFeeUsd: e.START_FEE_USD,
       runTimeoutMs: e.RUN_TIMEOUT_MS,
       nodeAttemptTimeoutMs: e.NODE_ATTEMPT_TIMEOUT_MS,

@@ -196,6 +196,12 @@ export const WorkflowDocumentSchema = z
     description: z.string().max(5000).optional(),
     public: z.boolean().optional().meta({ description: 'Other accounts may run it by id (D2).' }),
     meta: base.meta,
+    concurrency: z
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .meta({ description: 'Provider calls a run of this workflow makes at once (default: the service\'s RUN_CONCURRENCY, capped by RUN_MAX_CONCURRENCY).' }),
     nodes: z.array(NodeSchema).min(1).max(500),
     edges: z.array(EdgeSchema).max(2000),
   })

@@ -72,6 +72,8 @@ export interface RunDoc {
   events: RunEvent[] | null;
   /** How many `run_chunks` documents hold the rest of a large run's events and output (absent or 0: none). */
   chunks?: number;
+  /** The id of output item 0 of a chunked run; the chunks' compact item events derive every item id from it. */
+  item_id_base?: string | null;
   /** True once the final state has been written; the write happens exactly once. */
   finalized: boolean;
   /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */
@@ -148,8 +150,10 @@ export interface RunChunkDoc {
   _id: string;
   run_id: string;
   index: number;
-  /** JSON of `RunEvent[]`, for the reason `StoredRunDoc` gives. */
-  events_json: string;
+  /** Compact item events (workflows/run-chunks.ts). */
+  item_events?: string;
+  /** JSON of `RunEvent[]`: chunks stored before item events were compact. */
+  events_json?: string;
   /** JSON of `RunOutput`. */
   output_json: string;
   created_at: Date;

@@ -6,7 +6,7 @@
  * scans the whole collection for anything more (bench/FINDINGS.md P5: ~8× cheaper per read).
  */
 import type { RunEvent, RunFinal, RunOutput } from '../workflows/definitions';
-import { joinChunks, type RunChunk } from '../workflows/run-chunks';
+import { joinChunks, type RunChunk, type StoredChunk } from '../workflows/run-chunks';
 import type { Collections } from './db';
 import type { RunDoc, StoredRunDoc } from './documents';
 import { isDuplicateKey } from './ledger';
@@ -41,6 +41,21 @@ export async function findRun(c: Pick<Collections, 'runs' | 'runChunks'>, accoun
   return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc)) : null;
 }
 
+/**
+ * The caller's run without its chunks joined in (D31): for a big run, `output` holds only its
+ * labels and `events` only the created and terminal events; read the chunks with `chunksOf`.
+ */
+export async function findRunHead(c: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc | null> {
+  const doc = await c.runs.findOne({ _id: runId });
+  return doc && doc.account_id === accountId ? fromStored(doc) : null;
+}
+
+/** The stored chunks of a finalized run, one at a time in order, so a reader holds one chunk in memory. */
+export async function* chunksOf(c: Pick<Collections, 'runChunks'>, doc: Pick<RunDoc, '_id' | 'chunks' | 'finalized'>): AsyncGenerator<StoredChunk> {
+  if (!doc.finalized) return;
+  for (let index = 0; index < (doc.chunks ?? 0); index++) yield await readChunk(c, doc._id, index);
+}
+
 /** Any account's run, whole (events and output joined from its chunks), or null: for the worker and operators. */
 export async function findRunRecord(c: Pick<Collections, 'runs' | 'runChunks'>, runId: string): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
@@ -50,7 +65,14 @@ export async function findRunRecord(c: Pick<Collections, 'runs' | 'runChunks'>, 
 /** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
 export async function saveRunChunk(c: Pick<Collections, 'runChunks'>, chunk: RunChunk): Promise<void> {
   try {
-    await c.runChunks.insertOne({ _id: chunkId(chunk.runId, chunk.index), run_id: chunk.runId, index: chunk.index, events_json: JSON.stringify(chunk.events), output_json: JSON.stringify(chunk.output), created_at: new Date() });
+    await c.runChunks.insertOne({
+      _id: chunkId(chunk.runId, chunk.index),
+      run_id: chunk.runId,
+      index: chunk.index,
+      item_events: chunk.itemEvents,
+      output_json: JSON.stringify(chunk.output),
+      created_at: new Date(),
+    });
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
@@ -59,14 +81,20 @@ export async function saveRunChunk(c: Pick<Collections, 'runChunks'>, chunk: Run
 /** Joins a finalized record's chunks back in; `_id` lookups only (the one filter FerretDB pushes down). */
 async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promise<RunDoc> {
   if (!doc.finalized || !doc.chunks) return doc;
-  const chunks = await Promise.all(
-    Array.from({ length: doc.chunks }, async (_, index) => {
-      const chunk = await c.runChunks.findOne({ _id: chunkId(doc._id, index) });
-      if (!chunk) throw new Error(`chunk ${index} of run ${doc._id} is missing`);
-      return { runId: doc._id, index, events: JSON.parse(chunk.events_json) as RunEvent[], output: JSON.parse(chunk.output_json) as RunOutput };
-    }),
-  );
+  const chunks = await Promise.all(Array.from({ length: doc.chunks }, (_, index) => readChunk(c, doc._id, index)));
   return joinChunks(doc, chunks);
+}
+
+/** One stored chunk of a finalized run, parsed; `_id` lookup only. */
+export async function readChunk(c: Pick<Collections, 'runChunks'>, runId: string, index: number): Promise<StoredChunk> {
+  const chunk = await c.runChunks.findOne({ _id: chunkId(runId, index) });
+  if (!chunk) throw new Error(`chunk ${index} of run ${runId} is missing`);
+  return {
+    index,
+    itemEvents: chunk.item_events,
+    events: chunk.events_json === undefined ? undefined : (JSON.parse(chunk.events_json) as RunEvent[]),
+    output: JSON.parse(chunk.output_json) as RunOutput,
+  };
 }
 
 function chunkId(runId: string, index: number): string {
@@ -75,14 +103,12 @@ function chunkId(runId: string, index: number): string {
 
 /**
  * Writes the end of a run once; later calls (activity retries) change nothing. Returns whether
- * this call wrote it. Read-then-write is safe here: only this activity updates a run document,
- * and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
+ * this call wrote it. One round trip: the guard is in the filter. Only this write updates a run
+ * document, and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
  */
 export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: RunFinal): Promise<boolean> {
-  const current = await c.runs.findOne({ _id: final.runId }, { projection: { finalized: 1 } });
-  if (!current || current.finalized) return false;
   const res = await c.runs.updateOne(
-    { _id: final.runId },
+    { _id: final.runId, finalized: { $ne: true } },
     {
       $set: {
         status: final.status,
@@ -92,6 +118,7 @@ export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: Run
         completed_at: new Date(final.completedAtMs),
         events_json: jsonOrNull(final.events),
         chunks: final.chunks ?? 0,
+        item_id_base: final.itemIdBase ?? null,
         finalized: true,
       },
     },

@@ -146,23 +146,45 @@ export interface RunFinal {
   events: RunEvent[];
   /** How many RunChunks (workflows/run-chunks.ts) were stored before this record; 0: events and output are all here. */
   chunks?: number;
+  /** The id of output item 0; the others follow it (domain/ids.ts idAtOffset), so chunks store item events without ids. */
+  itemIdBase?: string;
+}
+
+/** D31: one page of one result's items, answered by a live run (`outputPage` query). */
+export interface OutputPage {
+  items: OutputItem[];
+  has_more: boolean;
+  /** The `starting_after` item is not (yet) one of this result's items. */
+  unknown_cursor?: boolean;
 }
 
 /**
  * Bounds of one snapshot answer, which travels as a single gRPC message (4 MB): a 10,000-row run
  * has ~20,000 events, so a stream catching up gets them in pages.
  */
-export const SNAPSHOT_EVENTS = 2_000;
+export const SNAPSHOT_EVENTS = 5_000;
 export const SNAPSHOT_OUTPUT_BYTES = 1024 * 1024;
 
 /** The one query of a run: its snapshot, with the events after `afterSequence` (-1 for all). */
 export const snapshotQuery = defineQuery<RunSnapshot, [number]>('snapshot');
+
+/** D31: a page of one result's items while the run is live: (normalized label, after item id or null, limit). */
+export const outputPageQuery = defineQuery<OutputPage | null, [string, string | null, number]>('outputPage');
 
 /**
  * D28 `Prefer: wait`: completes with the terminal snapshot (no events) the moment the run ends,
  * before its record is written: one round trip instead of waiting for the workflow to close.
  */
 export const awaitEndUpdate = defineUpdate<RunSnapshot, []>('awaitEnd');
+
+/** The terminal event of a failed run (spec "Events"). */
+export function failedEvent(sequenceNumber: number, message: string): RunEvent {
+  return {
+    type: 'response.failed',
+    sequence_number: sequenceNumber,
+    response: { error: { code: null, message }, incomplete_details: { reason: 'error' }, usage: null, service_tier: null },
+  };
+}
 
 /** The `response.created` event, built the same way by the workflow (log entry 0) and the API (before a worker runs). */
 export function createdEvent(args: Pick<RunArgs, 'runId' | 'createdAtMs' | 'publishedWorkflowId'>): RunEvent {

@@ -3,6 +3,7 @@
  * ready (independent branches run in parallel), item nodes iterate over their inputs
  * (NODES.md "Iteration"), and failed items keep their place.
  */
+import type { IoNode, NodeRow } from '../activities/types';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
@@ -10,12 +11,21 @@ import { NodeFailure } from './errors';
 import { batchItems, joinItems, selectItems, textItem, userInputItems } from './pure-nodes';
 import { failed } from './values';
 
-export type IoNode = Extract<GraphNode, { type: 'llm' | 'http_request' | 'image_generation' | 'model' }>;
+export type { IoNode };
+
+/** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
+export interface RowProgress {
+  started(index: number): void;
+  done(index: number, items: Item[]): void;
+}
 
 /** What the engine needs from the workflow around it. */
 export interface EngineHooks {
-  /** Runs one iteration of an I/O node (as an activity) and returns the items it produced. */
-  runIoNode(node: IoNode, iteration: number, ports: Record<string, Item>): Promise<Item[]>;
+  /**
+   * Runs the given iterations of an I/O node (as activities, in whatever grouping suits), reporting
+   * every row through `progress`; resolves when each row has reported done.
+   */
+  runIoRows(node: IoNode, rows: NodeRow[], progress: RowProgress): Promise<void>;
   /** An iteration of a node began doing work (only I/O nodes report this). */
   onIterationStart(nodeId: string, iteration: number): void;
   /** An iteration of a node produced its items; list and pure nodes report all items as iteration 0. */
@@ -82,12 +92,13 @@ export async function executeGraph(
       case 'join':
         return joinItems(node, ports.in ?? [], sources.in);
       case 'text':
-        return iterate(node, ports, sources, hooks, async (_, row) => [textItem(node, row)]);
-      default:
-        return iterate(node, ports, sources, hooks, async (i, row) => {
-          hooks.onIterationStart(node.id, i);
-          return hooks.runIoNode(node, i, row);
+        return iterate(node, ports, sources, hooks, async (rows, report) => {
+          for (const row of rows) report(row.index, [textItem(node, row.ports)]);
         });
+      default:
+        return iterate(node, ports, sources, hooks, (rows, report) =>
+          hooks.runIoRows(node, rows, { started: (i) => hooks.onIterationStart(node.id, i), done: report }),
+        );
     }
   }
 
@@ -97,18 +108,20 @@ export async function executeGraph(
   return out;
 }
 
-type Iteration = (index: number, row: Record<string, Item>) => Promise<Item[]>;
+/** Runs the rows whose inputs are all intact, calling `report` once per row with its items. */
+type RowRunner = (rows: NodeRow[], report: (index: number, items: Item[]) => void) => Promise<void>;
 
 /**
  * Zips the port lists by index (single items broadcast to every iteration, unequal lengths
- * fail the node) and runs each iteration; a failed input item short-circuits to a failed item.
+ * fail the node) and runs the iterations; a failed input item short-circuits to a failed item.
+ * Items come back in iteration order whatever order the rows finish in.
  */
 async function iterate(
   node: GraphNode,
   ports: Record<string, Item[]>,
   sources: Record<string, string>,
   hooks: EngineHooks,
-  body: Iteration,
+  runRows: RowRunner,
 ): Promise<Item[]> {
   const names = Object.keys(ports);
   const lengths = [...new Set(names.map((p) => ports[p].length).filter((n) => n !== 1))];
@@ -117,22 +130,27 @@ async function iterate(
     throw new NodeFailure(node.id, node.type, `inputs have unequal lengths (${detail})`);
   }
   const count = lengths[0] ?? 1;
-  const perIteration = await Promise.all(
-    Array.from({ length: count }, async (_, i) => {
-      const row: Record<string, Item> = {};
-      for (const p of names) row[p] = ports[p].length === 1 ? ports[p][0] : ports[p][i];
-      const broken = names.find((p) => row[p].status === 'failed');
-      let items: Item[];
-      if (broken === undefined) {
-        items = await body(i, row);
-      } else {
-        const index = ports[broken].length === 1 ? 0 : i;
-        const reason = row[broken].error?.message ?? 'unknown error';
-        items = [failed({ message: `input '${broken}' item ${index} from node '${sources[broken]}' failed: ${reason}`, type: 'upstream_failed' })];
-      }
-      hooks.onIterationDone(node.id, i, items);
-      return items;
-    }),
-  );
+  const perIteration: Item[][] = new Array(count);
+  const report = (index: number, items: Item[]): void => {
+    if (perIteration[index]) return; // a row reported twice (a retried chunk) keeps its first items
+    perIteration[index] = items;
+    hooks.onIterationDone(node.id, index, items);
+  };
+  const runnable: NodeRow[] = [];
+  for (let i = 0; i < count; i++) {
+    const row: Record<string, Item> = {};
+    for (const p of names) row[p] = ports[p].length === 1 ? ports[p][0] : ports[p][i];
+    const broken = names.find((p) => row[p].status === 'failed');
+    if (broken === undefined) {
+      runnable.push({ index: i, ports: row });
+    } else {
+      const index = ports[broken].length === 1 ? 0 : i;
+      const reason = row[broken].error?.message ?? 'unknown error';
+      report(i, [failed({ message: `input '${broken}' item ${index} from node '${sources[broken]}' failed: ${reason}`, type: 'upstream_failed' })]);
+    }
+  }
+  if (runnable.length > 0) await runRows(runnable, report);
+  const missing = runnable.find((row) => !perIteration[row.index]);
+  if (missing) throw new NodeFailure(node.id, node.type, `iteration ${missing.index} produced no result`);
   return perIteration.flat();
 }

@@ -5,6 +5,7 @@
 import type { GraphNode } from '../domain/graph';
 import type { Item, Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
+import { MAX_ROWS } from '../domain/run-size';
 import { NodeFailure } from './errors';
 import { completed, failed, itemText, valuePart } from './values';
 
@@ -53,6 +54,7 @@ export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined)
   } else {
     throw new NodeFailure(node.id, node.type, 'has neither rows nor a rows input');
   }
+  if (rows.length > MAX_ROWS) throw new NodeFailure(node.id, node.type, `has ${rows.length} rows; a run takes at most ${MAX_ROWS} per list (D31)`);
   return rows.map((row) => completed(valuePart(row)));
 }
 

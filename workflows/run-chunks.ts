@@ -1,57 +1,104 @@
 /**
  * A large run's end, cut into chunks that each fit one Temporal payload. Every activity input is a
- * payload of the workflow's history, refused above 2 MB (and the whole message above 4 MB), so a
- * 10,000-row batch cannot hand its output and ~20,000-event log to finalizeRun in one piece
- * (bench/FINDINGS.md P4). Small runs (nearly all) stay one piece: `chunks` is empty.
+ * payload of the workflow's history, refused above 2 MB (and the whole history above 50 MB), so a
+ * 100,000-row run cannot hand its output and 200,000-event log to finalizeRun in one piece.
+ *
+ * Item events travel compactly: every event between `response.created` (first) and the terminal
+ * event (last) is an output item's `added` or `done`, and an item's id follows from the run's
+ * first item id and its output index (domain/ids.ts idAtOffset). So an event is one number,
+ * `output_index * 2 + (done ? 1 : 0)` in base 36: ~6 bytes instead of ~150, and a 100,000-row
+ * run's log is 1.3 MB instead of 30 MB. Small runs (nearly all) stay one piece: `chunks` is empty.
  */
+import { idAtOffset } from '../domain/ids';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './definitions';
 
 /** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it). */
-export const CHUNK_BYTES = 256 * 1024;
+export const CHUNK_BYTES = 1024 * 1024;
 
 /** One slice of a run's event log and output items, stored before the final record (store/runs.ts). */
 export interface RunChunk {
   runId: string;
-  /** 0-based; chunks are concatenated in this order: events in log order, items per label in output order. */
+  /** 0-based; chunks are concatenated in this order: item events in log order, items per label in output order. */
   index: number;
-  events: RunEvent[];
+  /** Item events, compact (see above), comma-separated; empty when the chunk holds none. */
+  itemEvents: string;
   output: RunOutput;
 }
 
-/** Splits a final state whose events and output exceed `maxBytes` into chunks; the final then carries none of them. */
+/** The stored parts a final record is rebuilt from: the events it kept (created and terminal) and its item id base. */
+export interface ChunkedRecord {
+  events: RunEvent[] | null;
+  output: RunOutput | null;
+  item_id_base?: string | null;
+}
+
+/** A chunk as read back: compact item events, or (chunks stored by earlier versions) whole events. */
+export type StoredChunk = Pick<RunChunk, 'index' | 'output'> & { itemEvents?: string; events?: RunEvent[] };
+
+type ItemEvent = Extract<RunEvent, { type: 'response.output_item.added' | 'response.output_item.done' }>;
+
+/** Splits a final state whose events and output exceed `maxBytes` into chunks; the final then carries only created and terminal events. */
 export function splitFinal(final: RunFinal, maxBytes = CHUNK_BYTES): { final: RunFinal; chunks: RunChunk[] } {
   const size = (value: unknown) => JSON.stringify(value).length;
-  if (size(final.events) + size(final.output) <= maxBytes) return { final: { ...final, chunks: 0 }, chunks: [] };
+  const base = final.itemIdBase;
+  const inner = final.events.slice(1, -1);
+  const compactable = base !== undefined && final.events.length >= 2 && inner.every((event) => isOwnItemEvent(event, base));
+  if (!compactable || size(final.events) + size(final.output) <= maxBytes) return { final: { ...final, chunks: 0 }, chunks: [] };
 
   const chunks: RunChunk[] = [];
   let current: RunChunk | undefined;
   let bytes = 0;
   const room = (needed: number): RunChunk => {
     if (!current || (bytes > 0 && bytes + needed > maxBytes)) {
-      current = { runId: final.runId, index: chunks.length, events: [], output: {} };
+      current = { runId: final.runId, index: chunks.length, itemEvents: '', output: {} };
       chunks.push(current);
       bytes = 0;
     }
     bytes += needed;
     return current;
   };
-  // +1: the comma between elements.
-  for (const event of final.events) room(size(event) + 1).events.push(event);
+  for (const event of inner as ItemEvent[]) {
+    const code = (event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0)).toString(36);
+    const chunk = room(code.length + 1);
+    chunk.itemEvents = chunk.itemEvents ? `${chunk.itemEvents},${code}` : code;
+  }
   const emptyOutput: RunOutput | null = final.output && {};
   for (const [label, items] of Object.entries(final.output ?? {})) {
     emptyOutput![label] = []; // the record keeps every label, so a label with no items still shows
     for (const item of items) (room(size(item) + 1).output[label] ??= [] as OutputItem[]).push(item);
   }
-  return { final: { ...final, events: [], output: emptyOutput, chunks: chunks.length }, chunks };
+  const kept = [final.events[0], final.events.at(-1)!];
+  return { final: { ...final, events: kept, output: emptyOutput, chunks: chunks.length }, chunks };
+}
+
+function isOwnItemEvent(event: RunEvent, base: string): boolean {
+  return (
+    (event.type === 'response.output_item.added' || event.type === 'response.output_item.done') &&
+    event.item.id === idAtOffset(base, event.output_index)
+  );
 }
 
 /** Puts the chunks back into the final record's `events` and `output` (the inverse of splitFinal). */
-export function joinChunks<T extends { events: RunEvent[] | null; output: RunOutput | null }>(record: T, chunks: readonly RunChunk[]): T {
-  const events = [...(record.events ?? [])];
+export function joinChunks<T extends ChunkedRecord>(record: T, chunks: readonly StoredChunk[]): T {
+  const kept = record.events ?? [];
+  const events: RunEvent[] = kept.slice(0, 1);
   const output: RunOutput | null = record.output && Object.fromEntries(Object.entries(record.output).map(([label, items]) => [label, [...items]]));
-  for (const chunk of [...chunks].sort((a, b) => a.index - b.index)) {
-    events.push(...chunk.events);
+  const sorted = [...chunks].sort((a, b) => a.index - b.index);
+  for (const chunk of sorted) {
+    if (chunk.events) events.push(...chunk.events); // written before item events were compact: whole events
+    if (chunk.itemEvents) for (const code of chunk.itemEvents.split(',')) events.push(itemEvent(record.item_id_base!, parseInt(code, 36), events.length));
     for (const [label, items] of Object.entries(chunk.output)) if (output) (output[label] ??= []).push(...items);
   }
+  for (const event of kept.slice(1)) events.push({ ...event, sequence_number: events.length });
   return { ...record, events, output };
+}
+
+function itemEvent(base: string, code: number, sequence: number): RunEvent {
+  const outputIndex = Math.floor(code / 2);
+  return {
+    type: code % 2 === 1 ? 'response.output_item.done' : 'response.output_item.added',
+    sequence_number: sequence,
+    output_index: outputIndex,
+    item: { type: 'message', id: idAtOffset(base, outputIndex), phase: 'final_answer' },
+  };
 }

@@ -4,12 +4,14 @@
  */
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
-import { newId } from '../domain/ids';
+import { idAtOffset, newId } from '../domain/ids';
 import {
   createdEvent,
+  failedEvent,
   SNAPSHOT_EVENTS,
   SNAPSHOT_OUTPUT_BYTES,
   type OutputItem,
+  type OutputPage,
   type RunArgs,
   type RunEvent,
   type RunFinal,
@@ -39,12 +41,17 @@ export class RunState {
   private readonly resultsFedBy = new Map<string, string[]>();
   /** user_result node id → its slots, by producer iteration, in production order. */
   private readonly slots = new Map<string, Map<number, Slot[]>>();
+  /** The id of output item 0; item `k` is `idAtOffset(itemIdBase, k)` (D5 ids, storable without listing them, D31). */
+  readonly itemIdBase: string;
+  /** Items done out of the items opened so far, for progress (D33). */
+  itemsDone = 0;
 
   constructor(
     private readonly args: RunArgs,
     private readonly clock: { now(): number; random(): number },
   ) {
     this.events = [createdEvent(args)];
+    this.itemIdBase = newId('item', clock.now(), clock.random);
     this.cost = args.options.startFeeUsd; // D17: the fixed start fee
     for (const node of args.graph.nodes) if (node.type === 'user_result') this.slots.set(node.id, new Map());
     for (const edge of args.graph.edges) {
@@ -72,6 +79,7 @@ export class RunState {
       items.forEach((item, k) => {
         const slot = list[k] ?? this.openSlot();
         list[k] = slot;
+        if (!slot.item) this.itemsDone++;
         slot.item = item;
         this.outputBytes += JSON.stringify(item).length;
         this.itemEvent('response.output_item.done', slot);
@@ -92,12 +100,7 @@ export class RunState {
     const usage = { usage: null, service_tier: null } as const;
     if (status === 'completed') this.push({ type: 'response.completed', response: usage });
     else if (status === 'cancelled') this.push({ type: 'response.cancelled', response: usage });
-    else {
-      this.push({
-        type: 'response.failed',
-        response: { error: { code: null, message: this.error! }, incomplete_details: { reason: 'error' }, ...usage },
-      });
-    }
+    else this.events.push(failedEvent(this.events.length, this.error!));
   }
 
   /** Answer of the snapshot query: events after `afterSequence`, results only once terminal. */
@@ -129,7 +132,37 @@ export class RunState {
       totalCost: this.totalCost(),
       completedAtMs: this.completedAtMs!,
       events: this.events,
+      itemIdBase: this.itemIdBase,
     };
+  }
+
+  /** Items opened so far (D13), for progress (D33). */
+  get itemsOpened(): number {
+    return this.outputIndex;
+  }
+
+  /**
+   * D31: one page of a result's items, live: every item opened so far in output order, those
+   * not finished yet as `running`. Null for an unknown label.
+   */
+  outputPage(label: string, afterItemId: string | null, limit: number): OutputPage | null {
+    const node = this.args.graph.nodes.find((n) => n.type === 'user_result' && normalizeLabel(n.label) === label);
+    if (!node) return null;
+    const ordered = this.orderedSlots(node.id);
+    let from = 0;
+    if (afterItemId !== null) {
+      const at = ordered.findIndex((slot) => slot.id === afterItemId);
+      if (at < 0) return { items: [], has_more: false, unknown_cursor: true };
+      from = at + 1;
+    }
+    const page = ordered.slice(from, from + limit);
+    const items = page.map((slot, k) => toOutputItem(slot, from + k));
+    return { items, has_more: from + limit < ordered.length };
+  }
+
+  private orderedSlots(resultId: string): Slot[] {
+    const byIteration = this.slots.get(resultId)!;
+    return [...byIteration.keys()].sort((a, b) => a - b).flatMap((i) => byIteration.get(i)!);
   }
 
   private totalCost(): number {
@@ -141,8 +174,7 @@ export class RunState {
     const output: RunOutput = {};
     for (const node of this.args.graph.nodes) {
       if (node.type !== 'user_result') continue;
-      const byIteration = this.slots.get(node.id)!;
-      const ordered = [...byIteration.keys()].sort((a, b) => a - b).flatMap((i) => byIteration.get(i)!);
+      const ordered = this.orderedSlots(node.id);
       const items: OutputItem[] = [];
       for (const slot of ordered) {
         if (!slot.item) continue;
@@ -155,7 +187,8 @@ export class RunState {
   }
 
   private openSlot(): Slot {
-    const slot: Slot = { id: newId('item', this.clock.now(), this.clock.random), outputIndex: this.outputIndex++ };
+    const outputIndex = this.outputIndex++;
+    const slot: Slot = { id: idAtOffset(this.itemIdBase, outputIndex), outputIndex };
     this.itemEvent('response.output_item.added', slot);
     return slot;
   }
@@ -168,4 +201,11 @@ export class RunState {
     // `type` then `sequence_number` lead every event, so the wire format reads the same for every type.
     this.events.push(Object.assign({ type: body.type, sequence_number: this.events.length }, body) as RunEvent);
   }
+}
+
+/** A slot as an output item of a live page: finished items as they ended, the rest `running`. */
+function toOutputItem(slot: Slot, itemIndex: number): OutputItem {
+  if (!slot.item) return { id: slot.id, item_index: itemIndex, status: 'running', parts: [] };
+  const { status, parts, error } = slot.item;
+  return { id: slot.id, item_index: itemIndex, status, parts, ...(error ? { error } : {}) };
 }

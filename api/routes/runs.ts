@@ -1,12 +1,14 @@
 /** GET /api/v1/runs/{runId} (the run record, safe to poll) and GET /api/v1/runs/{runId}/stream (reattach). */
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { RouteDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
 import { listRuns } from '../services/list-runs';
-import { ListRunsQuerySchema, parseRequest, StreamQuerySchema } from '../schemas';
-import { loadRun, readRun } from '../services/read-run';
+import { ListRunsQuerySchema, OutputItemsQuerySchema, parseRequest, StreamQuerySchema } from '../schemas';
+import { listOutputItems } from '../services/output-items';
+import { loadRun, readRunBody } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
 /** Routes of the runs resource. */
@@ -16,7 +18,13 @@ export function runsRoutes(deps: RouteDeps): Router {
     ctx.body = await listRuns(deps, ctx.state.auth!.accountId, parseRequest(ListRunsQuerySchema, ctx.query, 'query'));
   });
   router.get('/api/v1/runs/:runId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    ctx.body = await readRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
+    const body = await readRunBody(deps, ctx.state.auth!.accountId, ctx.params.runId);
+    if (body instanceof Readable) ctx.type = 'application/json'; // a big run's JSON, streamed (D31)
+    ctx.body = body;
+  });
+  router.get('/api/v1/runs/:runId/outputs/:key', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
+    const query = parseRequest(OutputItemsQuerySchema, ctx.query, 'query');
+    ctx.body = await listOutputItems(deps, ctx.state.auth!.accountId, ctx.params.runId, ctx.params.key, query);
   });
   router.post('/api/v1/runs/:runId/cancel', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped

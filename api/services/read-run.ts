@@ -1,8 +1,9 @@
 /** Reading a run (spec "GET /api/v1/runs/{runId}"): the final record once written, the workflow's query while it is live. */
+import type { Readable } from 'node:stream';
 import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
-import { findRun } from '../../store/runs';
+import { findRun, findRunHead } from '../../store/runs';
 import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
@@ -10,6 +11,7 @@ import { runView, type RunViewSource } from '../../store/run-view';
 import { isTerminal } from '../../workflows/definitions';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns } from './known-runs';
+import { streamRunView } from './run-view-stream';
 
 // The rendering lives in store/ so the worker's webhook delivery (D20) shares it without Koa.
 export { runView };
@@ -38,22 +40,32 @@ export interface ReadRunDeps {
  * run), else live state. Store round trips: none for a finished run read before in this process
  * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one.
  */
-export async function readRun(
-  deps: ReadRunDeps,
-  accountId: string,
-  runId: string,
-): Promise<RunView> {
+export async function readRun(deps: ReadRunDeps, accountId: string, runId: string): Promise<RunView> {
+  return (await read(deps, accountId, runId, false)) as RunView; // never a stream when not asked for one
+}
+
+/**
+ * The answer of GET /api/v1/runs/{runId}: readRun's view, or for a finished big run (D31) the same
+ * JSON as a stream that reads one stored chunk at a time, so 100,000 items never sit in memory at once.
+ */
+export function readRunBody(deps: ReadRunDeps, accountId: string, runId: string): Promise<RunView | Readable> {
+  return read(deps, accountId, runId, true);
+}
+
+async function read(deps: ReadRunDeps, accountId: string, runId: string, streamBig: boolean): Promise<RunView | Readable> {
   const cached = deps.finishedRuns?.get(accountId, runId);
   if (cached) return cached;
   const known = deps.knownRuns?.get(runId);
   if (known && known.account_id !== accountId) throw notFound(runId);
   const live = known ? await liveView(deps, runId, pendingRecord(known)) : undefined;
   if (live) return live;
-  const doc = await loadRun(deps.collections, accountId, runId);
+  // Streamed, a big run's record is read without its chunks, which the stream reads one by one.
+  const doc = streamBig ? await findRunHead(deps.collections, accountId, runId).then((head) => head ?? Promise.reject(notFound(runId))) : await loadRun(deps.collections, accountId, runId);
   if (doc.finalized) {
-    const view = runView(doc);
-    deps.finishedRuns?.set(accountId, view);
     deps.knownRuns?.forget(runId);
+    if (doc.chunks && streamBig) return streamRunView(deps.collections, doc);
+    const view = runView(doc);
+    if (!doc.chunks) deps.finishedRuns?.set(accountId, view); // a big run's view is too large to keep
     return view;
   }
   deps.knownRuns?.remember(doc);

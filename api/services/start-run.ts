@@ -1,6 +1,7 @@
 /** Starting a run (spec "POST /api/v1/responses"): resolve, validate, check credit, record, start. */
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
+import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs, describeProblems } from '../../domain/inputs';
 import type { Collections } from '../../store/db';
@@ -91,6 +92,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
   const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, { caller: auth.accountId, workflowOwner: workflow.account_id });
   const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
   if (!inputs.ok || problems.length > 0) throw new InvalidInputsError(describeProblems(problems), problems);
+  checkRunSize(version.graph, inputs.values);
 
   await deps.credits.assertCanStart(auth.accountId); // D17
 
@@ -144,9 +146,22 @@ export function runArgs(run: RunDoc, graph: WorkflowDocument, options: StartRunD
     createdAtMs: run.created_at.getTime(),
     graph,
     inputs: run.inputs,
-    options,
+    // A workflow's own concurrency (issue 14), within the operator's cap.
+    options: { ...options, concurrency: Math.min(graph.concurrency ?? options.concurrency, options.maxConcurrency ?? Number.MAX_SAFE_INTEGER) },
     ...(run.webhook ? { webhook: run.webhook } : {}),
   };
+}
+
+/** D31: a list that clearly exceeds the row limit is refused before the run is billed. */
+function checkRunSize(graph: WorkflowDocument, inputs: Record<string, unknown>): void {
+  const over = oversizedBatches(graph, inputs);
+  if (over.length === 0) return;
+  const details = over.map(({ nodeId, rows }) => ({ field: `nodes.${nodeId}`, problem: `has ${rows} rows; a run takes at most ${MAX_ROWS} per list` }));
+  throw new InvalidRequestError(`The run is too large: node \`${over[0].nodeId}\` has ${over[0].rows} rows, and a run takes at most ${MAX_ROWS} rows per list (D31). Split the rows into several runs.`, {
+    code: 'run_too_large',
+    param: 'inputs',
+    details,
+  });
 }
 
 /** D20: webhooks are https only, unless configuration allows http (tests, development). Addresses are checked at delivery. */

@@ -5,6 +5,9 @@ import type { PollerRegistry, RunKnowledge } from './run-poller';
 import { DONE, KEEPALIVE, formatEvent, writeSseHead } from './sse';
 import { activeStreams } from '../../metrics';
 
+/** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
+const PUMP_HIGH_WATER = 256 * 1024;
+
 export interface StreamOptions {
   pollers: PollerRegistry;
   keepaliveMs: number;
@@ -38,6 +41,29 @@ export function openStream(
     unsubscribe?.();
     if (!res.writableEnded) res.end();
   };
+  // A client catching up (a reattach deep into a 100,000-row run) is handed tens of thousands of
+  // events at once: they wait here, as references, and go out as fast as the socket drains, so
+  // neither the client nor the limit below mistakes a catch-up for a client that stopped reading.
+  // Events that arrive while the backlog drains join it and count as unread: a client that never
+  // catches up is still cut off.
+  const backlog: RunEvent[] = [];
+  let next = 0; // index of the first backlog event not yet written
+  let unreadNewBytes = 0;
+  let catchingUp = true; // until the synchronous hand-over in `start` is over
+  let ending = false;
+  const highWater = Math.min(PUMP_HIGH_WATER, opts.maxBufferedBytes / 2);
+  const pump = () => {
+    while (!closed && next < backlog.length && res.writableLength < highWater) res.write(formatEvent(backlog[next++]));
+    if (closed) return;
+    if (next < backlog.length) return void res.once('drain', pump);
+    backlog.length = next = unreadNewBytes = 0;
+    if (ending) finish();
+  };
+  const finish = () => {
+    write(DONE);
+    close();
+  };
+
   const write = (chunk: string) => {
     if (closed) return;
     // Measured before writing: what is still queued is what the client left unread. Checked after,
@@ -64,12 +90,25 @@ export function openStream(
     start: (state) => {
       const { event, cursor } = opening(state);
       write(formatEvent(event));
+      queueMicrotask(() => {
+        catchingUp = false;
+        pump();
+      });
       return cursor;
     },
-    deliver: (event: RunEvent) => write(formatEvent(event)),
+    deliver: (event: RunEvent) => {
+      if (catchingUp) return void backlog.push(event);
+      if (next >= backlog.length) return write(formatEvent(event));
+      backlog.push(event);
+      unreadNewBytes += JSON.stringify(event).length;
+      if (unreadNewBytes > opts.maxBufferedBytes) {
+        res.destroy();
+        close();
+      }
+    },
     end: () => {
-      write(DONE);
-      close();
+      if (catchingUp || next < backlog.length) ending = true;
+      else finish();
     },
     drop: () => {
       res.destroy(); // the socket too, so a closing server is not held open by a kept-alive connection

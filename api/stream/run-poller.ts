@@ -123,8 +123,9 @@ export class RunPoller {
     this.ticking = true;
     const started = Date.now();
     let looked = true;
+    let behind = false;
     try {
-      if (!this.terminal) await this.learn();
+      if (!this.terminal) behind = await this.learn();
     } catch {
       // A failed look is "no news yet" (D15): the stream never fails because a poll did.
       looked = false;
@@ -143,10 +144,14 @@ export class RunPoller {
       }
     }
     if (this.attached.size === 0) return this.stop();
-    this.timer = setTimeout(() => void this.tick(), Math.max(0, started + this.pollMs - Date.now()));
+    // A run whose log has more events than one answer holds (a big run, a late reattach) is read
+    // page after page at once; the once-a-second pace is for learning news, not for catching up.
+    const wait = behind ? 0 : Math.max(0, started + this.pollMs - Date.now());
+    this.timer = setTimeout(() => void this.tick(), wait);
   }
 
-  private async learn(): Promise<void> {
+  /** Takes in what the run has that this poller lacks; true when the answer was one page of more. */
+  private async learn(): Promise<boolean> {
     this.queries++;
     let snapshot: RunSnapshot | null;
     try {
@@ -157,18 +162,19 @@ export class RunPoller {
       if (!stored?.events || !isTerminal(stored.status)) throw err;
       this.merge(stored.events);
       this.status = stored.status;
-      return;
+      return false;
     }
     if (snapshot) {
       this.merge(snapshot.events);
       this.status = snapshot.status;
-      return;
+      return snapshot.events.length > 0 && snapshot.eventCount > this.events.length;
     }
     // No news from Temporal: the run may not have a worker yet, or Temporal may have forgotten it.
     const stored = await this.source.stored(this.runId);
-    if (!stored) return;
+    if (!stored) return false;
     if (stored.events) this.merge(stored.events);
     if (isTerminal(stored.status) || this.status === 'pending') this.status = stored.status;
+    return false;
   }
 
   private merge(events: readonly RunEvent[]): void {

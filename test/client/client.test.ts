@@ -86,6 +86,10 @@ describe('typed client', function () {
     assert.equal(run.status, 'completed');
     assert.equal(run.output!.answers.length, 3);
     assert.deepEqual(await client.get(started.run_id), run);
+    // D31: the same items, a page of one at a time through the async iterator.
+    const items = [];
+    for await (const item of client.items(started.run_id, 'answers', { pageSize: 1 })) items.push(item);
+    assert.deepEqual(items, run.output!.answers);
     await assert.rejects(client.cancel(started.run_id), (err: WrsApiError) => err.status === 409 && err.code === 'run_not_cancellable');
     await assert.rejects(client.start({ workflowId: 'nope' }), (err: WrsApiError) => err.status === 404 && err.code === 'published_workflow_not_found');
   });

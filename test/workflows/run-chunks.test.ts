@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { splitFinal, joinChunks } from '../../workflows/run-chunks';
 import { SNAPSHOT_EVENTS, type RunArgs, type RunEvent, type RunFinal } from '../../workflows/definitions';
 import { RunState } from '../../workflows/run-state';
+import { idAtOffset } from '../../domain/ids';
 import { removeRunsOlderThan } from '../../store/retention';
 import { newAccount } from '../support/accounts';
 import { publish, waitForRun } from '../support/fixtures';
@@ -15,25 +16,30 @@ import { events, openSse } from '../support/sse';
 import { startService, type TestService } from '../support/service';
 import { fromStored } from '../../store/runs';
 
+const BASE = 'item_01JAAAAAAAAAAAAAAAAAAAAAAA';
+
 function bigFinal(items: number): RunFinal {
+  const created = { type: 'response.created', sequence_number: 0, response: { id: 'run_1', run_id: 'run_1', created_at: 0, workflow_id: 'wf_1', service_tier: null } } as RunEvent;
   const itemEvents: RunEvent[] = Array.from({ length: items }, (_, i) => ({
     type: 'response.output_item.done',
     sequence_number: i + 1,
     output_index: i,
-    item: { type: 'message', id: `item_${i}`, phase: 'final_answer' },
+    item: { type: 'message', id: idAtOffset(BASE, i), phase: 'final_answer' },
   }));
+  const done = { type: 'response.completed', sequence_number: items + 1, response: { usage: null, service_tier: null } } as RunEvent;
   return {
     runId: 'run_1',
     accountId: 'acct_1',
     status: 'completed',
     output: {
-      answers: Array.from({ length: items }, (_, i) => ({ id: `item_${i}`, item_index: i, status: 'completed' as const, parts: [{ type: 'text' as const, text: `answer ${i}`.repeat(10) }] })),
+      answers: Array.from({ length: items }, (_, i) => ({ id: idAtOffset(BASE, i), item_index: i, status: 'completed' as const, parts: [{ type: 'text' as const, text: `answer ${i}`.repeat(10) }] })),
       nothing: [],
     },
     error: null,
     totalCost: 1,
     completedAtMs: 0,
-    events: itemEvents,
+    events: [created, ...itemEvents, done],
+    itemIdBase: BASE,
   };
 }
 
@@ -50,10 +56,12 @@ describe('run chunks: a large run end in pieces', () => {
     const { final: head, chunks } = splitFinal(final, 16 * 1024);
     assert.ok(chunks.length > 10, `${chunks.length} chunks`);
     assert.equal(head.chunks, chunks.length);
-    assert.deepEqual(head.events, []);
+    assert.deepEqual(head.events, [final.events[0], final.events.at(-1)], 'the record keeps the created and terminal events');
     assert.deepEqual(head.output, { answers: [], nothing: [] }, 'every label stays in the record');
-    for (const chunk of chunks) assert.ok(JSON.stringify({ events: chunk.events, output: chunk.output }).length <= 16 * 1024 + 100, `chunk ${chunk.index}`);
-    const joined = joinChunks(head, [...chunks].reverse()); // order comes from the index, not the list
+    for (const chunk of chunks) assert.ok(JSON.stringify({ events: chunk.itemEvents, output: chunk.output }).length <= 16 * 1024 + 100, `chunk ${chunk.index}`);
+    const compact = chunks.map((chunk) => chunk.itemEvents.length).reduce((a, b) => a + b, 0);
+    assert.ok(compact < 2_000 * 6, `item events take ${compact} bytes, a few per event`);
+    const joined = joinChunks({ ...head, item_id_base: head.itemIdBase }, [...chunks].reverse()); // order comes from the index, not the list
     assert.deepEqual(joined.events, final.events);
     assert.deepEqual(joined.output, final.output);
   });
@@ -71,7 +79,7 @@ describe('run chunks: a large run end in pieces', () => {
         slug: 'wide',
         nodes: [
           { id: 'rows', type: 'batch', rows },
-          { id: 'echo', type: 'text', template: 'echo: {{row}}' },
+          { id: 'echo', type: 'text', template: `echo: ${'{{row}}'.repeat(5)}` }, // 1.2 MB of output: more than one chunk
           { id: 'out', type: 'user_result', label: 'Echoes' },
         ],
         edges: [
@@ -91,7 +99,7 @@ describe('run chunks: a large run end in pieces', () => {
         return doc?.finalized ? fromStored(doc) : undefined;
       }, { what: 'the final record' });
       assert.ok((record.chunks ?? 0) > 1, `chunks: ${record.chunks}`);
-      assert.deepEqual(record.events, [], 'the log is in the chunks');
+      assert.deepEqual(record.events?.map((e) => e.type), ['response.created', 'response.completed'], 'the record keeps the first and last events; the chunks hold the rest');
       assert.equal(await svc.store.collections.runChunks.countDocuments({ run_id: runId }), record.chunks);
 
       const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: acct.key });
@@ -99,7 +107,7 @@ describe('run chunks: a large run end in pieces', () => {
       assert.equal(items.length, 1_500);
       items.forEach((item: any, i: number) => {
         assert.equal(item.item_index, i);
-        assert.equal(item.parts[0].text, `echo: ${rows[i]}`);
+        assert.equal(item.parts[0].text, `echo: ${rows[i].repeat(5)}`);
       });
 
       // Temporal forgets nothing here, but the stream of a finalized run is served from the record.
@@ -145,9 +153,9 @@ describe('snapshot answers stay within one gRPC message', () => {
   }
 
   it(`pages the event log by ${SNAPSHOT_EVENTS} events`, () => {
-    const state = finishedRun(1_500, 'x');
+    const state = finishedRun(3_000, 'x');
     const first = state.snapshot(-1);
-    assert.equal(first.eventCount, 1 + 2 * 1_500 + 1);
+    assert.equal(first.eventCount, 1 + 2 * 3_000 + 1);
     assert.equal(first.events.length, SNAPSHOT_EVENTS);
     const second = state.snapshot(first.events.at(-1)!.sequence_number);
     assert.equal(second.events[0].sequence_number, SNAPSHOT_EVENTS);

@@ -1,0 +1,111 @@
+/**
+ * One chunk of an I/O node's rows (D31): runs `concurrency` rows at a time inside one activity,
+ * so a 100,000-row run needs a few hundred activities instead of 100,000.
+ *
+ * Every second the chunk heartbeats a checkpoint: the rows it finished (items and cost) and the
+ * checkpoints of rows in flight (a model node's prediction id). A retried attempt (the worker was
+ * killed, a provider failed for a while) starts from that checkpoint, so it never calls the
+ * provider again for a finished row; the run is billed for the rows of the answer only, so a row
+ * is billed once however often its call was made.
+ *
+ * A row's outcome: items (done); a provider's refusal (a failed item in place, D9); an invalid
+ * node (the whole chunk fails at once, non-retryable); anything transient (no new rows start,
+ * the rows in flight finish and are checkpointed, then the attempt fails so Temporal retries it
+ * with backoff). A cancel (D8) aborts the calls in flight and answers with the finished rows,
+ * so what ran is billed and nothing else.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Item } from '../domain/parts';
+import { failed } from '../workflows/values';
+import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import type { IoNodeType, NodeChunkRequest, NodeChunkResult, NodeRequest, NodeResult, NodeRow, RowResult } from './types';
+
+/** JSON bytes of a chunk's answer (and of its heartbeat) at most before it stops taking rows: well under Temporal's 2 MB. */
+export const MAX_CHUNK_RESULT_BYTES = 768 * 1024;
+
+/** The single-row executors of each I/O node type. */
+export type RowExecutors = { [T in IoNodeType]: (req: NodeRequest<T>) => Promise<NodeResult> };
+
+/** What a chunk heartbeats, and what its next attempt starts from. */
+interface ChunkCheckpoint {
+  rows: RowResult[];
+  /** Checkpoints of rows in flight, by row index. */
+  pending: Record<string, unknown>;
+}
+
+/** Builds the activity that runs a chunk of one node's rows. */
+export function createNodeChunkActivity(executors: RowExecutors) {
+  return async function runNodeChunk(req: NodeChunkRequest): Promise<NodeChunkResult> {
+    const context = Context.current();
+    const saved = context.info.heartbeatDetails as ChunkCheckpoint | undefined;
+    const finished = new Map<number, RowResult>((saved?.rows ?? []).map((row) => [row.index, row]));
+    const pending = new Map<number, unknown>(Object.entries(saved?.pending ?? {}).map(([index, details]) => [Number(index), details]));
+    const queue = req.rows.filter((row) => !finished.has(row.index));
+    let bytes = JSON.stringify([...finished.values()]).length;
+    let stopped: unknown;
+    const signal = context.cancellationSignal;
+
+    const record = (index: number, items: Item[], costUsd: number): void => {
+      const row = { index, items, costUsd };
+      finished.set(index, row);
+      pending.delete(index);
+      bytes += JSON.stringify(row).length + 1;
+    };
+    const beat = () => context.heartbeat({ rows: [...finished.values()], pending: Object.fromEntries(pending) } satisfies ChunkCheckpoint);
+
+    const lane = async (): Promise<void> => {
+      for (;;) {
+        if (stopped !== undefined || signal.aborted || bytes >= MAX_CHUNK_RESULT_BYTES) return;
+        const row = queue.shift();
+        if (!row) return;
+        try {
+          const scope = { resumed: pending.get(row.index), checkpoint: (details: unknown) => pending.set(row.index, details) };
+          const result = await inRow(scope, () => execute(executors, req, row));
+          record(row.index, result.items, result.costUsd);
+        } catch (err) {
+          if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
+          const refusal = refusedItem(err);
+          if (refusal) record(row.index, [refusal], 0);
+          else stopped ??= err;
+        }
+      }
+    };
+
+    beat();
+    const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
+    try {
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane));
+    } finally {
+      clearInterval(timer);
+    }
+    const rows = [...finished.values()];
+    if (signal.aborted) return { rows, cancelled: true };
+    if (stopped !== undefined) {
+      beat(); // the next attempt starts from every row finished so far
+      throw stopped;
+    }
+    return { rows };
+  };
+}
+
+function execute(executors: RowExecutors, req: NodeChunkRequest, row: NodeRow): Promise<NodeResult> {
+  const base = { runId: req.runId, accountId: req.accountId, iteration: row.index, ports: row.ports };
+  const { node } = req;
+  switch (node.type) {
+    case 'llm':
+      return executors.llm({ ...base, node });
+    case 'http_request':
+      return executors.http_request({ ...base, node });
+    case 'image_generation':
+      return executors.image_generation({ ...base, node });
+    case 'model':
+      return executors.model({ ...base, node });
+  }
+}
+
+/** A provider's refusal of one item (non-retryable `ProviderRejected`) becomes that item, failed in place (D9). */
+function refusedItem(err: unknown): Item | undefined {
+  if (!(err instanceof ApplicationFailure) || err.type !== 'ProviderRejected') return undefined;
+  const status = (err.details?.[0] as { status?: number } | undefined)?.status;
+  return failed({ message: err.message, type: 'provider_error', ...(status ? { code: status } : {}) });
+}

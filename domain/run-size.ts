@@ -1,0 +1,35 @@
+/**
+ * D31 limits known before a run starts: a list of more than 100,000 rows would end the run
+ * anyway, so a start that clearly carries one is refused at once (400 `run_too_large`) instead of
+ * being billed a start fee for a run that must fail. Rows that only appear while the run works
+ * (an llm's list output, a file read by a node) are checked by the run itself.
+ */
+import type { WorkflowDocument } from './graph';
+import { normalizeLabel } from './labels';
+
+/** Rows per list node and items per output at most (D31). */
+export const MAX_ROWS = 100_000;
+
+/** The batch nodes whose rows are known at start and number more than MAX_ROWS, with their counts. */
+export function oversizedBatches(graph: WorkflowDocument, inputs: Record<string, unknown>): Array<{ nodeId: string; rows: number }> {
+  const inputKeyOf = new Map(graph.nodes.flatMap((n) => (n.type === 'user_input' ? [[n.id, normalizeLabel(n.label)] as const] : [])));
+  const found: Array<{ nodeId: string; rows: number }> = [];
+  for (const node of graph.nodes) {
+    if (node.type !== 'batch') continue;
+    const feed = graph.edges.find((edge) => edge.to === node.id && edge.port === 'rows');
+    let rows: number | undefined = feed ? undefined : node.rows?.length;
+    const key = feed && inputKeyOf.get(feed.from);
+    if (key !== undefined) rows = countRows(inputs[key]);
+    if (rows !== undefined && rows > MAX_ROWS) found.push({ nodeId: node.id, rows });
+  }
+  return found;
+}
+
+/** Rows a batch node makes of an input value: an array's elements, or a text's non-blank lines. */
+function countRows(value: unknown): number | undefined {
+  if (Array.isArray(value)) return value.length;
+  if (typeof value !== 'string') return undefined;
+  let lines = 0;
+  for (const line of value.split(/\r?\n/)) if (line.trim() !== '') lines++;
+  return value.trim().startsWith('[') ? undefined : lines;
+}
