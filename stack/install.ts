@@ -1,7 +1,7 @@
 // Builds (if missing) and prints the Temporal CLI and FerretDB binaries, and installs schemathesis (a Python
-// tool the reliability tests run) into the same cache: `tsx stack/install.ts`. CI runs this.
+// tool the reliability tests run) and the Python client's test venv into the same cache: `tsx stack/install.ts`. CI runs this.
 import { defaultCacheDir, ensureFerretDb, ensureTemporal } from './binaries';
-import { ensureSchemathesis } from './python-tools';
+import { ensurePythonClientEnv, ensureSchemathesis } from './python-tools';
 
 async function main(): Promise<void> {
   const log = (line: string): void => {
@@ -12,7 +12,8 @@ async function main(): Promise<void> {
   const temporal = await ensureTemporal({ cacheDir, log });
   const ferretdb = await ensureFerretDb({ cacheDir, log });
   const schemathesis = await ensureSchemathesis({ cacheDir, log });
-  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\nschemathesis ${[schemathesis.command, ...schemathesis.args].join(' ')}\n`);
+  const pythonClient = await ensurePythonClientEnv({ cacheDir, log });
+  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\nschemathesis ${[schemathesis.command, ...schemathesis.args].join(' ')}\npython-client ${pythonClient}\n`);
 }
 
 main().catch((err: unknown) => {
