@@ -74,19 +74,20 @@ function errors(...statuses: number[]): Json {
 
 const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
 /**
- * One Server-Sent Event: an object of the event's fields (what OpenAPI 3.2 calls the `itemSchema`
- * of `text/event-stream`). Its `data` is a StreamEvent as JSON whose `sequence_number` is also the
- * `id`, except the closing `data: [DONE]` (which sends no id of its own; an SSE parser reports the
- * last one). A component, because a 3.1 document cannot put it where 3.2 does (see `sse`).
+ * One Server-Sent Event as its fields, the schema of a `text/event-stream` answer: OpenAPI 3.1
+ * has no `itemSchema` (3.2 does), and tools that check streams (schemathesis) apply a stream's
+ * schema to each event, as a generated client's type then describes one event too. Its `data`
+ * is a StreamEvent as JSON whose `sequence_number` is also the `id`, except the closing
+ * `data: [DONE]` (which sends no id of its own; an SSE parser reports the last one).
  */
 const serverSentEvent = {
   type: 'object',
-  description: 'One event of a `text/event-stream` answer, as its fields. `data` is a StreamEvent as JSON, or `[DONE]` last.',
+  description: 'One event of a `text/event-stream` answer, as its fields: `data` is a StreamEvent as JSON, or `[DONE]` last.',
   required: ['data'],
   properties: {
     id: { type: 'string', pattern: '^\\d+$', description: 'The event’s `sequence_number` (D11); send it back as `Last-Event-ID`.' },
     event: { type: 'string', description: 'Never sent (so `message`, the SSE default): the event’s type is `type` in `data`.' },
-    retry: { type: 'string', pattern: '^\\d+$', description: 'Reconnection delay in ms; sent once, with the first event.' },
+    retry: { type: 'integer', minimum: 0, description: 'Reconnection delay in ms; sent once, with the first event.' },
     data: { type: 'string' },
   },
   if: { properties: { data: { const: '[DONE]' } } },
@@ -95,22 +96,9 @@ const serverSentEvent = {
     properties: { data: { contentMediaType: 'application/json', contentSchema: { $ref: '#/components/schemas/StreamEvent' } } },
   },
 };
-/**
- * A `text/event-stream` answer in a form OpenAPI 3.1 validators accept: the body is a string
- * (what a generated client gets), and `x-itemSchema` points at the schema of each event, the
- * place OpenAPI 3.2's `itemSchema` would hold (test/support/openapi-conformance.ts checks streams with it).
- */
 const sse = (description: string) => ({
-  description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s.`,
-  content: {
-    'text/event-stream': {
-      schema: {
-        type: 'string',
-        description: 'Server-Sent Events; each event as ServerSentEvent describes, its `data` a StreamEvent (one of the `response.*` event objects).',
-        'x-itemSchema': { $ref: '#/components/schemas/ServerSentEvent' },
-      },
-    },
-  },
+  description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s. The schema is that of each event (ServerSentEvent).`,
+  content: { 'text/event-stream': { schema: { $ref: '#/components/schemas/ServerSentEvent' } } },
 });
 /** D11: a resume whose cursor is at the terminal event has nothing left to send. */
 const resumeDone = { '204': { description: 'The cursor is the run’s terminal event: nothing is left to receive (a browser EventSource stops reconnecting).' } };

@@ -39,7 +39,8 @@ export function streamLinkRoutes(deps: RouteDeps): Router {
     // The body is optional: a bare POST gets the longest link.
     (ctx, next) => (ctx.request.length || ctx.get('content-type') ? body(ctx, next) : next()),
     async (ctx) => {
-      const { ttl_seconds } = parseRequest(StreamLinkRequestSchema, ctx.request.body ?? {});
+      // No body at all is `{}`; a body of JSON `null` (or any other non-object) is refused like any wrong type.
+      const { ttl_seconds } = parseRequest(StreamLinkRequestSchema, ctx.request.body === undefined ? {} : ctx.request.body);
       const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
       const { url, expires } = await links.streamUrl(run._id, requestBaseUrl(ctx, deps.config), ttl_seconds);
       ctx.set('Cache-Control', 'no-store');

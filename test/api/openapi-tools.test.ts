@@ -37,9 +37,9 @@ export async function use(): Promise<Run['status'] | undefined> {
   const started = await client.POST('/api/v1/responses', { body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
   const typed: IsUnknown<typeof started.data> = false;
   if (started.error) return started.error.error.type === 'invalid_request_error' ? undefined : undefined;
-  // 202 (AsyncStart), 200 (the Run after Prefer: wait) or the stream's text.
+  // 202 (AsyncStart), 200 (the Run after Prefer: wait) or, for a stream, its events (ServerSentEvent).
   const data = started.data;
-  const runId: string = typeof data === 'string' ? '' : 'run_id' in data ? data.run_id : data.id;
+  const runId: string = 'run_id' in data ? data.run_id : 'status' in data ? data.id : '';
   const run = await client.GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
   const link = await client.POST('/api/v1/runs/{runId}/stream-link', { params: { path: { runId } }, body: { ttl_seconds: 60 } });
   const bare = await client.POST('/api/v1/runs/{runId}/stream-link', { params: { path: { runId } } });

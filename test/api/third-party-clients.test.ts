@@ -128,6 +128,9 @@ describe('third-party stream clients (issue 16)', function () {
     assert.equal(bare.status, 200);
     const hour = (await bare.json()) as { expires_at: string };
     assert.ok(Math.abs(Date.parse(hour.expires_at) - Date.now() - 3_600_000) < 5_000, hour.expires_at);
+    // No body is the default; a JSON body that is not an object is a 400 like any wrong type (schemathesis found `null` accepted).
+    const nullBody = await fetch(`${svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: 'null' });
+    assert.equal(nullBody.status, 400);
     const noKey = await call(svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {});
     assert.equal(noKey.status, 401);
     const other = await newAccount(svc.store.collections);

@@ -103,12 +103,16 @@ class _Resume:
             self.last = seq
         return event, kind in TERMINAL_EVENTS
 
-    def giving_up(self, max_reconnects: int, cause: BaseException) -> None:
+    def next_delay(self, cause: BaseException, reconnect_delay: float, max_reconnects: int) -> float:
+        """After a connection failed or ended early: seconds before the next, or raises when there is none."""
+        if isinstance(cause, APIError) and (not cause.retryable or self.run_id is None):
+            raise cause  # refused for good (or the start itself was refused): nothing to resume
         if self.run_id is None:
             raise StreamError("the stream ended before the run was created; nothing to resume") from cause
         self.failures += 1
         if self.failures > max_reconnects:
             raise StreamError(f"gave up reconnecting to run {self.run_id} after {max_reconnects} attempts") from cause
+        return _retry_delay(cause, reconnect_delay * self.failures)
 
 
 def _retry_delay(err: BaseException, fallback: float) -> float:
@@ -238,7 +242,6 @@ class WrsClient(_Base):
 
     def _follow(self, state: _Resume, first: Optional[Tuple[str, str, Any, Dict[str, str]]], max_reconnects: int, reconnect_delay: float) -> Iterator[StreamEvent]:
         while True:
-            delay = reconnect_delay * max(1, state.failures)
             try:
                 if first is not None:
                     method, path, body, headers = first
@@ -258,14 +261,9 @@ class WrsClient(_Base):
                 finally:
                     response.close()
                 cause: BaseException = StreamError("the stream closed before the run ended")
-            except APIError as err:
-                if not err.retryable or state.run_id is None:
-                    raise
-                cause, delay = err, _retry_delay(err, delay)
-            except _DROPPED as err:
+            except (APIError, *_DROPPED) as err:
                 cause = err
-            state.giving_up(max_reconnects, cause)
-            time.sleep(delay)
+            time.sleep(state.next_delay(cause, reconnect_delay, max_reconnects))
 
     def stream_link(self, run_id: str, *, ttl_seconds: Optional[int] = None) -> StreamLink:
         """A signed URL to the run's stream that works without the API key (at most 1 h): for a browser's EventSource."""
@@ -388,7 +386,6 @@ class AsyncWrsClient(_Base):
 
     async def _follow(self, state: _Resume, first: Optional[Tuple[str, str, Any, Dict[str, str]]], max_reconnects: int, reconnect_delay: float) -> AsyncIterator[StreamEvent]:
         while True:
-            delay = reconnect_delay * max(1, state.failures)
             try:
                 if first is not None:
                     method, path, body, headers = first
@@ -408,14 +405,9 @@ class AsyncWrsClient(_Base):
                 finally:
                     await response.aclose()
                 cause: BaseException = StreamError("the stream closed before the run ended")
-            except APIError as err:
-                if not err.retryable or state.run_id is None:
-                    raise
-                cause, delay = err, _retry_delay(err, delay)
-            except _DROPPED as err:
+            except (APIError, *_DROPPED) as err:
                 cause = err
-            state.giving_up(max_reconnects, cause)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(state.next_delay(cause, reconnect_delay, max_reconnects))
 
     async def stream_link(self, run_id: str, *, ttl_seconds: Optional[int] = None) -> StreamLink:
         return cast(StreamLink, await self._json("POST", _path("runs", run_id, "stream-link"), json_body=_query(ttl_seconds=ttl_seconds)))
