@@ -22,6 +22,7 @@ import { openapiRoutes } from './routes/openapi';
 import { metricsRoutes } from './routes/metrics';
 import { responsesRoutes } from './routes/responses';
 import { runsRoutes } from './routes/runs';
+import { streamLinkRoutes } from './routes/stream-links';
 import { workflowsRoutes } from './routes/workflows';
 
 export interface AppDeps {
@@ -69,7 +70,7 @@ export function createApp(appDeps: AppDeps): Koa {
   );
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(errorHandler(deps.logger));
-  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps)]) {
+  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps), streamLinkRoutes(deps)]) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.

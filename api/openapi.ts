@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
-import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, OutputItemsQuerySchema, StartRequestSchema, StreamQuerySchema } from './schemas';
+import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, OutputItemsQuerySchema, StartRequestSchema, StreamLinkRequestSchema, StreamQuerySchema } from './schemas';
 import {
   ErrorEnvelopeSchema,
   FileSchema,
@@ -13,6 +13,7 @@ import {
   OutputItemListSchema,
   RunSchema,
   StreamEventSchema,
+  StreamLinkSchema,
   WorkflowContractSchema,
 } from './response-schemas';
 
@@ -22,7 +23,7 @@ const ERROR_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid inputs (`invalid_request_error`).',
   401: 'Missing or invalid API key (`authentication_error` / `invalid_api_key`).',
   402: 'The account has no credit (`insufficient_credits`).',
-  403: 'The file link is forged or altered (`invalid_signature`) or has expired (`url_expired`).',
+  403: 'The file or stream link is forged or altered (`invalid_signature`) or has expired (`url_expired`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
   409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`).',
@@ -41,6 +42,25 @@ function schemaOf(schema: z.ZodType, io: 'input' | 'output' = 'output'): Json {
   return rest;
 }
 
+/**
+ * A request body's schema. `default` moves into the description: code generators (openapi-typescript)
+ * read a default as "always present" and would make callers send the field.
+ */
+function requestSchema(schema: z.ZodType): Json {
+  const MAPS = new Set(['properties', 'patternProperties', '$defs', 'dependentSchemas']); // name → schema, not schemas themselves
+  const strip = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(strip);
+    if (!node || typeof node !== 'object') return node;
+    const { default: dflt, ...rest } = node as Json;
+    const out: Json = Object.fromEntries(
+      Object.entries(rest).map(([k, v]) => [k, MAPS.has(k) && v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([n, sub]) => [n, strip(sub)])) : strip(v)]),
+    );
+    if (dflt !== undefined) out.description = `${typeof out.description === 'string' ? `${out.description} ` : ''}Default: \`${JSON.stringify(dflt)}\`.`;
+    return out;
+  };
+  return strip(schemaOf(schema, 'input')) as Json;
+}
+
 /** One query parameter per property of a query schema. */
 function queryParameters(schema: z.ZodObject): Json[] {
   const { properties = {} } = schemaOf(schema, 'input') as { properties?: Record<string, Json> };
@@ -55,18 +75,20 @@ function errors(...statuses: number[]): Json {
 
 const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
 /**
- * One Server-Sent Event as OpenAPI 3.2 reads `itemSchema` of `text/event-stream` (and schemathesis
- * with it): an object of the event's fields. Its `data` is a StreamEvent as JSON whose
- * `sequence_number` is also the `id`, except the closing `data: [DONE]` (which sends no id of its
- * own; an SSE parser reports the last one). No `schema` beside it: under 3.2 that would describe
- * the whole stream, read as an array of events.
+ * One Server-Sent Event as its fields, the schema of a `text/event-stream` answer: OpenAPI 3.1
+ * has no `itemSchema` (3.2 does), and tools that check streams (schemathesis) apply a stream's
+ * schema to each event, as a generated client's type then describes one event too. Its `data`
+ * is a StreamEvent as JSON whose `sequence_number` is also the `id`, except the closing
+ * `data: [DONE]` (which sends no id of its own; an SSE parser reports the last one).
  */
-const sseEvent = {
+const serverSentEvent = {
   type: 'object',
+  description: 'One event of a `text/event-stream` answer, as its fields: `data` is a StreamEvent as JSON, or `[DONE]` last.',
   required: ['data'],
   properties: {
     id: { type: 'string', pattern: '^\\d+$', description: 'The event’s `sequence_number` (D11); send it back as `Last-Event-ID`.' },
     event: { type: 'string', description: 'Never sent (so `message`, the SSE default): the event’s type is `type` in `data`.' },
+    retry: { type: 'integer', minimum: 0, description: 'Reconnection delay in ms; sent once, with the first event.' },
     data: { type: 'string' },
   },
   if: { properties: { data: { const: '[DONE]' } } },
@@ -76,9 +98,11 @@ const sseEvent = {
   },
 };
 const sse = (description: string) => ({
-  description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s.`,
-  content: { 'text/event-stream': { itemSchema: sseEvent } },
+  description: `${description} Each event is \`id: <sequence_number>\` and \`data: <StreamEvent JSON>\`; the stream ends with \`data: [DONE]\`. Comment lines (\`: keepalive\`) every 15 s. The schema is that of each event (ServerSentEvent).`,
+  content: { 'text/event-stream': { schema: { $ref: '#/components/schemas/ServerSentEvent' } } },
 });
+/** D11: a resume whose cursor is at the terminal event has nothing left to send. */
+const resumeDone = { '204': { description: 'The cursor is the run’s terminal event: nothing is left to receive (a browser EventSource stops reconnecting).' } };
 /** The body of a probe's 200: `{"status": "<word>"}`. */
 const probe = (status: string, description: string) => ({
   description,
@@ -108,7 +132,8 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       version: '1.0.0',
       description: 'Runs published AI workflows. Contract: spec/run-api.md with DECISIONS.md; choices in docs/api.md.',
     },
-    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    // Relative to where the document was fetched from, unless PUBLIC_BASE_URL names the address.
+    servers: [{ url: serverUrl ?? '/' }],
     security: [{ bearer: [] }],
     paths: {
       '/api/v1/responses': {
@@ -201,7 +226,31 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
             },
             ...queryParameters(StreamQuerySchema),
           ],
-          responses: { '200': sse('`response.resumed` first, then the events after the cursor (D11).'), ...errors(400, 401, 404, 429, 500) },
+          responses: { '200': sse('`response.resumed` first, then the events after the cursor (D11).'), ...resumeDone, ...errors(400, 401, 404, 429, 500) },
+        },
+      },
+      '/api/v1/runs/{runId}/stream-link': {
+        post: {
+          operationId: 'createStreamLink',
+          summary: 'A signed link to the run’s stream that needs no Authorization header, for a browser’s EventSource (D34)',
+          parameters: [runIdParam],
+          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/StreamLinkRequest' } } } },
+          responses: { '200': { ...json('StreamLink', 'The link.'), headers: rateHeaders }, ...errors(400, 401, 404, 413, 415, 429, 500, 503) },
+        },
+      },
+      '/streams/{runId}': {
+        get: {
+          operationId: 'followStreamLink',
+          summary: 'The run’s event stream behind a signed stream link (no Authorization header); the same rules as streamRun',
+          security: [],
+          parameters: [
+            runIdParam,
+            { name: 'expires', in: 'query', required: true, schema: { type: 'string', pattern: '^\\d+$' }, description: 'Unix seconds.' },
+            { name: 'sig', in: 'query', required: true, schema: { type: 'string' }, description: 'HMAC-SHA256 of the run id and expiry.' },
+            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^(\\d{1,9})?$' }, description: 'As for streamRun; a browser’s EventSource resends it by itself.' },
+            ...queryParameters(StreamQuerySchema),
+          ],
+          responses: { '200': sse('As streamRun answers.'), ...resumeDone, ...errors(400, 403, 404, 500) },
         },
       },
       '/api/v1/workflows': {
@@ -282,18 +331,18 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         },
       },
       '/api/v1/openapi.json': {
-        get: { operationId: 'openapi', security: [], responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } } },
+        get: { operationId: 'openapi', summary: 'This OpenAPI 3.1 document (D25)', security: [], responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } } },
       },
       '/metrics': {
-        get: { operationId: 'metrics', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+        get: { operationId: 'metrics', summary: 'Prometheus metrics of this process', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
       },
-      '/healthz': { get: { operationId: 'health', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
-      '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
+      '/healthz': { get: { operationId: 'health', summary: 'Liveness: the process runs', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
+      '/readyz': { get: { operationId: 'ready', summary: 'Readiness: MongoDB and Temporal answer', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `wrs_sk_...` (D6).' } },
       schemas: {
-        StartRequest: schemaOf(StartRequestSchema, 'input'),
+        StartRequest: requestSchema(StartRequestSchema),
         AsyncStart: schemaOf(AsyncStartResponseSchema),
         Run: schemaOf(RunSchema),
         Error: schemaOf(ErrorEnvelopeSchema),
@@ -303,7 +352,10 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         WorkflowContract: schemaOf(WorkflowContractSchema),
         File: schemaOf(FileSchema),
         StreamEvent: schemaOf(StreamEventSchema),
-        WorkflowDocument: schemaOf(WorkflowDocumentSchema, 'input'),
+        WorkflowDocument: requestSchema(WorkflowDocumentSchema),
+        ServerSentEvent: serverSentEvent,
+        StreamLinkRequest: requestSchema(StreamLinkRequestSchema),
+        StreamLink: schemaOf(StreamLinkSchema),
       },
     },
   };

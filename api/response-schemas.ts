@@ -163,6 +163,13 @@ export const StreamEventSchema = z
     z.object({ type: z.literal('response.cancelled'), sequence_number: seq, response: z.object(usage) }),
   ]);
 
+/** D34: the answer of POST /api/v1/runs/{runId}/stream-link. */
+export const StreamLinkSchema = z.object({
+  url: z.string().describe('GET it without an Authorization header (a browser’s `new EventSource(url)`); resumable with `Last-Event-ID`.'),
+  expires_at: z.iso.datetime().describe('When the link stops working; a stream open then is not cut.'),
+});
+export type StreamLink = z.infer<typeof StreamLinkSchema>;
+
 // The workflow's hand-written event types and this schema must describe the same objects.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const eventsAgree: Same<z.infer<typeof StreamEventSchema>, StreamEvent> = true;

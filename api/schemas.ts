@@ -70,6 +70,21 @@ export const StreamQuerySchema = z.object({
     .describe('Resume after this event (its `sequence_number`); `Last-Event-ID` wins when both are sent.'),
 });
 
+/** D34: the longest a stream link works, and the optional body of POST /api/v1/runs/{runId}/stream-link. */
+export const MAX_STREAM_LINK_SECONDS = 3_600;
+
+export const StreamLinkRequestSchema = z
+  .object({
+    ttl_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_STREAM_LINK_SECONDS)
+      .default(MAX_STREAM_LINK_SECONDS)
+      .describe('How long the link works, in seconds (at most 3600, the default).'),
+  })
+  .strict();
+
 /** D24: the query of GET /api/v1/workflows/{workflowId}. */
 export const ContractQuerySchema = z
   .object({ version: z.union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/)]).optional() })

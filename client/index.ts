@@ -4,10 +4,10 @@
  * reconnect with GET /runs/{id}/stream and Last-Event-ID — never repeat the POST.
  */
 import type { AsyncStartResponse, StartRequest } from '../api/schemas';
-import type { OutputItemList, RunView } from '../api/response-schemas';
+import type { OutputItemList, RunView, StreamLink } from '../api/response-schemas';
 import type { StreamEvent } from '../workflows/definitions';
 
-export type { AsyncStartResponse, OutputItemList, RunView as Run, StreamEvent };
+export type { AsyncStartResponse, OutputItemList, RunView as Run, StreamEvent, StreamLink };
 export type OutputItem = OutputItemList['data'][number];
 export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & { idempotencyKey?: string };
 
@@ -109,6 +109,14 @@ export class WrsClient {
   }
 
   /**
+   * D34: a signed URL to the run's stream that works without the API key for at most an hour
+   * (`ttlSeconds`, default 3600): mint it on a backend, hand it to a browser's `new EventSource(url)`.
+   */
+  streamLink(runId: string, opts: { ttlSeconds?: number } = {}): Promise<StreamLink> {
+    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/stream-link`, opts.ttlSeconds === undefined ? {} : { ttl_seconds: opts.ttlSeconds });
+  }
+
+  /**
    * Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). A 429 or
    * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says.
    */
@@ -154,6 +162,7 @@ export class WrsClient {
           refused = err;
         }
       }
+      if (response?.status === 204) return; // D11: the cursor is the terminal event, nothing is left
       let sawEvent = false;
       try {
         for await (const event of response ? parseSse(response) : []) {

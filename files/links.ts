@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
-import { checkFileSignature, signFileUrl, type LinkCheck } from './signing';
+import { checkFileSignature, signedQuery, signFileUrl, streamPath, streamSubject, type LinkCheck } from './signing';
 
 const SECRET_ID = 'file_url_secret';
 
@@ -41,7 +41,7 @@ export function defaultBaseUrl(config: Pick<Config, 'api'>): string {
   return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${config.api.port}`;
 }
 
-/** Signs and checks file links with the configured (or shared development) secret. */
+/** Signs and checks file links (and D34 stream links) with the configured (or shared development) secret. */
 export class FileLinks {
   private secret?: Promise<string>;
 
@@ -67,5 +67,16 @@ export class FileLinks {
   /** Checks a link's `expires` and `sig` query values for `fileId`. */
   async check(fileId: string, expires: unknown, sig: unknown): Promise<LinkCheck> {
     return checkFileSignature(await this.key(), fileId, expires, sig);
+  }
+
+  /** D34: a signed link to a run's stream, valid for `ttlSeconds`, with the same secret as file links. */
+  async streamUrl(runId: string, baseUrl: string, ttlSeconds: number, nowMs = Date.now()): Promise<{ url: string; expires: number }> {
+    const expires = Math.floor(nowMs / 1000) + ttlSeconds;
+    return { url: `${baseUrl.replace(/\/+$/, '')}${streamPath(runId)}?${signedQuery(await this.key(), streamSubject(runId), expires)}`, expires };
+  }
+
+  /** Checks a stream link's `expires` and `sig` query values for `runId`. */
+  async checkStream(runId: string, expires: unknown, sig: unknown): Promise<LinkCheck> {
+    return checkFileSignature(await this.key(), streamSubject(runId), expires, sig);
   }
 }

@@ -1,7 +1,8 @@
 /**
- * Signed file links (D19): `{base}/files/{fileId}/content?expires=<unix s>&sig=<HMAC>` work
- * without an Authorization header, so `<img src>` and `<video src>` work in a browser. The
- * signature is HMAC-SHA256 over the file id and the expiry with a server secret, so neither
+ * Signed links: file links (D19) `{base}/files/{fileId}/content?expires=<unix s>&sig=<HMAC>` work
+ * without an Authorization header, so `<img src>` and `<video src>` work in a browser; stream links
+ * (D34) `{base}/streams/{runId}?expires=&sig=` do the same for a browser's EventSource. The
+ * signature is HMAC-SHA256 over the link's subject and the expiry with a server secret, so neither
  * can be changed without the secret; the expiry bounds how long a leaked link works.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -11,9 +12,25 @@ export function contentPath(fileId: string): string {
   return `/files/${encodeURIComponent(fileId)}/content`;
 }
 
-function signature(secret: string, fileId: string, expires: number): string {
-  // The separator keeps (id, expiry) pairs unambiguous; ids never contain `.`.
-  return createHmac('sha256', secret).update(`${fileId}.${expires}`).digest('base64url');
+/** The path a stream link opens (api/routes/stream-links.ts mounts the same). */
+export function streamPath(runId: string): string {
+  return `/streams/${encodeURIComponent(runId)}`;
+}
+
+/**
+ * What a stream link's signature covers besides the expiry. The prefix keeps the two kinds of link
+ * apart: a file id never contains `:`, so no file link's signature opens a stream, nor the reverse.
+ */
+export const streamSubject = (runId: string): string => `stream:${runId}`;
+
+function signature(secret: string, subject: string, expires: number): string {
+  // The separator keeps (subject, expiry) pairs unambiguous; subjects never contain `.`.
+  return createHmac('sha256', secret).update(`${subject}.${expires}`).digest('base64url');
+}
+
+/** `?expires=&sig=` for a subject (a file id, or streamSubject(runId)) valid until `expires` (Unix seconds). */
+export function signedQuery(secret: string, subject: string, expires: number): string {
+  return `expires=${expires}&sig=${signature(secret, subject, expires)}`;
 }
 
 /** A signed link to a file, valid until `nowMs + ttlSeconds`. */
@@ -25,18 +42,18 @@ export function signFileUrl(opts: { baseUrl: string; secret: string; fileId: str
 /** A link with an explicit expiry (Unix seconds); tests use it to craft an expired one. */
 export function signedUrlAt(baseUrl: string, secret: string, fileId: string, expires: number): string {
   const base = baseUrl.replace(/\/+$/, '');
-  return `${base}${contentPath(fileId)}?expires=${expires}&sig=${signature(secret, fileId, expires)}`;
+  return `${base}${contentPath(fileId)}?${signedQuery(secret, fileId, expires)}`;
 }
 
 export type LinkCheck = 'ok' | 'invalid_signature' | 'url_expired';
 
 /**
- * Checks a link's query values: the signature first (a forged link is `invalid_signature`
+ * Checks a link's query values for its subject (a file id, or streamSubject(runId)): the signature first (a forged link is `invalid_signature`
  * whatever its expiry says), then the expiry, which the signature covers.
  */
-export function checkFileSignature(secret: string, fileId: string, expires: unknown, sig: unknown, nowMs = Date.now()): LinkCheck {
+export function checkFileSignature(secret: string, subject: string, expires: unknown, sig: unknown, nowMs = Date.now()): LinkCheck {
   if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sig !== 'string') return 'invalid_signature';
-  const expected = Buffer.from(signature(secret, fileId, Number(expires)));
+  const expected = Buffer.from(signature(secret, subject, Number(expires)));
   const given = Buffer.from(sig);
   // Constant-time comparison, so response timing reveals nothing about the right signature.
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid_signature';

@@ -1,9 +1,9 @@
 // Builds (if missing) and prints the Temporal CLI and FerretDB binaries, and installs schemathesis (a Python
-// tool the reliability tests run) into the same cache: `tsx stack/install.ts`. CI runs this. Also helm,
-// kubeconform and the Kubernetes and Compose schemas the deployment tests use (test/deploy).
+// tool the reliability tests run) and the Python client's test venv into the same cache: `tsx stack/install.ts`.
+// Also helm, kubeconform and the Kubernetes and Compose schemas the deployment tests use (test/deploy).
 import { defaultCacheDir, ensureComposeCheck, ensureFerretDb, ensureHelm, ensureKubeconform, ensureTemporal } from './binaries';
 import { ensureComposeSpecSchema, ensureKubernetesSchemas } from './deploy-schemas';
-import { ensureSchemathesis } from './python-tools';
+import { ensurePythonClientEnv, ensureSchemathesis } from './python-tools';
 
 async function main(): Promise<void> {
   const log = (line: string): void => {
@@ -14,13 +14,14 @@ async function main(): Promise<void> {
   const temporal = await ensureTemporal({ cacheDir, log });
   const ferretdb = await ensureFerretDb({ cacheDir, log });
   const schemathesis = await ensureSchemathesis({ cacheDir, log });
+  const pythonClient = await ensurePythonClientEnv({ cacheDir, log });
   // Issue 20: what test/deploy checks the Compose file and the Helm chart with.
   const helm = await ensureHelm({ cacheDir, log });
   const kubeconform = await ensureKubeconform({ cacheDir, log });
   const kubernetesSchemas = await ensureKubernetesSchemas({ cacheDir, log });
   const composeSpec = await ensureComposeSpecSchema({ cacheDir, log });
   const composeCheck = await ensureComposeCheck({ cacheDir, log });
-  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\nschemathesis ${[schemathesis.command, ...schemathesis.args].join(' ')}\n`);
+  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\nschemathesis ${[schemathesis.command, ...schemathesis.args].join(' ')}\npython-client ${pythonClient}\n`);
   process.stdout.write(`helm ${helm}\nkubeconform ${kubeconform}\nkubernetes-schemas ${kubernetesSchemas}\ncompose-spec ${composeSpec}\ncompose-check ${composeCheck}\n`);
 }
 

@@ -1,7 +1,8 @@
 /**
- * Python tools the test suite runs as child processes, installed from PyPI into a virtualenv in
- * the versioned cache (`~/.cache/wrs/schemathesis-<version>/venv`), never into the repo or the
- * system Python. Exact versions with sha256 hashes come from stack/schemathesis-requirements.txt.
+ * Python tools the test suite runs as child processes, installed from PyPI into virtualenvs in
+ * the versioned cache (`~/.cache/wrs/schemathesis-<version>/venv`, `~/.cache/wrs/python-client-<pins>/venv`),
+ * never into the repo or the system Python. Exact versions with sha256 hashes come from
+ * stack/schemathesis-requirements.txt and clients/python/requirements-test.txt.
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -33,28 +34,50 @@ export function schemathesisVersion(requirements = fs.readFileSync(SCHEMATHESIS_
  * console scripts (`st`) but not the interpreter, whose prefix is found from pyvenv.cfg next to it.
  */
 export async function ensureSchemathesis(opts: EnsureOptions & { python?: string } = {}): Promise<PythonTool> {
-  const log = opts.log ?? (() => {});
   const requirements = fs.readFileSync(SCHEMATHESIS_REQUIREMENTS, 'utf8');
   const version = schemathesisVersion(requirements);
-  const pinsHash = createHash('sha256').update(requirements).digest('hex');
-  const dir = path.join(opts.cacheDir ?? defaultCacheDir(), `schemathesis-${version}`);
+  const python = await ensureVenv(opts, { name: `schemathesis ${version}`, dir: `schemathesis-${version}`, requirements: SCHEMATHESIS_REQUIREMENTS, check: ['-m', 'schemathesis.cli', '--version'] });
+  return { command: python, args: ['-m', 'schemathesis.cli'], version };
+}
+
+/** The Python client's pinned test environment (clients/python/requirements-test.txt). */
+export const PYTHON_CLIENT_REQUIREMENTS = path.join(__dirname, '..', 'clients', 'python', 'requirements-test.txt');
+
+/**
+ * Returns the interpreter of the Python client's test venv (httpx, httpx-sse, standardwebhooks,
+ * pytest, setuptools; hash-pinned), building it when missing or built from other pins. The client
+ * itself is not in it: test/clients/python.test.ts pip-installs the working tree's copy per run.
+ */
+export async function ensurePythonClientEnv(opts: EnsureOptions & { python?: string } = {}): Promise<string> {
+  const pins = createHash('sha256').update(fs.readFileSync(PYTHON_CLIENT_REQUIREMENTS)).digest('hex').slice(0, 12);
+  return ensureVenv(opts, { name: 'the Python client’s test environment', dir: `python-client-${pins}`, requirements: PYTHON_CLIENT_REQUIREMENTS, check: ['-c', 'import httpx, httpx_sse, standardwebhooks, pytest'] });
+}
+
+/** A venv at `<cache>/<dir>/venv` installed from a hash-pinned requirements file; returns its python. */
+async function ensureVenv(
+  opts: EnsureOptions & { python?: string },
+  spec: { name: string; dir: string; requirements: string; check: string[] },
+): Promise<string> {
+  const log = opts.log ?? (() => {});
+  const pinsHash = createHash('sha256').update(fs.readFileSync(spec.requirements, 'utf8')).digest('hex');
+  const dir = path.join(opts.cacheDir ?? defaultCacheDir(), spec.dir);
   const venv = path.join(dir, 'venv');
-  const tool = { command: path.join(venv, 'bin', 'python'), args: ['-m', 'schemathesis.cli'], version };
-  if (isBuiltFrom(venv, pinsHash)) return tool;
+  const interpreter = path.join(venv, 'bin', 'python');
+  if (isBuiltFrom(venv, pinsHash)) return interpreter;
 
   fs.mkdirSync(dir, { recursive: true });
   // A unique build dir per process: concurrent installers never share one, and the first rename wins.
   const build = path.join(dir, `.build-${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
-    log(`installing schemathesis ${version} from PyPI into ${venv}`);
+    log(`installing ${spec.name} from PyPI into ${venv}`);
     const python = opts.python ?? 'python3';
     await run(python, ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'], log).catch((err: Error) => {
-      throw new Error(`schemathesis ${version} needs Python 3.10 or later as \`${python}\`: ${err.message}`);
+      throw new Error(`${spec.name} needs Python 3.10 or later as \`${python}\`: ${err.message}`);
     });
     await run(python, ['-m', 'venv', build], log);
     const pip = path.join(build, 'bin', 'python');
-    await run(pip, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--require-hashes', '--only-binary=:all:', '-r', SCHEMATHESIS_REQUIREMENTS], log);
-    await run(pip, ['-m', 'schemathesis.cli', '--version'], log);
+    await run(pip, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--require-hashes', '--only-binary=:all:', '-r', spec.requirements], log);
+    await run(pip, spec.check, log);
     fs.writeFileSync(path.join(build, MARKER), pinsHash);
     // Built from other pins (the file changed without a version bump): replace it.
     if (fs.existsSync(venv) && !isBuiltFrom(venv, pinsHash)) fs.rmSync(venv, { recursive: true, force: true });
@@ -65,7 +88,7 @@ export async function ensureSchemathesis(opts: EnsureOptions & { python?: string
       // Another process renamed its complete build into place first; use that one.
       if (!isBuiltFrom(venv, pinsHash)) throw err;
     }
-    return tool;
+    return interpreter;
   } finally {
     fs.rmSync(build, { recursive: true, force: true });
   }

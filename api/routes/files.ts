@@ -29,12 +29,16 @@ class LinkRefusedError extends ApiError {
   }
 }
 
+/** Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise. */
+export function requestBaseUrl(ctx: Context, config: RouteDeps['config']): string {
+  return config.api.publicBaseUrl ?? (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(config));
+}
+
 /** Routes of the files resource. */
 export function filesRoutes(deps: RouteDeps): Router {
   const router = new Router();
   const links = new FileLinks(deps.config, deps.db);
-  // Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise.
-  const baseUrl = (ctx: Context) => deps.config.api.publicBaseUrl ?? (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(deps.config));
+  const baseUrl = (ctx: Context) => requestBaseUrl(ctx, deps.config);
 
   router.post('/api/v1/files', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     const doc = await uploadFile(deps, ctx.req, { accountId: ctx.state.auth!.accountId, queryName: ctx.query.name, contentType: ctx.get('content-type') });

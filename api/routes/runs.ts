@@ -35,7 +35,7 @@ export function runsRoutes(deps: RouteDeps): Router {
     parseRequest(StreamQuerySchema, ctx.query, 'query');
     // Ownership is checked before any byte of the stream: another account's run is a JSON 404.
     const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
-    streamExistingRun(ctx, deps, run);
+    await streamExistingRun(ctx, deps, run);
   });
   return router;
 }

@@ -2,7 +2,7 @@
 import type { Context } from 'koa';
 import type { RunEvent, StreamEvent } from '../../workflows/definitions';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
-import { DONE, KEEPALIVE, formatEvent, writeSseHead } from './sse';
+import { DONE, KEEPALIVE, formatEvent, formatFirstEvent, writeSseHead } from './sse';
 import { activeStreams } from '../../metrics';
 
 /** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
@@ -28,6 +28,7 @@ export function openStream(
 ): void {
   ctx.respond = false; // from here on this function owns the socket
   const res = ctx.res;
+  if (ctx.req.socket.destroyed) return; // the client left while the route was deciding (a resume's look)
   let keepalive: NodeJS.Timeout | undefined;
   let closed = false;
   let opened = false;
@@ -89,7 +90,7 @@ export function openStream(
   unsubscribe = opts.pollers.subscribe(runId, seed, {
     start: (state) => {
       const { event, cursor } = opening(state);
-      write(formatEvent(event));
+      write(formatFirstEvent(event));
       queueMicrotask(() => {
         catchingUp = false;
         pump();

@@ -49,6 +49,9 @@ export class RunPoller {
   private ticking = false;
   private ready = false;
   private stopped = false;
+  /** Looks begun so far, and who waits for the state after a look begun from a given one on. */
+  private looksBegun = 0;
+  private lookWaiters: Array<{ from: number; resolve: (state: RunKnowledge | undefined) => void }> = [];
 
   constructor(
     readonly runId: string,
@@ -80,10 +83,23 @@ export class RunPoller {
     return () => this.detach(entry);
   }
 
+  /**
+   * The run's state after the next successful look that begins from now on (not one already under
+   * way): what a resuming client's cursor is judged against (D11). Undefined if the poller stops first.
+   * The caller keeps the poller alive meanwhile by being subscribed.
+   */
+  nextLook(): Promise<RunKnowledge | undefined> {
+    return new Promise((resolve) => {
+      if (this.stopped) return resolve(undefined);
+      this.lookWaiters.push({ from: this.looksBegun + 1, resolve });
+    });
+  }
+
   /** Stops polling; pending timers are cleared so nothing keeps running for a run nobody watches. */
   stop(dropClients = false): void {
     if (this.stopped) return;
     this.stopped = true;
+    for (const waiter of this.lookWaiters.splice(0)) waiter.resolve(undefined);
     if (dropClients) for (const entry of [...this.attached]) entry.sub.drop();
     this.attached.clear();
     clearTimeout(this.timer);
@@ -121,6 +137,7 @@ export class RunPoller {
   private async tick(): Promise<void> {
     if (this.stopped || this.ticking) return;
     this.ticking = true;
+    const look = ++this.looksBegun;
     const started = Date.now();
     let looked = true;
     let behind = false;
@@ -135,6 +152,10 @@ export class RunPoller {
     if (this.stopped) return;
     // Until one look succeeded the run's state is unknown (Temporal down, issue 8): clients wait,
     // with keepalives, instead of being told the stale `pending` of the stored record.
+    if (looked) {
+      const state = { status: this.status, events: [...this.events] };
+      this.lookWaiters = this.lookWaiters.filter((waiter) => waiter.from > look || (waiter.resolve(state), false));
+    }
     if (looked || this.ready) {
       const first = !this.ready;
       this.ready = true;
@@ -203,6 +224,20 @@ export class PollerRegistry {
       this.pollers.set(runId, poller);
     }
     return poller.subscribe(sub);
+  }
+
+  /**
+   * The run's state after a fresh look (D11: a resuming cursor is judged against it), or undefined
+   * when none succeeds within `timeoutMs` (Temporal unreachable). `release` must be called: until
+   * then the run's poller stays alive, so a stream opened meanwhile reuses it and its log.
+   */
+  look(runId: string, seed: RunKnowledge, timeoutMs: number): { state: Promise<RunKnowledge | undefined>; release: () => void } {
+    const release = this.subscribe(runId, seed, { start: () => Number.MAX_SAFE_INTEGER, deliver: () => {}, end: () => {}, drop: () => {} });
+    const poller = this.pollers.get(runId)!;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    const state = Promise.race([poller.nextLook(), timeout]).finally(() => clearTimeout(timer));
+    return { state, release };
   }
 
   /** Live pollers (tests assert that disconnects leave none behind). */

@@ -37,22 +37,58 @@ export function streamNewRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): vo
  * GET /runs/{runId}/stream: `response.resumed` with the current status, then the events after
  * the client's cursor (Last-Event-ID or starting_after), or, without one, from now on. The
  * resumed event carries the cursor as its sequence number, so its `id:` is a valid resume point.
+ * D11: a cursor at the terminal event is answered 204 (an EventSource stops reconnecting) and a
+ * cursor beyond the run's last event is a 400, both before any byte of a stream.
  */
-export function streamExistingRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): void {
-  const explicit = cursorFrom(ctx);
-  openStream(ctx, options(deps), run._id, seedOf(run), (state) => {
-    const last = state.events.length - 1;
-    // "From now on" still ends with the terminal event of a finished run (spec rule 3).
-    const cursor = explicit ?? (last >= 0 && TERMINAL.has(state.events[last].type) ? last - 1 : last);
-    return {
-      event: { type: 'response.resumed', sequence_number: cursor, response: { id: run._id, run_id: run._id, status: state.status } },
-      cursor,
-    };
-  });
+export async function streamExistingRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): Promise<void> {
+  const given = cursorFrom(ctx);
+  const seed = seedOf(run);
+  let release: (() => void) | undefined;
+  try {
+    let spent = false;
+    // Cursor 0 (`response.created`) is never beyond nor terminal: it opens at once, as does a run whose whole log is stored.
+    if (given !== undefined && given.cursor > 0 && !(run.finalized && run.events)) {
+      // A live run: judged against a fresh look, not a poller's last one (another API process may have sent newer events).
+      const look = deps.pollers.look(run._id, seed, deps.config.api.stream.keepaliveMs);
+      release = look.release;
+      const state = await look.state;
+      // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor (issue 8).
+      spent = state !== undefined && isSpent(state, given);
+    } else if (given !== undefined) {
+      spent = isSpent(seed, given);
+    }
+    if (spent) {
+      ctx.status = 204; // nothing left to receive: an EventSource stops here instead of reconnecting
+      return;
+    }
+    openStream(ctx, options(deps), run._id, seed, (state) => {
+      const last = state.events.length - 1;
+      // "From now on" still ends with the terminal event of a finished run (spec rule 3).
+      const cursor = given?.cursor ?? (last >= 0 && TERMINAL.has(state.events[last].type) ? last - 1 : last);
+      return {
+        event: { type: 'response.resumed', sequence_number: cursor, response: { id: run._id, run_id: run._id, status: state.status } },
+        cursor,
+      };
+    });
+  } finally {
+    release?.(); // after openStream subscribed: the poller (and what it knows) carries over
+  }
+}
+
+/** D11: true for a cursor at the terminal event (nothing left: 204); a cursor beyond the last event is a 400. */
+function isSpent(state: RunKnowledge, given: { cursor: number; param: string }): boolean {
+  const last = state.events.length - 1;
+  if (given.cursor > last) {
+    throw new InvalidRequestError(
+      `\`${given.param}\` is ${given.cursor}, beyond this run's last event (${last}): send the \`id\` of an event you received.`,
+      { param: given.param, code: 'cursor_out_of_range' },
+    );
+  }
+  return given.cursor === last && TERMINAL.has(state.events[last].type);
 }
 
 /** D11: `Last-Event-ID` (what a browser's EventSource resends) wins over `?starting_after=`. */
-function cursorFrom(ctx: Context): number | undefined {
+function cursorFrom(ctx: Context): { cursor: number; param: string } | undefined {
   const header = ctx.get('last-event-id');
   const query = ctx.query.starting_after;
   const [raw, param] = header !== '' ? [header, 'Last-Event-ID'] : [query, 'starting_after'];
@@ -60,5 +96,5 @@ function cursorFrom(ctx: Context): number | undefined {
   if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw.trim())) {
     throw new InvalidRequestError(`\`${param}\` must be an event sequence number (a non-negative integer).`, { param });
   }
-  return Number(raw.trim());
+  return { cursor: Number(raw.trim()), param };
 }

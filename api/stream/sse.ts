@@ -1,6 +1,6 @@
 /**
  * Server-Sent Events framing (spec "Events", D11): `id: <sequence_number>` then `data: <JSON>`
- * then a blank line; comments for keepalives; `data: [DONE]` before the close.
+ * then a blank line; `retry:` once, in the first event; comments for keepalives; `data: [DONE]` before the close.
  */
 import type { ServerResponse } from 'node:http';
 import type { StreamEvent } from '../../workflows/definitions';
@@ -8,6 +8,18 @@ import type { StreamEvent } from '../../workflows/definitions';
 /** The bytes of one event. */
 export function formatEvent(event: StreamEvent): string {
   return `id: ${event.sequence_number}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/**
+ * D11: how long a disconnected EventSource waits before it reconnects (ms). Sent once, in the
+ * first event's block rather than a block of its own: SSE parsers that report a dataless block as
+ * an event (httpx-sse, the OpenAI Python SDK) would hand their callers an empty `data`.
+ */
+export const RETRY_MS = 2_000;
+
+/** The bytes of a stream's first event: the `retry:` field, then the event. */
+export function formatFirstEvent(event: StreamEvent): string {
+  return `retry: ${RETRY_MS}\n${formatEvent(event)}`;
 }
 
 export const KEEPALIVE = ': keepalive\n\n';

@@ -180,6 +180,20 @@ describe('OpenAPI document conformance (D25)', function () {
     assert.equal(resumed.frames.find((f) => f.event)?.event.type, 'response.resumed');
     assert.equal((await op('GET', '/api/v1/runs/{runId}/stream', `/api/v1/runs/${runId}/stream`, { key, headers: { 'last-event-id': 'abc' } })).status, 400);
     assert.equal((await op('GET', '/api/v1/runs/{runId}/stream', `/api/v1/runs/${NO_RUN}/stream`, { key })).status, 404);
+    const spent = resumed.frames.filter((f) => f.event).at(-1)!.id!;
+    assert.equal((await op('GET', '/api/v1/runs/{runId}/stream', `/api/v1/runs/${runId}/stream`, { key, headers: { 'last-event-id': spent } })).status, 204);
+
+    // D34: a stream link, followed without a key.
+    const link = await op('POST', '/api/v1/runs/{runId}/stream-link', `/api/v1/runs/${runId}/stream-link`, { key, body: { ttl_seconds: 60 } });
+    assert.equal(link.status, 200);
+    assert.equal((await op('POST', '/api/v1/runs/{runId}/stream-link', `/api/v1/runs/${runId}/stream-link`, { key, body: { ttl_seconds: 3601 } })).status, 400);
+    assert.equal((await op('POST', '/api/v1/runs/{runId}/stream-link', `/api/v1/runs/${NO_RUN}/stream-link`, { key })).status, 404);
+    const linkPath = new URL(link.body.url).pathname + new URL(link.body.url).search;
+    const followed = await openSse(`${svc.url}${linkPath}`, { headers: { 'last-event-id': '0' } });
+    await followed.closed;
+    spec.checkStream('GET', '/streams/{runId}', followed);
+    assert.equal((await op('GET', '/streams/{runId}', linkPath.replace(/sig=[^&]+/, 'sig=forged'))).status, 403);
+    assert.equal((await op('GET', '/streams/{runId}', linkPath, { headers: { 'last-event-id': spent } })).status, 204);
 
     const slow = await op('POST', '/api/v1/responses', '/api/v1/responses', { key, body: { workflowId: 'slow', inputs: { topic: 'slow:20000 conformance' } } });
     assert.equal((await op('POST', '/api/v1/runs/{runId}/cancel', `/api/v1/runs/${slow.body.run_id}/cancel`, { key })).status, 202);

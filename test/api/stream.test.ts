@@ -7,6 +7,7 @@ import { call, waitFor } from '../support/http';
 import { events, openSse, type SseClient } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { findRunRecord } from '../../store/runs';
+import { RETRY_MS } from '../../api/stream/sse';
 
 const POLL_MS = 1_000;
 
@@ -85,6 +86,7 @@ describe('streams (issue 3)', function () {
   };
   /** The exact bytes a stream of these log events must be. */
   const framed = (log: object[]) =>
+    `retry: ${RETRY_MS}\n` +
     log.map((e: any) => `id: ${e.sequence_number}\ndata: ${JSON.stringify(e)}\n\n`).join('') + 'data: [DONE]\n\n';
 
   it('streams a completed run byte for byte, ends with [DONE] and closes', async () => {
@@ -257,5 +259,54 @@ describe('streams (issue 3)', function () {
     const again = await attach(start.body.run_id);
     await again.closed;
     assert.equal(await svc.store.collections.runs.countDocuments({}), runs);
+  });
+
+  describe('D11 resume rules', () => {
+    it('sends `retry:` once, with the first event of a stream', async () => {
+      const client = await startStream('hello', { name: 'R' });
+      await client.closed;
+      const retries = client.frames.filter((f) => f.retry !== undefined);
+      assert.equal(retries.length, 1);
+      assert.equal(retries[0], client.frames.find((f) => f.event));
+      assert.equal(retries[0].retry, RETRY_MS);
+    });
+
+    it('answers 204 to a cursor at the terminal event, and 400 to one beyond the last event', async () => {
+      const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: 'T' } } });
+      const log = await storedEvents(start.body.run_id);
+      const terminal = String(log.length - 1);
+      const done = await attach(start.body.run_id, { 'Last-Event-ID': terminal });
+      assert.equal(done.status, 204);
+      assert.equal(done.raw(), '');
+      assert.equal((await attach(start.body.run_id, {}, `?starting_after=${terminal}`)).status, 204);
+      const beyond = await attach(start.body.run_id, { 'Last-Event-ID': '99' });
+      assert.equal(beyond.status, 400);
+      assert.equal(beyond.json.error.type, 'invalid_request_error');
+      assert.equal(beyond.json.error.param, 'Last-Event-ID');
+      assert.match(beyond.json.error.message, /beyond this run's last event \(3\)/);
+      const beyondQuery = await attach(start.body.run_id, {}, `?starting_after=${log.length}`);
+      assert.equal(beyondQuery.json.error.param, 'starting_after');
+      // One before the terminal event still resumes: the terminal event, then [DONE].
+      const last = await attach(start.body.run_id, { 'Last-Event-ID': String(log.length - 2) });
+      await last.closed;
+      assert.deepEqual(events(last).slice(1), [log.at(-1)]);
+      assert.equal(svc.api.pollers.size, 0);
+    });
+
+    it("judges a live run's cursor against its current log: beyond it is a 400, within it resumes", async () => {
+      const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'slow1' } });
+      const runId = start.body.run_id;
+      // 3 will be the terminal event's number (created, added, done, completed); while the 2.5 s item runs it is beyond the log.
+      const beyond = await attach(runId, { 'Last-Event-ID': '3' });
+      assert.equal(beyond.status, 400);
+      assert.equal(beyond.json.error.param, 'Last-Event-ID');
+      assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status, 'running', 'the run was live when judged');
+      const live = await attach(runId, { 'Last-Event-ID': '0' });
+      await live.closed;
+      const after = events(live).slice(1);
+      assert.equal(after[0].sequence_number, 1);
+      assert.equal(after.at(-1).type, 'response.completed');
+      await waitFor(async () => (svc.api.pollers.size === 0 ? true : undefined), { what: 'pollers released' });
+    });
   });
 });

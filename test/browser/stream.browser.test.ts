@@ -1,5 +1,7 @@
 // Issue 3 item 7: a real browser on another origin starts a streaming run with fetch
 // (Authorization header, so a CORS preflight) and reads its events, in headless Chromium.
+// Issue 16 (D34): the browser's native EventSource follows a stream link a backend minted, with no
+// key, to [DONE], and stops there (its reconnect at the terminal event is answered 204).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -10,7 +12,7 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { greetingWorkflow } from '../support/fixtures';
-import { call } from '../support/http';
+import { call, waitFor } from '../support/http';
 
 const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
 
@@ -61,9 +63,9 @@ describe('browser streaming (issue 3)', function () {
   it('starts a streaming run from another origin and reads every event to [DONE]', async () => {
     const { key } = await newAccount(svc.store.collections);
     assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('hello') })).status, 201);
-    site = http.createServer((_req, res) => {
+    site = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end(page(svc.url, key));
+      res.end(req.url === '/blank' ? '<!doctype html><title>blank</title>' : page(svc.url, key));
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     // localhost vs 127.0.0.1 and another port: a different origin, so the browser enforces CORS.
@@ -93,5 +95,44 @@ describe('browser streaming (issue 3)', function () {
     const run = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
     assert.equal(run.body.output.greeting[0].parts[0].text, 'Hello, Browser!');
   });
-});
 
+  it('a native EventSource follows a D34 stream link without a key, to [DONE], and stops', async function () {
+    if (!browser) this.skip(); // the first test launched it
+    const { key } = await newAccount(svc.store.collections);
+    await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('linked') });
+    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'linked', inputs: { name: 'Link' } } });
+    // The backend's part: it holds the key and mints the link.
+    const link = await call(svc.url, 'POST', `/api/v1/runs/${start.body.run_id}/stream-link`, { key, body: { ttl_seconds: 300 } });
+    assert.equal(link.status, 200);
+    const hits: Array<{ status: number; lastEventId: string | undefined; authorization: string | undefined }> = [];
+    svc.api.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (!req.url?.startsWith('/streams/')) return;
+      res.on('finish', () => hits.push({ status: res.statusCode, lastEventId: req.headers['last-event-id'] as string | undefined, authorization: req.headers.authorization }));
+    });
+    const tab = await browser!.newPage();
+    await tab.goto(`http://localhost:${(site.address() as AddressInfo).port}/blank`);
+    // From `starting_after=0`: every event after response.created, then [DONE]; the reconnect gets 204 and the source closes.
+    const result = await tab.evaluate(
+      (url: string) =>
+        new Promise<{ data: string[]; closed: boolean }>((resolve) => {
+          const g = globalThis as any;
+          const source = new g.EventSource(`${url}&starting_after=0`);
+          const data: string[] = [];
+          source.onmessage = (e: any) => data.push(e.data);
+          source.onerror = () => {
+            if (source.readyState === g.EventSource.CLOSED) resolve({ data, closed: true });
+          };
+        }),
+      link.body.url,
+    );
+    assert.ok(result.closed);
+    assert.equal(result.data.at(-1), '[DONE]');
+    const types = result.data.slice(0, -1).map((d) => JSON.parse(d).type);
+    assert.deepEqual(types, ['response.resumed', 'response.output_item.added', 'response.output_item.done', 'response.completed']);
+    await waitFor(async () => (hits.length >= 2 ? true : undefined), { what: 'the 204 to finish' }); // it may trail the page's error event
+    assert.deepEqual(
+      hits.map((h) => [h.status, h.lastEventId ?? null, h.authorization ?? null]),
+      [[200, null, null], [204, '3', null]],
+    );
+  });
+});

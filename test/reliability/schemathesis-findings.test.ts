@@ -104,11 +104,14 @@ describe('reliability: schemathesis findings stay fixed (issue 8)', function () 
   it('the document says what the server does: the SSE event shape, Prefer, the Idempotency-Key rule, non-empty uploads', async () => {
     const doc = (await call(svc.url, 'GET', '/api/v1/openapi.json')).body;
     const start = doc.paths['/api/v1/responses'].post;
-    // OpenAPI 3.2 reads itemSchema as one SSE event's fields, with `data` carrying the JSON; no whole-stream `schema`.
+    // A 3.1 document (issue 16: no 3.2 `itemSchema`): the stream's schema is one SSE event's fields, as schemathesis
+    // applies it to each event, with `data` carrying the JSON.
     const stream = start.responses['200'].content['text/event-stream'];
-    assert.equal(stream.schema, undefined);
-    assert.deepEqual(stream.itemSchema.required, ['data']);
-    assert.equal(stream.itemSchema.else.properties.data.contentSchema.$ref, '#/components/schemas/StreamEvent');
+    assert.equal(stream.itemSchema, undefined);
+    assert.equal(stream.schema.$ref, '#/components/schemas/ServerSentEvent');
+    const item = doc.components.schemas.ServerSentEvent;
+    assert.deepEqual(item.required, ['data']);
+    assert.equal(item.else.properties.data.contentSchema.$ref, '#/components/schemas/StreamEvent');
     // D28: Prefer: wait answers 200 with the run record.
     assert.equal(start.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/Run');
     assert.ok(start.parameters.some((p: any) => p.name === 'Prefer'));

@@ -31,7 +31,7 @@ export class Conformance {
   readonly seen = new Map<string, Set<number>>();
 
   constructor(readonly doc: Json) {
-    // strict: false: the document carries OpenAPI keywords (paths, itemSchema ...) that are not JSON Schema.
+    // strict: false: the document carries OpenAPI keywords (paths, links ...) that are not JSON Schema.
     this.ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
     addFormats(this.ajv);
     this.ajv.addSchema(doc, DOC_ID);
@@ -107,15 +107,19 @@ export class Conformance {
     const what = `${method} ${template} ${client.status}`;
     const response = this.documented(method, template, client.status);
     const media = this.mediaType(response, client.headers.get('content-type') ?? '', what);
-    assert.ok(media.itemSchema, `${what}: no itemSchema documented for the events`);
-    // OpenAPI 3.2: itemSchema describes each SSE event's fields; its `data` carries the payload's own schema
-    // as `contentSchema`, which JSON Schema only annotates, so the parsed payload is validated against it here.
-    const payloadSchema = findContentSchema(media.itemSchema);
-    assert.ok(payloadSchema, `${what}: the itemSchema documents no contentSchema for \`data\``);
+    // A 3.1 document has no `itemSchema`: the stream's schema refers to each event's fields (as schemathesis reads it).
+    const ref = media.schema?.$ref as string | undefined;
+    assert.ok(ref?.startsWith('#/components/schemas/'), `${what}: no schema documented for the events`);
+    const itemSchema = this.doc.components.schemas[ref!.split('/').at(-1)!];
+    // Its `data` carries the payload's own schema as `contentSchema`, which JSON Schema only annotates,
+    // so the parsed payload is validated against it here.
+    const payloadSchema = findContentSchema(itemSchema);
+    assert.ok(payloadSchema, `${what}: the item schema documents no contentSchema for \`data\``);
     const events = client.frames.filter((f) => f.event);
     assert.ok(events.length > 0, `${what}: no events`);
     for (const frame of client.frames.filter((f) => f.data !== undefined)) {
-      this.validate(media.itemSchema, { ...(frame.id === undefined ? {} : { id: frame.id }), data: frame.data }, `${what} SSE event`);
+      const fields = { ...(frame.id === undefined ? {} : { id: frame.id }), ...(frame.retry === undefined ? {} : { retry: frame.retry }), data: frame.data };
+      this.validate(itemSchema, fields, `${what} SSE event`);
     }
     for (const frame of events) {
       this.validate(payloadSchema, frame.event, `${what} event ${frame.event.type}`);

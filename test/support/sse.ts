@@ -3,6 +3,8 @@ export interface SseFrame {
   id?: string;
   data?: string;
   comment?: string;
+  /** The `retry:` field (ms), when the block carries one. */
+  retry?: number;
   /** Parsed JSON of `data`, unless it is `[DONE]`. */
   event?: any;
   at: number;
@@ -20,7 +22,7 @@ export interface SseClient {
   abort(): void;
 }
 
-/** Opens a stream with fetch; JSON error answers are returned with `frames` empty and `json` set. */
+/** Opens a stream with fetch; JSON error answers are returned with `frames` empty and `json` set (undefined for a 204). */
 export async function openSse(
   url: string,
   init: { method?: string; key?: string; body?: unknown; headers?: Record<string, string> } = {},
@@ -41,7 +43,7 @@ export async function openSse(
   let buffer = '';
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     const text = await res.text();
-    return { status: res.status, headers: res.headers, frames, raw: () => text, closed: Promise.resolve(), until: () => Promise.reject(new Error('not a stream')), abort: () => undefined, json: JSON.parse(text) };
+    return { status: res.status, headers: res.headers, frames, raw: () => text, closed: Promise.resolve(), until: () => Promise.reject(new Error('not a stream')), abort: () => undefined, json: text ? JSON.parse(text) : undefined };
   }
   const decoder = new TextDecoder();
   let ended = false;
@@ -60,6 +62,7 @@ export async function openSse(
             if (line.startsWith(':')) frame.comment = line.slice(1).trim();
             else if (line.startsWith('id: ')) frame.id = line.slice(4);
             else if (line.startsWith('data: ')) frame.data = line.slice(6);
+            else if (line.startsWith('retry: ')) frame.retry = Number(line.slice(7));
           }
           if (frame.data && frame.data !== '[DONE]') frame.event = JSON.parse(frame.data);
           frames.push(frame);

@@ -1,0 +1,61 @@
+/**
+ * D34 stream links: POST /api/v1/runs/{runId}/stream-link (with the key) mints a signed URL to
+ * that run's stream, and GET /streams/{runId}?expires=&sig= serves it to whoever holds the URL,
+ * without an Authorization header: a backend starts a run and its browser front end follows it
+ * with a native EventSource, which cannot send headers but does resend `Last-Event-ID`.
+ * Signed like file links (D19), with the same secret; valid for at most an hour.
+ */
+import Router from '@koa/router';
+import { FileLinks } from '../../files/links';
+import { findRunRecord } from '../../store/runs';
+import type { RouteDeps } from '../app';
+import { ApiError, NotFoundError } from '../errors';
+import { authenticate } from '../middleware/authenticate';
+import { jsonBody } from '../middleware/json-body';
+import { rateLimit } from '../middleware/rate-limit';
+import { parseRequest, StreamLinkRequestSchema, StreamQuerySchema } from '../schemas';
+import type { StreamLink } from '../response-schemas';
+import { loadRun } from '../services/read-run';
+import { streamExistingRun } from '../stream/run-streams';
+import { requestBaseUrl } from './files';
+
+/** 403 for a stream link that is not (or no longer) valid, like a refused file link. */
+class StreamLinkRefusedError extends ApiError {
+  constructor(code: 'invalid_signature' | 'url_expired') {
+    super(403, 'invalid_request_error', code === 'url_expired' ? 'This stream link has expired. Ask your backend for a new one.' : 'This stream link is not valid.', { code });
+  }
+}
+
+/** Routes minting and serving stream links. */
+export function streamLinkRoutes(deps: RouteDeps): Router {
+  const router = new Router();
+  const links = new FileLinks(deps.config, deps.db);
+  const body = jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth });
+
+  router.post(
+    '/api/v1/runs/:runId/stream-link',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    // The body is optional: a bare POST gets the longest link.
+    (ctx, next) => (ctx.request.length || ctx.get('content-type') ? body(ctx, next) : next()),
+    async (ctx) => {
+      // No body at all is `{}`; a body of JSON `null` (or any other non-object) is refused like any wrong type.
+      const { ttl_seconds } = parseRequest(StreamLinkRequestSchema, ctx.request.body === undefined ? {} : ctx.request.body);
+      const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
+      const { url, expires } = await links.streamUrl(run._id, requestBaseUrl(ctx, deps.config), ttl_seconds);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { url, expires_at: new Date(expires * 1000).toISOString() } satisfies StreamLink;
+    },
+  );
+
+  router.get('/streams/:runId', async (ctx) => {
+    const { runId } = ctx.params;
+    const check = await links.checkStream(runId, ctx.query.expires, ctx.query.sig);
+    if (check !== 'ok') throw new StreamLinkRefusedError(check);
+    parseRequest(StreamQuerySchema, ctx.query, 'query');
+    const run = await findRunRecord(deps.collections, runId);
+    if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
+    await streamExistingRun(ctx, deps, run);
+  });
+  return router;
+}

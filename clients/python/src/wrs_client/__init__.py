@@ -1,0 +1,40 @@
+"""Python client of the Workflow Run Service (sync and asyncio, on httpx)."""
+from ._client import AsyncWrsClient, WrsClient
+from ._errors import (
+    APIError,
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitError,
+    ServiceUnavailableError,
+    StreamError,
+    WebhookVerificationError,
+    WrsError,
+)
+from ._types import AsyncStart, File, OutputItem, Page, Part, Run, RunStatus, StreamEvent, StreamLink, WorkflowContract
+from .webhooks import verify_webhook
+
+__all__ = [
+    "WrsClient",
+    "AsyncWrsClient",
+    "verify_webhook",
+    "WrsError",
+    "APIError",
+    "AuthenticationError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "RateLimitError",
+    "ServiceUnavailableError",
+    "StreamError",
+    "WebhookVerificationError",
+    "AsyncStart",
+    "File",
+    "OutputItem",
+    "Page",
+    "Part",
+    "Run",
+    "RunStatus",
+    "StreamEvent",
+    "StreamLink",
+    "WorkflowContract",
+]

@@ -1,0 +1,428 @@
+"""
+The clients: `WrsClient` (sync) and `AsyncWrsClient` (asyncio), the same methods on httpx.
+
+They follow the service's client rules: poll a run every 1-3 s; when a stream drops, reconnect
+with `GET /api/v1/runs/{id}/stream` and `Last-Event-ID` (never repeat the start); a resume at the
+terminal event is answered 204 and ends the stream; 429 and 503 answers are waited out as their
+`Retry-After` says.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any, AsyncIterator, Dict, Iterator, Mapping, Optional, Tuple, Union, cast
+from urllib.parse import quote
+
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from ._errors import APIError, StreamError, error_from_response
+from ._types import (
+    TERMINAL_EVENTS,
+    TERMINAL_STATUSES,
+    AsyncStart,
+    File,
+    OutputItem,
+    Page,
+    Run,
+    StreamEvent,
+    StreamLink,
+    WorkflowContract,
+)
+
+__all__ = ["WrsClient", "AsyncWrsClient"]
+
+# Reads wait longer than the stream's keepalive interval (15 s), so a quiet stream is not a timeout.
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+# What a dropped connection looks like to httpx.
+_DROPPED = (httpx.TransportError, httpx.StreamError)
+
+Query = Dict[str, Union[str, int]]
+
+
+def _path(*segments: str) -> str:
+    return "/api/v1/" + "/".join(quote(s, safe="") for s in segments)
+
+
+def _query(**values: Any) -> Query:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _clamp_interval(seconds: float) -> float:
+    """The spec asks for polls every 1-3 s."""
+    return min(3.0, max(1.0, seconds))
+
+
+def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: Union[int, str, None], webhook: Optional[str], stream: bool) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"workflowId": workflow_id, "inputs": dict(inputs or {})}
+    if version is not None:
+        body["version"] = version
+    if webhook is not None:
+        body["webhook"] = webhook
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def _upload_args(name: Optional[str], file: Any, mime_type: Optional[str]) -> Tuple[Query, Dict[str, str]]:
+    if name is None and isinstance(file, (str, os.PathLike)):
+        name = os.path.basename(os.fspath(file))
+    return _query(name=name), {"content-type": mime_type or "application/octet-stream"}
+
+
+class _Resume:
+    """Where a stream is: the run it belongs to and the last sequence number delivered."""
+
+    def __init__(self, run_id: Optional[str], after: Optional[int]) -> None:
+        self.run_id = run_id
+        self.last = after
+        self.failures = 0
+
+    def headers(self) -> Dict[str, str]:
+        return {} if self.last is None else {"last-event-id": str(self.last)}
+
+    def take(self, sse: ServerSentEvent) -> Tuple[Optional[StreamEvent], bool]:
+        """Reads one SSE: (event to yield or None, whether the stream is over)."""
+        if sse.data == "":
+            return None, False  # a dataless block (httpx-sse reports keepalives after an id this way)
+        if sse.data == "[DONE]":
+            return None, True
+        event = cast(StreamEvent, json.loads(sse.data))
+        self.failures = 0
+        kind = event.get("type")
+        if kind == "response.resumed":
+            return None, False  # one per connection, not part of the run's log
+        if kind == "response.created":
+            self.run_id = event["response"]["run_id"]
+        seq = event.get("sequence_number")
+        if self.last is not None and seq is not None and seq <= self.last:
+            return None, False
+        if seq is not None:
+            self.last = seq
+        return event, kind in TERMINAL_EVENTS
+
+    def next_delay(self, cause: BaseException, reconnect_delay: float, max_reconnects: int) -> float:
+        """After a connection failed or ended early: seconds before the next, or raises when there is none."""
+        if isinstance(cause, APIError) and (not cause.retryable or self.run_id is None):
+            raise cause  # refused for good (or the start itself was refused): nothing to resume
+        if self.run_id is None:
+            raise StreamError("the stream ended before the run was created; nothing to resume") from cause
+        self.failures += 1
+        if self.failures > max_reconnects:
+            raise StreamError(f"gave up reconnecting to run {self.run_id} after {max_reconnects} attempts") from cause
+        return _retry_delay(cause, reconnect_delay * self.failures)
+
+
+def _retry_delay(err: BaseException, fallback: float) -> float:
+    if isinstance(err, APIError) and err.retry_after is not None:
+        return min(60.0, err.retry_after)
+    return fallback
+
+
+class _Base:
+    def __init__(self, base_url: str, api_key: Optional[str]) -> None:
+        self.base_url = base_url.rstrip("/")
+        key = api_key if api_key is not None else os.environ.get("WRS_API_KEY")
+        if not key:
+            raise ValueError("an API key is needed: pass api_key= or set WRS_API_KEY")
+        self._headers = {"authorization": f"Bearer {key}", "user-agent": "wrs-client-python/0.1"}
+
+
+class WrsClient(_Base):
+    """A synchronous client. Use as a context manager, or call `close()`."""
+
+    def __init__(self, base_url: str, api_key: Optional[str] = None, *, timeout: Union[float, httpx.Timeout] = DEFAULT_TIMEOUT, http_client: Optional[httpx.Client] = None) -> None:
+        super().__init__(base_url, api_key)
+        self._http = http_client or httpx.Client(timeout=timeout)
+
+    def __enter__(self) -> "WrsClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _send(self, method: str, path: str, *, params: Optional[Query] = None, json_body: Any = None, content: Any = None, headers: Optional[Dict[str, str]] = None, stream: bool = False) -> httpx.Response:
+        request = self._http.build_request(method, self.base_url + path, params=params, json=json_body, content=content, headers={**self._headers, **(headers or {})})
+        response = self._http.send(request, stream=stream)
+        if response.status_code >= 400:
+            response.read()
+            response.close()
+            raise error_from_response(response)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._send(method, path, **kwargs).json()
+
+    # -- runs -----------------------------------------------------------------------------------
+    def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None) -> AsyncStart:
+        """Starts a run (async mode): the 202 answer with its `run_id`."""
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False), headers=headers))
+
+    def get(self, run_id: str) -> Run:
+        """Reads a run: its status, and its output once completed."""
+        return cast(Run, self._json("GET", _path("runs", run_id)))
+
+    def cancel(self, run_id: str) -> Run:
+        """Asks a run to stop; it turns `cancelled` once it has."""
+        return cast(Run, self._json("POST", _path("runs", run_id, "cancel")))
+
+    def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None) -> Run:
+        """Polls until the run ends (every `interval` s, kept within 1-3 s); 429/503 are waited out."""
+        every = _clamp_interval(interval)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                run = self.get(run_id)
+                if run["status"] in TERMINAL_STATUSES:
+                    return run
+                delay = every
+            except APIError as err:
+                if not err.retryable:
+                    raise
+                delay = _retry_delay(err, every)
+            if deadline is not None and time.monotonic() + delay > deadline:
+                raise TimeoutError(f"run {run_id} did not end within {timeout} s")
+            time.sleep(delay)
+
+    def run(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Run:
+        """Starts a run and waits for its end."""
+        timeout = kwargs.pop("timeout", None)
+        return self.wait(self.start(workflow_id, inputs, **kwargs)["run_id"], timeout=timeout)
+
+    def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> "Page[Run]":
+        """One page of your runs, newest first."""
+        params = _query(limit=limit, starting_after=starting_after, status=status, workflowId=workflow_id)
+        return cast("Page[Run]", self._json("GET", _path("runs"), params=params))
+
+    def iter_runs(self, *, page_size: Optional[int] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> Iterator[Run]:
+        """Every run, newest first, fetching pages as needed."""
+        after: Optional[str] = None
+        while True:
+            page = self.list_runs(limit=page_size, starting_after=after, status=status, workflow_id=workflow_id)
+            yield from page["data"]
+            if not page["has_more"] or page["last_id"] is None:
+                return
+            after = page["last_id"]
+
+    def output_items(self, run_id: str, key: str, *, limit: Optional[int] = None, starting_after: Optional[str] = None) -> "Page[OutputItem]":
+        """One page of one output's items (`limit` 1-1000, default 100), for big runs finished or live."""
+        return cast("Page[OutputItem]", self._json("GET", _path("runs", run_id, "outputs", key), params=_query(limit=limit, starting_after=starting_after)))
+
+    def iter_output_items(self, run_id: str, key: str, *, page_size: Optional[int] = None) -> Iterator[OutputItem]:
+        """Every item of one output, in order, fetching pages as needed."""
+        after: Optional[str] = None
+        while True:
+            page = self.output_items(run_id, key, limit=page_size, starting_after=after)
+            yield from page["data"]
+            if not page["has_more"] or page["last_id"] is None:
+                return
+            after = page["last_id"]
+
+    # -- streams --------------------------------------------------------------------------------
+    def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
+        """
+        Starts a run in stream mode and yields its events, `response.created` first and the terminal
+        event last. A dropped connection is resumed with Last-Event-ID: every event comes once, and
+        the start is never sent twice.
+        """
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        body = _start_body(workflow_id, inputs, version, webhook, True)
+        yield from self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay)
+
+    def follow(self, run_id: str, *, after: Optional[int] = 0, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
+        """Yields a run's events after sequence number `after` (0: all but `response.created`; None: from now on)."""
+        yield from self._follow(_Resume(run_id, after), None, max_reconnects, reconnect_delay)
+
+    def _follow(self, state: _Resume, first: Optional[Tuple[str, str, Any, Dict[str, str]]], max_reconnects: int, reconnect_delay: float) -> Iterator[StreamEvent]:
+        while True:
+            try:
+                if first is not None:
+                    method, path, body, headers = first
+                    first = None  # whatever happens, the start is sent once
+                    response = self._send(method, path, json_body=body, headers={"accept": "text/event-stream", **headers}, stream=True)
+                else:
+                    response = self._send("GET", _path("runs", cast(str, state.run_id), "stream"), headers={"accept": "text/event-stream", **state.headers()}, stream=True)
+                try:
+                    if response.status_code == 204:
+                        return  # the cursor is the terminal event: nothing left
+                    for sse in EventSource(response).iter_sse():
+                        event, over = state.take(sse)
+                        if event is not None:
+                            yield event
+                        if over:
+                            return
+                finally:
+                    response.close()
+                cause: BaseException = StreamError("the stream closed before the run ended")
+            except (APIError, *_DROPPED) as err:
+                cause = err
+            time.sleep(state.next_delay(cause, reconnect_delay, max_reconnects))
+
+    def stream_link(self, run_id: str, *, ttl_seconds: Optional[int] = None) -> StreamLink:
+        """A signed URL to the run's stream that works without the API key (at most 1 h): for a browser's EventSource."""
+        return cast(StreamLink, self._json("POST", _path("runs", run_id, "stream-link"), json_body=_query(ttl_seconds=ttl_seconds)))
+
+    # -- files and workflows ----------------------------------------------------------------------
+    def upload(self, file: Any, *, name: Optional[str] = None, mime_type: Optional[str] = None) -> File:
+        """Uploads bytes, a path or a binary file object; the service sniffs the type. Use the `id` as an input."""
+        params, headers = _upload_args(name, file, mime_type)
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "rb") as fh:
+                return cast(File, self._json("POST", _path("files"), params=params, content=fh, headers=headers))
+        return cast(File, self._json("POST", _path("files"), params=params, content=file, headers=headers))
+
+    def get_file(self, file_id: str) -> File:
+        """A file of your account, with a fresh signed link."""
+        return cast(File, self._json("GET", _path("files", file_id)))
+
+    def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
+        """A published workflow's contract: its inputs (with a JSON Schema) and outputs."""
+        return cast(WorkflowContract, self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))
+
+
+class AsyncWrsClient(_Base):
+    """The asyncio client: the same methods as WrsClient, as coroutines and async iterators."""
+
+    def __init__(self, base_url: str, api_key: Optional[str] = None, *, timeout: Union[float, httpx.Timeout] = DEFAULT_TIMEOUT, http_client: Optional[httpx.AsyncClient] = None) -> None:
+        super().__init__(base_url, api_key)
+        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+
+    async def __aenter__(self) -> "AsyncWrsClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, method: str, path: str, *, params: Optional[Query] = None, json_body: Any = None, content: Any = None, headers: Optional[Dict[str, str]] = None, stream: bool = False) -> httpx.Response:
+        request = self._http.build_request(method, self.base_url + path, params=params, json=json_body, content=content, headers={**self._headers, **(headers or {})})
+        response = await self._http.send(request, stream=stream)
+        if response.status_code >= 400:
+            await response.aread()
+            await response.aclose()
+            raise error_from_response(response)
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return (await self._send(method, path, **kwargs)).json()
+
+    async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None) -> AsyncStart:
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False), headers=headers))
+
+    async def get(self, run_id: str) -> Run:
+        return cast(Run, await self._json("GET", _path("runs", run_id)))
+
+    async def cancel(self, run_id: str) -> Run:
+        return cast(Run, await self._json("POST", _path("runs", run_id, "cancel")))
+
+    async def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None) -> Run:
+        every = _clamp_interval(interval)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                run = await self.get(run_id)
+                if run["status"] in TERMINAL_STATUSES:
+                    return run
+                delay = every
+            except APIError as err:
+                if not err.retryable:
+                    raise
+                delay = _retry_delay(err, every)
+            if deadline is not None and time.monotonic() + delay > deadline:
+                raise TimeoutError(f"run {run_id} did not end within {timeout} s")
+            await asyncio.sleep(delay)
+
+    async def run(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Run:
+        timeout = kwargs.pop("timeout", None)
+        started = await self.start(workflow_id, inputs, **kwargs)
+        return await self.wait(started["run_id"], timeout=timeout)
+
+    async def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> "Page[Run]":
+        params = _query(limit=limit, starting_after=starting_after, status=status, workflowId=workflow_id)
+        return cast("Page[Run]", await self._json("GET", _path("runs"), params=params))
+
+    async def iter_runs(self, *, page_size: Optional[int] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> AsyncIterator[Run]:
+        after: Optional[str] = None
+        while True:
+            page = await self.list_runs(limit=page_size, starting_after=after, status=status, workflow_id=workflow_id)
+            for run in page["data"]:
+                yield run
+            if not page["has_more"] or page["last_id"] is None:
+                return
+            after = page["last_id"]
+
+    async def output_items(self, run_id: str, key: str, *, limit: Optional[int] = None, starting_after: Optional[str] = None) -> "Page[OutputItem]":
+        return cast("Page[OutputItem]", await self._json("GET", _path("runs", run_id, "outputs", key), params=_query(limit=limit, starting_after=starting_after)))
+
+    async def iter_output_items(self, run_id: str, key: str, *, page_size: Optional[int] = None) -> AsyncIterator[OutputItem]:
+        after: Optional[str] = None
+        while True:
+            page = await self.output_items(run_id, key, limit=page_size, starting_after=after)
+            for item in page["data"]:
+                yield item
+            if not page["has_more"] or page["last_id"] is None:
+                return
+            after = page["last_id"]
+
+    async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        body = _start_body(workflow_id, inputs, version, webhook, True)
+        async for event in self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay):
+            yield event
+
+    async def follow(self, run_id: str, *, after: Optional[int] = 0, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
+        async for event in self._follow(_Resume(run_id, after), None, max_reconnects, reconnect_delay):
+            yield event
+
+    async def _follow(self, state: _Resume, first: Optional[Tuple[str, str, Any, Dict[str, str]]], max_reconnects: int, reconnect_delay: float) -> AsyncIterator[StreamEvent]:
+        while True:
+            try:
+                if first is not None:
+                    method, path, body, headers = first
+                    first = None  # whatever happens, the start is sent once
+                    response = await self._send(method, path, json_body=body, headers={"accept": "text/event-stream", **headers}, stream=True)
+                else:
+                    response = await self._send("GET", _path("runs", cast(str, state.run_id), "stream"), headers={"accept": "text/event-stream", **state.headers()}, stream=True)
+                try:
+                    if response.status_code == 204:
+                        return  # the cursor is the terminal event: nothing left
+                    async for sse in EventSource(response).aiter_sse():
+                        event, over = state.take(sse)
+                        if event is not None:
+                            yield event
+                        if over:
+                            return
+                finally:
+                    await response.aclose()
+                cause: BaseException = StreamError("the stream closed before the run ended")
+            except (APIError, *_DROPPED) as err:
+                cause = err
+            await asyncio.sleep(state.next_delay(cause, reconnect_delay, max_reconnects))
+
+    async def stream_link(self, run_id: str, *, ttl_seconds: Optional[int] = None) -> StreamLink:
+        return cast(StreamLink, await self._json("POST", _path("runs", run_id, "stream-link"), json_body=_query(ttl_seconds=ttl_seconds)))
+
+    async def upload(self, file: Any, *, name: Optional[str] = None, mime_type: Optional[str] = None) -> File:
+        params, headers = _upload_args(name, file, mime_type)
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "rb") as fh:  # read in the event loop's thread: uploads are bounded (100 MiB)
+                file = fh.read()
+        elif hasattr(file, "read"):
+            file = file.read()
+        return cast(File, await self._json("POST", _path("files"), params=params, content=file, headers=headers))
+
+    async def get_file(self, file_id: str) -> File:
+        return cast(File, await self._json("GET", _path("files", file_id)))
+
+    async def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
+        return cast(WorkflowContract, await self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))

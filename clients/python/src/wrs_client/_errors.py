@@ -1,0 +1,108 @@
+"""Errors: every error answer of the API is raised as an APIError carrying the envelope's type, code and param."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import httpx
+
+
+class WrsError(Exception):
+    """Base of every exception this package raises."""
+
+
+class APIError(WrsError):
+    """An error answer: `status`, and the envelope's `type`, `code`, `param` and `message`."""
+
+    def __init__(
+        self,
+        status: int,
+        type: str,
+        message: str,
+        code: Optional[str] = None,
+        param: Optional[str] = None,
+        retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
+        body: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        super().__init__(f"{status} {type}{f' ({code})' if code else ''}: {message}")
+        self.status = status
+        self.type = type
+        self.message = message
+        self.code = code
+        self.param = param
+        self.retry_after = retry_after
+        self.request_id = request_id
+        self.body = body
+
+    @property
+    def retryable(self) -> bool:
+        """A 429 or 503: the same request may succeed later (wait `retry_after` seconds)."""
+        return self.status in (429, 503)
+
+
+class InvalidRequestError(APIError):
+    """400 (and 409, 413, 415, 422): the request was refused as it is; `param` names the field."""
+
+
+class AuthenticationError(APIError):
+    """401: missing or invalid API key."""
+
+
+class NotFoundError(APIError):
+    """404: no such object, or not this account's."""
+
+
+class RateLimitError(APIError):
+    """429: wait `retry_after` seconds."""
+
+
+class ServiceUnavailableError(APIError):
+    """503 (or another 5xx): the service's backends are briefly unreachable; retry."""
+
+
+class WebhookVerificationError(WrsError):
+    """A webhook whose signature, timestamp or headers do not verify: do not trust its body."""
+
+
+class StreamError(WrsError):
+    """A stream could not be resumed (no run id yet, or too many failed reconnects)."""
+
+
+def error_from_response(response: httpx.Response) -> APIError:
+    """Builds the exception for an error answer (its body must have been read)."""
+    try:
+        body = response.json()
+        envelope = body.get("error", {}) if isinstance(body, dict) else {}
+    except ValueError:
+        body, envelope = None, {}
+    retry_after: Optional[float] = None
+    header = response.headers.get("retry-after")
+    if header is not None:
+        try:
+            retry_after = float(header)
+        except ValueError:
+            retry_after = None
+    status = response.status_code
+    cls = (
+        AuthenticationError
+        if status == 401
+        else NotFoundError
+        if status == 404
+        else RateLimitError
+        if status == 429
+        else ServiceUnavailableError
+        if status >= 500
+        else InvalidRequestError
+        if status in (400, 409, 413, 415, 422)
+        else APIError
+    )
+    return cls(
+        status,
+        envelope.get("type") or ("server_error" if status >= 500 else "invalid_request_error"),
+        envelope.get("message") or f"HTTP {status}",
+        code=envelope.get("code"),
+        param=envelope.get("param"),
+        retry_after=retry_after,
+        request_id=response.headers.get("x-request-id"),
+        body=body if isinstance(body, dict) else None,
+    )

@@ -1,0 +1,120 @@
+"""Typed models of the API's JSON objects (TypedDicts: the answers are returned as parsed, unchanged)."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, TypedDict
+else:  # pragma: no cover
+    from typing_extensions import NotRequired, TypedDict
+
+RunStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
+ItemStatus = Literal["pending", "running", "completed", "failed"]
+
+T = TypeVar("T")
+
+
+class Part(TypedDict, total=False):
+    """One part of an output item: `type` is text, json, image, video or file; file-like parts carry a signed `url`."""
+
+    type: str
+    text: str
+    data: Any
+    url: str
+    mime_type: str
+    name: str
+
+
+class ItemError(TypedDict, total=False):
+    message: str
+    code: Optional[str]
+
+
+class OutputItem(TypedDict):
+    """One item of a run's output (its `id` is stable across reads and events)."""
+
+    id: str
+    item_index: int
+    status: ItemStatus
+    parts: List[Part]
+    error: NotRequired[ItemError]
+
+
+class Run(TypedDict):
+    """A run record, as `GET /api/v1/runs/{run_id}` answers it; `output` is keyed by result label."""
+
+    id: str
+    status: RunStatus
+    published_workflow_id: Optional[str]
+    published_workflow_version_id: Optional[str]
+    output: Optional[Dict[str, List[OutputItem]]]
+    error: Optional[str]
+    total_cost: Any
+    created_at: str
+    completed_at: Optional[str]
+
+
+class AsyncStart(TypedDict):
+    """The 202 answer of a start."""
+
+    run_id: str
+    status: Literal["pending"]
+    published_workflow_id: str
+    published_workflow_version_id: str
+    created_at: str
+
+
+class Page(TypedDict, Generic[T]):
+    """A cursor page: pass `last_id` as `starting_after` for the next one while `has_more`."""
+
+    object: Literal["list"]
+    data: List[T]
+    first_id: Optional[str]
+    last_id: Optional[str]
+    has_more: bool
+
+
+class File(TypedDict):
+    """An uploaded file; `url` is a signed link that works without the API key."""
+
+    id: str
+    name: str
+    mime_type: str
+    size: int
+    url: str
+
+
+class StreamLink(TypedDict):
+    """A signed URL to a run's stream for a browser's EventSource (no API key), and when it stops working."""
+
+    url: str
+    expires_at: str
+
+
+class StreamEvent(TypedDict, total=False):
+    """One event of a run's stream: `type` (`response.created`, `response.output_item.added` ...) and `sequence_number`."""
+
+    type: str
+    sequence_number: int
+    response: Dict[str, Any]
+    item: Dict[str, Any]
+    output_index: int
+
+
+class WorkflowContract(TypedDict):
+    """A published workflow's inputs (with a JSON Schema) and outputs."""
+
+    workflow_id: str
+    slug: Optional[str]
+    name: Optional[str]
+    version: int
+    created_at: str
+    version_id: str
+    inputs: List[Dict[str, Any]]
+    outputs: List[Dict[str, Any]]
+    inputs_schema: Dict[str, Any]
+
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.cancelled"})

@@ -1,0 +1,213 @@
+"""The Python client against the real service: runs, errors, streams and their resume, files, pages, links, webhooks."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Dict, List
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from wrs_client import (
+    AsyncWrsClient,
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    WebhookVerificationError,
+    WrsClient,
+    verify_webhook,
+)
+
+NO_RUN = "run_01J00000000000000000000000"
+
+
+def test_start_get_wait(client: WrsClient, workflows: dict) -> None:
+    started = client.start(workflows["greet"], {"name": "Ada"})
+    assert started["status"] == "pending" and started["run_id"].startswith("run_")
+    assert client.get(started["run_id"])["id"] == started["run_id"]
+    run = client.wait(started["run_id"])
+    assert run["status"] == "completed"
+    assert run["output"]["greeting"][0]["parts"][0]["text"] == "Hello, Ada!"
+
+
+def test_wait_polls_within_one_to_three_seconds(client: WrsClient, workflows: dict) -> None:
+    started = client.start(workflows["slow"])
+    gets: List[float] = []
+    original = client.get
+
+    def counting_get(run_id: str):  # type: ignore[no-untyped-def]
+        gets.append(time.monotonic())
+        return original(run_id)
+
+    client.get = counting_get  # type: ignore[method-assign]
+    run = client.wait(started["run_id"], interval=0.1)  # asked too fast: kept at 1 s
+    assert run["status"] == "completed"
+    gaps = [b - a for a, b in zip(gets, gets[1:])]
+    assert gaps and all(0.95 <= g <= 3.5 for g in gaps), gaps
+
+
+def test_errors_carry_type_code_and_param(client: WrsClient, base_url: str, workflows: dict) -> None:
+    with pytest.raises(InvalidRequestError) as bad:
+        client.start(workflows["greet"], {"nmae": "x"})
+    assert (bad.value.status, bad.value.type, bad.value.code) == (400, "invalid_request_error", "invalid_input_fields")
+    assert bad.value.param
+    with pytest.raises(NotFoundError) as missing:
+        client.get(NO_RUN)
+    assert missing.value.type == "not_found_error"
+    with WrsClient(base_url, "wrs_sk_nope") as stranger, pytest.raises(AuthenticationError) as refused:
+        stranger.get(NO_RUN)
+    assert (refused.value.status, refused.value.code) == (401, "invalid_api_key")
+
+
+def test_async_client_start_wait_and_stream(base_url: str, api_key: str, workflows: dict) -> None:
+    async def main() -> None:
+        async with AsyncWrsClient(base_url, api_key) as client:
+            run = await client.run(workflows["greet"], {"name": "Bo"})
+            assert run["status"] == "completed"
+            events = [e async for e in client.stream(workflows["greet"], {"name": "Cy"})]
+            assert [e["sequence_number"] for e in events] == list(range(len(events)))
+            assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
+            with pytest.raises(NotFoundError):
+                await client.get(NO_RUN)
+
+    asyncio.run(main())
+
+
+def _assert_whole_log(events: List[dict]) -> None:
+    assert [e["sequence_number"] for e in events] == list(range(len(events))), "no gap, no repeat"
+    assert events[0]["type"] == "response.created"
+    assert events[-1]["type"] == "response.completed"
+
+
+def test_stream_resumes_after_a_drop_and_never_repeats_the_start(proxy, api_key: str, workflows: dict) -> None:  # type: ignore[no-untyped-def]
+    events: List[dict] = []
+    with WrsClient(proxy.url, api_key) as client:
+        for event in client.stream(workflows["slow"], reconnect_delay=0.2):
+            events.append(event)
+            if event["type"] == "response.output_item.done" and proxy.resumes == 0:
+                proxy.cut()  # mid-run (the first of four items is done): the client must reconnect by itself
+    _assert_whole_log(events)
+    assert proxy.starts == 1 and proxy.resumes >= 1
+
+
+def test_async_stream_resumes_after_a_drop(proxy, api_key: str, workflows: dict) -> None:  # type: ignore[no-untyped-def]
+    async def main() -> List[dict]:
+        events: List[dict] = []
+        async with AsyncWrsClient(proxy.url, api_key) as client:
+            async for event in client.stream(workflows["slow"], reconnect_delay=0.2):
+                events.append(event)
+                if event["type"] == "response.output_item.done" and proxy.resumes == 0:
+                    proxy.cut()
+        return events
+
+    _assert_whole_log(asyncio.run(main()))
+    assert proxy.starts == 1 and proxy.resumes >= 1
+
+
+def test_httpx_sse_resumes_with_last_event_id(base_url: str, api_key: str, workflows: dict) -> None:
+    """httpx-sse on its own: read part of a stream, drop it, resume with Last-Event-ID: no gap, no repeat."""
+    auth = {"authorization": f"Bearer {api_key}"}
+    seen: List[dict] = []
+    with httpx.Client(base_url=base_url, headers=auth, timeout=60) as http:
+        with connect_sse(http, "POST", "/api/v1/responses", json={"workflowId": workflows["slow"], "stream": True, "inputs": {}}) as source:
+            for sse in source.iter_sse():
+                if sse.data:
+                    seen.append(json.loads(sse.data))
+                if len(seen) == 3:
+                    last_id = sse.id
+                    break
+        run_id = seen[0]["response"]["run_id"]
+        with connect_sse(http, "GET", f"/api/v1/runs/{run_id}/stream", headers={"last-event-id": last_id}) as source:
+            resumed = [json.loads(s.data) for s in source.iter_sse() if s.data and s.data != "[DONE]"]
+    assert resumed[0]["type"] == "response.resumed" and resumed[0]["sequence_number"] == int(last_id)
+    _assert_whole_log(seen + resumed[1:])
+
+
+def test_follow_from_the_terminal_event_ends_at_once(client: WrsClient, workflows: dict) -> None:
+    events = list(client.stream(workflows["greet"], {"name": "Di"}))
+    run_id = events[0]["response"]["run_id"]
+    assert list(client.follow(run_id, after=events[-1]["sequence_number"])) == []  # answered 204
+    assert list(client.follow(run_id, after=0)) == events[1:]
+
+
+def test_upload_and_read_a_file(client: WrsClient, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"hello from python\n")
+    uploaded = client.upload(path)
+    assert uploaded["name"] == "notes.txt" and uploaded["size"] == 18 and uploaded["id"].startswith("file_")
+    assert client.get_file(uploaded["id"])["id"] == uploaded["id"]
+    assert httpx.get(uploaded["url"]).content == b"hello from python\n"  # a signed link: no key needed
+    same = client.upload(b"raw bytes", name="raw.bin")
+    assert same["size"] == 9
+
+
+def test_list_runs_pages_with_a_cursor(client: WrsClient, workflows: dict) -> None:
+    ids = [client.start(workflows["greet"], {"name": f"p{i}"})["run_id"] for i in range(3)]
+    first = client.list_runs(limit=2, workflow_id=workflows["greet"])
+    assert first["object"] == "list" and len(first["data"]) == 2 and first["has_more"]
+    assert first["first_id"] == first["data"][0]["id"] and first["last_id"] == first["data"][1]["id"]
+    second = client.list_runs(limit=2, workflow_id=workflows["greet"], starting_after=first["last_id"])
+    assert second["data"][0]["id"] not in {r["id"] for r in first["data"]}
+    every = [r["id"] for r in client.iter_runs(page_size=2, workflow_id=workflows["greet"])]
+    assert every[:3] == list(reversed(ids))  # newest first
+    assert len(every) == len(set(every))
+
+
+def test_output_items_pages(client: WrsClient, workflows: dict) -> None:
+    """D31 item pages: GET /api/v1/runs/{run_id}/outputs/{key}."""
+    run = client.run(workflows["lines"])
+    items = run["output"]["answers"]
+    page = client.output_items(run["id"], "answers", limit=3)
+    assert page["object"] == "list" and page["data"] == items[:3] and page["has_more"]
+    assert [i["id"] for i in client.iter_output_items(run["id"], "answers", page_size=3)] == [i["id"] for i in items]
+    with pytest.raises(NotFoundError):
+        client.output_items(run["id"], "nothing")
+
+
+def test_stream_link_opens_without_a_key(client: WrsClient, workflows: dict) -> None:
+    events = list(client.stream(workflows["greet"], {"name": "Eve"}))
+    run_id = events[0]["response"]["run_id"]
+    link = client.stream_link(run_id, ttl_seconds=300)
+    assert link["url"].split("?")[0].endswith(f"/streams/{run_id}")
+    with httpx.Client(timeout=30) as anonymous:
+        with connect_sse(anonymous, "GET", link["url"], headers={"last-event-id": "0"}) as source:
+            got = [json.loads(s.data) for s in source.iter_sse() if s.data and s.data != "[DONE]"]
+    assert got[1:] == events[1:]
+    with pytest.raises(InvalidRequestError) as too_long:
+        client.stream_link(run_id, ttl_seconds=7200)
+    assert too_long.value.param == "ttl_seconds"
+
+
+def test_webhooks_verify_with_standardwebhooks(client: WrsClient, workflows: dict) -> None:
+    received: List[Dict[str, object]] = []
+    arrived = threading.Event()
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            body = self.rfile.read(int(self.headers["content-length"]))
+            received.append({"body": body, "headers": dict(self.headers)})
+            self.send_response(204)
+            self.end_headers()
+            arrived.set()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        started = client.start(workflows["greet"], {"name": "Hook"}, webhook=f"http://127.0.0.1:{server.server_port}/hook")
+        assert arrived.wait(30), "no webhook delivery"
+    finally:
+        server.shutdown()
+    secret = os.environ["WRS_WEBHOOK_SECRET"]
+    hit = received[0]
+    run = verify_webhook(hit["body"], hit["headers"], secret)  # type: ignore[arg-type]
+    assert run["id"] == started["run_id"] and run["status"] == "completed"
+    with pytest.raises(WebhookVerificationError):
+        verify_webhook(bytes(hit["body"]).replace(b"Hook", b"Evil"), hit["headers"], secret)  # type: ignore[arg-type]
