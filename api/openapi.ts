@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
-import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, StartRequestSchema, StreamQuerySchema } from './schemas';
+import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, ListWorkflowsQuerySchema, StartRequestSchema, StreamQuerySchema } from './schemas';
 import {
   ErrorEnvelopeSchema,
   FileSchema,
@@ -13,6 +13,7 @@ import {
   RunSchema,
   StreamEventSchema,
   WorkflowContractSchema,
+  WorkflowListSchema,
 } from './response-schemas';
 
 type Json = Record<string, unknown>;
@@ -192,6 +193,12 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         },
       },
       '/api/v1/workflows': {
+        get: {
+          operationId: 'listWorkflows',
+          summary: 'List your published workflows, newest first, each as its latest version’s contract (D30)',
+          parameters: queryParameters(ListWorkflowsQuerySchema),
+          responses: { '200': { ...json('WorkflowList', 'A page of workflows.'), headers: rateHeaders }, ...errors(400, 401, 429, 500, 503) },
+        },
         post: {
           operationId: 'publishWorkflow',
           summary: 'Publish a workflow graph (a new workflow, or the next version of its slug)',
@@ -287,6 +294,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         PublishedWorkflow: schemaOf(PublishResponseSchema),
         RunList: schemaOf(RunListSchema),
         WorkflowContract: schemaOf(WorkflowContractSchema),
+        WorkflowList: schemaOf(WorkflowListSchema),
         File: schemaOf(FileSchema),
         StreamEvent: schemaOf(StreamEventSchema),
         WorkflowDocument: schemaOf(WorkflowDocumentSchema, 'input'),
