@@ -281,6 +281,29 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/metrics': {
         get: { operationId: 'metrics', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
       },
+      '/': {
+        get: {
+          operationId: 'playground',
+          summary: 'The playground: try any published workflow in a browser (issue 19)',
+          security: [],
+          responses: {
+            '200': { description: 'The page (`Cache-Control: no-cache`, an `ETag`, a strict Content-Security-Policy).', content: { 'text/html': { schema: { type: 'string' } } } },
+            '304': { description: 'Not modified (`If-None-Match` matched the ETag).' },
+          },
+        },
+      },
+      '/playground/{asset}': {
+        get: {
+          operationId: 'playgroundAsset',
+          summary: 'A script or stylesheet of the playground; the name holds its content hash, so it is cached for a year',
+          security: [],
+          parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', example: 'app.3f2a9c1d0b7e.js' } }],
+          responses: {
+            '200': { description: 'The file.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
+            ...errors(404),
+          },
+        },
+      },
       '/healthz': { get: { operationId: 'health', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
       '/readyz': { get: { operationId: 'ready', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
     },

@@ -51,6 +51,7 @@ export function playgroundRoutes(deps: AppDeps): Router {
     ctx.set('Cache-Control', 'no-cache'); // revalidated every time: a new deployment shows at once
     ctx.etag = etag;
     ctx.type = 'text/html; charset=utf-8';
+    ctx.status = 200; // Koa's freshness check only looks at 2xx answers
     if (ctx.fresh) {
       ctx.status = 304;
       return;
