@@ -2,7 +2,7 @@
 // hello form streamed to its greeting, a PNG uploaded (with progress) and shown from its signed
 // link, a slow run cancelled, a dropped stream resumed with Last-Event-ID, a finished run
 // reopened from the list, and the page at 375 px and from the keyboard. Screenshots go to
-// $TMPDIR/wrs-playground-screenshots (docs/playground-*.png are copies of two of them).
+// $TMPDIR/wrs-playground-screenshots; docs/playground-desktop.png and -mobile.png are copies.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -127,7 +127,7 @@ describe('playground page (issue 19)', function () {
     assert.match(python, /from wrs_client import Client\n\nclient = Client\(base_url="http:\/\/127\.0\.0\.1:\d+", api_key=os\.environ\["WRS_API_KEY"\]\)\nrun = client\.start\("hello", inputs=\{\n {4}"name": "Ada",\n\}\)\nrun = client\.wait\(run\["id"\]\)/);
     assert.ok(!python.includes(key) && !(await page.content()).includes(key.slice(8)), 'the key is never shown in code');
     await page.getByRole('button', { name: 'curl' }).click();
-    await shot('desktop');
+    await shot('hello');
   });
 
   it('uploads a PNG with progress for an image input, and shows it inline from its signed link', async () => {
@@ -143,7 +143,7 @@ describe('playground page (issue 19)', function () {
     await page.waitForFunction("document.querySelector('#outputs .item img')?.naturalWidth === 16");
     assert.match((await img.getAttribute('src'))!, new RegExp(`^${svc.url}/files/file_\\w+/content\\?`));
     assert.equal(await page.locator('#outputs pre.text').textContent(), 'A photo');
-    await shot('upload');
+    await shot('desktop');
   });
 
   it('cancels a running run with the Cancel button', async () => {
