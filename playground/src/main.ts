@@ -239,7 +239,12 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
         addEvent(`connection lost: reconnecting (attempt ${attempt}, Last-Event-ID ${lastId ?? 'none'})`, 'note');
       },
     });
-    const run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+    // The terminal event (or a 204 on resume) comes as the run ends; its record may trail it briefly.
+    let run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+    for (let i = 0; i < 30 && !TERMINAL_STATUS.has(run.status) && state.current === current; i++) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+    }
     if (state.current !== current) return;
     setStatus(run.status);
     renderRun(el.outputs, run, new Map((state.contract?.outputs ?? []).map((o) => [o.key, o.label])));

@@ -19,6 +19,18 @@ import { png } from '../fakes/media';
 const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
 const SHOTS = path.join(os.tmpdir(), 'wrs-playground-screenshots');
 const hello = JSON.parse(readFileSync(path.join(__dirname, '../../examples/hello.json'), 'utf8'));
+const typed = {
+  slug: 'typed',
+  nodes: [
+    { id: 't', type: 'user_input', label: 'Title', input_type: 'text' },
+    { id: 'n', type: 'user_input', label: 'Count', input_type: 'number' },
+    { id: 'b', type: 'user_input', label: 'Loud', input_type: 'boolean', required: false },
+    { id: 'j', type: 'user_input', label: 'Options', input_type: 'json', required: false },
+    { id: 'line', type: 'text', template: '{{t}} {{n}} {{b}} {{j}}' },
+    { id: 'out', type: 'user_result', label: 'Line' },
+  ],
+  edges: [...['t', 'n', 'b', 'j'].map((id) => ({ from: id, to: 'line', port: id })), { from: 'line', to: 'out' }],
+};
 const echoPhoto = {
   slug: 'echo-photo',
   name: 'Echo photo',
@@ -45,10 +57,25 @@ describe('playground page (issue 19)', function () {
   let helloRunId: string;
 
   const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-  const names: Record<string, string> = { hello: 'Hello (hello)', 'echo-photo': 'Echo photo (echo-photo)', 'slow-answer': 'slow-answer' };
+  const names: Record<string, string> = { hello: 'Hello (hello)', 'echo-photo': 'Echo photo (echo-photo)', typed: 'typed', 'slow-answer': 'slow-answer' };
   const workflowPicker = (target: Page) => target.getByRole('combobox', { name: 'Workflow', exact: true });
   const chooseWorkflow = (target: Page, slug: string) => workflowPicker(target).selectOption({ label: names[slug] });
   const status = (target: Page = page) => target.locator('#run-status .badge');
+
+  /** Drops the connection of the next streaming start right after its first event, while the run still works. */
+  function cutNextStartAfterFirstEvent(): void {
+    const cut = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (req.method !== 'POST' || req.url !== '/api/v1/responses') return;
+      svc.api.server.off('request', cut);
+      const write = res.write.bind(res) as (chunk: unknown) => boolean;
+      res.write = ((chunk: unknown) => {
+        const written = write(chunk);
+        if (String(chunk).includes('response.created')) setImmediate(() => req.socket.destroy());
+        return written;
+      }) as typeof res.write;
+    };
+    svc.api.server.on('request', cut);
+  }
 
   async function openPage(viewport: { width: number; height: number }): Promise<Page> {
     const tab = await browser.newPage({ viewport });
@@ -70,7 +97,7 @@ describe('playground page (issue 19)', function () {
     openai = await startFakeOpenAI();
     svc = await startService({ env: { OPENAI_BASE_URL: openai.baseUrl } });
     ({ key } = await newAccount(svc.store.collections));
-    for (const doc of [hello, echoPhoto, llmWorkflow('slow-answer')]) await publish(svc.url, key, doc);
+    for (const doc of [hello, echoPhoto, typed, llmWorkflow('slow-answer')]) await publish(svc.url, key, doc);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
@@ -163,21 +190,10 @@ describe('playground page (issue 19)', function () {
 
   it('resumes a dropped stream with Last-Event-ID and still shows the answer', async () => {
     const resumes: string[] = [];
-    const cut = (req: http.IncomingMessage, res: http.ServerResponse) => {
-      if (req.method !== 'POST' || req.url !== '/api/v1/responses') return;
-      svc.api.server.off('request', cut);
-      // Cut the streaming answer right after its first event, while the run is still working.
-      const write = res.write.bind(res) as (chunk: unknown) => boolean;
-      res.write = ((chunk: unknown) => {
-        const written = write(chunk);
-        if (String(chunk).includes('response.created')) setImmediate(() => req.socket.destroy());
-        return written;
-      }) as typeof res.write;
-    };
     const watch = (req: http.IncomingMessage) => {
       if (req.url?.endsWith('/stream')) resumes.push(String(req.headers['last-event-id']));
     };
-    svc.api.server.on('request', cut);
+    cutNextStartAfterFirstEvent();
     svc.api.server.on('request', watch);
     try {
       await page.getByLabel('Topic').fill('slow:2500 resumed');
@@ -191,6 +207,48 @@ describe('playground page (issue 19)', function () {
     assert.ok(events.some((e) => /^connection lost: reconnecting \(attempt 1, Last-Event-ID 0\)$/.test(e)), events.join(' | '));
     assert.equal(events.filter((e) => e.startsWith('created')).length, 1, 'the start was not repeated');
     assert.equal(events.at(-1), 'completed');
+  });
+
+  it('takes a 204 on resume as the end of the run, and shows its record', async () => {
+    // The resume rule "a Last-Event-ID at or after the terminal event answers 204" played by the
+    // browser's router: the stream is cut after its first event, and the reconnect answered 204
+    // once the run has ended.
+    cutNextStartAfterFirstEvent();
+    const resumed: string[] = [];
+    await page.route('**/api/v1/runs/*/stream*', async (route) => {
+      resumed.push(route.request().headers()['last-event-id']);
+      const runId = /runs\/(run_\w+)\/stream/.exec(route.request().url())![1];
+      await waitForRun(svc.url, key, runId);
+      await route.fulfill({ status: 204 });
+    });
+    try {
+      await page.getByLabel('Topic').fill('slow:1000 over while away');
+      await page.getByRole('button', { name: 'Run', exact: true }).click();
+      await page.locator('#outputs pre.text', { hasText: 'echo: slow:1000 over while away' }).waitFor({ timeout: 30_000 });
+    } finally {
+      await page.unroute('**/api/v1/runs/*/stream*');
+    }
+    assert.deepEqual(resumed, ['0']);
+    assert.equal(await status().textContent(), 'completed');
+  });
+
+  it('builds number, boolean and JSON fields, and refuses invalid JSON before sending', async () => {
+    await chooseWorkflow(page, 'typed');
+    assert.equal(await page.getByLabel('Count').getAttribute('type'), 'number');
+    assert.equal(await page.getByLabel('Loud').getAttribute('type'), 'checkbox');
+    await page.getByLabel('Title').fill('Deck');
+    await page.getByLabel('Count').fill('3');
+    await page.getByLabel('Loud').check();
+    await page.getByLabel('Options').fill('{"a": ');
+    const before = (await call(svc.url, 'GET', '/api/v1/runs?limit=1', { key })).body.data[0].id;
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('.field-error', { hasText: /^Options is not valid JSON/ }).waitFor();
+    assert.equal(await page.getByLabel('Options').getAttribute('aria-invalid'), 'true');
+    assert.equal((await call(svc.url, 'GET', '/api/v1/runs?limit=1', { key })).body.data[0].id, before, 'nothing was sent');
+    await page.getByLabel('Options').fill('{"a": [1, true]}');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('#outputs pre.text', { hasText: 'Deck 3 true' }).waitFor();
+    assert.match((await page.locator('#code').textContent())!, /"inputs":\{"title":"Deck","count":3,"loud":true,"options":\{"a":\[1,true\]\}\}/);
   });
 
   it('reopens a finished run from the recent runs list', async () => {
