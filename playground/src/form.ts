@@ -24,8 +24,8 @@ export interface InputsSchema {
 type Read = { value?: unknown; problem?: string };
 
 export interface InputsForm {
-  /** The `inputs` object, or the problems keyed by input. */
-  read(): { inputs: Record<string, unknown>; problems: Map<string, string> };
+  /** The `inputs` object, and the problems keyed by input (shown next to their fields when `show`). */
+  read(show?: boolean): { inputs: Record<string, unknown>; problems: Map<string, string> };
   /** Shows server-side problems (`details[].field` is `inputs.<key>...`) next to their fields. */
   showProblems(problems: Map<string, string>): void;
 }
@@ -91,7 +91,7 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
   }
 
   const form: InputsForm = {
-    read() {
+    read(show = true) {
       const inputs: Record<string, unknown> = {};
       const problems = new Map<string, string>();
       for (const [key, read] of readers) {
@@ -99,7 +99,7 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
         if (problem) problems.set(key, problem);
         else if (value !== undefined) inputs[key] = value;
       }
-      form.showProblems(problems);
+      if (show) form.showProblems(problems);
       return { inputs, problems };
     },
     showProblems(problems) {
@@ -165,6 +165,6 @@ function fileField(id: string, common: Record<string, string | boolean>, kind: s
   return { control, read };
 }
 
-export function formatBytes(n: number): string {
+function formatBytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 ** 2).toFixed(1)} MB`;
 }

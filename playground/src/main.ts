@@ -144,7 +144,7 @@ function currentRequest(): RunRequest | undefined {
   const contract = state.contract;
   if (!contract || !state.form) return undefined;
   const latest = state.workflows.find((w) => w.workflow_id === contract.workflow_id)?.version;
-  return { workflowId: contract.slug, version: contract.version === latest ? undefined : contract.version, inputs: state.form.read().inputs };
+  return { workflowId: contract.slug, version: contract.version === latest ? undefined : contract.version, inputs: state.form.read(false).inputs };
 }
 
 function renderCode(): void {
@@ -251,7 +251,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     void loadRuns();
   } catch (err) {
     if (current.follow.signal.aborted) return;
-    setStatus(current.id ? 'failed' : 'idle');
+    setStatus(current.id ? 'disconnected' : 'idle'); // the run itself may still go on: Recent runs can reattach it
     if (err instanceof ApiError && err.details.length) state.form?.showProblems(new Map(err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem])));
     say(el.formError, (err as Error).message);
   }

@@ -135,6 +135,7 @@ describe('playground page (issue 19)', function () {
 
   it('fills the hello form, streams the run and shows the greeting, its events and the code', async () => {
     await chooseWorkflow(page, 'hello');
+    assert.equal(await page.locator('.field-error:visible').count(), 0, 'no complaint before the user acts');
     await page.getByLabel('Name').fill('Ada');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.locator('#outputs pre.text', { hasText: 'Hello, Ada!' }).waitFor();
