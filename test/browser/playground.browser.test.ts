@@ -67,11 +67,11 @@ describe('playground page (issue 19)', function () {
     const cut = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (req.method !== 'POST' || req.url !== '/api/v1/responses') return;
       svc.api.server.off('request', cut);
-      const write = res.write.bind(res) as (chunk: unknown) => boolean;
+      const write = res.write.bind(res) as (chunk: unknown, done?: () => void) => boolean;
       res.write = ((chunk: unknown) => {
-        const written = write(chunk);
-        if (String(chunk).includes('response.created')) setImmediate(() => req.socket.destroy());
-        return written;
+        if (!String(chunk).includes('response.created')) return write(chunk);
+        // Handed to the kernel first, and read by the browser before the reset: a reset drops unread data.
+        return write(chunk, () => setTimeout(() => req.socket.destroy(), 200));
       }) as typeof res.write;
     };
     svc.api.server.on('request', cut);
@@ -199,7 +199,10 @@ describe('playground page (issue 19)', function () {
     try {
       await page.getByLabel('Topic').fill('slow:2500 resumed');
       await page.getByRole('button', { name: 'Run', exact: true }).click();
-      await page.locator('#outputs pre.text', { hasText: 'echo: slow:2500 resumed' }).waitFor({ timeout: 30_000 });
+      await page
+        .locator('#outputs pre.text', { hasText: 'echo: slow:2500 resumed' })
+        .waitFor({ timeout: 30_000 })
+        .catch(async (err) => assert.fail(`${err.message}\ntimeline: ${(await page.locator('#timeline').textContent())}\nerror: ${await page.locator('#form-error').textContent()}\nstreams: ${resumes}`));
     } finally {
       svc.api.server.off('request', watch);
     }
