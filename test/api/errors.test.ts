@@ -79,7 +79,7 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       ['GET', '/api/v1/responses', 'POST'],
       ['PUT', '/api/v1/responses', 'POST'],
       ['PATCH', '/api/v1/workflows', 'POST'],
-      ['GET', '/api/v1/workflows', 'POST'],
+      ['DELETE', '/api/v1/workflows', 'GET'],
       ['POST', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'GET'],
       ['DELETE', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'GET'],
     ];
