@@ -26,6 +26,7 @@ COPY domain ./domain
 COPY files ./files
 COPY metrics ./metrics
 COPY net ./net
+COPY playground ./playground
 COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows
@@ -50,6 +51,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The example workflows, so an operator can publish the demo from inside the container.
 COPY examples ./examples
+# The playground's sources: the API bundles them with esbuild on the first request to `/`.
+COPY playground ./playground
 # Workers load dist/workflow-bundle.js (WORKFLOW_BUNDLE_PATH); dist/workflows stays for replay tooling.
 USER node
 EXPOSE 8080

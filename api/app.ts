@@ -19,6 +19,7 @@ import { requestLog } from './middleware/request-log';
 import { filesRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
 import { openapiRoutes } from './routes/openapi';
+import { playgroundRoutes } from './routes/playground';
 import { metricsRoutes } from './routes/metrics';
 import { responsesRoutes } from './routes/responses';
 import { runsRoutes } from './routes/runs';
@@ -70,7 +71,7 @@ export function createApp(appDeps: AppDeps): Koa {
   );
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(errorHandler(deps.logger));
-  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps), streamLinkRoutes(deps)]) {
+  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps), streamLinkRoutes(deps), playgroundRoutes(deps)]) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../domain/graph';
-import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, OutputItemsQuerySchema, StartRequestSchema, StreamLinkRequestSchema, StreamQuerySchema } from './schemas';
+import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, ListWorkflowsQuerySchema, OutputItemsQuerySchema, StartRequestSchema, StreamLinkRequestSchema, StreamQuerySchema } from './schemas';
 import {
   ErrorEnvelopeSchema,
   FileSchema,
@@ -15,6 +15,7 @@ import {
   StreamEventSchema,
   StreamLinkSchema,
   WorkflowContractSchema,
+  WorkflowListSchema,
 } from './response-schemas';
 
 type Json = Record<string, unknown>;
@@ -254,6 +255,12 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         },
       },
       '/api/v1/workflows': {
+        get: {
+          operationId: 'listWorkflows',
+          summary: 'List your published workflows, newest first, each as its latest version’s contract (D30)',
+          parameters: queryParameters(ListWorkflowsQuerySchema),
+          responses: { '200': { ...json('WorkflowList', 'A page of workflows.'), headers: rateHeaders }, ...errors(400, 401, 429, 500, 503) },
+        },
         post: {
           operationId: 'publishWorkflow',
           summary: 'Publish a workflow graph (a new workflow, or the next version of its slug)',
@@ -336,6 +343,29 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/metrics': {
         get: { operationId: 'metrics', summary: 'Prometheus metrics of this process', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
       },
+      '/': {
+        get: {
+          operationId: 'playground',
+          summary: 'The playground: try any published workflow in a browser (issue 19)',
+          security: [],
+          responses: {
+            '200': { description: 'The page (`Cache-Control: no-cache`, an `ETag`, a strict Content-Security-Policy).', content: { 'text/html': { schema: { type: 'string' } } } },
+            '304': { description: 'Not modified (`If-None-Match` matched the ETag).' },
+          },
+        },
+      },
+      '/playground/{asset}': {
+        get: {
+          operationId: 'playgroundAsset',
+          summary: 'A script or stylesheet of the playground; the name holds its content hash, so it is cached for a year',
+          security: [],
+          parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', example: 'app.3f2a9c1d0b7e.js' } }],
+          responses: {
+            '200': { description: 'The file.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
+            ...errors(404),
+          },
+        },
+      },
       '/healthz': { get: { operationId: 'health', summary: 'Liveness: the process runs', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
       '/readyz': { get: { operationId: 'ready', summary: 'Readiness: MongoDB and Temporal answer', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
     },
@@ -350,6 +380,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         RunList: schemaOf(RunListSchema),
         OutputItemList: schemaOf(OutputItemListSchema),
         WorkflowContract: schemaOf(WorkflowContractSchema),
+        WorkflowList: schemaOf(WorkflowListSchema),
         File: schemaOf(FileSchema),
         StreamEvent: schemaOf(StreamEventSchema),
         WorkflowDocument: requestSchema(WorkflowDocumentSchema),

@@ -87,14 +87,18 @@ export const FileSchema = z.object({
 });
 export type FileView = z.infer<typeof FileSchema>;
 
+/** A page of a cursor-paginated list (D23, D30): `starting_after=<last_id>` asks for the next one. */
+const listOf = <T extends z.ZodType>(item: T) =>
+  z.object({
+    object: z.literal('list'),
+    data: z.array(item),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  });
+
 /** D23: a page of runs. */
-export const RunListSchema = z.object({
-  object: z.literal('list'),
-  data: z.array(RunSchema),
-  first_id: z.string().nullable(),
-  last_id: z.string().nullable(),
-  has_more: z.boolean(),
-});
+export const RunListSchema = listOf(RunSchema);
 
 /** D31: a page of one output's items, in output order. */
 export const OutputItemListSchema = z.object({
@@ -118,6 +122,9 @@ export const WorkflowContractSchema = z.object({
   outputs: z.array(ContractOutputSchema),
   inputs_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the start request’s `inputs`.'),
 });
+
+/** D30: a page of published workflows, each as its latest version's contract. */
+export const WorkflowListSchema = listOf(WorkflowContractSchema);
 
 const seq = z.int().min(0).describe('Position in the run’s event log (D11); also the SSE `id:`.');
 const usage = { usage: z.null(), service_tier: z.null() };

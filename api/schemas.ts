@@ -85,6 +85,15 @@ export const StreamLinkRequestSchema = z
   })
   .strict();
 
+/** D30: the query of GET /api/v1/workflows (cursor pagination like D23, newest first). */
+export const ListWorkflowsQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: z.string().regex(/^wf_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a workflow id').optional().describe('Return workflows published before this one.'),
+  })
+  .strict();
+export type ListWorkflowsQuery = z.infer<typeof ListWorkflowsQuerySchema>;
+
 /** D24: the query of GET /api/v1/workflows/{workflowId}. */
 export const ContractQuerySchema = z
   .object({ version: z.union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/)]).optional() })

@@ -93,6 +93,7 @@ function printWelcome(apiUrl: string, uiUrl: string | null, key: string, slug: s
       '',
       'Workflow Run Service is running.',
       `  API          ${apiUrl}`,
+      `  Playground   ${apiUrl}/  (paste the demo key)`,
       `  Temporal UI  ${uiUrl ?? '(your own Temporal server)'}`,
       `  Demo API key ${key}`,
       '',

@@ -1,4 +1,4 @@
-/** POST /api/v1/workflows (publish a graph, D26) and GET /api/v1/workflows/{workflowId} (its contract, D24). */
+/** POST /api/v1/workflows (publish a graph, D26), GET /api/v1/workflows (list them, D30) and GET /api/v1/workflows/{workflowId} (a contract, D24). */
 import Router from '@koa/router';
 import type { RouteDeps } from '../app';
 import { authenticate } from '../middleware/authenticate';
@@ -6,7 +6,8 @@ import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../services/publish-workflow';
 import { workflowContract } from '../services/workflow-contract';
-import { ContractQuerySchema, parseRequest } from '../schemas';
+import { listWorkflows } from '../services/list-workflows';
+import { ContractQuerySchema, ListWorkflowsQuerySchema, parseRequest } from '../schemas';
 
 /** Routes of the workflows resource. */
 export function workflowsRoutes(deps: RouteDeps): Router {
@@ -21,6 +22,9 @@ export function workflowsRoutes(deps: RouteDeps): Router {
       ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body, deps.catalog);
     },
   );
+  router.get('/api/v1/workflows', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
+    ctx.body = await listWorkflows(deps.collections, ctx.state.auth!.accountId, parseRequest(ListWorkflowsQuerySchema, ctx.query, 'query'));
+  });
   router.get('/api/v1/workflows/:workflowId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     const { version } = parseRequest(ContractQuerySchema, ctx.query, 'query');
     ctx.body = await workflowContract(deps.catalog, ctx.state.auth!.accountId, ctx.params.workflowId, version);

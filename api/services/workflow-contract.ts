@@ -1,5 +1,6 @@
 /** D24: a published workflow's contract, so a client can build a form for any workflow. */
 import { inputsJsonSchema } from '../../domain/contract';
+import type { WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
 import { resolveVersion, type WorkflowLookup } from './start-run';
 
 /** The latest (or pinned) version's inputs, with a JSON Schema of `inputs`, and outputs. */
@@ -10,6 +11,11 @@ export async function workflowContract(
   version?: number | string,
 ) {
   const { workflow, version: v } = await resolveVersion(catalog, accountId, ref, version);
+  return contractView(workflow, v);
+}
+
+/** One version's contract as D24 answers it (D30 lists the latest of each workflow in this shape). */
+export function contractView(workflow: WorkflowDoc, v: Pick<WorkflowVersionDoc, '_id' | 'version' | 'created_at' | 'contract'>) {
   return {
     workflow_id: workflow._id,
     slug: workflow.slug,
@@ -22,3 +28,4 @@ export async function workflowContract(
     inputs_schema: inputsJsonSchema(v.contract),
   };
 }
+export type WorkflowContractView = ReturnType<typeof contractView>;

@@ -61,7 +61,7 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
   after(async () => svc?.close());
 
   it('answers an unknown route with 404 not_found_error / not_found', async () => {
-    for (const path of ['/api/v1/nope', '/', '/api/v2/responses', '/api/v1/run']) {
+    for (const path of ['/api/v1/nope', '/nope', '/api/v2/responses', '/api/v1/run']) {
       const res = await call(svc.url, 'GET', path, { key });
       expectError(res, { status: 404, type: 'not_found_error', code: 'not_found' });
     }
@@ -79,7 +79,7 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       ['GET', '/api/v1/responses', 'POST'],
       ['PUT', '/api/v1/responses', 'POST'],
       ['PATCH', '/api/v1/workflows', 'POST'],
-      ['GET', '/api/v1/workflows', 'POST'],
+      ['DELETE', '/api/v1/workflows', 'GET'],
       ['POST', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'GET'],
       ['DELETE', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'GET'],
     ];

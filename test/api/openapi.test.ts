@@ -206,6 +206,19 @@ describe('OpenAPI document conformance (D25)', function () {
     assert.equal((await op('GET', '/api/v1/workflows/{workflowId}', '/api/v1/workflows/nothing', { key })).status, 404);
   });
 
+  it('listing workflows (D30) and the playground page with its assets, and the documented refusals', async () => {
+    await op('POST', '/api/v1/workflows', '/api/v1/workflows', { key, body: greetingWorkflow('listed') });
+    const list = await op('GET', '/api/v1/workflows', '/api/v1/workflows?limit=1', { key });
+    assert.equal(list.status, 200);
+    assert.equal((await op('GET', '/api/v1/workflows', `/api/v1/workflows?starting_after=${list.body.last_id}`, { key })).status, 200);
+    assert.equal((await op('GET', '/api/v1/workflows', '/api/v1/workflows?limit=0', { key })).status, 400);
+    const page = await op('GET', '/', '/');
+    assert.equal(page.status, 200);
+    const script = /src="\/playground\/([^"]+)"/.exec(page.body)![1];
+    assert.equal((await op('GET', '/playground/{asset}', `/playground/${script}`)).status, 200);
+    assert.equal((await op('GET', '/playground/{asset}', '/playground/app.000000000000.js')).status, 404);
+  });
+
   it('rate limits answer 429 as documented, with the headers', async () => {
     const limited = await newAccount(svc.store.collections);
     // Before the key's first use: an API process remembers a key, and the limits on it, for up to 2 s (D6).

@@ -147,7 +147,10 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
       const url = new URL(f.url);
       return { file_id: f.id, expires: url.searchParams.get('expires'), sig: url.searchParams.get('sig') };
     });
-    fs.writeFileSync(path.join(workDir, 'fixtures.json'), JSON.stringify({ runs, live_runs: liveRuns, workflows: published, files: files.map((f: any) => f.id), links, graph: greetingWorkflow('unused') }));
+    // The playground's hashed asset names (issue 19), as the page links them.
+    const assets = [...(await (await fetch(`${svc.url}/`)).text()).matchAll(/"\/playground\/([^"]+)"/g)].map((m) => m[1]);
+    assert.equal(assets.length, 2);
+    fs.writeFileSync(path.join(workDir, 'fixtures.json'), JSON.stringify({ runs, live_runs: liveRuns, workflows: published, files: files.map((f: any) => f.id), links, assets, graph: greetingWorkflow('unused') }));
   });
 
   after(async () => {

@@ -13,7 +13,7 @@ case to confirm it, and the replay must make the same request.
 The fixtures come from the JSON file named by WRS_ST_FIXTURES (written by the test):
   {"runs": [finished run ids], "live_runs": [ids of runs a slow model call keeps running],
    "workflows": [{"id", "slug", "version", "version_id", "inputs", "live"}],
-   "files": [file ids], "links": [{"file_id", "expires", "sig"}],
+   "files": [file ids], "links": [{"file_id", "expires", "sig"}], "assets": [playground asset names],
    "graph": {"nodes", "edges"} of a valid workflow whose first node is its User Input}
 A live run's stream would last as long as the slow call, so live runs are only read, listed and
 cancelled (the first cancel ends one), and the live workflow is never started here: runs it
@@ -96,6 +96,11 @@ def map_case(context, case):
         if link:
             case.path_parameters["fileId"] = link["file_id"]
             case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"]}
+
+    if operation == "GET /playground/{asset}" and path_ok:
+        asset = pick(case.path_parameters.get("asset"), FIXTURES["assets"])
+        if asset:
+            case.path_parameters["asset"] = asset
 
     if operation == "GET /api/v1/runs" and query_ok and case.query:
         if "workflowId" in case.query:

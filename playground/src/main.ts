@@ -1,0 +1,323 @@
+/**
+ * The playground page (issue 19): pick a workflow and version, fill the form its contract
+ * describes, stream a run with a live event timeline, see its outputs, cancel it, reopen
+ * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.
+ */
+import { api, apiKey, ApiError } from './api';
+import { byId, h, say } from './dom';
+import { buildForm, type InputsForm, type InputsSchema } from './form';
+import { renderRun, type Run } from './outputs';
+import { followRun, type StreamEvent } from './sse';
+import { curlSnippet, pythonSnippet, typescriptSnippet, type RunRequest } from './snippets';
+
+interface Contract {
+  workflow_id: string;
+  slug: string;
+  name: string | null;
+  version: number;
+  version_id: string;
+  created_at: string;
+  inputs: Array<{ key: string; label: string }>;
+  outputs: Array<{ key: string; label: string }>;
+  inputs_schema: InputsSchema;
+}
+interface List<T> {
+  data: T[];
+  has_more: boolean;
+  last_id: string | null;
+}
+
+const el = {
+  keyForm: byId<HTMLFormElement>('key-form'),
+  key: byId<HTMLInputElement>('api-key'),
+  forget: byId<HTMLButtonElement>('forget-key'),
+  notice: byId('notice'),
+  workflow: byId<HTMLSelectElement>('workflow'),
+  version: byId<HTMLSelectElement>('version'),
+  meta: byId('workflow-meta'),
+  runForm: byId<HTMLFormElement>('run-form'),
+  fields: byId('fields'),
+  formError: byId('form-error'),
+  run: byId<HTMLButtonElement>('run'),
+  cancel: byId<HTMLButtonElement>('cancel'),
+  runStatus: byId('run-status'),
+  runId: byId('run-id'),
+  outputs: byId('outputs'),
+  timeline: byId<HTMLOListElement>('timeline'),
+  runs: byId<HTMLUListElement>('runs'),
+  refreshRuns: byId<HTMLButtonElement>('refresh-runs'),
+  codeTabs: byId('code-tabs'),
+  code: byId('code'),
+  copy: byId<HTMLButtonElement>('copy'),
+  copied: byId('copied'),
+};
+
+const state = {
+  workflows: [] as Contract[],
+  contract: undefined as Contract | undefined,
+  form: undefined as InputsForm | undefined,
+  language: 'curl' as 'curl' | 'typescript' | 'python',
+  /** The run on screen, and the controller that stops following it. */
+  current: undefined as { id?: string; follow: AbortController; startedAt: number } | undefined,
+};
+
+const TERMINAL_STATUS = new Set(['completed', 'failed', 'cancelled']);
+
+// ---- key -------------------------------------------------------------------------------
+
+el.key.value = apiKey.get();
+el.keyForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  apiKey.set(el.key.value.trim());
+  void loadWorkflows();
+});
+el.forget.addEventListener('click', () => {
+  apiKey.set('');
+  el.key.value = '';
+  state.workflows = [];
+  el.workflow.replaceChildren();
+  el.version.replaceChildren();
+  el.fields.replaceChildren();
+  el.runs.replaceChildren();
+  say(el.notice, 'Enter an API key to begin. It is kept in this tab only (sessionStorage).');
+});
+
+/** Shows an error of a background load where the user will see it. */
+function report(err: unknown): void {
+  const message = err instanceof ApiError && err.status === 401 ? 'The API key was refused: check it and press “Use key”.' : (err as Error).message;
+  say(el.notice, message);
+}
+
+// ---- workflows and versions --------------------------------------------------------------
+
+async function loadWorkflows(): Promise<void> {
+  if (!apiKey.get()) return say(el.notice, 'Enter an API key to begin. It is kept in this tab only (sessionStorage).');
+  try {
+    const all: Contract[] = [];
+    let cursor = '';
+    for (let page = 0; page < 10; page++) {
+      const list = await api<List<Contract>>('GET', `/api/v1/workflows?limit=100${cursor}`);
+      all.push(...list.data);
+      if (!list.has_more || !list.last_id) break;
+      cursor = `&starting_after=${list.last_id}`;
+    }
+    state.workflows = all;
+    say(el.notice, all.length ? '' : 'This account has no published workflows yet: publish one with POST /api/v1/workflows (see docs/api.md).');
+    el.workflow.replaceChildren(...all.map((w) => h('option', { value: w.workflow_id }, w.name ? `${w.name} (${w.slug})` : w.slug)));
+    const wanted = new URLSearchParams(location.hash.slice(1)).get('workflow');
+    const chosen = all.find((w) => w.slug === wanted || w.workflow_id === wanted) ?? all[0];
+    if (chosen) await chooseWorkflow(chosen.workflow_id);
+    void loadRuns();
+  } catch (err) {
+    report(err);
+  }
+}
+
+async function chooseWorkflow(workflowId: string, version?: number | string): Promise<void> {
+  const latest = state.workflows.find((w) => w.workflow_id === workflowId);
+  if (!latest) return;
+  el.workflow.value = workflowId;
+  el.version.replaceChildren(
+    ...Array.from({ length: latest.version }, (_, i) => latest.version - i).map((v) => h('option', { value: v }, v === latest.version ? `v${v} (latest)` : `v${v}`)),
+  );
+  const contract = version === undefined || version === latest.version || version === latest.version_id ? latest : await api<Contract>('GET', `/api/v1/workflows/${workflowId}?version=${encodeURIComponent(version)}`);
+  el.version.value = String(contract.version);
+  showContract(contract);
+}
+
+function showContract(contract: Contract): void {
+  state.contract = contract;
+  history.replaceState(null, '', `#workflow=${encodeURIComponent(contract.slug)}`);
+  say(el.meta, `${contract.inputs.length} input${contract.inputs.length === 1 ? '' : 's'} → ${contract.outputs.map((o) => o.label).join(', ') || 'no outputs'} · published ${new Date(contract.created_at).toLocaleString()}`);
+  state.form = buildForm(el.fields, contract.inputs_schema);
+  say(el.formError, '');
+  renderCode();
+}
+
+el.workflow.addEventListener('change', () => void chooseWorkflow(el.workflow.value).catch(report));
+el.version.addEventListener('change', () => void chooseWorkflow(el.workflow.value, Number(el.version.value)).catch(report));
+
+// ---- code snippets ------------------------------------------------------------------------
+
+/** The request the form describes now (problems left out: the snippet shows what is filled in). */
+function currentRequest(): RunRequest | undefined {
+  const contract = state.contract;
+  if (!contract || !state.form) return undefined;
+  const latest = state.workflows.find((w) => w.workflow_id === contract.workflow_id)?.version;
+  return { workflowId: contract.slug, version: contract.version === latest ? undefined : contract.version, inputs: state.form.read(false).inputs };
+}
+
+function renderCode(): void {
+  const request = currentRequest();
+  const make = { curl: curlSnippet, typescript: typescriptSnippet, python: pythonSnippet }[state.language];
+  el.code.textContent = request ? make(location.origin, request) : '';
+  for (const tab of el.codeTabs.querySelectorAll('button')) tab.setAttribute('aria-pressed', String(tab.dataset.language === state.language));
+  say(el.copied, '');
+}
+
+el.codeTabs.addEventListener('click', (e) => {
+  const language = (e.target as HTMLElement).closest('button')?.dataset.language;
+  if (!language) return;
+  state.language = language as typeof state.language;
+  renderCode();
+});
+el.fields.addEventListener('input', () => renderCode());
+el.fields.addEventListener('change', () => renderCode());
+el.copy.addEventListener('click', async () => {
+  renderCode();
+  try {
+    await navigator.clipboard.writeText(el.code.textContent ?? '');
+    say(el.copied, 'Copied.');
+  } catch {
+    // No clipboard permission (an http:// origin other than localhost): select it for Ctrl+C instead.
+    getSelection()?.selectAllChildren(el.code);
+    say(el.copied, 'Selected: press Ctrl+C to copy.');
+  }
+});
+
+// ---- running -------------------------------------------------------------------------------
+
+function setStatus(status: string, detail = ''): void {
+  el.runStatus.replaceChildren(h('span', { class: `badge ${status}` }, status), detail ? ` ${detail}` : '');
+  const live = !TERMINAL_STATUS.has(status) && status !== 'idle';
+  el.cancel.disabled = !live || !state.current?.id;
+  el.run.disabled = status === 'starting';
+}
+
+function addEvent(text: string, kind = ''): void {
+  const at = state.current ? ((performance.now() - state.current.startedAt) / 1000).toFixed(2) : '0.00';
+  el.timeline.append(h('li', { class: kind }, h('span', { class: 't' }, `+${at}s`), h('span', { class: 'what' }, text)));
+  el.timeline.scrollTop = el.timeline.scrollHeight;
+}
+
+function describe(event: StreamEvent): [string, string] {
+  switch (event.type) {
+    case 'response.created':
+      return [`created ${event.response.run_id}`, ''];
+    case 'response.resumed':
+      return [`attached after event ${event.sequence_number} (run ${event.response.status})`, 'note'];
+    case 'response.output_item.added':
+      return [`item ${event.output_index + 1} started`, ''];
+    case 'response.output_item.done':
+      return [`item ${event.output_index + 1} done`, 'good'];
+    case 'response.completed':
+      return ['completed', 'good'];
+    case 'response.failed':
+      return [`failed: ${event.response.error.message}`, 'bad'];
+    case 'response.cancelled':
+      return ['cancelled', 'bad'];
+    default:
+      return [event.type, ''];
+  }
+}
+
+/** Follows a run (a new one from `start`, or `runId`) on screen until it ends, then shows its record. */
+async function follow(target: { start: RunRequest } | { runId: string }): Promise<void> {
+  state.current?.follow.abort();
+  const current = { id: 'runId' in target ? target.runId : undefined, follow: new AbortController(), startedAt: performance.now() };
+  state.current = current;
+  el.timeline.replaceChildren();
+  el.outputs.replaceChildren();
+  say(el.runId, current.id ?? '');
+  setStatus('runId' in target ? 'pending' : 'starting');
+  try {
+    const runId = await followRun({
+      ...('runId' in target ? { runId: target.runId } : { start: { ...target.start } }),
+      signal: current.follow.signal,
+      onEvent(event) {
+        const [text, kind] = describe(event);
+        addEvent(text, kind);
+        if (event.type === 'response.created') {
+          current.id = event.response.run_id;
+          say(el.runId, current.id!);
+          void loadRuns();
+        }
+        const status = event.type === 'response.resumed' ? event.response.status : event.type.startsWith('response.output_item') || event.type === 'response.created' ? 'running' : event.type.slice('response.'.length);
+        setStatus(status);
+      },
+      onReconnect(attempt, lastId) {
+        addEvent(`connection lost: reconnecting (attempt ${attempt}, Last-Event-ID ${lastId ?? 'none'})`, 'note');
+      },
+    });
+    // The terminal event (or a 204 on resume) comes as the run ends; its record may trail it briefly.
+    let run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+    for (let i = 0; i < 30 && !TERMINAL_STATUS.has(run.status) && state.current === current; i++) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+    }
+    if (state.current !== current) return;
+    setStatus(run.status);
+    renderRun(el.outputs, run, new Map((state.contract?.outputs ?? []).map((o) => [o.key, o.label])));
+    void loadRuns();
+  } catch (err) {
+    if (current.follow.signal.aborted) return;
+    setStatus(current.id ? 'disconnected' : 'idle'); // the run itself may still go on: Recent runs can reattach it
+    if (err instanceof ApiError && err.details.length) state.form?.showProblems(new Map(err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem])));
+    say(el.formError, (err as Error).message);
+  }
+}
+
+el.runForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  say(el.formError, '');
+  const contract = state.contract;
+  if (!contract || !state.form) return;
+  const { problems } = state.form.read();
+  if (problems.size > 0) {
+    say(el.formError, 'Fix the marked fields first.');
+    (el.fields.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus();
+    return;
+  }
+  void follow({ start: currentRequest()! });
+});
+
+el.cancel.addEventListener('click', async () => {
+  const id = state.current?.id;
+  if (!id) return;
+  el.cancel.disabled = true;
+  try {
+    await api('POST', `/api/v1/runs/${id}/cancel`);
+    addEvent('cancellation requested', 'note');
+  } catch (err) {
+    el.cancel.disabled = false;
+    say(el.formError, (err as Error).message);
+  }
+});
+
+// ---- recent runs ----------------------------------------------------------------------------
+
+async function loadRuns(): Promise<void> {
+  try {
+    const list = await api<List<Run>>('GET', '/api/v1/runs?limit=15');
+    const names = new Map(state.workflows.map((w) => [w.workflow_id, w.slug]));
+    el.runs.replaceChildren(
+      ...list.data.map((run) => {
+        const live = !TERMINAL_STATUS.has(run.status);
+        const when = run.created_at ? new Date(run.created_at).toLocaleTimeString() : '';
+        return h(
+          'li',
+          { class: run.id === state.current?.id ? 'current' : '' },
+          h('span', { class: `badge ${run.status}` }, run.status),
+          h('span', { class: 'run-name' }, names.get(run.published_workflow_id ?? '') ?? run.published_workflow_id ?? '—', h('span', { class: 'muted small' }, ` ${when}`)),
+          h('button', { type: 'button', class: 'small', 'aria-label': `${live ? 'Reattach to' : 'Open'} run ${run.id}`, onclick: () => void reopen(run) }, live ? 'Reattach' : 'Open'),
+        );
+      }),
+    );
+    if (list.data.length === 0) el.runs.append(h('li', { class: 'muted' }, 'No runs yet.'));
+  } catch (err) {
+    report(err);
+  }
+}
+
+/** Shows a listed run: its workflow's version in the pickers, then its events and outputs. */
+async function reopen(run: Run): Promise<void> {
+  if (run.published_workflow_id && state.workflows.some((w) => w.workflow_id === run.published_workflow_id)) {
+    await chooseWorkflow(run.published_workflow_id, run.published_workflow_version_id ?? undefined).catch(report);
+  }
+  await follow({ runId: run.id });
+}
+
+el.refreshRuns.addEventListener('click', () => void loadRuns());
+
+setStatus('idle');
+void loadWorkflows();
