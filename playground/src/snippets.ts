@@ -42,7 +42,7 @@ function py(value: unknown, indent = ''): string {
   return JSON.stringify(value);
 }
 
-/** The Python client's shape: Client(base_url, api_key), start(workflow_id, inputs=...), wait(run id). */
+/** The Python client's shape (clients/python): WrsClient(base_url, api_key=...), start(workflow_id, inputs=...), wait(run_id). */
 export function pythonSnippet(base: string, r: RunRequest): string {
   const version = r.version ? `, version=${r.version}` : '';
   return `import os
