@@ -9,6 +9,8 @@ import {
   ServiceError,
   type GrpcRetryOptions,
 } from '@temporalio/client';
+import type { EncryptionCodec } from '../codec/payload-codec';
+import type { PayloadProtection } from '../codec/data-converter';
 import {
   RUN_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
@@ -29,6 +31,8 @@ export interface RunGatewayOptions {
   queryTimeoutMs: number;
   /** Bound on a start or a cancel (a hung server; a refused connection fails within ~1 s, see connectTemporal). */
   rpcTimeoutMs: number;
+  /** D32: seals every payload the API sends to Temporal and opens every answer. */
+  payloads: PayloadProtection;
 }
 
 /** gRPC status UNAVAILABLE: the server cannot be reached (refused, reset, not resolvable). */
@@ -86,10 +90,13 @@ const STARTED_MEMORY = 10_000;
 
 export class RunGateway {
   readonly client: Client;
+  /** The client's payload codec, also served to operators by the codec server (routes/codec.ts). */
+  readonly codec?: EncryptionCodec;
   private readonly started = new Set<string>();
 
   constructor(private readonly opts: RunGatewayOptions) {
-    this.client = new Client({ connection: opts.connection, namespace: opts.namespace });
+    this.codec = opts.payloads.codec;
+    this.client = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: opts.payloads.dataConverter });
   }
 
   /** Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one. */

@@ -20,6 +20,7 @@ import { startApi, type ApiHandle } from '../api/start-api';
 import { createLogger } from '../api/logger';
 import { connectStore } from '../store/db';
 import { createRunWorker } from '../worker/create-worker';
+import { payloadProtection } from '../codec/data-converter';
 import { installWorkerRuntime } from '../worker/runtime';
 import { BARE_TASK_QUEUE } from './baseline/constants';
 
@@ -143,6 +144,7 @@ async function startWorkers(config: Config): Promise<() => Promise<void>> {
       collections: store.collections,
       config,
       shutdownGraceTimeMs: 2_000,
+      payloads: payloadProtection(config, store.db),
     }),
     Worker.create({
       connection,

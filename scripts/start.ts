@@ -14,6 +14,7 @@ import { ensureFerretDb, ensureTemporal, startFerretDb, startTemporal } from '..
 import { connectStore } from '../store/db';
 import { SEARCH_ATTRIBUTE_TYPES } from '../workflows/definitions';
 import { createRunWorker } from '../worker/create-worker';
+import { payloadProtection } from '../codec/data-converter';
 import { installWorkerRuntime } from '../worker/runtime';
 import { ensureDemo } from './demo';
 
@@ -61,6 +62,7 @@ async function main(): Promise<void> {
     collections: store.collections,
     db: store.db,
     config,
+    payloads: payloadProtection(config, store.db),
   });
   const workerDone = worker.run();
   stops.unshift(async () => {

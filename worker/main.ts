@@ -3,6 +3,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { connectStore } from '../store/db';
 import { createRunWorker } from './create-worker';
+import { payloadProtection } from '../codec/data-converter';
 import { installWorkerRuntime } from './runtime';
 import { serveMetrics } from './metrics-server';
 
@@ -19,6 +20,7 @@ async function main(): Promise<void> {
     db: store.db,
     config,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
+    payloads: payloadProtection(config, store.db),
   });
   const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
   // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.
