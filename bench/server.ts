@@ -151,6 +151,8 @@ async function startWorkers(config: Config): Promise<() => Promise<void>> {
       namespace: config.temporal.namespace,
       taskQueue: BARE_TASK_QUEUE,
       workflowsPath: require.resolve('./baseline/workflows'),
+      // The bench's client seals every payload as the service does (D32), so the baseline pays the same codec.
+      dataConverter: payloadProtection(config, store.db).dataConverter,
     }),
   ]);
   const running = Promise.all([runWorker.run(), bareWorker.run()]);
