@@ -19,6 +19,7 @@ import {
   type RunArgs,
   type RunSnapshot,
 } from '../workflows/definitions';
+import { workflowDetails, workflowSummary } from '../workflows/summaries';
 import { isTemporalUnavailable } from './middleware/error-handler';
 import { ServiceUnavailableError } from './errors';
 import { queryDuration } from '../metrics';
@@ -99,13 +100,18 @@ export class RunGateway {
     this.client = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: opts.payloads.dataConverter });
   }
 
-  /** Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one. */
-  async start(args: RunArgs): Promise<void> {
+  /**
+   * Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one.
+   * `slug` names the published workflow in the run's summary in the Temporal UI (D33).
+   */
+  async start(args: RunArgs, slug: string): Promise<void> {
     try {
       await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, {
         workflowId: args.runId,
         taskQueue: this.opts.taskQueue,
         args: [args],
+        staticSummary: workflowSummary(slug, args.version),
+        staticDetails: workflowDetails(args.graph.nodes),
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
           { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },

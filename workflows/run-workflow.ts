@@ -7,6 +7,7 @@ import {
   isCancellation,
   condition,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -20,6 +21,8 @@ import { splitFinal } from './run-chunks';
 import { failed } from './values';
 import { awaitEndUpdate, snapshotQuery, type RunArgs, type RunStatus } from './definitions';
 import { startWebhookDelivery } from './webhook-workflow';
+import { PERSISTENCE_SUMMARIES, RunProgress, activitySummary, fileInputSummary, timerSummary } from './summaries';
+import { withNamedTimeout } from './timers';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
@@ -56,23 +59,27 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });
   const slots = new Semaphore(options.concurrency);
+  // D33: nodes and items done, in the UI's "current details" (no customer data).
+  const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails, () => Date.now());
 
   const callNode = (node: IoNode, iteration: number, ports: Record<string, Item>) => {
     const base = { runId: args.runId, accountId: args.accountId, iteration, ports };
+    const opts = { summary: activitySummary(node, { item: iteration }) }; // D33
     switch (node.type) {
       case 'llm':
-        return nodes.llm({ ...base, node });
+        return nodes.llm.executeWithOptions(opts, [{ ...base, node }]);
       case 'http_request':
-        return nodes.httpRequest({ ...base, node });
+        return nodes.httpRequest.executeWithOptions(opts, [{ ...base, node }]);
       case 'image_generation':
-        return nodes.imageGeneration({ ...base, node });
+        return nodes.imageGeneration.executeWithOptions(opts, [{ ...base, node }]);
       case 'model':
-        return nodes.model({ ...base, node });
+        return nodes.model.executeWithOptions(opts, [{ ...base, node }]);
     }
   };
 
-  const runIoNode = (node: IoNode, iteration: number, ports: Record<string, Item>): Promise<Item[]> =>
-    slots.with(async () => {
+  const runIoNode = (node: IoNode, iteration: number, ports: Record<string, Item>): Promise<Item[]> => {
+    progress.itemStarted();
+    return slots.with(async () => {
       try {
         const result = await callNode(node, iteration, ports);
         state.addCost(result.costUsd);
@@ -88,16 +95,22 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
           throw new NodeFailure(node.id, node.type, `gave up after ${options.nodeMaxAttempts} attempt(s): ${cause.message}`);
         }
         throw err;
+      } finally {
+        progress.itemDone();
       }
     });
+  };
+  const resolveFile = (req: Parameters<Activities['resolveFileInput']>[0], nodeId: string) =>
+    slots.with(() => nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]));
 
   try {
-    await CancellationScope.withTimeout(options.runTimeoutMs, async () =>
+    await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), async () =>
       // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
-      executeGraph(args.graph, await resolveFileInputs(args, (req) => slots.with(() => nodes.resolveFileInput(req)), options.nodeMaxAttempts), {
+      executeGraph(args.graph, await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts), {
         runIoNode,
         onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
         onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
+        onNodeDone: () => progress.nodeDone(),
       }),
     );
     state.finish('completed');
@@ -113,11 +126,15 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     }
   }
 
+  progress.ended(state.status);
+
   const { final, chunks } = splitFinal(state.final());
   await CancellationScope.nonCancellable(async () => {
     // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
-    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((chunk) => persistence.saveRunChunk(chunk)));
-    await persistence.finalizeRun(final);
+    const saveChunk = (chunk: (typeof chunks)[number], i: number) =>
+      persistence.saveRunChunk.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) }, [chunk]);
+    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((chunk, j) => saveChunk(chunk, i + j)));
+    await persistence.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [final]);
   });
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;

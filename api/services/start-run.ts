@@ -103,7 +103,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
     throw err;
   }
   try {
-    await deps.gateway.start(args);
+    await deps.gateway.start(args, workflow.slug);
   } catch (err) {
     await deleteRun(collections, run._id).catch(() => undefined);
     throw err;
