@@ -3,10 +3,12 @@ import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { findRun } from '../../store/runs';
+import { findDelivery } from '../../store/webhook-deliveries';
+import { webhookMessageId } from '../../workflows/definitions';
 import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
-import { runView } from '../../store/run-view';
+import { isSettled, runView } from '../../store/run-view';
 import type { FinishedRunCache } from './finished-run-cache';
 
 // The rendering lives in store/ so the worker's webhook delivery (D20) shares it without Koa.
@@ -21,7 +23,7 @@ export async function loadRun(collections: Pick<Collections, 'runs' | 'runChunks
 
 /** What reading a run needs. */
 export interface ReadRunDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks'>;
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'webhookDeliveries'>;
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
 }
@@ -36,8 +38,11 @@ export async function readRun(
   if (cached) return cached;
   const doc = await loadRun(deps.collections, accountId, runId);
   if (doc.finalized) {
-    const view = runView(doc);
-    deps.finishedRuns?.set(accountId, view);
+    // D20: a finished run with a webhook shows its delivery (one more lookup, for those runs only).
+    const delivery = doc.webhook ? await findDelivery(deps.collections, webhookMessageId(doc._id)) : null;
+    const view = runView(doc, undefined, delivery);
+    // Cached only once nothing can change it, so a delivery's progress is never served stale.
+    if (isSettled(view)) deps.finishedRuns?.set(accountId, view);
     return view;
   }
   // No events wanted here: ask only for status and results.
