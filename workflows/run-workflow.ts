@@ -60,7 +60,7 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   });
   const slots = new Semaphore(options.concurrency);
   // D33: nodes and items done, in the UI's "current details" (no customer data).
-  const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails, () => Date.now());
+  const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
   const callNode = (node: IoNode, iteration: number, ports: Record<string, Item>) => {
     const base = { runId: args.runId, accountId: args.accountId, iteration, ports };

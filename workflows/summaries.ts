@@ -90,22 +90,26 @@ export function progressDetails(p: ProgressCounts): string {
   return `nodes ${formatCount(p.nodesDone)}/${formatCount(p.nodes)} · items ${formatCount(p.itemsDone)}/${formatCount(p.items)} · ${p.ended ?? 'running'}`;
 }
 
-/** How often progress details are rebuilt at most while items finish (a node finishing always updates them). */
-export const PROGRESS_INTERVAL_MS = 2_000;
+/**
+ * How many item changes pass between two publications: every one below 1,000 items, then about
+ * every 0.1–1% (10 at 1,000–9,999 items, 100 at 10,000–99,999 ...), so a 100,000-row run
+ * rebuilds its details a few hundred times, not per row, and they are never more than 1% behind.
+ */
+export function progressStep(items: number): number {
+  return 10 ** Math.max(0, String(Math.max(1, Math.trunc(items))).length - 3);
+}
 
 /**
- * Counts a run's progress and publishes its details: when a node finishes, when the run ends,
- * and otherwise at most every PROGRESS_INTERVAL_MS, so a 100,000-row run does not rebuild the
- * text per row. `publish` is the workflow's setCurrentDetails; `now` its deterministic clock.
+ * Counts a run's progress and publishes its details (the workflow's setCurrentDetails): when a
+ * node finishes, when the run ends, and every progressStep() items started or finished.
+ * Deterministic: counts only, no clock.
  */
 export class RunProgress {
   private readonly counts: ProgressCounts;
-  private lastPublishedMs = -Infinity;
 
   constructor(
     nodes: number,
     private readonly publish: (details: string) => void,
-    private readonly now: () => number,
   ) {
     this.counts = { nodesDone: 0, nodes, itemsDone: 0, items: 0 };
     this.flush();
@@ -114,12 +118,13 @@ export class RunProgress {
   /** An I/O iteration became known (it is waiting for a slot or running). */
   itemStarted(): void {
     this.counts.items++;
-    this.maybeFlush();
+    if (this.counts.items % progressStep(this.counts.items) === 0) this.flush();
   }
 
   itemDone(): void {
     this.counts.itemsDone++;
-    this.maybeFlush();
+    const { itemsDone, items } = this.counts;
+    if (itemsDone === items || itemsDone % progressStep(items) === 0) this.flush();
   }
 
   nodeDone(): void {
@@ -133,12 +138,7 @@ export class RunProgress {
     this.flush();
   }
 
-  private maybeFlush(): void {
-    if (this.now() - this.lastPublishedMs >= PROGRESS_INTERVAL_MS) this.flush();
-  }
-
   private flush(): void {
-    this.lastPublishedMs = this.now();
     this.publish(progressDetails(this.counts));
   }
 }

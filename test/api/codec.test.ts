@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
-import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
+import { greetingWorkflow, promptWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { allTexts, showHistory } from '../support/temporal-cli';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
@@ -14,22 +14,6 @@ import { webhookWorkflowId } from '../../workflows/definitions';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'x');
 const UI_ORIGIN = 'http://127.0.0.1:8233';
-
-/** Input → llm (a prompt of the workflow's own) → result: every kind of customer data in one run. */
-function secretWorkflow(slug: string, prompt: string) {
-  return {
-    slug,
-    nodes: [
-      { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
-      { id: 'ask', type: 'llm', model: 'gpt-test', prompt: `${prompt} {{topic}}` },
-      { id: 'out', type: 'user_result', label: 'Answer' },
-    ],
-    edges: [
-      { from: 'topic', to: 'ask', port: 'topic' },
-      { from: 'ask', to: 'out' },
-    ],
-  };
-}
 
 /** The history events as the CLI prints them. */
 const events = (json: string): any[] => JSON.parse(json).events;
@@ -70,7 +54,7 @@ describe('codec and summaries (D32, D33)', function () {
     let decoded: string;
 
     before(async () => {
-      await publish(svc.url, key, secretWorkflow('secret-flow', prompt));
+      await publish(svc.url, key, promptWorkflow('secret-flow', prompt));
       const webhook = `${receiver.url}/hooks/run?token=${hookToken}`;
       const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'secret-flow', inputs: { topic: input }, webhook } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
