@@ -3,6 +3,7 @@
 // run, activity and timer carries a readable summary.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { greetingWorkflow, promptWorkflow, publish, waitForRun } from '../support/fixtures';
@@ -148,6 +149,29 @@ describe('codec and summaries (D32, D33)', function () {
       const api = await fetch(`${svc.url}/healthz`, { headers: { origin: 'https://app.example' } });
       assert.equal(api.headers.get('access-control-allow-origin'), '*');
     });
+  });
+});
+
+describe('the codec server\'s token in logs (D32)', () => {
+  it('never logs the token, even when it travels in the endpoint path', async () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const svc = await startService({ worker: false, env: { LOG_LEVEL: 'debug', CODEC_TOKEN: TOKEN }, logDestination: destination });
+    try {
+      const body = { payloads: [{ metadata: { encoding: b64('json/plain') }, data: b64('"x"') }] };
+      assert.equal((await call(svc.url, 'POST', `/codec/${TOKEN}/encode`, { body })).status, 200);
+      assert.equal((await call(svc.url, 'POST', `/codec/${TOKEN}x/decode`, { body })).status, 401);
+      await waitFor(async () => (lines.filter((l) => l.includes('"path":"/codec/')).length >= 2 ? true : undefined), { what: 'the request log lines' });
+      assert.ok(lines.some((l) => l.includes('"path":"/codec/encode"')), lines.join('\n'));
+      assert.ok(!lines.some((l) => l.includes(TOKEN)), 'a log line holds the codec token');
+    } finally {
+      await svc.close();
+    }
   });
 });
 
