@@ -10,11 +10,11 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
+import { ValueError } from '@temporalio/common';
 import type { Middleware } from 'koa';
 import type { Config } from '../../config';
 import { PayloadsJsonSchema, payloadsFromJson, payloadsToJson } from '../../codec/json';
 import type { EncryptionCodec } from '../../codec/payload-codec';
-import { ValueError } from '@temporalio/common';
 import { ApiError, InvalidRequestError, ServiceUnavailableError } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 
