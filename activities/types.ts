@@ -41,8 +41,6 @@ export interface NodeChunkRequest {
   rows: NodeRow[];
   /** Provider calls in flight at once inside this activity (slots the run's semaphore granted it). */
   concurrency: number;
-  /** Shown in the Temporal UI (D33): e.g. `rows 2,000–2,999`. */
-  range: string;
 }
 
 /** One finished row of a chunk: its items (a refused item is a failed item) and its cost. */

@@ -12,7 +12,7 @@ import { webhookSecret } from '../store/accounts';
 import type { Collections } from '../store/db';
 import { runView } from '../store/run-view';
 import { findRunRecord } from '../store/runs';
-import { recordAttempt, recordGivenUp, type DeliveryRef } from '../store/webhook-deliveries';
+import { findDelivery, recordAttempt, recordGivenUp, type DeliveryRef } from '../store/webhook-deliveries';
 import { postWebhook } from '../webhooks/post';
 import { signWebhook } from '../webhooks/signature';
 import { webhookMessageId, type WebhookArgs } from '../workflows/definitions';
@@ -53,7 +53,8 @@ export function createWebhookActivities(deps: WebhookDeps) {
     if (!run?.finalized) throw ApplicationFailure.nonRetryable(`run ${args.runId} has no final record to deliver`, 'WebhookUndeliverable');
     const secret = await webhookSecret(deps.collections, run.account_id);
     if (!secret) throw ApplicationFailure.nonRetryable(`account ${run.account_id} no longer exists`, 'WebhookUndeliverable');
-    const body = JSON.stringify(runView(run));
+    // The body shows the delivery as it stood before this attempt.
+    const body = JSON.stringify(runView(run, undefined, await findDelivery(deps.collections, delivery.id)));
     // Signed per attempt: the timestamp is the attempt's, so receivers' replay windows accept retries.
     const headers = signWebhook(secret, delivery.id, Date.now() / 1000, body);
     const where = origin(args.url);

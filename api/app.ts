@@ -25,6 +25,7 @@ import { responsesRoutes } from './routes/responses';
 import { runsRoutes } from './routes/runs';
 import { streamLinkRoutes } from './routes/stream-links';
 import { workflowsRoutes } from './routes/workflows';
+import { codecCorsOrigin, codecRoutes } from './routes/codec';
 
 export interface AppDeps {
   config: Config;
@@ -61,17 +62,19 @@ export function createApp(appDeps: AppDeps): Koa {
   app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks
   app.use(
     cors({
-      origin: '*',
+      // The codec server (D32) answers only the configured Temporal UI origins, with credentials; the API everyone.
+      origin: (ctx) => (isCodecPath(ctx.path) ? codecCorsOrigin(deps.config.codec.corsOrigins, ctx.get('origin')) : '*'),
+      credentials: (ctx) => isCodecPath(ctx.path),
       allowMethods: ['GET', 'POST', 'OPTIONS'],
       // `Range` and the Content-* answers: browsers seek in and name files served by signed links (D19).
-      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'Prefer', 'Range'],
+      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'Prefer', 'Range', 'X-Namespace'],
       exposeHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'Content-Range', 'Accept-Ranges', 'Content-Disposition'],
       maxAge: 600,
     }),
   );
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(errorHandler(deps.logger));
-  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps), streamLinkRoutes(deps), playgroundRoutes(deps)]) {
+  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps), streamLinkRoutes(deps), playgroundRoutes(deps), codecRoutes({ config: deps.config, codec: deps.gateway.codec })]) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.
@@ -79,3 +82,5 @@ export function createApp(appDeps: AppDeps): Koa {
   }
   return app;
 }
+
+const isCodecPath = (path: string) => path.startsWith('/codec/');

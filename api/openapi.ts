@@ -17,6 +17,7 @@ import {
   WorkflowContractSchema,
   WorkflowListSchema,
 } from './response-schemas';
+import { PayloadsJsonSchema } from '../codec/json';
 
 type Json = Record<string, unknown>;
 
@@ -368,9 +369,13 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       },
       '/healthz': { get: { operationId: 'health', summary: 'Liveness: the process runs', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
       '/readyz': { get: { operationId: 'ready', summary: 'Readiness: MongoDB and Temporal answer', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
+      ...codecPaths(),
     },
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `wrs_sk_...` (D6).' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'An API key `wrs_sk_...` (D6).' },
+        codecToken: { type: 'http', scheme: 'bearer', description: 'The operators\' codec token (`CODEC_TOKEN`, D32); API keys are not accepted.' },
+      },
       schemas: {
         StartRequest: requestSchema(StartRequestSchema),
         AsyncStart: schemaOf(AsyncStartResponseSchema),
@@ -387,7 +392,39 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         ServerSentEvent: serverSentEvent,
         StreamLinkRequest: requestSchema(StreamLinkRequestSchema),
         StreamLink: schemaOf(StreamLinkSchema),
+        Payloads: schemaOf(PayloadsJsonSchema),
       },
     },
+  };
+}
+
+/**
+ * D32: the operators' codec server (Temporal's remote codec protocol), for the Temporal UI and
+ * CLI; not for API callers. Each operation also exists with the token as a path segment, for a
+ * UI that can be given an endpoint URL but no header.
+ */
+function codecPaths(): Json {
+  const tokenParam = { name: 'token', in: 'path', required: true, schema: { type: 'string' }, description: 'The operators\' codec token (`CODEC_TOKEN`).' };
+  const operation = (op: 'decode' | 'encode', inPath: boolean) => ({
+    post: {
+      operationId: `codec${op[0].toUpperCase()}${op.slice(1)}${inPath ? 'WithPathToken' : ''}`,
+      summary: op === 'decode' ? 'Opens sealed Temporal payloads (operators only)' : 'Seals Temporal payloads with the newest key (operators only)',
+      tags: ['operators'],
+      security: inPath ? [] : [{ codecToken: [] }],
+      ...(inPath ? { parameters: [tokenParam] } : {}),
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Payloads' } } } },
+      responses: {
+        '200': json('Payloads', op === 'decode' ? 'The payloads opened (payloads not sealed by this service are returned as they are).' : 'The payloads sealed.'),
+        ...errors(400, 413, 415),
+        '401': { description: 'Missing or wrong codec token (`authentication_error` / `invalid_codec_token`).', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        ...errors(503),
+      },
+    },
+  });
+  return {
+    '/codec/decode': operation('decode', false),
+    '/codec/encode': operation('encode', false),
+    '/codec/{token}/decode': operation('decode', true),
+    '/codec/{token}/encode': operation('encode', true),
   };
 }

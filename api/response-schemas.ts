@@ -19,6 +19,20 @@ export const OutputItemSchema = z.object({
   error: ItemErrorSchema.optional(),
 });
 
+/** D20: how a run's webhook delivery went, as the caller sees it on the run. */
+export const WebhookStateSchema = z
+  .object({
+    status: z
+      .enum(['pending', 'delivering', 'delivered', 'failed'])
+      .describe('`pending`: no attempt yet (the run has not ended, or its first attempt is on its way); `delivering`: attempts failed and are retried (24 h in all); `delivered`: a 2xx answer; `failed`: given up (refused address, a 4xx, or 24 h of failures).'),
+    attempts: z.int().min(0).describe('Attempts made so far.'),
+    last_http_status: z.int().nullable().describe('HTTP status of the last answer; null when there was none (refused, unreachable, timed out).'),
+    last_error: z.string().nullable().describe('Why the last attempt failed, or why the delivery was given up; null after a success.'),
+    updated_at: dateTime.nullable().describe('When the last attempt ended; null before the first.'),
+  })
+  .describe('D20: the delivery of the run\'s webhook; null when the run has none.');
+export type WebhookState = z.infer<typeof WebhookStateSchema>;
+
 export const RunSchema = z
   .object({
     id: z.string(),
@@ -33,6 +47,7 @@ export const RunSchema = z
     total_cost: z.number().nullable().describe('USD.'),
     created_at: dateTime.nullable(),
     completed_at: dateTime.nullable(),
+    webhook: WebhookStateSchema.nullable(),
   });
 export type RunView = z.infer<typeof RunSchema>;
 

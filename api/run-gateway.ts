@@ -11,6 +11,8 @@ import {
   type GrpcRetryOptions,
   type WorkflowHandle,
 } from '@temporalio/client';
+import type { EncryptionCodec } from '../codec/payload-codec';
+import type { PayloadProtection } from '../codec/data-converter';
 import {
   RUN_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
@@ -21,6 +23,7 @@ import {
   type RunArgs,
   type RunSnapshot,
 } from '../workflows/definitions';
+import { workflowDetails, workflowSummary } from '../workflows/summaries';
 import { isTemporalUnavailable } from './middleware/error-handler';
 import { ServiceUnavailableError } from './errors';
 import { queryDuration } from '../metrics';
@@ -40,6 +43,8 @@ export interface RunGatewayOptions {
    * its own finalize never ran (api/services/settle-run.ts). Awaited before the caller hears "no news".
    */
   onClosedUnfinished?: (runId: string, status: number) => Promise<void>;
+  /** D32: seals every payload the API sends to Temporal and opens every answer. */
+  payloads: PayloadProtection;
 }
 
 /** gRPC status UNAVAILABLE: the server cannot be reached (refused, reset, not resolvable). */
@@ -97,16 +102,24 @@ const STARTED_MEMORY = 10_000;
 
 export class RunGateway {
   readonly client: Client;
+  /** The client's payload codec, also served to operators by the codec server (routes/codec.ts). */
+  readonly codec?: EncryptionCodec;
   private readonly started = new Set<string>();
 
   /** Queries closed runs too (a worker replays them): for settling a run that could not finish. */
   private readonly replayClient: Client;
 
   constructor(private readonly opts: RunGatewayOptions) {
+    this.codec = opts.payloads.codec;
     // A query of a workflow that closed without completing is refused with its status instead of
     // being answered by a replay: that is how a terminated run is told from a running one.
-    this.client = new Client({ connection: opts.connection, namespace: opts.namespace, workflow: { queryRejectCondition: 'NOT_COMPLETED_CLEANLY' } });
-    this.replayClient = new Client({ connection: opts.connection, namespace: opts.namespace });
+    this.client = new Client({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      dataConverter: opts.payloads.dataConverter,
+      workflow: { queryRejectCondition: 'NOT_COMPLETED_CLEANLY' },
+    });
+    this.replayClient = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: opts.payloads.dataConverter });
   }
 
   /** The snapshot of a run whose workflow has closed, replayed from its history; null when it cannot be had. */
@@ -118,13 +131,18 @@ export class RunGateway {
     }
   }
 
-  /** Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one. */
-  async start(args: RunArgs): Promise<void> {
+  /**
+   * Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one.
+   * `slug` names the published workflow in the run's summary in the Temporal UI (D33).
+   */
+  async start(args: RunArgs, slug: string): Promise<void> {
     try {
       await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, {
         workflowId: args.runId,
         taskQueue: this.opts.taskQueue,
         args: [args],
+        staticSummary: workflowSummary(slug, args.version),
+        staticDetails: workflowDetails(args.graph.nodes),
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
           { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },

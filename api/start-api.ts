@@ -1,6 +1,7 @@
 /** Wires the API's dependencies from configuration: MongoDB, Temporal, the app and its server. */
 import type { Config } from '../config';
 import { connectStore, type Store } from '../store/db';
+import { payloadProtection } from '../codec/data-converter';
 import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './run-gateway';
@@ -34,6 +35,7 @@ export async function startApi(
     queryTimeoutMs: config.api.queryTimeoutMs,
     rpcTimeoutMs: config.temporal.rpcTimeoutMs,
     onClosedUnfinished: (runId, status) => settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
+    payloads: payloadProtection(config, store.db),
   });
   await ensureRetentionSchedule(gateway.client, config.temporal.taskQueue); // D29
   const pollers = new PollerRegistry(createPollSource(gateway, store.collections), config.api.stream.pollMs);

@@ -7,5 +7,7 @@ declare module 'koa' {
   }
   interface DefaultState {
     auth?: AuthContext;
+    /** The path to log when the real one holds a secret (the codec server's token form, routes/codec.ts). */
+    logPath?: string;
   }
 }

@@ -8,6 +8,7 @@
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in bench/profiles/
  *   --out <file>                          write the report elsewhere
  *   --rows 1000,100000                    P4 batch sizes (runs of 10,000 rows or more at concurrency 64)
+ *   --plaintext                           payload codec off (PAYLOAD_ENCRYPTION=false): P1/P2 without D32's encryption, to compare
  *   --render [bench/RESULTS.json]         re-render the report from the JSON a run saved (picks up bench/FINDINGS.md)
  *
  * Nothing here talks to a non-loopback address.
@@ -20,6 +21,7 @@ import { Client, Connection } from '@temporalio/client';
 import { EnvSchema, loadConfig } from '../config';
 import { startStack, temporalBinaryPath, ferretDbBinaryPath, TEMPORAL_CLI_VERSION, FERRETDB_VERSION, type Stack } from '../stack';
 import { connectStore, type Store } from '../store/db';
+import { payloadProtection } from '../codec/data-converter';
 import { createAccount, issueKey } from '../store/accounts';
 import { SEARCH_ATTRIBUTE_TYPES } from '../workflows/definitions';
 import { FULL, QUICK, type ApiStats, type BenchContext, type BenchResult } from './context';
@@ -58,14 +60,17 @@ interface Args {
   render?: string;
   /** P4 batch sizes instead of the mode's. */
   rows?: number[];
+  /** The service without its payload codec (D32), to measure what encryption costs. */
+  plaintext: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { only: [], quick: false, profile: false };
+  const args: Args = { only: [], quick: false, profile: false, plaintext: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') args.quick = true;
     else if (a === '--profile') args.profile = true;
+    else if (a === '--plaintext') args.plaintext = true;
     else if (a === '--only') args.only.push(...(argv[++i] ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
     else if (a.startsWith('--only=')) args.only.push(...a.slice(7).split(',').map((s) => s.trim().toLowerCase()));
     else if (a === '--out') args.out = argv[++i];
@@ -159,7 +164,7 @@ async function main(): Promise<void> {
   const selected = args.only.length ? Object.keys(BENCHMARKS).filter((id) => args.only.includes(id)) : Object.keys(BENCHMARKS);
   const sizes = structuredClone(args.quick ? QUICK : FULL);
   if (args.rows?.length) sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
-  const fullRun = !args.quick && !args.rows && selected.length === Object.keys(BENCHMARKS).length;
+  const fullRun = !args.quick && !args.rows && !args.plaintext && selected.length === Object.keys(BENCHMARKS).length;
   const outFile = path.resolve(args.out ?? path.join(__dirname, fullRun ? 'RESULTS.md' : 'results-partial.md'));
   const began = Date.now();
   const code = codeVersion();
@@ -202,11 +207,12 @@ async function main(): Promise<void> {
       TEMPORAL_TASK_QUEUE: 'wrs-bench',
       OPENAI_BASE_URL: fake.baseUrl,
       OPENAI_API_KEY: 'bench-key',
+      PAYLOAD_ENCRYPTION: args.plaintext ? 'false' : 'true',
       RUN_CONCURRENCY: '8',
       LOG_LEVEL: 'warn',
     };
     const env = { ...baseEnv, ...limitsOutOfTheWay(baseEnv) };
-    loadConfig(env); // fail here, not in a child, on a bad configuration
+    const config = loadConfig(env); // fail here, not in a child, on a bad configuration
     log('starting the worker and API children (the worker bundles its workflows first)');
     const [worker, api] = await Promise.all([
       startServerChild({ role: 'worker', env, logDir: dataDir, cpuProfDir: profileDir }),
@@ -219,7 +225,8 @@ async function main(): Promise<void> {
     const account = await createAccount(store.collections, { name: 'bench', creditsUsd: 1_000_000 });
     const { secret: key } = await issueKey(store.collections, account._id, 'bench');
     connection = await Connection.connect({ address: stack.temporal.address });
-    const temporal = new Client({ connection, namespace: 'default' });
+    // The service's own data converter: results are sealed by its codec (D32), with the bench database's development key.
+    const temporal = new Client({ connection, namespace: 'default', dataConverter: payloadProtection(config, store.db).dataConverter });
 
     // Publish the demo workflow and check one run end to end before measuring anything.
     const agent = keepAliveAgent(2);
@@ -310,7 +317,7 @@ async function main(): Promise<void> {
   if (interrupted) process.exit(130);
 
   results.sort((a, b) => a.id.localeCompare(b.id));
-  const mode = args.quick ? `quick (${selected.join(', ')})` : fullRun ? 'full' : `full size, only ${selected.join(', ')}`;
+  const mode = `${args.quick ? `quick (${selected.join(', ')})` : fullRun ? 'full' : `full size, only ${selected.join(', ')}`}${args.plaintext ? ', payload codec OFF' : ''}`;
   const machine = { ...machineInfo(versions, mode, String(fdLimit), code), durationS: (Date.now() - began) / 1000 };
   writeReport({ machine, results, failures, consistency }, outFile, fullRun);
   if (profileDir && fs.existsSync(profileDir)) {

@@ -21,6 +21,7 @@ import { startApi, type ApiHandle } from '../api/start-api';
 import { createLogger } from '../api/logger';
 import { connectStore } from '../store/db';
 import { createRunWorker } from '../worker/create-worker';
+import { payloadProtection } from '../codec/data-converter';
 import { installWorkerRuntime } from '../worker/runtime';
 import { BARE_TASK_QUEUE } from './baseline/constants';
 
@@ -156,12 +157,15 @@ async function startWorkers(config: Config): Promise<() => Promise<void>> {
       collections: store.collections,
       config,
       shutdownGraceTimeMs: 2_000,
+      payloads: payloadProtection(config, store.db),
     }),
     Worker.create({
       connection,
       namespace: config.temporal.namespace,
       taskQueue: BARE_TASK_QUEUE,
       workflowsPath: require.resolve('./baseline/workflows'),
+      // The bench's client seals every payload as the service does (D32), so the baseline pays the same codec.
+      dataConverter: payloadProtection(config, store.db).dataConverter,
     }),
   ]);
   const running = Promise.all([runWorker.run(), bareWorker.run()]);

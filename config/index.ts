@@ -113,7 +113,36 @@ export const EnvSchema = z.object({
   WORKER_SDK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   // Issue 20: a workflow bundle built with the image (scripts/bundle-workflows.ts); unset, the worker bundles at start.
   WORKFLOW_BUNDLE_PATH: z.string().optional(),
+  // D32: payload encryption keys, `id:base64key` (32 bytes) separated by commas; the LAST one encrypts, all decrypt.
+  PAYLOAD_KEYS: z.string().default('').transform(parsePayloadKeys),
+  // D32: `false` sends payloads to Temporal in plaintext: only to measure the codec's cost (bench), refused in production.
+  PAYLOAD_ENCRYPTION: z.enum(['true', 'false']).default('true'),
+  // D32: the operators' token of the codec server (/codec/decode, /codec/encode); unset: the codec server refuses everything.
+  CODEC_TOKEN: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
+  // D32: browser origins (the Temporal UI's) allowed to call the codec server, comma-separated.
+  CODEC_CORS_ORIGINS: z.string().default(''),
 });
+
+/** One payload encryption key (D32): its id travels in every encrypted payload's metadata. */
+export interface PayloadKey {
+  id: string;
+  key: Buffer;
+}
+
+/** Parses PAYLOAD_KEYS (`id:base64key,...`, each key 32 bytes, ids unique), keeping the order: the last encrypts. */
+function parsePayloadKeys(text: string, ctx: z.RefinementCtx): PayloadKey[] {
+  const keys: PayloadKey[] = [];
+  for (const entry of text.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const colon = entry.indexOf(':');
+    const id = entry.slice(0, colon);
+    const key = Buffer.from(entry.slice(colon + 1), 'base64');
+    if (colon < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(id)) ctx.addIssue({ code: 'custom', message: `each entry is id:base64key (id of letters, digits, . _ -), got '${id || entry.slice(0, 8)}…'` });
+    else if (key.length !== 32) ctx.addIssue({ code: 'custom', message: `key '${id}' is ${key.length} bytes, AES-256 needs 32 (openssl rand -base64 32)` });
+    else if (keys.some((k) => k.id === id)) ctx.addIssue({ code: 'custom', message: `key id '${id}' appears twice` });
+    else keys.push({ id, key });
+  }
+  return keys;
+}
 
 /** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
 export interface RunOptions {
@@ -201,6 +230,20 @@ export interface Config {
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   /** A worker in its own process serves /metrics here (the API serves its own). */
   worker: { metricsPort?: number; sdkMetricsPort?: number; shutdownGraceMs: number; workflowBundlePath?: string };
+  /** D32: encryption of every Temporal payload, and the codec server operators decode them through. */
+  codec: {
+    /** False only for measurements (PAYLOAD_ENCRYPTION=false): no codec, plaintext payloads. */
+    enabled: boolean;
+    /**
+     * Oldest first; the last encrypts, every one decrypts. Empty (never in production): the API
+     * and the workers share a random development key kept in MongoDB (codec/keys.ts).
+     */
+    keys: PayloadKey[];
+    /** Bearer token of /codec/decode and /codec/encode; unset: both refuse every request. */
+    token?: string;
+    /** Origins (the Temporal UI's) whose browsers may call the codec server. */
+    corsOrigins: string[];
+  };
 }
 
 /**
@@ -247,6 +290,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const temporalAddresses = e.TEMPORAL_ADDRESS.split(',').map((a) => a.trim()).filter(Boolean);
   if (!temporalAddresses.length) throw new Error('Invalid configuration:\n  TEMPORAL_ADDRESS: names no address');
+  if (e.NODE_ENV === 'production' && (e.PAYLOAD_KEYS.length === 0 || e.PAYLOAD_ENCRYPTION === 'false')) {
+    // D32: every process must encrypt with the same key; a per-database default is for development only.
+    throw new Error('Invalid configuration:\n  PAYLOAD_KEYS is required, and PAYLOAD_ENCRYPTION cannot be false, when NODE_ENV=production (see docs/deploy.md)');
+  }
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
   if (e.OPENAI_BASE_URL && !providers.openai) {
     providers.openai = { kind: 'openai', base_url: e.OPENAI_BASE_URL, api_key: e.OPENAI_API_KEY };
@@ -305,6 +352,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     retention: { days: e.RETENTION_DAYS },
     logLevel: e.LOG_LEVEL,
     worker: { metricsPort: e.WORKER_METRICS_PORT, sdkMetricsPort: e.WORKER_SDK_METRICS_PORT, shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS, workflowBundlePath: e.WORKFLOW_BUNDLE_PATH },
+    codec: {
+      enabled: e.PAYLOAD_ENCRYPTION === 'true',
+      keys: e.PAYLOAD_KEYS,
+      token: e.CODEC_TOKEN,
+      corsOrigins: e.CODEC_CORS_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
+    },
   };
 }
 

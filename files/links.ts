@@ -18,18 +18,22 @@ interface SettingDoc {
   created_at: Date;
 }
 
-/** Reads the shared development secret, creating it on first use (the unique `_id` makes one insert win). */
-export async function sharedDevSecret(db: Db): Promise<string> {
+/**
+ * Reads a shared development secret (32 random bytes, base64url), creating it on first use (the
+ * unique `_id` makes one insert win). `id` names it: the file URL secret by default, the
+ * development payload key (codec/keys.ts) otherwise.
+ */
+export async function sharedDevSecret(db: Db, id = SECRET_ID): Promise<string> {
   const settings = db.collection<SettingDoc>('settings');
-  const existing = await settings.findOne({ _id: SECRET_ID });
+  const existing = await settings.findOne({ _id: id });
   if (existing) return existing.value;
   try {
-    await settings.insertOne({ _id: SECRET_ID, value: randomBytes(32).toString('base64url'), created_at: new Date() });
+    await settings.insertOne({ _id: id, value: randomBytes(32).toString('base64url'), created_at: new Date() });
   } catch (err) {
     if ((err as { code?: unknown }).code !== 11000) throw err; // another process won the race: use its secret
   }
-  const stored = await settings.findOne({ _id: SECRET_ID });
-  if (!stored) throw new Error('file URL secret vanished');
+  const stored = await settings.findOne({ _id: id });
+  if (!stored) throw new Error(`shared secret ${id} vanished`);
   return stored.value;
 }
 

@@ -32,6 +32,11 @@ const DESCRIPTIONS: Record<Exclude<AddressClass, 'public'>, string> = {
   reserved: 'a reserved address',
 };
 
+/** How a refusal names an address class, e.g. `a loopback address`. */
+export function describeAddressClass(cls: Exclude<AddressClass, 'public'>): string {
+  return DESCRIPTIONS[cls];
+}
+
 /** The guard refused a URL (scheme, address, redirects): retrying cannot help. */
 export class UrlRefusedError extends Error {
   constructor(message: string) {

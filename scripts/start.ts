@@ -4,7 +4,8 @@
  * makes sure a demo account, key and workflow exist, and prints how to call it.
  * Data lives in .data/ so runs survive a stop and start. Ctrl-C stops everything.
  */
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
@@ -14,6 +15,7 @@ import { ensureFerretDb, ensureTemporal, startFerretDb, startTemporal } from '..
 import { connectStore } from '../store/db';
 import { SEARCH_ATTRIBUTE_TYPES } from '../workflows/definitions';
 import { createRunWorker } from '../worker/create-worker';
+import { payloadProtection } from '../codec/data-converter';
 import { installWorkerRuntime } from '../worker/runtime';
 import { ensureDemo } from './demo';
 
@@ -26,6 +28,11 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`${line}\n`);
   mkdirSync(DATA_DIR, { recursive: true });
 
+  // D32: the embedded UI decodes payloads through the API's codec server; its token lives in .data.
+  env.CODEC_TOKEN ??= localCodecToken(path.join(DATA_DIR, 'codec-token'));
+  env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${PORTS.temporalUi},http://localhost:${PORTS.temporalUi}`;
+  const codecEndpoint = `http://127.0.0.1:${env.API_PORT ?? PORTS.api}/codec`;
+
   let temporalUi: string | null = null;
   if (!env.TEMPORAL_ADDRESS) {
     log('starting Temporal dev server ...');
@@ -34,6 +41,8 @@ async function main(): Promise<void> {
       port: PORTS.temporal,
       uiPort: PORTS.temporalUi,
       searchAttributes: SEARCH_ATTRIBUTE_TYPES,
+      // The UI's browser sends no Authorization header to a codec server: the token goes in the URL.
+      uiCodecEndpoint: `${codecEndpoint}/${env.CODEC_TOKEN}`,
       binary: await ensureTemporal({ log }),
     });
     stops.push(() => temporal.stop());
@@ -61,6 +70,7 @@ async function main(): Promise<void> {
     collections: store.collections,
     db: store.db,
     config,
+    payloads: payloadProtection(config, store.db),
   });
   const workerDone = worker.run();
   stops.unshift(async () => {
@@ -96,6 +106,7 @@ function printWelcome(apiUrl: string, uiUrl: string | null, key: string, slug: s
       `  Playground   ${apiUrl}/  (paste the demo key)`,
       `  Temporal UI  ${uiUrl ?? '(your own Temporal server)'}`,
       `  Demo API key ${key}`,
+      `  Codec server ${apiUrl}/codec (payloads are encrypted; the UI decodes through it; token in .data/codec-token)`,
       '',
       'Start a run:',
       `  curl -s ${apiUrl}/api/v1/responses -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" -d '${body}'`,
@@ -106,6 +117,14 @@ function printWelcome(apiUrl: string, uiUrl: string | null, key: string, slug: s
       '',
     ].join('\n'),
   );
+}
+
+/** The local operator's codec token (D32): made once, kept in .data so the UI and the CLI keep working across restarts. */
+function localCodecToken(file: string): string {
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  return token;
 }
 
 main().catch((err: unknown) => {

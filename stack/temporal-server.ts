@@ -22,6 +22,12 @@ export interface StartTemporalOptions {
   searchAttributes?: Record<string, SearchAttributeType>;
   /** Temporal CLI binary; built/cached via ensureTemporal() when omitted. */
   binary?: string;
+  /**
+   * D32: the codec server the Web UI decodes payloads through (`--ui-codec-endpoint`); the UI's
+   * browser POSTs to `<endpoint>/decode`, sending no Authorization header, so the endpoint URL
+   * carries the token (api/routes/codec.ts).
+   */
+  uiCodecEndpoint?: string;
   /** Readiness timeout, default 60 s. */
   readyTimeoutMs?: number;
 }
@@ -47,6 +53,7 @@ export function temporalArgs(o: {
   uiPort: number | null;
   namespace: string;
   searchAttributes: Record<string, SearchAttributeType>;
+  uiCodecEndpoint?: string;
 }): string[] {
   const args = [
     'server', 'start-dev',
@@ -75,6 +82,7 @@ export function temporalArgs(o: {
   // HTTP API, metrics and internal service ports default to random free ports bound to --ip (127.0.0.1).
   if (o.uiPort === null) args.push('--headless');
   else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(o.uiPort));
+  if (o.uiPort !== null && o.uiCodecEndpoint) args.push('--ui-codec-endpoint', o.uiCodecEndpoint);
   if (o.namespace !== 'default') args.push('--namespace', o.namespace); // "default" is always created
   for (const [name, type] of Object.entries(o.searchAttributes)) args.push('--search-attribute', `${name}=${type}`);
   return args;
@@ -93,7 +101,7 @@ async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalSe
   const namespace = opts.namespace ?? 'default';
   const port = opts.port ?? (await freePort());
   const uiPort = opts.headless ? null : (opts.uiPort ?? (await freePort()));
-  const args = temporalArgs({ dataDir, port, uiPort, namespace, searchAttributes: opts.searchAttributes ?? {} });
+  const args = temporalArgs({ dataDir, port, uiPort, namespace, searchAttributes: opts.searchAttributes ?? {}, uiCodecEndpoint: opts.uiCodecEndpoint });
 
   const proc = spawnServer({
     name: 'temporal',

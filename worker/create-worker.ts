@@ -2,6 +2,7 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { countAttempts } from './metrics-interceptor';
+import { FAILURE_CONVERTER_PATH, type PayloadProtection } from '../codec/data-converter';
 
 export interface WorkerOptions extends ActivityDeps {
   connection: NativeConnection;
@@ -13,11 +14,16 @@ export interface WorkerOptions extends ActivityDeps {
   workflowBundlePath?: string;
   /** Time running activities get to finish on shutdown before they are cancelled. */
   shutdownGraceTimeMs?: number;
+  /** D32: the codec sealing every payload (codec/data-converter.ts), the same as the API's. */
+  payloads: PayloadProtection;
 }
 
-/** Bundles the workflow code once, for reuse by several workers. */
+/**
+ * Bundles the workflow code once, for reuse by several workers. The bundle carries the failure
+ * converter that encodes failure messages (D32), as every client and worker does (codec/data-converter.ts).
+ */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietLogger });
+  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), failureConverterPath: FAILURE_CONVERTER_PATH, logger: quietLogger });
 }
 
 /** Creates (but does not run) a worker polling the run task queue. */
@@ -28,6 +34,7 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     taskQueue: opts.taskQueue,
     ...workflowSource(opts),
     activities: createActivities(opts),
+    dataConverter: opts.payloads.dataConverter,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
     interceptors: { activity: [countAttempts] },
     // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.

@@ -4,6 +4,7 @@ import { loadConfig } from '../config';
 import { connectFirst } from '../config/temporal-connection';
 import { connectStore } from '../store/db';
 import { createRunWorker } from './create-worker';
+import { payloadProtection } from '../codec/data-converter';
 import { installWorkerRuntime } from './runtime';
 import { serveMetrics } from './metrics-server';
 
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
     config,
     shutdownGraceTimeMs: config.worker.shutdownGraceMs,
     workflowBundlePath: config.worker.workflowBundlePath,
+    payloads: payloadProtection(config, store.db),
   });
   const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
   // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.

@@ -42,15 +42,3 @@ export function planChunks(rows: NodeRow[], concurrency: number): PlannedChunk[]
   if (current.length > 0) chunks.push({ rows: current, slots: Math.min(inner, current.length) });
   return chunks;
 }
-
-/** The rows of a chunk as an operator reads them in the Temporal UI (D33): `item 7` or `rows 2,000–2,499`. */
-export function rowRange(rows: readonly NodeRow[]): string {
-  const first = rows[0]?.index ?? 0;
-  const last = rows.at(-1)?.index ?? first;
-  return first === last ? `item ${group(first)}` : `rows ${group(first)}–${group(last)}`;
-}
-
-// Thousands separators by hand: Intl is not guaranteed deterministic inside the workflow sandbox.
-function group(n: number): string {
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-}

@@ -30,6 +30,8 @@ export interface EngineHooks {
   onIterationStart(nodeId: string, iteration: number): void;
   /** An iteration of a node produced its items; list and pure nodes report all items as iteration 0. */
   onIterationDone(nodeId: string, iteration: number, items: Item[]): void;
+  /** A node has produced all its items (D33 progress). */
+  onNodeDone?(nodeId: string): void;
 }
 
 const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
@@ -76,6 +78,7 @@ export async function executeGraph(
     );
     const items = await runNode(node, ports, sources);
     if (!isIoNode(node) && node.type !== 'text') hooks.onIterationDone(node.id, 0, items);
+    hooks.onNodeDone?.(node.id);
     return items;
   }
 

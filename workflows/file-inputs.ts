@@ -16,7 +16,7 @@ const FILE_TYPES = new Set(['image', 'video', 'file']);
 /** Returns the run's inputs with every file-typed value replaced by its resolved part. */
 export async function resolveFileInputs(
   args: Pick<RunArgs, 'runId' | 'accountId' | 'graph' | 'inputs'>,
-  resolve: (req: FileInputRequest) => Promise<Part>,
+  resolve: (req: FileInputRequest, nodeId: string) => Promise<Part>,
   maxAttempts: number,
 ): Promise<Record<string, unknown>> {
   const inputs = { ...args.inputs };
@@ -27,7 +27,7 @@ export async function resolveFileInputs(
       const value = inputs[key];
       if (typeof value !== 'string') return;
       try {
-        inputs[key] = await resolve({ runId: args.runId, accountId: args.accountId, key, inputType: node.input_type as FileInputRequest['inputType'], value });
+        inputs[key] = await resolve({ runId: args.runId, accountId: args.accountId, key, inputType: node.input_type as FileInputRequest['inputType'], value }, node.id);
       } catch (err) {
         if (isCancellation(err)) throw err;
         const cause = err instanceof ActivityFailure ? err.cause : undefined;

@@ -10,12 +10,13 @@ import {
   workflowInfo,
   condition,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { IoNode, NodeChunkResult, NodeRow } from '../activities/types';
 import { executeGraph, type RowProgress } from './engine';
-import { planChunks, rowRange } from './chunk-plan';
+import { planChunks } from './chunk-plan';
 import { resolveFileInputs } from './file-inputs';
 import { NodeFailure } from './errors';
 import { Semaphore } from './semaphore';
@@ -23,6 +24,8 @@ import { RunState } from './run-state';
 import { splitFinal } from './run-chunks';
 import { awaitEndUpdate, snapshotQuery, type RunArgs, type RunStatus } from './definitions';
 import { startWebhookDelivery } from './webhook-workflow';
+import { PERSISTENCE_SUMMARIES, RunProgress, activitySummary, fileInputSummary, timerSummary } from './summaries';
+import { withNamedTimeout } from './timers';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
@@ -64,6 +67,8 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });
   const slots = new Semaphore(options.concurrency);
+  // D33: nodes and items done, in the UI's "current details" (no customer data).
+  const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
   /** One chunk of a node's rows as an activity; failures that end the run become NodeFailures naming the node. */
   const runChunk = async (node: IoNode, rows: NodeRow[], concurrency: number): Promise<NodeChunkResult> => {
@@ -71,7 +76,10 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     const waves = Math.ceil(rows.length / concurrency);
     const proxy = waves === 1 ? nodes : proxyActivities<Activities>({ ...nodeOptions, startToCloseTimeout: options.nodeAttemptTimeoutMs * waves });
     try {
-      return await proxy.runNodeChunk({ runId: args.runId, accountId: args.accountId, node, rows, concurrency, range: rowRange(rows) });
+      const first = rows[0].index;
+      const last = rows.at(-1)!.index;
+      const summary = activitySummary(node, first === last ? { item: first } : { rows: [first, last] }); // D33
+      return await proxy.runNodeChunk.executeWithOptions({ summary }, [{ runId: args.runId, accountId: args.accountId, node, rows, concurrency }]);
     } catch (err) {
       const cause = err instanceof ActivityFailure ? err.cause : undefined;
       if (cause instanceof ApplicationFailure && cause.nonRetryable) throw new NodeFailure(node.id, node.type, cause.message);
@@ -86,19 +94,21 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
    * An I/O node's rows, as chunks (workflows/chunk-plan.ts) that share the run's slots. A chunk
    * answers with the rows it finished; what it left (a size budget) is asked for again.
    */
-  const runIoRows = async (node: IoNode, rows: NodeRow[], progress: RowProgress): Promise<void> => {
+  const runIoRows = async (node: IoNode, rows: NodeRow[], rowProgress: RowProgress): Promise<void> => {
+    for (let i = 0; i < rows.length; i++) progress.itemStarted();
     await Promise.all(
       planChunks(rows, options.concurrency).map(async (chunk) => {
         let left = chunk.rows;
         while (left.length > 0) {
           const result = await slots.with(async () => {
             guardHistory(node);
-            for (const row of left) progress.started(row.index);
+            for (const row of left) rowProgress.started(row.index);
             return runChunk(node, left, chunk.slots);
           }, chunk.slots);
           for (const row of result.rows) {
             state.addCost(row.costUsd);
-            progress.done(row.index, row.items);
+            rowProgress.done(row.index, row.items);
+            progress.itemDone();
           }
           // D8: the rows that finished before the cancel are billed above; the rest never ran.
           if (result.cancelled) throw new CancelledFailure('run cancelled');
@@ -122,14 +132,17 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
       throw new NodeFailure(node.id, node.type, `the run reached the limit of its execution history (${historyLength} events, ${mb} MB); split the input into smaller runs`);
     }
   };
+  const resolveFile = (req: Parameters<Activities['resolveFileInput']>[0], nodeId: string) =>
+    slots.with(() => nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]));
 
   try {
-    await CancellationScope.withTimeout(options.runTimeoutMs, async () =>
+    await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), async () =>
       // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
-      executeGraph(args.graph, await resolveFileInputs(args, (req) => slots.with(() => nodes.resolveFileInput(req)), options.nodeMaxAttempts), {
+      executeGraph(args.graph, await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts), {
         runIoRows,
         onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
         onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
+        onNodeDone: () => progress.nodeDone(),
       }),
     );
     state.finish('completed');
@@ -145,11 +158,15 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     }
   }
 
+  progress.ended(state.status);
+
   const { final, chunks } = splitFinal(state.final());
   await CancellationScope.nonCancellable(async () => {
     // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
-    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((chunk) => persistence.saveRunChunk(chunk)));
-    await persistence.finalizeRun(final);
+    const saveChunk = (chunk: (typeof chunks)[number], i: number) =>
+      persistence.saveRunChunk.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) }, [chunk]);
+    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((chunk, j) => saveChunk(chunk, i + j)));
+    await persistence.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [final]);
   });
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;

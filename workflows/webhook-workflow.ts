@@ -13,6 +13,7 @@ import {
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import { SEARCH_ATTRIBUTES, webhookWorkflowId, type RunArgs, type WebhookArgs } from './definitions';
+import { PERSISTENCE_SUMMARIES, webhookWorkflowSummary } from './summaries';
 
 /** D20: how long a delivery is retried before it is given up. */
 const DELIVERY_WINDOW = '24h';
@@ -21,12 +22,14 @@ const DEFAULT_RETRY_INITIAL_MS = 5_000;
 /** Retries one delivery with exponential backoff for 24 h; returns whether it was delivered, never fails. */
 export async function webhookWorkflow(args: WebhookArgs): Promise<{ delivered: boolean; error?: string }> {
   const { deliverWebhook } = proxyActivities<Activities>({
+    summary: PERSISTENCE_SUMMARIES.deliverWebhook, // D33
     // One attempt: the HTTP timeout (WEBHOOK_TIMEOUT_MS, at most 50 s) plus reading the record.
     startToCloseTimeout: '60s',
     scheduleToCloseTimeout: DELIVERY_WINDOW,
     retry: { initialInterval: args.retryInitialMs, backoffCoefficient: 2, maximumInterval: Math.max(args.retryInitialMs, 3_600_000) },
   });
   const { recordWebhookGivenUp } = proxyActivities<Activities>({
+    summary: PERSISTENCE_SUMMARIES.recordWebhookGivenUp,
     startToCloseTimeout: '10s',
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });
@@ -56,6 +59,7 @@ export async function startWebhookDelivery(args: RunArgs & { webhook: string }):
   try {
     await startChild(webhookWorkflow, {
       workflowId: webhookWorkflowId(args.runId),
+      staticSummary: webhookWorkflowSummary(args.runId), // D33
       args: [{ runId: args.runId, accountId: args.accountId, url: args.webhook, retryInitialMs: args.options.webhookRetryInitialMs ?? DEFAULT_RETRY_INITIAL_MS }],
       // The run completes at once; the delivery goes on without it.
       parentClosePolicy: ParentClosePolicy.ABANDON,

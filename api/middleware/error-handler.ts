@@ -63,7 +63,7 @@ export function errorHandler(logger: Logger): Middleware {
     } catch (err) {
       const apiError = toApiError(err);
       if (!apiError.expose || apiError.status >= 500) {
-        logger.error({ err, method: ctx.method, path: ctx.path, account_id: ctx.state.auth?.accountId }, 'request failed');
+        logger.error({ err, method: ctx.method, path: ctx.state.logPath ?? ctx.path, account_id: ctx.state.auth?.accountId }, 'request failed');
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);

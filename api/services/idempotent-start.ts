@@ -144,7 +144,8 @@ async function resumeAbandoned(deps: IdempotentStartDeps, run: RunDoc, claim: Id
   if (await workflowExists(deps, run._id)) return;
   const version = await deps.collections.workflowVersions.findOne({ _id: run.published_workflow_version_id });
   if (!version?.graph) return;
-  await deps.gateway.start(runArgs(run, version.graph, deps.config.runs));
+  const workflow = await deps.collections.workflows.findOne({ _id: run.published_workflow_id }, { projection: { slug: 1 } });
+  await deps.gateway.start(runArgs(run, version.graph, deps.config.runs), workflow?.slug ?? run.published_workflow_id);
 }
 
 async function workflowExists(deps: IdempotentStartDeps, runId: string): Promise<boolean> {

@@ -12,7 +12,7 @@ import type { RunDoc } from '../../store/documents';
 import type { RunViewSource } from '../../store/run-view';
 
 /** What a read needs of a run record that has not been finalized. */
-export type RunSkeleton = Pick<RunDoc, '_id' | 'account_id' | 'published_workflow_id' | 'published_workflow_version_id' | 'version' | 'created_at'>;
+export type RunSkeleton = Pick<RunDoc, '_id' | 'account_id' | 'published_workflow_id' | 'published_workflow_version_id' | 'version' | 'created_at' | 'webhook'>;
 
 /** Entries held (a few hundred bytes each; the oldest seen go first). */
 const MAX_RUNS = 20_000;
@@ -38,6 +38,7 @@ export class KnownRuns {
       published_workflow_version_id: run.published_workflow_version_id,
       version: run.version,
       created_at: run.created_at,
+      webhook: run.webhook,
     });
     if (this.runs.size > this.maxRuns) this.runs.delete(this.runs.keys().next().value!);
   }

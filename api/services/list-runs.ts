@@ -8,6 +8,15 @@ import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
 import type { ListRunsQuery } from '../schemas';
 import { runView } from './read-run';
+import type { WebhookDeliveryDoc } from '../../store/documents';
+import { webhookMessageId } from '../../workflows/definitions';
+
+/** D20: the delivery documents of these runs, by run id, in one query (none when no run has a webhook). */
+async function webhookDeliveries(collections: Pick<Collections, 'webhookDeliveries'>, runIds: string[]): Promise<Map<string, WebhookDeliveryDoc>> {
+  if (runIds.length === 0) return new Map();
+  const docs = await collections.webhookDeliveries.find({ _id: { $in: runIds.map(webhookMessageId) } }).toArray();
+  return new Map(docs.map((d) => [d.run_id, d]));
+}
 
 export interface RunList {
   object: 'list';
@@ -23,7 +32,7 @@ export interface RunList {
  * the live status of the page's unfinished runs, so such a page may hold fewer than `limit`.
  */
 export async function listRuns(
-  deps: { collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions'>; gateway: RunGateway },
+  deps: { collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions' | 'webhookDeliveries'>; gateway: RunGateway },
   accountId: string,
   query: ListRunsQuery,
 ): Promise<RunList> {
@@ -45,10 +54,11 @@ export async function listRuns(
     .limit(query.limit + 1)
     .toArray();
   const page = docs.slice(0, query.limit);
+  const deliveries = await webhookDeliveries(deps.collections, page.filter((d) => d.finalized && d.webhook).map((d) => d._id));
   const data = await Promise.all(
     page.map(async (stored) => {
       const doc = fromStored(stored);
-      if (doc.finalized) return runView(doc);
+      if (doc.finalized) return runView(doc, undefined, deliveries.get(doc._id));
       const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
       return runView(doc, live ?? undefined);
     }),

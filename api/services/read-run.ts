@@ -7,8 +7,9 @@ import { findRun, findRunHead } from '../../store/runs';
 import { NotFoundError } from '../errors';
 import type { RunGateway } from '../run-gateway';
 import type { RunView } from '../response-schemas';
-import { runView, type RunViewSource } from '../../store/run-view';
-import { isTerminal } from '../../workflows/definitions';
+import { isSettled, runView, type RunViewSource } from '../../store/run-view';
+import { findDelivery } from '../../store/webhook-deliveries';
+import { isTerminal, webhookMessageId } from '../../workflows/definitions';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns } from './known-runs';
 import { streamRunView } from './run-view-stream';
@@ -29,7 +30,7 @@ function notFound(runId: string): NotFoundError {
 
 /** What reading a run needs. */
 export interface ReadRunDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks'>;
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'webhookDeliveries'>;
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
   knownRuns?: KnownRuns;
@@ -63,9 +64,12 @@ async function read(deps: ReadRunDeps, accountId: string, runId: string, streamB
   const doc = streamBig ? await findRunHead(deps.collections, accountId, runId).then((head) => head ?? Promise.reject(notFound(runId))) : await loadRun(deps.collections, accountId, runId);
   if (doc.finalized) {
     deps.knownRuns?.forget(runId);
-    if (doc.chunks && streamBig) return streamRunView(deps.collections, doc);
-    const view = runView(doc);
-    if (!doc.chunks) deps.finishedRuns?.set(accountId, view); // a big run's view is too large to keep
+    // D20: a finished run with a webhook shows its delivery (one more lookup, for those runs only).
+    const delivery = doc.webhook ? await findDelivery(deps.collections, webhookMessageId(doc._id)) : null;
+    if (doc.chunks && streamBig) return streamRunView(deps.collections, doc, delivery);
+    const view = runView(doc, undefined, delivery);
+    // Cached once nothing can change it (a delivery's progress is never served stale), and not a big run's view.
+    if (!doc.chunks && isSettled(view)) deps.finishedRuns?.set(accountId, view);
     return view;
   }
   deps.knownRuns?.remember(doc);
@@ -86,7 +90,7 @@ async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource 
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
   const view = runView(record, snapshot);
-  if (isTerminal(snapshot.status)) {
+  if (isTerminal(snapshot.status) && isSettled(view)) {
     // Ended (D7: for good). The final record being written from the same state renders the same
     // view, so it is the finished view from now on, in this process without reading the record.
     deps.knownRuns?.forget(runId);

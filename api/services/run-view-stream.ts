@@ -5,19 +5,19 @@
  */
 import { Readable } from 'node:stream';
 import type { Collections } from '../../store/db';
-import type { RunDoc } from '../../store/documents';
+import type { RunDoc, WebhookDeliveryDoc } from '../../store/documents';
 import { runView } from '../../store/run-view';
 import { chunksOf } from '../../store/runs';
 
 const OUTPUT_MARK = '\u0000output\u0000';
 
 /** The run view of a finalized, chunked record, streamed. */
-export function streamRunView(collections: Pick<Collections, 'runChunks'>, doc: RunDoc): Readable {
-  return Readable.from(render(collections, doc), { objectMode: false });
+export function streamRunView(collections: Pick<Collections, 'runChunks'>, doc: RunDoc, delivery?: WebhookDeliveryDoc | null): Readable {
+  return Readable.from(render(collections, doc, delivery), { objectMode: false });
 }
 
-async function* render(collections: Pick<Collections, 'runChunks'>, doc: RunDoc): AsyncGenerator<string> {
-  const view = runView(doc);
+async function* render(collections: Pick<Collections, 'runChunks'>, doc: RunDoc, delivery?: WebhookDeliveryDoc | null): AsyncGenerator<string> {
+  const view = runView(doc, undefined, delivery);
   if (view.output === null) return yield JSON.stringify(view);
   const text = JSON.stringify({ ...view, output: OUTPUT_MARK });
   const at = text.indexOf(JSON.stringify(OUTPUT_MARK));

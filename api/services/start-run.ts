@@ -1,4 +1,5 @@
 /** Starting a run (spec "POST /api/v1/responses"): resolve, validate, check credit, record, start. */
+import { isIP } from 'node:net';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
@@ -16,6 +17,7 @@ import type { RunGateway } from '../run-gateway';
 import type { AuthContext } from '../middleware/authenticate';
 import type { StartRequest } from '../schemas';
 import { runsStarted } from '../../metrics';
+import { classifyAddress, describeAddressClass } from '../../net/ssrf';
 import type { CreditCheck } from './credit-check';
 import type { KnownRuns } from './known-runs';
 import { fileInputProblems } from './file-inputs';
@@ -79,7 +81,7 @@ export class RunIdTakenError extends Error {
  */
 export async function startRun(deps: StartRunDeps, auth: AuthContext, request: StartRequest, opts: { runId?: string } = {}): Promise<RunDoc> {
   const { collections } = deps;
-  checkWebhookScheme(request.webhook, deps.config.webhooks?.allowHttp ?? false);
+  checkWebhook(request.webhook, { allowHttp: deps.config.webhooks?.allowHttp ?? false, allowPrivateNetwork: deps.config.webhooks?.allowPrivateNetwork ?? false });
   const { workflow, version } = await resolveVersion(deps.catalog, auth.accountId, request.workflowId, request.version);
   if (!version.graph || !version.contract) {
     throw new InvalidRequestError(`Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`, {
@@ -124,7 +126,7 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
     throw err;
   }
   try {
-    await deps.gateway.start(args);
+    await deps.gateway.start(args, workflow.slug);
   } catch (err) {
     await deleteRun(collections, run._id).catch(() => undefined);
     throw err;
@@ -164,12 +166,24 @@ function checkRunSize(graph: WorkflowDocument, inputs: Record<string, unknown>):
   });
 }
 
-/** D20: webhooks are https only, unless configuration allows http (tests, development). Addresses are checked at delivery. */
-function checkWebhookScheme(webhook: string | undefined, allowHttp: boolean): void {
-  if (webhook === undefined || allowHttp || new URL(webhook).protocol === 'https:') return;
-  throw new InvalidRequestError('`webhook` must be an https:// URL.', {
-    code: 'invalid_webhook',
-    param: 'webhook',
-    details: [{ field: 'webhook', problem: 'must be an https:// URL' }],
-  });
+/**
+ * D20: webhooks are https only, unless configuration allows http (tests, development), and a
+ * host that is a literal non-public IP address (127.0.0.1, 10.0.0.5, [::1], 169.254.169.254 ...)
+ * is refused now, by the delivery guard's own rules (net/ssrf.ts) and under the same switch
+ * (WEBHOOK_ALLOW_PRIVATE_NETWORK), instead of being accepted and dropped at delivery. A host
+ * name is resolved only at delivery, where the guard checks every address it resolves to.
+ */
+function checkWebhook(webhook: string | undefined, settings: { allowHttp: boolean; allowPrivateNetwork: boolean }): void {
+  if (webhook === undefined) return;
+  const url = new URL(webhook);
+  if (!settings.allowHttp && url.protocol !== 'https:') throw invalidWebhook('must be an https:// URL');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!settings.allowPrivateNetwork && isIP(host)) {
+    const cls = classifyAddress(host);
+    if (cls !== 'public') throw invalidWebhook(`must reach a public address: ${host} is ${describeAddressClass(cls)}`);
+  }
+}
+
+function invalidWebhook(problem: string): InvalidRequestError {
+  return new InvalidRequestError(`\`webhook\` ${problem}.`, { code: 'invalid_webhook', param: 'webhook', details: [{ field: 'webhook', problem }] });
 }

@@ -21,6 +21,9 @@ create() {
 create mongodb_root_password random 24
 create mongodb_wrs_password random 24
 create file_url_secret random 32
+create codec_token random 32
+# D32: the payload encryption key, `id:base64 of 32 bytes`; to rotate, append `,k2:...` (newest last).
+create payload_keys sh -c 'printf "k1:%s\n" "$(openssl rand -base64 32)"'
 create grafana_admin_password random 16
 # At most 1024 base64 characters; 512 random bytes -> 684 (plus line breaks, which MongoDB ignores).
 create mongodb_keyfile openssl rand -base64 512

@@ -41,6 +41,8 @@ async function fetchAnswer(url: string, init: RequestInit = {}): Promise<ApiResp
   return { status: res.status, headers: res.headers, body };
 }
 
+const CODEC_TOKEN = 'openapi-codec-token-'.padEnd(40, '0');
+
 describe('OpenAPI document conformance (D25)', function () {
   this.timeout(60_000);
   let svc: TestService;
@@ -57,6 +59,7 @@ describe('OpenAPI document conformance (D25)', function () {
         MAX_JSON_BODY_BYTES: '20000',
         MAX_UPLOAD_BYTES: '50000',
         WEBHOOK_ALLOW_HTTP: 'true',
+        CODEC_TOKEN: CODEC_TOKEN,
       },
     });
     ({ key, accountId } = await newAccount(svc.store.collections));
@@ -120,7 +123,7 @@ describe('OpenAPI document conformance (D25)', function () {
     assert.equal(published.status, 201);
     const start = (body: unknown, headers: Record<string, string> = {}) => op('POST', '/api/v1/responses', '/api/v1/responses', { key, body, headers });
 
-    const accepted = await start({ workflowId: 'greet', inputs: { name: 'Ada' }, webhook: 'http://127.0.0.1:9/never' }, { 'idempotency-key': 'conformance-1' });
+    const accepted = await start({ workflowId: 'greet', inputs: { name: 'Ada' }, webhook: 'http://localhost:9/never' }, { 'idempotency-key': 'conformance-1' });
     assert.equal(accepted.status, 202);
     const stream = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'greet', stream: true, inputs: { name: 'Bo' } } });
     await stream.closed;
@@ -253,6 +256,18 @@ describe('OpenAPI document conformance (D25)', function () {
     const other = spec.check('POST', '/api/v1/files', await upload('soon gone', { 'content-type': 'text/plain' }, '?name=gone.txt'));
     await deleteFile(svc.store.db, other.body.id);
     assert.equal((await content(other.body.url)).status, 404);
+  });
+
+  it('the codec server (D32) answers as documented', async () => {
+    const body = { payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('"x"').toString('base64') }] };
+    const sealed = await op('POST', '/codec/encode', '/codec/encode', { key: CODEC_TOKEN, body });
+    assert.equal(sealed.status, 200);
+    assert.equal((await op('POST', '/codec/decode', '/codec/decode', { key: CODEC_TOKEN, body: sealed.body })).status, 200);
+    assert.equal((await op('POST', '/codec/{token}/encode', `/codec/${CODEC_TOKEN}/encode`, { body })).status, 200);
+    assert.equal((await op('POST', '/codec/{token}/decode', `/codec/${CODEC_TOKEN}/decode`, { body: sealed.body })).status, 200);
+    assert.equal((await op('POST', '/codec/{token}/decode', '/codec/wrong/decode', { body })).status, 401);
+    assert.equal((await op('POST', '/codec/decode', '/codec/decode', { key, body })).status, 401, 'an API key is not the codec token');
+    assert.equal((await op('POST', '/codec/decode', '/codec/decode', { key: CODEC_TOKEN, body: { payloads: 1 } })).status, 400);
   });
 
   it('the public operations answer as documented', async () => {

@@ -17,6 +17,7 @@ const RUN_FIELDS = [
   'published_workflow_version_id',
   'status',
   'total_cost',
+  'webhook',
 ];
 
 /** A GET with the path sent byte for byte (fetch would resolve `..` segments before sending). */
@@ -177,6 +178,7 @@ describe('API runs: reading a run nobody has picked up yet', function () {
       total_cost: null,
       created_at: start.body.created_at,
       completed_at: null,
+      webhook: null,
     });
 
     // Once a worker comes, the same run goes on to completion.

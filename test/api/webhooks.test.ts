@@ -72,7 +72,9 @@ describe('webhooks (D20)', function () {
     const hit = await waitFor(async () => receiver.hitsOn('/hook').find((h) => JSON.parse(h.body).id === runId), { what: 'the webhook' });
     const payload = verify(secret, hit);
     const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
-    assert.deepEqual(payload, read.body); // exactly what GET /api/v1/runs/{id} answers
+    // Exactly what GET /api/v1/runs/{id} answers, but for the delivery's state: the body shows it before this attempt.
+    assert.deepEqual({ ...payload, webhook: null }, { ...read.body, webhook: null });
+    assert.deepEqual(payload.webhook, { status: 'pending', attempts: 0, last_http_status: null, last_error: null, updated_at: null });
     assert.equal(payload.status, 'completed');
     assert.equal(payload.output.greeting[0].parts[0].text, 'Hello, Ada!');
     assert.equal(hit.headers['webhook-id'], webhookMessageId(runId));
@@ -82,6 +84,11 @@ describe('webhooks (D20)', function () {
     const doc = await delivery(runId, 'delivered');
     assert.equal(doc.attempts, 1);
     assert.equal(doc.last_status, 200);
+    // The caller sees the outcome on the run (D20 `webhook` object).
+    const after = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.deepEqual(after.body.webhook, { status: 'delivered', attempts: 1, last_http_status: 200, last_error: null, updated_at: doc.updated_at.toISOString() });
+    const listed = await call(svc.url, 'GET', '/api/v1/runs?limit=5', { key });
+    assert.equal(listed.body.data.find((r: any) => r.id === runId).webhook.status, 'delivered');
     // A wrong secret or an altered body does not verify.
     assert.throws(() => verify(`whsec_${Buffer.alloc(24, 7).toString('base64')}`, hit));
     assert.throws(() => verify(secret, { ...hit, body: hit.body.replace('Ada', 'Eve') }));
@@ -90,7 +97,7 @@ describe('webhooks (D20)', function () {
   it('a run without a webhook delivers nothing', async () => {
     const before = receiver.hits.length;
     const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hook', inputs: { name: 'Quiet' } } });
-    await waitForRun(svc.url, key, res.body.run_id);
+    assert.equal((await waitForRun(svc.url, key, res.body.run_id)).webhook, null);
     await svc.api.gateway.client.workflow.getHandle(res.body.run_id).result();
     assert.equal(receiver.hits.length, before);
     assert.equal(await svc.store.collections.webhookDeliveries.countDocuments({ run_id: res.body.run_id }), 0);
@@ -106,6 +113,13 @@ describe('webhooks (D20)', function () {
     assert.equal(described.status.name, 'COMPLETED'); // D20: the delivery never holds the run open
     assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status, 'completed');
 
+    const delivering = await waitFor(async () => {
+      const run = (await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body;
+      return run.webhook.status === 'delivering' ? run.webhook : undefined;
+    }, { what: 'the run to show its delivery retrying' });
+    assert.ok(delivering.attempts >= 1);
+    assert.ok([500, 503].includes(delivering.last_http_status), JSON.stringify(delivering));
+    assert.match(delivering.last_error, /answered 50[03]/);
     const doc = await delivery(runId, 'delivered');
     const hits = receiver.hitsOn('/flaky');
     assert.equal(hits.length, 3);
@@ -138,7 +152,10 @@ describe('webhooks (D20)', function () {
     assert.equal(doc.last_status, 410);
     assert.match(doc.last_error ?? '', /410/);
     assert.equal(receiver.hitsOn('/gone').length, 1);
-    assert.equal((await waitForRun(svc.url, key, runId)).status, 'completed');
+    const run = await waitForRun(svc.url, key, runId);
+    assert.equal(run.status, 'completed');
+    assert.equal(run.webhook.status, 'failed');
+    assert.equal(run.webhook.last_http_status, 410);
     const child = await svc.api.gateway.client.workflow.getHandle(webhookWorkflowId(runId)).result();
     assert.equal(child.delivered, false);
   });
@@ -169,27 +186,32 @@ describe('webhooks (D20)', function () {
     });
     after(async () => strict?.close());
 
-    for (const [what, target, pattern] of [
-      ['loopback', () => `https://127.0.0.1:${new URL(receiver.url).port}/ssrf`, /loopback/],
-      ['cloud metadata', () => 'https://169.254.169.254/latest/meta-data/', /metadata/],
-    ] as const) {
-      it(`refuses a ${what} webhook: nothing is sent, the run completes, the refusal is recorded`, async () => {
-        const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: target() } });
-        assert.equal(res.status, 202, JSON.stringify(res.body));
-        const runId = res.body.run_id;
-        const doc = await waitFor(async () => {
-          const d = await strict.store.collections.webhookDeliveries.findOne({ _id: webhookMessageId(runId) });
-          return d?.status === 'failed' ? d : undefined;
-        }, { what: 'the refusal' });
-        assert.match(doc.last_error ?? '', pattern);
-        assert.equal(doc.last_status, null);
-        assert.equal(doc.attempts, 1); // refused for good: no retry
-        assert.equal(receiver.hitsOn('/ssrf').length, 0);
-        assert.equal((await waitForRun(strict.url, strictKey, runId)).status, 'completed');
-        const child = await strict.api.gateway.client.workflow.getHandle(webhookWorkflowId(runId)).result();
-        assert.equal(child.delivered, false);
+    for (const host of ['127.0.0.1', '10.0.0.5', '[::1]', '169.254.169.254', '[::ffff:127.0.0.1]', '0.0.0.0']) {
+      it(`refuses a webhook to the literal non-public address ${host} at the start with 400 invalid_webhook`, async () => {
+        const webhook = `https://${host}/hook`;
+        const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
+        expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_webhook', param: 'webhook' });
+        assert.match(res.body.error.message, /public address/);
       });
     }
+
+    it('refuses at delivery a host name that resolves to loopback: nothing is sent, the run completes, the caller sees why', async () => {
+      const webhook = `https://localhost:${new URL(receiver.url).port}/ssrf`;
+      const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      const runId = res.body.run_id;
+      const run = await waitFor(async () => {
+        const r = (await call(strict.url, 'GET', `/api/v1/runs/${runId}`, { key: strictKey })).body;
+        return r.webhook?.status === 'failed' ? r : undefined;
+      }, { what: 'the refusal on the run' });
+      assert.equal(run.status, 'completed');
+      assert.match(run.webhook.last_error, /localhost resolves to .*loopback/);
+      assert.equal(run.webhook.last_http_status, null);
+      assert.equal(run.webhook.attempts, 1); // refused for good: no retry
+      assert.equal(receiver.hitsOn('/ssrf').length, 0);
+      const child = await strict.api.gateway.client.workflow.getHandle(webhookWorkflowId(runId)).result();
+      assert.equal(child.delivered, false);
+    });
 
     it('refuses an http:// webhook at the start with 400 invalid_webhook', async () => {
       const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: `${receiver.url}/plain` } });

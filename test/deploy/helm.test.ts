@@ -8,7 +8,7 @@ import { KUBERNETES_VERSIONS } from '../../stack/deploy-schemas';
 import { CHART_DIR, deployTools, kubeconform, parseManifests, renderChart, runTool, valuesFile, type DeployTools, type Manifest } from '../support/deploy';
 
 const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
-const MINIMAL = { secrets: { values: { MONGODB_URI: 'mongodb://mongo:27017/?replicaSet=rs0', FILE_URL_SECRET: 'x'.repeat(32) } } };
+const MINIMAL = { secrets: { values: { MONGODB_URI: 'mongodb://mongo:27017/?replicaSet=rs0', FILE_URL_SECRET: 'x'.repeat(32), PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}` } } };
 
 type Container = {
   name: string;

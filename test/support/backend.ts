@@ -7,6 +7,7 @@ import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/
 import { loadConfig, type Config } from '../../config';
 import { connectStore, type Store } from '../../store/db';
 import { createRunWorker } from '../../worker/create-worker';
+import { payloadProtection } from '../../codec/data-converter';
 import { testStack } from './stack';
 
 let counter = 0;
@@ -55,6 +56,7 @@ export async function startInProcessWorker(config: Config, store: Store, bundle?
       ? { workflowBundlePath: config.worker.workflowBundlePath }
       : { workflowBundle: bundle ?? (await testStack()).bundle }),
     shutdownGraceTimeMs: 1_000,
+    payloads: payloadProtection(config, store.db),
   });
   const running = worker.run();
   return {

@@ -82,3 +82,19 @@ export function llmWorkflow(slug: string) {
     ],
   };
 }
+
+/** Topic → one llm call with a prompt of the workflow's own → result "Answer": every kind of customer data in one run (D32 tests). */
+export function promptWorkflow(slug: string, prompt: string) {
+  return {
+    slug,
+    nodes: [
+      { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
+      { id: 'ask', type: 'llm', model: 'gpt-test', prompt: `${prompt} {{topic}}` },
+      { id: 'out', type: 'user_result', label: 'Answer' },
+    ],
+    edges: [
+      { from: 'topic', to: 'ask', port: 'topic' },
+      { from: 'ask', to: 'out' },
+    ],
+  };
+}

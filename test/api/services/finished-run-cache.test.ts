@@ -15,6 +15,7 @@ function view(id: string, items = 1): RunView {
     total_cost: 0.001,
     created_at: '2026-11-22T00:00:00.000Z',
     completed_at: '2026-11-22T00:00:01.000Z',
+    webhook: null,
   };
 }
 
