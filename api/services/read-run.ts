@@ -86,7 +86,12 @@ async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource 
   const { snapshot, queued } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
   if (!snapshot) return queued ? runView(record) : undefined;
   // Completed with an output too large for a query answer: it shows completed once its record is written.
-  if (snapshot.outputDeferred) return runView(record, { ...snapshot, status: 'running', completed_at_ms: null });
+  if (snapshot.outputDeferred) {
+    // Forgotten, so the next read asks the store first: once the record is written it answers
+    // (a big run's record, streamed), and a closed workflow is not replayed for every read.
+    deps.knownRuns?.forget(runId);
+    return runView(record, { ...snapshot, status: 'running', completed_at_ms: null });
+  }
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
   const view = runView(record, snapshot);
