@@ -172,6 +172,13 @@ describe('OpenAPI document conformance (D25)', function () {
     assert.equal((await op('GET', '/api/v1/runs/{runId}', `/api/v1/runs/${NO_RUN}`, { key })).status, 404);
     assert.equal((await op('GET', '/api/v1/runs/{runId}', '/api/v1/runs/not-an-id', { key })).status, 404);
 
+    // D31: one output's items, a page at a time.
+    const items = await op('GET', '/api/v1/runs/{runId}/outputs/{key}', `/api/v1/runs/${runId}/outputs/greeting?limit=1`, { key });
+    assert.equal(items.status, 200);
+    assert.equal(items.body.data.length, 1);
+    assert.equal((await op('GET', '/api/v1/runs/{runId}/outputs/{key}', `/api/v1/runs/${runId}/outputs/greeting?limit=0`, { key })).status, 400);
+    assert.equal((await op('GET', '/api/v1/runs/{runId}/outputs/{key}', `/api/v1/runs/${runId}/outputs/nothing`, { key })).status, 404);
+
     assert.equal((await op('GET', '/api/v1/runs', '/api/v1/runs?limit=2', { key })).status, 200);
     assert.equal((await op('GET', '/api/v1/runs', '/api/v1/runs?status=completed&workflowId=reads', { key })).status, 200);
     assert.equal((await op('GET', '/api/v1/runs', '/api/v1/runs?limit=0', { key })).status, 400);
