@@ -21,6 +21,7 @@ COPY tsconfig.json ./
 COPY activities ./activities
 COPY api ./api
 COPY cli ./cli
+COPY codec ./codec
 COPY config ./config
 COPY domain ./domain
 COPY files ./files

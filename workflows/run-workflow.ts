@@ -96,29 +96,49 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
    */
   const runIoRows = async (node: IoNode, rows: NodeRow[], rowProgress: RowProgress): Promise<void> => {
     for (let i = 0; i < rows.length; i++) progress.itemStarted();
-    await Promise.all(
-      planChunks(rows, options.concurrency).map(async (chunk) => {
-        let left = chunk.rows;
-        while (left.length > 0) {
-          const result = await slots.with(async () => {
-            guardHistory(node);
-            for (const row of left) rowProgress.started(row.index);
-            return runChunk(node, left, chunk.slots);
-          }, chunk.slots);
-          for (const row of result.rows) {
-            state.addCost(row.costUsd);
-            rowProgress.done(row.index, row.items);
-            progress.itemDone();
+    // Every chunk is waited for, and the first that fails cancels the others (a scope of their own):
+    // the rows a chunk finished before a failure or the run's cancel come back with its answer and
+    // are billed (D8), instead of running on unseen after the run has ended.
+    const chunks = new CancellationScope();
+    const outcomes = await chunks.run(() =>
+      Promise.allSettled(
+        planChunks(rows, options.concurrency).map(async (chunk) => {
+          try {
+            await runChunkRows(node, chunk.rows, chunk.slots, rowProgress);
+          } catch (err) {
+            if (!isCancellation(err)) chunks.cancel();
+            throw err;
           }
-          // D8: the rows that finished before the cancel are billed above; the rest never ran.
-          if (result.cancelled) throw new CancelledFailure('run cancelled');
-          const finished = new Set(result.rows.map((row) => row.index));
-          const before = left.length;
-          left = left.filter((row) => !finished.has(row.index));
-          if (left.length === before) throw new NodeFailure(node.id, node.type, 'a chunk of rows made no progress');
-        }
-      }),
+        }),
+      ),
     );
+    const failures = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+    if (failures.length > 0) throw failures.find((err) => !isCancellation(err)) ?? failures[0];
+  };
+
+  /** One planned chunk, asked again for the rows it left (a size budget) until all are done. */
+  const runChunkRows = async (node: IoNode, rows: NodeRow[], concurrency: number, rowProgress: RowProgress): Promise<void> => {
+    let left = rows;
+    while (left.length > 0) {
+      const result = await slots.with(async () => {
+        // A chunk that waited for its slots while the run was cancelled, or another chunk failed, never starts.
+        if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
+        guardHistory(node);
+        for (const row of left) rowProgress.started(row.index);
+        return runChunk(node, left, concurrency);
+      }, concurrency);
+      for (const row of result.rows) {
+        state.addCost(row.costUsd);
+        rowProgress.done(row.index, row.items);
+        progress.itemDone();
+      }
+      // D8: the rows that finished before the cancel are billed above; the rest never ran.
+      if (result.cancelled) throw new CancelledFailure('run cancelled');
+      const finished = new Set(result.rows.map((row) => row.index));
+      const before = left.length;
+      left = left.filter((row) => !finished.has(row.index));
+      if (left.length === before) throw new NodeFailure(node.id, node.type, 'a chunk of rows made no progress');
+    }
   };
 
   /**
