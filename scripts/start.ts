@@ -1,38 +1,45 @@
 /**
  * `npm start`: the whole service on one machine. Starts Temporal and FerretDB (unless
- * TEMPORAL_ADDRESS / MONGODB_URI point at servers of your own), the worker and the API,
- * makes sure a demo account, key and workflow exist, and prints how to call it.
- * Data lives in .data/ so runs survive a stop and start. Ctrl-C stops everything.
+ * TEMPORAL_ADDRESS / MONGODB_URI point at servers of your own), the worker as a child process
+ * (restarted if it dies) and the API in this process, makes sure a demo account, key and workflow
+ * exist, and prints how to call it. Ports and the data directory come from the environment
+ * (config/dev-stack.ts), so two clones can run side by side. Data lives in DATA_DIR (.data) so runs
+ * survive a stop and start. Ctrl-C stops everything; servers left behind by a crashed `npm start`
+ * (of any clone) are stopped by the next one.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../config';
+import { devPorts, loadDevStackConfig, type DevPort } from '../config/dev-stack';
 import { createLogger } from '../api/logger';
 import { startApi } from '../api/start-api';
-import { ensureFerretDb, ensureTemporal, startFerretDb, startTemporal } from '../stack';
+import { ensureFerretDb, ensureTemporal, isPortFree, reapOrphans, registerChild, startFerretDb, startTemporal } from '../stack';
 import { connectStore } from '../store/db';
 import { SEARCH_ATTRIBUTE_TYPES } from '../workflows/definitions';
-import { createRunWorker } from '../worker/create-worker';
-import { installWorkerRuntime } from '../worker/runtime';
 import { ensureDemo } from './demo';
 
-const DATA_DIR = path.resolve(__dirname, '..', '.data');
-const PORTS = { temporal: 7233, temporalUi: 8233, mongo: 27027, api: 8080 };
+const ROOT = path.resolve(__dirname, '..');
+const WORKER_MAIN = path.join(ROOT, 'worker', 'main.ts');
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {
+  const dev = loadDevStackConfig(process.env, ROOT);
   const env = { ...process.env };
   const stops: Array<() => Promise<unknown>> = [];
-  const log = (line: string) => process.stderr.write(`${line}\n`);
-  mkdirSync(DATA_DIR, { recursive: true });
+  mkdirSync(dev.dataDir, { recursive: true });
+
+  for (const orphan of reapOrphans()) log(`stopped ${orphan.command} (pid ${orphan.pid}), left running by a crashed start`);
+  await refuseBusyPorts(devPorts(dev));
 
   let temporalUi: string | null = null;
-  if (!env.TEMPORAL_ADDRESS) {
-    log('starting Temporal dev server ...');
+  if (dev.temporal) {
+    log(`starting Temporal dev server on port ${dev.temporal.server.port} ...`);
     const temporal = await startTemporal({
-      dataDir: path.join(DATA_DIR, 'temporal'),
-      port: PORTS.temporal,
-      uiPort: PORTS.temporalUi,
+      dataDir: path.join(dev.dataDir, 'temporal'),
+      port: dev.temporal.server.port,
+      uiPort: dev.temporal.ui.port,
       searchAttributes: SEARCH_ATTRIBUTE_TYPES,
       binary: await ensureTemporal({ log }),
     });
@@ -40,38 +47,23 @@ async function main(): Promise<void> {
     env.TEMPORAL_ADDRESS = temporal.address;
     temporalUi = temporal.uiUrl;
   }
-  if (!env.MONGODB_URI) {
-    log('starting FerretDB ...');
-    const mongo = await startFerretDb({ dataDir: path.join(DATA_DIR, 'ferretdb'), port: PORTS.mongo, binary: await ensureFerretDb({ log }) });
+  if (dev.mongo) {
+    log(`starting FerretDB on port ${dev.mongo.port} ...`);
+    const mongo = await startFerretDb({ dataDir: path.join(dev.dataDir, 'ferretdb'), port: dev.mongo.port, binary: await ensureFerretDb({ log }) });
     stops.push(() => mongo.stop());
     env.MONGODB_URI = mongo.uri;
   }
-  env.API_PORT ??= String(PORTS.api);
   env.LOG_LEVEL ??= 'warn';
   const config = loadConfig(env);
-  installWorkerRuntime(config.logLevel);
 
   const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-start' });
   stops.unshift(() => store.close());
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const worker = await createRunWorker({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    collections: store.collections,
-    db: store.db,
-    config,
-  });
-  const workerDone = worker.run();
-  stops.unshift(async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await workerDone;
-    await connection.close();
-  });
+  const worker = superviseWorker(env);
+  stops.unshift(() => worker.stop());
   const api = await startApi(config, createLogger(config.logLevel, 'wrs-api'));
   stops.unshift(() => api.close());
 
-  const demo = await ensureDemo(store.collections, path.join(DATA_DIR, 'demo.json'));
+  const demo = await ensureDemo(store.collections, path.join(dev.dataDir, 'demo.json'));
   printWelcome(api.url, temporalUi, demo.key, demo.slug);
 
   let stopping = false;
@@ -84,6 +76,64 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+/** Stops start-up at once, naming the variable to set, when a port this start needs is taken. */
+async function refuseBusyPorts(ports: DevPort[]): Promise<void> {
+  for (const p of ports) {
+    if (await isPortFree(p.port)) continue;
+    const taken = new Set(ports.map((q) => q.port));
+    let suggestion = p.port + 10;
+    while (taken.has(suggestion)) suggestion += 10;
+    throw new Error(
+      `port ${p.port} (${p.name}) is already in use, by another \`npm start\` or another program.\n` +
+        `Set ${p.variable} to a free port, e.g. \`${p.variable}=${suggestion} npm start\` ` +
+        '(a second clone needs API_PORT, TEMPORAL_PORT, TEMPORAL_UI_PORT and MONGO_PORT of its own).',
+    );
+  }
+}
+
+/**
+ * Runs the worker (worker/main.ts) as a child process, apart from the API, and starts it again
+ * whenever it dies, waiting longer (up to 30 s) while it keeps dying within seconds of starting.
+ * The child has an IPC channel to us, so it exits by itself if this process is killed, and it is
+ * registered (stack/registry.ts) so the next start kills it if it does not.
+ */
+function superviseWorker(env: NodeJS.ProcessEnv): { stop(): Promise<void> } {
+  let child: ChildProcess | null = null;
+  let stopping = false;
+  let failures = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+
+  const launch = () => {
+    const startedAt = Date.now();
+    const proc = spawn(process.execPath, ['--require', 'tsx/cjs', WORKER_MAIN], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    child = proc;
+    const unregister = proc.pid === undefined ? () => {} : registerChild(proc.pid, `worker: ${WORKER_MAIN}`);
+    log(`worker started (pid ${proc.pid})`);
+    proc.once('exit', (code, signal) => {
+      unregister();
+      child = null;
+      if (stopping) return;
+      failures = Date.now() - startedAt < 10_000 ? failures + 1 : 0;
+      const delayMs = Math.min(30_000, failures === 0 ? 0 : 1_000 * 2 ** (failures - 1));
+      log(`worker (pid ${proc.pid}) exited (${signal ?? `exit code ${code}`}); restarting it${delayMs ? ` in ${delayMs / 1000} s` : ''}`);
+      restartTimer = setTimeout(launch, delayMs);
+    });
+  };
+  launch();
+
+  return {
+    async stop() {
+      stopping = true;
+      clearTimeout(restartTimer);
+      const proc = child;
+      if (!proc) return;
+      const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+      proc.kill('SIGTERM'); // the worker drains: running node attempts get their grace time
+      await exited;
+    },
+  };
 }
 
 function printWelcome(apiUrl: string, uiUrl: string | null, key: string, slug: string): void {
@@ -111,4 +161,3 @@ main().catch((err: unknown) => {
   console.error(err instanceof Error ? err.message : err);
   process.exit(1);
 });
-

@@ -1,21 +1,83 @@
-// Builds (if missing) and prints the Temporal CLI and FerretDB binaries, and installs schemathesis (a Python
-// tool the reliability tests run) into the same cache: `tsx stack/install.ts`. CI runs this.
-import { defaultCacheDir, ensureFerretDb, ensureTemporal } from './binaries';
-import { ensureSchemathesis } from './python-tools';
+// `npm test` / `npm start` run this first (pretest / prestart): builds what is missing from the
+// binary cache (~/.cache/wrs) before anything else starts, so no test timeout or start-up wait
+// ever includes a build. Each build prints one line when it starts, then its elapsed time every
+// 15 s, so a long Go build on a fresh machine is never mistaken for a hang. Build output goes to
+// ~/.cache/wrs/build.log (a failure prints its tail).
+//   tsx stack/install.ts            Temporal CLI, FerretDB and schemathesis (what the tests need)
+//   tsx stack/install.ts --servers  Temporal CLI and FerretDB only (what `npm start` needs)
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  FERRETDB_VERSION,
+  TEMPORAL_CLI_VERSION,
+  defaultCacheDir,
+  ensureFerretDb,
+  ensureTemporal,
+  ferretDbBinaryPath,
+  temporalBinaryPath,
+} from './binaries';
+import { ensureSchemathesis, isSchemathesisInstalled, schemathesisVersion } from './python-tools';
 
-async function main(): Promise<void> {
-  const log = (line: string): void => {
-    if (line.trim()) process.stderr.write(`${line}\n`);
-  };
-  const cacheDir = defaultCacheDir();
-  // Sequential: two parallel Go builds mostly fight over CPU and make the output unreadable.
-  const temporal = await ensureTemporal({ cacheDir, log });
-  const ferretdb = await ensureFerretDb({ cacheDir, log });
-  const schemathesis = await ensureSchemathesis({ cacheDir, log });
-  process.stdout.write(`temporal ${temporal}\nferretdb ${ferretdb}\nschemathesis ${[schemathesis.command, ...schemathesis.args].join(' ')}\n`);
+/** Seconds between progress lines of one build. */
+const PROGRESS_EVERY_MS = 15_000;
+
+interface Step {
+  what: string;
+  done: () => boolean;
+  run: (log: (line: string) => void) => Promise<unknown>;
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-});
+/** Runs one build step with a progress ticker; silent when the thing is already built. */
+async function build(step: Step, buildLog: string): Promise<void> {
+  if (step.done()) return;
+  const started = Date.now();
+  const seconds = () => Math.round((Date.now() - started) / 1000);
+  process.stderr.write(`building ${step.what} (first run only; takes minutes on 2 cores) ...\n`);
+  const ticker = setInterval(() => process.stderr.write(`building ${step.what} … ${seconds()} s\n`), PROGRESS_EVERY_MS);
+  const out = fs.openSync(buildLog, 'a');
+  try {
+    await step.run((line) => {
+      if (line.trim()) fs.writeSync(out, `${line}\n`);
+    });
+  } finally {
+    clearInterval(ticker);
+    fs.closeSync(out);
+  }
+  process.stderr.write(`built ${step.what} in ${seconds()} s\n`);
+}
+
+/** Builds whatever is missing: the two servers, and unless `serversOnly` the test tools too. */
+export async function installTools(opts: { serversOnly?: boolean } = {}): Promise<void> {
+  const { serversOnly = false } = opts;
+  const cacheDir = defaultCacheDir();
+  fs.mkdirSync(cacheDir, { recursive: true });
+  const buildLog = path.join(cacheDir, 'build.log');
+  const steps: Step[] = [
+    {
+      what: `Temporal CLI ${TEMPORAL_CLI_VERSION}`,
+      done: () => fs.existsSync(temporalBinaryPath(cacheDir)),
+      run: (log) => ensureTemporal({ cacheDir, log }),
+    },
+    {
+      what: `FerretDB ${FERRETDB_VERSION}`,
+      done: () => fs.existsSync(ferretDbBinaryPath(cacheDir)),
+      run: (log) => ensureFerretDb({ cacheDir, log }),
+    },
+  ];
+  if (!serversOnly) {
+    steps.push({
+      what: `schemathesis ${schemathesisVersion()} (Python venv)`,
+      done: () => isSchemathesisInstalled(cacheDir),
+      run: (log) => ensureSchemathesis({ cacheDir, log }),
+    });
+  }
+  // Sequential: two parallel Go builds mostly fight over CPU and make the output unreadable.
+  for (const step of steps) await build(step, buildLog);
+}
+
+if (require.main === module) {
+  installTools({ serversOnly: process.argv.includes('--servers') }).catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}

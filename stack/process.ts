@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { defaultRegistryDir, reapOrphans, registerChild } from './registry';
 
 export interface ExitInfo {
   code: number | null;
@@ -34,14 +35,23 @@ export interface SpawnServerOptions {
   pidFile?: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** Machine-wide registry of children and their owners (stack/registry.ts); default ~/.cache/wrs/run. */
+  registryDir?: string;
 }
 
 const running = new Set<{ pid: number; signal(sig: NodeJS.Signals): void }>();
 let hooksInstalled = false;
+const reapedDirs = new Set<string>();
 
 /** Starts a server detached in its own process group, stdout/stderr appended to `logFile`. */
 export function spawnServer(opts: SpawnServerOptions): ServerProcess {
   installExitHooks();
+  const registryDir = opts.registryDir ?? defaultRegistryDir();
+  // Servers whose parent was SIGKILLed (any clone, any tool) would hold ports and files for good: end them first.
+  if (!reapedDirs.has(registryDir)) {
+    reapedDirs.add(registryDir);
+    reapOrphans(registryDir);
+  }
   if (opts.pidFile) reapOrphan(opts.pidFile, opts.command);
 
   // Remember where this run's output starts so error messages show only this run's log lines.
@@ -77,12 +87,14 @@ export function spawnServer(opts: SpawnServerOptions): ServerProcess {
     },
   };
   running.add(entry);
+  const unregister = registerChild(pid, `${opts.name}: ${opts.command}`, registryDir);
   if (opts.pidFile) fs.writeFileSync(opts.pidFile, `${pid}\n`);
 
   const exited = new Promise<ExitInfo>((resolve) => {
     child.once('exit', (code, signal) => {
       alive = false;
       running.delete(entry);
+      unregister();
       if (opts.pidFile) removePidFile(opts.pidFile, pid);
       resolve({ code, signal });
     });
