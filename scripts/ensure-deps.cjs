@@ -10,7 +10,9 @@ const marker = path.join(root, 'node_modules', '.package-lock.json');
 const lock = path.join(root, 'package-lock.json');
 if (!existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs) {
   process.stderr.write('installing npm dependencies ...\n');
-  // `npm install`, not `npm ci`: see .ci/run for why this registry makes `npm ci` refuse the lock.
+  // `npm install`, not `npm ci`: `npm ci` refuses any lock file here, because the registry this machine reaches
+  // serves no macOS/Windows builds of @swc/core (a dependency of Temporal's workflow bundler), so their optional
+  // entries can never be in the lock. `npm install` installs exactly the locked versions that exist.
   execSync('npm install --no-audit --no-fund', { cwd: root, stdio: 'inherit' });
 }
 // tsx exists only now (it came with the install above); stack/install.ts prints its own progress lines.
