@@ -21,7 +21,7 @@ import { failed } from './values';
 import { awaitEndUpdate, snapshotQuery, type RunArgs, type RunStatus } from './definitions';
 import { startWebhookDelivery } from './webhook-workflow';
 
-/** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
+/** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 
 /** Runs one published workflow version to its end and returns the final status. */
