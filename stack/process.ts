@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { defaultRegistryDir, reapOrphans, registerChild } from './registry';
+import { defaultRegistryDir, isZombie, reapOrphans, registerChild, signalGroup } from './registry';
 
 export interface ExitInfo {
   code: number | null;
@@ -242,18 +242,6 @@ function installExitHooks(): void {
   }
 }
 
-function signalGroup(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    try {
-      process.kill(pid, sig); // group already gone or not ours; try the leader alone
-    } catch {
-      /* already exited */
-    }
-  }
-}
-
 /** Kills a server left running by a previous parent that died without cleanup (e.g. SIGKILL). */
 function reapOrphan(pidFile: string, command: string): void {
   let pid: number;
@@ -275,16 +263,6 @@ function reapOrphan(pidFile: string, command: string): void {
   const deadline = Date.now() + 5000;
   // Busy-wait is acceptable here: it is rare, short, and keeps spawnServer synchronous.
   while (isPidAlive(pid) && !isZombie(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-}
-
-/** A killed orphan stays a zombie until PID 1 reaps it (slow in some containers); it holds no ports or files. */
-function isZombie(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return false;
-  }
 }
 
 function removePidFile(pidFile: string, pid: number): void {

@@ -91,7 +91,8 @@ function startTime(pid: number): string | null {
   return stat ? (stat[19] ?? null) : null;
 }
 
-function isZombie(pid: number): boolean {
+/** A killed orphan stays a zombie until PID 1 reaps it (slow in some containers); it holds no ports or files. */
+export function isZombie(pid: number): boolean {
   return readStat(pid)?.[0] === 'Z';
 }
 
@@ -105,7 +106,8 @@ function readStat(pid: number): string[] | null {
   }
 }
 
-function signalGroup(pid: number, sig: NodeJS.Signals): void {
+/** Signals a process group (servers run in their own), or the process alone when it leads none. */
+export function signalGroup(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(-pid, sig);
   } catch {

@@ -1,6 +1,6 @@
 /**
  * `npm start` (scripts/start.ts) as a user runs it, on ports and a data directory of its own: a busy
- * port stops it at once naming the variable to set; the worker runs as a child process and is
+ * port stops it at once naming the variable to set; two instances run side by side; the worker runs as a child process and is
  * started again when it dies; and after a SIGKILL of `npm start` itself, the next start stops the
  * servers it left behind before it binds their ports.
  */
@@ -83,10 +83,27 @@ describe('npm start (scripts/start.ts)', function () {
     }
   });
 
-  it('restarts a killed worker, and the next start stops the servers a SIGKILLed start left behind', async () => {
+  it('runs beside a second clone on other ports; restarts a killed worker; the next start stops what a SIGKILLed start left behind', async () => {
     const first = npmStart(env);
     started.push(first);
+    const neighbourDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-start-test-'));
+    const neighbourPorts = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const neighbour = npmStart({
+      API_PORT: String(neighbourPorts[0]),
+      TEMPORAL_PORT: String(neighbourPorts[1]),
+      TEMPORAL_UI_PORT: String(neighbourPorts[2]),
+      MONGO_PORT: String(neighbourPorts[3]),
+      DATA_DIR: neighbourDir,
+    });
+    started.push(neighbour);
     await waitForOutput(first, /Workflow Run Service is running/, 'first start up');
+    await waitForOutput(neighbour, /Workflow Run Service is running/, 'the second clone up beside it');
+    for (const port of [env.API_PORT, String(neighbourPorts[0])]) {
+      assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, `API on ${port}`);
+    }
+    neighbour.child.kill('SIGTERM');
+    assert.equal(await neighbour.exited, 0);
+    fs.rmSync(neighbourDir, { recursive: true, force: true });
     const [workerPid] = pidsOf(/worker started \(pid (\d+)\)/, first.output());
     process.kill(workerPid, 'SIGKILL');
     await waitForOutput(first, new RegExp(`worker \\(pid ${workerPid}\\) exited \\(SIGKILL\\); restarting it`), 'restart log line');
