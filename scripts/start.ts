@@ -30,8 +30,9 @@ async function main(): Promise<void> {
   const stops: Array<() => Promise<unknown>> = [];
   mkdirSync(dev.dataDir, { recursive: true });
 
-  for (const orphan of reapOrphans()) log(`stopped ${orphan.command} (pid ${orphan.pid}), left running by a crashed start`);
-  await refuseBusyPorts(devPorts(dev));
+  const orphans = reapOrphans();
+  for (const orphan of orphans) log(`stopped ${orphan.command} (pid ${orphan.pid}), left running by a crashed start`);
+  await refuseBusyPorts(devPorts(dev), orphans.length > 0 ? 10_000 : 0);
 
   let temporalUi: string | null = null;
   if (dev.temporal) {
@@ -78,9 +79,14 @@ async function main(): Promise<void> {
   process.on('SIGTERM', stop);
 }
 
-/** Stops start-up at once, naming the variable to set, when a port this start needs is taken. */
-async function refuseBusyPorts(ports: DevPort[]): Promise<void> {
+/**
+ * Stops start-up at once, naming the variable to set, when a port this start needs is taken. Right
+ * after stopping orphans, a port may take a moment to be let go of: `graceMs` allows for that.
+ */
+async function refuseBusyPorts(ports: DevPort[], graceMs: number): Promise<void> {
+  const deadline = Date.now() + graceMs;
   for (const p of ports) {
+    while (!(await isPortFree(p.port)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     if (await isPortFree(p.port)) continue;
     const taken = new Set(ports.map((q) => q.port));
     let suggestion = p.port + 10;

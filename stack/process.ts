@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { defaultRegistryDir, isZombie, reapOrphans, registerChild, signalGroup } from './registry';
+import { defaultRegistryDir, isRunning, reapOrphans, registerChild, signalGroup } from './registry';
 
 export interface ExitInfo {
   code: number | null;
@@ -262,7 +262,7 @@ function reapOrphan(pidFile: string, command: string): void {
   signalGroup(pid, 'SIGKILL');
   const deadline = Date.now() + 5000;
   // Busy-wait is acceptable here: it is rare, short, and keeps spawnServer synchronous.
-  while (isPidAlive(pid) && !isZombie(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  while (isRunning(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
 }
 
 function removePidFile(pidFile: string, pid: number): void {

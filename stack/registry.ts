@@ -60,15 +60,15 @@ export function reapOrphans(dir = defaultRegistryDir()): Array<{ pid: number; co
     fs.rmSync(file, { force: true });
   }
   // SIGKILL is delivered asynchronously: wait (briefly, synchronously, as it is rare) until each is
-  // gone, so the caller finds the ports and files free. A zombie holds neither.
-  const deadline = Date.now() + 5000;
+  // gone, so the caller finds the ports and files free. A finished zombie holds neither.
+  const deadline = Date.now() + 15_000;
   for (const { pid } of killed) {
     while (isRunning(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
   }
   return killed;
 }
 
-/** True when `pid` runs: exists and is not a zombie (a killed orphan stays one until PID 1 reaps it). */
+/** True when `pid` runs: exists and is not a finished zombie (a killed orphan stays one until PID 1 reaps it). */
 export function isRunning(pid: number): boolean {
   return isSameProcess(pid, startTime(pid));
 }
@@ -82,7 +82,19 @@ function isSameProcess(pid: number, start: string | null): boolean {
   }
   if (start === null) return true;
   const now = startTime(pid);
-  return now === start && !isZombie(pid);
+  return now === start && !(isZombie(pid) && threadCount(pid) <= 1);
+}
+
+/**
+ * Threads of a process. A multi-threaded process (a Go server) shows its leader as a zombie while
+ * its other threads still tear down and still hold its sockets: it is gone only when they are.
+ */
+function threadCount(pid: number): number {
+  try {
+    return fs.readdirSync(`/proc/${pid}/task`).length;
+  } catch {
+    return 0;
+  }
 }
 
 /** Field 22 of /proc/<pid>/stat: when the process started, fixed for its life (survives exec). */
@@ -92,7 +104,7 @@ function startTime(pid: number): string | null {
 }
 
 /** A killed orphan stays a zombie until PID 1 reaps it (slow in some containers); it holds no ports or files. */
-export function isZombie(pid: number): boolean {
+function isZombie(pid: number): boolean {
   return readStat(pid)?.[0] === 'Z';
 }
 
