@@ -1,5 +1,5 @@
 /**
- * How provider answers become Temporal failures (NODES.md "Providers"): 408, 429 and 5xx are
+ * How provider answers become Temporal failures (docs/workflow-format.md "Providers"): 408, 429 and 5xx are
  * transient and retried with backoff; any other 4xx is the provider refusing this item, which
  * no retry can fix, so it fails the item at once with the provider's own message.
  */

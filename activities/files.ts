@@ -1,5 +1,5 @@
 /**
- * Files that activities produce (NODES.md "Providers"): every file a node yields is stored in
+ * Files that activities produce (docs/workflow-format.md "Providers"): every file a node yields is stored in
  * GridFS under the run's account and handed on as a part with a signed link served by this
  * service (D19), so a provider's temporary URL never reaches a caller.
  */

@@ -1,4 +1,4 @@
-/** The `image_generation` node: one OpenAI-compatible images generation per iteration, `n` stored images in one item (NODES.md). */
+/** The `image_generation` node: one OpenAI-compatible images generation per iteration, `n` stored images in one item (docs/workflow-format.md). */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
@@ -51,7 +51,7 @@ export function createImageGenerationActivity(deps: { config: Pick<Config, 'prov
       } else {
         throw ApplicationFailure.retryable(`${providerName} answered image ${i + 1} without b64_json or url`, 'ProviderUnavailable');
       }
-      parts.push(await filePart(files.links, doc, 'image')); // NODES.md: an image generation yields image parts
+      parts.push(await filePart(files.links, doc, 'image')); // docs/workflow-format.md: an image generation yields image parts
     }
     // D17: images times the per-image price of the model (the images actually made).
     const costUsd = images.length * (deps.config.prices[node.model]?.per_image ?? 0);

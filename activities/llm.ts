@@ -1,4 +1,4 @@
-/** The `llm` node: one OpenAI-compatible chat completion per iteration (NODES.md). */
+/** The `llm` node: one OpenAI-compatible chat completion per iteration (docs/workflow-format.md). */
 import type { Config } from '../config';
 import { renderTemplate } from '../domain/templates';
 import { itemText, completed, valuePart } from '../workflows/values';

@@ -1,6 +1,6 @@
 /**
  * The `model` node: one prediction per iteration on a Replicate-style predictions API
- * (NODES.md): create, poll until it ends (heartbeating, so a run's cancel arrives and then
+ * (docs/workflow-format.md): create, poll until it ends (heartbeating, so a run's cancel arrives and then
  * cancels the prediction too), then store every output file and type it by its bytes.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';

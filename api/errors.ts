@@ -1,6 +1,6 @@
 /**
  * The one error hierarchy of the API. Every error carries the HTTP status and the envelope's
- * `type` and `code` (spec "Errors", DECISIONS.md status table); the error middleware turns
+ * `type` and `code` (docs/api.md "Errors", the status table of docs/decisions.md); the error middleware turns
  * any of them into `{"error": {...}}`.
  */
 export interface ProblemDetail {

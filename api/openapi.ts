@@ -132,7 +132,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
     info: {
       title: 'Workflow Run Service',
       version: '1.0.0',
-      description: 'Runs published AI workflows. Contract: spec/run-api.md with DECISIONS.md; choices in docs/api.md.',
+      description: 'Runs published AI workflows. Reference: docs/api.md; decisions D1–D34: docs/decisions.md.',
     },
     // Relative to where the document was fetched from, unless PUBLIC_BASE_URL names the address.
     servers: [{ url: serverUrl ?? '/' }],

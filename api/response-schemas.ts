@@ -42,7 +42,7 @@ export const RunSchema = z
     output: z
       .record(z.string(), z.array(OutputItemSchema))
       .nullable()
-      .describe('Present only when `status` is `completed`: normalized result label → ordered items.'),
+      .describe('Always present. When `status` is `completed`: normalized result label → ordered items; `null` in every other status.'),
     error: z.string().nullable(),
     total_cost: z.number().nullable().describe('USD.'),
     created_at: dateTime.nullable(),

@@ -231,7 +231,7 @@ const KINDS: Record<NodeType, NodeKind> = {
   http_request: 'item',
 };
 
-/** How a node type iterates (NODES.md): item nodes run per item, list nodes see the whole list. */
+/** How a node type iterates (docs/workflow-format.md): item nodes run per item, list nodes see the whole list. */
 export function nodeKind(type: NodeType): NodeKind {
   return KINDS[type];
 }

@@ -1,5 +1,5 @@
 // Output parts and items (spec "Output part" / "Output item"); an Item is also the value
-// carried on graph edges (NODES.md "Values").
+// carried on graph edges (docs/workflow-format.md "Values and iteration").
 import { z } from 'zod';
 
 const url = z.string().min(1).meta({ format: 'uri', description: 'Direct link to a hosted file.' });

@@ -8,6 +8,7 @@ export * from './ports';
 export * from './process';
 export * from './temporal-server';
 export * from './ferretdb-server';
+export * from './registry';
 
 export interface StartStackOptions {
   /** Root data dir; Temporal uses `<dataDir>/temporal`, FerretDB `<dataDir>/ferretdb`. */

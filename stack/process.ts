@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { defaultRegistryDir, isRunning, reapOrphans, registerChild, signalGroup } from './registry';
 
 export interface ExitInfo {
   code: number | null;
@@ -34,14 +35,23 @@ export interface SpawnServerOptions {
   pidFile?: string;
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /** Machine-wide registry of children and their owners (stack/registry.ts); default ~/.cache/wrs/run. */
+  registryDir?: string;
 }
 
 const running = new Set<{ pid: number; signal(sig: NodeJS.Signals): void }>();
 let hooksInstalled = false;
+const reapedDirs = new Set<string>();
 
 /** Starts a server detached in its own process group, stdout/stderr appended to `logFile`. */
 export function spawnServer(opts: SpawnServerOptions): ServerProcess {
   installExitHooks();
+  const registryDir = opts.registryDir ?? defaultRegistryDir();
+  // Servers whose parent was SIGKILLed (any clone, any tool) would hold ports and files for good: end them first.
+  if (!reapedDirs.has(registryDir)) {
+    reapedDirs.add(registryDir);
+    reapOrphans(registryDir);
+  }
   if (opts.pidFile) reapOrphan(opts.pidFile, opts.command);
 
   // Remember where this run's output starts so error messages show only this run's log lines.
@@ -77,12 +87,14 @@ export function spawnServer(opts: SpawnServerOptions): ServerProcess {
     },
   };
   running.add(entry);
+  const unregister = registerChild(pid, `${opts.name}: ${opts.command}`, registryDir);
   if (opts.pidFile) fs.writeFileSync(opts.pidFile, `${pid}\n`);
 
   const exited = new Promise<ExitInfo>((resolve) => {
     child.once('exit', (code, signal) => {
       alive = false;
       running.delete(entry);
+      unregister();
       if (opts.pidFile) removePidFile(opts.pidFile, pid);
       resolve({ code, signal });
     });
@@ -230,18 +242,6 @@ function installExitHooks(): void {
   }
 }
 
-function signalGroup(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    try {
-      process.kill(pid, sig); // group already gone or not ours; try the leader alone
-    } catch {
-      /* already exited */
-    }
-  }
-}
-
 /** Kills a server left running by a previous parent that died without cleanup (e.g. SIGKILL). */
 function reapOrphan(pidFile: string, command: string): void {
   let pid: number;
@@ -262,17 +262,7 @@ function reapOrphan(pidFile: string, command: string): void {
   signalGroup(pid, 'SIGKILL');
   const deadline = Date.now() + 5000;
   // Busy-wait is acceptable here: it is rare, short, and keeps spawnServer synchronous.
-  while (isPidAlive(pid) && !isZombie(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-}
-
-/** A killed orphan stays a zombie until PID 1 reaps it (slow in some containers); it holds no ports or files. */
-function isZombie(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return false;
-  }
+  while (isRunning(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
 }
 
 function removePidFile(pidFile: string, pid: number): void {

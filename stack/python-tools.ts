@@ -94,6 +94,13 @@ async function ensureVenv(
   }
 }
 
+/** True when the venv in `cacheDir` exists and was built from the current pins (nothing to install). */
+export function isSchemathesisInstalled(cacheDir = defaultCacheDir()): boolean {
+  const requirements = fs.readFileSync(SCHEMATHESIS_REQUIREMENTS, 'utf8');
+  const venv = path.join(cacheDir, `schemathesis-${schemathesisVersion(requirements)}`, 'venv');
+  return isBuiltFrom(venv, createHash('sha256').update(requirements).digest('hex'));
+}
+
 /** Written last into a finished venv: the sha256 of the requirements it was installed from. */
 const MARKER = '.wrs-requirements-sha256';
 

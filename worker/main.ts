@@ -9,6 +9,11 @@ import { installWorkerRuntime } from './runtime';
 import { serveMetrics } from './metrics-server';
 
 async function main(): Promise<void> {
+  // Started by `npm start` (an IPC channel to it): when that parent dies, even by SIGKILL, the channel
+  // closes; exit (draining, once the worker runs) rather than run on as an orphan.
+  let running = false;
+  const orphaned = () => (running ? process.kill(process.pid, 'SIGTERM') : process.exit(0));
+  if (process.send) process.once('disconnect', orphaned);
   const config = loadConfig(process.env);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
   const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
@@ -26,7 +31,9 @@ async function main(): Promise<void> {
   });
   const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
   // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.
-  await worker.run();
+  const done = worker.run();
+  running = true;
+  await done;
   metrics?.close();
   await connection.close();
   await store.close();

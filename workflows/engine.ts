@@ -1,7 +1,7 @@
 /**
  * Executes a published graph inside the workflow: every node starts as soon as its inputs are
  * ready (independent branches run in parallel), item nodes iterate over their inputs
- * (NODES.md "Iteration"), and failed items keep their place.
+ * (docs/workflow-format.md "Values and iteration"), and failed items keep their place.
  */
 import type { IoNode, NodeRow } from '../activities/types';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';

@@ -27,7 +27,7 @@ import { startWebhookDelivery } from './webhook-workflow';
 import { PERSISTENCE_SUMMARIES, RunProgress, activitySummary, fileInputSummary, timerSummary } from './summaries';
 import { withNamedTimeout } from './timers';
 
-/** Failure types an activity raises for a refusal that retrying cannot fix (NODES.md "Providers"). */
+/** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 
 /** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; issue 14 asks for at most 20,000). */

@@ -1,4 +1,4 @@
-/** How items flow between nodes: turning parts into template text and building items (NODES.md "Values"). */
+/** How items flow between nodes: turning parts into template text and building items (docs/workflow-format.md "Values and iteration"). */
 import type { Item, ItemError, Part } from '../domain/parts';
 
 /** The text a template placeholder receives for one item: texts as-is, JSON serialized, files by URL. */
@@ -22,7 +22,7 @@ export function completed(...parts: Part[]): Item {
   return { status: 'completed', parts };
 }
 
-/** A failed item; failed items keep their place in every list (NODES.md "Iteration"). */
+/** A failed item; failed items keep their place in every list (docs/workflow-format.md "Values and iteration"). */
 export function failed(error: ItemError): Item {
   return { status: 'failed', parts: [], error };
 }

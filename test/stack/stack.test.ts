@@ -36,8 +36,7 @@ describe('stack (real Temporal dev server + FerretDB)', function () {
   let ferretBin: string;
 
   before(async function () {
-    // Builds only when the cache is empty (minutes); CI runs `tsx stack/install.ts` first.
-    this.timeout(30 * 60_000);
+    // Already built before mocha started (pretest, test/support/hooks.ts): this only resolves the paths.
     [temporalBin, ferretBin] = await Promise.all([ensureTemporal(), ensureFerretDb()]);
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-stack-test-'));
   });

@@ -1,5 +1,13 @@
-// Mocha root hook plugin (loaded with --require): the shared stack is stopped once, after every file ran.
+// Mocha root hook plugin (loaded with --require): before any file runs, whatever server or tool is
+// missing from ~/.cache/wrs is built (`npm test` already did so in pretest; this covers `npx mocha
+// some.test.ts` on a fresh machine), outside every test timeout. The shared stack is stopped once,
+// after every file ran.
+import { installTools } from '../../stack/install';
 import { stopTestStack } from './stack';
+
+export async function mochaGlobalSetup(): Promise<void> {
+  await installTools();
+}
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopTestStack();

@@ -1,0 +1,138 @@
+/**
+ * api/stream/run-poller.ts through its seam, PollSource, with no Temporal: a fake source plays the
+ * run (its event log grows as the test says), subscribers record what they get. Checks D15 (one
+ * poll per run however many clients), ordering, the terminal event a tick later (spec rule 3),
+ * cleanup when clients leave, and the fallback to the stored record while Temporal is down.
+ */
+import assert from 'node:assert/strict';
+import { PollerRegistry, type PollSource, type RunKnowledge, type Subscriber } from '../../../api/stream/run-poller';
+import { createdEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../../workflows/definitions';
+import { waitFor } from '../../support/http';
+
+const RUN = 'run_01J00000000000000000000000';
+const POLL_MS = 20;
+
+function itemEvent(seq: number, type: 'response.output_item.added' | 'response.output_item.done', index: number): RunEvent {
+  return { type, sequence_number: seq, output_index: index, item: { type: 'message', id: `item_${index}`, phase: 'final_answer' } };
+}
+const completedEvent = (seq: number): RunEvent => ({ type: 'response.completed', sequence_number: seq, response: { usage: null, service_tier: null } });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A run whose log the test appends to; `down` makes the live query throw (Temporal unreachable). */
+function fakeRun() {
+  const run = {
+    status: 'running' as RunStatus,
+    log: [createdEvent({ runId: RUN, createdAtMs: 0, publishedWorkflowId: 'wf_x' })],
+    down: false,
+    stored: null as { status: RunStatus; events: RunEvent[] | null } | null,
+    snapshots: 0,
+  };
+  const source: PollSource = {
+    async snapshot(_runId, after) {
+      run.snapshots++;
+      if (run.down) throw new Error('Temporal unreachable');
+      const events = run.log.slice(after + 1);
+      return { status: run.status, events, eventCount: run.log.length, output: null } as unknown as RunSnapshot;
+    },
+    async stored() {
+      return run.stored;
+    },
+  };
+  return { run, source };
+}
+
+/** A client that starts at `cursor` and records everything it is handed. */
+function client(cursor: number) {
+  const state = { started: false, ended: false, dropped: false, got: [] as number[] };
+  const sub: Subscriber = {
+    start: () => {
+      state.started = true;
+      return cursor;
+    },
+    deliver: (e) => state.got.push(e.sequence_number),
+    end: () => (state.ended = true),
+    drop: () => (state.dropped = true),
+  };
+  return { sub, state };
+}
+
+const until = (check: () => boolean, what: string) => waitFor(async () => (check() ? true : undefined), { timeoutMs: 3000, intervalMs: 5, what });
+const seed: RunKnowledge = { status: 'pending', events: [] };
+
+describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
+  it('polls a run once per interval however many clients stream it, and stops when the last leaves (D15)', async () => {
+    const { run, source } = fakeRun();
+    const registry = new PollerRegistry(source, POLL_MS);
+    const a = client(0);
+    const b = client(0);
+    const offA = registry.subscribe(RUN, seed, a.sub);
+    const offB = registry.subscribe(RUN, seed, b.sub);
+    assert.equal(registry.size, 1, 'one poller for the run');
+    await until(() => a.state.started && b.state.started, 'both started');
+    run.log.push(itemEvent(1, 'response.output_item.added', 0));
+    await until(() => a.state.got.length > 0 && b.state.got.length > 0, 'both got event 1');
+    const poller = registry.get(RUN)!;
+    const before = poller.queries;
+    await sleep(POLL_MS * 10);
+    const perTick = (poller.queries - before) / 10;
+    assert.ok(perTick <= 1.2, `about one query per interval for both clients, not two (${perTick})`);
+    offA();
+    assert.equal(registry.size, 1);
+    offB();
+    assert.equal(registry.size, 0, 'no poller outlives its clients');
+    const after = run.snapshots;
+    await sleep(POLL_MS * 3);
+    assert.equal(run.snapshots, after, 'and it polls no more');
+  });
+
+  it('delivers events in order after the cursor, then the terminal event, then ends the stream', async () => {
+    const { run, source } = fakeRun();
+    const registry = new PollerRegistry(source, POLL_MS);
+    const c = client(0);
+    registry.subscribe(RUN, seed, c.sub);
+    run.log.push(itemEvent(1, 'response.output_item.added', 0), itemEvent(2, 'response.output_item.done', 0));
+    await until(() => c.state.got.length === 2, 'events 1 and 2');
+    run.log.push(completedEvent(3));
+    run.status = 'completed';
+    await until(() => c.state.ended, 'the end');
+    assert.deepEqual(c.state.got, [1, 2, 3]);
+    assert.equal(registry.size, 0);
+  });
+
+  it('gives a client of a finished run its missed events at once, the terminal one a tick later (spec rule 3)', async () => {
+    const { run, source } = fakeRun();
+    run.log.push(itemEvent(1, 'response.output_item.added', 0), completedEvent(2));
+    run.status = 'completed';
+    const registry = new PollerRegistry(source, 300);
+    const c = client(0);
+    const attachedAt = Date.now();
+    registry.subscribe(RUN, seed, c.sub);
+    await until(() => c.state.got.length >= 1, 'the missed event');
+    assert.deepEqual(c.state.got, [1], 'the terminal event waits for the next tick');
+    await until(() => c.state.ended, 'the end');
+    assert.deepEqual(c.state.got, [1, 2]);
+    assert.ok(Date.now() - attachedAt >= 250, 'about one poll interval later');
+  });
+
+  it('tells nothing while Temporal is down, and serves the stored log of a run that ended meanwhile', async () => {
+    const { run, source } = fakeRun();
+    run.down = true;
+    const registry = new PollerRegistry(source, POLL_MS);
+    const c = client(0);
+    registry.subscribe(RUN, seed, c.sub);
+    await sleep(POLL_MS * 4);
+    assert.equal(c.state.started, false, 'no stale status while no look succeeded');
+    run.stored = { status: 'completed', events: [...run.log, itemEvent(1, 'response.output_item.added', 0), completedEvent(2)] };
+    await until(() => c.state.ended, 'the end from the stored record');
+    assert.deepEqual(c.state.got, [1, 2]);
+  });
+
+  it('drops every client on shutdown (no [DONE]: they reconnect to another process)', () => {
+    const { source } = fakeRun();
+    const registry = new PollerRegistry(source, POLL_MS);
+    const c = client(0);
+    registry.subscribe(RUN, seed, c.sub);
+    registry.stopAll();
+    assert.deepEqual([c.state.dropped, c.state.ended, registry.size], [true, false, 0]);
+  });
+});

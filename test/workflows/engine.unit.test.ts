@@ -1,0 +1,161 @@
+/**
+ * workflows/engine.ts through its seam, EngineHooks, with no Temporal: the hooks are fakes that
+ * answer I/O nodes from a table and record what the engine reported, so the graph semantics
+ * (ordering, parallel branches, iteration, failed items keeping their place, node failures) are
+ * checked in milliseconds. The same engine runs inside the workflow in test/workflows/execution.test.ts.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { WorkflowDocumentSchema, type WorkflowDocument } from '../../domain/graph';
+import type { Item } from '../../domain/parts';
+import { executeGraph, type EngineHooks, type IoNode } from '../../workflows/engine';
+import { NodeFailure } from '../../workflows/errors';
+import { completed, failed, itemText } from '../../workflows/values';
+
+function example(name: string): WorkflowDocument {
+  return WorkflowDocumentSchema.parse(JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'examples', `${name}.json`), 'utf8')));
+}
+
+/** Fake hooks: `answer` plays the provider, one row at a time, all rows at once; every report is recorded in order. */
+function fakeHooks(answer: (node: IoNode, iteration: number, ports: Record<string, Item>) => Promise<Item[]>) {
+  const log: string[] = [];
+  const done = new Map<string, Item[][]>();
+  const hooks: EngineHooks = {
+    runIoRows: async (node, rows, progress) => {
+      await Promise.all(
+        rows.map(async (row) => {
+          progress.started(row.index);
+          progress.done(row.index, await answer(node, row.index, row.ports));
+        }),
+      );
+    },
+    onIterationStart: (nodeId, i) => log.push(`start ${nodeId}#${i}`),
+    onIterationDone: (nodeId, i, items) => {
+      log.push(`done ${nodeId}#${i}`);
+      const list = done.get(nodeId) ?? [];
+      list[i] = items;
+      done.set(nodeId, list);
+    },
+  };
+  return { hooks, log, done };
+}
+
+const texts = (items: Item[] | undefined) => (items ?? []).map((item) => (item.status === 'failed' ? `failed: ${item.error?.message}` : itemText(item)));
+
+/** A deferred promise, to hold an I/O node open until the test lets it finish. */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
+  it('runs a pure graph: the input reaches the template and the result', async () => {
+    const { hooks, log } = fakeHooks(async () => assert.fail('no I/O node in this graph'));
+    const out = await executeGraph(example('hello'), { name: 'Ada' }, hooks);
+    assert.deepEqual(texts(out.get('greeting')), ['Hello, Ada!']);
+    assert.deepEqual([...log].sort(), ['done greet#0', 'done greeting#0', 'done name#0']);
+  });
+
+  it('iterates an I/O node per row, in parallel, and keeps row order whatever order answers come in', async () => {
+    const gates = [deferred<void>(), deferred<void>(), deferred<void>()];
+    const started: number[] = [];
+    const { hooks, log } = fakeHooks(async (node, i, ports) => {
+      started.push(i);
+      await gates[i].promise;
+      return [completed({ type: 'text', text: `${node.id}(${itemText(ports.row)})` })];
+    });
+    const running = executeGraph(example('batch-summaries'), { rows: ['a', 'b', 'c'] }, hooks);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(started.sort(), [0, 1, 2], 'all three rows started before any answered');
+    for (const i of [2, 0, 1]) gates[i].resolve();
+    const out = await running;
+    assert.deepEqual(texts(out.get('summaries')), ['summarize(a)', 'summarize(b)', 'summarize(c)']);
+    assert.deepEqual(texts(out.get('all_result')), ['summarize(a)\n\nsummarize(b)\n\nsummarize(c)']);
+    assert.deepEqual(log.filter((l) => l.startsWith('start')).sort(), ['start summarize#0', 'start summarize#1', 'start summarize#2']);
+  });
+
+  it('keeps a failed item in its place, and a node fed by it fails as upstream_failed', async () => {
+    const { hooks } = fakeHooks(async (_node, i, ports) =>
+      i === 1 ? [failed({ message: 'provider said no', type: 'provider_error', code: 400 })] : [completed({ type: 'text', text: itemText(ports.row) })],
+    );
+    const out = await executeGraph(example('batch-summaries'), { rows: ['a', 'b', 'c'] }, hooks);
+    const summaries = out.get('summaries')!;
+    assert.deepEqual(summaries.map((s) => s.status), ['completed', 'failed', 'completed']);
+    assert.equal(summaries[1].error?.type, 'provider_error');
+    const [all] = out.get('all_result')!;
+    assert.equal(all.status, 'failed');
+    assert.equal(all.error?.type, 'upstream_failed');
+    assert.match(all.error!.message, /input item 1 from node 'summarize' failed: provider said no/);
+  });
+
+  it('starts independent branches at once', async () => {
+    const graph = WorkflowDocumentSchema.parse({
+      slug: 'two-branches',
+      nodes: [
+        { id: 'topic', type: 'user_input', label: 'Topic', input_type: 'text' },
+        { id: 'left', type: 'llm', model: 'm', prompt: 'L {{topic}}' },
+        { id: 'right', type: 'llm', model: 'm', prompt: 'R {{topic}}' },
+        { id: 'l_out', type: 'user_result', label: 'Left' },
+        { id: 'r_out', type: 'user_result', label: 'Right' },
+      ],
+      edges: [
+        { from: 'topic', to: 'left', port: 'topic' },
+        { from: 'topic', to: 'right', port: 'topic' },
+        { from: 'left', to: 'l_out' },
+        { from: 'right', to: 'r_out' },
+      ],
+    });
+    const gate = deferred<void>();
+    const started: string[] = [];
+    const { hooks } = fakeHooks(async (node) => {
+      started.push(node.id);
+      await gate.promise;
+      return [completed({ type: 'text', text: node.id })];
+    });
+    const running = executeGraph(graph, { topic: 'x' }, hooks);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(started.sort(), ['left', 'right']);
+    gate.resolve();
+    const out = await running;
+    assert.deepEqual([texts(out.get('l_out')), texts(out.get('r_out'))], [['left'], ['right']]);
+  });
+
+  it('rejects with a NodeFailure naming the node when an I/O node cannot run', async () => {
+    const { hooks } = fakeHooks(async (node) => {
+      throw new NodeFailure(node.id, node.type, 'every attempt failed');
+    });
+    await assert.rejects(executeGraph(example('batch-summaries'), { rows: ['a'] }, hooks), (err: unknown) => {
+      assert.ok(err instanceof NodeFailure);
+      assert.equal(err.nodeId, 'summarize');
+      assert.match(err.message, /node 'summarize' \(llm\): every attempt failed/);
+      return true;
+    });
+  });
+
+  it('fails a node whose list inputs have unequal lengths', async () => {
+    const graph = WorkflowDocumentSchema.parse({
+      slug: 'unequal',
+      nodes: [
+        { id: 'a', type: 'user_input', label: 'A', input_type: 'json' },
+        { id: 'b', type: 'user_input', label: 'B', input_type: 'json' },
+        { id: 'ea', type: 'batch' },
+        { id: 'eb', type: 'batch' },
+        { id: 'pair', type: 'text', template: '{{x}} {{y}}' },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [
+        { from: 'a', to: 'ea', port: 'rows' },
+        { from: 'b', to: 'eb', port: 'rows' },
+        { from: 'ea', to: 'pair', port: 'x' },
+        { from: 'eb', to: 'pair', port: 'y' },
+        { from: 'pair', to: 'out' },
+      ],
+    });
+    const { hooks } = fakeHooks(async () => assert.fail('no I/O node'));
+    await assert.rejects(executeGraph(graph, { a: [1, 2], b: [1, 2, 3] }, hooks), /node 'pair' \(text\): inputs have unequal lengths \(x: 2, y: 3\)/);
+    const ok = await executeGraph(graph, { a: [1, 2], b: ['z'] }, hooks);
+    assert.deepEqual(texts(ok.get('out')), ['1 z', '2 z'], 'a single item broadcasts to every iteration');
+  });
+});
