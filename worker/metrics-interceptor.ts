@@ -1,14 +1,21 @@
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import type { NodeChunkRequest } from '../activities/types';
 import { nodeAttempts, nodeRetries } from '../metrics';
 
-/** Counts every activity attempt, and the retries among them, by activity type (the node type). */
+/**
+ * Counts every activity attempt, and the retries among them, by type: a chunk of a node's rows
+ * (runNodeChunk) counts under its node's type (`llm`, `http_request` ...), other activities under
+ * their own name.
+ */
 export const countAttempts: ActivityInterceptorsFactory = (ctx: Context) => ({
   inbound: {
     execute: (input, next) => {
       const { activityType, attempt } = ctx.info;
-      nodeAttempts.inc({ type: activityType });
-      if (attempt > 1) nodeRetries.inc({ type: activityType });
+      const chunk = activityType === 'runNodeChunk' ? (input.args[0] as Partial<NodeChunkRequest> | undefined) : undefined;
+      const type = chunk?.node?.type ?? activityType;
+      nodeAttempts.inc({ type });
+      if (attempt > 1) nodeRetries.inc({ type });
       return next(input);
     },
   },

@@ -95,11 +95,13 @@ async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource 
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
   const view = runView(record, snapshot);
-  if (isTerminal(snapshot.status) && isSettled(view)) {
-    // Ended (D7: for good). The final record being written from the same state renders the same
-    // view, so it is the finished view from now on, in this process without reading the record.
+  if (isTerminal(snapshot.status)) {
+    // Ended (D7: for good): from now on the final record answers, not the closed workflow. A view
+    // that cannot change any more is the finished view at once, in this process without reading
+    // the record; one whose webhook is still being delivered is read from the record (and its
+    // delivery) next time.
     deps.knownRuns?.forget(runId);
-    deps.finishedRuns?.set(record.account_id, view);
+    if (isSettled(view)) deps.finishedRuns?.set(record.account_id, view);
   }
   return view;
 }

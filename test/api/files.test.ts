@@ -366,9 +366,10 @@ describe('files (D19)', function () {
 
   describe('configuration', () => {
     it('requires FILE_URL_SECRET in production, and reads the file flags strictly', () => {
-      assert.throws(() => loadConfig({ NODE_ENV: 'production' }), /FILE_URL_SECRET is required when NODE_ENV=production/);
+      const PAYLOAD_KEYS = `k1:${Buffer.alloc(32, 7).toString('base64')}`; // D32, also required in production
+      assert.throws(() => loadConfig({ NODE_ENV: 'production', PAYLOAD_KEYS }), /FILE_URL_SECRET is required when NODE_ENV=production/);
       assert.throws(() => loadConfig({ FILE_URL_SECRET: 'short' }), /FILE_URL_SECRET/);
-      const config = loadConfig({ NODE_ENV: 'production', FILE_URL_SECRET: 'x'.repeat(32), ALLOW_HTTP_URLS: 'false', ALLOW_PRIVATE_HOSTS: 'Assets.Internal, cdn.local' });
+      const config = loadConfig({ NODE_ENV: 'production', PAYLOAD_KEYS, FILE_URL_SECRET: 'x'.repeat(32), ALLOW_HTTP_URLS: 'false', ALLOW_PRIVATE_HOSTS: 'Assets.Internal, cdn.local' });
       assert.equal(config.files.allowHttpUrls, false);
       assert.equal(config.files.allowPrivateNetwork, false);
       assert.deepEqual(config.files.allowPrivateHosts, ['assets.internal', 'cdn.local']);
