@@ -94,8 +94,11 @@ async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource 
   }
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
-  const view = runView(record, snapshot);
-  if (isTerminal(snapshot.status)) {
+  // D20: an ended run with a webhook shows its delivery (one more lookup, for those runs only).
+  const ended = isTerminal(snapshot.status);
+  const delivery = ended && record.webhook ? await findDelivery(deps.collections, webhookMessageId(runId)) : null;
+  const view = runView(record, snapshot, delivery);
+  if (ended) {
     // Ended (D7: for good): from now on the final record answers, not the closed workflow. A view
     // that cannot change any more is the finished view at once, in this process without reading
     // the record; one whose webhook is still being delivered is read from the record (and its
