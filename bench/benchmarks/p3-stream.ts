@@ -123,7 +123,7 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
   // 5. Lag: the state change (history) and the fake's answer → arrival of the item's done event (and the terminal event).
   const changedAt = new Map<string, number>();
   await limit(started, 10, async (run) => {
-    const at = stateChangeAfterActivity(await fetchEvents(ctx.temporal, run.runId).catch(() => []), 'llm');
+    const at = stateChangeAfterActivity(await fetchEvents(ctx.temporal, run.runId).catch(() => []), 'runNodeChunk');
     if (at !== undefined) changedAt.set(run.runId, at);
   });
   const intoWorkflow: number[] = [];
