@@ -93,6 +93,8 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     // D29: the retention job finds old finalized runs and old deliveries by creation time.
     collections.runs.createIndex({ created_at: 1 }, { name: 'created_at' }),
     collections.webhookDeliveries.createIndex({ created_at: 1 }, { name: 'created_at' }),
+    // A big run's chunks are read in one ordered query (store/runs.ts chunksOf) and removed by run (retention).
+    collections.runChunks.createIndex({ run_id: 1, index: 1 }, { name: 'run_chunks' }),
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).

@@ -8,7 +8,7 @@
 import type { RunEvent, RunFinal, RunOutput } from '../workflows/definitions';
 import { joinChunks, type RunChunk, type StoredChunk } from '../workflows/run-chunks';
 import type { Collections } from './db';
-import type { RunDoc, StoredRunDoc } from './documents';
+import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
 import { isDuplicateKey } from './ledger';
 
 /** Stores a new run as `pending` (D7) before its workflow starts. */
@@ -50,10 +50,20 @@ export async function findRunHead(c: Pick<Collections, 'runs'>, accountId: strin
   return doc && doc.account_id === accountId ? fromStored(doc) : null;
 }
 
-/** The stored chunks of a finalized run, one at a time in order, so a reader holds one chunk in memory. */
+/**
+ * The stored chunks of a finalized run in order, from one query read two documents at a time, so
+ * a reader holds about one chunk in memory. One query, not one per chunk: FerretDB scans the
+ * whole collection for every query (bench P4b: 20 `_id` lookups took 5 s, one query 0.3 s).
+ */
 export async function* chunksOf(c: Pick<Collections, 'runChunks'>, doc: Pick<RunDoc, '_id' | 'chunks' | 'finalized'>): AsyncGenerator<StoredChunk> {
-  if (!doc.finalized) return;
-  for (let index = 0; index < (doc.chunks ?? 0); index++) yield await readChunk(c, doc._id, index);
+  if (!doc.finalized || !doc.chunks) return;
+  let index = 0;
+  for await (const chunk of c.runChunks.find({ run_id: doc._id }).sort({ index: 1 }).batchSize(2)) {
+    if (chunk.index !== index) break;
+    yield parseChunk(chunk);
+    index++;
+  }
+  if (index !== doc.chunks) throw new Error(`chunk ${index} of run ${doc._id} is missing`);
 }
 
 /** Any account's run, whole (events and output joined from its chunks), or null: for the worker and operators. */
@@ -81,16 +91,14 @@ export async function saveRunChunk(c: Pick<Collections, 'runChunks'>, chunk: Run
 /** Joins a finalized record's chunks back in; `_id` lookups only (the one filter FerretDB pushes down). */
 async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promise<RunDoc> {
   if (!doc.finalized || !doc.chunks) return doc;
-  const chunks = await Promise.all(Array.from({ length: doc.chunks }, (_, index) => readChunk(c, doc._id, index)));
+  const chunks: StoredChunk[] = [];
+  for await (const chunk of chunksOf(c, doc)) chunks.push(chunk);
   return joinChunks(doc, chunks);
 }
 
-/** One stored chunk of a finalized run, parsed; `_id` lookup only. */
-export async function readChunk(c: Pick<Collections, 'runChunks'>, runId: string, index: number): Promise<StoredChunk> {
-  const chunk = await c.runChunks.findOne({ _id: chunkId(runId, index) });
-  if (!chunk) throw new Error(`chunk ${index} of run ${runId} is missing`);
+function parseChunk(chunk: RunChunkDoc): StoredChunk {
   return {
-    index,
+    index: chunk.index,
     itemEvents: chunk.item_events,
     events: chunk.events_json === undefined ? undefined : (JSON.parse(chunk.events_json) as RunEvent[]),
     output: JSON.parse(chunk.output_json) as RunOutput,

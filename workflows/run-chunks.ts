@@ -12,8 +12,8 @@
 import { idAtOffset } from '../domain/ids';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './definitions';
 
-/** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it). */
-export const CHUNK_BYTES = 1024 * 1024;
+/** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it), and two of them under its 4 MB message limit. */
+export const CHUNK_BYTES = 512 * 1024;
 
 /** One slice of a run's event log and output items, stored before the final record (store/runs.ts). */
 export interface RunChunk {
@@ -37,45 +37,49 @@ export type StoredChunk = Pick<RunChunk, 'index' | 'output'> & { itemEvents?: st
 
 type ItemEvent = Extract<RunEvent, { type: 'response.output_item.added' | 'response.output_item.done' }>;
 
-/** Splits a final state whose events and output exceed `maxBytes` into chunks; the final then carries only created and terminal events. */
+/** Bytes of one item event in the JSON log, about: enough to tell a small run from a large one without serializing its log. */
+const ITEM_EVENT_BYTES = 150;
+
+/**
+ * Splits a final state whose events and output exceed `maxBytes` into chunks; the final then
+ * carries only its created and terminal events. It runs inside the workflow at the end of a
+ * 100,000-row run, so it touches each item once and never serializes the whole log (Temporal
+ * fails a workflow task that holds its thread for seconds).
+ */
 export function splitFinal(final: RunFinal, maxBytes = CHUNK_BYTES): { final: RunFinal; chunks: RunChunk[] } {
-  const size = (value: unknown) => JSON.stringify(value).length;
-  const base = final.itemIdBase;
   const inner = final.events.slice(1, -1);
-  const compactable = base !== undefined && final.events.length >= 2 && inner.every((event) => isOwnItemEvent(event, base));
-  if (!compactable || size(final.events) + size(final.output) <= maxBytes) return { final: { ...final, chunks: 0 }, chunks: [] };
+  // Every event between the first and the last is an item event whose id RunState derived from the base.
+  const compactable = final.itemIdBase !== undefined && final.events.length >= 2 && inner.every(isItemEvent);
+  const items = Object.entries(final.output ?? {}).flatMap(([label, list]) => list.map((item) => ({ label, item, bytes: JSON.stringify(item).length + 1 })));
+  const outputBytes = items.reduce((sum, entry) => sum + entry.bytes, 0);
+  if (!compactable || inner.length * ITEM_EVENT_BYTES + outputBytes <= maxBytes) return { final: { ...final, chunks: 0 }, chunks: [] };
 
   const chunks: RunChunk[] = [];
-  let current: RunChunk | undefined;
-  let bytes = 0;
-  const room = (needed: number): RunChunk => {
-    if (!current || (bytes > 0 && bytes + needed > maxBytes)) {
-      current = { runId: final.runId, index: chunks.length, itemEvents: '', output: {} };
-      chunks.push(current);
+  const codes: string[][] = [];
+  let bytes = maxBytes + 1; // the first piece opens a chunk
+  const room = (needed: number): number => {
+    if (bytes > 0 && bytes + needed > maxBytes) {
+      chunks.push({ runId: final.runId, index: chunks.length, itemEvents: '', output: {} });
+      codes.push([]);
       bytes = 0;
     }
     bytes += needed;
-    return current;
+    return chunks.length - 1;
   };
   for (const event of inner as ItemEvent[]) {
     const code = (event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0)).toString(36);
-    const chunk = room(code.length + 1);
-    chunk.itemEvents = chunk.itemEvents ? `${chunk.itemEvents},${code}` : code;
+    codes[room(code.length + 1)].push(code);
   }
-  const emptyOutput: RunOutput | null = final.output && {};
-  for (const [label, items] of Object.entries(final.output ?? {})) {
-    emptyOutput![label] = []; // the record keeps every label, so a label with no items still shows
-    for (const item of items) (room(size(item) + 1).output[label] ??= [] as OutputItem[]).push(item);
-  }
+  for (const { label, item, bytes: needed } of items) (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
+  chunks.forEach((chunk, i) => (chunk.itemEvents = codes[i].join(',')));
+  // The record keeps every label, so a label with no items still shows.
+  const emptyOutput: RunOutput | null = final.output && Object.fromEntries(Object.keys(final.output).map((label) => [label, []]));
   const kept = [final.events[0], final.events.at(-1)!];
   return { final: { ...final, events: kept, output: emptyOutput, chunks: chunks.length }, chunks };
 }
 
-function isOwnItemEvent(event: RunEvent, base: string): boolean {
-  return (
-    (event.type === 'response.output_item.added' || event.type === 'response.output_item.done') &&
-    event.item.id === idAtOffset(base, event.output_index)
-  );
+function isItemEvent(event: RunEvent): boolean {
+  return event.type === 'response.output_item.added' || event.type === 'response.output_item.done';
 }
 
 /** Puts the chunks back into the final record's `events` and `output` (the inverse of splitFinal). */

@@ -185,7 +185,9 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
     const saveChunk = (chunk: (typeof chunks)[number], i: number) =>
       persistence.saveRunChunk.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) }, [chunk]);
-    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((chunk, j) => saveChunk(chunk, i + j)));
+    // Two at a time: the activities scheduled together travel in one workflow-task completion, which
+    // Temporal refuses above 4 MB (two chunks of at most 512 KB each stay far below it).
+    for (let i = 0; i < chunks.length; i += 2) await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
     await persistence.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [final]);
   });
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
