@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
-import { publish, waitForRun } from '../support/fixtures';
+import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { startService, type TestService } from '../support/service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -17,22 +17,6 @@ const ROWS = 20_000;
 const START_FEE_USD = 0.001;
 const PRICE = { input_per_mtok: 1, output_per_mtok: 2 };
 const ROW_USD = (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6;
-
-const bigWorkflow = {
-  slug: 'big-crash',
-  concurrency: 64,
-  nodes: [
-    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-    { id: 'split', type: 'batch' },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: 'slow:10 row {{row}}' },
-    { id: 'out', type: 'user_result', label: 'Answers' },
-  ],
-  edges: [
-    { from: 'rows', to: 'split', port: 'rows' },
-    { from: 'split', to: 'ask', port: 'row' },
-    { from: 'ask', to: 'out' },
-  ],
-};
 
 describe('reliability: worker killed in the middle of a 20,000-row run (issue 14)', function () {
   this.timeout(600_000);
@@ -52,7 +36,7 @@ describe('reliability: worker killed in the middle of a 20,000-row run (issue 14
 
   it('completes in order with every row billed once after a kill -9 and a new worker', async () => {
     const { key } = await newAccount(svc.store.collections, 100);
-    await publish(svc.url, key, bigWorkflow);
+    await publish(svc.url, key, rowsWorkflow('big-crash', 'slow:10 row {{row}}', { concurrency: 64 }));
     const workerEnv = { OPENAI_BASE_URL: fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
     workers.push(startWorkerProcess(svc.config, { env: workerEnv }));
     const rows = Array.from({ length: ROWS }, (_, i) => `r${i}`);

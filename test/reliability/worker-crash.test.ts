@@ -18,7 +18,7 @@ import { accountBalance } from '../../store/ledger';
 import type { RunEvent } from '../../workflows/definitions';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
-import { publish } from '../support/fixtures';
+import { publish, rowsWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { mapConcurrent } from '../support/pool';
 import { startService, type TestService } from '../support/service';
@@ -34,22 +34,6 @@ const START_FEE_USD = 0.001;
 const PRICE = { input_per_mtok: 2, output_per_mtok: 8 };
 const CALL_USD = (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6;
 const RUN_USD = START_FEE_USD + DELAYS_MS.length * CALL_USD;
-
-/** Rows (json input) → batch → one llm call per row → result "Answers": three output items per run. */
-const batchWorkflow = {
-  slug: 'crash',
-  nodes: [
-    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-    { id: 'split', type: 'batch' },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
-    { id: 'out', type: 'user_result', label: 'Answers' },
-  ],
-  edges: [
-    { from: 'rows', to: 'split', port: 'rows' },
-    { from: 'split', to: 'ask', port: 'row' },
-    { from: 'ask', to: 'out' },
-  ],
-};
 
 /** The rows of run `i`: each names its run and row, so every provider call and answer is traceable. */
 const rowsOf = (i: number) => DELAYS_MS.map((ms, k) => `slow:${ms} run-${i} row-${k}`);
@@ -82,7 +66,7 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
   it('completes every run with exactly its items and one debit after a kill -9 and a new worker', async () => {
     const c = svc.store.collections;
     const { accountId, key } = await newAccount(c, CREDIT_USD);
-    await publish(svc.url, key, batchWorkflow);
+    await publish(svc.url, key, rowsWorkflow('crash')); // three output items per run
     const workerEnv = { OPENAI_BASE_URL: fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
     const started = Date.now();
     workers.push(startWorkerProcess(svc.config, { env: workerEnv }));

@@ -42,6 +42,28 @@ export function typedInputsWorkflow(slug: string) {
   };
 }
 
+/**
+ * Rows (json input) → batch → one `gpt-test` llm call per row (`prompt`, `{{row}}` is the row) →
+ * result "Answers": the batch runs of the crash and big-run tests. `extra` adds document fields (`concurrency`).
+ */
+export function rowsWorkflow(slug: string, prompt = '{{row}}', extra: Record<string, unknown> = {}) {
+  return {
+    slug,
+    ...extra,
+    nodes: [
+      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+      { id: 'split', type: 'batch' },
+      { id: 'ask', type: 'llm', model: 'gpt-test', prompt },
+      { id: 'out', type: 'user_result', label: 'Answers' },
+    ],
+    edges: [
+      { from: 'rows', to: 'split', port: 'rows' },
+      { from: 'split', to: 'ask', port: 'row' },
+      { from: 'ask', to: 'out' },
+    ],
+  };
+}
+
 /** Publishes and asserts 201; returns the publish response body. */
 export async function publish(url: string, key: string, doc: unknown): Promise<any> {
   const res = await call(url, 'POST', '/api/v1/workflows', { key, body: doc });

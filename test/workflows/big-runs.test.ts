@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
-import { publish, waitForRun } from '../support/fixtures';
+import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
 import { startService, type TestService } from '../support/service';
@@ -15,25 +15,6 @@ const ROWS = 20_000;
 const PRICE = { input_per_mtok: 1, output_per_mtok: 2 }; // the fake answers 100 tokens in, 50 out
 const ROW_COST = (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6;
 const START_FEE = 0.001;
-
-/** rows (json) → batch → llm → Answers, at 64 calls at once; `directives` go in every prompt (the fake reads them). */
-function rowsWorkflow(slug: string, directives = '') {
-  return {
-    slug,
-    concurrency: 64,
-    nodes: [
-      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-      { id: 'split', type: 'batch' },
-      { id: 'ask', type: 'llm', model: 'gpt-test', prompt: `${directives}row {{row}}` },
-      { id: 'out', type: 'user_result', label: 'Answers' },
-    ],
-    edges: [
-      { from: 'rows', to: 'split', port: 'rows' },
-      { from: 'split', to: 'ask', port: 'row' },
-      { from: 'ask', to: 'out' },
-    ],
-  };
-}
 
 const rowValues = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 
@@ -47,8 +28,8 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     fake = await startFakeOpenAI();
     svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) } });
     ({ key } = await newAccount(svc.store.collections, 1_000));
-    await publish(svc.url, key, rowsWorkflow('rows-fast'));
-    await publish(svc.url, key, rowsWorkflow('rows-slow', 'slow:20 '));
+    await publish(svc.url, key, rowsWorkflow('rows-fast', 'row {{row}}', { concurrency: 64 }));
+    await publish(svc.url, key, rowsWorkflow('rows-slow', 'slow:20 row {{row}}', { concurrency: 64 }));
   });
   after(async () => {
     await svc?.close();
