@@ -296,6 +296,8 @@ describe('streams (issue 3)', function () {
     it("judges a live run's cursor against its current log: beyond it is a 400, within it resumes", async () => {
       const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'slow1' } });
       const runId = start.body.run_id;
+      // Judged while the run is live: once a worker has picked it up (a loaded machine may take a moment).
+      await waitFor(async () => ((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status === 'running' ? true : undefined), { what: 'the run to be running' });
       // 3 will be the terminal event's number (created, added, done, completed); while the 2.5 s item runs it is beyond the log.
       const beyond = await attach(runId, { 'Last-Event-ID': '3' });
       assert.equal(beyond.status, 400);
