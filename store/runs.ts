@@ -51,14 +51,14 @@ export async function findRunHead(c: Pick<Collections, 'runs'>, accountId: strin
 }
 
 /**
- * The stored chunks of a finalized run in order, from one query read eight documents (4 MB) at a time, so
- * a reader holds about one chunk in memory. One query, not one per chunk: FerretDB scans the
- * whole collection for every query.
+ * The stored chunks of a finalized run in order, from one query: FerretDB scans the whole
+ * collection for every query and every batch of a cursor, so one batch (the driver's default, at
+ * most 16 MB) beats one lookup per chunk or small batches (bench P4b). A reader holds that batch.
  */
 export async function* chunksOf(c: Pick<Collections, 'runChunks'>, doc: Pick<RunDoc, '_id' | 'chunks' | 'finalized'>): AsyncGenerator<StoredChunk> {
   if (!doc.finalized || !doc.chunks) return;
   let index = 0;
-  for await (const chunk of c.runChunks.find({ run_id: doc._id }).sort({ index: 1 }).batchSize(8)) {
+  for await (const chunk of c.runChunks.find({ run_id: doc._id }).sort({ index: 1 })) {
     if (chunk.index !== index) break;
     yield parseChunk(chunk);
     index++;

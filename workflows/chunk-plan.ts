@@ -31,7 +31,10 @@ export function planChunks(rows: NodeRow[], concurrency: number): PlannedChunk[]
   let bytes = 0;
   for (const row of rows) {
     const size = JSON.stringify(row).length + 1;
-    if (current.length > 0 && (current.length >= target || bytes + size > MAX_CHUNK_INPUT_BYTES)) {
+    // The first chunk is half the size, so the two chunks in flight end at different times and one
+    // runs while the other's answer travels through the workflow (in step, both would wait at once).
+    const limit = chunks.length === 0 ? Math.ceil(target / 2) : target;
+    if (current.length > 0 && (current.length >= limit || bytes + size > MAX_CHUNK_INPUT_BYTES)) {
       chunks.push({ rows: current, slots: Math.min(inner, current.length) });
       current = [];
       bytes = 0;
