@@ -8,7 +8,7 @@ module.exports = {
   spec: [
     'test/**/*.unit.test.ts',
     'test/domain/**/*.test.ts',
-    'test/net/ssrf.test.ts',
+    'test/lib/net/ssrf.test.ts',
     'test/api/middleware/error-handler.test.ts',
     'test/api/services/finished-run-cache.test.ts',
   ].filter(() => !filesGiven),

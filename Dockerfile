@@ -17,25 +17,21 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
-# Only the runtime sources: tests, benchmarks and the local dev stack (stack/, scripts/) stay out.
+# Only the runtime sources: tests and the dev tooling (tools/: the local stack, benchmarks) stay out.
 COPY activities ./activities
 COPY api ./api
 COPY cli ./cli
-COPY codec ./codec
 COPY config ./config
 COPY domain ./domain
-COPY files ./files
-COPY metrics ./metrics
-COPY net ./net
+COPY lib ./lib
 COPY playground ./playground
 COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows
-COPY webhooks ./webhooks
-COPY scripts/bundle-workflows.ts ./scripts/bundle-workflows.ts
+COPY tools/scripts/bundle-workflows.ts ./tools/scripts/bundle-workflows.ts
 # The workflow bundle is built here once (issue 20), so workers start without running webpack (WORKFLOW_BUNDLE_PATH).
 RUN npm run build \
- && node dist/scripts/bundle-workflows.js dist/workflow-bundle.js \
+ && node dist/tools/scripts/bundle-workflows.js dist/workflow-bundle.js \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 

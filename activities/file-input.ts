@@ -1,15 +1,15 @@
 /**
  * File, image and video inputs of a run (D19), resolved by the worker before the graph runs: a
  * `file_...` id (its owner was checked by the API at start) becomes a part with a signed link;
- * an https URL is fetched through the SSRF guard (net/ssrf.ts), within the size and time
+ * an https URL is fetched through the SSRF guard (lib/net/ssrf.ts), within the size and time
  * limits, stored under the run's account and linked the same way. A URL the guard refuses, or
  * that answers 4xx, fails the run before any node runs (docs/api.md "Files").
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { isId } from '../domain/ids';
 import type { Part } from '../domain/parts';
-import { remoteFileName, withExtension } from '../files/names';
-import { guardedGet, UrlRefusedError } from '../net/ssrf';
+import { remoteFileName, withExtension } from '../lib/files/names';
+import { guardedGet, UrlRefusedError } from '../lib/net/ssrf';
 import { findFile, FileTooLargeError, storeFile } from '../store/files';
 import { isTransientStatus } from './failures';
 import { runAccount, type FileDeps } from './files';

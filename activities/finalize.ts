@@ -2,9 +2,9 @@
 import type { Collections } from '../store/db';
 import { recordRunEnd } from '../store/run-end';
 import { saveRunChunk as saveRunChunkDoc } from '../store/runs';
-import type { RunFinal } from '../workflows/definitions';
-import type { RunChunk } from '../workflows/run-chunks';
-import { runsEnded } from '../metrics';
+import type { RunFinal } from '../domain/run';
+import type { RunChunk } from '../domain/run-chunks';
+import { runsEnded } from '../lib/metrics';
 
 /** Builds the activity that persists a run's end; every step is idempotent, so Temporal may retry it freely. */
 export function createFinalizeActivity(deps: { collections: Collections }) {
@@ -14,7 +14,7 @@ export function createFinalizeActivity(deps: { collections: Collections }) {
   };
 }
 
-/** Builds the activity that stores one chunk of a large run's end before finalizeRun (workflows/run-chunks.ts). */
+/** Builds the activity that stores one chunk of a large run's end before finalizeRun (domain/run-chunks.ts). */
 export function createSaveRunChunkActivity(deps: { collections: Collections }) {
   return async function saveRunChunk(chunk: RunChunk): Promise<void> {
     await saveRunChunkDoc(deps.collections, chunk);

@@ -2,19 +2,19 @@
  * The `http_request` node: one HTTP call per iteration; JSON answers become json parts, text
  * answers text parts, anything else a stored file (D19). The URL is rendered from the published
  * workflow and its inputs, so it is caller-controlled: every call goes through the SSRF guard
- * (net/ssrf.ts), like URL inputs and webhooks. A refused URL fails the item for good.
+ * (lib/net/ssrf.ts), like URL inputs and webhooks. A refused URL fails the item for good.
  */
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
-import { completed, itemText } from '../workflows/values';
+import { completed, itemText } from '../domain/items';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
-import { remoteFileName, withExtension } from '../files/names';
-import { guardedFetch, UrlRefusedError, type GuardedResponse, type GuardOptions } from '../net/ssrf';
+import { remoteFileName, withExtension } from '../lib/files/names';
+import { guardedFetch, UrlRefusedError, type GuardedResponse, type GuardOptions } from '../lib/net/ssrf';
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';

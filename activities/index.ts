@@ -1,7 +1,7 @@
 /** Every activity of the worker, built with its dependencies injected so tests construct what they need. */
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
-import { FileLinks } from '../files/links';
+import { FileLinks } from '../lib/files/links';
 import type { Collections } from '../store/db';
 import { invalidNodeConfig } from './failures';
 import { createFileInputActivity } from './file-input';

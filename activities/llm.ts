@@ -1,7 +1,7 @@
 /** The `llm` node: one OpenAI-compatible chat completion per iteration (docs/workflow-format.md). */
 import type { Config } from '../config';
 import { renderTemplate } from '../domain/templates';
-import { itemText, completed, valuePart } from '../workflows/values';
+import { itemText, completed, valuePart } from '../domain/items';
 import { ApplicationFailure } from '@temporalio/activity';
 import { invalidNodeConfig } from './failures';
 import { heartbeating } from './heartbeat';

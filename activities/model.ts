@@ -7,7 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
-import { completed, itemText } from '../workflows/values';
+import { completed, itemText } from '../domain/items';
 import { invalidNodeConfig } from './failures';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';

@@ -16,7 +16,7 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
-import { failed } from '../workflows/values';
+import { failed } from '../domain/items';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import type { IoNodeType, NodeChunkRequest, NodeChunkResult, NodeRequest, NodeResult, NodeRow, RowResult } from './types';
 

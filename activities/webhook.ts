@@ -7,15 +7,16 @@
  */
 import { ApplicationFailure, log } from '@temporalio/activity';
 import type { Config } from '../config';
-import { UrlRefusedError, type GuardOptions } from '../net/ssrf';
+import { UrlRefusedError, type GuardOptions } from '../lib/net/ssrf';
 import { webhookSecret } from '../store/accounts';
 import type { Collections } from '../store/db';
-import { runView } from '../store/run-view';
+import { runView } from '../domain/run-view';
 import { findRunRecord } from '../store/runs';
 import { findDelivery, recordAttempt, recordGivenUp, type DeliveryRef } from '../store/webhook-deliveries';
-import { postWebhook } from '../webhooks/post';
-import { signWebhook } from '../webhooks/signature';
-import { webhookMessageId, type WebhookArgs } from '../workflows/definitions';
+import { postWebhook } from '../lib/webhooks/post';
+import { signWebhook } from '../lib/webhooks/signature';
+import { type WebhookArgs } from '../workflows/definitions';
+import { webhookMessageId } from '../domain/run';
 
 export interface WebhookDeps {
   collections: Pick<Collections, 'runs' | 'runChunks' | 'accounts' | 'webhookDeliveries'>;

@@ -1,19 +1,8 @@
 /** The Koa application: CORS and the error envelope wrap every route (D22 and the status table). */
-import './types';
+import './koa-state';
 import Koa from 'koa';
 import cors from '@koa/cors';
-import type { Db } from 'mongodb';
-import type { Config } from '../config';
-import type { Collections } from '../store/db';
-import type { Logger } from './logger';
-import type { RunGateway } from './run-gateway';
-import type { PollerRegistry } from './stream/run-poller';
-import { CreditCheck } from './services/credit-check';
-import { FinishedRunCache } from './services/finished-run-cache';
-import { RateCounter } from './services/rate-counter';
-import { KnownRuns } from './services/known-runs';
-import { WorkflowCatalog } from './services/workflow-catalog';
-import { KeyCache } from './middleware/authenticate';
+import { routeDeps, type AppDeps } from './deps';
 import { errorHandler } from './middleware/error-handler';
 import { requestLog } from './middleware/request-log';
 import { filesRoutes } from './routes/files';
@@ -27,37 +16,9 @@ import { streamLinkRoutes } from './routes/stream-links';
 import { workflowsRoutes } from './routes/workflows';
 import { codecCorsOrigin, codecRoutes } from './routes/codec';
 
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  collections: Collections;
-  gateway: RunGateway;
-  pollers: PollerRegistry;
-  logger: Logger;
-  /** Per-process caches; createApp makes them when not given. */
-  credits?: CreditCheck;
-  finishedRuns?: FinishedRunCache;
-  rateCounter?: RateCounter;
-  keys?: KeyCache;
-  catalog?: WorkflowCatalog;
-  knownRuns?: KnownRuns;
-}
-
-/** The dependencies routes see: AppDeps with the per-process caches made. */
-export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns'>>;
-
 /** Builds the application from its dependencies (tests construct their own). */
 export function createApp(appDeps: AppDeps): Koa {
-  const deps: RouteDeps = {
-    ...appDeps,
-    credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
-    finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
-    rateCounter: appDeps.rateCounter ?? new RateCounter(appDeps.collections),
-    // Store round trips of the hot paths (docs/architecture.md "Store round trips").
-    keys: appDeps.keys ?? new KeyCache(appDeps.collections),
-    catalog: appDeps.catalog ?? new WorkflowCatalog(appDeps.collections),
-    knownRuns: appDeps.knownRuns ?? new KnownRuns(),
-  };
+  const deps = routeDeps(appDeps);
   const app = new Koa({ proxy: false });
   app.silent = true; // the error middleware logs what matters; Koa's own stderr dump would leak stacks
   app.use(

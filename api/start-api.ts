@@ -1,11 +1,11 @@
 /** Wires the API's dependencies from configuration: MongoDB, Temporal, the app and its server. */
+import type { Connection } from '@temporalio/client';
 import type { Config } from '../config';
 import { connectStore, type Store } from '../store/db';
-import { payloadProtection } from '../codec/data-converter';
+import { payloadProtection } from '../lib/codec/data-converter';
 import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
-import { RunGateway, connectTemporal, ensureSearchAttributes } from './run-gateway';
-import { ensureRetentionSchedule } from './retention-schedule';
+import { RunGateway, connectTemporal, ensureSearchAttributes } from './temporal/run-gateway';
 import { settleRun } from './services/settle-run';
 import { listen, type RunningServer } from './server';
 import { createPollSource } from './stream/poll-source';
@@ -13,6 +13,8 @@ import { PollerRegistry } from './stream/run-poller';
 
 export interface ApiHandle extends RunningServer {
   gateway: RunGateway;
+  /** The API's Temporal connection, for tooling only (tests build their own client on it, the bench counts its calls); the API itself goes through `gateway`. */
+  connection: Connection;
   pollers: PollerRegistry;
   /** The API's own MongoDB client and collections (tests watch its driver's view of the server). */
   store: Store;
@@ -37,13 +39,14 @@ export async function startApi(
     onClosedUnfinished: (runId, status) => settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
     payloads: payloadProtection(config, store.db),
   });
-  await ensureRetentionSchedule(gateway.client, config.temporal.taskQueue); // D29
+  await gateway.ensureRetentionSchedule(); // D29
   const pollers = new PollerRegistry(createPollSource(gateway, store.collections), config.api.stream.pollMs);
   const app = createApp({ config, db: store.db, collections: store.collections, gateway, pollers, logger });
   const running = await listen(app, config);
   return {
     ...running,
     gateway,
+    connection,
     pollers,
     store,
     close: async (graceMs?: number) => {

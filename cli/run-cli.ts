@@ -5,8 +5,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { ApiError } from '../api/errors';
-import { publishWorkflow } from '../api/services/publish-workflow';
+import { ApiError } from '../domain/errors';
+import { publishWorkflow } from '../store/publish-workflow';
 import type { Collections } from '../store/db';
 import type { AccountDoc, ApiKeyDoc, LedgerDoc, RunDoc } from '../store/documents';
 import { addCredits, createAccount, issueKey, revokeKey, rotateWebhookSecret, setAccountRateLimits, webhookSecret } from '../store/accounts';

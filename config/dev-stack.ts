@@ -1,5 +1,5 @@
 /**
- * What `npm start` (scripts/start.ts, the one-machine development stack) reads from the environment:
+ * What `npm start` (tools/scripts/start.ts, the one-machine development stack) reads from the environment:
  * the ports of the servers it starts and where their data lives. Parsed once, here, like config/index.ts,
  * so two clones can run side by side by setting other ports and nothing else reads process.env.
  */

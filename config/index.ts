@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
+import type { RunOptions } from '../domain/run';
 
 /** Price of one model: USD per million tokens in and out, per generated image, per second of prediction. */
 export const PriceSchema = z.object({
@@ -111,7 +112,7 @@ export const EnvSchema = z.object({
   TEMPORAL_API_KEY: z.string().optional(),
   // Issue 20: the Temporal SDK's own metrics (task slots, poll latency, sticky cache) as Prometheus text on this port.
   WORKER_SDK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
-  // Issue 20: a workflow bundle built with the image (scripts/bundle-workflows.ts); unset, the worker bundles at start.
+  // Issue 20: a workflow bundle built with the image (tools/scripts/bundle-workflows.ts); unset, the worker bundles at start.
   WORKFLOW_BUNDLE_PATH: z.string().optional(),
   // D32: payload encryption keys, `id:base64key` (32 bytes) separated by commas; the LAST one encrypts, all decrypt.
   PAYLOAD_KEYS: z.string().default('').transform(parsePayloadKeys),
@@ -142,20 +143,6 @@ function parsePayloadKeys(text: string, ctx: z.RefinementCtx): PayloadKey[] {
     else keys.push({ id, key });
   }
   return keys;
-}
-
-/** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
-export interface RunOptions {
-  concurrency: number;
-  /** The most a workflow's own `concurrency` may ask for. Absent in runs started before it existed. */
-  maxConcurrency?: number;
-  startFeeUsd: number;
-  runTimeoutMs: number;
-  nodeAttemptTimeoutMs: number;
-  nodeMaxAttempts: number;
-  retryInitialMs: number;
-  /** D20: first retry delay of a webhook delivery (doubling, for 24 h). Absent in runs started before webhooks existed. */
-  webhookRetryInitialMs?: number;
 }
 
 export interface Config {
@@ -201,7 +188,7 @@ export interface Config {
     maxBytes: number;
     /**
      * HMAC key of signed file links (D19). Unset (never in production): the API and the worker
-     * share a random one kept in MongoDB (files/url-secret.ts).
+     * share a random one kept in MongoDB (lib/files/url-secret.ts).
      */
     urlSecret?: string;
     urlTtlSeconds: number;
@@ -236,7 +223,7 @@ export interface Config {
     enabled: boolean;
     /**
      * Oldest first; the last encrypts, every one decrypts. Empty (never in production): the API
-     * and the workers share a random development key kept in MongoDB (codec/keys.ts).
+     * and the workers share a random development key kept in MongoDB (lib/codec/keys.ts).
      */
     keys: PayloadKey[];
     /** Bearer token of /codec/decode and /codec/encode; unset: both refuse every request. */

@@ -1,7 +1,7 @@
 /** The shapes of the documents the service keeps in MongoDB. Ids follow D5 and are the `_id`. */
 import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
-import type { RunEvent, RunOutput, RunStatus } from '../workflows/definitions';
+import type { RunEvent, RunOutput, RunStatus } from '../domain/run';
 
 export interface AccountDoc {
   _id: string; // acct_...
@@ -145,12 +145,12 @@ export interface IdempotencyKeyDoc {
   expires_at: Date;
 }
 
-/** One chunk of a large run's end (workflows/run-chunks.ts): `_id` is `<run id>.<index>`, written once before the record. */
+/** One chunk of a large run's end (domain/run-chunks.ts): `_id` is `<run id>.<index>`, written once before the record. */
 export interface RunChunkDoc {
   _id: string;
   run_id: string;
   index: number;
-  /** Compact item events (workflows/run-chunks.ts). */
+  /** Compact item events (domain/run-chunks.ts). */
   item_events?: string;
   /** JSON of `RunEvent[]`: chunks stored before item events were compact. */
   events_json?: string;

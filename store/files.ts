@@ -5,7 +5,7 @@
  * plus the sniffing head (16 KiB) is held in memory, whatever the file's size (D10).
  */
 import { GridFSBucket, ObjectId, type Db, type GridFSBucketReadStream, type GridFSBucketWriteStream } from 'mongodb';
-import { SNIFF_BYTES, sniffMime } from '../files/sniff';
+import { SNIFF_BYTES, sniffMime } from '../lib/files/sniff';
 import { generateId } from './ids';
 
 export interface FileMeta {

@@ -28,7 +28,7 @@ export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date,
     removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ run_id: { $in: ids } })).deletedCount;
     removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ run_id: { $in: ids } })).deletedCount;
     const runs = (await c.runs.deleteMany({ _id: { $in: ids }, finalized: true })).deletedCount;
-    // After the record: a record must never be readable without its chunks (workflows/run-chunks.ts).
+    // After the record: a record must never be readable without its chunks (domain/run-chunks.ts).
     await c.runChunks.deleteMany({ run_id: { $in: ids } });
     removed.runs += runs;
     onBatch();

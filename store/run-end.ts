@@ -3,8 +3,8 @@
  * (nearly always), or the API settling a run whose workflow Temporal closed without letting it
  * finish (terminated from outside, api/services/settle-run.ts). Every step is idempotent.
  */
-import type { RunFinal } from '../workflows/definitions';
-import type { RunChunk } from '../workflows/run-chunks';
+import type { RunFinal } from '../domain/run';
+import type { RunChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import { deriveId } from './ids';
 import { postEntry } from './ledger';

@@ -3,10 +3,10 @@
  *
  * Every lookup filters by `_id` alone and checks the rest in code. On MongoDB that is the same
  * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
- * scans the whole collection for anything more (bench/FINDINGS.md P5: ~8× cheaper per read).
+ * scans the whole collection for anything more (tools/bench/FINDINGS.md P5: ~8× cheaper per read).
  */
-import type { RunEvent, RunFinal, RunOutput } from '../workflows/definitions';
-import { joinChunks, type RunChunk, type StoredChunk } from '../workflows/run-chunks';
+import type { RunEvent, RunFinal, RunOutput } from '../domain/run';
+import { joinChunks, type RunChunk, type StoredChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
 import { isDuplicateKey } from './ledger';

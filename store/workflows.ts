@@ -10,7 +10,7 @@ import { isDuplicateKey } from './ledger';
 type WorkflowCollections = Pick<Collections, 'workflows' | 'workflowVersions'>;
 
 /** Publishes a graph: a new workflow, or the next version of the account's workflow with that slug. */
-export async function publishWorkflow(
+export async function insertWorkflowVersion(
   c: WorkflowCollections,
   accountId: string,
   graph: WorkflowDocument,

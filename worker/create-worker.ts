@@ -2,7 +2,7 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { countAttempts } from './metrics-interceptor';
-import { FAILURE_CONVERTER_PATH, type PayloadProtection } from '../codec/data-converter';
+import { FAILURE_CONVERTER_PATH, type PayloadProtection } from '../lib/codec/data-converter';
 
 export interface WorkerOptions extends ActivityDeps {
   connection: NativeConnection;
@@ -10,17 +10,17 @@ export interface WorkerOptions extends ActivityDeps {
   taskQueue: string;
   /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundleWithSourceMap;
-  /** Issue 20: a bundle file built with the image (scripts/bundle-workflows.ts); production workers never bundle at start. */
+  /** Issue 20: a bundle file built with the image (tools/scripts/bundle-workflows.ts); production workers never bundle at start. */
   workflowBundlePath?: string;
   /** Time running activities get to finish on shutdown before they are cancelled. */
   shutdownGraceTimeMs?: number;
-  /** D32: the codec sealing every payload (codec/data-converter.ts), the same as the API's. */
+  /** D32: the codec sealing every payload (lib/codec/data-converter.ts), the same as the API's. */
   payloads: PayloadProtection;
 }
 
 /**
  * Bundles the workflow code once, for reuse by several workers. The bundle carries the failure
- * converter that encodes failure messages (D32), as every client and worker does (codec/data-converter.ts).
+ * converter that encodes failure messages (D32), as every client and worker does (lib/codec/data-converter.ts).
  */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), failureConverterPath: FAILURE_CONVERTER_PATH, logger: quietLogger });

@@ -4,7 +4,7 @@ import { loadConfig } from '../config';
 import { connectFirst } from '../config/temporal-connection';
 import { connectStore } from '../store/db';
 import { createRunWorker } from './create-worker';
-import { payloadProtection } from '../codec/data-converter';
+import { payloadProtection } from '../lib/codec/data-converter';
 import { installWorkerRuntime } from './runtime';
 import { serveMetrics } from './metrics-server';
 

@@ -1,7 +1,7 @@
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { NodeChunkRequest } from '../activities/types';
-import { nodeAttempts, nodeRetries } from '../metrics';
+import { nodeAttempts, nodeRetries } from '../lib/metrics';
 
 /**
  * Counts every activity attempt, and the retries among them, by type: a chunk of a node's rows

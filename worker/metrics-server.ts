@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { collectProcessMetrics, metricsText } from '../metrics';
+import { collectProcessMetrics, metricsText } from '../lib/metrics';
 
 /** Serves GET /metrics for a worker running in its own process (node attempts, retries, runs ended). */
 export async function serveMetrics(port: number, host = '0.0.0.0'): Promise<http.Server> {

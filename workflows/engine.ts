@@ -9,7 +9,7 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { NodeFailure } from './errors';
 import { batchItems, joinItems, selectItems, textItem, userInputItems } from './pure-nodes';
-import { failed } from './values';
+import { failed } from '../domain/items';
 
 export type { IoNode };
 

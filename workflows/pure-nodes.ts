@@ -7,7 +7,7 @@ import type { Item, Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
 import { MAX_ROWS } from '../domain/run-size';
 import { NodeFailure } from './errors';
-import { completed, failed, itemText, valuePart } from './values';
+import { completed, failed, itemText, valuePart } from '../domain/items';
 
 type NodeOf<T extends GraphNode['type']> = Extract<GraphNode, { type: T }>;
 

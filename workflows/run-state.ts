@@ -5,20 +5,8 @@
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
-import {
-  createdEvent,
-  failedEvent,
-  SNAPSHOT_EVENTS,
-  SNAPSHOT_OUTPUT_BYTES,
-  type OutputItem,
-  type OutputPage,
-  type RunArgs,
-  type RunEvent,
-  type RunFinal,
-  type RunOutput,
-  type RunSnapshot,
-  type RunStatus,
-} from './definitions';
+import { type RunArgs } from './definitions';
+import { createdEvent, failedEvent, SNAPSHOT_EVENTS, SNAPSHOT_OUTPUT_BYTES, type OutputItem, type OutputPage, type RunEvent, type RunFinal, type RunOutput, type RunSnapshot, type RunStatus } from '../domain/run';
 
 type EventBody = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'sequence_number'> : never) : never;
 

@@ -8,7 +8,7 @@ import type { Middleware } from 'koa';
 import type { Collections } from '../../store/db';
 import { findLiveKey, hashKey } from '../../store/accounts';
 import type { ApiKeyDoc, RateLimitOverrides } from '../../store/documents';
-import { AuthenticationError } from '../errors';
+import { AuthenticationError } from '../../domain/errors';
 import { TtlCache } from '../services/ttl-cache';
 
 export interface AuthContext {

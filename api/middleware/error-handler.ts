@@ -1,9 +1,9 @@
 /** The outermost handler: every error of every layer becomes the envelope; no stack trace leaves the server. */
 import type { Middleware } from 'koa';
-import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import { MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
-import { ApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../errors';
+import { ApiError, InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../../domain/errors';
 import type { Logger } from '../logger';
+import { isTemporalUnavailable } from '../temporal/grpc-errors';
 
 /** Maps any thrown value to an ApiError. */
 export function toApiError(err: unknown): ApiError {
@@ -30,12 +30,6 @@ export function isDatabaseBusy(err: unknown): boolean {
   if (!(err instanceof MongoServerError)) return false;
   const TRANSIENT_CODES = [24 /* LockTimeout */, 50 /* MaxTimeMSExpired */, 112 /* WriteConflict */];
   return err.hasErrorLabel('TransientTransactionError') || TRANSIENT_CODES.includes(Number(err.code)) || /SQLITE_BUSY|database is locked/.test(err.message);
-}
-
-/** gRPC UNAVAILABLE (14) or DEADLINE_EXCEEDED (4) from @temporalio/client, bare or wrapped in a ServiceError. */
-export function isTemporalUnavailable(err: unknown): boolean {
-  const grpc = isGrpcServiceError(err) ? err : err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : undefined;
-  return grpc !== undefined && (grpc.code === 14 || grpc.code === 4);
 }
 
 /** Koa middleware that renders the error envelope and logs server faults. */

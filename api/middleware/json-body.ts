@@ -5,7 +5,7 @@
  */
 import type { Middleware } from 'koa';
 import { formatPath } from '../../domain/problems';
-import { InvalidRequestError } from '../errors';
+import { InvalidRequestError } from '../../domain/errors';
 
 export interface JsonBodyOptions {
   limitBytes: number;

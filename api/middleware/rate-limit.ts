@@ -11,7 +11,7 @@ import type { Middleware } from 'koa';
 import type { Config } from '../../config';
 import type { RateLimitOverrides } from '../../store/documents';
 import type { RateLimitBucket } from '../../store/rate-limits';
-import { RateLimitError } from '../errors';
+import { RateLimitError } from '../../domain/errors';
 import type { RateCounter } from '../services/rate-counter';
 import type { AuthContext } from './authenticate';
 

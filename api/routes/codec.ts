@@ -13,9 +13,9 @@ import Router from '@koa/router';
 import { ValueError } from '@temporalio/common';
 import type { Middleware } from 'koa';
 import type { Config } from '../../config';
-import { PayloadsJsonSchema, payloadsFromJson, payloadsToJson } from '../../codec/json';
-import type { EncryptionCodec } from '../../codec/payload-codec';
-import { ApiError, InvalidRequestError, ServiceUnavailableError } from '../errors';
+import { PayloadsJsonSchema, payloadsFromJson, payloadsToJson } from '../../lib/codec/json';
+import type { EncryptionCodec } from '../../lib/codec/payload-codec';
+import { ApiError, InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import { jsonBody } from '../middleware/json-body';
 
 /** A page of history payloads can be large (each payload up to 2 MB); the UI sends one event's at a time. */

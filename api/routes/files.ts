@@ -6,15 +6,15 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { isId } from '../../domain/ids';
-import { defaultBaseUrl, FileLinks } from '../../files/links';
-import { contentDisposition } from '../../files/names';
-import { parseRange } from '../../files/range';
+import { defaultBaseUrl, FileLinks } from '../../lib/files/links';
+import { contentDisposition } from '../../lib/files/names';
+import { parseRange } from '../../lib/files/range';
 import { findFile, openFileContent, type FileDoc } from '../../store/files';
-import type { RouteDeps } from '../app';
-import { InvalidRequestError, NotFoundError, ApiError } from '../errors';
+import type { RouteDeps } from '../deps';
+import { InvalidRequestError, NotFoundError, ApiError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
-import type { FileView } from '../response-schemas';
+import type { FileView } from '../contract/response-schemas';
 import { uploadFile } from '../services/upload-file';
 
 /** The file object of the API, with a fresh signed link. */

@@ -1,6 +1,6 @@
 /** GET /metrics: Prometheus exposition (no key; expose it only to your scraper's network in production). */
 import Router from '@koa/router';
-import { collectProcessMetrics, metricsText } from '../../metrics';
+import { collectProcessMetrics, metricsText } from '../../lib/metrics';
 
 /** The metrics route. */
 export function metricsRoutes(): Router {

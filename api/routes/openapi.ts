@@ -1,7 +1,7 @@
 /** GET /api/v1/openapi.json (D25): the API description, public like the docs it replaces. */
 import Router from '@koa/router';
-import { buildOpenApiDocument } from '../openapi';
-import type { AppDeps } from '../app';
+import { buildOpenApiDocument } from '../contract/openapi-document';
+import type { AppDeps } from '../deps';
 
 /** Routes serving the OpenAPI document (built once per process). */
 export function openapiRoutes(deps: AppDeps): Router {

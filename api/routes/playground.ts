@@ -1,8 +1,8 @@
 /** GET / (the playground page, issue 19) and GET /playground/{asset} (its hashed, immutable bundles). */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AppDeps } from '../app';
-import { NotFoundError } from '../errors';
+import type { AppDeps } from '../deps';
+import { NotFoundError } from '../../domain/errors';
 import { buildPlayground, type PlaygroundBundle } from '../../playground/bundle';
 
 /**

@@ -1,15 +1,15 @@
 /** POST /api/v1/responses: start a run, answered with 202 (async) or the run's event stream (`stream: true`). */
 import Router from '@koa/router';
-import type { RouteDeps } from '../app';
+import type { RouteDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
-import { parseRequest, StartRequestSchema, type AsyncStartResponse } from '../schemas';
+import { parseRequest, StartRequestSchema, type AsyncStartResponse } from '../contract/request-schemas';
 import { parseIdempotencyKey, startIdempotent } from '../services/idempotent-start';
 import { startRun } from '../services/start-run';
 import { streamNewRun } from '../stream/run-streams';
 import { awaitRunEnd } from '../services/await-run-end';
-import { startDuration } from '../../metrics';
+import { startDuration } from '../../lib/metrics';
 
 /** Routes of the responses resource. */
 export function responsesRoutes(deps: RouteDeps): Router {

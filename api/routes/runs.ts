@@ -1,12 +1,12 @@
 /** GET /api/v1/runs/{runId} (the run record, safe to poll) and GET /api/v1/runs/{runId}/stream (reattach). */
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import type { RouteDeps } from '../app';
+import type { RouteDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
 import { listRuns } from '../services/list-runs';
-import { ListRunsQuerySchema, OutputItemsQuerySchema, parseRequest, StreamQuerySchema } from '../schemas';
+import { ListRunsQuerySchema, OutputItemsQuerySchema, parseRequest, StreamQuerySchema } from '../contract/request-schemas';
 import { listOutputItems } from '../services/output-items';
 import { loadRun, readRunBody } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';

@@ -6,15 +6,15 @@
  * Signed like file links (D19), with the same secret; valid for at most an hour.
  */
 import Router from '@koa/router';
-import { FileLinks } from '../../files/links';
+import { FileLinks } from '../../lib/files/links';
 import { findRunRecord } from '../../store/runs';
-import type { RouteDeps } from '../app';
-import { ApiError, NotFoundError } from '../errors';
+import type { RouteDeps } from '../deps';
+import { ApiError, NotFoundError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
-import { parseRequest, StreamLinkRequestSchema, StreamQuerySchema } from '../schemas';
-import type { StreamLink } from '../response-schemas';
+import { parseRequest, StreamLinkRequestSchema, StreamQuerySchema } from '../contract/request-schemas';
+import type { StreamLink } from '../contract/response-schemas';
 import { loadRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 import { requestBaseUrl } from './files';

@@ -1,13 +1,13 @@
 /** POST /api/v1/workflows (publish a graph, D26), GET /api/v1/workflows (list them, D30) and GET /api/v1/workflows/{workflowId} (a contract, D24). */
 import Router from '@koa/router';
-import type { RouteDeps } from '../app';
+import type { RouteDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
-import { publishWorkflow } from '../services/publish-workflow';
+import { publishWorkflow } from '../../store/publish-workflow';
 import { workflowContract } from '../services/workflow-contract';
 import { listWorkflows } from '../services/list-workflows';
-import { ContractQuerySchema, ListWorkflowsQuerySchema, parseRequest } from '../schemas';
+import { ContractQuerySchema, ListWorkflowsQuerySchema, parseRequest } from '../contract/request-schemas';
 
 /** Routes of the workflows resource. */
 export function workflowsRoutes(deps: RouteDeps): Router {
@@ -19,7 +19,7 @@ export function workflowsRoutes(deps: RouteDeps): Router {
     jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
     async (ctx) => {
       ctx.status = 201;
-      ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body, deps.catalog);
+      ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body, (workflow, version) => deps.catalog.published(workflow, version));
     },
   );
   router.get('/api/v1/workflows', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {

@@ -11,7 +11,7 @@
  */
 import type { Collections } from '../../store/db';
 import { balanceFrom, checkpointDue, latestCheckpoint, writeCheckpoint, type Checkpoint } from '../../store/ledger';
-import { InsufficientCreditsError } from '../errors';
+import { InsufficientCreditsError } from '../../domain/errors';
 
 /** Accounts whose positive balance or checkpoint a process remembers. */
 const MAX_ACCOUNTS = 10_000;

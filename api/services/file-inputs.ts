@@ -3,7 +3,7 @@
  * a `file_...` id must be a file of the caller's account (a default given by the workflow must
  * be a file of the workflow's owner); a URL must use https unless configuration allows http.
  * Whether a URL's host is a private address is decided by the worker when it fetches it
- * (net/ssrf.ts), as only a resolution at connect time can be trusted.
+ * (lib/net/ssrf.ts), as only a resolution at connect time can be trusted.
  */
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';

@@ -5,7 +5,7 @@
  * bytes of the views held (their JSON size, which tracks their heap size within a small factor),
  * not by entries, since one run can carry thousands of items or megabytes of text.
  */
-import type { RunView } from '../response-schemas';
+import type { RunView } from '../../domain/run-view';
 
 interface Entry {
   accountId: string;

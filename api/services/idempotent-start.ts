@@ -25,7 +25,6 @@
  *  5. no repeat ever comes: the claim (and in case 2 a `pending` record) stay until the claim
  *     expires after 24 hours. Nothing is billed: a run is debited only when its workflow ends.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Collections } from '../../store/db';
 import type { IdempotencyKeyDoc, RunDoc } from '../../store/documents';
 import {
@@ -38,9 +37,9 @@ import {
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
 import { findRun } from '../../store/runs';
-import { InvalidRequestError, ServiceUnavailableError } from '../errors';
+import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../middleware/authenticate';
-import type { StartRequest } from '../schemas';
+import type { StartRequest } from '../contract/request-schemas';
 import { RunIdTakenError, runArgs, startRun, type StartRunDeps } from './start-run';
 
 /** A claim this old whose run is still unrecorded (or whose workflow is missing) was abandoned by its request. */
@@ -141,21 +140,11 @@ async function awaitRun(
 /** Crash case 2: a recorded run whose claimant died before starting its workflow gets it started now. */
 async function resumeAbandoned(deps: IdempotentStartDeps, run: RunDoc, claim: IdempotencyKeyDoc): Promise<void> {
   if (run.finalized || run.status !== 'pending' || !isStale(claim)) return;
-  if (await workflowExists(deps, run._id)) return;
+  if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
   const version = await deps.collections.workflowVersions.findOne({ _id: run.published_workflow_version_id });
   if (!version?.graph) return;
   const workflow = await deps.collections.workflows.findOne({ _id: run.published_workflow_id }, { projection: { slug: 1 } });
   await deps.gateway.start(runArgs(run, version.graph, deps.config.runs), workflow?.slug ?? run.published_workflow_id);
-}
-
-async function workflowExists(deps: IdempotentStartDeps, runId: string): Promise<boolean> {
-  try {
-    await deps.gateway.client.workflow.getHandle(runId).describe();
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
-    throw err; // Temporal unreachable: 503, and the caller's retry tries again
-  }
 }
 
 function isStale(claim: IdempotencyKeyDoc): boolean {

@@ -9,7 +9,7 @@
  * (a history replay on a worker) for every cold read of a finished run.
  */
 import type { RunDoc } from '../../store/documents';
-import type { RunViewSource } from '../../store/run-view';
+import type { RunViewSource } from '../../domain/run-view';
 
 /** What a read needs of a run record that has not been finalized. */
 export type RunSkeleton = Pick<RunDoc, '_id' | 'account_id' | 'published_workflow_id' | 'published_workflow_version_id' | 'version' | 'created_at' | 'webhook'>;

@@ -4,12 +4,12 @@ import type { Collections } from '../../store/db';
 import type { StoredRunDoc } from '../../store/documents';
 import { fromStored } from '../../store/runs';
 import { findWorkflow } from '../../store/workflows';
-import type { RunGateway } from '../run-gateway';
-import type { RunView } from '../response-schemas';
-import type { ListRunsQuery } from '../schemas';
+import type { RunGateway } from '../temporal/run-gateway';
+import type { RunView } from '../../domain/run-view';
+import type { ListRunsQuery } from '../contract/request-schemas';
 import { runView } from './read-run';
 import type { WebhookDeliveryDoc } from '../../store/documents';
-import { webhookMessageId } from '../../workflows/definitions';
+import { webhookMessageId } from '../../domain/run';
 
 /** D20: the delivery documents of these runs, by run id, in one query (none when no run has a webhook). */
 async function webhookDeliveries(collections: Pick<Collections, 'webhookDeliveries'>, runIds: string[]): Promise<Map<string, WebhookDeliveryDoc>> {

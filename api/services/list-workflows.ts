@@ -2,7 +2,7 @@
 import type { Filter } from 'mongodb';
 import type { Collections } from '../../store/db';
 import type { WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
-import type { ListWorkflowsQuery } from '../schemas';
+import type { ListWorkflowsQuery } from '../contract/request-schemas';
 import { contractView, type WorkflowContractView } from './workflow-contract';
 
 export interface WorkflowList {

@@ -5,11 +5,11 @@
 import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import { chunksOf, findRunHead } from '../../store/runs';
-import type { OutputItem } from '../../workflows/definitions';
-import { InvalidRequestError, NotFoundError } from '../errors';
-import type { OutputItemList } from '../response-schemas';
-import type { RunGateway } from '../run-gateway';
-import type { OutputItemsQuery } from '../schemas';
+import type { OutputItem } from '../../domain/run';
+import { InvalidRequestError, NotFoundError } from '../../domain/errors';
+import type { OutputItemList } from '../contract/response-schemas';
+import type { RunGateway } from '../temporal/run-gateway';
+import type { OutputItemsQuery } from '../contract/request-schemas';
 
 /** What paging an output needs. */
 export interface OutputItemsDeps {

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import type { Collections } from '../../store/db';
 import type { RunDoc, WebhookDeliveryDoc } from '../../store/documents';
-import { runView } from '../../store/run-view';
+import { runView } from '../../domain/run-view';
 import { chunksOf } from '../../store/runs';
 
 const OUTPUT_MARK = '\u0000output\u0000';

@@ -9,8 +9,8 @@
 import type { Collections } from '../../store/db';
 import { findRunRecord } from '../../store/runs';
 import { recordChunkedRunEnd } from '../../store/run-end';
-import { failedEvent, type RunEvent, type RunFinal, type RunSnapshot } from '../../workflows/definitions';
-import { splitFinal } from '../../workflows/run-chunks';
+import { failedEvent, type RunEvent, type RunFinal, type RunSnapshot } from '../../domain/run';
+import { splitFinal } from '../../domain/run-chunks';
 
 /** Temporal's WorkflowExecutionStatus numbers, as a reason a person reads. */
 const CLOSED_AS: Record<number, string> = { 3: 'failed', 4: 'cancelled', 5: 'terminated', 7: 'timed out' };

@@ -12,12 +12,12 @@ import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
 import { findVersion, findWorkflow } from '../../store/workflows';
 import type { RunArgs } from '../../workflows/definitions';
-import { InvalidInputsError, InvalidRequestError, NotFoundError } from '../errors';
-import type { RunGateway } from '../run-gateway';
+import { InvalidInputsError, InvalidRequestError, NotFoundError } from '../../domain/errors';
+import type { RunGateway } from '../temporal/run-gateway';
 import type { AuthContext } from '../middleware/authenticate';
-import type { StartRequest } from '../schemas';
-import { runsStarted } from '../../metrics';
-import { classifyAddress, describeAddressClass } from '../../net/ssrf';
+import type { StartRequest } from '../contract/request-schemas';
+import { runsStarted } from '../../lib/metrics';
+import { classifyAddress, describeAddressClass } from '../../lib/net/ssrf';
 import type { CreditCheck } from './credit-check';
 import type { KnownRuns } from './known-runs';
 import { fileInputProblems } from './file-inputs';
@@ -169,7 +169,7 @@ function checkRunSize(graph: WorkflowDocument, inputs: Record<string, unknown>):
 /**
  * D20: webhooks are https only, unless configuration allows http (tests, development), and a
  * host that is a literal non-public IP address (127.0.0.1, 10.0.0.5, [::1], 169.254.169.254 ...)
- * is refused now, by the delivery guard's own rules (net/ssrf.ts) and under the same switch
+ * is refused now, by the delivery guard's own rules (lib/net/ssrf.ts) and under the same switch
  * (WEBHOOK_ALLOW_PRIVATE_NETWORK), instead of being accepted and dropped at delivery. A host
  * name is resolved only at delivery, where the guard checks every address it resolves to.
  */

@@ -10,9 +10,9 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
-import { cleanFileName, fallbackName } from '../../files/names';
+import { cleanFileName, fallbackName } from '../../lib/files/names';
 import { deleteFile, FileTooLargeError, storeFile, type FileDoc, type StoreFileOptions } from '../../store/files';
-import { InvalidRequestError } from '../errors';
+import { InvalidRequestError } from '../../domain/errors';
 
 export interface UploadDeps {
   db: Db;

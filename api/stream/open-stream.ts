@@ -1,9 +1,9 @@
 /** Binds one HTTP response to a run's poller: SSE head, first event, keepalives, events, `[DONE]`, cleanup. */
 import type { Context } from 'koa';
-import type { RunEvent, StreamEvent } from '../../workflows/definitions';
+import type { RunEvent, StreamEvent } from '../../domain/run';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
 import { DONE, KEEPALIVE, formatEvent, formatFirstEvent, writeSseHead } from './sse';
-import { activeStreams } from '../../metrics';
+import { activeStreams } from '../../lib/metrics';
 
 /** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
 const PUMP_HIGH_WATER = 256 * 1024;

@@ -1,6 +1,6 @@
 import type { Collections } from '../../store/db';
 import { findRunRecord } from '../../store/runs';
-import type { RunGateway } from '../run-gateway';
+import type { RunGateway } from '../temporal/run-gateway';
 import type { PollSource } from './run-poller';
 
 /** Pollers read the live workflow through the gateway and fall back to the stored record. */

@@ -4,7 +4,7 @@
  * hands every subscriber the events after its cursor. It stops when its last subscriber leaves
  * or has been given the terminal event: nothing outlives the clients.
  */
-import { isTerminal, type RunEvent, type RunSnapshot, type RunStatus } from '../../workflows/definitions';
+import { isTerminal, isTerminalEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../domain/run';
 
 /** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
 export interface PollSource {
@@ -38,7 +38,6 @@ interface Attached {
   cursor: number | null; // null until started
 }
 
-const TERMINAL_TYPES = new Set(['response.completed', 'response.failed', 'response.cancelled']);
 
 export class RunPoller {
   status: RunStatus;
@@ -72,7 +71,7 @@ export class RunPoller {
 
   get terminal(): boolean {
     const last = this.events.at(-1);
-    return last !== undefined && TERMINAL_TYPES.has(last.type);
+    return last !== undefined && isTerminalEvent(last);
   }
 
   /** Adds a client; returns the function that removes it. */
@@ -123,7 +122,7 @@ export class RunPoller {
     if (entry.cursor === null) return;
     for (let seq = entry.cursor + 1; seq < this.events.length; seq++) {
       const event = this.events[seq];
-      if (!includeTerminal && TERMINAL_TYPES.has(event.type)) return;
+      if (!includeTerminal && isTerminalEvent(event)) return;
       entry.sub.deliver(event);
       entry.cursor = seq;
     }

@@ -2,8 +2,8 @@
 import type { Context } from 'koa';
 import type { Config } from '../../config';
 import type { RunDoc } from '../../store/documents';
-import { createdEvent, type RunEvent } from '../../workflows/definitions';
-import { InvalidRequestError } from '../errors';
+import { createdEvent, isTerminalEvent, type RunEvent } from '../../domain/run';
+import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
 
@@ -12,7 +12,6 @@ export interface RunStreamDeps {
   config: Pick<Config, 'api'>;
 }
 
-const TERMINAL = new Set(['response.completed', 'response.failed', 'response.cancelled']);
 
 function options(deps: RunStreamDeps) {
   const { keepaliveMs, maxBufferedBytes } = deps.config.api.stream;
@@ -64,7 +63,7 @@ export async function streamExistingRun(ctx: Context, deps: RunStreamDeps, run: 
     openStream(ctx, options(deps), run._id, seed, (state) => {
       const last = state.events.length - 1;
       // "From now on" still ends with the terminal event of a finished run (spec rule 3).
-      const cursor = given?.cursor ?? (last >= 0 && TERMINAL.has(state.events[last].type) ? last - 1 : last);
+      const cursor = given?.cursor ?? (last >= 0 && isTerminalEvent(state.events[last]) ? last - 1 : last);
       return {
         event: { type: 'response.resumed', sequence_number: cursor, response: { id: run._id, run_id: run._id, status: state.status } },
         cursor,
@@ -84,7 +83,7 @@ function isSpent(state: RunKnowledge, given: { cursor: number; param: string }):
       { param: given.param, code: 'cursor_out_of_range' },
     );
   }
-  return given.cursor === last && TERMINAL.has(state.events[last].type);
+  return given.cursor === last && isTerminalEvent(state.events[last]);
 }
 
 /** D11: `Last-Event-ID` (what a browser's EventSource resends) wins over `?starting_after=`. */

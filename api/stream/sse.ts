@@ -3,7 +3,7 @@
  * then a blank line; `retry:` once, in the first event; comments for keepalives; `data: [DONE]` before the close.
  */
 import type { ServerResponse } from 'node:http';
-import type { StreamEvent } from '../../workflows/definitions';
+import type { StreamEvent } from '../../domain/run';
 
 /** The bytes of one event. */
 export function formatEvent(event: StreamEvent): string {

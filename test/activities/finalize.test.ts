@@ -10,7 +10,7 @@ import { insertRun, finalizeRunRecord } from '../../store/runs';
 import type { Store } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { accountBalance } from '../../store/ledger';
-import type { RunFinal } from '../../workflows/definitions';
+import type { RunFinal } from '../../domain/run';
 import { newAccount } from '../support/accounts';
 import { connectTestStore } from '../support/store';
 import { findRunRecord } from '../../store/runs';

@@ -1,5 +1,5 @@
 /**
- * The http_request node behind the SSRF guard (activities/http-request.ts, net/ssrf.ts): a URL
+ * The http_request node behind the SSRF guard (activities/http-request.ts, lib/net/ssrf.ts): a URL
  * rendered by a published workflow may not reach our own network. The activity is called
  * directly first (outside Temporal, on loopback servers), then a real run on a service with
  * the production default (ALLOW_PRIVATE_NETWORK unset) shows what a caller gets: the run
@@ -22,7 +22,7 @@ import type { Item } from '../../domain/parts';
 import { newAccount } from '../support/accounts';
 import { publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 
 interface Seen {
   method: string;
@@ -238,7 +238,7 @@ describe('http_request node behind the SSRF guard', function () {
       });
       assert.equal(target.seen.length, before, 'the target received nothing');
       // Not retried: a refusal is permanent, so each item's activity ran once (one ActivityTaskStarted each).
-      const history = await svc.api.gateway.client.workflow.getHandle(run.id).fetchHistory();
+      const history = await temporalClient(svc).workflow.getHandle(run.id).fetchHistory();
       const started_ = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes && e.activityTaskStartedEventAttributes.attempt === 1).length;
       const retried = (history.events ?? []).filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1).length;
       assert.equal(retried, 0, 'no activity attempt after the first');

@@ -12,13 +12,13 @@ import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { hasStringElement, startMongoProxy, type MongoProxy } from '../support/mongo-proxy';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /** The Temporal workflows of an account, by its search attribute (as an operator would filter). */
 async function workflowsOf(svc: TestService, accountId: string): Promise<string[]> {
   const ids: string[] = [];
-  for await (const wf of svc.api.gateway.client.workflow.list({ query: `WrsAccountId = "${accountId}"` })) ids.push(wf.workflowId);
+  for await (const wf of temporalClient(svc).workflow.list({ query: `WrsAccountId = "${accountId}"` })) ids.push(wf.workflowId);
   return ids;
 }
 
@@ -91,7 +91,7 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
       // killed attempt times out, and the retry must find the debit booked and book nothing more.
       workers.push(startWorkerProcess(svc.config));
       // The workflow closes only once the retried finalize completed on the new worker.
-      await svc.api.gateway.client.workflow.getHandle(runId).result();
+      await temporalClient(svc).workflow.getHandle(runId).result();
       const final = await waitFor(async () => {
         const r = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
         return r.body.status === 'completed' ? r.body : undefined;

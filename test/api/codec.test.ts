@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { greetingWorkflow, promptWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
@@ -95,7 +95,7 @@ describe('codec and summaries (D32, D33)', function () {
       assert.ok(summaries.includes('ask · llm · item 0'), JSON.stringify(summaries));
       assert.ok(summaries.includes('run timeout 1h'), JSON.stringify(summaries));
       assert.ok(summaries.includes('finalize run record'), JSON.stringify(summaries));
-      const handle = svc.api.gateway.client.workflow.getHandle(runId);
+      const handle = temporalClient(svc).workflow.getHandle(runId);
       const metadata = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
       assert.equal(metadata.currentDetails, 'nodes 3/3 · items 1/1 · completed');
     });

@@ -14,10 +14,10 @@ import { assertCors, detailFor, expectError } from '../support/api-assert';
 import { bareMp3, mp3, mp4, pdf, png } from '../fakes/media';
 import { loadConfig } from '../../config';
 import { isId } from '../../domain/ids';
-import { sniffMime } from '../../files/sniff';
-import { sharedDevSecret } from '../../files/links';
-import { signedUrlAt } from '../../files/signing';
-import { parseRange } from '../../files/range';
+import { sniffMime } from '../../lib/files/sniff';
+import { sharedDevSecret } from '../../lib/files/links';
+import { signedUrlAt } from '../../lib/files/signing';
+import { parseRange } from '../../lib/files/range';
 import { deleteFilesOlderThan, filesCollection, storeFile } from '../../store/files';
 import { connectTestStore } from '../support/store';
 
@@ -90,7 +90,7 @@ describe('files (D19)', function () {
   });
   after(async () => svc?.close());
 
-  describe('sniffing (files/sniff.ts)', () => {
+  describe('sniffing (lib/files/sniff.ts)', () => {
     it('recognises the formats AI workflows exchange from their first bytes', () => {
       const riff = (kind: string) => Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from(kind), Buffer.alloc(8)]);
       const cases: Array<[string, Uint8Array, string]> = [

@@ -15,7 +15,7 @@ import { expectError } from '../support/api-assert';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 
 const HOUR = 60 * 60_000;
 
@@ -48,7 +48,7 @@ describe('idempotent starts (D18)', function () {
   const workflowsOf = (accountId: string) =>
     waitFor(async () => {
       const ids: string[] = [];
-      for await (const wf of svc.api.gateway.client.workflow.list({ query: `WrsAccountId = "${accountId}"` })) ids.push(wf.workflowId);
+      for await (const wf of temporalClient(svc).workflow.list({ query: `WrsAccountId = "${accountId}"` })) ids.push(wf.workflowId);
       return ids.length > 0 ? ids : undefined;
     }, { intervalMs: 200, what: 'the workflows in Temporal visibility' });
 

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildOpenApiDocument } from '../../api/openapi';
+import { buildOpenApiDocument } from '../../api/contract/openapi-document';
 
 const ROOT = path.join(__dirname, '..', '..');
 const bin = (name: string) => path.join(ROOT, 'node_modules', '.bin', name);

@@ -3,10 +3,10 @@
 // activity; reads after that are 404. Ledger entries stay.
 import assert from 'node:assert/strict';
 import { createRetentionActivity } from '../../activities/retention';
-import { ensureRetentionSchedule, retentionScheduleId } from '../../api/retention-schedule';
+import { ensureRetentionSchedule, retentionScheduleId } from '../../api/temporal/retention-schedule';
 import { storeBytes } from '../../store/files';
 import { RETENTION_WORKFLOW_TYPE } from '../../workflows/definitions';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
@@ -33,7 +33,7 @@ describe('retention (D29)', function () {
     waitFor(async () => ((await svc.store.collections.runs.findOne({ _id: runId }))?.finalized ? true : undefined), { what: `run ${runId} finalized` });
 
   it('is scheduled hourly by a Temporal Schedule, created idempotently at API start', async () => {
-    const { client } = svc.api.gateway;
+    const client = temporalClient(svc);
     const scheduleId = retentionScheduleId(svc.config.temporal.taskQueue);
     assert.equal(retentionScheduleId('wrs-runs'), 'wrs-retention');
     assert.equal(await ensureRetentionSchedule(client, svc.config.temporal.taskQueue), scheduleId); // a second start finds it
@@ -46,7 +46,7 @@ describe('retention (D29)', function () {
   });
 
   it('the scheduled workflow runs the retention activity on a worker (nothing is old enough here)', async () => {
-    const result = await svc.api.gateway.client.workflow.execute(RETENTION_WORKFLOW_TYPE, {
+    const result = await temporalClient(svc).workflow.execute(RETENTION_WORKFLOW_TYPE, {
       taskQueue: svc.config.temporal.taskQueue,
       workflowId: `retention-test-${Date.now()}`,
       args: [],

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { EventSource, type FetchLike } from 'eventsource';
 import OpenAI from 'openai';
-import { WrsClient } from '../../client';
+import { WrsClient } from '../../clients/typescript';
 import { RETRY_MS } from '../../api/stream/sse';
 import { findRunRecord } from '../../store/runs';
 import { newAccount } from '../support/accounts';

@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { runCli } from '../../cli/run-cli';
-import { webhookMessageId, webhookWorkflowId } from '../../workflows/definitions';
-import { startService, type TestService } from '../support/service';
+import { webhookWorkflowId } from '../../workflows/definitions';
+import { webhookMessageId } from '../../domain/run';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
@@ -98,7 +99,7 @@ describe('webhooks (D20)', function () {
     const before = receiver.hits.length;
     const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hook', inputs: { name: 'Quiet' } } });
     assert.equal((await waitForRun(svc.url, key, res.body.run_id)).webhook, null);
-    await svc.api.gateway.client.workflow.getHandle(res.body.run_id).result();
+    await temporalClient(svc).workflow.getHandle(res.body.run_id).result();
     assert.equal(receiver.hits.length, before);
     assert.equal(await svc.store.collections.webhookDeliveries.countDocuments({ run_id: res.body.run_id }), 0);
   });
@@ -109,7 +110,7 @@ describe('webhooks (D20)', function () {
     receiver.script('/flaky', [{ status: 500, delayMs: 1_500 }, { status: 503 }]);
     const runId = await start(`${receiver.url}/flaky`);
     await waitFor(async () => (receiver.hitsOn('/flaky').length >= 1 ? true : undefined), { what: 'first attempt' });
-    const described = await svc.api.gateway.client.workflow.getHandle(runId).describe();
+    const described = await temporalClient(svc).workflow.getHandle(runId).describe();
     assert.equal(described.status.name, 'COMPLETED'); // D20: the delivery never holds the run open
     assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status, 'completed');
 
@@ -128,7 +129,7 @@ describe('webhooks (D20)', function () {
     assert.equal(hits[0].headers['webhook-id'], webhookMessageId(runId));
     for (const hit of hits) assert.equal(verify(secret, hit).id, runId);
     assert.ok(hits[2].at - hits[1].at >= 150, 'backoff grows between attempts');
-    const child = await svc.api.gateway.client.workflow.getHandle(webhookWorkflowId(runId)).result();
+    const child = await temporalClient(svc).workflow.getHandle(webhookWorkflowId(runId)).result();
     assert.deepEqual(child, { delivered: true });
   });
 
@@ -156,7 +157,7 @@ describe('webhooks (D20)', function () {
     assert.equal(run.status, 'completed');
     assert.equal(run.webhook.status, 'failed');
     assert.equal(run.webhook.last_http_status, 410);
-    const child = await svc.api.gateway.client.workflow.getHandle(webhookWorkflowId(runId)).result();
+    const child = await temporalClient(svc).workflow.getHandle(webhookWorkflowId(runId)).result();
     assert.equal(child.delivered, false);
   });
 
@@ -209,7 +210,7 @@ describe('webhooks (D20)', function () {
       assert.equal(run.webhook.last_http_status, null);
       assert.equal(run.webhook.attempts, 1); // refused for good: no retry
       assert.equal(receiver.hitsOn('/ssrf').length, 0);
-      const child = await strict.api.gateway.client.workflow.getHandle(webhookWorkflowId(runId)).result();
+      const child = await temporalClient(strict).workflow.getHandle(webhookWorkflowId(runId)).result();
       assert.equal(child.delivered, false);
     });
 

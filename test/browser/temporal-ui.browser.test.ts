@@ -6,9 +6,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { freePort, startTemporal, type TemporalServer } from '../../stack';
+import { freePort, startTemporal, type TemporalServer } from '../../tools/stack';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { testStack } from '../support/stack';
 import { newAccount } from '../support/accounts';
 import { promptWorkflow, publish, waitForRun } from '../support/fixtures';
@@ -69,7 +69,7 @@ describe('the Temporal UI of a run (D32, D33)', function () {
     assert.equal(res.status, 202, JSON.stringify(res.body));
     runId = res.body.run_id;
     assert.equal((await waitForRun(svc.url, key, runId)).status, 'completed');
-    temporalRunId = (await svc.api.gateway.client.workflow.getHandle(runId).describe()).runId;
+    temporalRunId = (await temporalClient(svc).workflow.getHandle(runId).describe()).runId;
     const profile = path.join(dataDir, 'chromium');
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,

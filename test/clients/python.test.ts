@@ -1,13 +1,13 @@
 // Issue 16: the Python client (clients/python) pip-installs from the repository and its pytest suite
 // passes against a real service: runs, errors, streams resumed by Last-Event-ID (its own and
 // httpx-sse's), uploads, pages, D31 item pages, D34 stream links, webhooks verified by
-// `standardwebhooks`. Python and the pinned packages come from the venv stack/install.ts builds.
+// `standardwebhooks`. Python and the pinned packages come from the venv tools/stack/install.ts builds.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensurePythonClientEnv } from '../../stack/python-tools';
+import { ensurePythonClientEnv } from '../../tools/stack/python-tools';
 import { webhookSecret } from '../../store/accounts';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';

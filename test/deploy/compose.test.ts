@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
-import { ensureComposeCheck } from '../../stack/binaries';
-import { COMPOSE_GO_VERSION, ensureComposeSpecSchema } from '../../stack/deploy-schemas';
+import { ensureComposeCheck } from '../../tools/stack/binaries';
+import { COMPOSE_GO_VERSION, ensureComposeSpecSchema } from '../../tools/stack/deploy-schemas';
 import { COMPOSE_FILE, REPO, readYaml, runTool } from '../support/deploy';
 
 interface Service {
@@ -44,9 +44,9 @@ describe('docker-compose.yml', function () {
   });
 
   it('loads with compose-go (the loader of docker compose): interpolation, references, depends_on', async function () {
-    this.timeout(10 * 60_000); // builds stack/compose-check when stack/install.ts has not yet
+    this.timeout(10 * 60_000); // builds stack/compose-check when tools/stack/install.ts has not yet
     // The loader and the schema above come from one compose-go release.
-    assert.match(fs.readFileSync(path.join(REPO, 'stack/compose-check/go.mod'), 'utf8'), new RegExp(`compose-go/v2 v${COMPOSE_GO_VERSION.replace(/\./g, '\\.')}\\b`));
+    assert.match(fs.readFileSync(path.join(REPO, 'tools/stack/compose-check/go.mod'), 'utf8'), new RegExp(`compose-go/v2 v${COMPOSE_GO_VERSION.replace(/\./g, '\\.')}\\b`));
     const tool = await ensureComposeCheck();
     const { TEMPORAL_DB_PASSWORD: _unset, ...env } = process.env;
     const loaded = await runTool(tool, [COMPOSE_FILE], env);

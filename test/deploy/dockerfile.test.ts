@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO } from '../support/deploy';
 
-const ENTRY_POINTS = ['api/main.ts', 'worker/main.ts', 'cli/wrs.ts', 'scripts/bundle-workflows.ts'];
+const ENTRY_POINTS = ['api/main.ts', 'worker/main.ts', 'cli/wrs.ts', 'tools/scripts/bundle-workflows.ts'];
 
 /** Every repository file reachable from `entries` through relative imports. */
 function reachableSources(entries: string[]): Set<string> {
@@ -31,14 +31,14 @@ describe('Dockerfile', () => {
   it('copies every source directory the entry points import', () => {
     const copied = new Set([...dockerfile.matchAll(/^COPY (\S+) \.\/\S+$/gm)].map((m) => m[1].replace(/\/$/, '')));
     const needed = new Set([...reachableSources(ENTRY_POINTS)].map((f) => path.relative(REPO, f).split(path.sep)[0]));
-    needed.delete('scripts'); // only scripts/bundle-workflows.ts, copied as a file
-    assert.ok(copied.has('scripts/bundle-workflows.ts'));
+    needed.delete('tools'); // only tools/scripts/bundle-workflows.ts, copied as a file
+    assert.ok(copied.has('tools/scripts/bundle-workflows.ts'));
     assert.deepEqual([...needed].filter((d) => !copied.has(d)).sort(), []);
   });
 
   it('builds on a pinned Node 24 and points the workers at the prebuilt bundle', () => {
     assert.match(dockerfile, /^ARG NODE_IMAGE=node:24\.\d+\.\d+-\w+-slim$/m);
-    assert.match(dockerfile, /node dist\/scripts\/bundle-workflows\.js dist\/workflow-bundle\.js/);
+    assert.match(dockerfile, /node dist\/tools\/scripts\/bundle-workflows\.js dist\/workflow-bundle\.js/);
     assert.match(dockerfile, /WORKFLOW_BUNDLE_PATH=\/app\/dist\/workflow-bundle\.js/);
   });
 });

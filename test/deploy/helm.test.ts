@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { KUBERNETES_VERSIONS } from '../../stack/deploy-schemas';
+import { KUBERNETES_VERSIONS } from '../../tools/stack/deploy-schemas';
 import { CHART_DIR, deployTools, kubeconform, parseManifests, renderChart, runTool, valuesFile, type DeployTools, type Manifest } from '../support/deploy';
 
 const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
@@ -31,7 +31,7 @@ describe('deploy/helm chart', function () {
   let renderedFile: string;
 
   before(async function () {
-    this.timeout(30 * 60_000); // builds helm and kubeconform with Go when stack/install.ts has not yet
+    this.timeout(30 * 60_000); // builds helm and kubeconform with Go when tools/stack/install.ts has not yet
     tools = await deployTools();
     const text = await renderChart(tools.helm, [CI_VALUES]);
     renderedFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-chart-')), 'rendered.yaml');

@@ -1,10 +1,10 @@
 // Issue 20: the monitoring files in deploy/ fit together: Prometheus scrapes the ports the Compose file
 // configures, every alert is complete, and every wrs_* metric the alerts and the dashboard query exists in
-// metrics/index.ts (the temporal_* SDK names are checked against a live worker in test/worker/production-entry).
+// lib/metrics/index.ts (the temporal_* SDK names are checked against a live worker in test/worker/production-entry).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { metricsText } from '../../metrics';
+import { metricsText } from '../../lib/metrics';
 import { COMPOSE_FILE, REPO, readYaml } from '../support/deploy';
 
 interface Rule {

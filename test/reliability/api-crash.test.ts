@@ -13,7 +13,7 @@
  * Ten clients started their run with POST stream:true, ten attached to an async run with GET.
  */
 import assert from 'node:assert/strict';
-import type { RunEvent } from '../../workflows/definitions';
+import type { RunEvent } from '../../domain/run';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
 import { startApiProcess, type ApiProcess } from '../support/api-process';

@@ -1,5 +1,5 @@
 /**
- * Issue 8: schemathesis (from PyPI, pinned in stack/schemathesis-requirements.txt) generates
+ * Issue 8: schemathesis (from PyPI, pinned in tools/stack/schemathesis-requirements.txt) generates
  * requests from the served OpenAPI document — valid and invalid ones, examples, boundary values,
  * and stateful sequences following the document's links — with a valid key, against a real
  * service. At least 2,000 of them, counted from schemathesis' own NDJSON report; none may answer
@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureSchemathesis, type PythonTool } from '../../stack/python-tools';
+import { ensureSchemathesis, type PythonTool } from '../../tools/stack/python-tools';
 import { newAccount } from '../support/accounts';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { greetingWorkflow, llmWorkflow, publish, typedInputsWorkflow, waitForRun } from '../support/fixtures';
@@ -99,7 +99,7 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
   let keepReports = false;
 
   before(async () => {
-    // Installs it when stack/install.ts has not run on this machine yet (a fresh checkout running one file).
+    // Installs it when tools/stack/install.ts has not run on this machine yet (a fresh checkout running one file).
     tool = await ensureSchemathesis({ log: (line) => process.stderr.write(`${line}\n`) });
     fake = await startFakeOpenAI();
     svc = await startService({

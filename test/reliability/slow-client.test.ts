@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import type { RunEvent } from '../../workflows/definitions';
+import type { RunEvent } from '../../domain/run';
 import { newAccount } from '../support/accounts';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
 import { accountBalance } from '../../store/ledger';
-import type { RunEvent } from '../../workflows/definitions';
+import type { RunEvent } from '../../domain/run';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow } from '../support/fixtures';

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Store } from '../../store/db';
 import { accountBalance } from '../../store/ledger';
 import { finalizeRunRecord, findRun, findRunRecord, insertRun, saveRunChunk } from '../../store/runs';
-import type { RunEvent, RunFinal, RunOutput } from '../../workflows/definitions';
+import type { RunEvent, RunFinal, RunOutput } from '../../domain/run';
 import { newAccount } from '../support/accounts';
 import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';

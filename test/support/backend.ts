@@ -7,7 +7,7 @@ import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/
 import { loadConfig, type Config } from '../../config';
 import { connectStore, type Store } from '../../store/db';
 import { createRunWorker } from '../../worker/create-worker';
-import { payloadProtection } from '../../codec/data-converter';
+import { payloadProtection } from '../../lib/codec/data-converter';
 import { testStack } from './stack';
 
 let counter = 0;

@@ -1,6 +1,6 @@
 /**
  * Helpers of the deployment tests (test/deploy): the repository's Compose file and Helm chart, the tools that
- * check them (helm, kubeconform: built into ~/.cache/wrs by stack/install.ts, or here when missing), and the
+ * check them (helm, kubeconform: built into ~/.cache/wrs by tools/stack/install.ts, or here when missing), and the
  * list of the service's variables.
  */
 import { execFile } from 'node:child_process';
@@ -10,8 +10,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import yaml from 'js-yaml';
 import { EnvSchema } from '../../config';
-import { ensureHelm, ensureKubeconform } from '../../stack/binaries';
-import { ensureKubernetesSchemas, kubeconformSchemaLocation } from '../../stack/deploy-schemas';
+import { ensureHelm, ensureKubeconform } from '../../tools/stack/binaries';
+import { ensureKubernetesSchemas, kubeconformSchemaLocation } from '../../tools/stack/deploy-schemas';
 
 const run = promisify(execFile);
 export const REPO = path.resolve(__dirname, '..', '..');
@@ -35,7 +35,7 @@ export interface DeployTools {
   kubeconform: string;
 }
 
-/** The cached tools (a Go build of several minutes on a machine where stack/install.ts has not run yet). */
+/** The cached tools (a Go build of several minutes on a machine where tools/stack/install.ts has not run yet). */
 export async function deployTools(): Promise<DeployTools> {
   const [helm, kubeconform] = [await ensureHelm(), await ensureKubeconform()];
   await ensureKubernetesSchemas();

@@ -2,7 +2,7 @@
 // missing from ~/.cache/wrs is built (`npm test` already did so in pretest; this covers `npx mocha
 // some.test.ts` on a fresh machine), outside every test timeout. The shared stack is stopped once,
 // after every file ran.
-import { installTools } from '../../stack/install';
+import { installTools } from '../../tools/stack/install';
 import { stopTestStack } from './stack';
 
 export async function mochaGlobalSetup(): Promise<void> {

@@ -3,7 +3,9 @@
  * tests never see each other's data or workers), the API on a free port, and a worker that a
  * test may start late or stop to observe `pending`.
  */
+import { Client } from '@temporalio/client';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { payloadProtection } from '../../lib/codec/data-converter';
 import type { DestinationStream } from 'pino';
 import type { Config } from '../../config';
 import { startApi, type ApiHandle } from '../../api/start-api';
@@ -81,3 +83,19 @@ async function sharedStack(): Promise<ServiceStack> {
   const { stack, bundle } = await testStack();
   return { temporalAddress: stack.temporal.address, mongoUri: stack.mongo.uri, bundle };
 }
+
+/**
+ * A Temporal client on the service's own connection, with its payload codec (D32), for tests that
+ * look at workflows directly (histories, results, schedules). The API itself reaches Temporal only
+ * through its RunGateway.
+ */
+export function temporalClient(svc: TestService): Client {
+  let client = clients.get(svc);
+  if (!client) {
+    const { dataConverter } = payloadProtection(svc.config, svc.store.db);
+    client = new Client({ connection: svc.api.connection, namespace: svc.config.temporal.namespace, dataConverter });
+    clients.set(svc, client);
+  }
+  return client;
+}
+const clients = new WeakMap<TestService, Client>();

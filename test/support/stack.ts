@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { installWorkerRuntime } from '../../worker/runtime';
-import { startStack, type Stack } from '../../stack';
+import { startStack, type Stack } from '../../tools/stack';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { bundleWorkflows } from '../../worker/create-worker';
 

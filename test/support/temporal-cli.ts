@@ -4,7 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { temporalBinaryPath } from '../../stack';
+import { temporalBinaryPath } from '../../tools/stack';
 
 export interface CodecAccess {
   /** e.g. `http://127.0.0.1:8080/codec` */

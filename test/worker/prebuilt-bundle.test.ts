@@ -17,7 +17,7 @@ describe('worker: prebuilt workflow bundle (WORKFLOW_BUNDLE_PATH)', function () 
   after(async () => svc?.close());
 
   it('runs a run with the workflow code loaded from the bundle file', async () => {
-    // The same bytes scripts/bundle-workflows.ts writes at image build: bundleWorkflows().code.
+    // The same bytes tools/scripts/bundle-workflows.ts writes at image build: bundleWorkflows().code.
     const file = path.join(dir, 'workflow-bundle.js');
     fs.writeFileSync(file, (await testStack()).bundle.code);
     svc = await startService({ env: { WORKFLOW_BUNDLE_PATH: file } });

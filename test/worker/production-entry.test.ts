@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../stack/ports';
+import { freePort } from '../../tools/stack/ports';
 import { newAccount } from '../support/accounts';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';

@@ -8,7 +8,7 @@ import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { deriveId } from '../../store/ids';
 
 const ROWS = 20_000;
@@ -57,7 +57,7 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     const debit = await svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.equal(debit?.amount_usd, -run.total_cost);
 
-    const { historyLength } = await svc.api.gateway.client.workflow.getHandle(runId).describe();
+    const { historyLength } = await temporalClient(svc).workflow.getHandle(runId).describe();
     assert.ok(historyLength < 2_000, `history of ${historyLength} events`);
 
     // D31 pages: the first, one after a cursor in the middle, and the errors.
@@ -111,7 +111,7 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     const before = fake.requests.length;
     const runId = await start('rows-slow', rowValues(ROWS));
     await waitFor(async () => (fake.requests.length - before > 500 ? true : undefined), { timeoutMs: 240_000, what: '500 calls' });
-    await svc.api.gateway.client.workflow.getHandle(runId).terminate('an operator stopped it');
+    await temporalClient(svc).workflow.getHandle(runId).terminate('an operator stopped it');
     const run = await waitForRun(svc.url, key, runId, 60_000);
     assert.equal(run.status, 'failed');
     assert.match(run.error, /terminated/);

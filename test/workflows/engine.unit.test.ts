@@ -11,7 +11,7 @@ import { WorkflowDocumentSchema, type WorkflowDocument } from '../../domain/grap
 import type { Item } from '../../domain/parts';
 import { executeGraph, type EngineHooks, type IoNode } from '../../workflows/engine';
 import { NodeFailure } from '../../workflows/errors';
-import { completed, failed, itemText } from '../../workflows/values';
+import { completed, failed, itemText } from '../../domain/items';
 
 function example(name: string): WorkflowDocument {
   return WorkflowDocumentSchema.parse(JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'examples', `${name}.json`), 'utf8')));

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { startService, type TestService } from '../support/service';
+import { startService, type TestService, temporalClient } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { call, waitFor } from '../support/http';
 import { publish, waitForRun } from '../support/fixtures';
@@ -17,7 +17,7 @@ import { expectError } from '../support/api-assert';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { isId } from '../../domain/ids';
 import { createActivities } from '../../activities';
-import type { RunFinal } from '../../workflows/definitions';
+import type { RunFinal } from '../../domain/run';
 import { findRunRecord } from '../../store/runs';
 
 const PRICES = JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } });
@@ -279,7 +279,7 @@ describe('workflow execution (real Temporal + FerretDB)', function () {
 
       // Item ids are stable: a second read gives the same record (the first may have come from the
       // live workflow, this one from the stored record) ...
-      await svc.api.gateway.client.workflow.getHandle(run.id).result();
+      await temporalClient(svc).workflow.getHandle(run.id).result();
       const again = await call(svc.url, 'GET', `/api/v1/runs/${run.id}`, { key });
       assert.equal(again.status, 200);
       assert.deepEqual(again.body, run);
@@ -545,7 +545,7 @@ describe('workflow execution (real Temporal + FerretDB)', function () {
       assert.equal(run.status, 'completed', JSON.stringify(run));
       // The run shows completed as soon as its state says so; wait until its workflow has closed
       // (the finalize activity reported back) before Temporal is made to forget it.
-      const { client } = svc.api.gateway;
+      const client = temporalClient(svc);
       await client.workflow.getHandle(runId).result();
       assert.equal((await svc.store.collections.runs.findOne({ _id: runId }))?.finalized, true);
       await client.workflowService.deleteWorkflowExecution({ namespace: svc.config.temporal.namespace, workflowExecution: { workflowId: runId } });

@@ -1,11 +1,12 @@
 /**
- * A large run's end in chunks (workflows/run-chunks.ts, bench/FINDINGS.md P4): split and joined
+ * A large run's end in chunks (domain/run-chunks.ts, tools/bench/FINDINGS.md P4): split and joined
  * back exactly, and end to end a run too large for one Temporal payload completes, reads back
  * whole (GET and a stream replayed from the record) and leaves no chunk behind after retention.
  */
 import assert from 'node:assert/strict';
-import { splitFinal, joinChunks } from '../../workflows/run-chunks';
-import { SNAPSHOT_EVENTS, type RunArgs, type RunEvent, type RunFinal } from '../../workflows/definitions';
+import { splitFinal, joinChunks } from '../../domain/run-chunks';
+import { type RunArgs } from '../../workflows/definitions';
+import { SNAPSHOT_EVENTS, type RunEvent, type RunFinal } from '../../domain/run';
 import { RunState } from '../../workflows/run-state';
 import { idAtOffset } from '../../domain/ids';
 import { removeRunsOlderThan } from '../../store/retention';

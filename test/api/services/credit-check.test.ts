@@ -1,7 +1,7 @@
 /** D17's start gate: 402 at or below zero, positive balances remembered briefly, zero never remembered. */
 import assert from 'node:assert/strict';
 import { CreditCheck, STALE_LIMIT_MS } from '../../../api/services/credit-check';
-import { InsufficientCreditsError } from '../../../api/errors';
+import { InsufficientCreditsError } from '../../../domain/errors';
 import { addCredits, createAccount } from '../../../store/accounts';
 import { accountBalance, balanceFrom, CHECKPOINT_LAG_MS, latestCheckpoint, postEntry, writeCheckpoint } from '../../../store/ledger';
 import type { Store } from '../../../store/db';

@@ -1,7 +1,7 @@
-/** The per-process cache of finished runs (bench/FINDINGS.md P5): LRU within a byte bound, per account, expiring. */
+/** The per-process cache of finished runs (tools/bench/FINDINGS.md P5): LRU within a byte bound, per account, expiring. */
 import assert from 'node:assert/strict';
 import { FinishedRunCache } from '../../../api/services/finished-run-cache';
-import type { RunView } from '../../../api/response-schemas';
+import type { RunView } from '../../../domain/run-view';
 
 function view(id: string, items = 1): RunView {
   const item = { type: 'text', text: 'x' } as any;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { PollerRegistry, type PollSource, type RunKnowledge, type Subscriber } from '../../../api/stream/run-poller';
-import { createdEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../../workflows/definitions';
+import { createdEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../../domain/run';
 import { waitFor } from '../../support/http';
 
 const RUN = 'run_01J00000000000000000000000';

@@ -1,7 +1,7 @@
 /** SSE framing (api/stream/sse.ts, D11): what a client's parser, e.g. a browser's EventSource, reads. */
 import assert from 'node:assert/strict';
 import { DONE, formatEvent, KEEPALIVE } from '../../../api/stream/sse';
-import { createdEvent } from '../../../workflows/definitions';
+import { createdEvent } from '../../../domain/run';
 
 describe('SSE framing (api/stream/sse.ts)', () => {
   const event = createdEvent({ runId: 'run_01J00000000000000000000000', createdAtMs: 1_700_000_000_500, publishedWorkflowId: 'wf_1' });

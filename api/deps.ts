@@ -1,0 +1,49 @@
+/**
+ * What the routes are given: the API's dependencies (AppDeps, made by start-api.ts or a test) and
+ * the per-process caches built from them. Routes import this module; it imports no route.
+ */
+import type { Db } from 'mongodb';
+import type { Config } from '../config';
+import type { Collections } from '../store/db';
+import type { Logger } from './logger';
+import type { RunGateway } from './temporal/run-gateway';
+import type { PollerRegistry } from './stream/run-poller';
+import { CreditCheck } from './services/credit-check';
+import { FinishedRunCache } from './services/finished-run-cache';
+import { RateCounter } from './services/rate-counter';
+import { KnownRuns } from './services/known-runs';
+import { WorkflowCatalog } from './services/workflow-catalog';
+import { KeyCache } from './middleware/authenticate';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  collections: Collections;
+  gateway: RunGateway;
+  pollers: PollerRegistry;
+  logger: Logger;
+  /** Per-process caches; createApp makes them when not given. */
+  credits?: CreditCheck;
+  finishedRuns?: FinishedRunCache;
+  rateCounter?: RateCounter;
+  keys?: KeyCache;
+  catalog?: WorkflowCatalog;
+  knownRuns?: KnownRuns;
+}
+
+/** The dependencies routes see: AppDeps with the per-process caches made. */
+export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns'>>;
+
+/** AppDeps with every per-process cache made (those a test passed in are kept). */
+export function routeDeps(appDeps: AppDeps): RouteDeps {
+  return {
+    ...appDeps,
+    credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
+    finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
+    rateCounter: appDeps.rateCounter ?? new RateCounter(appDeps.collections),
+    // Store round trips of the hot paths (docs/architecture.md "Store round trips").
+    keys: appDeps.keys ?? new KeyCache(appDeps.collections),
+    catalog: appDeps.catalog ?? new WorkflowCatalog(appDeps.collections),
+    knownRuns: appDeps.knownRuns ?? new KnownRuns(),
+  };
+}

@@ -1,0 +1,295 @@
+/** The API's window on Temporal: starting a run's workflow and asking it for its snapshot. */
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+  QueryRejectedError,
+  type GrpcRetryOptions,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import type { EncryptionCodec } from '../../lib/codec/payload-codec';
+import type { PayloadProtection } from '../../lib/codec/data-converter';
+import { RUN_WORKFLOW_TYPE, SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPES, awaitEndUpdate, snapshotQuery, outputPageQuery, type RunArgs } from '../../workflows/definitions';
+import { type OutputPage, type RunSnapshot } from '../../domain/run';
+import { workflowDetails, workflowSummary } from '../../workflows/summaries';
+import { DEADLINE_EXCEEDED, UNAVAILABLE, grpcCode, isTemporalUnavailable, isTemporalUnreachable } from './grpc-errors';
+import { ensureRetentionSchedule } from './retention-schedule';
+import { ServiceUnavailableError } from '../../domain/errors';
+import { queryDuration } from '../../lib/metrics';
+import type { Config } from '../../config';
+import { connectFirst } from '../../config/temporal-connection';
+
+export interface RunGatewayOptions {
+  connection: Connection;
+  namespace: string;
+  taskQueue: string;
+  /** Bound on every query: a slow answer is "no news yet", never a hung request. */
+  queryTimeoutMs: number;
+  /** Bound on a start or a cancel (a hung server; a refused connection fails within ~1 s, see connectTemporal). */
+  rpcTimeoutMs: number;
+  /**
+   * Told about a run whose workflow closed without completing cleanly (terminated, timed out):
+   * its own finalize never ran (api/services/settle-run.ts). Awaited before the caller hears "no news".
+   */
+  onClosedUnfinished?: (runId: string, status: number) => Promise<void>;
+  /** D32: seals every payload the API sends to Temporal and opens every answer. */
+  payloads: PayloadProtection;
+}
+
+/**
+ * Tries of a call that found Temporal unreachable: 3 retries after ~170, ~290 and ~490 ms, so a
+ * restarting frontend or a reset connection is ridden out, yet a request answers 503 about 1 s
+ * into an outage instead of after the SDK default's 10 tries (~20 s). Other retryable codes
+ * (RESOURCE_EXHAUSTED ...) keep the SDK's policy.
+ */
+const UNAVAILABLE_ATTEMPTS = 4;
+
+/**
+ * While Temporal is down grpc-js reconnects with an exponential back-off that grows to 120 s;
+ * capped at 2 s, the API notices a restarted server within ~2 s (one refused TCP connect every
+ * 2 s costs nothing).
+ */
+const MAX_RECONNECT_BACKOFF_MS = 2_000;
+
+/** The API's retry policy for Temporal calls (see UNAVAILABLE_ATTEMPTS). */
+export function apiGrpcRetryOptions(): GrpcRetryOptions {
+  const sdk = defaultGrpcRetryOptions();
+  return {
+    delayFunction: sdk.delayFunction,
+    retryableDecider: (attempt, status) =>
+      status.code === UNAVAILABLE ? attempt < UNAVAILABLE_ATTEMPTS : sdk.retryableDecider(attempt, status),
+  };
+}
+
+/** Connects the API to Temporal with the outage behaviour above (issue 8: answer 503 fast, recover by itself). */
+export function connectTemporal(temporal: Config['temporal']): Promise<Connection> {
+  return connectFirst(temporal, (options) => Connection.connect({
+    ...options,
+    channelArgs: { 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS },
+    interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
+  }));
+}
+
+/** How many started run ids a process remembers (oldest forgotten first). */
+const STARTED_MEMORY = 10_000;
+
+/** The API's only way to Temporal: every call it makes, each under a deadline, each with one rule for its failures. */
+export class RunGateway {
+  private readonly client: Client;
+  /** The client's payload codec, also served to operators by the codec server (routes/codec.ts). */
+  readonly codec?: EncryptionCodec;
+  private readonly started = new Set<string>();
+
+  /** Queries closed runs too (a worker replays them): for settling a run that could not finish. */
+  private readonly replayClient: Client;
+
+  constructor(private readonly opts: RunGatewayOptions) {
+    this.codec = opts.payloads.codec;
+    // A query of a workflow that closed without completing is refused with its status instead of
+    // being answered by a replay: that is how a terminated run is told from a running one.
+    this.client = new Client({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      dataConverter: opts.payloads.dataConverter,
+      workflow: { queryRejectCondition: 'NOT_COMPLETED_CLEANLY' },
+    });
+    this.replayClient = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: opts.payloads.dataConverter });
+  }
+
+  /** The snapshot of a run whose workflow has closed, replayed from its history; null when it cannot be had. */
+  async closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null> {
+    try {
+      return await this.opts.connection.withDeadline(Date.now() + 30_000, () => this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence));
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one.
+   * `slug` names the published workflow in the run's summary in the Temporal UI (D33).
+   */
+  async start(args: RunArgs, slug: string): Promise<void> {
+    try {
+      await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, {
+        workflowId: args.runId,
+        taskQueue: this.opts.taskQueue,
+        args: [args],
+        staticSummary: workflowSummary(slug, args.version),
+        staticDetails: workflowDetails(args.graph.nodes),
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
+          { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },
+          { key: SEARCH_ATTRIBUTES.workflowVersion, value: args.version },
+        ],
+      }));
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+      // A deadline leaves it open whether the start reached Temporal. The caller removes the run's
+      // record on failure, so a workflow that did start would run (and be billed) unseen: ask first.
+      if (grpcCode(err) === DEADLINE_EXCEEDED && (await this.exists(args.runId).catch(() => false))) return;
+      if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      throw err;
+    }
+  }
+
+  /** Whether Temporal knows a workflow with this id; 503 (ServiceUnavailableError) when it cannot say. */
+  async exists(runId: string): Promise<boolean> {
+    try {
+      await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () => this.client.workflow.getHandle(runId).describe());
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      throw err;
+    }
+  }
+
+  /** Answers when Temporal's frontend answers within `ms` (readiness, /readyz); throws otherwise. */
+  async ping(ms: number): Promise<void> {
+    await this.opts.connection.withDeadline(Date.now() + ms, () => this.opts.connection.workflowService.getSystemInfo({}));
+  }
+
+  /** D29: creates the hourly retention schedule of this task queue unless it exists; returns its id. */
+  ensureRetentionSchedule(): Promise<string> {
+    return this.withDeadline(() => ensureRetentionSchedule(this.client, this.opts.taskQueue));
+  }
+
+  /**
+   * D28 `Prefer: wait`: the run's terminal snapshot the moment it ends (the `awaitEnd` update,
+   * before its record is written); `timeout` when `ms` passed first; `closed` when the workflow
+   * cannot take the update (it closed already, or Temporal forgot it): wait for its record instead.
+   */
+  async awaitEnd(runId: string, ms: number): Promise<RunSnapshot | 'timeout' | 'closed'> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms);
+    try {
+      return await this.opts.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(runId).executeUpdate(awaitEndUpdate));
+    } catch {
+      return controller.signal.aborted ? 'timeout' : 'closed';
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Waits up to `ms` for the run's workflow to close (a long poll on Temporal, no polling here);
+   * true when it did. The workflow closes only after its final record is written.
+   */
+  async waitForClose(runId: string, ms: number): Promise<boolean> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms);
+    try {
+      await this.opts.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(runId).result());
+      return true;
+    } catch {
+      return false; // the wait is over (runs that fail or are cancelled still return normally)
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Requests cancellation (D8); a run that has just ended is left as it is (the caller re-reads it). */
+  async cancel(runId: string): Promise<void> {
+    try {
+      await this.withDeadline(() => this.client.workflow.getHandle(runId).cancel());
+    } catch (err) {
+      if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      // Already closed or forgotten: nothing left to cancel.
+    }
+  }
+
+  /**
+   * The run's snapshot with the events after `afterSequence`, or null when Temporal has no news:
+   * no worker has picked the run up yet, the query hit RESOURCE_EXHAUSTED while a workflow task
+   * was in flight, it timed out, or Temporal has forgotten the run. Callers fall back to MongoDB.
+   * Throws ServiceUnavailableError when Temporal cannot be reached at all: the stored record of a
+   * live run says only `pending`, and serving it would move a running run back (issue 8).
+   */
+  async snapshot(runId: string, afterSequence = -1): Promise<RunSnapshot | null> {
+    return (await this.probe(runId, afterSequence)).snapshot;
+  }
+
+  /**
+   * snapshot(), and when there is none whether that is because the run is queued: Temporal
+   * holds its workflow but no worker has run its first task yet (so the run is `pending`).
+   */
+  async probe(runId: string, afterSequence = -1): Promise<{ snapshot: RunSnapshot | null; queued: boolean }> {
+    const { answer, queued } = await this.query(runId, (handle) => handle.query(snapshotQuery, afterSequence));
+    return { snapshot: answer ? answer.value : null, queued };
+  }
+
+  /**
+   * D31: one page of a live run's output `label`; `{value: null}` for a label the run does not
+   * have, null when Temporal has no news (as for snapshot).
+   */
+  async outputPage(runId: string, label: string, afterItemId: string | null, limit: number): Promise<{ value: OutputPage | null } | null> {
+    return (await this.query(runId, (handle) => handle.query(outputPageQuery, label, afterItemId, limit))).answer;
+  }
+
+  /** One query of a started run under the query deadline; no answer for "no news", 503 when Temporal is unreachable. */
+  private async query<T>(runId: string, ask: (handle: WorkflowHandle) => Promise<T>): Promise<{ answer: { value: T } | null; queued: boolean }> {
+    const stop = queryDuration.startTimer();
+    let answer: { value: T } | null = null;
+    let queued = false;
+    try {
+      const state = await this.startState(runId);
+      queued = state === 'queued';
+      if (state === 'started') {
+        const value = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () => ask(this.client.workflow.getHandle(runId)));
+        answer = { value };
+      }
+    } catch (err) {
+      if (isTemporalUnreachable(err)) {
+        stop({ outcome: 'unavailable' });
+        throw new ServiceUnavailableError();
+      }
+      if (err instanceof QueryRejectedError) await this.opts.onClosedUnfinished?.(runId, err.status).catch(() => undefined);
+      // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
+    }
+    stop({ outcome: answer ? 'ok' : 'no_news' });
+    return { answer, queued };
+  }
+
+  /** Runs one start or cancel call under the configured deadline. */
+  private withDeadline<T>(call: () => Promise<T>): Promise<T> {
+    return this.opts.connection.withDeadline(Date.now() + this.opts.rpcTimeoutMs, call);
+  }
+
+  /**
+   * Whether a worker has completed the run's first workflow task. Until then a query waits for a
+   * worker until its deadline, so every poll of a queued run would hang that long; a describe
+   * answers at once. Once started, always started: remembered so live runs cost one call a look.
+   */
+  private async startState(runId: string): Promise<'started' | 'queued' | 'unknown'> {
+    if (this.started.has(runId)) return 'started';
+    try {
+      const description = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
+        this.client.workflow.getHandle(runId).describe(),
+      );
+      // Execution started, task scheduled, task started, task completed: at least four events.
+      if (description.historyLength < 4) return description.status.name === 'RUNNING' ? 'queued' : 'unknown';
+    } catch (err) {
+      if (isTemporalUnreachable(err)) throw err; // probe() turns it into a 503
+      return 'unknown'; // Temporal cannot say (or forgot the run): the stored record is the answer
+    }
+    if (this.started.size >= STARTED_MEMORY) this.started.delete(this.started.values().next().value!);
+    this.started.add(runId);
+    return 'started';
+  }
+}
+
+/** Registers the search attributes on a Temporal server that lacks them (a dev server gets them by flag). */
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+  const existing = await connection.operatorService.listSearchAttributes({ namespace });
+  const missing = Object.entries(SEARCH_ATTRIBUTE_TYPES).filter(([name]) => !(name in (existing.customAttributes ?? {})));
+  if (missing.length === 0) return;
+  const types = { Keyword: 2, Int: 3 } as const; // temporal.api.enums.v1.IndexedValueType
+  await connection.operatorService.addSearchAttributes({
+    namespace,
+    searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, types[type]])),
+  });
+}

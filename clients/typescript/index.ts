@@ -1,0 +1,238 @@
+/**
+ * A typed client of the Workflow Run Service for Node 18+ and browsers (only `fetch` and
+ * streams). It follows the spec's client rules: poll every 1–3 s, and when a stream drops,
+ * reconnect with GET /runs/{id}/stream and Last-Event-ID — never repeat the POST.
+ */
+import type { AsyncStartResponse, StartRequest } from '../../api/contract/request-schemas';
+import type { OutputItemList, StreamLink } from '../../api/contract/response-schemas';
+import type { RunView } from '../../domain/run-view';
+import { isTerminal, isTerminalEvent, type StreamEvent } from '../../domain/run';
+
+export type { AsyncStartResponse, OutputItemList, RunView as Run, StreamEvent, StreamLink };
+export type OutputItem = OutputItemList['data'][number];
+export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & { idempotencyKey?: string };
+
+/** An error answer of the API, with the envelope's fields. */
+export class WrsApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly code?: string,
+    readonly param?: string,
+    /** Seconds the server asked to wait (`Retry-After` of a 429 or 503). */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = 'WrsApiError';
+  }
+
+  /** A 429 or 503: the same request may succeed later (a 503 means Temporal or MongoDB is briefly unreachable). */
+  get retryable(): boolean {
+    return this.status === 429 || this.status === 503;
+  }
+}
+
+/** How long to wait before retrying after `err`: the server's Retry-After when it gave one, else `fallbackMs`. */
+function retryDelayMs(err: unknown, fallbackMs: number): number {
+  const seconds = err instanceof WrsApiError ? err.retryAfterSeconds : undefined;
+  return seconds !== undefined ? Math.min(60_000, seconds * 1000) : fallbackMs;
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
+
+export class WrsClient {
+  private readonly base: string;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(private readonly opts: ClientOptions) {
+    this.base = opts.baseUrl.replace(/\/$/, '');
+    this.fetchFn = opts.fetch ?? fetch.bind(globalThis);
+  }
+
+  /** Starts a run in async mode. */
+  async start(request: StartOptions): Promise<AsyncStartResponse> {
+    const { idempotencyKey, ...body } = request;
+    return this.json('POST', '/api/v1/responses', body, idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {});
+  }
+
+  /** Reads a run. */
+  get(runId: string): Promise<RunView> {
+    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}`);
+  }
+
+  /** Lists runs, newest first (D23). */
+  list(query: { limit?: number; starting_after?: string; status?: string; workflowId?: string } = {}): Promise<{ data: RunView[]; has_more: boolean }> {
+    const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]));
+    return this.json('GET', `/api/v1/runs${params.size ? `?${params}` : ''}`);
+  }
+
+  /** D31: one page of a run's output `key` (live or finished), in output order. */
+  listItems(runId: string, key: string, query: { limit?: number; starting_after?: string } = {}): Promise<OutputItemList> {
+    const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]));
+    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${params.size ? `?${params}` : ''}`);
+  }
+
+  /**
+   * D31: every item of a run's output `key`, page by page (`pageSize` 1–1,000), so a
+   * 100,000-item output is read without holding it whole. For a finished run; a live run yields
+   * the items opened so far, unfinished ones as `running`.
+   */
+  async *items(runId: string, key: string, opts: { pageSize?: number } = {}): AsyncGenerator<OutputItem> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.listItems(runId, key, { limit: opts.pageSize ?? 1_000, starting_after: after });
+      yield* page.data;
+      if (!page.has_more || !page.last_id) return;
+      after = page.last_id;
+    }
+  }
+
+  /** Requests cancellation (D8); the run turns `cancelled` once it has stopped. */
+  cancel(runId: string): Promise<RunView> {
+    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);
+  }
+
+  /**
+   * D34: a signed URL to the run's stream that works without the API key for at most an hour
+   * (`ttlSeconds`, default 3600): mint it on a backend, hand it to a browser's `new EventSource(url)`.
+   */
+  streamLink(runId: string, opts: { ttlSeconds?: number } = {}): Promise<StreamLink> {
+    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/stream-link`, opts.ttlSeconds === undefined ? {} : { ttl_seconds: opts.ttlSeconds });
+  }
+
+  /**
+   * Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). A 429 or
+   * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says.
+   */
+  async wait(runId: string, opts: { intervalMs?: number; signal?: AbortSignal } = {}): Promise<RunView> {
+    const interval = Math.min(3_000, Math.max(1_000, opts.intervalMs ?? 1_000));
+    for (;;) {
+      try {
+        const run = await this.get(runId);
+        if (isTerminal(run.status)) return run;
+        await sleep(interval, opts.signal);
+      } catch (err) {
+        if (!(err instanceof WrsApiError && err.retryable)) throw err;
+        await sleep(retryDelayMs(err, interval), opts.signal);
+      }
+    }
+  }
+
+  /**
+   * Starts a streaming run, or (with `runId`) follows an existing one, yielding its events until
+   * the terminal one. A dropped connection is resumed with GET .../stream and Last-Event-ID,
+   * so every event is yielded exactly once; the start request is never repeated.
+   */
+  async *stream(
+    start: StartOptions | { runId: string },
+    opts: { signal?: AbortSignal; maxReconnects?: number; reconnectDelayMs?: number } = {},
+  ): AsyncGenerator<StreamEvent> {
+    let runId = 'runId' in start ? start.runId : undefined;
+    let lastId: number | undefined;
+    let failures = 0;
+    for (;;) {
+      let response: Response | undefined;
+      let refused: unknown;
+      if (runId === undefined) {
+        const { idempotencyKey, ...body } = start as StartOptions;
+        response = await this.request('POST', '/api/v1/responses', { ...body, stream: true }, idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}, opts.signal);
+      } else {
+        const headers: Record<string, string> = lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) };
+        try {
+          response = await this.request('GET', `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`, undefined, headers, opts.signal);
+        } catch (err) {
+          // A reconnect may meet an API restarting (no answer) or an outage (503): both are waited out.
+          if (opts.signal?.aborted || (err instanceof WrsApiError && !err.retryable)) throw err;
+          refused = err;
+        }
+      }
+      if (response?.status === 204) return; // D11: the cursor is the terminal event, nothing is left
+      let sawEvent = false;
+      try {
+        for await (const event of response ? parseSse(response) : []) {
+          if (event === 'DONE') return;
+          sawEvent = true;
+          if (event.type === 'response.resumed') continue; // per connection, not part of the run's log
+          if (event.type === 'response.created') runId = event.response.run_id;
+          if (lastId !== undefined && event.sequence_number <= lastId) continue;
+          lastId = event.sequence_number;
+          yield event;
+          if (isTerminalEvent(event)) return;
+        }
+      } catch (err) {
+        if (opts.signal?.aborted) throw err;
+        // a dropped connection: fall through and reconnect
+      }
+      if (runId === undefined) throw new Error('the stream ended before the run was created');
+      // A 429/503 is the service saying "later", waited out for as long as it lasts (abort with `signal`).
+      if (sawEvent) failures = 0;
+      else if (!(refused instanceof WrsApiError)) failures++;
+      if (failures > (opts.maxReconnects ?? 10)) throw new Error(`gave up reconnecting to run ${runId}`);
+      await sleep(retryDelayMs(refused, (opts.reconnectDelayMs ?? 500) * Math.max(1, failures)), opts.signal);
+    }
+  }
+
+  private async json<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    const res = await this.request(method, path, body, headers);
+    return (await res.json()) as T;
+  }
+
+  private async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+    const res = await this.fetchFn(this.base + path, {
+      method,
+      signal,
+      headers: {
+        authorization: `Bearer ${this.opts.apiKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) {
+      const envelope = (await res.json().catch(() => null)) as { error?: { message?: string; type?: string; code?: string; param?: string } } | null;
+      const e = envelope?.error;
+      const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
+      throw new WrsApiError(res.status, e?.type ?? 'server_error', e?.message ?? `HTTP ${res.status}`, e?.code, e?.param, Number.isFinite(retryAfter) ? retryAfter : undefined);
+    }
+    return res;
+  }
+}
+
+/** Parses an SSE body into events (and 'DONE' for the terminator), skipping comments. */
+async function* parseSse(response: Response): AsyncGenerator<StreamEvent | 'DONE'> {
+  if (!response.body) return;
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n');
+      if (data === '') continue;
+      yield data === '[DONE]' ? 'DONE' : (JSON.parse(data) as StreamEvent);
+    }
+  }
+}

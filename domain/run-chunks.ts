@@ -1,0 +1,108 @@
+/**
+ * A large run's end, cut into chunks that each fit one Temporal payload. Every activity input is a
+ * payload of the workflow's history, refused above 2 MB (and the whole history above 50 MB), so a
+ * 100,000-row run cannot hand its output and 200,000-event log to finalizeRun in one piece.
+ *
+ * Item events travel compactly: every event between `response.created` (first) and the terminal
+ * event (last) is an output item's `added` or `done`, and an item's id follows from the run's
+ * first item id and its output index (domain/ids.ts idAtOffset). So an event is one number,
+ * `output_index * 2 + (done ? 1 : 0)` in base 36: ~6 bytes instead of ~150, and a 100,000-row
+ * run's log is 1.3 MB instead of 30 MB. Small runs (nearly all) stay one piece: `chunks` is empty.
+ */
+import { idAtOffset } from './ids';
+import type { OutputItem, RunEvent, RunFinal, RunOutput } from './run';
+
+/** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it), and two of them under its 4 MB message limit. */
+export const CHUNK_BYTES = 512 * 1024;
+
+/** One slice of a run's event log and output items, stored before the final record (store/runs.ts). */
+export interface RunChunk {
+  runId: string;
+  /** 0-based; chunks are concatenated in this order: item events in log order, items per label in output order. */
+  index: number;
+  /** Item events, compact (see above), comma-separated; empty when the chunk holds none. */
+  itemEvents: string;
+  output: RunOutput;
+}
+
+/** The stored parts a final record is rebuilt from: the events it kept (created and terminal) and its item id base. */
+export interface ChunkedRecord {
+  events: RunEvent[] | null;
+  output: RunOutput | null;
+  item_id_base?: string | null;
+}
+
+/** A chunk as read back: compact item events, or (chunks stored by earlier versions) whole events. */
+export type StoredChunk = Pick<RunChunk, 'index' | 'output'> & { itemEvents?: string; events?: RunEvent[] };
+
+type ItemEvent = Extract<RunEvent, { type: 'response.output_item.added' | 'response.output_item.done' }>;
+
+/** Bytes of one item event in the JSON log, about: enough to tell a small run from a large one without serializing its log. */
+const ITEM_EVENT_BYTES = 150;
+
+/**
+ * Splits a final state whose events and output exceed `maxBytes` into chunks; the final then
+ * carries only its created and terminal events. It runs inside the workflow at the end of a
+ * 100,000-row run, so it touches each item once and never serializes the whole log (Temporal
+ * fails a workflow task that holds its thread for seconds).
+ */
+export function splitFinal(final: RunFinal, maxBytes = CHUNK_BYTES): { final: RunFinal; chunks: RunChunk[] } {
+  const inner = final.events.slice(1, -1);
+  // Every event between the first and the last is an item event whose id RunState derived from the base.
+  const compactable = final.itemIdBase !== undefined && final.events.length >= 2 && inner.every(isItemEvent);
+  const items = Object.entries(final.output ?? {}).flatMap(([label, list]) => list.map((item) => ({ label, item, bytes: JSON.stringify(item).length + 1 })));
+  const outputBytes = items.reduce((sum, entry) => sum + entry.bytes, 0);
+  if (!compactable || inner.length * ITEM_EVENT_BYTES + outputBytes <= maxBytes) return { final: { ...final, chunks: 0 }, chunks: [] };
+
+  const chunks: RunChunk[] = [];
+  const codes: string[][] = [];
+  let bytes = maxBytes + 1; // the first piece opens a chunk
+  const room = (needed: number): number => {
+    if (bytes > 0 && bytes + needed > maxBytes) {
+      chunks.push({ runId: final.runId, index: chunks.length, itemEvents: '', output: {} });
+      codes.push([]);
+      bytes = 0;
+    }
+    bytes += needed;
+    return chunks.length - 1;
+  };
+  for (const event of inner as ItemEvent[]) {
+    const code = (event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0)).toString(36);
+    codes[room(code.length + 1)].push(code);
+  }
+  for (const { label, item, bytes: needed } of items) (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
+  chunks.forEach((chunk, i) => (chunk.itemEvents = codes[i].join(',')));
+  // The record keeps every label, so a label with no items still shows.
+  const emptyOutput: RunOutput | null = final.output && Object.fromEntries(Object.keys(final.output).map((label) => [label, []]));
+  const kept = [final.events[0], final.events.at(-1)!];
+  return { final: { ...final, events: kept, output: emptyOutput, chunks: chunks.length }, chunks };
+}
+
+function isItemEvent(event: RunEvent): boolean {
+  return event.type === 'response.output_item.added' || event.type === 'response.output_item.done';
+}
+
+/** Puts the chunks back into the final record's `events` and `output` (the inverse of splitFinal). */
+export function joinChunks<T extends ChunkedRecord>(record: T, chunks: readonly StoredChunk[]): T {
+  const kept = record.events ?? [];
+  const events: RunEvent[] = kept.slice(0, 1);
+  const output: RunOutput | null = record.output && Object.fromEntries(Object.entries(record.output).map(([label, items]) => [label, [...items]]));
+  const sorted = [...chunks].sort((a, b) => a.index - b.index);
+  for (const chunk of sorted) {
+    if (chunk.events) events.push(...chunk.events); // written before item events were compact: whole events
+    if (chunk.itemEvents) for (const code of chunk.itemEvents.split(',')) events.push(itemEvent(record.item_id_base!, parseInt(code, 36), events.length));
+    for (const [label, items] of Object.entries(chunk.output)) if (output) (output[label] ??= []).push(...items);
+  }
+  for (const event of kept.slice(1)) events.push({ ...event, sequence_number: events.length });
+  return { ...record, events, output };
+}
+
+function itemEvent(base: string, code: number, sequence: number): RunEvent {
+  const outputIndex = Math.floor(code / 2);
+  return {
+    type: code % 2 === 1 ? 'response.output_item.done' : 'response.output_item.added',
+    sequence_number: sequence,
+    output_index: outputIndex,
+    item: { type: 'message', id: idAtOffset(base, outputIndex), phase: 'final_answer' },
+  };
+}

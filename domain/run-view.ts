@@ -1,0 +1,115 @@
+/**
+ * The public Run object (spec "GET /api/v1/runs/{runId}"): its schema (part of the OpenAPI
+ * document) and its rendering from a stored record, overlaid with a live snapshot. Shared by the
+ * API's reads and the worker's webhook delivery (D20), so a webhook carries exactly what a GET
+ * answers.
+ */
+import { z } from 'zod';
+import { ItemErrorSchema, PartSchema } from './parts';
+import type { RunOutput, RunSnapshot, RunStatus } from './run';
+
+/** An ISO 8601 date-time with an offset, as every time in the API is written. */
+export const dateTime = z.iso.datetime({ offset: true });
+
+export const RunStatusSchema = z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']);
+
+export const OutputItemSchema = z.object({
+  id: z.string().describe('Stable item id (`item_...`), the same in every read and event (D5).'),
+  item_index: z.int().min(0),
+  status: z.enum(['completed', 'failed', 'pending', 'running']),
+  parts: z.array(PartSchema),
+  error: ItemErrorSchema.optional(),
+});
+
+/** D20: how a run's webhook delivery went, as the caller sees it on the run. */
+export const WebhookStateSchema = z
+  .object({
+    status: z
+      .enum(['pending', 'delivering', 'delivered', 'failed'])
+      .describe('`pending`: no attempt yet (the run has not ended, or its first attempt is on its way); `delivering`: attempts failed and are retried (24 h in all); `delivered`: a 2xx answer; `failed`: given up (refused address, a 4xx, or 24 h of failures).'),
+    attempts: z.int().min(0).describe('Attempts made so far.'),
+    last_http_status: z.int().nullable().describe('HTTP status of the last answer; null when there was none (refused, unreachable, timed out).'),
+    last_error: z.string().nullable().describe('Why the last attempt failed, or why the delivery was given up; null after a success.'),
+    updated_at: dateTime.nullable().describe('When the last attempt ended; null before the first.'),
+  })
+  .describe('D20: the delivery of the run\'s webhook; null when the run has none.');
+export type WebhookState = z.infer<typeof WebhookStateSchema>;
+
+export const RunSchema = z
+  .object({
+    id: z.string(),
+    status: RunStatusSchema,
+    published_workflow_id: z.string().nullable(),
+    published_workflow_version_id: z.string().nullable(),
+    output: z
+      .record(z.string(), z.array(OutputItemSchema))
+      .nullable()
+      .describe('Always present. When `status` is `completed`: normalized result label → ordered items; `null` in every other status.'),
+    error: z.string().nullable(),
+    total_cost: z.number().nullable().describe('USD.'),
+    created_at: dateTime.nullable(),
+    completed_at: dateTime.nullable(),
+    webhook: WebhookStateSchema.nullable(),
+  });
+export type RunView = z.infer<typeof RunSchema>;
+
+/** The fields of a stored run record the view shows (store/documents.ts RunDoc has them all). */
+export interface RunViewSource {
+  _id: string;
+  status: RunStatus;
+  published_workflow_id: string;
+  published_workflow_version_id: string;
+  output: RunOutput | null;
+  error: string | null;
+  total_cost: number | null;
+  created_at: Date;
+  completed_at: Date | null;
+  webhook?: string | null;
+}
+
+/** The fields of a webhook delivery record the view shows (store/documents.ts WebhookDeliveryDoc). */
+export interface DeliverySource {
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  updated_at: Date;
+}
+
+/**
+ * Renders a stored record, overlaid with a live snapshot when there is one, with the state of
+ * its webhook delivery (D20) when it has a webhook (no delivery document yet: `pending`).
+ */
+export function runView(doc: RunViewSource, live?: RunSnapshot, delivery?: DeliverySource | null): RunView {
+  const status = live?.status ?? doc.status;
+  const completedAtMs = live?.completed_at_ms ?? doc.completed_at?.getTime() ?? null;
+  return {
+    id: doc._id,
+    status,
+    published_workflow_id: doc.published_workflow_id,
+    published_workflow_version_id: doc.published_workflow_version_id,
+    output: status === 'completed' ? (live?.output ?? doc.output) : null,
+    error: status === 'failed' ? (live?.error ?? doc.error) : null,
+    total_cost: live ? live.total_cost : doc.total_cost,
+    created_at: doc.created_at.toISOString(),
+    completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
+    webhook: doc.webhook ? webhookState(delivery ?? null) : null,
+  };
+}
+
+/** The caller's view of a delivery document: attempts that failed and go on are `delivering`. */
+export function webhookState(delivery: DeliverySource | null): WebhookState {
+  if (!delivery) return { status: 'pending', attempts: 0, last_http_status: null, last_error: null, updated_at: null };
+  return {
+    status: delivery.status === 'pending' && delivery.attempts > 0 ? 'delivering' : delivery.status,
+    attempts: delivery.attempts,
+    last_http_status: delivery.last_status,
+    last_error: delivery.last_error,
+    updated_at: delivery.updated_at.toISOString(),
+  };
+}
+
+/** Whether a run's view can change no more: ended, and its webhook (if any) delivered or given up. */
+export function isSettled(view: RunView): boolean {
+  return view.webhook === null || view.webhook.status === 'delivered' || view.webhook.status === 'failed';
+}

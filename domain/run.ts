@@ -1,0 +1,160 @@
+/**
+ * The run model every side shares: a run's status and its lifecycle, the events of its log,
+ * its output items, the snapshot a live run answers and the final state it is stored with.
+ * Pure types and functions: safe in the workflow sandbox, the API, the worker and the client.
+ */
+import type { ItemError, Part } from './parts';
+
+export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+
+/** Is this status final (D7: nothing leaves a terminal state)? */
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+/** The event types that end a run's log (spec "Events"): exactly one of them, always last. */
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set(['response.completed', 'response.failed', 'response.cancelled']);
+
+/** Is this the event that ends the log? */
+export function isTerminalEvent(event: { type: string }): boolean {
+  return TERMINAL_EVENT_TYPES.has(event.type);
+}
+
+/** Options every run carries in its workflow arguments, so the worker needs no API config (and operators see them). */
+export interface RunOptions {
+  concurrency: number;
+  /** The most a workflow's own `concurrency` may ask for. Absent in runs started before it existed. */
+  maxConcurrency?: number;
+  startFeeUsd: number;
+  runTimeoutMs: number;
+  nodeAttemptTimeoutMs: number;
+  nodeMaxAttempts: number;
+  retryInitialMs: number;
+  /** D20: first retry delay of a webhook delivery (doubling, for 24 h). Absent in runs started before webhooks existed. */
+  webhookRetryInitialMs?: number;
+}
+
+/** D20: the `webhook-id` of a run's delivery, the same for every attempt so receivers can dedupe. */
+export function webhookMessageId(runId: string): string {
+  return `msg_${runId.slice(runId.indexOf('_') + 1)}`;
+}
+
+/** One output item of the run record (spec "Output item"). */
+export interface OutputItem {
+  id: string;
+  item_index: number;
+  status: 'completed' | 'failed' | 'pending' | 'running';
+  parts: Part[];
+  error?: ItemError;
+}
+
+export type RunOutput = Record<string, OutputItem[]>;
+
+interface EventBase {
+  sequence_number: number;
+}
+export interface ItemEventBody {
+  output_index: number;
+  item: { type: 'message'; id: string; phase: 'final_answer' };
+}
+/** Events of a run's log (spec "Events", D11–D14). `response.resumed` is per connection and lives in the API. */
+export type RunEvent = EventBase &
+  (
+    | {
+        type: 'response.created';
+        response: { id: string; run_id: string; created_at: number; workflow_id: string; service_tier: null };
+      }
+    | ({ type: 'response.output_item.added' } & ItemEventBody)
+    | ({ type: 'response.output_item.done' } & ItemEventBody)
+    | { type: 'response.completed'; response: { usage: null; service_tier: null } }
+    | {
+        type: 'response.failed';
+        response: {
+          error: { code: null; message: string };
+          incomplete_details: { reason: 'error' };
+          usage: null;
+          service_tier: null;
+        };
+      }
+    | { type: 'response.cancelled'; response: { usage: null; service_tier: null } }
+  );
+
+/** The first event of a reattached stream (per connection, not in the log); its number is the client's cursor. */
+export interface ResumedEvent extends EventBase {
+  type: 'response.resumed';
+  response: { id: string; run_id: string; status: RunStatus };
+}
+
+/** Everything a stream may carry. */
+export type StreamEvent = RunEvent | ResumedEvent;
+
+/** What the `snapshot` query answers: status always, events after a sequence number, results once terminal. */
+export interface RunSnapshot {
+  status: RunStatus;
+  /** Events with sequence_number greater than the query argument. */
+  events: RunEvent[];
+  /** Number of events in the log so far; `events` holds at most SNAPSHOT_EVENTS of them (ask again after the last). */
+  eventCount: number;
+  /** Once completed; null with `outputDeferred` when too large for a query answer (read it from the record). */
+  output: RunOutput | null;
+  outputDeferred?: boolean;
+  error: string | null;
+  total_cost: number;
+  completed_at_ms: number | null;
+}
+
+/** The final state the workflow hands to persistence, exactly once per run. */
+export interface RunFinal {
+  runId: string;
+  accountId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  output: RunOutput | null;
+  error: string | null;
+  totalCost: number;
+  completedAtMs: number;
+  events: RunEvent[];
+  /** How many RunChunks (domain/run-chunks.ts) were stored before this record; 0: events and output are all here. */
+  chunks?: number;
+  /** The id of output item 0; the others follow it (domain/ids.ts idAtOffset), so chunks store item events without ids. */
+  itemIdBase?: string;
+}
+
+/** D31: one page of one result's items, answered by a live run (`outputPage` query). */
+export interface OutputPage {
+  items: OutputItem[];
+  has_more: boolean;
+  /** The `starting_after` item is not (yet) one of this result's items. */
+  unknown_cursor?: boolean;
+}
+
+/**
+ * Bounds of one snapshot answer, which travels as a single gRPC message (4 MB): a 10,000-row run
+ * has ~20,000 events, so a stream catching up gets them in pages.
+ */
+export const SNAPSHOT_EVENTS = 5_000;
+export const SNAPSHOT_OUTPUT_BYTES = 1024 * 1024;
+
+/** The terminal event of a failed run (spec "Events"). */
+export function failedEvent(sequenceNumber: number, message: string): RunEvent {
+  return {
+    type: 'response.failed',
+    sequence_number: sequenceNumber,
+    response: { error: { code: null, message }, incomplete_details: { reason: 'error' }, usage: null, service_tier: null },
+  };
+}
+
+/** The `response.created` event, built the same way by the workflow (log entry 0) and the API (before a worker runs). */
+export function createdEvent(args: { runId: string; createdAtMs: number; publishedWorkflowId: string }): RunEvent {
+  return {
+    type: 'response.created',
+    sequence_number: 0,
+    response: {
+      id: args.runId, // D12: response.id is the run id
+      run_id: args.runId,
+      created_at: Math.floor(args.createdAtMs / 1000), // D12: Unix seconds
+      workflow_id: args.publishedWorkflowId,
+      service_tier: null,
+    },
+  };
+}

@@ -1,0 +1,23 @@
+/** D32: the DataConverter every Temporal client and worker of the service uses (the codec plus encoded failures). */
+import type { DataConverter } from '@temporalio/common';
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import { loadKeyRing } from './keys';
+import { EncryptionCodec } from './payload-codec';
+
+/** Path of the failure converter module, for the workflow bundle (bundleWorkflowCode's failureConverterPath). */
+export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
+
+/** How a process's Temporal payloads are protected: the codec (absent only when PAYLOAD_ENCRYPTION=false) and its converter. */
+export interface PayloadProtection {
+  codec?: EncryptionCodec;
+  dataConverter: DataConverter;
+}
+
+/** The payload protection of this configuration; keys are read on first use, so this needs no round trip. */
+export function payloadProtection(config: Pick<Config, 'codec'>, db: Db): PayloadProtection {
+  // The failure converter stays even without the codec: the workflow bundle always carries it (worker/create-worker.ts).
+  if (!config.codec.enabled) return { dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH } };
+  const codec = new EncryptionCodec(() => loadKeyRing(config, db));
+  return { codec, dataConverter: { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } };
+}

@@ -1,0 +1,86 @@
+/**
+ * The signer every process uses for D19 links: the API (upload answers, serving content) and the
+ * worker (input and output parts) must agree on the secret. FILE_URL_SECRET is that secret
+ * (required in production, config/index.ts); without it, for `npm start` and tests, the first
+ * process creates a random one in MongoDB (`settings` collection) and every other reads it, so
+ * the API and any number of workers agree without configuration.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import { checkFileSignature, signedQuery, signFileUrl, streamPath, streamSubject, type LinkCheck } from './signing';
+
+const SECRET_ID = 'file_url_secret';
+
+interface SettingDoc {
+  _id: string;
+  value: string;
+  created_at: Date;
+}
+
+/**
+ * Reads a shared development secret (32 random bytes, base64url), creating it on first use (the
+ * unique `_id` makes one insert win). `id` names it: the file URL secret by default, the
+ * development payload key (lib/codec/keys.ts) otherwise.
+ */
+export async function sharedDevSecret(db: Db, id = SECRET_ID): Promise<string> {
+  const settings = db.collection<SettingDoc>('settings');
+  const existing = await settings.findOne({ _id: id });
+  if (existing) return existing.value;
+  try {
+    await settings.insertOne({ _id: id, value: randomBytes(32).toString('base64url'), created_at: new Date() });
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 11000) throw err; // another process won the race: use its secret
+  }
+  const stored = await settings.findOne({ _id: id });
+  if (!stored) throw new Error(`shared secret ${id} vanished`);
+  return stored.value;
+}
+
+/** Where this service is reachable for links made without a request at hand (the worker). */
+export function defaultBaseUrl(config: Pick<Config, 'api'>): string {
+  if (config.api.publicBaseUrl) return config.api.publicBaseUrl;
+  const host = ['0.0.0.0', '::', ''].includes(config.api.host) ? '127.0.0.1' : config.api.host;
+  const scheme = config.api.tls ? 'https' : 'http';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${config.api.port}`;
+}
+
+/** Signs and checks file links (and D34 stream links) with the configured (or shared development) secret. */
+export class FileLinks {
+  private secret?: Promise<string>;
+
+  constructor(
+    private readonly config: Pick<Config, 'api' | 'files'>,
+    private readonly db: Db,
+  ) {}
+
+  private key(): Promise<string> {
+    if (this.config.files.urlSecret) return Promise.resolve(this.config.files.urlSecret);
+    this.secret ??= sharedDevSecret(this.db).catch((err: unknown) => {
+      this.secret = undefined; // a MongoDB hiccup must not poison every later link
+      throw err;
+    });
+    return this.secret;
+  }
+
+  /** A signed link to `fileId` under `baseUrl` (default: PUBLIC_BASE_URL, else the API's own address). */
+  async url(fileId: string, baseUrl = defaultBaseUrl(this.config)): Promise<string> {
+    return signFileUrl({ baseUrl, secret: await this.key(), fileId, ttlSeconds: this.config.files.urlTtlSeconds });
+  }
+
+  /** Checks a link's `expires` and `sig` query values for `fileId`. */
+  async check(fileId: string, expires: unknown, sig: unknown): Promise<LinkCheck> {
+    return checkFileSignature(await this.key(), fileId, expires, sig);
+  }
+
+  /** D34: a signed link to a run's stream, valid for `ttlSeconds`, with the same secret as file links. */
+  async streamUrl(runId: string, baseUrl: string, ttlSeconds: number, nowMs = Date.now()): Promise<{ url: string; expires: number }> {
+    const expires = Math.floor(nowMs / 1000) + ttlSeconds;
+    return { url: `${baseUrl.replace(/\/+$/, '')}${streamPath(runId)}?${signedQuery(await this.key(), streamSubject(runId), expires)}`, expires };
+  }
+
+  /** Checks a stream link's `expires` and `sig` query values for `runId`. */
+  async checkStream(runId: string, expires: unknown, sig: unknown): Promise<LinkCheck> {
+    return checkFileSignature(await this.key(), streamSubject(runId), expires, sig);
+  }
+}

@@ -1,0 +1,44 @@
+/** D26: publishing a workflow graph for an account: validate the whole graph, then store it as the next version. */
+import { validateGraph, describeGraphProblems } from '../domain/validate-graph';
+import type { Contract } from '../domain/contract';
+import type { Collections } from './db';
+import { insertWorkflowVersion } from './workflows';
+import { InvalidRequestError } from '../domain/errors';
+import type { WorkflowDoc, WorkflowVersionDoc } from './documents';
+
+export interface PublishResult {
+  workflow_id: string;
+  version_id: string;
+  version: number;
+  slug: string;
+  inputs: Contract['inputs'];
+  outputs: Contract['outputs'];
+}
+
+/** Validates the whole graph (every problem reported) and stores it as the next immutable version. */
+export async function publishWorkflow(
+  collections: Collections,
+  accountId: string,
+  document: unknown,
+  /** Told at once (the API's workflow catalog), so this process's next start runs the new version (D1). */
+  onPublished?: (workflow: WorkflowDoc, version: WorkflowVersionDoc) => void,
+): Promise<PublishResult> {
+  const result = validateGraph(document);
+  if (!result.ok) {
+    throw new InvalidRequestError(describeGraphProblems(result.problems), {
+      code: 'invalid_workflow',
+      param: result.problems[0]?.field,
+      details: result.problems,
+    });
+  }
+  const { workflow, version } = await insertWorkflowVersion(collections, accountId, result.graph, result.contract);
+  onPublished?.(workflow, version);
+  return {
+    workflow_id: workflow._id,
+    version_id: version._id,
+    version: version.version,
+    slug: workflow.slug,
+    inputs: result.contract.inputs,
+    outputs: result.contract.outputs,
+  };
+}

@@ -1,0 +1,150 @@
+// Issue 6 item 8: the typed client — start, get, cancel, wait(), and stream() surviving a forced disconnect.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WrsApiError, WrsClient, type StreamEvent } from '../../clients/typescript';
+import { startService, type TestService } from '../support/service';
+import { newAccount } from '../support/accounts';
+import { call, waitFor } from '../support/http';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { findRunRecord } from '../../store/runs';
+
+const batch = {
+  slug: 'batch',
+  nodes: [
+    { id: 'rows', type: 'batch', rows: ['slow:300 a', 'slow:900 b', 'slow:1500 c'] },
+    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
+    { id: 'out', type: 'user_result', label: 'Answers' },
+  ],
+  edges: [
+    { from: 'rows', to: 'ask', port: 'row' },
+    { from: 'ask', to: 'out' },
+  ],
+};
+
+/** A pass-through proxy that can cut every open connection, as a flaky network would. */
+async function startCuttingProxy(target: string): Promise<{ url: string; cut(): void; close(): Promise<void>; posts: number; outage(gets: number): void; refused: number }> {
+  const sockets = new Set<import('node:net').Socket>();
+  const state = { posts: 0, outageGets: 0, refused: 0 };
+  const server = http.createServer((req, res) => {
+    if (req.method === 'POST') state.posts++;
+    if (req.method === 'GET' && state.outageGets > 0) {
+      // What the API answers while Temporal or MongoDB is down (docs/outages.md).
+      state.outageGets--;
+      state.refused++;
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+      return res.end(JSON.stringify({ error: { type: 'server_error', code: 'service_unavailable', message: 'Temporal does not answer.' } }));
+    }
+    const upstream = http.request(target + req.url, { method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode!, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    cut: () => sockets.forEach((s) => s.destroy()),
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    outage: (gets) => (state.outageGets = gets),
+    get posts() {
+      return state.posts;
+    },
+    get refused() {
+      return state.refused;
+    },
+  };
+}
+
+describe('typed client', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let fake: FakeOpenAI;
+  let key: string;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl } });
+    ({ key } = await newAccount(svc.store.collections));
+    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: batch })).status, 201);
+  });
+  after(async () => {
+    await svc?.close();
+    await fake?.close();
+  });
+
+  it('starts, reads, waits for the end, and raises API errors as WrsApiError', async () => {
+    const client = new WrsClient({ baseUrl: svc.url, apiKey: key });
+    const started = await client.start({ workflowId: 'batch' });
+    assert.equal(started.status, 'pending');
+    const run = await client.wait(started.run_id);
+    assert.equal(run.status, 'completed');
+    assert.equal(run.output!.answers.length, 3);
+    assert.deepEqual(await client.get(started.run_id), run);
+    // D31: the same items, a page of one at a time through the async iterator.
+    const items = [];
+    for await (const item of client.items(started.run_id, 'answers', { pageSize: 1 })) items.push(item);
+    assert.deepEqual(items, run.output!.answers);
+    await assert.rejects(client.cancel(started.run_id), (err: WrsApiError) => err.status === 409 && err.code === 'run_not_cancellable');
+    await assert.rejects(client.start({ workflowId: 'nope' }), (err: WrsApiError) => err.status === 404 && err.code === 'published_workflow_not_found');
+  });
+
+  it('stream() survives a forced disconnect: reconnects with Last-Event-ID, never repeats the POST, yields each event once', async () => {
+    const proxy = await startCuttingProxy(svc.url);
+    try {
+      const client = new WrsClient({ baseUrl: proxy.url, apiKey: key });
+      const seen: StreamEvent[] = [];
+      let cut = false;
+      for await (const event of client.stream({ workflowId: 'batch' }, { reconnectDelayMs: 100 })) {
+        seen.push(event);
+        if (!cut && event.type === 'response.output_item.done') {
+          cut = true;
+          proxy.cut();
+        }
+      }
+      assert.ok(cut);
+      assert.equal(proxy.posts, 1);
+      assert.equal(seen.at(-1)!.type, 'response.completed');
+      assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
+      const runId = (seen[0] as Extract<StreamEvent, { type: 'response.created' }>).response.run_id;
+      const record = await waitFor(async () => {
+        const doc = await findRunRecord(svc.store.collections, runId);
+        return doc?.finalized ? doc : undefined;
+      });
+      assert.deepEqual(seen, record.events);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('waits out 503 answers (an outage of Temporal or MongoDB) as Retry-After says, in wait() and in a stream reconnect', async () => {
+    const proxy = await startCuttingProxy(svc.url);
+    try {
+      const client = new WrsClient({ baseUrl: proxy.url, apiKey: key });
+      const started = await client.start({ workflowId: 'batch' });
+      proxy.outage(2);
+      assert.equal((await client.wait(started.run_id)).status, 'completed');
+      assert.equal(proxy.refused, 2);
+
+      const seen: StreamEvent[] = [];
+      for await (const event of client.stream({ workflowId: 'batch' }, { reconnectDelayMs: 100, maxReconnects: 1 })) {
+        seen.push(event);
+        if (seen.length === 2) {
+          proxy.outage(2); // more refusals than maxReconnects: a 503 is waited out, not counted as a lost connection
+          proxy.cut();
+        }
+      }
+      assert.equal(proxy.refused, 4);
+      assert.equal(proxy.posts, 2);
+      assert.equal(seen.at(-1)!.type, 'response.completed');
+      assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
+    } finally {
+      await proxy.close();
+    }
+  });
+});

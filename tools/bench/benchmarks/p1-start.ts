@@ -1,0 +1,183 @@
+/**
+ * P1 start throughput: async `POST /api/v1/responses` of examples/hello.json at concurrency
+ * 1, 8, 32 against bare `client.workflow.start` of the equivalent hand-written workflow on the
+ * same Temporal server. Bare and service phases alternate per concurrency, and the backlog of
+ * started runs drains between phases. Workers stay up: starting runs also means running them.
+ */
+import { randomUUID } from 'node:crypto';
+import { resolveVersion, storeLookup } from '../../../api/services/start-run';
+import { findLiveKey } from '../../../store/accounts';
+import type { RunDoc } from '../../../store/documents';
+import { generateId } from '../../../store/ids';
+import { accountBalance } from '../../../store/ledger';
+import { countRequest } from '../../../store/rate-limits';
+import { insertRun } from '../../../store/runs';
+import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
+import { BARE_TASK_QUEUE, BARE_WORKFLOW_TYPE } from '../baseline/constants';
+import { describeRpc, rpcDelta, type BenchContext, type BenchResult, type Idle, type Row } from '../context';
+import { keepAliveAgent, requestJson } from '../lib/http';
+import { closedLoop, fmt } from '../lib/stats';
+
+export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
+  const { concurrencies, durationMs, warmupMs, drainMs } = ctx.sizes.p1;
+  const drained = (idle: Idle) =>
+    idle.running > 0
+      ? `${idle.initial} runs still running after the phase; ${idle.running} left after ${fmt(idle.waitedMs / 1000, 0)} s`
+      : `${idle.initial} runs still running after the phase finished in ${fmt(idle.waitedMs / 1000, 1)} s`;
+  const rows: Row[] = [];
+  const details: string[] = [];
+  const body = { workflowId: 'hello', inputs: { name: 'Ada' } };
+  const tag = randomUUID().slice(0, 8);
+  let bareAt32 = NaN;
+  let serviceAt32 = NaN;
+
+  await ctx.resetRuns();
+  for (const c of concurrencies) {
+    // Bare Temporal start.
+    let end = ctx.monitor.begin();
+    const bare = await closedLoop({ concurrency: c, durationMs, warmupMs }, async (w, seq) => {
+      await ctx.temporal.workflow.start(BARE_WORKFLOW_TYPE, {
+        taskQueue: BARE_TASK_QUEUE,
+        workflowId: `bare-${tag}-${c}-${w}-${seq}`,
+        args: [{ name: 'Ada' }],
+      });
+    });
+    const bareUsage = end();
+    const bareDrain = await ctx.resetRuns(drainMs);
+    rows.push({
+      case: `bare client.workflow.start, c=${c}`,
+      n: bare.count,
+      p50: bare.p50,
+      p95: bare.p95,
+      p99: bare.p99,
+      throughput: bare.throughput,
+      errors: bare.errors,
+      usage: bareUsage,
+      note: drained(bareDrain),
+    });
+    ctx.log(`P1 bare c=${c}: ${fmt(bare.throughput)}/s p50 ${fmt(bare.p50)} ms`);
+
+    // The service.
+    const agent = keepAliveAgent(c);
+    const before = await ctx.apiStats();
+    const workerBefore = await ctx.workerStats();
+    end = ctx.monitor.begin();
+    const service = await closedLoop({ concurrency: c, durationMs, warmupMs }, async () => {
+      const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body });
+      if (res.status !== 202) throw new Error(`POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
+    });
+    const serviceUsage = end();
+    const after = await ctx.apiStats();
+    agent.destroy();
+    const serviceDrain = await ctx.resetRuns(drainMs);
+    const workerAfter = await ctx.workerStats();
+    const ratio = service.throughput / bare.throughput;
+    rows.push({
+      case: `service POST /responses (async), c=${c}`,
+      n: service.count,
+      p50: service.p50,
+      p95: service.p95,
+      p99: service.p99,
+      throughput: service.throughput,
+      ratio,
+      errors: service.errors,
+      usage: serviceUsage,
+      note: drained(serviceDrain),
+    });
+    details.push(
+      `- c=${c}, service phase (${service.count + service.errors} POSTs): Temporal RPCs by the API: ${describeRpc(rpcDelta(after, before))}. ` +
+        `MongoDB by the API: ${describeRpc(rpcDelta(after, before, 'mongo'))}. MongoDB by the worker (finalizeRun of these runs, during the phase and the drain after it): ${describeRpc(rpcDelta(workerAfter, workerBefore, 'mongo'))}.`,
+    );
+    if (service.errors) details.push(`- c=${c}: service errors: ${JSON.stringify(service.errorKinds)}`);
+    if (bare.errors) details.push(`- c=${c}: bare errors: ${JSON.stringify(bare.errorKinds)}`);
+    ctx.log(`P1 service c=${c}: ${fmt(service.throughput)}/s p50 ${fmt(service.p50)} ms (×${fmt(ratio, 2)} of bare)`);
+    if (c === 32) {
+      bareAt32 = bare.throughput;
+      serviceAt32 = service.throughput;
+    }
+  }
+
+  // What Temporal itself charges for the three search attributes the service sets on every run.
+  const top = Math.max(...concurrencies);
+  const end = ctx.monitor.begin();
+  const withSa = await closedLoop({ concurrency: top, durationMs, warmupMs }, async (w, seq) => {
+    await ctx.temporal.workflow.start(BARE_WORKFLOW_TYPE, {
+      taskQueue: BARE_TASK_QUEUE,
+      workflowId: `bare-sa-${tag}-${w}-${seq}`,
+      args: [{ name: 'Ada' }],
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.accountId, value: ctx.accountId },
+        { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: 'wf_bench' },
+        { key: SEARCH_ATTRIBUTES.workflowVersion, value: 1 },
+      ],
+    });
+  });
+  rows.push({
+    case: `bare start + the service's 3 search attributes, c=${top}`,
+    n: withSa.count,
+    p50: withSa.p50,
+    p95: withSa.p95,
+    p99: withSa.p99,
+    throughput: withSa.throughput,
+    errors: withSa.errors,
+    usage: end(),
+    note: `control: what the search attributes alone cost; ${drained(await ctx.resetRuns(drainMs))}`,
+  });
+
+  // Control: the MongoDB work of a start, through the store functions the API uses (key,
+  // rate-limit count, workflow and version, balance, run insert), from the load process,
+  // without the API or Temporal: how fast the store alone lets starts go.
+  const c = ctx.store.collections;
+  const key = await findLiveKey(c, ctx.key);
+  const controlAccount = `acct_bench_control_${tag}`;
+  const endControl = ctx.monitor.begin();
+  const storeOnly = await closedLoop({ concurrency: top, durationMs, warmupMs }, async () => {
+    await findLiveKey(c, ctx.key);
+    await countRequest(c, key!._id, 'starts');
+    const { workflow, version } = await resolveVersion(storeLookup(c), ctx.accountId, 'hello', undefined);
+    await accountBalance(c, ctx.accountId);
+    await insertRun(c, {
+      _id: generateId('run'),
+      account_id: controlAccount,
+      key_id: key!._id,
+      published_workflow_id: workflow._id,
+      published_workflow_version_id: version._id,
+      version: version.version,
+      status: 'pending',
+      inputs: { name: 'Ada' },
+      created_at: new Date(),
+      completed_at: null,
+      output: null,
+      error: null,
+      total_cost: null,
+      events: null,
+      finalized: true, // never read as a live run
+    } as RunDoc);
+  });
+  rows.push({
+    case: `control: the start's MongoDB work alone (store functions, no API, no Temporal), c=${top}`,
+    n: storeOnly.count,
+    p50: storeOnly.p50,
+    p95: storeOnly.p95,
+    p99: storeOnly.p99,
+    throughput: storeOnly.throughput,
+    ratio: storeOnly.throughput / bareAt32,
+    errors: storeOnly.errors,
+    usage: endControl(),
+    note: 'key, rate-limit count, workflow, version, balance, run insert — with no run finishing meanwhile; ratio vs bare start',
+  });
+  await c.runs.deleteMany({ account_id: controlAccount });
+
+  const ratio32 = serviceAt32 / bareAt32;
+  return {
+    id: 'p1',
+    title: 'P1 — start throughput',
+    baseline: 'bare `client.workflow.start` of `bareHello` (tools/bench/baseline/workflows.ts: input → template → result) from the load process on the same Temporal server, same concurrency; ratio = service throughput / bare throughput',
+    unit: 'ms per start',
+    rows,
+    verdicts: concurrencies.includes(32)
+      ? [{ target: '≥ 0.8× bare throughput at c=32', measured: `${fmt(ratio32, 2)}× (${fmt(serviceAt32)} vs ${fmt(bareAt32)} starts/s)`, met: ratio32 >= 0.8 }]
+      : [],
+    details,
+  };
+}
