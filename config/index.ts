@@ -57,6 +57,7 @@ export const EnvSchema = z.object({
   // Issue 8: while MongoDB is unreachable a request waits at most about this long for it, then answers 503.
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: int(2_000),
   MONGODB_CONNECT_TIMEOUT_MS: int(2_000),
+  MONGODB_SOCKET_TIMEOUT_MS: int(60_000),
   // Issue 8: the longest a start or cancel waits for Temporal (a hung server, not a refused connection: that is ~1 s).
   TEMPORAL_RPC_TIMEOUT_MS: int(10_000),
   OPENAI_BASE_URL: z.url().optional(),
@@ -179,6 +180,8 @@ export interface Config {
     /** How long an operation waits for a reachable server before it fails (and the API answers 503). */
     serverSelectionTimeoutMs: number;
     connectTimeoutMs: number;
+    /** The longest one store operation waits for its answer before its connection is dropped (503 in the API, a retry in the worker). */
+    socketTimeoutMs: number;
   };
   providers: Record<string, Provider>;
   prices: Record<string, Price>;
@@ -312,6 +315,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       dbName: e.MONGODB_DB,
       serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
       connectTimeoutMs: e.MONGODB_CONNECT_TIMEOUT_MS,
+      socketTimeoutMs: e.MONGODB_SOCKET_TIMEOUT_MS,
     },
     providers,
     prices: e.PRICES,

@@ -3,7 +3,6 @@
 import { z } from 'zod';
 import { placeholders } from './templates';
 
-export { placeholders, renderTemplate } from './templates';
 
 export const NODE_TYPES = [
   'user_input',

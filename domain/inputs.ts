@@ -4,7 +4,6 @@ import { inputValueProblem, isPlainObject } from './input-values';
 import { normalizeLabel } from './labels';
 import type { Problem } from './problems';
 
-export { describeProblems } from './problems';
 
 export type InputsResult =
   | { ok: true; values: Record<string, unknown> }

@@ -19,7 +19,6 @@ import { unstorableJsonProblems } from './storable-json';
 import { placeholders } from './templates';
 import { zodIssuesToProblems } from './zod-problems';
 
-export type { Problem } from './problems';
 
 export type GraphValidation =
   | { ok: true; graph: WorkflowDocument; contract: Contract }

@@ -46,6 +46,8 @@ export interface StoreOptions {
   serverSelectionTimeoutMs?: number;
   /** TCP connect + handshake of one new connection; default DEFAULT_CONNECT_TIMEOUT_MS. */
   connectTimeoutMs?: number;
+  /** The longest one operation waits for its answer; default DEFAULT_SOCKET_TIMEOUT_MS. */
+  socketTimeoutMs?: number;
 }
 
 /**
@@ -58,12 +60,22 @@ export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 2_000;
 /** A refused connection fails at once; this bounds a silent one (a dropped SYN, a stalled TLS handshake). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 
+/**
+ * The driver waits for an answer forever by default: a server that accepts a command and never
+ * answers (a wedged store process) would hold the request, and the worker's shutdown, for good.
+ * A minute is far past any operation of ours (the largest, reading a finished 100,000-item run,
+ * takes ~1 s on FerretDB); past it the connection is dropped, and the operation fails with a
+ * MongoNetworkTimeoutError: 503 with Retry-After in the API, a retried attempt in the worker.
+ */
+export const DEFAULT_SOCKET_TIMEOUT_MS = 60_000;
+
 /** Connects, creates the indexes (idempotent) and returns the typed collections. */
 export async function connectStore(opts: StoreOptions): Promise<Store> {
   const client = new MongoClient(opts.uri, {
     appName: opts.appName ?? 'wrs',
     serverSelectionTimeoutMS: opts.serverSelectionTimeoutMs ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
     connectTimeoutMS: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    socketTimeoutMS: opts.socketTimeoutMs ?? DEFAULT_SOCKET_TIMEOUT_MS,
     monitorCommands: opts.monitorCommands ?? false,
   });
   await client.connect();

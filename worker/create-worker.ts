@@ -14,6 +14,8 @@ export interface WorkerOptions extends ActivityDeps {
   workflowBundlePath?: string;
   /** Time running activities get to finish on shutdown before they are cancelled. */
   shutdownGraceTimeMs?: number;
+  /** Time after which a shutdown that has not finished is given up (the SDK throws; the process should exit). */
+  shutdownForceTimeMs?: number;
   /** D32: the codec sealing every payload (lib/codec/data-converter.ts), the same as the API's. */
   payloads: PayloadProtection;
 }
@@ -36,6 +38,7 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     activities: createActivities(opts),
     dataConverter: opts.payloads.dataConverter,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
+    ...(opts.shutdownForceTimeMs ? { shutdownForceTime: opts.shutdownForceTimeMs } : {}),
     interceptors: { activity: [countAttempts] },
     // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
     maxHeartbeatThrottleInterval: '1s',

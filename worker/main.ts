@@ -1,12 +1,9 @@
-/** Worker entry: `npm run worker`. Executes runs until SIGINT/SIGTERM, then drains. */
-import { NativeConnection } from '@temporalio/worker';
+/** Worker entry: `npm run worker` (and `npm start`'s worker). Executes runs until SIGINT/SIGTERM, then drains. */
 import { loadConfig } from '../config';
-import { connectFirst } from '../config/temporal-connection';
 import { connectStore } from '../store/db';
-import { createRunWorker } from './create-worker';
-import { payloadProtection } from '../lib/codec/data-converter';
 import { installWorkerRuntime } from './runtime';
 import { serveMetrics } from './metrics-server';
+import { startWorker } from './start-worker';
 
 async function main(): Promise<void> {
   // Started by `npm start` (an IPC channel to it): when that parent dies, even by SIGKILL, the channel
@@ -17,25 +14,12 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
   const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
-  const connection = await connectFirst(config.temporal, (options) => NativeConnection.connect(options));
-  const worker = await createRunWorker({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    collections: store.collections,
-    db: store.db,
-    config,
-    shutdownGraceTimeMs: config.worker.shutdownGraceMs,
-    workflowBundlePath: config.worker.workflowBundlePath,
-    payloads: payloadProtection(config, store.db),
-  });
+  const worker = await startWorker(config, store);
   const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
-  // Worker.run installs its own SIGINT/SIGTERM handling and resolves after draining.
-  const done = worker.run();
   running = true;
-  await done;
+  // The SDK's runtime handles SIGINT/SIGTERM: it drains the worker, and `done` settles after that.
+  await worker.done;
   metrics?.close();
-  await connection.close();
   await store.close();
 }
 

@@ -11,7 +11,6 @@ import { NodeFailure } from './errors';
 import { batchItems, joinItems, selectItems, textItem, userInputItems } from './pure-nodes';
 import { failed } from '../domain/items';
 
-export type { IoNode };
 
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
 export interface RowProgress {

@@ -7,7 +7,7 @@ import { findWorkflow } from '../../store/workflows';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
 import type { ListRunsQuery } from '../contract/request-schemas';
-import { runView } from './read-run';
+import { runView } from '../../domain/run-view';
 import type { WebhookDeliveryDoc } from '../../store/documents';
 import { webhookMessageId } from '../../domain/run';
 

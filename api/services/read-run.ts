@@ -14,9 +14,6 @@ import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns } from './known-runs';
 import { streamRunView } from './run-view-stream';
 
-// The rendering lives in store/ so the worker's webhook delivery (D20) shares it without Koa.
-export { runView };
-
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
 export async function loadRun(collections: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc> {
   const doc = isId('run', runId) ? await findRun(collections, accountId, runId) : null;

@@ -6,10 +6,9 @@
 import type { AsyncStartResponse, StartRequest } from '../../api/contract/request-schemas';
 import type { OutputItemList, StreamLink } from '../../api/contract/response-schemas';
 import type { RunView } from '../../domain/run-view';
-import { isTerminal, isTerminalEvent, type StreamEvent } from '../../domain/run';
+import { isTerminal, isTerminalEvent, type OutputItem, type StreamEvent } from '../../domain/run';
 
-export type { AsyncStartResponse, OutputItemList, RunView as Run, StreamEvent, StreamLink };
-export type OutputItem = OutputItemList['data'][number];
+export type { AsyncStartResponse, OutputItem, OutputItemList, RunView as Run, StreamEvent, StreamLink };
 export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & { idempotencyKey?: string };
 
 /** An error answer of the API, with the envelope's fields. */

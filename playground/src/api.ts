@@ -13,7 +13,7 @@ export const apiKey = {
 export const authHeaders = (): Record<string, string> => ({ Authorization: `Bearer ${apiKey.get()}` });
 
 /** An error answer of the API: the envelope's fields (D22). */
-export class ApiError extends Error {
+export class ErrorAnswer extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -29,25 +29,25 @@ export class ApiError extends Error {
   }
 }
 
-/** Turns a non-2xx answer (or an envelope text) into an ApiError. */
-export function apiError(status: number, text: string): ApiError {
+/** Turns a non-2xx answer (or an envelope text) into an ErrorAnswer. */
+export function errorAnswer(status: number, text: string): ErrorAnswer {
   try {
     const e = JSON.parse(text).error;
-    if (e?.message) return new ApiError(status, e.message, e.code, e.details);
+    if (e?.message) return new ErrorAnswer(status, e.message, e.code, e.details);
   } catch {
     // not an envelope: a proxy's page, say
   }
-  return new ApiError(status, `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`);
+  return new ErrorAnswer(status, `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`);
 }
 
-/** A JSON call with the key; throws ApiError on any non-2xx answer. */
+/** A JSON call with the key; throws ErrorAnswer on any non-2xx answer. */
 export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
   const res = await fetch(path, {
     method,
     headers: { ...authHeaders(), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  if (!res.ok) throw apiError(res.status, await res.text());
+  if (!res.ok) throw errorAnswer(res.status, await res.text());
   return (await res.json()) as T;
 }
 
@@ -72,7 +72,7 @@ export function upload(file: File, onProgress: (fraction: number) => void): { do
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable) onProgress(e.loaded / e.total);
     };
-    xhr.onload = () => (xhr.status === 201 ? resolve(JSON.parse(xhr.responseText)) : reject(apiError(xhr.status, xhr.responseText)));
+    xhr.onload = () => (xhr.status === 201 ? resolve(JSON.parse(xhr.responseText)) : reject(errorAnswer(xhr.status, xhr.responseText)));
     xhr.onerror = () => reject(new Error('The upload failed: the connection was lost.'));
     xhr.onabort = () => reject(new Error('The upload was cancelled.'));
     xhr.send(file);

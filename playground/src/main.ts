@@ -3,11 +3,13 @@
  * describes, stream a run with a live event timeline, see its outputs, cancel it, reopen
  * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.
  */
-import { api, apiKey, ApiError } from './api';
+import { api, apiKey, ErrorAnswer } from './api';
 import { byId, h, say } from './dom';
 import { buildForm, type InputsForm, type InputsSchema } from './form';
-import { renderRun, type Run } from './outputs';
-import { followRun, type StreamEvent } from './sse';
+import type { Run } from '../../clients/typescript';
+import { isTerminal, type RunStatus, type StreamEvent } from '../../domain/run';
+import { renderRun } from './outputs';
+import { followRun } from './sse';
 import { curlSnippet, pythonSnippet, typescriptSnippet, type RunRequest } from './snippets';
 
 interface Contract {
@@ -61,7 +63,6 @@ const state = {
   current: undefined as { id?: string; follow: AbortController; startedAt: number } | undefined,
 };
 
-const TERMINAL_STATUS = new Set(['completed', 'failed', 'cancelled']);
 
 // ---- key -------------------------------------------------------------------------------
 
@@ -84,7 +85,7 @@ el.forget.addEventListener('click', () => {
 
 /** Shows an error of a background load where the user will see it. */
 function report(err: unknown): void {
-  const message = err instanceof ApiError && err.status === 401 ? 'The API key was refused: check it and press “Use key”.' : (err as Error).message;
+  const message = err instanceof ErrorAnswer && err.status === 401 ? 'The API key was refused: check it and press “Use key”.' : (err as Error).message;
   say(el.notice, message);
 }
 
@@ -179,7 +180,7 @@ el.copy.addEventListener('click', async () => {
 
 function setStatus(status: string, detail = ''): void {
   el.runStatus.replaceChildren(h('span', { class: `badge ${status}` }, status), detail ? ` ${detail}` : '');
-  const live = !TERMINAL_STATUS.has(status) && status !== 'idle';
+  const live = status !== 'idle' && !isTerminal(status as RunStatus);
   el.cancel.disabled = !live || !state.current?.id;
   el.run.disabled = status === 'starting';
 }
@@ -207,7 +208,7 @@ function describe(event: StreamEvent): [string, string] {
     case 'response.cancelled':
       return ['cancelled', 'bad'];
     default:
-      return [event.type, ''];
+      return [(event as { type: string }).type, '']; // an event type newer than this page
   }
 }
 
@@ -241,7 +242,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     });
     // The terminal event (or a 204 on resume) comes as the run ends; its record may trail it briefly.
     let run = await api<Run>('GET', `/api/v1/runs/${runId}`);
-    for (let i = 0; i < 30 && !TERMINAL_STATUS.has(run.status) && state.current === current; i++) {
+    for (let i = 0; i < 30 && !isTerminal(run.status) && state.current === current; i++) {
       await new Promise((r) => setTimeout(r, 1_000));
       run = await api<Run>('GET', `/api/v1/runs/${runId}`);
     }
@@ -252,7 +253,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
   } catch (err) {
     if (current.follow.signal.aborted) return;
     setStatus(current.id ? 'disconnected' : 'idle'); // the run itself may still go on: Recent runs can reattach it
-    if (err instanceof ApiError && err.details.length) state.form?.showProblems(new Map(err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem])));
+    if (err instanceof ErrorAnswer && err.details.length) state.form?.showProblems(new Map(err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem])));
     say(el.formError, (err as Error).message);
   }
 }
@@ -292,7 +293,7 @@ async function loadRuns(): Promise<void> {
     const names = new Map(state.workflows.map((w) => [w.workflow_id, w.slug]));
     el.runs.replaceChildren(
       ...list.data.map((run) => {
-        const live = !TERMINAL_STATUS.has(run.status);
+        const live = !isTerminal(run.status);
         const when = run.created_at ? new Date(run.created_at).toLocaleTimeString() : '';
         return h(
           'li',

@@ -3,36 +3,9 @@
  * images and video inline through their signed links, other files as downloads), and failed
  * items in place with their error.
  */
+import type { Part } from '../../domain/parts';
+import type { OutputItem, Run } from '../../clients/typescript';
 import { h } from './dom';
-
-export interface Part {
-  type: 'text' | 'json' | 'image' | 'video' | 'file';
-  text?: string;
-  data?: unknown;
-  url?: string;
-  name?: string;
-  mime_type?: string;
-}
-
-export interface OutputItem {
-  id: string;
-  item_index: number;
-  status: string;
-  parts: Part[];
-  error?: { message: string; type?: string; code?: number };
-}
-
-export interface Run {
-  id: string;
-  status: 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
-  published_workflow_id: string | null;
-  published_workflow_version_id: string | null;
-  output: Record<string, OutputItem[]> | null;
-  error: string | null;
-  total_cost: number | null;
-  created_at: string | null;
-  completed_at: string | null;
-}
 
 function renderPart(part: Part, label: string): HTMLElement {
   switch (part.type) {

@@ -3,15 +3,9 @@
  * header). When the connection drops it reconnects to GET /api/v1/runs/{id}/stream with
  * `Last-Event-ID`, never repeating the start; a 204 there means the run ended meanwhile.
  */
-import { ApiError, apiError, authHeaders } from './api';
+import { isTerminalEvent, type StreamEvent } from '../../domain/run';
+import { ErrorAnswer, errorAnswer, authHeaders } from './api';
 
-export interface StreamEvent {
-  type: string;
-  sequence_number: number;
-  [field: string]: any;
-}
-
-const TERMINAL = new Set(['response.completed', 'response.failed', 'response.cancelled']);
 const MAX_FAILURES = 8;
 
 export interface FollowOptions {
@@ -53,7 +47,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /**
  * Streams a run to its end and returns its id. Resolves once the terminal event arrived, or a
- * resume answered 204 (the run is over: read the record). Throws ApiError when the start is
+ * resume answered 204 (the run is over: read the record). Throws ErrorAnswer when the start is
  * refused, or when reconnecting keeps failing.
  */
 export async function followRun(o: FollowOptions): Promise<string> {
@@ -79,7 +73,7 @@ export async function followRun(o: FollowOptions): Promise<string> {
     }
     if (res?.status === 204) return runId!; // resumed at or after the terminal event: nothing more will come
     if (res && !res.ok) {
-      const err = apiError(res.status, await res.text());
+      const err = errorAnswer(res.status, await res.text());
       if (runId === undefined || !err.retryable) throw err;
     }
     try {
@@ -93,14 +87,14 @@ export async function followRun(o: FollowOptions): Promise<string> {
         }
         failures = 0;
         o.onEvent(event);
-        if (TERMINAL.has(event.type)) return runId!;
+        if (isTerminalEvent(event)) return runId!;
       }
     } catch (err) {
       if (o.signal.aborted) throw err;
       // the connection dropped mid-stream: reconnect below
     }
     if (runId === undefined) throw new Error('The stream ended before the run was created.');
-    if (++failures > MAX_FAILURES) throw new ApiError(503, `Lost the stream of ${runId}; reopen it from Recent runs.`);
+    if (++failures > MAX_FAILURES) throw new ErrorAnswer(503, `Lost the stream of ${runId}; reopen it from Recent runs.`);
     o.onReconnect(failures, lastId);
     await sleep(Math.min(5_000, 400 * failures), o.signal);
   }

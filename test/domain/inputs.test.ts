@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Contract, ContractInput } from '../../domain/contract';
-import { describeProblems, validateInputs } from '../../domain/inputs';
+import { validateInputs } from '../../domain/inputs';
+import { describeProblems } from '../../domain/problems';
 
 const input = (key: string, type: ContractInput['type'], extra: Partial<ContractInput> = {}): ContractInput => ({
   key,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { inputPorts, NodeSchema, placeholders, renderTemplate } from '../../domain/graph';
+import { inputPorts, NodeSchema } from '../../domain/graph';
+import { placeholders, renderTemplate } from '../../domain/templates';
 
 describe('templates', () => {
   it('placeholders are unique, in order of first use, with optional spaces', () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { validateGraph, type Problem } from '../../domain/validate-graph';
+import { validateGraph } from '../../domain/validate-graph';
+import { type Problem } from '../../domain/problems';
 
 type Doc = { slug: string; nodes: Record<string, unknown>[]; edges: Record<string, unknown>[] };
 

@@ -3,11 +3,10 @@
  * shared test stack, and a worker in this process. `startService` adds an in-process API on top;
  * tests that run the API as a child process (to SIGKILL it) use `startBackend` alone.
  */
-import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../config';
 import { connectStore, type Store } from '../../store/db';
-import { createRunWorker } from '../../worker/create-worker';
-import { payloadProtection } from '../../lib/codec/data-converter';
+import { startWorker } from '../../worker/start-worker';
 import { testStack } from './stack';
 
 let counter = 0;
@@ -43,29 +42,8 @@ export interface InProcessWorker {
 
 /** Runs a worker of `config`'s task queue in this process, with a prebuilt workflow bundle (the suite's by default). */
 export async function startInProcessWorker(config: Config, store: Store, bundle?: WorkflowBundleWithSourceMap): Promise<InProcessWorker> {
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const worker = await createRunWorker({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    collections: store.collections,
-    db: store.db,
-    config,
-    // A WORKFLOW_BUNDLE_PATH in the test's env is what the worker loads, as in production (issue 20).
-    ...(config.worker.workflowBundlePath
-      ? { workflowBundlePath: config.worker.workflowBundlePath }
-      : { workflowBundle: bundle ?? (await testStack()).bundle }),
-    shutdownGraceTimeMs: 1_000,
-    payloads: payloadProtection(config, store.db),
-  });
-  const running = worker.run();
-  return {
-    async stop() {
-      worker.shutdown();
-      await running;
-      await connection.close();
-    },
-  };
+  const workflowBundle = config.worker.workflowBundlePath ? undefined : (bundle ?? (await testStack()).bundle);
+  return startWorker(config, store, { workflowBundle, shutdownGraceMs: 1_000 });
 }
 
 export interface TestBackend {

@@ -5,12 +5,15 @@ export interface ApiResponse<T = any> {
   body: T;
 }
 
+/** Longer than any answer the service gives (the store's socket timeout is 60 s). */
+const CALL_TIMEOUT_MS = 90_000;
+
 /** Calls the API with an optional bearer key; `body` objects are sent as JSON, strings as-is. */
 export async function call<T = any>(
   baseUrl: string,
   method: string,
   path: string,
-  opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+  opts: { key?: string; body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
@@ -19,7 +22,16 @@ export async function call<T = any>(
     body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(baseUrl + path, { method, headers, body });
+  // The service answers every request in bounded time (store and Temporal calls all have deadlines):
+  // a request still unanswered after this long is a hang, reported as one (not as mocha's timeout).
+  const timeoutMs = opts.timeoutMs ?? CALL_TIMEOUT_MS;
+  let res: Response;
+  try {
+    res = await fetch(baseUrl + path, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') throw new Error(`${method} ${path.slice(0, 120)}: no answer within ${timeoutMs} ms`);
+    throw err;
+  }
   const text = await res.text();
   let parsed: unknown = text;
   try {

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowDocumentSchema, type WorkflowDocument } from '../../domain/graph';
 import type { Item } from '../../domain/parts';
-import { executeGraph, type EngineHooks, type IoNode } from '../../workflows/engine';
+import { executeGraph, type EngineHooks } from '../../workflows/engine';
+import { type IoNode } from '../../activities/types';
 import { NodeFailure } from '../../workflows/errors';
 import { completed, failed, itemText } from '../../domain/items';
 

@@ -32,7 +32,7 @@ function area(url: string, fn: string): string {
   return m ? `ours:${m[1]}` : url;
 }
 
-export function summarize(file: string, top = 25): string {
+export function summarizeProfile(file: string, top = 25): string {
   const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
   const totalUs = profile.endTime - profile.startTime;
   // Self time per node from samples and their deltas (more exact than hitCount × mean interval).
@@ -69,5 +69,5 @@ if (require.main === module) {
   const files = fs.statSync(target).isDirectory()
     ? fs.readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(target, f))
     : [target];
-  for (const f of files) console.log(`${summarize(f, top)}\n`);
+  for (const f of files) console.log(`${summarizeProfile(f, top)}\n`);
 }

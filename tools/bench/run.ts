@@ -32,7 +32,7 @@ import { ProcessMonitor } from './lib/proc';
 import { sleep } from './lib/stats';
 import { machineInfo, renderReport, type ReportData } from './report';
 import { checkConsistency, debitCheck, tallyDebits } from './consistency';
-import { summarize as summarizeProfile } from './profile-summary';
+import { summarizeProfile } from './profile-summary';
 import { benchStart } from './benchmarks/p1-start';
 import { benchLatency } from './benchmarks/p2-latency';
 import { benchStream } from './benchmarks/p3-stream';

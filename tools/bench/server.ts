@@ -20,7 +20,7 @@ import { loadConfig, type Config } from '../../config';
 import { startApi, type ApiHandle } from '../../api/start-api';
 import { createLogger } from '../../api/logger';
 import { connectStore } from '../../store/db';
-import { createRunWorker } from '../../worker/create-worker';
+import { startWorker } from '../../worker/start-worker';
 import { payloadProtection } from '../../lib/codec/data-converter';
 import { installWorkerRuntime } from '../../worker/runtime';
 import { BARE_TASK_QUEUE } from './baseline/constants';
@@ -148,37 +148,22 @@ async function startWorkers(config: Config): Promise<() => Promise<void>> {
   installWorkerRuntime(config.logLevel);
   const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-bench-worker', monitorCommands: true });
   countCommands(store.client);
+  const runWorker = await startWorker(config, store, { shutdownGraceMs: 2_000 });
+  // The baseline's bare worker (P1, P2): the same server and codec, none of the service's code.
   const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const [runWorker, bareWorker] = await Promise.all([
-    createRunWorker({
-      connection,
-      namespace: config.temporal.namespace,
-      taskQueue: config.temporal.taskQueue,
-      collections: store.collections,
-      config,
-      shutdownGraceTimeMs: 2_000,
-      payloads: payloadProtection(config, store.db),
-    }),
-    Worker.create({
-      connection,
-      namespace: config.temporal.namespace,
-      taskQueue: BARE_TASK_QUEUE,
-      workflowsPath: require.resolve('./baseline/workflows'),
-      // The bench's client seals every payload as the service does (D32), so the baseline pays the same codec.
-      dataConverter: payloadProtection(config, store.db).dataConverter,
-    }),
-  ]);
-  const running = Promise.all([runWorker.run(), bareWorker.run()]);
+  const bareWorker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: BARE_TASK_QUEUE,
+    workflowsPath: require.resolve('./baseline/workflows'),
+    // The bench's client seals every payload as the service does (D32), so the baseline pays the same codec.
+    dataConverter: payloadProtection(config, store.db).dataConverter,
+  });
+  const bareRunning = bareWorker.run();
   return async () => {
-    // The runtime also shuts workers down on SIGINT/SIGTERM by itself; shutdown() is idempotent.
-    for (const w of [runWorker, bareWorker]) {
-      try {
-        w.shutdown();
-      } catch {
-        // already stopping
-      }
-    }
-    await running;
+    // The runtime also shuts workers down on SIGINT/SIGTERM by itself.
+    if (bareWorker.getState() === 'RUNNING') bareWorker.shutdown();
+    await Promise.all([runWorker.stop(), bareRunning]);
     await connection.close();
     await store.close();
   };

@@ -1,0 +1,66 @@
+/**
+ * Starts a run worker from configuration: its Temporal connection (with fail-over across the
+ * configured frontends), the codec, the activities over the given store, and `run()`. The one
+ * wiring used by the worker process (worker/main.ts, which `npm start` runs), the tests and the bench.
+ */
+import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Config } from '../config';
+import { connectFirst } from '../config/temporal-connection';
+import type { Store } from '../store/db';
+import { payloadProtection } from '../lib/codec/data-converter';
+import { createRunWorker } from './create-worker';
+
+export interface RunningWorker {
+  /** Settles when the worker has stopped: after stop(), or on SIGINT/SIGTERM (the SDK's runtime drains it). */
+  done: Promise<void>;
+  /** Drains the worker (activities get the grace time, then are cancelled) and closes its connection. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Past the grace time, how long a shutdown may still take before the SDK gives up on it: an
+ * activity stuck in a call that ignores cancellation can then never hold a stop (or a test) forever.
+ */
+const FORCE_AFTER_GRACE_MS = 10_000;
+
+export async function startWorker(
+  config: Config,
+  store: Pick<Store, 'collections' | 'db'>,
+  opts: {
+    /** A prebuilt bundle (the tests build one per suite); otherwise WORKFLOW_BUNDLE_PATH, or bundling at start. */
+    workflowBundle?: WorkflowBundleWithSourceMap;
+    /** Overrides WORKER_SHUTDOWN_GRACE_MS (tests stop workers often and fast). */
+    shutdownGraceMs?: number;
+  } = {},
+): Promise<RunningWorker> {
+  const connection = await connectFirst(config.temporal, (options) => NativeConnection.connect(options));
+  const shutdownGraceTimeMs = opts.shutdownGraceMs ?? config.worker.shutdownGraceMs;
+  let worker;
+  try {
+    worker = await createRunWorker({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      collections: store.collections,
+      db: store.db,
+      config,
+      // A WORKFLOW_BUNDLE_PATH is what the worker loads, as in production (issue 20).
+      ...(config.worker.workflowBundlePath ? { workflowBundlePath: config.worker.workflowBundlePath } : { workflowBundle: opts.workflowBundle }),
+      shutdownGraceTimeMs,
+      shutdownForceTimeMs: shutdownGraceTimeMs + FORCE_AFTER_GRACE_MS,
+      payloads: payloadProtection(config, store.db),
+    });
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
+  const running = worker.run();
+  const done = running.finally(() => connection.close());
+  return {
+    done,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}
