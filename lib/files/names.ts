@@ -7,7 +7,7 @@ const MAX_NAME = 255;
 export function cleanFileName(raw: string | undefined | null): string | undefined {
   if (!raw) return undefined;
   const base = raw.split(/[\\/]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
+   
   const clean = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, MAX_NAME);
   return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
 }

@@ -10,7 +10,7 @@ describe('docs/workflow.schema.json', () => {
     assert.equal(
       fs.readFileSync(file, 'utf8'),
       workflowJsonSchemaText(),
-      'regenerate with: npx tsx domain/scripts/print-workflow-schema.ts > docs/workflow.schema.json',
+      'regenerate with: npx tsx tools/scripts/print-workflow-schema.ts > docs/workflow.schema.json',
     );
   });
 

@@ -191,7 +191,7 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
     }
     assert.equal(duplicates, 0);
     const attempts = clients.reduce((n, c) => n + c.attempts, 0);
-    // eslint-disable-next-line no-console
+     
     console.log(
       `      ${CLIENTS} streams, ${eventsBeforeKill} events before the kill; API listening again ${restartedMs} ms after the kill, ` +
         `${attempts} connection attempts (${CLIENTS} answered), all [DONE] ${backMs} ms after the kill; ` +

@@ -65,7 +65,7 @@ describe('reliability: worker killed in the middle of a 20,000-row run (issue 14
     assert.ok(repeated.every((n) => n === 2), 'no row called more than twice');
     // Rows answered before the kill and checkpointed are not called again: only the last second or so of work is.
     assert.ok(repeated.length < answeredAtKill / 2, `${repeated.length} of ${answeredAtKill} answered rows were called again`);
-    // eslint-disable-next-line no-console
+     
     console.log(`      killed with ${answeredAtKill} rows answered; ${repeated.length} rows called twice; ${fake.requests.length} calls in all`);
   });
 });

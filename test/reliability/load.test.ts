@@ -119,7 +119,7 @@ describe('reliability: 1,000 runs under load (issue 8)', function () {
     assert.ok(Math.abs(debited + spent) < 1e-9, `debits ${debited} vs costs ${spent}`);
     assert.ok(Math.abs((await accountBalance(c, accountId)) - (CREDIT_USD - spent)) < 1e-9, 'balance = credit - sum of total_cost');
 
-    // eslint-disable-next-line no-console
+     
     console.log(
       `      ${RUNS} runs started in ${startMs} ms (${((RUNS * 1000) / startMs).toFixed(1)} starts/s, ${STARTERS} starters, retried: ${retried[503]} × 503, ${retried[429]} × 429); ` +
         `all ended ${endMs} ms after the first start (${((RUNS * 1000) / endMs).toFixed(1)} runs/s); ` +

@@ -103,7 +103,7 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
     await closed;
     assert.ok(!tail.includes('[DONE]'), 'a cut-off client gets no [DONE]: it reconnects with Last-Event-ID');
     assert.ok(received < fed, `the client received ${received} of ${fed} bytes: nothing was held back for it`);
-    // eslint-disable-next-line no-console
+     
     console.log(`      cut off after ${cutAfterMs} ms, ${fed} bytes of events; kernel buffers had ${received} bytes; API queue peak ${maxQueued} bytes`);
   });
 

@@ -159,7 +159,7 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
     const repeated = [...callsPerRow.values()].filter((n) => n > 1);
     assert.ok(repeated.every((n) => n === 2), `no row called more than twice: ${JSON.stringify(repeated)}`);
     const aborted = fake.requests.filter((r) => r.aborted).length;
-    // eslint-disable-next-line no-console
+     
     console.log(
       `      ${RUNS} runs started in ${startedAllMs} ms; killed at ${killedAtMs} ms with ${atKill.callsInFlight} calls in flight, ` +
         `${atKill.callsAnswered} answered, ${atKill.runsCalled} runs called, ${finalizedAtKill} finalized; all finalized at ${doneMs} ms. ` +
