@@ -7,13 +7,12 @@ import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
 import type { Collections } from '../../store/db';
-import type { RunDoc, WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
+import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
 import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
-import { findVersion, findWorkflow } from '../../store/workflows';
 import type { RunArgs } from '../../workflows/definitions';
-import { InvalidInputsError, InvalidRequestError, NotFoundError } from '../../domain/errors';
+import { InvalidInputsError, InvalidRequestError } from '../../domain/errors';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { AuthContext } from '../middleware/authenticate';
 import type { StartRequest } from '../contract/request-schemas';
@@ -22,6 +21,7 @@ import { classifyAddress, describeAddressClass } from '../../lib/net/ssrf';
 import type { CreditCheck } from './credit-check';
 import type { KnownRuns } from './known-runs';
 import { fileInputProblems } from './file-inputs';
+import { resolveVersion, type WorkflowLookup } from './resolve-version';
 
 export interface StartRunDeps {
   collections: Collections;
@@ -35,38 +35,6 @@ export interface StartRunDeps {
   /** Runs this process has seen (the start records their owner, so reads of the live run need no store round trip). */
   knownRuns?: KnownRuns;
   config: Pick<Config, 'runs' | 'files'> & Partial<Pick<Config, 'webhooks'>>;
-}
-
-/** Where a start finds workflows (D2) and versions (D1). */
-export interface WorkflowLookup {
-  findWorkflow(accountId: string, ref: string): Promise<WorkflowDoc | null>;
-  findVersion(workflowId: string, pin?: number | string): Promise<WorkflowVersionDoc | null>;
-}
-
-/** The store itself as a WorkflowLookup, nothing remembered (tools and baselines). */
-export function storeLookup(collections: Pick<Collections, 'workflows' | 'workflowVersions'>): WorkflowLookup {
-  return {
-    findWorkflow: (accountId, ref) => findWorkflow(collections, accountId, ref),
-    findVersion: (workflowId, pin) => findVersion(collections, workflowId, pin),
-  };
-}
-
-/** Resolves the workflow (D2) and version (D1), or throws the matching 404. */
-export async function resolveVersion(
-  lookup: WorkflowLookup,
-  accountId: string,
-  ref: string,
-  pin: number | string | undefined,
-): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
-  const workflow = await lookup.findWorkflow(accountId, ref);
-  // A path segment can be ~16 KB (GET /workflows/{id}): never echo more of it than an id could be.
-  if (!workflow) throw new NotFoundError(`No published workflow \`${ref.slice(0, 256)}\` in this account.`, 'published_workflow_not_found');
-  const version = await lookup.findVersion(workflow._id, pin);
-  if (!version) {
-    const which = pin === undefined ? 'has no published version' : `has no version \`${String(pin).slice(0, 64)}\``;
-    throw new NotFoundError(`Workflow \`${ref.slice(0, 256)}\` ${which}.`, 'published_workflow_version_not_found');
-  }
-  return { workflow, version };
 }
 
 /** The run id was recorded by another request already (an idempotent start finishing a stalled one's work, D18). */

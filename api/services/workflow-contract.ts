@@ -1,7 +1,7 @@
 /** D24: a published workflow's contract, so a client can build a form for any workflow. */
 import { inputsJsonSchema } from '../../domain/contract';
 import type { WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
-import { resolveVersion, type WorkflowLookup } from './start-run';
+import { resolveVersion, type WorkflowLookup } from './resolve-version';
 
 /** The latest (or pinned) version's inputs, with a JSON Schema of `inputs`, and outputs. */
 export async function workflowContract(

@@ -1,4 +1,4 @@
-/** The API's window on Temporal: starting a run's workflow and asking it for its snapshot. */
+/** The API's window on Temporal: starting, cancelling, asking and awaiting a run's workflow (nothing else in the API holds a Temporal client). */
 import {
   Client,
   Connection,
@@ -73,6 +73,9 @@ export function connectTemporal(temporal: Config['temporal']): Promise<Connectio
   }));
 }
 
+/** temporal.api.enums.v1.WorkflowExecutionStatus COMPLETED: the workflow returned (after finalizing its run). */
+const WORKFLOW_COMPLETED = 2;
+
 /** How many started run ids a process remembers (oldest forgotten first). */
 const STARTED_MEMORY = 10_000;
 
@@ -88,13 +91,14 @@ export class RunGateway {
 
   constructor(private readonly opts: RunGatewayOptions) {
     this.codec = opts.payloads.codec;
-    // A query of a workflow that closed without completing is refused with its status instead of
-    // being answered by a replay: that is how a terminated run is told from a running one.
+    // A query of a closed workflow is refused with its status instead of being answered by a
+    // replay: a finished run's record answers at once (replaying a 100,000-row run's 35 MB history
+    // took ~4 s per read), and a terminated run is told from a running one by that status.
     this.client = new Client({
       connection: opts.connection,
       namespace: opts.namespace,
       dataConverter: opts.payloads.dataConverter,
-      workflow: { queryRejectCondition: 'NOT_COMPLETED_CLEANLY' },
+      workflow: { queryRejectCondition: 'NOT_OPEN' },
     });
     this.replayClient = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: opts.payloads.dataConverter });
   }
@@ -247,7 +251,10 @@ export class RunGateway {
         stop({ outcome: 'unavailable' });
         throw new ServiceUnavailableError();
       }
-      if (err instanceof QueryRejectedError) await this.opts.onClosedUnfinished?.(runId, err.status).catch(() => undefined);
+      // Closed: completed workflows finalized their run themselves; any other end needs settling.
+      if (err instanceof QueryRejectedError && err.status !== WORKFLOW_COMPLETED) {
+        await this.opts.onClosedUnfinished?.(runId, err.status).catch(() => undefined);
+      }
       // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
     }
     stop({ outcome: answer ? 'ok' : 'no_news' });

@@ -5,7 +5,7 @@
  * started runs drains between phases. Workers stay up: starting runs also means running them.
  */
 import { randomUUID } from 'node:crypto';
-import { resolveVersion, storeLookup } from '../../../api/services/start-run';
+import { resolveVersion, storeLookup } from '../../../api/services/resolve-version';
 import { findLiveKey } from '../../../store/accounts';
 import type { RunDoc } from '../../../store/documents';
 import { generateId } from '../../../store/ids';
