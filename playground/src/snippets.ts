@@ -1,5 +1,5 @@
 /**
- * The current request as code to copy: curl (the raw API, streaming), TypeScript (client/ of
+ * The current request as code to copy: curl (the raw API, streaming), TypeScript (clients/typescript/ of
  * this repository) and Python (the `wrs_client` package). The key is never copied: every
  * snippet reads it from the WRS_API_KEY environment variable.
  */

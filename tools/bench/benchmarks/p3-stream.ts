@@ -187,7 +187,7 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
       `- The ${runs} held LLM calls were answered spread over ${fmt(releaseSpreadMs / 1000, 1)} s after a ${fmt(steadyMs / 1000, 0)} s steady state.`,
       `- ${started.length} runs started in ${fmt(startedMs / 1000, 1)} s; ${clients.length}/${wanted.length} clients attached${Object.keys(attachErrors).length ? ` (errors: ${JSON.stringify(attachErrors)})` : ''}; ${unfinished} streams had not ended at the deadline; ${missingEvents} clients did not receive exactly sequences 0,1,2,3.`,
       `- Steady state (all clients attached, no answers yet): ${livePollers} pollers, ${steady1.subscribers} subscribers; Temporal RPCs: ${describeRpc(steadyDelta)}.`,
-      `- From the steady state to the last stream's end: ${overallQueries} queries (≈ ${fmt(overallQueries / Math.max(1, runs), 1)} per run).`,
+      `- From the steady state to the last stream's end: ${overallQueries} queries (≈ ${fmt(overallQueries / Math.max(1, runs), 1)} per run); Temporal RPCs: ${describeRpc(rpcDelta(allStats, steady0))}.`,
       `- API RSS: ${fmt(rssBefore, 0)} MB before, ${steadyRss.length ? fmt(Math.max(...steadyRss), 0) : '—'} MB with every client attached, peak ${fmt(peakRss, 0)} MB; heap used ${fmt(allStats.heapUsedMb, 0)} MB at the end.`,
       `- Fake LLM: ${ctx.fake.counts.maxInFlight} requests in flight at most.`,
     ],
