@@ -31,19 +31,19 @@ export interface ServiceStack {
   bundle: WorkflowBundleWithSourceMap;
 }
 
+export interface ServiceOptions {
+  worker?: boolean;
+  env?: Record<string, string>;
+  /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
+  logDestination?: DestinationStream;
+  /** Servers of the test's own instead of the shared stack (which is then not started for it). */
+  stack?: ServiceStack;
+  /** The API's MongoDB client emits command events (test/support/round-trips.ts counts them). */
+  monitorCommands?: boolean;
+}
+
 /** Starts API (and, unless `worker: false`, a worker) on the shared stack (or `stack`); env overrides go through loadConfig. */
-export async function startService(
-  opts: {
-    worker?: boolean;
-    env?: Record<string, string>;
-    /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
-    logDestination?: DestinationStream;
-    /** Servers of the test's own instead of the shared stack (which is then not started for it). */
-    stack?: ServiceStack;
-    /** The API's MongoDB client emits command events (test/support/round-trips.ts counts them). */
-    monitorCommands?: boolean;
-  } = {},
-): Promise<TestService> {
+export async function startService(opts: ServiceOptions = {}): Promise<TestService> {
   const { temporalAddress, mongoUri, bundle } = opts.stack ?? (await sharedStack());
   const config = await testConfig(opts.env, { temporalAddress, mongoUri });
   const store = await connectStore(config.mongo);

@@ -11,6 +11,7 @@ import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { call, waitFor } from '../support/http';
 import { publish, waitForRun } from '../support/fixtures';
+import { runToEnd, startRun } from '../support/runs';
 import { startFakeOpenAI, IMAGE_COLOURS, type FakeOpenAI } from '../fakes/openai';
 import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
 import { mp4, pdf, png } from '../fakes/media';
@@ -62,17 +63,6 @@ async function download(svc: TestService, part: any): Promise<{ bytes: Buffer; t
   return { bytes: Buffer.from(await res.arrayBuffer()), type: res.headers.get('content-type') };
 }
 
-async function start(svc: TestService, key: string, workflowId: string, inputs: Record<string, unknown> = {}): Promise<string> {
-  const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId, inputs } });
-  assert.equal(res.status, 202, JSON.stringify(res.body));
-  return res.body.run_id;
-}
-
-async function runToEnd(svc: TestService, key: string, doc: { slug: string }, inputs: Record<string, unknown> = {}): Promise<any> {
-  await publish(svc.url, key, doc);
-  return waitForRun(svc.url, key, await start(svc, key, doc.slug, inputs), 60_000);
-}
-
 const closeTo = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} != ${expected}`);
 
 describe('media in runs (issue 4)', function () {
@@ -122,7 +112,7 @@ describe('media in runs (issue 4)', function () {
       ['url', 'A {{subject}} as:url'],
     ] as const) {
       it(`stores n=3 images answered as ${shape} in one item of image parts, billed per image`, async () => {
-        const run = await runToEnd(svc, key, doc(`draw-${shape.replace('_', '-')}`, prompt), { subject: 'red fox' });
+        const run = await runToEnd(svc.url, key, doc(`draw-${shape.replace('_', '-')}`, prompt), { subject: 'red fox' });
         assert.equal(run.status, 'completed', JSON.stringify(run));
         const items = run.output.images;
         assert.equal(items.length, 1);
@@ -144,7 +134,7 @@ describe('media in runs (issue 4)', function () {
     }
 
     it('fails the item with the provider’s message on a 4xx', async () => {
-      const run = await runToEnd(svc, key, doc('draw-refused', 'status:400 {{subject}}'), { subject: 'x' });
+      const run = await runToEnd(svc.url, key, doc('draw-refused', 'status:400 {{subject}}'), { subject: 'x' });
       assert.equal(run.status, 'completed');
       assert.equal(run.output.images[0].status, 'failed');
       assert.equal(run.output.images[0].error.code, 400);
@@ -167,7 +157,7 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('creates one prediction, polls it several times, stores the video and audio outputs typed by their bytes and bills predict_time', async () => {
-      const run = await runToEnd(svc, key, doc('video-audio', { prompt: 'a clip of {{idea}}', settings: { seconds: 4, tags: ['{{idea}}'] }, polls: 4 }), { idea: 'waves' });
+      const run = await runToEnd(svc.url, key, doc('video-audio', { prompt: 'a clip of {{idea}}', settings: { seconds: 4, tags: ['{{idea}}'] }, polls: 4 }), { idea: 'waves' });
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const prediction = replicate.predictions.at(-1)!;
       assert.deepEqual(prediction.body, { model: 'owner/video-model', input: { prompt: 'a clip of waves', settings: { seconds: 4, tags: ['waves'] }, polls: 4 } });
@@ -196,7 +186,7 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('types mixed outputs: a PDF URL is a file, a string is text, an object is json; a version pins the model', async () => {
-      const run = await runToEnd(svc, key, doc('mixed-output', { scenario: 'mixed', polls: 1, about: '{{idea}}' }, { version: 'abc123' }), { idea: 'q3' });
+      const run = await runToEnd(svc.url, key, doc('mixed-output', { scenario: 'mixed', polls: 1, about: '{{idea}}' }, { version: 'abc123' }), { idea: 'q3' });
       const [item] = run.output.media;
       assert.equal(replicate.predictions.at(-1)!.body.version, 'abc123');
       assert.deepEqual(item.parts.map((p: any) => p.type), ['file', 'text', 'json']);
@@ -205,12 +195,12 @@ describe('media in runs (issue 4)', function () {
       assert.equal(item.parts[1].text, 'a caption');
       assert.deepEqual(item.parts[2].data, { score: 0.9 });
 
-      const tokens = await runToEnd(svc, key, doc('tokens-output', { scenario: 'tokens', polls: 1, q: '{{idea}}' }), { idea: 'story' });
+      const tokens = await runToEnd(svc.url, key, doc('tokens-output', { scenario: 'tokens', polls: 1, q: '{{idea}}' }), { idea: 'story' });
       assert.deepEqual(tokens.output.media[0].parts, [{ type: 'text', text: 'Once upon a time' }]);
     });
 
     it('a retried attempt resumes its prediction instead of creating (and paying for) another', async () => {
-      const run = await runToEnd(svc, key, doc('prediction-resumed', { polls: 5, flaky_poll: 3, q: '{{idea}}' }), { idea: 'resume-me' });
+      const run = await runToEnd(svc.url, key, doc('prediction-resumed', { polls: 5, flaky_poll: 3, q: '{{idea}}' }), { idea: 'resume-me' });
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const created = replicate.predictions.filter((p) => p.body.input?.q === 'resume-me');
       assert.equal(created.length, 1, 'one prediction for two attempts');
@@ -219,7 +209,7 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('fails the item when the prediction fails', async () => {
-      const run = await runToEnd(svc, key, doc('prediction-fails', { scenario: 'fail', polls: 1, q: '{{idea}}' }), { idea: 'x' });
+      const run = await runToEnd(svc.url, key, doc('prediction-fails', { scenario: 'fail', polls: 1, q: '{{idea}}' }), { idea: 'x' });
       assert.equal(run.status, 'completed');
       assert.equal(run.output.media[0].status, 'failed');
       assert.match(run.output.media[0].error.message, /the prediction failed: CUDA out of memory/);
@@ -227,7 +217,7 @@ describe('media in runs (issue 4)', function () {
 
     it('a run cancel stops the polling and cancels the prediction at the provider', async () => {
       await publish(svc.url, key, doc('prediction-forever', { scenario: 'forever', q: '{{idea}}' }));
-      const runId = await start(svc, key, 'prediction-forever', { idea: 'endless' });
+      const runId = await startRun(svc.url, key, 'prediction-forever', { idea: 'endless' });
       const prediction = await waitFor(async () => {
         const p = replicate.predictions.find((x) => x.body.input?.q === 'endless');
         return p && p.polls >= 2 ? p : undefined;
@@ -257,7 +247,7 @@ describe('media in runs (issue 4)', function () {
           { from: 'get', to: 'out' },
         ],
       };
-      const run = await runToEnd(svc, key, doc);
+      const run = await runToEnd(svc.url, key, doc);
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const parts = run.output.files.map((item: any) => item.parts[0]);
       assert.deepEqual(parts.map((p: any) => [p.type, p.mime_type, p.name]), [
@@ -293,7 +283,7 @@ describe('media in runs (issue 4)', function () {
       const bytes = png([50, 60, 70], 3, 3);
       const up = await fetch(`${svc.url}/api/v1/files?name=me.png`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: bytes });
       const file = (await up.json()) as any;
-      const run = await waitForRun(svc.url, key, await start(svc, key, doc.slug, { photo: file.id }));
+      const run = await waitForRun(svc.url, key, await startRun(svc.url, key, doc.slug, { photo: file.id }));
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const part = run.output.photo_out[0].parts[0];
       assert.equal(part.type, 'image');
@@ -306,7 +296,7 @@ describe('media in runs (issue 4)', function () {
 
     it('fetches a URL input (following a redirect), stores it under the run’s account and links to the copy', async () => {
       const url = `${target.origin}/to?url=${encodeURIComponent(`${target.origin}/photo.png`)}`;
-      const run = await waitForRun(svc.url, key, await start(svc, key, doc.slug, { photo: url, document: `${target.origin}/report` }));
+      const run = await waitForRun(svc.url, key, await startRun(svc.url, key, doc.slug, { photo: url, document: `${target.origin}/report` }));
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const photo = run.output.photo_out[0].parts[0];
       assert.deepEqual([photo.type, photo.mime_type, photo.name], ['image', 'image/png', 'photo.png']);
@@ -319,7 +309,7 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('fails the run, naming the input, when the URL answers 404', async () => {
-      const run = await waitForRun(svc.url, key, await start(svc, key, doc.slug, { photo: `${target.origin}/gone.png` }));
+      const run = await waitForRun(svc.url, key, await startRun(svc.url, key, doc.slug, { photo: `${target.origin}/gone.png` }));
       assert.equal(run.status, 'failed');
       assert.match(run.error, /node 'photo' \(user_input\): input 'photo': http:\/\/127\.0\.0\.1:\d+ answered 404/);
     });
@@ -350,7 +340,7 @@ describe('media in runs (issue 4)', function () {
 
     const refused = async (url: string, why: RegExp) => {
       const before = target.hits.length;
-      const run = await waitForRun(guarded.url, guardedKey, await start(guarded, guardedKey, doc.slug, { photo: url }));
+      const run = await waitForRun(guarded.url, guardedKey, await startRun(guarded.url, guardedKey, doc.slug, { photo: url }));
       assert.equal(run.status, 'failed', JSON.stringify(run));
       assert.match(run.error, /^node 'photo' \(user_input\): input 'photo': /);
       assert.match(run.error, why);
