@@ -4,7 +4,6 @@
  * requests: one run; and the crash cases of api/services/idempotent-start.ts.
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { addCredits } from '../../store/accounts';
 import type { IdempotencyKeyDoc, RunDoc } from '../../store/documents';
 import { generateId, deriveId } from '../../store/ids';
@@ -13,6 +12,7 @@ import { insertRun } from '../../store/runs';
 import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
+import { rawRequest } from '../support/raw-http';
 import { call, waitFor, type ApiResponse } from '../support/http';
 import { events, openSse } from '../support/sse';
 import { startService, type TestService, temporalClient } from '../support/service';
@@ -148,7 +148,7 @@ describe('idempotent starts (D18)', function () {
       expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_idempotency_key', param: 'Idempotency-Key' });
     }
     // Bytes fetch cannot send: non-ASCII, and a bare CR or LF trying to smuggle a header in.
-    const raw = async (value: Buffer): Promise<{ status: number; body: any }> => {
+    const raw = async (value: Buffer) => {
       const payload = JSON.stringify(body);
       const head = Buffer.concat([
         Buffer.from(
@@ -158,16 +158,7 @@ describe('idempotent starts (D18)', function () {
         value,
         Buffer.from(`\r\n\r\n${payload}`),
       ]);
-      const url = new URL(svc.url);
-      const text = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect(Number(url.port), url.hostname, () => socket.write(head)); // no half-close: the server answers, then closes
-        let got = '';
-        socket.on('data', (c) => (got += c.toString('latin1')));
-        socket.on('end', () => resolve(got));
-        socket.on('error', reject);
-      });
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
-      return { status, body: JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) };
+      return rawRequest(svc.url, head);
     };
     const nonAscii = await raw(Buffer.from('caf\xe9', 'latin1'));
     assert.equal(nonAscii.status, 400, JSON.stringify(nonAscii.body));

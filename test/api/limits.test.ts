@@ -11,7 +11,8 @@ import { expectError } from '../support/api-assert';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { startService } from '../support/service';
+import { useService } from '../support/use-service';
 
 /** input → llm → result; the prompt carries the fake provider's directives (test/fakes/openai.ts). */
 const askWorkflow = (slug: string, prompt: string) => ({
@@ -36,19 +37,15 @@ describe('limits (D10)', function () {
   after(async () => fake?.close());
 
   describe('request bodies', () => {
-    let svc: TestService;
-    let key: string;
+    const ctx = useService();
     before(async () => {
-      svc = await startService();
-      ({ key } = await newAccount(svc.store.collections));
-      await publish(svc.url, key, greetingWorkflow('greet'));
+      await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
     });
-    after(async () => svc?.close());
 
     it('answers a 2 MiB body with 413 request_too_large, before reading it', async () => {
-      const runsBefore = await svc.store.collections.runs.countDocuments({});
+      const runsBefore = await ctx.svc.store.collections.runs.countDocuments({});
       const big = JSON.stringify({ workflowId: 'greet', inputs: { name: 'x'.repeat(2 * 1024 * 1024) } });
-      expectError(await call(svc.url, 'POST', '/api/v1/responses', { key, body: big }), {
+      expectError(await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: big }), {
         status: 413,
         type: 'invalid_request_error',
         code: 'request_too_large',
@@ -56,9 +53,9 @@ describe('limits (D10)', function () {
       // Only the head is sent: the answer comes from the declared length alone, not after 2 MiB of reading.
       const t0 = Date.now();
       const early = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-        const req = http.request(`${svc.url}/api/v1/responses`, {
+        const req = http.request(`${ctx.svc.url}/api/v1/responses`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(2 * 1024 * 1024) },
+          headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json', 'content-length': String(2 * 1024 * 1024) },
         });
         req.on('response', (res) => {
           let text = '';
@@ -71,7 +68,7 @@ describe('limits (D10)', function () {
       assert.equal(early.status, 413);
       assert.equal(early.body.error.code, 'request_too_large');
       assert.ok(Date.now() - t0 < 2_000, `answered after ${Date.now() - t0} ms`);
-      assert.equal(await svc.store.collections.runs.countDocuments({}), runsBefore);
+      assert.equal(await ctx.svc.store.collections.runs.countDocuments({}), runsBefore);
     });
 
     it('answers inputs nested 10,000 deep with a quick 400 and keeps serving', async () => {
@@ -79,25 +76,25 @@ describe('limits (D10)', function () {
       const objects = '{"a":'.repeat(10_000) + '"x"' + '}'.repeat(10_000);
       for (const nested of [arrays, objects]) {
         const t0 = Date.now();
-        const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: `{"workflowId":"greet","inputs":{"name":${nested}}}` });
+        const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: `{"workflowId":"greet","inputs":{"name":${nested}}}` });
         expectError(res, { status: 400, type: 'invalid_request_error' });
         assert.ok(Date.now() - t0 < 1_000, `took ${Date.now() - t0} ms`);
       }
-      const ok = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'still here' } } });
+      const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'still here' } } });
       assert.equal(ok.status, 202, JSON.stringify(ok.body));
     });
 
     it('runs a 900 KB text input to the end without trouble', async () => {
       const name = 'n'.repeat(900 * 1024);
       const t0 = Date.now();
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name } } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name } } });
       assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 500));
       assert.ok(Date.now() - t0 < 3_000, `start took ${Date.now() - t0} ms`);
-      const run = await waitForRun(svc.url, key, res.body.run_id, 60_000);
+      const run = await waitForRun(ctx.svc.url, ctx.key, res.body.run_id, 60_000);
       assert.equal(firstText(run, 'greeting'), `Hello, ${name}!`);
       // Meanwhile and after, small requests are served as usual.
-      const small = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Bo' } } });
-      assert.equal(firstText(await waitForRun(svc.url, key, small.body.run_id), 'greeting'), 'Hello, Bo!');
+      const small = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'Bo' } } });
+      assert.equal(firstText(await waitForRun(ctx.svc.url, ctx.key, small.body.run_id), 'greeting'), 'Hello, Bo!');
     });
   });
 

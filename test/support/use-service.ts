@@ -30,7 +30,7 @@ export interface ServiceContext {
   keyId: string;
   /** The fake provider (only with `fakeOpenAI: true`). */
   fake: FakeOpenAI;
-  /** A further account on the same service, for tests that need their own balance or rate-limit windows. */
+  /** A further account on the same service (credit as `newAccount`: 10 unless given), for tests that need their own balance or rate-limit windows. */
   newAccount(credit?: number): Promise<{ accountId: string; key: string; keyId: string }>;
 }
 
@@ -38,7 +38,7 @@ export interface ServiceContext {
 export function useService(opts: UseServiceOptions = {}): ServiceContext {
   const { fakeOpenAI, credit = 10, account = true, env: envOption, ...serviceOptions } = opts;
   const ctx = {
-    newAccount: (creditUsd = credit) => newAccount(ctx.svc.store.collections, creditUsd),
+    newAccount: (creditUsd?: number) => newAccount(ctx.svc.store.collections, creditUsd),
   } as ServiceContext;
 
   before(async () => {
