@@ -5,11 +5,9 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { revokeKey, issueKey } from '../../store/accounts';
-import { newAccount } from '../support/accounts';
 import { assertCors, assertNoStack, expectError, expectRefusedWithin2s } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, readResponse, type ApiResponse } from '../support/http';
-import { startService, type TestService } from '../support/service';
 import { useService } from '../support/use-service';
 import { rawRequest } from '../support/raw-http';
 
@@ -262,12 +260,8 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
 
 describe('API errors: authentication (spec "Authentication", D6)', function () {
   this.timeout(120_000);
-  let svc: TestService;
+  const ctx = useService({ account: false, worker: false });
 
-  before(async () => {
-    svc = await startService({ worker: false });
-  });
-  after(async () => svc?.close());
 
   /** Every protected operation of the API, each with a body it would accept. */
   const operations = (slug: string): Array<{ method: string; path: string; body?: unknown }> => [
@@ -283,11 +277,11 @@ describe('API errors: authentication (spec "Authentication", D6)', function () {
   };
 
   it('refuses a request without an Authorization header', async () => {
-    for (const op of operations('auth-none')) expect401(await call(svc.url, op.method, op.path, { body: op.body }), `${op.method} ${op.path}`);
+    for (const op of operations('auth-none')) expect401(await call(ctx.svc.url, op.method, op.path, { body: op.body }), `${op.method} ${op.path}`);
   });
 
   it('refuses malformed Authorization headers', async () => {
-    const { key } = await newAccount(svc.store.collections);
+    const { key } = await ctx.newAccount();
     const malformed = [
       key, // no scheme
       `Basic ${Buffer.from(`user:${key}`).toString('base64')}`,
@@ -304,40 +298,40 @@ describe('API errors: authentication (spec "Authentication", D6)', function () {
     ];
     for (const header of malformed) {
       for (const op of operations('auth-malformed')) {
-        const res = await call(svc.url, op.method, op.path, { body: op.body, headers: { authorization: header } });
+        const res = await call(ctx.svc.url, op.method, op.path, { body: op.body, headers: { authorization: header } });
         expect401(res, `${op.method} ${op.path} with ${header.slice(0, 40)}`);
       }
     }
     // The scheme is case-insensitive (RFC 9110), so the key itself still works.
-    const ok = await call(svc.url, 'POST', '/api/v1/workflows', { body: greetingWorkflow('auth-ok'), headers: { authorization: `bearer ${key}` } });
+    const ok = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { body: greetingWorkflow('auth-ok'), headers: { authorization: `bearer ${key}` } });
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
   });
 
   it('refuses a well-formed wrs_sk_ key that does not exist', async () => {
     const ghost = 'wrs_sk_' + 'Z9'.repeat(20);
-    for (const op of operations('auth-ghost')) expect401(await call(svc.url, op.method, op.path, { key: ghost, body: op.body }), op.path);
+    for (const op of operations('auth-ghost')) expect401(await call(ctx.svc.url, op.method, op.path, { key: ghost, body: op.body }), op.path);
   });
 
   it('refuses a revoked key within 2 s (D6), while another key of the account keeps working', async () => {
-    const { accountId, key, keyId } = await newAccount(svc.store.collections);
-    const { secret: other } = await issueKey(svc.store.collections, accountId);
-    const before = await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('auth-revoke') });
+    const { accountId, key, keyId } = await ctx.newAccount();
+    const { secret: other } = await issueKey(ctx.svc.store.collections, accountId);
+    const before = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('auth-revoke') });
     assert.equal(before.status, 201, JSON.stringify(before.body));
 
-    assert.equal(await revokeKey(svc.store.collections, keyId), true);
+    assert.equal(await revokeKey(ctx.svc.store.collections, keyId), true);
     const revokedAt = Date.now();
     // The API may remember the key for up to 2 s after the request above read it (D6), no longer.
-    await expectRefusedWithin2s(async () => (await call(svc.url, 'GET', '/api/v1/runs', { key })).status, revokedAt);
-    for (const op of operations('auth-revoke')) expect401(await call(svc.url, op.method, op.path, { key, body: op.body }), op.path);
+    await expectRefusedWithin2s(async () => (await call(ctx.svc.url, 'GET', '/api/v1/runs', { key })).status, revokedAt);
+    for (const op of operations('auth-revoke')) expect401(await call(ctx.svc.url, op.method, op.path, { key, body: op.body }), op.path);
 
-    const still = await call(svc.url, 'POST', '/api/v1/workflows', { key: other, body: greetingWorkflow('auth-revoke') });
+    const still = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: other, body: greetingWorkflow('auth-revoke') });
     assert.equal(still.status, 201, JSON.stringify(still.body));
     assert.equal(still.body.version, 2);
   });
 
   it('checks the key before reading the body', async () => {
     // Garbage that would be a 400 or 415 for an authenticated caller is a 401 without a key.
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { body: '{not json', headers: { 'content-type': 'text/plain' } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { body: '{not json', headers: { 'content-type': 'text/plain' } });
     expect401(res, 'garbage without key');
     assertNoStack(res);
   });

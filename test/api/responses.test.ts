@@ -4,11 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { addCredits } from '../../store/accounts';
-import { newAccount } from '../support/accounts';
 import { detailFor, expectError, ISO_DATE_TIME } from '../support/api-assert';
 import { firstText, greetingWorkflow, publish, typedInputsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../support/http';
-import { startService, type TestService } from '../support/service';
+import {  type TestService } from '../support/service';
 import { useService } from '../support/use-service';
 
 const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
@@ -188,22 +187,18 @@ describe('API responses: starting runs (spec POST /api/v1/responses, D1, D2)', f
 
 describe('API responses: input errors (D4)', function () {
   this.timeout(120_000);
-  let svc: TestService;
-  let key: string;
+  const ctx = useService();
   let wf: any;
   const valid = { product_name: 'Widget', count: 3, gift_wrap: true };
 
   before(async () => {
-    svc = await startService();
-    ({ key } = await newAccount(svc.store.collections));
-    wf = await publish(svc.url, key, typedInputsWorkflow('typed'));
+    wf = await publish(ctx.svc.url, ctx.key, typedInputsWorkflow('typed'));
   });
-  after(async () => svc?.close());
 
   /** Starts with these inputs and asserts the D4 error; returns the error object. */
   async function inputError(inputs: unknown, fields: string[]): Promise<any> {
-    const before = await svc.store.collections.runs.countDocuments({});
-    const res = await start(svc, key, { workflowId: 'typed', inputs });
+    const before = await ctx.svc.store.collections.runs.countDocuments({});
+    const res = await start(ctx.svc, ctx.key, { workflowId: 'typed', inputs });
     const error = expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields' });
     assert.deepEqual(
       error.details.map((d: any) => d.field).sort(),
@@ -217,7 +212,7 @@ describe('API responses: input errors (D4)', function () {
     }
     assert.equal(error.param, error.details[0].field, 'param is the first offending key');
     assert.ok(fields.includes(error.param));
-    assert.equal(await svc.store.collections.runs.countDocuments({}), before, 'a refused start creates no run');
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({}), before, 'a refused start creates no run');
     return error;
   }
 
@@ -281,11 +276,11 @@ describe('API responses: input errors (D4)', function () {
   it('treats prototype-looking keys as plain unknown keys', async () => {
     // Raw JSON, so that `__proto__` is sent as an own key (JSON.parse makes it one).
     const body = `{"workflowId":"typed","inputs":{"product_name":"W","count":1,"gift_wrap":true,"__proto__":{"tone":"evil"},"constructor":"x"}}`;
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body, headers: { 'content-type': 'application/json' } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body, headers: { 'content-type': 'application/json' } });
     const error = expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields' });
     assert.deepEqual(error.details.map((d: any) => d.field).sort(), ['__proto__', 'constructor']);
-    const top = await call(svc.url, 'POST', '/api/v1/responses', {
-      key,
+    const top = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
       body: '{"workflowId":"typed","__proto__":{"stream":true}}',
       headers: { 'content-type': 'application/json' },
     });
@@ -300,49 +295,45 @@ describe('API responses: input errors (D4)', function () {
   });
 
   it('applies the default of an optional input left out, and uses a given value over it', async () => {
-    const withDefault = await start(svc, key, { workflowId: 'typed', inputs: valid });
+    const withDefault = await start(ctx.svc, ctx.key, { workflowId: 'typed', inputs: valid });
     assert.equal(withDefault.status, 202, JSON.stringify(withDefault.body));
     assert.equal(withDefault.body.published_workflow_version_id, wf.version_id);
-    const given = await start(svc, key, { workflowId: 'typed', inputs: { ...valid, tone: 'formal', gift_wrap: false, count: 2.5 } });
+    const given = await start(ctx.svc, ctx.key, { workflowId: 'typed', inputs: { ...valid, tone: 'formal', gift_wrap: false, count: 2.5 } });
     assert.equal(given.status, 202, JSON.stringify(given.body));
 
-    assert.equal(firstText(await waitForRun(svc.url, key, withDefault.body.run_id), 'line'), 'Widget|3|true|friendly');
-    assert.equal(firstText(await waitForRun(svc.url, key, given.body.run_id), 'line'), 'Widget|2.5|false|formal');
+    assert.equal(firstText(await waitForRun(ctx.svc.url, ctx.key, withDefault.body.run_id), 'line'), 'Widget|3|true|friendly');
+    assert.equal(firstText(await waitForRun(ctx.svc.url, ctx.key, given.body.run_id), 'line'), 'Widget|2.5|false|formal');
   });
 });
 
 describe('API responses: credits (D17)', function () {
   this.timeout(120_000);
-  let svc: TestService;
+  const ctx = useService({ account: false });
 
-  before(async () => {
-    svc = await startService();
-  });
-  after(async () => svc?.close());
 
   it('refuses a start at zero balance with 402 insufficient_credits and records no run', async () => {
-    const broke = await newAccount(svc.store.collections, 0);
+    const broke = await ctx.newAccount(0);
     // Publishing is free; only starting a run needs credit.
-    await publish(svc.url, broke.key, greetingWorkflow('greet'));
-    const before = await svc.store.collections.runs.countDocuments({});
-    const res = await start(svc, broke.key, { workflowId: 'greet', inputs: { name: 'x' } });
+    await publish(ctx.svc.url, broke.key, greetingWorkflow('greet'));
+    const before = await ctx.svc.store.collections.runs.countDocuments({});
+    const res = await start(ctx.svc, broke.key, { workflowId: 'greet', inputs: { name: 'x' } });
     expectError(res, { status: 402, type: 'insufficient_credits', code: 'insufficient_credits', message: [/credit/i] });
-    assert.equal(await svc.store.collections.runs.countDocuments({}), before);
-    assert.equal(await svc.store.collections.runs.countDocuments({ account_id: broke.accountId }), 0);
-    assert.equal(await svc.store.collections.ledger.countDocuments({ account_id: broke.accountId, kind: { $ne: 'credit' } }), 0);
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({}), before);
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({ account_id: broke.accountId }), 0);
+    assert.equal(await ctx.svc.store.collections.ledger.countDocuments({ account_id: broke.accountId, kind: { $ne: 'credit' } }), 0);
   });
 
   it('refuses a start with a negative balance, and accepts one once credits are added', async () => {
-    const acct = await newAccount(svc.store.collections, 1);
-    await publish(svc.url, acct.key, greetingWorkflow('greet'));
-    await addCredits(svc.store.collections, acct.accountId, -1.5, 'test: overdrawn');
-    const res = await start(svc, acct.key, { workflowId: 'greet', inputs: { name: 'x' } });
+    const acct = await ctx.newAccount(1);
+    await publish(ctx.svc.url, acct.key, greetingWorkflow('greet'));
+    await addCredits(ctx.svc.store.collections, acct.accountId, -1.5, 'test: overdrawn');
+    const res = await start(ctx.svc, acct.key, { workflowId: 'greet', inputs: { name: 'x' } });
     expectError(res, { status: 402, type: 'insufficient_credits', code: 'insufficient_credits' });
-    assert.equal(await svc.store.collections.runs.countDocuments({ account_id: acct.accountId }), 0);
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({ account_id: acct.accountId }), 0);
 
-    await addCredits(svc.store.collections, acct.accountId, 5, 'test: top-up');
-    const ok = await start(svc, acct.key, { workflowId: 'greet', inputs: { name: 'x' } });
+    await addCredits(ctx.svc.store.collections, acct.accountId, 5, 'test: top-up');
+    const ok = await start(ctx.svc, acct.key, { workflowId: 'greet', inputs: { name: 'x' } });
     assert.equal(ok.status, 202, JSON.stringify(ok.body));
-    assert.equal(await svc.store.collections.runs.countDocuments({ account_id: acct.accountId }), 1);
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({ account_id: acct.accountId }), 1);
   });
 });

@@ -1,11 +1,9 @@
 /** Issue 2, API surface: reading runs through GET /api/v1/runs/{runId} on the real stack (spec "Run", D5, ownership). */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { newAccount } from '../support/accounts';
 import { assertCors, expectError, ISO_DATE_TIME } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, readResponse, type ApiResponse } from '../support/http';
-import { startService, type TestService } from '../support/service';
 import { useService } from '../support/use-service';
 
 const RUN_FIELDS = [
@@ -133,20 +131,16 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
 
 describe('API runs: reading a run nobody has picked up yet', function () {
   this.timeout(120_000);
-  let svc: TestService;
+  const ctx = useService({ account: false, worker: false });
 
-  before(async () => {
-    svc = await startService({ worker: false });
-  });
-  after(async () => svc?.close());
 
   it('shows it pending with the spec fields and nulls where nothing happened yet', async () => {
-    const { key } = await newAccount(svc.store.collections);
-    const wf = await publish(svc.url, key, greetingWorkflow('greet'));
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    const { key } = await ctx.newAccount();
+    const wf = await publish(ctx.svc.url, key, greetingWorkflow('greet'));
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const t0 = Date.now();
-    const res = await call(svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });
+    const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });
     // Safe to poll every second: a queued run must not hold the read until a Temporal query times out.
     assert.ok(Date.now() - t0 < 1_000, `reading a pending run took ${Date.now() - t0} ms`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -165,8 +159,8 @@ describe('API runs: reading a run nobody has picked up yet', function () {
     });
 
     // Once a worker comes, the same run goes on to completion.
-    await svc.startWorker();
-    const run = await waitForRun(svc.url, key, start.body.run_id);
+    await ctx.svc.startWorker();
+    const run = await waitForRun(ctx.svc.url, key, start.body.run_id);
     assert.equal(run.status, 'completed');
     assert.equal(run.output.greeting[0].parts[0].text, 'Hello, x!');
   });
