@@ -196,7 +196,7 @@ describe('http_request node behind the SSRF guard', function () {
   });
 
   describe('a run on a service with the production default', () => {
-    const ctx = useService({ account: false });
+    const ctx = useService({ account: false }); // ALLOW_PRIVATE_NETWORK unset, as in production
 
     it('completes with each refused request as a failed item naming the refusal; no request reaches the target', async () => {
       const { key } = await ctx.newAccount();

@@ -25,6 +25,7 @@ async function workflowsOf(svc: TestService, accountId: string): Promise<string[
 
 describe('billing (D17): 402 at zero balance, one debit per run across a worker crash', function () {
   this.timeout(180_000);
+  // No in-process worker: the crash test runs the worker as a child process it can kill.
   const ctx = useService({ account: false, worker: false });
 
 

@@ -12,6 +12,7 @@ import { allTexts, showHistory } from '../support/temporal-cli';
 import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
 import { webhookWorkflowId } from '../../workflows/definitions';
 import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'x');
 const UI_ORIGIN = 'http://127.0.0.1:8233';
@@ -184,9 +185,7 @@ describe('payload key rotation (D32)', function () {
     first = await startService({ worker: false, env: { PAYLOAD_KEYS: k1, CODEC_TOKEN: TOKEN } });
     const { key } = await newAccount(first.store.collections);
     await publish(first.url, key, greetingWorkflow('rotate', 'Hi'));
-    const res = await call(first.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'rotate', inputs: { name: 'Ada' } } });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    const runId = res.body.run_id;
+    const runId = await startRun(first.url, key, 'rotate', { name: 'Ada' });
     const { dbName } = first.config.mongo;
     const { taskQueue, address } = first.config.temporal;
     await first.close();

@@ -15,7 +15,7 @@ import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fix
 import { rawRequest } from '../support/raw-http';
 import { call, waitFor, type ApiResponse } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { startService, type TestService, temporalClient } from '../support/service';
+import { startPeerService, startService, type TestService, temporalClient } from '../support/service';
 
 const HOUR = 60 * 60_000;
 
@@ -26,8 +26,7 @@ describe('idempotent starts (D18)', function () {
 
   before(async () => {
     svc = await startService();
-    // A second API process on the same database (no worker of its own).
-    other = await startService({ worker: false, env: { MONGODB_DB: svc.config.mongo.dbName, TEMPORAL_TASK_QUEUE: svc.config.temporal.taskQueue } });
+    other = await startPeerService(svc);
   });
   after(async () => {
     await other?.close();

@@ -17,10 +17,9 @@ const ONE_MS_IN_DAYS = 1 / 86_400_000;
 
 describe('retention (D29)', function () {
   this.timeout(60_000);
-  const ctx = useService({ env: { FINISHED_RUN_CACHE_MS: '0' } });
+  const ctx = useService({ env: { FINISHED_RUN_CACHE_MS: '0' } }); // reads right after removal must see it gone, not a cached copy
 
   before(async () => {
- // reads right after removal must see it gone, not a cached copy
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('kept'));
   });
 

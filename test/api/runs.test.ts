@@ -5,6 +5,7 @@ import { assertCors, expectError, ISO_DATE_TIME } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, readResponse, type ApiResponse } from '../support/http';
 import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 const RUN_FIELDS = [
   'completed_at',
@@ -81,9 +82,7 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
   });
 
   it("answers another account's run with the same 404 as an unknown one", async () => {
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
-    assert.equal(start.status, 202, JSON.stringify(start.body));
-    const runId = start.body.run_id;
+    const runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'Ada' });
     const other = await ctx.newAccount();
     const theirs = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: other.key });
     const error = expectError(theirs, { status: 404, type: 'not_found_error', code: 'not_found' });

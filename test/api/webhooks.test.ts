@@ -40,12 +40,12 @@ function verify(secret: string, hit: ReceivedHook): any {
 
 describe('webhooks (D20)', function () {
   this.timeout(60_000);
+  // Tests deliver to a loopback http receiver: both need the configuration's permission.
   const ctx = useService({ env: { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_INITIAL_MS: '100' } });
   let receiver: WebhookReceiver;
 
   before(async () => {
     receiver = await startWebhookReceiver();
-    // Tests deliver to a loopback http receiver: both need the configuration's permission.
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('hook'));
   });
   after(async () => {

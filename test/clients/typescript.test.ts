@@ -4,21 +4,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WrsApiError, WrsClient, type StreamEvent } from '../../clients/typescript';
 import { call, waitFor } from '../support/http';
+import { batchWorkflow } from '../support/fixtures';
 import { findRunRecord } from '../../store/runs';
 import { useService } from '../support/use-service';
 
-const batch = {
-  slug: 'batch',
-  nodes: [
-    { id: 'rows', type: 'batch', rows: ['slow:300 a', 'slow:900 b', 'slow:1500 c'] },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
-    { id: 'out', type: 'user_result', label: 'Answers' },
-  ],
-  edges: [
-    { from: 'rows', to: 'ask', port: 'row' },
-    { from: 'ask', to: 'out' },
-  ],
-};
+const batch = batchWorkflow('batch', ['slow:300 a', 'slow:900 b', 'slow:1500 c']);
 
 /** A pass-through proxy that can cut every open connection, as a flaky network would. */
 async function startCuttingProxy(target: string): Promise<{ url: string; cut(): void; close(): Promise<void>; posts: number; outage(gets: number): void; refused: number }> {

@@ -16,6 +16,7 @@ const png = (bytes: number[]) => new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0
 
 describe('reliability: isolation between accounts (issue 8, item 7)', function () {
   this.timeout(120_000);
+  // No worker: runs stay `pending`, which is all that isolation needs (and cancel has something to cancel).
   const ctx = useService({ account: false, worker: false });
   let a: { key: string; accountId: string };
   let b: { key: string; accountId: string };
@@ -31,7 +32,6 @@ describe('reliability: isolation between accounts (issue 8, item 7)', function (
   }
 
   before(async () => {
-    // No worker: runs stay `pending`, which is all that isolation needs (and cancel has something to cancel).
     a = await ctx.newAccount();
     b = await ctx.newAccount();
     aWorkflow = await publish(ctx.svc.url, a.key, greetingWorkflow('private-greet'));

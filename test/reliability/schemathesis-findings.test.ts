@@ -9,6 +9,7 @@ import { greetingWorkflow, publish } from '../support/fixtures';
 import { call } from '../support/http';
 import { openSse } from '../support/sse';
 import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 /** A one-input workflow whose input is of type json. */
 const jsonWorkflow = {
@@ -26,16 +27,14 @@ const jsonWorkflow = {
 
 describe('reliability: schemathesis findings stay fixed (issue 8)', function () {
   this.timeout(120_000);
+  // No worker: runs stay `pending`, which is all that these requests need.
   const ctx = useService({ worker: false });
   let runId: string;
 
   before(async () => {
-    // No worker: runs stay `pending`, which is all that these requests need.
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
     await publish(ctx.svc.url, ctx.key, jsonWorkflow);
-    const started = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'A' } } });
-    assert.equal(started.status, 202, JSON.stringify(started.body));
-    runId = started.body.run_id;
+    runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'A' });
   });
 
   it('a workflow whose free-form fields hold keys or nested arrays the store cannot hold is a 400 naming each (was a 500 at insert)', async () => {

@@ -78,6 +78,15 @@ export async function startService(opts: ServiceOptions = {}): Promise<TestServi
   return service;
 }
 
+/**
+ * Another API process of `svc`'s deployment (its database and task queue), as behind a load
+ * balancer; without a worker of its own unless `worker: true`.
+ */
+export function startPeerService(svc: TestService, opts: ServiceOptions = {}): Promise<TestService> {
+  const env = { MONGODB_DB: svc.config.mongo.dbName, TEMPORAL_TASK_QUEUE: svc.config.temporal.taskQueue, ...opts.env };
+  return startService({ worker: false, ...opts, env });
+}
+
 /** The shared stack (started on first use) as a ServiceStack. */
 async function sharedStack(): Promise<ServiceStack> {
   const { stack, bundle } = await testStack();

@@ -9,7 +9,7 @@ import { createActivities } from '../../activities';
 import type { RunFinal } from '../../domain/run';
 import { useService } from '../support/use-service';
 import { call, waitFor } from '../support/http';
-import { publish, waitForRun } from '../support/fixtures';
+import { batchWorkflow, publish, waitForRun } from '../support/fixtures';
 import { expectError } from '../support/api-assert';
 import { runToEnd, startRun } from '../support/runs';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
@@ -23,18 +23,7 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
     const { collections } = svc.store;
     const { key, accountId } = await ctx.newAccount(10);
     const before = await accountBalance(collections, accountId);
-    const doc = {
-      slug: 'billed',
-      nodes: [
-        { id: 'rows', type: 'batch', rows: ['a', 'b'] },
-        { id: 'ask', type: 'llm', model: 'gpt-test', prompt: 'Price {{row}}' },
-        { id: 'out', type: 'user_result', label: 'Out' },
-      ],
-      edges: [
-        { from: 'rows', to: 'ask', port: 'row' },
-        { from: 'ask', to: 'out' },
-      ],
-    };
+    const doc = batchWorkflow('billed', ['a', 'b'], 'Price {{row}}', 'Out');
     const run = await runToEnd(svc.url, key, doc);
     assert.equal(run.status, 'completed', JSON.stringify(run));
     const expected = START_FEE_USD + 2 * LLM_CALL_USD;
