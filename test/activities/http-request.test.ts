@@ -21,7 +21,7 @@ import type { NodeRequest } from '../../activities/types';
 import type { Item } from '../../domain/parts';
 import { publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
-import {   temporalClient } from '../support/service';
+import { temporalClient } from '../support/service';
 import { useService } from '../support/use-service';
 
 interface Seen {

@@ -12,7 +12,7 @@ import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { hasStringElement, startMongoProxy, type MongoProxy } from '../support/mongo-proxy';
-import {  type TestService, temporalClient } from '../support/service';
+import { type TestService, temporalClient } from '../support/service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 import { useService } from '../support/use-service';
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { ObjectId } from 'mongodb';
-import {  type TestService } from '../support/service';
+import type { TestService } from '../support/service';
 import { call } from '../support/http';
 import { publish } from '../support/fixtures';
 import { assertCors, detailFor, expectError } from '../support/api-assert';

@@ -7,7 +7,7 @@ import { addCredits } from '../../store/accounts';
 import { detailFor, expectError, ISO_DATE_TIME } from '../support/api-assert';
 import { firstText, greetingWorkflow, publish, typedInputsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../support/http';
-import {  type TestService } from '../support/service';
+import type { TestService } from '../support/service';
 import { useService } from '../support/use-service';
 
 const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';

@@ -6,7 +6,7 @@ import { createRetentionActivity } from '../../activities/retention';
 import { ensureRetentionSchedule, retentionScheduleId } from '../../api/temporal/retention-schedule';
 import { storeBytes } from '../../store/files';
 import { RETENTION_WORKFLOW_TYPE } from '../../workflows/definitions';
-import {   temporalClient } from '../support/service';
+import { temporalClient } from '../support/service';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';

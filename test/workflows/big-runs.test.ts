@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
-import {   temporalClient } from '../support/service';
+import { temporalClient } from '../support/service';
 import { deriveId } from '../../store/ids';
 import { useService } from '../support/use-service';
 
