@@ -5,14 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { startService } from '../support/service';
 import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 /** input → llm → result; the prompt carries the fake provider's directives (test/fakes/openai.ts). */
 const askWorkflow = (slug: string, prompt: string) => ({
@@ -30,12 +28,6 @@ const askWorkflow = (slug: string, prompt: string) => ({
 
 describe('limits (D10)', function () {
   this.timeout(120_000);
-  let fake: FakeOpenAI;
-  before(async () => {
-    fake = await startFakeOpenAI();
-  });
-  after(async () => fake?.close());
-
   describe('request bodies', () => {
     const ctx = useService();
     before(async () => {
@@ -98,10 +90,11 @@ describe('limits (D10)', function () {
     });
   });
 
-  it('fails a run that outlives RUN_TIMEOUT_MS with "run timed out", in the record and the stream', async () => {
-    const svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl, RUN_TIMEOUT_MS: '1500' } });
-    try {
-      const { key } = await newAccount(svc.store.collections);
+  describe('with RUN_TIMEOUT_MS=1500', () => {
+    const ctx = useService({ fakeOpenAI: true, env: { RUN_TIMEOUT_MS: '1500' } });
+
+    it('fails a run that outlives RUN_TIMEOUT_MS with "run timed out", in the record and the stream', async () => {
+      const { svc, key } = ctx;
       await publish(svc.url, key, askWorkflow('slow', 'slow:5000 {{question}}'));
       const stream = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'slow', stream: true, inputs: { question: 'q' } } });
       await stream.closed;
@@ -116,26 +109,21 @@ describe('limits (D10)', function () {
       assert.equal(run.output, null);
       const tookMs = Date.parse(run.completed_at) - Date.parse(run.created_at);
       assert.ok(tookMs >= 1_400 && tookMs < 5_000, `ended after ${tookMs} ms`);
-    } finally {
-      await svc.close();
-    }
+    });
   });
 
-  it("fails a run whose node's every attempt outlives NODE_ATTEMPT_TIMEOUT_MS, naming the node", async () => {
-    const svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl, NODE_ATTEMPT_TIMEOUT_MS: '1000', NODE_MAX_ATTEMPTS: '2' } });
-    try {
-      const { key } = await newAccount(svc.store.collections);
+  describe('with NODE_ATTEMPT_TIMEOUT_MS=1000 and NODE_MAX_ATTEMPTS=2', () => {
+    const ctx = useService({ fakeOpenAI: true, env: { NODE_ATTEMPT_TIMEOUT_MS: '1000', NODE_MAX_ATTEMPTS: '2' } });
+
+    it("fails a run whose node's every attempt outlives NODE_ATTEMPT_TIMEOUT_MS, naming the node", async () => {
+      const { svc, key, fake } = ctx;
       await publish(svc.url, key, askWorkflow('slow', 'slow:4000 attempt-timeout {{question}}'));
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'slow', inputs: { question: 'q' } } });
-      assert.equal(res.status, 202, JSON.stringify(res.body));
-      const run = await waitForRun(svc.url, key, res.body.run_id);
+      const run = await waitForRun(svc.url, key, await startRun(svc.url, key, 'slow', { question: 'q' }));
       assert.equal(run.status, 'failed');
       assert.match(run.error, /\bask\b/);
       assert.match(run.error, /2 attempt/);
       assert.match(run.error, /time/i);
       assert.equal(fake.requestsWith('attempt-timeout').length, 2);
-    } finally {
-      await svc.close();
-    }
+    });
   });
 });
