@@ -5,8 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { runCli } from '../../cli/run-cli';
 import { webhookWorkflowId } from '../../workflows/definitions';
 import { webhookMessageId } from '../../domain/run';
-import { startService, type TestService, temporalClient } from '../support/service';
-import { newAccount } from '../support/accounts';
+import { type TestService, temporalClient } from '../support/service';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
@@ -173,20 +172,16 @@ describe('webhooks (D20)', function () {
   });
 
   describe('without the configuration’s permission (production defaults)', () => {
-    let strict: TestService;
-    let strictKey: string;
+    const strict = useService({ env: { WEBHOOK_RETRY_INITIAL_MS: '100' } });
 
     before(async () => {
-      strict = await startService({ env: { WEBHOOK_RETRY_INITIAL_MS: '100' } });
-      ({ key: strictKey } = await newAccount(strict.store.collections));
-      await publish(strict.url, strictKey, greetingWorkflow('hook'));
+      await publish(strict.svc.url, strict.key, greetingWorkflow('hook'));
     });
-    after(async () => strict?.close());
 
     for (const host of ['127.0.0.1', '10.0.0.5', '[::1]', '169.254.169.254', '[::ffff:127.0.0.1]', '0.0.0.0']) {
       it(`refuses a webhook to the literal non-public address ${host} at the start with 400 invalid_webhook`, async () => {
         const webhook = `https://${host}/hook`;
-        const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
+        const res = await call(strict.svc.url, 'POST', '/api/v1/responses', { key: strict.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
         expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_webhook', param: 'webhook' });
         assert.match(res.body.error.message, /public address/);
       });
@@ -194,11 +189,11 @@ describe('webhooks (D20)', function () {
 
     it('refuses at delivery a host name that resolves to loopback: nothing is sent, the run completes, the caller sees why', async () => {
       const webhook = `https://localhost:${new URL(receiver.url).port}/ssrf`;
-      const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
+      const res = await call(strict.svc.url, 'POST', '/api/v1/responses', { key: strict.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const runId = res.body.run_id;
       const run = await waitFor(async () => {
-        const r = (await call(strict.url, 'GET', `/api/v1/runs/${runId}`, { key: strictKey })).body;
+        const r = (await call(strict.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: strict.key })).body;
         return r.webhook?.status === 'failed' ? r : undefined;
       }, { what: 'the refusal on the run' });
       assert.equal(run.status, 'completed');
@@ -206,12 +201,12 @@ describe('webhooks (D20)', function () {
       assert.equal(run.webhook.last_http_status, null);
       assert.equal(run.webhook.attempts, 1); // refused for good: no retry
       assert.equal(receiver.hitsOn('/ssrf').length, 0);
-      const child = await temporalClient(strict).workflow.getHandle(webhookWorkflowId(runId)).result();
+      const child = await temporalClient(strict.svc).workflow.getHandle(webhookWorkflowId(runId)).result();
       assert.equal(child.delivered, false);
     });
 
     it('refuses an http:// webhook at the start with 400 invalid_webhook', async () => {
-      const res = await call(strict.url, 'POST', '/api/v1/responses', { key: strictKey, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: `${receiver.url}/plain` } });
+      const res = await call(strict.svc.url, 'POST', '/api/v1/responses', { key: strict.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: `${receiver.url}/plain` } });
       expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_webhook', param: 'webhook' });
     });
   });
