@@ -48,7 +48,7 @@ export function useService(opts: UseServiceOptions = {}): ServiceContext {
       env.OPENAI_BASE_URL = ctx.fake.baseUrl;
     }
     ctx.svc = await startService({ ...serviceOptions, env });
-    if (account) Object.assign(ctx, await ctx.newAccount());
+    if (account) Object.assign(ctx, await ctx.newAccount(credit));
   });
   after(async () => {
     await ctx.svc?.close();
