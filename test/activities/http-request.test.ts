@@ -19,10 +19,10 @@ import type { Collections } from '../../store/db';
 import { invalidNodeConfig } from '../../activities/failures';
 import type { NodeRequest } from '../../activities/types';
 import type { Item } from '../../domain/parts';
-import { newAccount } from '../support/accounts';
 import { publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
-import { startService, type TestService, temporalClient } from '../support/service';
+import { temporalClient } from '../support/service';
+import { useService } from '../support/use-service';
 
 interface Seen {
   method: string;
@@ -196,14 +196,10 @@ describe('http_request node behind the SSRF guard', function () {
   });
 
   describe('a run on a service with the production default', () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(); // ALLOW_PRIVATE_NETWORK unset, as in production
-    });
-    after(async () => svc?.close());
+    const ctx = useService({ account: false }); // ALLOW_PRIVATE_NETWORK unset, as in production
 
     it('completes with each refused request as a failed item naming the refusal; no request reaches the target', async () => {
-      const { key } = await newAccount(svc.store.collections);
+      const { key } = await ctx.newAccount();
       const urls = [`${target.origin}/json`, 'http://10.0.0.1/admin', 'http://169.254.169.254/latest/meta-data/', `http://localhost:${target.port}/json`];
       const doc = {
         slug: 'ssrf-probe',
@@ -217,12 +213,12 @@ describe('http_request node behind the SSRF guard', function () {
           { from: 'probe', to: 'out' },
         ],
       };
-      await publish(svc.url, key, doc);
+      await publish(ctx.svc.url, key, doc);
       const before = target.seen.length;
       const started = Date.now();
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
-      const run = await waitForRun(svc.url, key, res.body.run_id);
+      const run = await waitForRun(ctx.svc.url, key, res.body.run_id);
       const elapsed = Date.now() - started;
       assert.equal(run.status, 'completed', JSON.stringify(run));
       assert.equal(run.error, null);
@@ -238,7 +234,7 @@ describe('http_request node behind the SSRF guard', function () {
       });
       assert.equal(target.seen.length, before, 'the target received nothing');
       // Not retried: a refusal is permanent, so each item's activity ran once (one ActivityTaskStarted each).
-      const history = await temporalClient(svc).workflow.getHandle(run.id).fetchHistory();
+      const history = await temporalClient(ctx.svc).workflow.getHandle(run.id).fetchHistory();
       const started_ = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes && e.activityTaskStartedEventAttributes.attempt === 1).length;
       const retried = (history.events ?? []).filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1).length;
       assert.equal(retried, 0, 'no activity attempt after the first');

@@ -12,8 +12,9 @@ import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { hasStringElement, startMongoProxy, type MongoProxy } from '../support/mongo-proxy';
-import { startService, type TestService, temporalClient } from '../support/service';
+import { type TestService, temporalClient } from '../support/service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { useService } from '../support/use-service';
 
 /** The Temporal workflows of an account, by its search attribute (as an operator would filter). */
 async function workflowsOf(svc: TestService, accountId: string): Promise<string[]> {
@@ -24,37 +25,33 @@ async function workflowsOf(svc: TestService, accountId: string): Promise<string[
 
 describe('billing (D17): 402 at zero balance, one debit per run across a worker crash', function () {
   this.timeout(180_000);
-  let svc: TestService;
+  // No in-process worker: the crash test runs the worker as a child process it can kill.
+  const ctx = useService({ account: false, worker: false });
 
-  before(async () => {
-    // No in-process worker: the crash test runs the worker as a child process it can kill.
-    svc = await startService({ worker: false });
-  });
-  after(async () => svc?.close());
 
   it('answers a start at zero balance with 402 and starts no Temporal workflow', async () => {
-    const broke = await newAccount(svc.store.collections, 0);
-    await publish(svc.url, broke.key, greetingWorkflow('greet'));
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    const broke = await ctx.newAccount(0);
+    await publish(ctx.svc.url, broke.key, greetingWorkflow('greet'));
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
     expectError(res, { status: 402, type: 'insufficient_credits', code: 'insufficient_credits' });
-    assert.equal(await svc.store.collections.runs.countDocuments({ account_id: broke.accountId }), 0);
-    assert.deepEqual(await workflowsOf(svc, broke.accountId), []);
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({ account_id: broke.accountId }), 0);
+    assert.deepEqual(await workflowsOf(ctx.svc, broke.accountId), []);
 
     // The same query does see a workflow of this account once one is started, so the empty list above means something.
-    await addCredits(svc.store.collections, broke.accountId, 1, 'test: top-up');
-    const ok = await call(svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    await addCredits(ctx.svc.store.collections, broke.accountId, 1, 'test: top-up');
+    const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
     assert.equal(ok.status, 202, JSON.stringify(ok.body));
     const seen = await waitFor(async () => {
-      const ids = await workflowsOf(svc, broke.accountId);
+      const ids = await workflowsOf(ctx.svc, broke.accountId);
       return ids.length > 0 ? ids : undefined;
     }, { timeoutMs: 20_000, intervalMs: 200, what: 'the workflow in Temporal visibility' });
     assert.deepEqual(seen, [ok.body.run_id]);
   });
 
   it("debits a run's cost once when the worker is killed in the middle of the debit and another one finishes it", async () => {
-    const c = svc.store.collections;
+    const c = ctx.svc.store.collections;
     const { accountId, key } = await newAccount(c, 10);
-    await publish(svc.url, key, greetingWorkflow('greet'));
+    await publish(ctx.svc.url, key, greetingWorkflow('greet'));
     const opening = await accountBalance(c, accountId);
 
     // The first worker reaches MongoDB through a proxy that lets the debit's insert through
@@ -64,11 +61,11 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
     try {
       // Only this account's debit: the worker also finishes runs other tests left queued.
       proxy = await startMongoProxy(
-        svc.config.mongo.uri,
+        ctx.svc.config.mongo.uri,
         (m) => hasStringElement(m, 'insert', 'ledger') && m.includes(accountId),
       );
-      workers.push(startWorkerProcess(svc.config, { mongoUri: proxy.uri }));
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
+      workers.push(startWorkerProcess(ctx.svc.config, { mongoUri: proxy.uri }));
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const runId: string = res.body.run_id;
       const entryId = deriveId('led', runId);
@@ -89,11 +86,11 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
       await workers[0].kill();
       // Another worker, straight to the database: Temporal retries the finalize activity once the
       // killed attempt times out, and the retry must find the debit booked and book nothing more.
-      workers.push(startWorkerProcess(svc.config));
+      workers.push(startWorkerProcess(ctx.svc.config));
       // The workflow closes only once the retried finalize completed on the new worker.
-      await temporalClient(svc).workflow.getHandle(runId).result();
+      await temporalClient(ctx.svc).workflow.getHandle(runId).result();
       const final = await waitFor(async () => {
-        const r = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+        const r = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
         return r.body.status === 'completed' ? r.body : undefined;
       }, { what: 'the run to read completed' });
       assert.equal(final.total_cost, cost);

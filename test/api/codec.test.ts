@@ -9,9 +9,10 @@ import { newAccount } from '../support/accounts';
 import { greetingWorkflow, promptWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { allTexts, showHistory } from '../support/temporal-cli';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
 import { webhookWorkflowId } from '../../workflows/definitions';
+import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'x');
 const UI_ORIGIN = 'http://127.0.0.1:8233';
@@ -27,23 +28,16 @@ function payloadValue(p: any): unknown {
 
 describe('codec and summaries (D32, D33)', function () {
   this.timeout(120_000);
-  let fake: FakeOpenAI;
+  const ctx = useService({
+    fakeOpenAI: true,
+    env: { CODEC_TOKEN: TOKEN, CODEC_CORS_ORIGINS: UI_ORIGIN, WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true' },
+  });
   let receiver: WebhookReceiver;
-  let svc: TestService;
-  let key: string;
-  let accountId: string;
 
   before(async () => {
-    [fake, receiver] = await Promise.all([startFakeOpenAI(), startWebhookReceiver()]);
-    svc = await startService({
-      env: { OPENAI_BASE_URL: fake.baseUrl, CODEC_TOKEN: TOKEN, CODEC_CORS_ORIGINS: UI_ORIGIN, WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true' },
-    });
-    ({ key, accountId } = await newAccount(svc.store.collections));
+    receiver = await startWebhookReceiver();
   });
-  after(async () => {
-    await svc?.close();
-    await Promise.all([fake?.close(), receiver?.close()]);
-  });
+  after(async () => receiver?.close());
 
   describe('a finished run', () => {
     const marker = randomBytes(6).toString('hex');
@@ -55,21 +49,21 @@ describe('codec and summaries (D32, D33)', function () {
     let decoded: string;
 
     before(async () => {
-      await publish(svc.url, key, promptWorkflow('secret-flow', prompt));
+      await publish(ctx.svc.url, ctx.key, promptWorkflow('secret-flow', prompt));
       const webhook = `${receiver.url}/hooks/run?token=${hookToken}`;
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'secret-flow', inputs: { topic: input }, webhook } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'secret-flow', inputs: { topic: input }, webhook } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       runId = res.body.run_id;
-      const run = await waitForRun(svc.url, key, runId);
+      const run = await waitForRun(ctx.svc.url, ctx.key, runId);
       assert.equal(run.status, 'completed', JSON.stringify(run));
       assert.match(run.output.answer[0].parts[0].text, new RegExp(`${prompt} ${input}`), 'the model saw the prompt and the input');
       await waitFor(async () => (receiver.hitsOn('/hooks/run').length > 0 ? true : undefined), { what: 'the webhook' });
-      plain = await showHistory(svc.config.temporal.address, runId);
-      decoded = await showHistory(svc.config.temporal.address, runId, { endpoint: `${svc.url}/codec`, token: TOKEN });
+      plain = await showHistory(ctx.svc.config.temporal.address, runId);
+      decoded = await showHistory(ctx.svc.config.temporal.address, runId, { endpoint: `${ctx.svc.url}/codec`, token: TOKEN });
     });
 
     it('has no input value, prompt, output text or webhook URL in its Temporal history', async () => {
-      const child = await showHistory(svc.config.temporal.address, webhookWorkflowId(runId));
+      const child = await showHistory(ctx.svc.config.temporal.address, webhookWorkflowId(runId));
       for (const [name, dump] of [['run', plain], ['webhook child', child]] as const) {
         const texts = allTexts(dump);
         for (const secret of [input, prompt, hookToken, '/hooks/run', 'echo:']) {
@@ -78,7 +72,7 @@ describe('codec and summaries (D32, D33)', function () {
       }
       // The search attributes stay readable for filtering (issue 2).
       const attributes = events(plain)[0].workflowExecutionStartedEventAttributes.searchAttributes.indexedFields;
-      assert.equal(payloadValue(attributes.WrsAccountId), accountId);
+      assert.equal(payloadValue(attributes.WrsAccountId), ctx.accountId);
     });
 
     it('opens through the codec server for the Temporal CLI (--codec-endpoint, --codec-auth)', () => {
@@ -95,7 +89,7 @@ describe('codec and summaries (D32, D33)', function () {
       assert.ok(summaries.includes('ask · llm · item 0'), JSON.stringify(summaries));
       assert.ok(summaries.includes('run timeout 1h'), JSON.stringify(summaries));
       assert.ok(summaries.includes('finalize run record'), JSON.stringify(summaries));
-      const handle = temporalClient(svc).workflow.getHandle(runId);
+      const handle = temporalClient(ctx.svc).workflow.getHandle(runId);
       const metadata = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
       assert.equal(metadata.currentDetails, 'nodes 3/3 · items 1/1 · completed');
     });
@@ -103,7 +97,7 @@ describe('codec and summaries (D32, D33)', function () {
 
   describe('the codec server', () => {
     const sealed = async () => {
-      const res = await call(svc.url, 'POST', '/codec/encode', { headers: { authorization: `Bearer ${TOKEN}` }, body: { payloads: [{ metadata: { encoding: b64('json/plain') }, data: b64('"hello"') }] } });
+      const res = await call(ctx.svc.url, 'POST', '/codec/encode', { headers: { authorization: `Bearer ${TOKEN}` }, body: { payloads: [{ metadata: { encoding: b64('json/plain') }, data: b64('"hello"') }] } });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return res.body;
     };
@@ -112,7 +106,7 @@ describe('codec and summaries (D32, D33)', function () {
       const body = await sealed();
       assert.equal(Buffer.from(body.payloads[0].metadata.encoding, 'base64').toString(), 'binary/encrypted');
       for (const [path, headers] of [['/codec/decode', { authorization: `Bearer ${TOKEN}` }], [`/codec/${TOKEN}/decode`, {}]] as const) {
-        const res = await call(svc.url, 'POST', path, { headers, body });
+        const res = await call(ctx.svc.url, 'POST', path, { headers, body });
         assert.equal(res.status, 200, JSON.stringify(res.body));
         assert.equal(Buffer.from(res.body.payloads[0].data, 'base64').toString(), '"hello"');
       }
@@ -126,18 +120,18 @@ describe('codec and summaries (D32, D33)', function () {
         ['/codec/not-the-token/decode', {}],
         ['/codec/encode', { authorization: `Bearer ${TOKEN}x` }],
       ] as const) {
-        const res = await call(svc.url, 'POST', path, { headers, body });
+        const res = await call(ctx.svc.url, 'POST', path, { headers, body });
         assert.equal(res.status, 401, path);
         assert.equal(res.body.error.code, 'invalid_codec_token');
       }
-      const bad = await call(svc.url, 'POST', '/codec/decode', { headers: { authorization: `Bearer ${TOKEN}` }, body: { payloads: 'nope' } });
+      const bad = await call(ctx.svc.url, 'POST', '/codec/decode', { headers: { authorization: `Bearer ${TOKEN}` }, body: { payloads: 'nope' } });
       assert.equal(bad.status, 400);
       assert.equal(bad.body.error.code, 'invalid_payloads');
     });
 
     it('answers CORS preflights of the configured UI origin only', async () => {
       const preflight = (origin: string) =>
-        fetch(`${svc.url}/codec/decode`, {
+        fetch(`${ctx.svc.url}/codec/decode`, {
           method: 'OPTIONS',
           headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' },
         });
@@ -146,7 +140,7 @@ describe('codec and summaries (D32, D33)', function () {
       assert.match(ok.headers.get('access-control-allow-headers') ?? '', /X-Namespace/i);
       assert.equal((await preflight('https://evil.example')).headers.get('access-control-allow-origin'), null);
       // The public API keeps answering every origin.
-      const api = await fetch(`${svc.url}/healthz`, { headers: { origin: 'https://app.example' } });
+      const api = await fetch(`${ctx.svc.url}/healthz`, { headers: { origin: 'https://app.example' } });
       assert.equal(api.headers.get('access-control-allow-origin'), '*');
     });
   });
@@ -191,9 +185,7 @@ describe('payload key rotation (D32)', function () {
     first = await startService({ worker: false, env: { PAYLOAD_KEYS: k1, CODEC_TOKEN: TOKEN } });
     const { key } = await newAccount(first.store.collections);
     await publish(first.url, key, greetingWorkflow('rotate', 'Hi'));
-    const res = await call(first.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'rotate', inputs: { name: 'Ada' } } });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    const runId = res.body.run_id;
+    const runId = await startRun(first.url, key, 'rotate', { name: 'Ada' });
     const { dbName } = first.config.mongo;
     const { taskQueue, address } = first.config.temporal;
     await first.close();

@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { ObjectId } from 'mongodb';
-import { startService, type TestService } from '../support/service';
-import { newAccount } from '../support/accounts';
+import type { TestService } from '../support/service';
 import { call } from '../support/http';
 import { publish } from '../support/fixtures';
 import { assertCors, detailFor, expectError } from '../support/api-assert';
@@ -20,6 +19,7 @@ import { signedUrlAt } from '../../lib/files/signing';
 import { parseRange } from '../../lib/files/range';
 import { deleteFilesOlderThan, filesCollection, storeFile } from '../../store/files';
 import { connectTestStore } from '../support/store';
+import { useService } from '../support/use-service';
 
 const LIMIT = 1024 * 1024; // MAX_UPLOAD_BYTES for this file's service
 
@@ -80,15 +80,8 @@ async function storedCounts(svc: TestService): Promise<{ files: number; chunks: 
 
 describe('files (D19)', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let key: string;
-  let accountId: string;
+  const ctx = useService({ worker: false, env: { MAX_UPLOAD_BYTES: String(LIMIT) } });
 
-  before(async () => {
-    svc = await startService({ worker: false, env: { MAX_UPLOAD_BYTES: String(LIMIT) } });
-    ({ key, accountId } = await newAccount(svc.store.collections));
-  });
-  after(async () => svc?.close());
 
   describe('sniffing (lib/files/sniff.ts)', () => {
     it('recognises the formats AI workflows exchange from their first bytes', () => {
@@ -122,7 +115,7 @@ describe('files (D19)', function () {
   describe('upload', () => {
     it('stores a raw body, sniffs the type (a PNG sent as text/plain is image/png) and answers 201 with a signed link', async () => {
       const bytes = png([10, 20, 30], 4, 3);
-      const res = await uploadRaw(svc, key, bytes, { name: 'pixel.png', type: 'text/plain' });
+      const res = await uploadRaw(ctx.svc, ctx.key, bytes, { name: 'pixel.png', type: 'text/plain' });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       assertCors(res as any);
       assert.deepEqual(Object.keys(res.body).sort(), ['id', 'mime_type', 'name', 'size', 'url']);
@@ -130,10 +123,10 @@ describe('files (D19)', function () {
       assert.equal(res.body.name, 'pixel.png');
       assert.equal(res.body.mime_type, 'image/png');
       assert.equal(res.body.size, bytes.length);
-      assert.ok(res.body.url.startsWith(`${svc.url}/files/${res.body.id}/content?expires=`), res.body.url);
+      assert.ok(res.body.url.startsWith(`${ctx.svc.url}/files/${res.body.id}/content?expires=`), res.body.url);
 
-      const doc = await filesCollection(svc.store.db).findOne({ _id: res.body.id });
-      assert.equal(doc?.metadata.account_id, accountId);
+      const doc = await filesCollection(ctx.svc.store.db).findOne({ _id: res.body.id });
+      assert.equal(doc?.metadata.account_id, ctx.accountId);
       assert.equal(doc?.metadata.mime_type, 'image/png');
       assert.ok(doc?.metadata.created_at instanceof Date);
 
@@ -151,7 +144,7 @@ describe('files (D19)', function () {
 
     it('stores the file part of a multipart form under its filename, typed by its bytes', async () => {
       const bytes = pdf('multipart');
-      const res = await uploadMultipart(svc, key, bytes, 'report.pdf', 'image/png', { purpose: 'test' });
+      const res = await uploadMultipart(ctx.svc, ctx.key, bytes, 'report.pdf', 'image/png', { purpose: 'test' });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       assert.equal(res.body.name, 'report.pdf');
       assert.equal(res.body.mime_type, 'application/pdf');
@@ -170,30 +163,30 @@ describe('files (D19)', function () {
         [Buffer.from([0, 159, 146, 150, 7, 8]), 'application/octet-stream', 'upload.bin'],
       ];
       for (const [bytes, mime, name] of cases) {
-        const res = await uploadRaw(svc, key, bytes, { type: 'image/jpeg' });
+        const res = await uploadRaw(ctx.svc, ctx.key, bytes, { type: 'image/jpeg' });
         assert.equal(res.status, 201, JSON.stringify(res.body));
         assert.equal(res.body.mime_type, mime);
         assert.equal(res.body.name, name);
       }
-      const text = await uploadRaw(svc, key, Buffer.from('plain'), { name: 'notes.txt' });
+      const text = await uploadRaw(ctx.svc, ctx.key, Buffer.from('plain'), { name: 'notes.txt' });
       assert.equal((await fetch(text.body.url)).headers.get('content-type'), 'text/plain; charset=utf-8');
     });
 
     it('refuses an upload over MAX_UPLOAD_BYTES with 413 request_too_large and keeps nothing: declared, streamed and multipart', async () => {
-      const before = await storedCounts(svc);
-      const declared = await uploadRaw(svc, key, Buffer.alloc(LIMIT + 1, 1), { name: 'big.bin' });
+      const before = await storedCounts(ctx.svc);
+      const declared = await uploadRaw(ctx.svc, ctx.key, Buffer.alloc(LIMIT + 1, 1), { name: 'big.bin' });
       expectError(declared as any, { status: 413, type: 'invalid_request_error', code: 'request_too_large' });
 
       // No Content-Length: the limit is found while streaming, after chunks were written to GridFS.
-      const streamed = await uploadChunked(svc, key, LIMIT + 512 * 1024);
+      const streamed = await uploadChunked(ctx.svc, ctx.key, LIMIT + 512 * 1024);
       assert.equal(streamed.status, 413, JSON.stringify(streamed.body));
       assert.equal(streamed.body.error.code, 'request_too_large');
 
-      const multipart = await uploadMultipart(svc, key, Buffer.alloc(LIMIT + 100_000, 2), 'big.bin');
+      const multipart = await uploadMultipart(ctx.svc, ctx.key, Buffer.alloc(LIMIT + 100_000, 2), 'big.bin');
       assert.equal(multipart.status, 413, JSON.stringify(multipart.body));
       assert.equal(multipart.body.error.code, 'request_too_large');
 
-      assert.deepEqual(await storedCounts(svc), before, 'nothing of the refused uploads is left in GridFS');
+      assert.deepEqual(await storedCounts(ctx.svc), before, 'nothing of the refused uploads is left in GridFS');
     });
 
     it('streams: bytes reach GridFS while the upload still arrives (at most a chunk or two held in memory)', async () => {
@@ -222,20 +215,20 @@ describe('files (D19)', function () {
     });
 
     it('accepts a file of exactly the limit', async () => {
-      const res = await uploadRaw(svc, key, Buffer.alloc(LIMIT, 0x62), { name: 'exact.txt' });
+      const res = await uploadRaw(ctx.svc, ctx.key, Buffer.alloc(LIMIT, 0x62), { name: 'exact.txt' });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       assert.equal(res.body.size, LIMIT);
     });
 
     it('refuses an empty upload, a multipart form without a file, and a caller without a key', async () => {
-      const before = await storedCounts(svc);
-      expectError((await uploadRaw(svc, key, Buffer.alloc(0))) as any, { status: 400, type: 'invalid_request_error', code: 'empty_file' });
+      const before = await storedCounts(ctx.svc);
+      expectError((await uploadRaw(ctx.svc, ctx.key, Buffer.alloc(0))) as any, { status: 400, type: 'invalid_request_error', code: 'empty_file' });
       const form = new FormData();
       form.append('name', 'x');
-      const res = await fetch(`${svc.url}/api/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
+      const res = await fetch(`${ctx.svc.url}/api/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${ctx.key}` }, body: form });
       expectError({ status: res.status, headers: res.headers, body: await res.json() }, { status: 400, type: 'invalid_request_error', code: 'invalid_multipart' });
-      expectError((await uploadRaw(svc, undefined, png())) as any, { status: 401, type: 'authentication_error', code: 'invalid_api_key' });
-      assert.deepEqual(await storedCounts(svc), before);
+      expectError((await uploadRaw(ctx.svc, undefined, png())) as any, { status: 401, type: 'authentication_error', code: 'invalid_api_key' });
+      assert.deepEqual(await storedCounts(ctx.svc), before);
     });
   });
 
@@ -243,8 +236,8 @@ describe('files (D19)', function () {
     let file: any;
     let secret: string;
     before(async () => {
-      file = (await uploadRaw(svc, key, png([1, 2, 3]), { name: 'link.png' })).body;
-      secret = await sharedDevSecret(svc.store.db); // no FILE_URL_SECRET here: the development secret in MongoDB
+      file = (await uploadRaw(ctx.svc, ctx.key, png([1, 2, 3]), { name: 'link.png' })).body;
+      secret = await sharedDevSecret(ctx.svc.store.db); // no FILE_URL_SECRET here: the development secret in MongoDB
     });
 
     it('a tampered signature, expiry or file id is 403 invalid_signature', async () => {
@@ -254,7 +247,7 @@ describe('files (D19)', function () {
       flipped.searchParams.set('sig', (sig[0] === 'A' ? 'B' : 'A') + sig.slice(1));
       const later = new URL(url);
       later.searchParams.set('expires', String(Number(url.searchParams.get('expires')) + 3600));
-      const other = (await uploadRaw(svc, key, png([9, 9, 9]))).body;
+      const other = (await uploadRaw(ctx.svc, ctx.key, png([9, 9, 9]))).body;
       const swapped = new URL(url);
       swapped.pathname = `/files/${other.id}/content`;
       const missing = new URL(url);
@@ -267,21 +260,21 @@ describe('files (D19)', function () {
     });
 
     it('an expired link is 403 url_expired; the authenticated file endpoint issues a fresh one', async () => {
-      const expired = signedUrlAt(svc.url, secret, file.id, Math.floor(Date.now() / 1000) - 60);
-      const res = await call(svc.url, 'GET', expired.slice(svc.url.length));
+      const expired = signedUrlAt(ctx.svc.url, secret, file.id, Math.floor(Date.now() / 1000) - 60);
+      const res = await call(ctx.svc.url, 'GET', expired.slice(ctx.svc.url.length));
       expectError(res, { status: 403, type: 'invalid_request_error', code: 'url_expired' });
 
-      const fresh = await call(svc.url, 'GET', `/api/v1/files/${file.id}`, { key });
+      const fresh = await call(ctx.svc.url, 'GET', `/api/v1/files/${file.id}`, { key: ctx.key });
       assert.equal(fresh.status, 200, JSON.stringify(fresh.body));
       assert.equal(fresh.body.id, file.id);
       assert.equal((await fetch(fresh.body.url)).status, 200);
-      const other = await newAccount(svc.store.collections);
-      expectError(await call(svc.url, 'GET', `/api/v1/files/${file.id}`, { key: other.key }), { status: 404, type: 'not_found_error' });
+      const other = await ctx.newAccount();
+      expectError(await call(ctx.svc.url, 'GET', `/api/v1/files/${file.id}`, { key: other.key }), { status: 404, type: 'not_found_error' });
     });
 
     it('serves single byte ranges of a video (206), the last bytes, and 416 outside the file', async () => {
       const video = mp4(300_000); // larger than one GridFS chunk (255 KiB): ranges cross chunk boundaries
-      const up = await uploadRaw(svc, key, video, { name: 'clip.mp4' });
+      const up = await uploadRaw(ctx.svc, ctx.key, video, { name: 'clip.mp4' });
       assert.equal(up.body.mime_type, 'video/mp4');
       const size = video.length;
       const get = (range: string) => fetch(up.body.url, { headers: { range } });
@@ -339,15 +332,15 @@ describe('files (D19)', function () {
     };
 
     it('refuses another account’s file id and an unknown one with 400 invalid_input_fields naming the field', async () => {
-      await publish(svc.url, key, doc);
-      const other = await newAccount(svc.store.collections);
-      const theirs = (await uploadRaw(svc, other.key, png([7, 7, 7]))).body;
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: { photo: theirs.id } } });
+      await publish(ctx.svc.url, ctx.key, doc);
+      const other = await ctx.newAccount();
+      const theirs = (await uploadRaw(ctx.svc, other.key, png([7, 7, 7]))).body;
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: doc.slug, inputs: { photo: theirs.id } } });
       const error = expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields', param: 'photo', message: ['photo'] });
       assert.match(detailFor(error, 'photo'), /not a file of this account/);
 
-      const unknown = await call(svc.url, 'POST', '/api/v1/responses', {
-        key,
+      const unknown = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
         body: { workflowId: doc.slug, inputs: { photo: `file_01J${'0'.repeat(23)}`, attachment: 'not a url' } },
       });
       const both = expectError(unknown, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields' });
@@ -356,10 +349,10 @@ describe('files (D19)', function () {
     });
 
     it('refuses an http:// URL unless ALLOW_HTTP_URLS is set, and accepts the caller’s own file', async () => {
-      const http = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: { photo: 'http://example.com/a.png' } } });
+      const http = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: doc.slug, inputs: { photo: 'http://example.com/a.png' } } });
       assert.match(detailFor(expectError(http, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields' }), 'photo'), /https/);
-      const mine = (await uploadRaw(svc, key, png())).body;
-      const ok = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: { photo: mine.id } } });
+      const mine = (await uploadRaw(ctx.svc, ctx.key, png())).body;
+      const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: doc.slug, inputs: { photo: mine.id } } });
       assert.equal(ok.status, 202, JSON.stringify(ok.body)); // no worker in this file: accepted is enough
     });
   });
@@ -381,7 +374,7 @@ describe('files (D19)', function () {
 
   describe('description and retention', () => {
     it('lists the files endpoints in the OpenAPI document', async () => {
-      const res = await call(svc.url, 'GET', '/api/v1/openapi.json');
+      const res = await call(ctx.svc.url, 'GET', '/api/v1/openapi.json');
       assert.ok(res.body.paths['/api/v1/files'].post);
       assert.ok(res.body.paths['/api/v1/files/{fileId}'].get);
       assert.deepEqual(res.body.paths['/files/{fileId}/content'].get.security, []);
@@ -389,18 +382,18 @@ describe('files (D19)', function () {
     });
 
     it('D29: deleteFilesOlderThan removes old files with their chunks and their links stop working', async () => {
-      const up = (await uploadRaw(svc, key, mp4(5_000), { name: 'old.mp4' })).body;
+      const up = (await uploadRaw(ctx.svc, ctx.key, mp4(5_000), { name: 'old.mp4' })).body;
       // The chunk of an upload that died before GridFS wrote its files document, two days ago.
-      const chunks = svc.store.db.collection('files.chunks');
+      const chunks = ctx.svc.store.db.collection('files.chunks');
       await chunks.insertOne({ _id: ObjectId.createFromTime(Math.floor(Date.now() / 1000) - 2 * 86_400), files_id: 'file_orphan', n: 0, data: Buffer.from('x') } as any);
-      assert.equal(await deleteFilesOlderThan(svc.store.db, new Date(Date.now() - 86_400_000)), 0, 'no file is a day old');
+      assert.equal(await deleteFilesOlderThan(ctx.svc.store.db, new Date(Date.now() - 86_400_000)), 0, 'no file is a day old');
       assert.equal(await chunks.countDocuments({ files_id: 'file_orphan' }), 0, 'the orphaned chunk went');
-      assert.equal(await deleteFilesOlderThan(svc.store.db, new Date(Date.now() - 3_600_000)), 0, 'nothing is an hour old');
-      const removed = await deleteFilesOlderThan(svc.store.db, new Date(Date.now() + 1_000));
+      assert.equal(await deleteFilesOlderThan(ctx.svc.store.db, new Date(Date.now() - 3_600_000)), 0, 'nothing is an hour old');
+      const removed = await deleteFilesOlderThan(ctx.svc.store.db, new Date(Date.now() + 1_000));
       assert.ok(removed >= 1);
-      assert.equal(await filesCollection(svc.store.db).countDocuments(), 0);
-      assert.equal(await svc.store.db.collection('files.chunks').countDocuments(), 0);
-      expectError(await call(svc.url, 'GET', up.url.slice(svc.url.length)), { status: 404, type: 'not_found_error' });
+      assert.equal(await filesCollection(ctx.svc.store.db).countDocuments(), 0);
+      assert.equal(await ctx.svc.store.db.collection('files.chunks').countDocuments(), 0);
+      expectError(await call(ctx.svc.url, 'GET', up.url.slice(ctx.svc.url.length)), { status: 404, type: 'not_found_error' });
     });
   });
 });

@@ -11,7 +11,7 @@ import { expectError, expectRefusedWithin2s } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
 import { openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { startPeerService, startService, type TestService } from '../support/service';
 
 const expect401 = (res: Awaited<ReturnType<typeof call>>) =>
   expectError(res, { status: 401, type: 'authentication_error', code: 'invalid_api_key' });
@@ -24,7 +24,7 @@ describe('API keys (D6)', function () {
     let b: TestService;
     before(async () => {
       a = await startService();
-      b = await startService({ worker: false, env: { MONGODB_DB: a.config.mongo.dbName, TEMPORAL_TASK_QUEUE: a.config.temporal.taskQueue } });
+      b = await startPeerService(a);
     });
     after(async () => {
       await b?.close();

@@ -1,9 +1,8 @@
 // D23 (listing runs) and D24 (a workflow's contract).
 import assert from 'node:assert/strict';
-import { startService, type TestService } from '../support/service';
-import { newAccount } from '../support/accounts';
 import { greetingWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
+import { useService } from '../support/use-service';
 
 const hello = greetingWorkflow('hello');
 
@@ -29,28 +28,24 @@ const everyInput = {
 
 describe('listing runs (D23) and workflow contracts (D24)', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let key: string;
+  const ctx = useService();
 
   before(async () => {
-    svc = await startService();
-    ({ key } = await newAccount(svc.store.collections));
-    for (const doc of [hello, everyInput]) assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: doc })).status, 201);
+    for (const doc of [hello, everyInput]) assert.equal((await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc })).status, 201);
   });
-  after(async () => svc?.close());
 
   it('pages through runs newest first with starting_after, and filters by status and workflow', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: `n${i}` } } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: `n${i}` } } });
       ids.push(res.body.run_id);
     }
-    await waitFor(async () => ((await svc.store.collections.runs.countDocuments({ _id: { $in: ids }, finalized: true })) === 5 ? true : undefined));
+    await waitFor(async () => ((await ctx.svc.store.collections.runs.countDocuments({ _id: { $in: ids }, finalized: true })) === 5 ? true : undefined));
     const seen: string[] = [];
     let cursor: string | undefined;
     const pages: number[] = [];
     for (;;) {
-      const res = await call(svc.url, 'GET', `/api/v1/runs?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, { key });
+      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, { key: ctx.key });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.object, 'list');
       pages.push(res.body.data.length);
@@ -60,20 +55,20 @@ describe('listing runs (D23) and workflow contracts (D24)', function () {
     }
     assert.deepEqual(pages, [2, 2, 1]);
     assert.deepEqual(seen, [...ids].reverse());
-    const completed = await call(svc.url, 'GET', '/api/v1/runs?status=completed&workflowId=hello', { key });
+    const completed = await call(ctx.svc.url, 'GET', '/api/v1/runs?status=completed&workflowId=hello', { key: ctx.key });
     assert.equal(completed.body.data.length, 5);
     assert.ok(completed.body.data.every((r: { status: string; output: unknown }) => r.status === 'completed' && r.output));
-    const none = await call(svc.url, 'GET', '/api/v1/runs?workflowId=every-input', { key });
+    const none = await call(ctx.svc.url, 'GET', '/api/v1/runs?workflowId=every-input', { key: ctx.key });
     assert.deepEqual(none.body.data, []);
-    const other = await newAccount(svc.store.collections);
-    assert.deepEqual((await call(svc.url, 'GET', '/api/v1/runs', { key: other.key })).body.data, []);
-    const bad = await call(svc.url, 'GET', '/api/v1/runs?limit=1000', { key });
+    const other = await ctx.newAccount();
+    assert.deepEqual((await call(ctx.svc.url, 'GET', '/api/v1/runs', { key: other.key })).body.data, []);
+    const bad = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=1000', { key: ctx.key });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.param, 'limit');
   });
 
   it('describes a workflow with every input type: labels, types, required flags and a JSON Schema of inputs', async () => {
-    const res = await call(svc.url, 'GET', '/api/v1/workflows/every-input', { key });
+    const res = await call(ctx.svc.url, 'GET', '/api/v1/workflows/every-input', { key: ctx.key });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.slug, 'every-input');
     assert.equal(res.body.version, 1);
@@ -99,12 +94,12 @@ describe('listing runs (D23) and workflow contracts (D24)', function () {
     assert.equal(schema.properties.count.default, 3);
     assert.equal(schema.properties.loud.type, 'boolean');
     assert.equal(schema.properties.hero_image.type, 'string');
-    const byId = await call(svc.url, 'GET', `/api/v1/workflows/${res.body.workflow_id}?version=1`, { key });
+    const byId = await call(ctx.svc.url, 'GET', `/api/v1/workflows/${res.body.workflow_id}?version=1`, { key: ctx.key });
     assert.equal(byId.body.version_id, res.body.version_id);
-    const missing = await call(svc.url, 'GET', '/api/v1/workflows/every-input?version=9', { key });
+    const missing = await call(ctx.svc.url, 'GET', '/api/v1/workflows/every-input?version=9', { key: ctx.key });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error.code, 'published_workflow_version_not_found');
-    const unknown = await call(svc.url, 'GET', '/api/v1/workflows/nope', { key });
+    const unknown = await call(ctx.svc.url, 'GET', '/api/v1/workflows/nope', { key: ctx.key });
     assert.equal(unknown.body.error.code, 'published_workflow_not_found');
   });
 });

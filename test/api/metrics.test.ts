@@ -1,11 +1,9 @@
 // Issue 6 item 6: Prometheus metrics change after a run.
 import assert from 'node:assert/strict';
-import { startService, type TestService } from '../support/service';
-import { newAccount } from '../support/accounts';
 import { llmWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { useService } from '../support/use-service';
 
 /** The value of one sample line of the exposition text (0 when absent). */
 function sample(text: string, name: string, labels = ''): number {
@@ -17,30 +15,21 @@ const flakyLlm = llmWorkflow('flaky');
 
 describe('metrics', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
+  const ctx = useService({ fakeOpenAI: true, account: false });
 
-  before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl } });
-  });
-  after(async () => {
-    await svc?.close();
-    await fake?.close();
-  });
 
   it('counts starts, ends, node attempts and retries, queries and open streams', async () => {
-    const { key } = await newAccount(svc.store.collections);
-    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: flakyLlm })).status, 201);
+    const { key } = await ctx.newAccount();
+    assert.equal((await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key, body: flakyLlm })).status, 201);
     const scrape = async () => {
-      const res = await fetch(`${svc.url}/metrics`);
+      const res = await fetch(`${ctx.svc.url}/metrics`);
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type')!, /^text\/plain/);
       return res.text();
     };
     const before = await scrape();
 
-    const stream = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'flaky', stream: true, inputs: { topic: 'flaky:metrics:1 slow:300' } } });
+    const stream = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'flaky', stream: true, inputs: { topic: 'flaky:metrics:1 slow:300' } } });
     await stream.until((f) => f.event?.type === 'response.created');
     const during = await scrape();
     assert.equal(sample(during, 'wrs_active_streams') - sample(before, 'wrs_active_streams'), 1);

@@ -1,33 +1,22 @@
 // D28: `Prefer: wait=N` on an async start.
 import assert from 'node:assert/strict';
-import { startService, type TestService } from '../support/service';
-import { newAccount } from '../support/accounts';
 import { llmWorkflow } from '../support/fixtures';
 import { call } from '../support/http';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { parsePreferWait } from '../../api/routes/responses';
+import { useService } from '../support/use-service';
 
 const workflow = llmWorkflow('echo');
 
 describe('Prefer: wait (D28)', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
-  let key: string;
+  const ctx = useService({ fakeOpenAI: true });
 
   before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl } });
-    ({ key } = await newAccount(svc.store.collections));
-    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: workflow })).status, 201);
-  });
-  after(async () => {
-    await svc?.close();
-    await fake?.close();
+    assert.equal((await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: workflow })).status, 201);
   });
 
   it('answers 200 with the full run record when the run ends within the wait', async () => {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, headers: { Prefer: 'wait=20' }, body: { workflowId: 'echo', inputs: { topic: 'hi' } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, headers: { Prefer: 'wait=20' }, body: { workflowId: 'echo', inputs: { topic: 'hi' } } });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('preference-applied'), 'wait=20');
     assert.equal(res.body.status, 'completed');
@@ -36,7 +25,7 @@ describe('Prefer: wait (D28)', function () {
   });
 
   it('answers the usual 202 when the wait is over first', async () => {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, headers: { Prefer: 'wait=1' }, body: { workflowId: 'echo', inputs: { topic: 'slow:4000 later' } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, headers: { Prefer: 'wait=1' }, body: { workflowId: 'echo', inputs: { topic: 'slow:4000 later' } } });
     assert.equal(res.status, 202);
     assert.equal(res.body.status, 'pending');
     assert.equal(res.headers.get('preference-applied'), null);

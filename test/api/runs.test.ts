@@ -1,11 +1,11 @@
 /** Issue 2, API surface: reading runs through GET /api/v1/runs/{runId} on the real stack (spec "Run", D5, ownership). */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { newAccount } from '../support/accounts';
 import { assertCors, expectError, ISO_DATE_TIME } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call, type ApiResponse } from '../support/http';
-import { startService, type TestService } from '../support/service';
+import { call, readResponse, type ApiResponse } from '../support/http';
+import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 const RUN_FIELDS = [
   'completed_at',
@@ -24,20 +24,7 @@ const RUN_FIELDS = [
 function rawGet(baseUrl: string, path: string, key: string): Promise<ApiResponse> {
   return new Promise((resolve, reject) => {
     const req = http.request(baseUrl + '/', { method: 'GET', path, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const headers = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // keep text
-        }
-        resolve({ status: res.statusCode!, headers, body });
-      });
+      readResponse(res).then(resolve, reject);
     });
     req.on('error', reject);
     req.end();
@@ -46,20 +33,15 @@ function rawGet(baseUrl: string, path: string, key: string): Promise<ApiResponse
 
 describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () {
   this.timeout(120_000);
-  let svc: TestService;
-  let key: string;
-  let accountId: string;
+  const ctx = useService();
   let wf: any;
 
   before(async () => {
-    svc = await startService();
-    ({ key, accountId } = await newAccount(svc.store.collections));
-    wf = await publish(svc.url, key, greetingWorkflow('greet'));
+    wf = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
   });
-  after(async () => svc?.close());
 
   it('answers an unknown run id with 404 not_found_error / not_found', async () => {
-    const res = await call(svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key });
+    const res = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: ctx.key });
     expectError(res, { status: 404, type: 'not_found_error', code: 'not_found', message: ['run_01M80PPBY8DSJEHN3X944NVJTN'] });
   });
 
@@ -78,13 +60,13 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
       'run_' + 'A'.repeat(5000),
     ];
     for (const id of ids) {
-      const res = await call(svc.url, 'GET', `/api/v1/runs/${id}`, { key });
+      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${id}`, { key: ctx.key });
       const error = expectError(res, { status: 404, type: 'not_found_error', code: 'not_found' });
       assert.ok(error.message.length < 200, `message echoes the whole id: ${error.message.length} chars`);
     }
     // Dot segments sent as they are: no route, still the envelope.
     for (const path of ['/api/v1/runs/../../etc', '/api/v1/runs/../../../../etc/passwd', '/api/v1/runs/./run_x/..']) {
-      expectError(await rawGet(svc.url, path, key), { status: 404, type: 'not_found_error', code: 'not_found' });
+      expectError(await rawGet(ctx.svc.url, path, ctx.key), { status: 404, type: 'not_found_error', code: 'not_found' });
     }
   });
 
@@ -92,33 +74,31 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
     // Node refuses a request line over its 16 KiB header limit before the app sees it; the
     // server's clientError handler still answers with the envelope and CORS.
     for (const id of ['a'.repeat(100 * 1024), 'run_' + 'Z'.repeat(100 * 1024)]) {
-      const res = await rawGet(svc.url, `/api/v1/runs/${id}`, key);
+      const res = await rawGet(ctx.svc.url, `/api/v1/runs/${id}`, ctx.key);
       expectError(res, { status: 431, type: 'invalid_request_error', code: 'request_too_large' });
     }
-    const ok = await call(svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key });
+    const ok = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: ctx.key });
     expectError(ok, { status: 404, type: 'not_found_error', code: 'not_found' });
   });
 
   it("answers another account's run with the same 404 as an unknown one", async () => {
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
-    assert.equal(start.status, 202, JSON.stringify(start.body));
-    const runId = start.body.run_id;
-    const other = await newAccount(svc.store.collections);
-    const theirs = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: other.key });
+    const runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'Ada' });
+    const other = await ctx.newAccount();
+    const theirs = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: other.key });
     const error = expectError(theirs, { status: 404, type: 'not_found_error', code: 'not_found' });
-    assert.ok(!JSON.stringify(theirs.body).includes(accountId), 'no owner in the answer');
+    assert.ok(!JSON.stringify(theirs.body).includes(ctx.accountId), 'no owner in the answer');
     // Same shape as a run that does not exist (only the echoed id differs).
-    const missing = await call(svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: other.key });
+    const missing = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: other.key });
     assert.equal(error.message.replace(runId, '<id>'), missing.body.error.message.replace('run_01M80PPBY8DSJEHN3X944NVJTN', '<id>'));
     // The owner still reads it.
-    assert.equal((await waitForRun(svc.url, key, runId)).id, runId);
+    assert.equal((await waitForRun(ctx.svc.url, ctx.key, runId)).id, runId);
   });
 
   it('returns a completed run with exactly the spec fields', async () => {
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Grace' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'Grace' } } });
     assert.equal(start.status, 202, JSON.stringify(start.body));
-    const run = await waitForRun(svc.url, key, start.body.run_id);
-    const res = await call(svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });
+    const run = await waitForRun(ctx.svc.url, ctx.key, start.body.run_id);
+    const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key: ctx.key });
     assert.equal(res.status, 200);
     assertCors(res);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -150,20 +130,16 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
 
 describe('API runs: reading a run nobody has picked up yet', function () {
   this.timeout(120_000);
-  let svc: TestService;
+  const ctx = useService({ account: false, worker: false });
 
-  before(async () => {
-    svc = await startService({ worker: false });
-  });
-  after(async () => svc?.close());
 
   it('shows it pending with the spec fields and nulls where nothing happened yet', async () => {
-    const { key } = await newAccount(svc.store.collections);
-    const wf = await publish(svc.url, key, greetingWorkflow('greet'));
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    const { key } = await ctx.newAccount();
+    const wf = await publish(ctx.svc.url, key, greetingWorkflow('greet'));
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const t0 = Date.now();
-    const res = await call(svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });
+    const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });
     // Safe to poll every second: a queued run must not hold the read until a Temporal query times out.
     assert.ok(Date.now() - t0 < 1_000, `reading a pending run took ${Date.now() - t0} ms`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -182,8 +158,8 @@ describe('API runs: reading a run nobody has picked up yet', function () {
     });
 
     // Once a worker comes, the same run goes on to completion.
-    await svc.startWorker();
-    const run = await waitForRun(svc.url, key, start.body.run_id);
+    await ctx.svc.startWorker();
+    const run = await waitForRun(ctx.svc.url, key, start.body.run_id);
     assert.equal(run.status, 'completed');
     assert.equal(run.output.greeting[0].parts[0].text, 'Hello, x!');
   });

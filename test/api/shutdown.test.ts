@@ -1,25 +1,15 @@
 // Issue 6 item 7: an API process that shuts down ends its streams (no [DONE]); the client
 // reconnects to another API process with Last-Event-ID and gets every event exactly once.
 import assert from 'node:assert/strict';
-import { startService, type TestService } from '../support/service';
+import { startPeerService, startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { call, waitFor } from '../support/http';
+import { batchWorkflow } from '../support/fixtures';
 import { events, openSse } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { findRunRecord } from '../../store/runs';
 
-const batch = {
-  slug: 'batch',
-  nodes: [
-    { id: 'rows', type: 'batch', rows: ['slow:400 a', 'slow:1200 b', 'slow:2000 c'] },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
-    { id: 'out', type: 'user_result', label: 'Answers' },
-  ],
-  edges: [
-    { from: 'rows', to: 'ask', port: 'row' },
-    { from: 'ask', to: 'out' },
-  ],
-};
+const batch = batchWorkflow('batch', ['slow:400 a', 'slow:1200 b', 'slow:2000 c']);
 
 describe('graceful API shutdown', function () {
   this.timeout(60_000);
@@ -31,10 +21,7 @@ describe('graceful API shutdown', function () {
     fake = await startFakeOpenAI();
     first = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl } });
     // A second API process on the same database and task queue, as behind a load balancer.
-    second = await startService({
-      worker: false,
-      env: { OPENAI_BASE_URL: fake.baseUrl, MONGODB_DB: first.config.mongo.dbName, TEMPORAL_TASK_QUEUE: first.config.temporal.taskQueue },
-    });
+    second = await startPeerService(first, { env: { OPENAI_BASE_URL: fake.baseUrl } });
   });
   after(async () => {
     await first?.stopWorker();

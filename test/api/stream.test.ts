@@ -1,13 +1,11 @@
 // Issue 3: SSE on start and on reattach, with exact resume (spec "Events", D11–D15).
 import assert from 'node:assert/strict';
-import { startService, type TestService } from '../support/service';
-import { newAccount } from '../support/accounts';
 import { greetingWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse, type SseClient } from '../support/sse';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { findRunRecord } from '../../store/runs';
 import { RETRY_MS } from '../../api/stream/sse';
+import { useService } from '../support/use-service';
 
 const POLL_MS = 1_000;
 
@@ -45,41 +43,32 @@ const unequal = {
 
 describe('streams (issue 3)', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
-  let key: string;
+  const ctx = useService({ fakeOpenAI: true, env: { STREAM_KEEPALIVE_MS: '200', STREAM_POLL_MS: String(POLL_MS) } });
   const open: SseClient[] = [];
 
   before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl, STREAM_KEEPALIVE_MS: '200', STREAM_POLL_MS: String(POLL_MS) } });
-    ({ key } = await newAccount(svc.store.collections));
     for (const doc of [hello, unequal, slowBatch('slow3', ['slow:700 a', 'slow:700 b', 'slow:700 c']), slowBatch('slow1', ['slow:2500 x'])]) {
-      const res = await call(svc.url, 'POST', '/api/v1/workflows', { key, body: doc });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc });
       assert.equal(res.status, 201, JSON.stringify(res.body));
     }
   });
   afterEach(() => {
     for (const client of open.splice(0)) client.abort();
   });
-  after(async () => {
-    await svc?.close();
-    await fake?.close();
-  });
 
   const startStream = async (workflowId: string, inputs?: object) => {
-    const client = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId, stream: true, inputs } });
+    const client = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', key: ctx.key, body: { workflowId, stream: true, inputs } });
     open.push(client);
     return client;
   };
   const attach = async (runId: string, headers: Record<string, string> = {}, query = '') => {
-    const client = await openSse(`${svc.url}/api/v1/runs/${runId}/stream${query}`, { key, headers });
+    const client = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream${query}`, { key: ctx.key, headers });
     open.push(client);
     return client;
   };
   const storedEvents = async (runId: string) => {
     const doc = await waitFor(async () => {
-      const d = await findRunRecord(svc.store.collections, runId);
+      const d = await findRunRecord(ctx.svc.store.collections, runId);
       return d?.finalized ? d : undefined;
     });
     return doc.events as any[];
@@ -108,7 +97,7 @@ describe('streams (issue 3)', function () {
       log.map((e: any) => e.type),
       ['response.created', 'response.output_item.added', 'response.output_item.done', 'response.completed'],
     );
-    const run = await call(svc.url, 'GET', `/api/v1/runs/${first.response.run_id}`, { key });
+    const run = await call(ctx.svc.url, 'GET', `/api/v1/runs/${first.response.run_id}`, { key: ctx.key });
     assert.equal(log[1].item.id, run.body.output.greeting[0].id); // D13: item.id is the record's item id
     assert.deepEqual(log[3].response, { usage: null, service_tier: null });
   });
@@ -140,7 +129,7 @@ describe('streams (issue 3)', function () {
     assert.deepEqual(new Set(done.map((e) => e.item.id)), new Set(added.map((e) => e.item.id)));
     for (const e of added) assert.deepEqual(Object.keys(e.item), ['type', 'id', 'phase']);
     assert.deepEqual(log.map((e) => e.sequence_number), log.map((_, i) => i));
-    const run = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    const run = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.deepEqual(run.body.output.answers.map((i: any) => i.id).sort(), added.map((e) => e.item.id).sort());
   });
 
@@ -152,7 +141,7 @@ describe('streams (issue 3)', function () {
   });
 
   it('reattaches to a running run: response.resumed with the status, then the rest', async () => {
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'slow3' } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'slow3' } });
     const runId = start.body.run_id;
     const client = await attach(runId);
     const first = await client.until(() => true);
@@ -169,7 +158,7 @@ describe('streams (issue 3)', function () {
   });
 
   it('reattaches to a terminal run: the terminal event comes on the next poll tick (rule 3), then [DONE]', async () => {
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: 'B' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: 'B' } } });
     const runId = start.body.run_id;
     await storedEvents(runId);
     const client = await attach(runId);
@@ -205,60 +194,60 @@ describe('streams (issue 3)', function () {
   });
 
   it('two clients of one run see identical sequences while one poller queries once per interval', async () => {
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'slow3' } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'slow3' } });
     const runId = start.body.run_id;
     const t0 = Date.now();
     const [a, b] = await Promise.all([attach(runId, {}, '?starting_after=0'), attach(runId, {}, '?starting_after=0')]);
     await a.until(() => true);
     await b.until(() => true);
-    assert.equal(svc.api.pollers.size, 1);
-    const poller = svc.api.pollers.get(runId)!;
+    assert.equal(ctx.svc.api.pollers.size, 1);
+    const poller = ctx.svc.api.pollers.get(runId)!;
     assert.equal(poller.subscriberCount, 2);
     await Promise.all([a.closed, b.closed]);
     const queries = poller.queries;
     const seconds = (Date.now() - t0) / POLL_MS;
     assert.deepEqual(events(a), events(b));
     assert.ok(queries <= Math.ceil(seconds) + 1, `${queries} queries in ${seconds.toFixed(1)} intervals`);
-    await waitFor(async () => (svc.api.pollers.size === 0 ? true : undefined), { what: 'poller stopped' });
+    await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), { what: 'poller stopped' });
   });
 
   it('a client that disconnects leaves no poller behind, and the run keeps going', async () => {
     const client = await startStream('slow1');
     const created = await client.until((f) => f.event?.type === 'response.created');
     const runId = created.event.response.run_id;
-    assert.equal(svc.api.pollers.get(runId)?.subscriberCount, 1);
+    assert.equal(ctx.svc.api.pollers.get(runId)?.subscriberCount, 1);
     client.abort();
-    await waitFor(async () => (svc.api.pollers.get(runId) === undefined ? true : undefined), { what: 'poller released' });
-    assert.equal(svc.api.pollers.size, 0);
+    await waitFor(async () => (ctx.svc.api.pollers.get(runId) === undefined ? true : undefined), { what: 'poller released' });
+    assert.equal(ctx.svc.api.pollers.size, 0);
     const run = await waitFor(async () => {
-      const r = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+      const r = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
       return r.body.status === 'completed' ? r.body : undefined;
     });
     assert.equal(run.output.answers.length, 1);
   });
 
   it('refuses before streaming with plain JSON errors', async () => {
-    const badInputs = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'hello', stream: true, inputs: { nmae: 'x' } } });
+    const badInputs = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', key: ctx.key, body: { workflowId: 'hello', stream: true, inputs: { nmae: 'x' } } });
     assert.equal(badInputs.status, 400);
     assert.equal(badInputs.json.error.code, 'invalid_input_fields');
-    const noKey = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', body: { workflowId: 'hello', stream: true } });
+    const noKey = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', body: { workflowId: 'hello', stream: true } });
     assert.equal(noKey.status, 401);
-    const unknown = await openSse(`${svc.url}/api/v1/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/stream`, { key });
+    const unknown = await openSse(`${ctx.svc.url}/api/v1/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/stream`, { key: ctx.key });
     assert.equal(unknown.status, 404);
     assert.equal(unknown.json.error.type, 'not_found_error');
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: 'C' } } });
-    const other = await newAccount(svc.store.collections);
-    const foreign = await openSse(`${svc.url}/api/v1/runs/${start.body.run_id}/stream`, { key: other.key });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: 'C' } } });
+    const other = await ctx.newAccount();
+    const foreign = await openSse(`${ctx.svc.url}/api/v1/runs/${start.body.run_id}/stream`, { key: other.key });
     assert.equal(foreign.status, 404);
-    const badCursor = await openSse(`${svc.url}/api/v1/runs/${start.body.run_id}/stream?starting_after=abc`, { key });
+    const badCursor = await openSse(`${ctx.svc.url}/api/v1/runs/${start.body.run_id}/stream?starting_after=abc`, { key: ctx.key });
     assert.equal(badCursor.status, 400);
     assert.equal(badCursor.json.error.param, 'starting_after');
-    assert.equal(svc.api.pollers.size, 0);
+    assert.equal(ctx.svc.api.pollers.size, 0);
     // Reattaching never starts or bills a run.
-    const runs = await svc.store.collections.runs.countDocuments({});
+    const runs = await ctx.svc.store.collections.runs.countDocuments({});
     const again = await attach(start.body.run_id);
     await again.closed;
-    assert.equal(await svc.store.collections.runs.countDocuments({}), runs);
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({}), runs);
   });
 
   describe('D11 resume rules', () => {
@@ -272,7 +261,7 @@ describe('streams (issue 3)', function () {
     });
 
     it('answers 204 to a cursor at the terminal event, and 400 to one beyond the last event', async () => {
-      const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: 'T' } } });
+      const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: 'T' } } });
       const log = await storedEvents(start.body.run_id);
       const terminal = String(log.length - 1);
       const done = await attach(start.body.run_id, { 'Last-Event-ID': terminal });
@@ -290,25 +279,25 @@ describe('streams (issue 3)', function () {
       const last = await attach(start.body.run_id, { 'Last-Event-ID': String(log.length - 2) });
       await last.closed;
       assert.deepEqual(events(last).slice(1), [log.at(-1)]);
-      assert.equal(svc.api.pollers.size, 0);
+      assert.equal(ctx.svc.api.pollers.size, 0);
     });
 
     it("judges a live run's cursor against its current log: beyond it is a 400, within it resumes", async () => {
-      const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'slow1' } });
+      const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'slow1' } });
       const runId = start.body.run_id;
       // Judged while the run is live: once a worker has picked it up (a loaded machine may take a moment).
-      await waitFor(async () => ((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status === 'running' ? true : undefined), { what: 'the run to be running' });
+      await waitFor(async () => ((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status === 'running' ? true : undefined), { what: 'the run to be running' });
       // 3 will be the terminal event's number (created, added, done, completed); while the 2.5 s item runs it is beyond the log.
       const beyond = await attach(runId, { 'Last-Event-ID': '3' });
       assert.equal(beyond.status, 400);
       assert.equal(beyond.json.error.param, 'Last-Event-ID');
-      assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status, 'running', 'the run was live when judged');
+      assert.equal((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status, 'running', 'the run was live when judged');
       const live = await attach(runId, { 'Last-Event-ID': '0' });
       await live.closed;
       const after = events(live).slice(1);
       assert.equal(after[0].sequence_number, 1);
       assert.equal(after.at(-1).type, 'response.completed');
-      await waitFor(async () => (svc.api.pollers.size === 0 ? true : undefined), { what: 'pollers released' });
+      await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), { what: 'pollers released' });
     });
   });
 });

@@ -8,10 +8,9 @@ import OpenAI from 'openai';
 import { WrsClient } from '../../clients/typescript';
 import { RETRY_MS } from '../../api/stream/sse';
 import { findRunRecord } from '../../store/runs';
-import { newAccount } from '../support/accounts';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 
 /** What one EventSource saw: its messages, each connection's status and Authorization, how it ended. */
 interface Followed {
@@ -46,23 +45,17 @@ function follow(url: string, headers: Record<string, string> = {}): Promise<Foll
 
 describe('third-party stream clients (issue 16)', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let key: string;
+  const ctx = useService();
 
   before(async () => {
-    svc = await startService();
-    ({ key } = await newAccount(svc.store.collections));
-    await publish(svc.url, key, greetingWorkflow('greet'));
-  });
-  after(async () => {
-    await svc?.close();
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
   });
 
   const finishedRun = async (name: string) => {
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name } } });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const record = await waitFor(async () => {
-      const doc = await findRunRecord(svc.store.collections, start.body.run_id);
+      const doc = await findRunRecord(ctx.svc.store.collections, start.body.run_id);
       return doc?.finalized ? doc : undefined;
     });
     return { runId: start.body.run_id as string, log: record.events as Array<{ sequence_number: number }> };
@@ -71,7 +64,7 @@ describe('third-party stream clients (issue 16)', function () {
   it('eventsource 4 stops after [DONE]: its reconnect with the terminal event’s id gets 204', async () => {
     const { runId, log } = await finishedRun('Ada');
     const t0 = Date.now();
-    const seen = await follow(`${svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { Authorization: `Bearer ${key}` });
+    const seen = await follow(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { Authorization: `Bearer ${ctx.key}` });
     const terminal = String(log.length - 1);
     assert.deepEqual(
       seen.connections.map((c) => [c.status, c.lastEventId]),
@@ -88,7 +81,7 @@ describe('third-party stream clients (issue 16)', function () {
   it('eventsource 4 follows a D34 stream link without Authorization, resuming with Last-Event-ID', async () => {
     const { runId, log } = await finishedRun('Bea');
     // The backend mints the link with its key (the TypeScript client) ...
-    const backend = new WrsClient({ baseUrl: svc.url, apiKey: key });
+    const backend = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
     const link = await backend.streamLink(runId, { ttlSeconds: 120 });
     const expires = Date.parse(link.expires_at);
     assert.ok(expires > Date.now() + 100_000 && expires <= Date.now() + 121_000, link.expires_at);
@@ -121,21 +114,21 @@ describe('third-party stream clients (issue 16)', function () {
 
   it('a stream link lasts an hour at most and is refused once expired', async () => {
     const { runId } = await finishedRun('Di');
-    const tooLong = await call(svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key, body: { ttl_seconds: 3601 } });
+    const tooLong = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: ctx.key, body: { ttl_seconds: 3601 } });
     assert.equal(tooLong.status, 400);
     assert.equal(tooLong.body.error.param, 'ttl_seconds');
-    const bare = await fetch(`${svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+    const bare = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${ctx.key}` } });
     assert.equal(bare.status, 200);
     const hour = (await bare.json()) as { expires_at: string };
     assert.ok(Math.abs(Date.parse(hour.expires_at) - Date.now() - 3_600_000) < 5_000, hour.expires_at);
     // No body is the default; a JSON body that is not an object is a 400 like any wrong type (schemathesis found `null` accepted).
-    const nullBody = await fetch(`${svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: 'null' });
+    const nullBody = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json' }, body: 'null' });
     assert.equal(nullBody.status, 400);
-    const noKey = await call(svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {});
+    const noKey = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {});
     assert.equal(noKey.status, 401);
-    const other = await newAccount(svc.store.collections);
-    assert.equal((await call(svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: other.key })).status, 404);
-    const short = await call(svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key, body: { ttl_seconds: 1 } });
+    const other = await ctx.newAccount();
+    assert.equal((await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: other.key })).status, 404);
+    const short = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: ctx.key, body: { ttl_seconds: 1 } });
     await waitFor(async () => (Date.now() > Date.parse(short.body.expires_at) + 1_000 ? true : undefined), { timeoutMs: 5_000 });
     const expired = await fetch(short.body.url);
     assert.equal(expired.status, 403);
@@ -143,14 +136,14 @@ describe('third-party stream clients (issue 16)', function () {
   });
 
   it('the OpenAI Node SDK’s generic streaming request parses every event and stops at [DONE]', async () => {
-    const openai = new OpenAI({ baseURL: `${svc.url}/api/v1`, apiKey: key, maxRetries: 0 });
+    const openai = new OpenAI({ baseURL: `${ctx.svc.url}/api/v1`, apiKey: ctx.key, maxRetries: 0 });
     const stream = await openai.post<unknown>('/responses', { body: { workflowId: 'greet', stream: true, inputs: { name: 'Ed' } }, stream: true });
     const received: any[] = [];
     for await (const event of stream as unknown as AsyncIterable<any>) received.push(event);
     assert.deepEqual(received.map((e) => e.sequence_number), received.map((_, i) => i));
     assert.equal(received[0].type, 'response.created');
     assert.equal(received.at(-1).type, 'response.completed');
-    const record = await findRunRecord(svc.store.collections, received[0].response.run_id);
+    const record = await findRunRecord(ctx.svc.store.collections, received[0].response.run_id);
     assert.deepEqual(received, record!.events);
   });
 });

@@ -1,10 +1,9 @@
 /** Issue 2, API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
 import assert from 'node:assert/strict';
-import { newAccount } from '../support/accounts';
 import { detailFor, expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtures';
 import { call } from '../support/http';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 
 const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
 const WF_ID = new RegExp(`^wf_${ULID}$`);
@@ -12,17 +11,11 @@ const WFV_ID = new RegExp(`^wfv_${ULID}$`);
 
 describe('API workflows: publishing (D26)', function () {
   this.timeout(120_000);
-  let svc: TestService;
-  let key: string;
+  const ctx = useService({ worker: false });
 
-  before(async () => {
-    svc = await startService({ worker: false });
-    ({ key } = await newAccount(svc.store.collections));
-  });
-  after(async () => svc?.close());
 
   it('publishes a valid graph: 201 with ids, version 1, slug and the contract', async () => {
-    const res = await call(svc.url, 'POST', '/api/v1/workflows', { key, body: typedInputsWorkflow('typed') });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: typedInputsWorkflow('typed') });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.deepEqual(Object.keys(res.body).sort(), ['inputs', 'outputs', 'slug', 'version', 'version_id', 'workflow_id']);
     assert.match(res.body.workflow_id, WF_ID);
@@ -47,27 +40,27 @@ describe('API workflows: publishing (D26)', function () {
   });
 
   it('publishing the same slug again adds version 2 of the same workflow', async () => {
-    const v1 = await publish(svc.url, key, greetingWorkflow('greet-versions', 'Hello'));
-    const v2 = await publish(svc.url, key, greetingWorkflow('greet-versions', 'Howdy'));
+    const v1 = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet-versions', 'Hello'));
+    const v2 = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet-versions', 'Howdy'));
     assert.equal(v1.version, 1);
     assert.equal(v2.version, 2);
     assert.equal(v2.workflow_id, v1.workflow_id);
     assert.match(v2.version_id, WFV_ID);
     assert.notEqual(v2.version_id, v1.version_id);
     assert.equal(v2.slug, 'greet-versions');
-    const v3 = await publish(svc.url, key, greetingWorkflow('greet-versions', 'Hi'));
+    const v3 = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet-versions', 'Hi'));
     assert.equal(v3.version, 3);
     assert.equal(v3.workflow_id, v1.workflow_id);
 
     // Published versions are immutable: version 1 is stored as it was published.
-    const stored = await svc.store.collections.workflowVersions.findOne({ _id: v1.version_id });
+    const stored = await ctx.svc.store.collections.workflowVersions.findOne({ _id: v1.version_id });
     assert.equal((stored!.graph.nodes[1] as { template: string }).template, 'Hello, {{name}}!');
-    assert.equal(await svc.store.collections.workflowVersions.countDocuments({ workflow_id: v1.workflow_id }), 3);
+    assert.equal(await ctx.svc.store.collections.workflowVersions.countDocuments({ workflow_id: v1.workflow_id }), 3);
   });
 
   it('concurrent publishes of a new slug make one workflow with versions 1..n', async () => {
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('racy', `Hi ${i}`) })),
+      Array.from({ length: 6 }, (_, i) => call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: greetingWorkflow('racy', `Hi ${i}`) })),
     );
     for (const r of results) assert.equal(r.status, 201, JSON.stringify(r.body));
     assert.equal(new Set(results.map((r) => r.body.workflow_id)).size, 1);
@@ -76,15 +69,15 @@ describe('API workflows: publishing (D26)', function () {
   });
 
   it('scopes slugs to the account: another account publishing the same slug gets its own workflow', async () => {
-    const other = await newAccount(svc.store.collections);
-    const mine = await publish(svc.url, key, greetingWorkflow('shared-slug'));
-    const theirs = await publish(svc.url, other.key, greetingWorkflow('shared-slug'));
+    const other = await ctx.newAccount();
+    const mine = await publish(ctx.svc.url, ctx.key, greetingWorkflow('shared-slug'));
+    const theirs = await publish(ctx.svc.url, other.key, greetingWorkflow('shared-slug'));
     assert.notEqual(theirs.workflow_id, mine.workflow_id);
     assert.equal(theirs.version, 1);
   });
 
   it('rejects a graph with several problems at once: 400 with one details entry per problem', async () => {
-    const before = await svc.store.collections.workflows.countDocuments({});
+    const before = await ctx.svc.store.collections.workflows.countDocuments({});
     const doc = {
       slug: 'broken',
       nodes: [
@@ -105,7 +98,7 @@ describe('API workflows: publishing (D26)', function () {
         { from: 'name', to: 'ghost', port: 'in' }, // 4: to a missing node
       ],
     };
-    const res = await call(svc.url, 'POST', '/api/v1/workflows', { key, body: doc });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc });
     const error = expectError(res, { status: 400, type: 'invalid_request_error' });
 
     assert.match(detailFor(error, 'nodes[2].type'), /`teleport` is not a known type/);
@@ -126,7 +119,7 @@ describe('API workflows: publishing (D26)', function () {
     assert.match(error.message, /^Invalid workflow: /);
 
     // Nothing was stored.
-    assert.equal(await svc.store.collections.workflows.countDocuments({}), before);
+    assert.equal(await ctx.svc.store.collections.workflows.countDocuments({}), before);
   });
 
   it('rejects shape errors with their paths and a label that normalizes to nothing', async () => {
@@ -140,7 +133,7 @@ describe('API workflows: publishing (D26)', function () {
       ],
       edges: [{ from: 'in', to: 'out' }],
     };
-    const error = expectError(await call(svc.url, 'POST', '/api/v1/workflows', { key, body: doc }), {
+    const error = expectError(await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }), {
       status: 400,
       type: 'invalid_request_error',
     });
@@ -154,8 +147,8 @@ describe('API workflows: publishing (D26)', function () {
 
   it('rejects bodies that are not a workflow document', async () => {
     for (const body of [[], 'null', '"text"', '42', {}]) {
-      const res = await call(svc.url, 'POST', '/api/v1/workflows', {
-        key,
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+        key: ctx.key,
         body: typeof body === 'string' ? body : JSON.stringify(body),
         headers: { 'content-type': 'application/json' },
       });
@@ -168,7 +161,7 @@ describe('API workflows: publishing (D26)', function () {
     const doc = greetingWorkflow('dup-results');
     doc.nodes.push({ id: 'greeting2', type: 'user_result', label: 'greeting' } as any);
     doc.edges.push({ from: 'greet', to: 'greeting2' } as any);
-    const error = expectError(await call(svc.url, 'POST', '/api/v1/workflows', { key, body: doc }), {
+    const error = expectError(await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }), {
       status: 400,
       type: 'invalid_request_error',
       param: 'nodes[3].label',

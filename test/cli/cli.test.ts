@@ -6,27 +6,25 @@ import path from 'node:path';
 import { runCli } from '../../cli/run-cli';
 import { expectRefusedWithin2s } from '../support/api-assert';
 import { call } from '../support/http';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 
 // D27: the operator CLI against the real stack (its own fresh database; no worker needed).
 describe('operator CLI (D27)', function () {
   this.timeout(120_000);
-  let svc: TestService;
+  const ctx = useService({ account: false, worker: false });
   let tmp: string;
 
   before(async () => {
-    svc = await startService({ worker: false });
     tmp = mkdtempSync(path.join(os.tmpdir(), 'wrs-cli-'));
   });
   after(async () => {
-    await svc?.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
   async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runCli(argv, { collections: svc.store.collections, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await runCli(argv, { collections: ctx.svc.store.collections, out: (l) => out.push(l), err: (l) => err.push(l) });
     return { code, out: out.join('\n'), err: err.join('\n') };
   }
 
@@ -97,7 +95,7 @@ describe('operator CLI (D27)', function () {
     assert.match(created.out, /cannot be shown again/);
 
     const probe = '/api/v1/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV';
-    assert.equal((await call(svc.url, 'GET', probe, { key: secret })).status, 404);
+    assert.equal((await call(ctx.svc.url, 'GET', probe, { key: secret })).status, 404);
 
     const list = await cli('keys', 'list', accountId);
     assert.equal(list.code, 0, list.err);
@@ -114,7 +112,7 @@ describe('operator CLI (D27)', function () {
     const revoked = await cli('keys', 'revoke', keyId);
     assert.equal(revoked.code, 0, revoked.err);
     const revokedAt = Date.now(); // the CLI has revoked it by now (a process start earlier)
-    await expectRefusedWithin2s(async () => (await call(svc.url, 'GET', probe, { key: secret })).status, revokedAt); // D6
+    await expectRefusedWithin2s(async () => (await call(ctx.svc.url, 'GET', probe, { key: secret })).status, revokedAt); // D6
 
     assert.notEqual((await cliJson('keys', 'list', accountId))[0].revoked_at, null);
 
@@ -148,7 +146,7 @@ describe('operator CLI (D27)', function () {
 
     // What the CLI published is what the API runs: the key's account sees the workflow by slug.
     const { secret } = await cliJson('keys', 'create', accountId);
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key: secret, body: { workflowId: 'hello', inputs: { name: 'Ada' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: secret, body: { workflowId: 'hello', inputs: { name: 'Ada' } } });
     assert.equal(start.status, 202, JSON.stringify(start.body));
 
     const shown = await cli('runs', 'show', start.body.run_id);
@@ -186,7 +184,7 @@ describe('operator CLI (D27)', function () {
     assert.match(r.err, /no_such_type|c/);
     assert.match(r.err, /missing/);
     assert.doesNotMatch(r.err, /\n\s+at /, 'no stack trace');
-    assert.equal(await svc.store.collections.workflows.countDocuments({ account_id: accountId }), 0);
+    assert.equal(await ctx.svc.store.collections.workflows.countDocuments({ account_id: accountId }), 0);
 
     const notJson = path.join(tmp, 'not.json');
     writeFileSync(notJson, '{ nope');
@@ -224,7 +222,7 @@ describe('operator CLI (D27)', function () {
   });
 
   it('runs as `npm run cli` through cli/wrs.ts with MONGODB_URI and MONGODB_DB from the environment', () => {
-    const env = { ...process.env, MONGODB_URI: svc.config.mongo.uri, MONGODB_DB: svc.config.mongo.dbName };
+    const env = { ...process.env, MONGODB_URI: ctx.svc.config.mongo.uri, MONGODB_DB: ctx.svc.config.mongo.dbName };
     const tsx = path.join('node_modules', '.bin', 'tsx');
     const created = spawnSync(tsx, ['cli/wrs.ts', 'accounts', 'create', '--name', 'Entry', '--credits', '2', '--json'], { env, encoding: 'utf8' });
     assert.equal(created.status, 0, created.stderr);

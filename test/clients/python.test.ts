@@ -9,9 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensurePythonClientEnv } from '../../tools/stack/python-tools';
 import { webhookSecret } from '../../store/accounts';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { newAccount } from '../support/accounts';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 
 const PACKAGE = path.join(__dirname, '..', '..', 'clients', 'python');
 
@@ -31,18 +29,13 @@ describe('Python client (clients/python, issue 16)', function () {
   this.timeout(300_000);
   let python: string;
   let dir: string;
-  let svc: TestService;
-  let fake: FakeOpenAI;
+  const ctx = useService({ fakeOpenAI: true, account: false, env: { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true' } });
 
   before(async () => {
     python = await ensurePythonClientEnv();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-python-client-'));
-    fake = await startFakeOpenAI();
-    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl, WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true' } });
   });
   after(async () => {
-    await svc?.close();
-    await fake?.close();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -55,12 +48,12 @@ describe('Python client (clients/python, issue 16)', function () {
     assert.equal(install.code, 0, install.output);
     assert.ok(fs.existsSync(path.join(site, 'wrs_client', 'py.typed')), 'the installed package ships its type marker');
 
-    const { accountId, key } = await newAccount(svc.store.collections);
-    const secret = await webhookSecret(svc.store.collections, accountId);
+    const { accountId, key } = await ctx.newAccount();
+    const secret = await webhookSecret(ctx.svc.store.collections, accountId);
     // The tests import the installed copy, not the source: what a user's `pip install` gets.
     const tests = await runCommand(python, ['-m', 'pytest', path.join(source, 'tests'), '-q', '-p', 'no:cacheprovider', '--rootdir', source], {
       cwd: dir,
-      env: { PYTHONPATH: site, WRS_BASE_URL: svc.url, WRS_API_KEY: key, WRS_WEBHOOK_SECRET: secret! },
+      env: { PYTHONPATH: site, WRS_BASE_URL: ctx.svc.url, WRS_API_KEY: key, WRS_WEBHOOK_SECRET: secret! },
     });
     assert.equal(tests.code, 0, tests.output);
     const summary = /(\d+) passed/.exec(tests.output);

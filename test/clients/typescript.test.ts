@@ -3,24 +3,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WrsApiError, WrsClient, type StreamEvent } from '../../clients/typescript';
-import { startService, type TestService } from '../support/service';
-import { newAccount } from '../support/accounts';
 import { call, waitFor } from '../support/http';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
+import { batchWorkflow } from '../support/fixtures';
 import { findRunRecord } from '../../store/runs';
+import { useService } from '../support/use-service';
 
-const batch = {
-  slug: 'batch',
-  nodes: [
-    { id: 'rows', type: 'batch', rows: ['slow:300 a', 'slow:900 b', 'slow:1500 c'] },
-    { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
-    { id: 'out', type: 'user_result', label: 'Answers' },
-  ],
-  edges: [
-    { from: 'rows', to: 'ask', port: 'row' },
-    { from: 'ask', to: 'out' },
-  ],
-};
+const batch = batchWorkflow('batch', ['slow:300 a', 'slow:900 b', 'slow:1500 c']);
 
 /** A pass-through proxy that can cut every open connection, as a flaky network would. */
 async function startCuttingProxy(target: string): Promise<{ url: string; cut(): void; close(): Promise<void>; posts: number; outage(gets: number): void; refused: number }> {
@@ -63,23 +51,14 @@ async function startCuttingProxy(target: string): Promise<{ url: string; cut(): 
 
 describe('typed client', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
-  let key: string;
+  const ctx = useService({ fakeOpenAI: true });
 
   before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl } });
-    ({ key } = await newAccount(svc.store.collections));
-    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: batch })).status, 201);
-  });
-  after(async () => {
-    await svc?.close();
-    await fake?.close();
+    assert.equal((await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: batch })).status, 201);
   });
 
   it('starts, reads, waits for the end, and raises API errors as WrsApiError', async () => {
-    const client = new WrsClient({ baseUrl: svc.url, apiKey: key });
+    const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
     const started = await client.start({ workflowId: 'batch' });
     assert.equal(started.status, 'pending');
     const run = await client.wait(started.run_id);
@@ -95,9 +74,9 @@ describe('typed client', function () {
   });
 
   it('stream() survives a forced disconnect: reconnects with Last-Event-ID, never repeats the POST, yields each event once', async () => {
-    const proxy = await startCuttingProxy(svc.url);
+    const proxy = await startCuttingProxy(ctx.svc.url);
     try {
-      const client = new WrsClient({ baseUrl: proxy.url, apiKey: key });
+      const client = new WrsClient({ baseUrl: proxy.url, apiKey: ctx.key });
       const seen: StreamEvent[] = [];
       let cut = false;
       for await (const event of client.stream({ workflowId: 'batch' }, { reconnectDelayMs: 100 })) {
@@ -113,7 +92,7 @@ describe('typed client', function () {
       assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
       const runId = (seen[0] as Extract<StreamEvent, { type: 'response.created' }>).response.run_id;
       const record = await waitFor(async () => {
-        const doc = await findRunRecord(svc.store.collections, runId);
+        const doc = await findRunRecord(ctx.svc.store.collections, runId);
         return doc?.finalized ? doc : undefined;
       });
       assert.deepEqual(seen, record.events);
@@ -123,9 +102,9 @@ describe('typed client', function () {
   });
 
   it('waits out 503 answers (an outage of Temporal or MongoDB) as Retry-After says, in wait() and in a stream reconnect', async () => {
-    const proxy = await startCuttingProxy(svc.url);
+    const proxy = await startCuttingProxy(ctx.svc.url);
     try {
-      const client = new WrsClient({ baseUrl: proxy.url, apiKey: key });
+      const client = new WrsClient({ baseUrl: proxy.url, apiKey: ctx.key });
       const started = await client.start({ workflowId: 'batch' });
       proxy.outage(2);
       assert.equal((await client.wait(started.run_id)).status, 'completed');

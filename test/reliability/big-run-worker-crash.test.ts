@@ -6,12 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { startService, type TestService } from '../support/service';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { waitFor } from '../support/http';
+import { startRun } from '../support/runs';
+import { startWorkerProcess, useWorkerProcesses } from '../support/worker-process';
+import { useService } from '../support/use-service';
 
 const ROWS = 20_000;
 const START_FEE_USD = 0.001;
@@ -20,52 +19,39 @@ const ROW_USD = (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6;
 
 describe('reliability: worker killed in the middle of a 20,000-row run (issue 14)', function () {
   this.timeout(600_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
-  const workers: WorkerProcess[] = [];
-
-  before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ worker: false, env: { START_FEE_USD: String(START_FEE_USD) } });
-  });
-  after(async () => {
-    for (const w of workers) await w.kill();
-    await svc?.close();
-    await fake?.close();
-  });
+  const workers = useWorkerProcesses();
+  const ctx = useService({ fakeOpenAI: true, worker: false, account: false, env: { START_FEE_USD: String(START_FEE_USD) } });
 
   it('completes in order with every row billed once after a kill -9 and a new worker', async () => {
-    const { key } = await newAccount(svc.store.collections, 100);
-    await publish(svc.url, key, rowsWorkflow('big-crash', 'slow:10 row {{row}}', { concurrency: 64 }));
-    const workerEnv = { OPENAI_BASE_URL: fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
-    workers.push(startWorkerProcess(svc.config, { env: workerEnv }));
+    const { key } = await ctx.newAccount(100);
+    await publish(ctx.svc.url, key, rowsWorkflow('big-crash', 'slow:10 row {{row}}', { concurrency: 64 }));
+    const workerEnv = { OPENAI_BASE_URL: ctx.fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
+    workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
     const rows = Array.from({ length: ROWS }, (_, i) => `r${i}`);
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'big-crash', inputs: { rows } } });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    const runId = res.body.run_id as string;
+    const runId = await startRun(ctx.svc.url, key, 'big-crash', { rows });
 
-    await waitFor(async () => (fake.requests.filter((r) => r.answered).length >= 4_000 ? true : undefined), { timeoutMs: 300_000, intervalMs: 20, what: '4,000 rows answered' });
-    const answeredAtKill = fake.requests.filter((r) => r.answered).length;
+    await waitFor(async () => (ctx.fake.requests.filter((r) => r.answered).length >= 4_000 ? true : undefined), { timeoutMs: 300_000, intervalMs: 20, what: '4,000 rows answered' });
+    const answeredAtKill = ctx.fake.requests.filter((r) => r.answered).length;
     await workers[0].kill();
-    workers.push(startWorkerProcess(svc.config, { env: workerEnv }));
+    workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
 
-    const run = await waitForRun(svc.url, key, runId, 480_000);
+    const run = await waitForRun(ctx.svc.url, key, runId, 480_000);
     assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
     const items = run.output.answers;
     assert.equal(items.length, ROWS);
     items.forEach((item: any, i: number) => assert.equal(item.parts[0].text, `echo: slow:10 row r${i}`));
     assert.equal(run.total_cost, Math.round((START_FEE_USD + ROWS * ROW_USD) * 1e9) / 1e9, 'every row billed once');
-    const debit = await svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
+    const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.equal(debit?.amount_usd, -run.total_cost);
 
     const calls = new Map<string, number>();
-    for (const r of fake.requests) calls.set(r.prompt, (calls.get(r.prompt) ?? 0) + 1);
+    for (const r of ctx.fake.requests) calls.set(r.prompt, (calls.get(r.prompt) ?? 0) + 1);
     assert.equal(calls.size, ROWS, 'every row was called');
     const repeated = [...calls.values()].filter((n) => n > 1);
     assert.ok(repeated.every((n) => n === 2), 'no row called more than twice');
     // Rows answered before the kill and checkpointed are not called again: only the last second or so of work is.
     assert.ok(repeated.length < answeredAtKill / 2, `${repeated.length} of ${answeredAtKill} answered rows were called again`);
-     
-    console.log(`      killed with ${answeredAtKill} rows answered; ${repeated.length} rows called twice; ${fake.requests.length} calls in all`);
+    // eslint-disable-next-line no-console
+    console.log(`      killed with ${answeredAtKill} rows answered; ${repeated.length} rows called twice; ${ctx.fake.requests.length} calls in all`);
   });
 });

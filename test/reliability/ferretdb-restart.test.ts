@@ -11,22 +11,12 @@
  * exactly one debit. docs/outages.md describes the behaviour.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startFerretDb, startStack, type FerretDbServer, type TemporalServer } from '../../tools/stack';
+import { startFerretDb } from '../../tools/stack';
 import { findRunRecord } from '../../store/runs';
-import { bundleWorkflows } from '../../worker/create-worker';
-import { installWorkerRuntime } from '../../worker/runtime';
-import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { runsEnded } from '../../lib/metrics';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { newAccount } from '../support/accounts';
-import { llmWorkflow, publish } from '../support/fixtures';
-import { call, waitFor, type ApiResponse } from '../support/http';
-import { events, openSse, type SseClient } from '../support/sse';
-import { startService, type TestService } from '../support/service';
-import { allFinalized, assertEnvelope, completedRuns, endedCount, expectedRunUsd, timed, topicOf } from './outage-support';
+import { call } from '../support/http';
+import { events, openSse } from '../support/sse';
+import { allFinalized, assertEnvelope, assertOneDebitEach, awaitRecovery, completedRuns, endedCount, expectedRunUsd, startRunsInFlight, timed, topicOf, usePrivateStack } from './outage-support';
 
 const RUNS = 10;
 /**
@@ -40,64 +30,22 @@ const TERMINAL = new Set(['response.completed', 'response.failed', 'response.can
 
 describe('reliability: FerretDB restart with runs in flight (issue 8)', function () {
   this.timeout(150_000);
-  let dataDir: string;
-  let temporal: TemporalServer | undefined;
-  let mongo: FerretDbServer | undefined;
-  let fake: FakeOpenAI;
-  let svc: TestService | undefined;
-  const streams: SseClient[] = [];
-
-  before(async () => {
-    installWorkerRuntime('error');
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-ferretdb-restart-'));
-    const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }), bundleWorkflows()]);
-    ({ temporal, mongo } = stack);
-    fake = await startFakeOpenAI();
-    svc = await startService({
-      stack: { temporalAddress: temporal.address, mongoUri: mongo.uri, bundle },
-      env: {
-        OPENAI_BASE_URL: fake.baseUrl,
-        PRICES: JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } }),
-        STREAM_KEEPALIVE_MS: '300',
-      },
-    });
-  });
-
-  after(async () => {
-    for (const s of streams) s.abort();
-    await svc?.close().catch(() => undefined);
-    await fake?.close();
-    await temporal?.stop();
-    await mongo?.kill();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const stack = usePrivateStack('ferretdb-restart', { STREAM_KEEPALIVE_MS: '300' });
 
   // A graceful stop (SIGTERM: FerretDB serves open connections for ~3 s more, then exits) and a crash (SIGKILL).
   it('answers 503 within the selection timeout while the database is down (SIGTERM), then finalizes every run once', () => outage('stop'));
   it('the same after a crash (SIGKILL)', () => outage('kill'));
 
   async function outage(how: 'stop' | 'kill'): Promise<void> {
-    const s = svc!;
+    const { svc: s, fake, streams } = stack;
     const c = s.store.collections;
-    const { accountId, key } = await newAccount(c, 10);
-    await publish(s.url, key, llmWorkflow('ask'));
-    const endedBefore = await endedCount(runsEnded, 'completed');
-    const callsBefore = fake.requests.length;
-
-    const runIds: string[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const res = await call(s.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: topicOf(i, PROVIDER_DELAY_MS) } } });
-      assert.equal(res.status, 202, JSON.stringify(res.body));
-      runIds.push(res.body.run_id);
-    }
-    await waitFor(async () => (fake.requests.length - callsBefore >= RUNS ? true : undefined), { timeoutMs: 20_000, what: `${RUNS} provider calls` });
-    const calledAt = Date.now();
+    const { accountId, key, runIds, endedBefore, callsBefore, calledAt } = await startRunsInFlight(stack, RUNS, PROVIDER_DELAY_MS);
     const open = await openSse(`${s.url}/api/v1/runs/${runIds[0]}/stream?starting_after=0`, { key });
     streams.push(open);
     await open.until((f) => f.event?.type === 'response.resumed');
     const openEnded = open.closed.then(() => Date.now());
 
-    const m = mongo!;
+    const m = stack.mongo!;
     const port = Number(new URL(m.uri).port);
     // The API's driver notices the outage at its next heartbeat (10 s); from then on a request
     // waits for server selection (2 s here, 30 s with the driver's default) instead of failing on
@@ -105,7 +53,7 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
     const driverKnows = new Promise<number>((resolve) => s.api.store.client.once('serverHeartbeatFailed', () => resolve(Date.now())));
     const stopAt = Date.now();
     await (how === 'stop' ? m.stop() : m.kill());
-    mongo = undefined;
+    stack.mongo = undefined;
     const downAt = Date.now();
     // Every run still waits on its provider: each finalize will meet the outage.
     assert.equal(await endedCount(runsEnded, 'completed'), endedBefore, 'no run ended before the database was gone');
@@ -131,28 +79,10 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
     const outageMs = Date.now() - downAt;
 
     const restart = await timed(() => startFerretDb({ dataDir: m.dataDir, port }));
-    mongo = restart.value;
+    stack.mongo = restart.value;
     const upAt = Date.now();
 
-    const recoveredRead = await waitFor(
-      async () => ((await call(s.url, 'GET', `/api/v1/runs/${runIds[2]}`, { key })).status === 200 ? Date.now() - upAt : undefined),
-      { timeoutMs: 20_000, intervalMs: 100, what: 'reads to recover' },
-    );
-    let late: ApiResponse | undefined;
-    const recoveredStart = await waitFor(
-      async () => {
-        late = await call(s.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: topicOf(RUNS, 10) } } });
-        if (late.status === 202) return Date.now() - upAt;
-        assertEnvelope(late, 503, 'service_unavailable');
-        return undefined;
-      },
-      { timeoutMs: 20_000, intervalMs: 100, what: 'starts to recover' },
-    );
-    runIds.push(late!.body.run_id);
-    const recoveredReady = await waitFor(async () => ((await call(s.url, 'GET', '/readyz')).status === 200 ? Date.now() - upAt : undefined), {
-      timeoutMs: 20_000,
-      intervalMs: 100,
-    });
+    const recovered = await awaitRecovery(s.url, key, runIds, upAt);
 
     // The worker's finalize retries reach the database again: every record final, by itself.
     await allFinalized(c, accountId, runIds.length, 60_000);
@@ -169,16 +99,13 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
       const log = (await findRunRecord(c, runId))!.events!;
       assert.deepEqual(log.filter((e) => TERMINAL.has(e.type)).map((e) => e.sequence_number), [log.length - 1], `${runId}: one terminal event, the last`);
     }
-    const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
-    assert.deepEqual(debits.map((d) => d.run_id).sort(), [...runIds].sort(), 'one debit per run');
-    for (const d of debits) assert.ok(Math.abs(d.amount_usd + expectedRunUsd()) < 1e-9, `debit ${d._id} is ${d.amount_usd}`);
-    assert.equal((await endedCount(runsEnded, 'completed')) - endedBefore, runIds.length, 'each final record written once');
+    const debits = await assertOneDebitEach(c, accountId, runIds, endedBefore);
 
     console.log(
       `      ferretdb restart (${how}): ${RUNS} runs in flight; stop took ${downAt - stopAt} ms; down ${outageMs} ms; answers while down (ms): at once ${JSON.stringify(first)}, ` +
         `once the driver knew (${knownAfterMs} ms after the stop began) ${JSON.stringify(known)}; ` +
-        `open stream ended ${streamEndedMs} ms into the outage; restart ${restart.ms} ms; recovered after restart: read ${recoveredRead} ms, ` +
-        `start ${recoveredStart} ms, readyz ${recoveredReady} ms; all ${runIds.length} runs finalized ${allFinalMs} ms after restart; ` +
+        `open stream ended ${streamEndedMs} ms into the outage; restart ${restart.ms} ms; recovered after restart: read ${recovered.read} ms, ` +
+        `start ${recovered.start} ms, readyz ${recovered.readyz} ms; all ${runIds.length} runs finalized ${allFinalMs} ms after restart; ` +
         `provider calls ${fake.requests.length - callsBefore}; debits ${debits.length}`,
     );
   }

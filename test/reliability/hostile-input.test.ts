@@ -6,12 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtures';
 import { call, type ApiResponse } from '../support/http';
 import { rawRequest } from '../support/raw-http';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 
 /** Resolves on 'drain' or 'close' (the server hangs up after its 413: no drain then), leaving no listener behind. */
 function waitDrainOrClose(req: http.ClientRequest): Promise<void> {
@@ -28,28 +27,24 @@ function waitDrainOrClose(req: http.ClientRequest): Promise<void> {
 
 describe('reliability: hostile input (issue 8, item 6)', function () {
   this.timeout(120_000);
-  let svc: TestService;
-  let key: string;
+  const ctx = useService({ worker: false });
   let host: string;
 
   before(async () => {
-    svc = await startService({ worker: false });
-    ({ key } = await newAccount(svc.store.collections));
-    await publish(svc.url, key, greetingWorkflow('greet'));
-    await publish(svc.url, key, typedInputsWorkflow('typed'));
-    host = new URL(svc.url).host;
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
+    await publish(ctx.svc.url, ctx.key, typedInputsWorkflow('typed'));
+    host = new URL(ctx.svc.url).host;
   });
-  after(async () => svc?.close());
 
   /** The server still answers: /healthz and an authenticated request. */
   async function assertHealthy(): Promise<void> {
-    assert.equal((await call(svc.url, 'GET', '/healthz')).status, 200, 'healthz after a hostile request');
-    const list = await call(svc.url, 'GET', '/api/v1/runs?limit=1', { key });
+    assert.equal((await call(ctx.svc.url, 'GET', '/healthz')).status, 200, 'healthz after a hostile request');
+    const list = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=1', { key: ctx.key });
     assert.equal(list.status, 200, `authenticated request after a hostile request: ${JSON.stringify(list.body)}`);
   }
 
   const start = (body: unknown, headers: Record<string, string> = {}) =>
-    call(svc.url, 'POST', '/api/v1/responses', { key, body, headers: { 'content-type': 'application/json', ...headers } });
+    call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body, headers: { 'content-type': 'application/json', ...headers } });
 
   it('__proto__ and constructor keys: a 4xx envelope (or a correct run), never prototype pollution', async () => {
     const bodies = [
@@ -67,7 +62,7 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
       const res = await start(body);
       if (res.status === 202) {
         // Accepted only when the body is a correct start after all; the run holds exactly what was sent.
-        const run = await svc.store.collections.runs.findOne({ _id: res.body.run_id });
+        const run = await ctx.svc.store.collections.runs.findOne({ _id: res.body.run_id });
         assert.deepEqual(Object.keys(run?.inputs ?? {}).sort(), ['name'], `${body}: ${JSON.stringify(run?.inputs)}`);
       } else {
         assert.ok(res.status >= 400 && res.status < 500, `${body}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -77,8 +72,8 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
       assert.equal((Object.prototype as any).name, undefined, `prototype polluted by ${body}`);
     }
     // Publishing walks the graph document: the same keys there.
-    const pub = await call(svc.url, 'POST', '/api/v1/workflows', {
-      key,
+    const pub = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+      key: ctx.key,
       body: '{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"slug":"proto","nodes":[],"edges":[]}',
       headers: { 'content-type': 'application/json' },
     });
@@ -101,7 +96,7 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
   it('duplicate keys: the last one wins, as JSON.parse defines (docs/api.md "Hostile input")', async () => {
     const res = await start('{"workflowId":"nope","workflowId":"greet","inputs":{"name":"first"},"inputs":{"name":"last"}}');
     assert.equal(res.status, 202, JSON.stringify(res.body));
-    const run = await svc.store.collections.runs.findOne({ _id: res.body.run_id });
+    const run = await ctx.svc.store.collections.runs.findOne({ _id: res.body.run_id });
     assert.deepEqual(run?.inputs, { name: 'last' });
     const wrong = await start('{"workflowId":"greet","workflowId":"nope"}');
     expectError(wrong, { status: 404, type: 'not_found_error', code: 'published_workflow_not_found' });
@@ -114,14 +109,14 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
     const error = expectError(res, { status: 400, type: 'invalid_request_error', param: 'workflowId' });
     assert.ok(JSON.stringify(res.body).length < 4_096, `the answer echoes the id: ${JSON.stringify(error).length} bytes`);
     // In a URL the header limit answers first (431); under it, the path ids are unknown: 404, not echoed whole.
-    expectError(await call(svc.url, 'GET', `/api/v1/runs?workflowId=${long}`, { key }), { status: 431, type: 'invalid_request_error' });
+    expectError(await call(ctx.svc.url, 'GET', `/api/v1/runs?workflowId=${long}`, { key: ctx.key }), { status: 431, type: 'invalid_request_error' });
     const mid = 'w'.repeat(10 * 1024);
     for (const path of [`/api/v1/workflows/${mid}`, `/api/v1/runs/${mid}`, `/api/v1/runs/${mid}/stream`, `/api/v1/files/${mid}`]) {
-      const r = await call(svc.url, 'GET', path, { key });
+      const r = await call(ctx.svc.url, 'GET', path, { key: ctx.key });
       expectError(r, { status: 404, type: 'not_found_error' });
       assert.ok(JSON.stringify(r.body).length < 4_096, `${path.slice(0, 30)}… echoes the id: ${JSON.stringify(r.body).length} bytes`);
     }
-    const listed = await call(svc.url, 'GET', `/api/v1/runs?workflowId=${mid}`, { key });
+    const listed = await call(ctx.svc.url, 'GET', `/api/v1/runs?workflowId=${mid}`, { key: ctx.key });
     expectError(listed, { status: 400, type: 'invalid_request_error', param: 'workflowId' });
     await assertHealthy();
   });
@@ -130,10 +125,10 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
     const total = 50 * 1024 * 1024;
     for (const framing of ['content-length', 'chunked'] as const) {
       const outcome = await new Promise<{ res: ApiResponse; sentAtAnswer: number }>((resolve, reject) => {
-        const headers: Record<string, string | number> = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+        const headers: Record<string, string | number> = { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json' };
         if (framing === 'content-length') headers['content-length'] = total;
         else headers['transfer-encoding'] = 'chunked';
-        const req = http.request(`${svc.url}/api/v1/responses`, { method: 'POST', headers });
+        const req = http.request(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', headers });
         let sent = 0;
         req.on('error', () => undefined); // EPIPE / ECONNRESET once the server hangs up: expected
         req.on('response', (r) => {
@@ -170,7 +165,7 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
   it('CR/LF and control characters in Idempotency-Key are a 400 envelope; nothing is echoed into headers', async () => {
     const body = JSON.stringify({ workflowId: 'greet', inputs: { name: 'a' } });
     const head = (idem: string) =>
-      `POST /api/v1/responses HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+      `POST /api/v1/responses HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nContent-Type: application/json\r\n` +
       `Idempotency-Key: ${idem}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
     const cases: Array<[string, string]> = [
       ['bare CR', 'abc\rSet-Cookie: x=1'],
@@ -186,13 +181,13 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
       ['too long', 'k'.repeat(256)],
     ];
     for (const [what, idem] of cases) {
-      const res = await rawRequest(svc.url, Buffer.from(head(idem), 'latin1'));
+      const res = await rawRequest(ctx.svc.url, Buffer.from(head(idem), 'latin1'));
       const error = expectError(res, { status: 400, type: 'invalid_request_error' });
       assert.ok(['malformed_request', 'invalid_idempotency_key'].includes(error.code), `${what}: ${JSON.stringify(error)}`);
       assert.equal(res.headers.get('set-cookie'), null, `${what}: header injected`);
     }
     // What a header line break really does: two headers; the key is `abc`, and `X-Injected` is ignored.
-    const split = await rawRequest(svc.url, head('abc-split\r\nX-Injected: 1'));
+    const split = await rawRequest(ctx.svc.url, head('abc-split\r\nX-Injected: 1'));
     assert.equal(split.status, 202, JSON.stringify(split.body));
     assert.equal(split.headers.get('x-injected'), null);
     await assertHealthy();
@@ -203,20 +198,20 @@ describe('reliability: hostile input (issue 8, item 6)', function () {
     const paths = ids.flatMap((id) => [`/api/v1/runs/${id}`, `/api/v1/runs/${id}/stream`, `/api/v1/files/${id}`, `/api/v1/workflows/${id}`]);
     for (const path of paths) {
       // A raw request: fetch would normalize dot segments before sending.
-      const res = await rawRequest(svc.url, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+      const res = await rawRequest(ctx.svc.url, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nConnection: close\r\n\r\n`);
       expectError(res, { status: 404, type: 'not_found_error' });
     }
     for (const id of ids) {
-      const res = await rawRequest(svc.url, `POST /api/v1/runs/${id}/cancel HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      const res = await rawRequest(ctx.svc.url, `POST /api/v1/runs/${id}/cancel HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       expectError(res, { status: 404, type: 'not_found_error' });
     }
     // Unencoded dot segments are not resolved by the server: no route, 404.
     for (const path of ['/api/v1/runs/../../etc/passwd', '/api/v1/runs/run_../', '/api/v1/../../../etc/passwd', '/files/../../etc/passwd/content']) {
-      const res = await rawRequest(svc.url, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`);
+      const res = await rawRequest(ctx.svc.url, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nConnection: close\r\n\r\n`);
       expectError(res, { status: 404, type: 'not_found_error' });
     }
     // The signed-link route has no Authorization: a traversal there is refused by the signature check.
-    const link = await rawRequest(svc.url, `GET /files/..%2F..%2Fetc%2Fpasswd/content HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    const link = await rawRequest(ctx.svc.url, `GET /files/..%2F..%2Fetc%2Fpasswd/content HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
     assert.ok([403, 404].includes(link.status), `${link.status} ${JSON.stringify(link.body)}`);
     expectError(link, { status: link.status, type: link.body?.error?.type });
     await assertHealthy();

@@ -22,12 +22,11 @@
 import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
 import { accountBalance } from '../../store/ledger';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
 import { llmWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { mapConcurrent } from '../support/pool';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 
 const RUNS = 1_000;
 const STARTERS = 16;
@@ -39,31 +38,22 @@ const RUN_USD = START_FEE_USD + (100 * PRICE.input_per_mtok + 50 * PRICE.output_
 
 describe('reliability: 1,000 runs under load (issue 8)', function () {
   this.timeout(400_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
-
-  before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({
-      env: {
-        OPENAI_BASE_URL: fake.baseUrl,
-        PRICES: JSON.stringify({ 'gpt-test': PRICE }),
-        START_FEE_USD: String(START_FEE_USD),
-        // D16 defaults (60 starts, 1,200 requests a minute) would make this a rate-limit test.
-        RATE_LIMIT_STARTS_PER_MINUTE: '100000',
-        RATE_LIMIT_REQUESTS_PER_MINUTE: '100000',
-      },
-    });
-  });
-  after(async () => {
-    await svc?.close();
-    await fake?.close();
+  const ctx = useService({
+    fakeOpenAI: true,
+    account: false,
+    env: {
+      PRICES: JSON.stringify({ 'gpt-test': PRICE }),
+      START_FEE_USD: String(START_FEE_USD),
+      // D16 defaults (60 starts, 1,200 requests a minute) would make this a rate-limit test.
+      RATE_LIMIT_STARTS_PER_MINUTE: '100000',
+      RATE_LIMIT_REQUESTS_PER_MINUTE: '100000',
+    },
   });
 
   it('ends all 1,000 runs, loses none, and debits exactly the sum of their costs', async () => {
-    const c = svc.store.collections;
+    const c = ctx.svc.store.collections;
     const { accountId, key } = await newAccount(c, CREDIT_USD);
-    await publish(svc.url, key, llmWorkflow('load'));
+    await publish(ctx.svc.url, key, llmWorkflow('load'));
 
     const started = Date.now();
     const retried = { 503: 0, 429: 0 };
@@ -71,7 +61,7 @@ describe('reliability: 1,000 runs under load (issue 8)', function () {
       // A careful client: every start carries an Idempotency-Key (D18), so any failure can be retried.
       const headers = { 'Idempotency-Key': `load-${i}` };
       for (;;) {
-        const res = await call(svc.url, 'POST', '/api/v1/responses', { key, headers, body: { workflowId: 'load', inputs: { topic: `load-${i}` } } });
+        const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, headers, body: { workflowId: 'load', inputs: { topic: `load-${i}` } } });
         if (res.status === 202) return res.body.run_id as string;
         // 503 and 429 say when to come back (docs/api.md, docs/outages.md); anything else is a failure.
         assert.ok(res.status === 503 || res.status === 429, `start ${i}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -93,7 +83,7 @@ describe('reliability: 1,000 runs under load (issue 8)', function () {
     const listed: any[] = [];
     let cursor: string | undefined;
     for (;;) {
-      const res = await call(svc.url, 'GET', `/api/v1/runs?limit=100${cursor ? `&starting_after=${cursor}` : ''}`, { key });
+      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs?limit=100${cursor ? `&starting_after=${cursor}` : ''}`, { key });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       listed.push(...res.body.data);
       if (!res.body.has_more) break;
@@ -123,7 +113,7 @@ describe('reliability: 1,000 runs under load (issue 8)', function () {
     console.log(
       `      ${RUNS} runs started in ${startMs} ms (${((RUNS * 1000) / startMs).toFixed(1)} starts/s, ${STARTERS} starters, retried: ${retried[503]} × 503, ${retried[429]} × 429); ` +
         `all ended ${endMs} ms after the first start (${((RUNS * 1000) / endMs).toFixed(1)} runs/s); ` +
-        `${fake.requests.length} provider calls; ${debits.length} debits = ${spent.toFixed(6)} USD`,
+        `${ctx.fake.requests.length} provider calls; ${debits.length} debits = ${spent.toFixed(6)} USD`,
     );
   });
 });

@@ -4,12 +4,12 @@
  * an answer the OpenAPI document did not allow.
  */
 import assert from 'node:assert/strict';
-import { newAccount } from '../support/accounts';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call } from '../support/http';
 import { openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 /** A one-input workflow whose input is of type json. */
 const jsonWorkflow = {
@@ -27,26 +27,20 @@ const jsonWorkflow = {
 
 describe('reliability: schemathesis findings stay fixed (issue 8)', function () {
   this.timeout(120_000);
-  let svc: TestService;
-  let key: string;
+  // No worker: runs stay `pending`, which is all that these requests need.
+  const ctx = useService({ worker: false });
   let runId: string;
 
   before(async () => {
-    // No worker: runs stay `pending`, which is all that these requests need.
-    svc = await startService({ worker: false });
-    ({ key } = await newAccount(svc.store.collections));
-    await publish(svc.url, key, greetingWorkflow('greet'));
-    await publish(svc.url, key, jsonWorkflow);
-    const started = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'A' } } });
-    assert.equal(started.status, 202, JSON.stringify(started.body));
-    runId = started.body.run_id;
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
+    await publish(ctx.svc.url, ctx.key, jsonWorkflow);
+    runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'A' });
   });
-  after(async () => svc?.close());
 
   it('a workflow whose free-form fields hold keys or nested arrays the store cannot hold is a 400 naming each (was a 500 at insert)', async () => {
     const doc = greetingWorkflow('keys', 'Hi', { meta: { $schema: 'x', 'canvas.zoom': 1, ok: { 'a\u0000': 1 }, grid: [[1, 2]] } }) as any;
     doc.nodes[1].meta = { $ref: '#/x' };
-    const error = expectError(await call(svc.url, 'POST', '/api/v1/workflows', { key, body: doc }), {
+    const error = expectError(await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }), {
       status: 400,
       type: 'invalid_request_error',
       code: 'invalid_workflow',
@@ -57,16 +51,16 @@ describe('reliability: schemathesis findings stay fixed (issue 8)', function () 
       ['meta.$schema', 'meta["canvas.zoom"]', 'meta.ok["a\\u0000"]', 'meta.grid[0]', 'nodes[1].meta.$ref'],
     );
     // The same document with storable keys and arrays publishes.
-    await publish(svc.url, key, greetingWorkflow('keys', 'Hi', { meta: { schema: 'x', canvas: { zoom: 1 }, grid: [{ row: [1, 2] }] } }));
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('keys', 'Hi', { meta: { schema: 'x', canvas: { zoom: 1 }, grid: [{ row: [1, 2] }] } }));
   });
 
   it('a json input holding such a key or a nested array is a 400 naming it (was a 500 when the run was stored)', async () => {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'json-in', inputs: { data: { user: { 'e.mail': 'a@b' } } } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'json-in', inputs: { data: { user: { 'e.mail': 'a@b' } } } } });
     const error = expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields', param: 'data' });
     assert.match(error.details[0].problem, /`user\["e.mail"\]`, which is a key the store cannot hold/);
-    const matrix = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'json-in', inputs: { data: { m: [[1, 2]] } } } });
+    const matrix = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'json-in', inputs: { data: { m: [[1, 2]] } } } });
     expectError(matrix, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields', message: ['`m[0]`, which is an array directly inside an array'] });
-    const ok = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'json-in', inputs: { data: { user: { email: 'a@b' } } } } });
+    const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'json-in', inputs: { data: { user: { email: 'a@b' } } } } });
     assert.equal(ok.status, 202, JSON.stringify(ok.body));
   });
 
@@ -74,7 +68,7 @@ describe('reliability: schemathesis findings stay fixed (issue 8)', function () 
     const nodes = JSON.stringify(greetingWorkflow('x').nodes);
     const edges = JSON.stringify(greetingWorkflow('x').edges);
     const collide = `{"slug":"sur","nodes":${nodes},"edges":${edges},"meta":{"\\ud800":1,"\\ud801":2}}`;
-    expectError(await call(svc.url, 'POST', '/api/v1/workflows', { key, body: collide }), {
+    expectError(await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: collide }), {
       status: 400,
       type: 'invalid_request_error',
       code: 'invalid_json',
@@ -82,17 +76,17 @@ describe('reliability: schemathesis findings stay fixed (issue 8)', function () 
       message: ['unpaired UTF-16 surrogate'],
     });
     const input = '{"workflowId":"greet","inputs":{"name":"A\\udc00"}}';
-    expectError(await call(svc.url, 'POST', '/api/v1/responses', { key, body: input }), { status: 400, type: 'invalid_request_error', code: 'invalid_json', param: 'inputs.name' });
+    expectError(await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: input }), { status: 400, type: 'invalid_request_error', code: 'invalid_json', param: 'inputs.name' });
     // A pair (an emoji) is Unicode text.
-    const emoji = await call(svc.url, 'POST', '/api/v1/responses', { key, body: '{"workflowId":"greet","inputs":{"name":"\\ud83d\\ude00"}}' });
+    const emoji = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: '{"workflowId":"greet","inputs":{"name":"\\ud83d\\ude00"}}' });
     assert.equal(emoji.status, 202, JSON.stringify(emoji.body));
   });
 
   it('a malformed starting_after is a 400 even when Last-Event-ID wins (was a 200); an empty Last-Event-ID is no cursor', async () => {
-    const refused = await openSse(`${svc.url}/api/v1/runs/${runId}/stream?starting_after=x`, { key, headers: { 'last-event-id': '0' } });
+    const refused = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=x`, { key: ctx.key, headers: { 'last-event-id': '0' } });
     assert.equal(refused.status, 400);
     assert.equal(refused.json.error.param, 'starting_after');
-    const open = await openSse(`${svc.url}/api/v1/runs/${runId}/stream`, { key, headers: { 'last-event-id': '' } });
+    const open = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream`, { key: ctx.key, headers: { 'last-event-id': '' } });
     try {
       assert.equal(open.status, 200);
       assert.match(open.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -102,7 +96,7 @@ describe('reliability: schemathesis findings stay fixed (issue 8)', function () 
   });
 
   it('the document says what the server does: the SSE event shape, Prefer, the Idempotency-Key rule, non-empty uploads', async () => {
-    const doc = (await call(svc.url, 'GET', '/api/v1/openapi.json')).body;
+    const doc = (await call(ctx.svc.url, 'GET', '/api/v1/openapi.json')).body;
     const start = doc.paths['/api/v1/responses'].post;
     // A 3.1 document (issue 16: no 3.2 `itemSchema`): the stream's schema is one SSE event's fields, as schemathesis
     // applies it to each event, with `data` carrying the JSON.

@@ -12,37 +12,29 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { RunEvent } from '../../domain/run';
-import { newAccount } from '../support/accounts';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
+import { startRun } from '../support/runs';
 
 const MAX_BUFFERED = 64 * 1024;
 const EVENT_BYTES = 256 * 1024;
 
 describe('reliability: slow stream clients (issue 8, item 8)', function () {
   this.timeout(120_000);
-  let svc: TestService;
-  let key: string;
+  // No worker: runs stay pending, so their streams never end by themselves.
+  const ctx = useService({ worker: false, env: { STREAM_MAX_BUFFERED_BYTES: String(MAX_BUFFERED), STREAM_KEEPALIVE_MS: '5', STREAM_POLL_MS: '20' } });
 
   before(async () => {
-    // No worker: runs stay pending, so their streams never end by themselves.
-    svc = await startService({ worker: false, env: { STREAM_MAX_BUFFERED_BYTES: String(MAX_BUFFERED), STREAM_KEEPALIVE_MS: '5', STREAM_POLL_MS: '20' } });
-    ({ key } = await newAccount(svc.store.collections));
-    await publish(svc.url, key, greetingWorkflow('greet'));
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
   });
-  after(async () => svc?.close());
 
-  async function pendingRun(): Promise<string> {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'slow' } } });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    return res.body.run_id;
-  }
+  const pendingRun = () => startRun(ctx.svc.url, ctx.key, 'greet', { name: 'slow' });
 
   /** Appends a large non-terminal event to the run's live poller, which hands it to every client on its next tick. */
   function feed(runId: string): boolean {
-    const poller = svc.api.pollers.get(runId);
+    const poller = ctx.svc.api.pollers.get(runId);
     if (!poller) return false;
     const event = { type: 'response.in_progress', sequence_number: poller.events.length, padding: 'p'.repeat(EVENT_BYTES) } as unknown as RunEvent;
     poller.events.push(event);
@@ -51,9 +43,9 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
 
   it('disconnects a client that stops reading once its queue passes the limit, and releases the poller', async () => {
     const runId = await pendingRun();
-    const { hostname, port } = new URL(svc.url);
+    const { hostname, port } = new URL(ctx.svc.url);
     // The server's side of the connection, to watch how much the API process queues for it.
-    const serverSide = new Promise<net.Socket>((resolve) => svc.api.server.once('connection', resolve));
+    const serverSide = new Promise<net.Socket>((resolve) => ctx.svc.api.server.once('connection', resolve));
     const socket = net.connect(Number(port), hostname);
     const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.on('error', () => undefined); // a reset is a fine way to be cut off
@@ -70,11 +62,11 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
       };
       socket.on('data', onData);
       socket.once('error', reject);
-      socket.write(`GET /api/v1/runs/${runId}/stream HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`);
+      socket.write(`GET /api/v1/runs/${runId}/stream HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${ctx.key}\r\nAccept: text/event-stream\r\n\r\n`);
     });
     assert.match(head, /^HTTP\/1\.1 200 /);
     const server = await serverSide;
-    assert.equal(svc.api.pollers.size, 1, 'the stream has its poller');
+    assert.equal(ctx.svc.api.pollers.size, 1, 'the stream has its poller');
 
     // Produce until the API hangs up (or 64 MB, far past any kernel buffer: then the bound is broken).
     let fed = 0;
@@ -87,7 +79,7 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
       maxQueued = Math.max(maxQueued, server.destroyed ? 0 : server.writableLength);
     }
     const cutAfterMs = Date.now() - started;
-    assert.equal(svc.api.pollers.size, 0);
+    assert.equal(ctx.svc.api.pollers.size, 0);
     // The API never held more than the limit plus the one event that crossed it.
     assert.ok(maxQueued <= MAX_BUFFERED + EVENT_BYTES + 4096, `the API queued ${maxQueued} bytes for a stalled client`);
     assert.ok(server.destroyed, 'the server side of the connection is gone');
@@ -109,21 +101,21 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
 
   it('a client that keeps reading gets every event past the limit and is not cut off', async () => {
     const runId = await pendingRun();
-    const stream = await openSse(`${svc.url}/api/v1/runs/${runId}/stream`, { key });
+    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream`, { key: ctx.key });
     assert.equal(stream.status, 200);
     await stream.until((f) => f.event?.type === 'response.resumed');
     // 4 MB of events, past the kernel buffers and many times the limit, read as they come.
     const count = 16;
     for (let i = 0; i < count; i++) {
       assert.ok(feed(runId), 'the poller is still there');
-      const seq = svc.api.pollers.get(runId)!.events.length - 1;
+      const seq = ctx.svc.api.pollers.get(runId)!.events.length - 1;
       await stream.until((f) => f.event?.sequence_number === seq && f.event?.type === 'response.in_progress');
     }
     assert.equal(stream.frames.filter((f) => f.event?.type === 'response.in_progress').length, count);
-    assert.equal(svc.api.pollers.size, 1);
+    assert.equal(ctx.svc.api.pollers.size, 1);
     stream.abort();
     await stream.closed;
-    await waitFor(async () => (svc.api.pollers.size === 0 ? true : undefined), { what: 'the poller to go with its last client' });
-    assert.equal((await call(svc.url, 'GET', '/healthz')).status, 200);
+    await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), { what: 'the poller to go with its last client' });
+    assert.equal((await call(ctx.svc.url, 'GET', '/healthz')).status, 200);
   });
 });

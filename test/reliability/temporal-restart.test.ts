@@ -9,22 +9,13 @@
  * own output and exactly one debit. docs/outages.md describes the behaviour this test pins down.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startStack, startTemporal, type FerretDbServer, type TemporalServer } from '../../tools/stack';
+import { startTemporal } from '../../tools/stack';
 import { findRunRecord } from '../../store/runs';
-import { bundleWorkflows } from '../../worker/create-worker';
-import { installWorkerRuntime } from '../../worker/runtime';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { runsEnded } from '../../lib/metrics';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { newAccount } from '../support/accounts';
-import { llmWorkflow, publish } from '../support/fixtures';
-import { call, waitFor, type ApiResponse } from '../support/http';
-import { events, openSse, type SseClient } from '../support/sse';
-import { startService, type TestService } from '../support/service';
-import { allFinalized, assertEnvelope, completedRuns, endedCount, expectedRunUsd, timed, topicOf } from './outage-support';
+import { call } from '../support/http';
+import { events, openSse } from '../support/sse';
+import { allFinalized, assertEnvelope, assertOneDebitEach, awaitRecovery, completedRuns, endedCount, expectedRunUsd, startRunsInFlight, timed, topicOf, usePrivateStack } from './outage-support';
 
 const RUNS = 10;
 /** The provider answers after this long: the server dies while every run waits on its call, and the answers come while it is down. */
@@ -35,71 +26,28 @@ const KEEPALIVE_MS = 300;
 
 describe('reliability: Temporal restart with runs in flight (issue 8)', function () {
   this.timeout(150_000);
-  let dataDir: string;
-  let temporal: TemporalServer | undefined;
-  let mongo: FerretDbServer | undefined;
-  let fake: FakeOpenAI;
-  let svc: TestService | undefined;
-  const streams: SseClient[] = [];
-
-  before(async () => {
-    installWorkerRuntime('error'); // the worker's reconnect errors are expected here
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-temporal-restart-'));
-    const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }), bundleWorkflows()]);
-    ({ temporal, mongo } = stack);
-    fake = await startFakeOpenAI();
-    svc = await startService({
-      stack: { temporalAddress: temporal.address, mongoUri: mongo.uri, bundle },
-      env: {
-        OPENAI_BASE_URL: fake.baseUrl,
-        PRICES: JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } }),
-        STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS),
-        RETRY_INITIAL_MS: '200',
-      },
-    });
-  });
-
-  after(async () => {
-    for (const s of streams) s.abort();
-    await svc?.close().catch(() => undefined);
-    await fake?.close();
-    await temporal?.kill();
-    await mongo?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const stack = usePrivateStack('temporal-restart', { STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS), RETRY_INITIAL_MS: '200' });
 
   // SIGKILL (a crash: nothing flushed, connections reset) and a graceful stop (a deploy), in turn on one service.
   it('answers 503 at once while Temporal is down (SIGKILL), then recovers by itself and finishes every run once', () => outage('kill'));
   it('the same after a graceful stop (SIGTERM)', () => outage('stop'));
 
   async function outage(how: 'kill' | 'stop'): Promise<void> {
-    const s = svc!;
+    const { svc: s, fake, streams } = stack;
     const c = s.store.collections;
-    const { accountId, key } = await newAccount(c, 10);
-    await publish(s.url, key, llmWorkflow('ask'));
-    const endedBefore = await endedCount(runsEnded, 'completed');
-    const callsBefore = fake.requests.length;
-
-    const runIds: string[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const res = await call(s.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: topicOf(i, PROVIDER_DELAY_MS) } } });
-      assert.equal(res.status, 202, JSON.stringify(res.body));
-      runIds.push(res.body.run_id);
-    }
+    const { accountId, key, runIds, endedBefore, callsBefore, calledAt } = await startRunsInFlight(stack, RUNS, PROVIDER_DELAY_MS);
     // Every run's provider call is in flight, and the API knows the runs as running.
-    await waitFor(async () => (fake.requests.length - callsBefore >= RUNS ? true : undefined), { timeoutMs: 20_000, what: `${RUNS} provider calls` });
-    const calledAt = Date.now();
     const live = await call(s.url, 'GET', `/api/v1/runs/${runIds[0]}`, { key });
     assert.equal(live.body.status, 'running', JSON.stringify(live.body));
     const before = await openSse(`${s.url}/api/v1/runs/${runIds[0]}/stream?starting_after=0`, { key });
     streams.push(before);
     await before.until((f) => f.event?.type === 'response.resumed');
 
-    const t = temporal!;
+    const t = stack.temporal!;
     const port = Number(t.address.split(':')[1]);
     const stopAt = Date.now();
     await (how === 'kill' ? t.kill() : t.stop());
-    temporal = undefined;
+    stack.temporal = undefined;
     const downAt = Date.now();
 
     // While it is down: each answer within the bound, measured.
@@ -145,28 +93,10 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
 
     // Back on the same file and port; nothing else is touched.
     const restart = await timed(() => startTemporal({ dataDir: t.dataDir, port, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }));
-    temporal = restart.value;
+    stack.temporal = restart.value;
     const upAt = Date.now();
 
-    const recoveredRead = await waitFor(
-      async () => {
-        const r = await call(s.url, 'GET', `/api/v1/runs/${runIds[2]}`, { key });
-        return r.status === 200 ? Date.now() - upAt : undefined;
-      },
-      { timeoutMs: 20_000, intervalMs: 100, what: 'reads to recover' },
-    );
-    let late: ApiResponse | undefined;
-    const recoveredStart = await waitFor(
-      async () => {
-        late = await call(s.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: topicOf(RUNS, 10) } } });
-        if (late.status === 202) return Date.now() - upAt;
-        assertEnvelope(late, 503, 'service_unavailable');
-        return undefined;
-      },
-      { timeoutMs: 20_000, intervalMs: 100, what: 'starts to recover' },
-    );
-    runIds.push(late!.body.run_id);
-    const ready2 = await waitFor(async () => ((await call(s.url, 'GET', '/readyz')).status === 200 ? Date.now() - upAt : undefined), { timeoutMs: 20_000, intervalMs: 100 });
+    const recovered = await awaitRecovery(s.url, key, runIds, upAt);
 
     // The worker reconnected by itself: every run, the one started after the restart too, completes.
     await allFinalized(c, accountId, runIds.length, 90_000);
@@ -177,10 +107,7 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
       assert.ok(Math.abs(run.total_cost - expectedRunUsd()) < 1e-9, `${run.id} cost ${run.total_cost}: its call counted once`);
     }
     // Exactly one debit per run, of its cost; the record was finalized once per run.
-    const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
-    assert.deepEqual(debits.map((d) => d.run_id).sort(), [...runIds].sort(), 'one debit per run');
-    for (const d of debits) assert.ok(Math.abs(d.amount_usd + expectedRunUsd()) < 1e-9, `debit ${d._id} is ${d.amount_usd}`);
-    assert.equal((await endedCount(runsEnded, 'completed')) - endedBefore, runIds.length, 'each final record written once');
+    const debits = await assertOneDebitEach(c, accountId, runIds, endedBefore);
 
     // Both streams delivered the rest of their run once it was reachable again, each event once and
     // in order (the stored log after event 0, as asked), then [DONE]. The one opened during the
@@ -200,7 +127,7 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
 
     console.log(
       `      temporal restart (${how}): ${RUNS} runs in flight; stop took ${downAt - stopAt} ms; down ${outageMs} ms; answers while down (ms) ${JSON.stringify(down)}; ` +
-        `restart ${restart.ms} ms; recovered after restart: read ${recoveredRead} ms, start ${recoveredStart} ms, readyz ${ready2} ms; ` +
+        `restart ${restart.ms} ms; recovered after restart: read ${recovered.read} ms, start ${recovered.start} ms, readyz ${recovered.readyz} ms; ` +
         `all ${runIds.length} runs finalized ${allDoneMs} ms after restart; provider calls ${providerCalls}; debits ${debits.length}`,
     );
   }

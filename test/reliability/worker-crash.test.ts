@@ -16,14 +16,13 @@ import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
 import { accountBalance } from '../../store/ledger';
 import type { RunEvent } from '../../domain/run';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { mapConcurrent } from '../support/pool';
-import { startService, type TestService } from '../support/service';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { startWorkerProcess, useWorkerProcesses, type WorkerProcess } from '../support/worker-process';
 import { findRunRecord } from '../../store/runs';
+import { useService } from '../support/use-service';
 
 const RUNS = 100;
 /** Per row of a run: the fake's delay. Spread so the kill finds calls done, answered and in flight. */
@@ -45,59 +44,50 @@ const withLog = (worker: WorkerProcess) => (err: Error): never => {
 
 describe('reliability: worker killed with 100 runs in flight (issue 8)', function () {
   this.timeout(240_000);
-  let svc: TestService;
-  let fake: FakeOpenAI;
-  const workers: WorkerProcess[] = [];
-
-  before(async () => {
-    fake = await startFakeOpenAI();
-    // The API in this process; the worker is a child process (below) so it can be SIGKILLed.
-    svc = await startService({
-      worker: false,
-      env: { RATE_LIMIT_STARTS_PER_MINUTE: '10000', RATE_LIMIT_REQUESTS_PER_MINUTE: '100000', START_FEE_USD: String(START_FEE_USD) },
-    });
-  });
-  after(async () => {
-    for (const w of workers) await w.kill();
-    await svc?.close();
-    await fake?.close();
+  const workers = useWorkerProcesses();
+  // The API in this process; the worker is a child process (below) so it can be SIGKILLed.
+  const ctx = useService({
+    fakeOpenAI: true,
+    worker: false,
+    account: false,
+    env: { RATE_LIMIT_STARTS_PER_MINUTE: '10000', RATE_LIMIT_REQUESTS_PER_MINUTE: '100000', START_FEE_USD: String(START_FEE_USD) },
   });
 
   it('completes every run with exactly its items and one debit after a kill -9 and a new worker', async () => {
-    const c = svc.store.collections;
+    const c = ctx.svc.store.collections;
     const { accountId, key } = await newAccount(c, CREDIT_USD);
-    await publish(svc.url, key, rowsWorkflow('crash')); // three output items per run
-    const workerEnv = { OPENAI_BASE_URL: fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
+    await publish(ctx.svc.url, key, rowsWorkflow('crash')); // three output items per run
+    const workerEnv = { OPENAI_BASE_URL: ctx.fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
     const started = Date.now();
-    workers.push(startWorkerProcess(svc.config, { env: workerEnv }));
+    workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
 
     const runIds = await mapConcurrent(Array.from({ length: RUNS }, (_, i) => i), 16, async (i) => {
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'crash', inputs: { rows: rowsOf(i) } } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'crash', inputs: { rows: rowsOf(i) } } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       return res.body.run_id as string;
     });
     const startedAllMs = Date.now() - started;
 
     // Mid-way: some runs ended, many calls answered, and the fake holds many calls the worker waits on.
-    const inFlight = () => fake.requests.filter((r) => !r.answered && !r.aborted);
+    const inFlight = () => ctx.fake.requests.filter((r) => !r.answered && !r.aborted);
     await waitFor(
       async () => {
-        if (inFlight().length < 30 || fake.requests.filter((r) => r.answered).length < 60) return undefined;
+        if (inFlight().length < 30 || ctx.fake.requests.filter((r) => r.answered).length < 60) return undefined;
         return (await c.runs.countDocuments({ account_id: accountId, finalized: true })) >= 5 ? true : undefined;
       },
       { timeoutMs: 90_000, intervalMs: 20, what: '5 runs ended, 60 calls answered, 30 in flight' },
     ).catch(withLog(workers[0]));
     const atKill = {
       callsInFlight: inFlight().length,
-      callsAnswered: fake.requests.filter((r) => r.answered).length,
-      runsCalled: new Set(fake.requests.map((r) => /run-\d+/.exec(r.prompt)![0])).size,
+      callsAnswered: ctx.fake.requests.filter((r) => r.answered).length,
+      runsCalled: new Set(ctx.fake.requests.map((r) => /run-\d+/.exec(r.prompt)![0])).size,
     };
     await workers[0].kill();
     const finalizedAtKill = await c.runs.countDocuments({ account_id: accountId, finalized: true });
     assert.ok(finalizedAtKill < RUNS, 'the kill came before every run had ended');
     const killedAtMs = Date.now() - started;
 
-    workers.push(startWorkerProcess(svc.config, { env: workerEnv }));
+    workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
     await waitFor(async () => ((await c.runs.countDocuments({ account_id: accountId, finalized: true })) === RUNS ? true : undefined), {
       timeoutMs: 150_000,
       intervalMs: 250,
@@ -109,7 +99,7 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
     const itemIds = new Set<string>();
     let events = 0;
     const runs = await mapConcurrent(runIds, 16, async (runId, i) => {
-      const res = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       const run = res.body;
       assert.equal(run.status, 'completed', `${runId}: ${JSON.stringify(run)}`);
@@ -154,16 +144,16 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
 
     // The provider's view: every row was answered; a call cut by the kill was made again, once.
     const callsPerRow = new Map<string, number>();
-    for (const r of fake.requests) callsPerRow.set(r.prompt, (callsPerRow.get(r.prompt) ?? 0) + 1);
+    for (const r of ctx.fake.requests) callsPerRow.set(r.prompt, (callsPerRow.get(r.prompt) ?? 0) + 1);
     assert.equal(callsPerRow.size, RUNS * DELAYS_MS.length);
     const repeated = [...callsPerRow.values()].filter((n) => n > 1);
     assert.ok(repeated.every((n) => n === 2), `no row called more than twice: ${JSON.stringify(repeated)}`);
-    const aborted = fake.requests.filter((r) => r.aborted).length;
-     
+    const aborted = ctx.fake.requests.filter((r) => r.aborted).length;
+    // eslint-disable-next-line no-console
     console.log(
       `      ${RUNS} runs started in ${startedAllMs} ms; killed at ${killedAtMs} ms with ${atKill.callsInFlight} calls in flight, ` +
         `${atKill.callsAnswered} answered, ${atKill.runsCalled} runs called, ${finalizedAtKill} finalized; all finalized at ${doneMs} ms. ` +
-        `${events} events, ${itemIds.size} items, 0 duplicates; provider calls ${fake.requests.length} (${aborted} cut by the kill, ` +
+        `${events} events, ${itemIds.size} items, 0 duplicates; provider calls ${ctx.fake.requests.length} (${aborted} cut by the kill, ` +
         `${repeated.length} rows called twice); ${debits.length} debits, ${spent.toFixed(6)} USD`,
     );
   });

@@ -11,11 +11,10 @@ import type { Store } from '../../store/db';
 import { accountBalance } from '../../store/ledger';
 import { finalizeRunRecord, findRun, findRunRecord, insertRun, saveRunChunk } from '../../store/runs';
 import type { RunEvent, RunFinal, RunOutput } from '../../domain/run';
-import { newAccount } from '../support/accounts';
 import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
-import { startService, type TestService } from '../support/service';
 import { connectTestStore } from '../support/store';
+import { useService } from '../support/use-service';
 
 
 /** JSON that FerretDB cannot hold as document content, every kind at once (and a `__proto__` key). */
@@ -55,7 +54,7 @@ describe('store: run records hold any JSON a node produces', function () {
   });
 
   describe('a run whose http_request answers such JSON', () => {
-    let svc: TestService;
+    const ctx = useService({ account: false, env: { ALLOW_PRIVATE_NETWORK: 'true' } });
     let target: http.Server;
     let origin: string;
     before(async () => {
@@ -65,15 +64,13 @@ describe('store: run records hold any JSON a node produces', function () {
       });
       await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
       origin = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
-      svc = await startService({ env: { ALLOW_PRIVATE_NETWORK: 'true' } });
     });
     after(async () => {
-      await svc?.close();
       await new Promise<void>((resolve) => target?.close(() => resolve()));
     });
 
     it('completes, is finalized and debited once, and answers the JSON as the target sent it', async () => {
-      const { accountId, key } = await newAccount(svc.store.collections);
+      const { accountId, key } = await ctx.newAccount();
       const doc = {
         slug: 'awkward-json',
         nodes: [
@@ -82,24 +79,24 @@ describe('store: run records hold any JSON a node produces', function () {
         ],
         edges: [{ from: 'fetch', to: 'out' }],
       };
-      await publish(svc.url, key, doc);
-      const before = await accountBalance(svc.store.collections, accountId);
-      const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
+      await publish(ctx.svc.url, key, doc);
+      const before = await accountBalance(ctx.svc.store.collections, accountId);
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const runId: string = res.body.run_id;
-      await waitForRun(svc.url, key, runId);
+      await waitForRun(ctx.svc.url, key, runId);
       const record = await waitFor(async () => {
-        const found = await findRunRecord(svc.store.collections, runId);
+        const found = await findRunRecord(ctx.svc.store.collections, runId);
         return found?.finalized ? found : undefined;
       }, { what: `${runId} finalized` });
       assert.equal(record.status, 'completed');
 
-      const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+      const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
       assert.equal(read.status, 200);
       assert.deepEqual(read.body.output.data[0].parts, [{ type: 'json', data: awkward() }]);
-      const entries = await svc.store.collections.ledger.find({ run_id: runId }).toArray();
+      const entries = await ctx.svc.store.collections.ledger.find({ run_id: runId }).toArray();
       assert.equal(entries.length, 1, 'debited once');
-      assert.ok(Math.abs(before - (await accountBalance(svc.store.collections, accountId)) - record.total_cost!) < 1e-9);
+      assert.ok(Math.abs(before - (await accountBalance(ctx.svc.store.collections, accountId)) - record.total_cost!) < 1e-9);
     });
   });
 });

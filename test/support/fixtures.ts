@@ -64,6 +64,22 @@ export function rowsWorkflow(slug: string, prompt = '{{row}}', extra: Record<str
   };
 }
 
+/** A batch of fixed `rows` → one `gpt-test` llm call per row (`prompt`) → one result (`label`): the fake's directives go in the rows. */
+export function batchWorkflow(slug: string, rows: string[], prompt = '{{row}}', label = 'Answers') {
+  return {
+    slug,
+    nodes: [
+      { id: 'rows', type: 'batch', rows },
+      { id: 'ask', type: 'llm', model: 'gpt-test', prompt },
+      { id: 'out', type: 'user_result', label },
+    ],
+    edges: [
+      { from: 'rows', to: 'ask', port: 'row' },
+      { from: 'ask', to: 'out' },
+    ],
+  };
+}
+
 /** Publishes and asserts 201; returns the publish response body. */
 export async function publish(url: string, key: string, doc: unknown): Promise<any> {
   const res = await call(url, 'POST', '/api/v1/workflows', { key, body: doc });

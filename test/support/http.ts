@@ -1,4 +1,6 @@
 /** A small HTTP client for tests: JSON in, parsed JSON and headers out. */
+import type { IncomingMessage } from 'node:http';
+
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
@@ -51,4 +53,25 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, opts: { ti
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${opts.what ?? 'condition'}`);
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
   }
+}
+
+/** Reads a node:http answer into an ApiResponse, for tests that must send what fetch cannot (raw paths, chunked bodies). */
+export function readResponse(res: IncomingMessage): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('error', reject);
+    res.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // keep text
+      }
+      resolve({ status: res.statusCode!, headers, body });
+    });
+  });
 }

@@ -31,19 +31,19 @@ export interface ServiceStack {
   bundle: WorkflowBundleWithSourceMap;
 }
 
+export interface ServiceOptions {
+  worker?: boolean;
+  env?: Record<string, string>;
+  /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
+  logDestination?: DestinationStream;
+  /** Servers of the test's own instead of the shared stack (which is then not started for it). */
+  stack?: ServiceStack;
+  /** The API's MongoDB client emits command events (test/support/round-trips.ts counts them). */
+  monitorCommands?: boolean;
+}
+
 /** Starts API (and, unless `worker: false`, a worker) on the shared stack (or `stack`); env overrides go through loadConfig. */
-export async function startService(
-  opts: {
-    worker?: boolean;
-    env?: Record<string, string>;
-    /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
-    logDestination?: DestinationStream;
-    /** Servers of the test's own instead of the shared stack (which is then not started for it). */
-    stack?: ServiceStack;
-    /** The API's MongoDB client emits command events (test/support/round-trips.ts counts them). */
-    monitorCommands?: boolean;
-  } = {},
-): Promise<TestService> {
+export async function startService(opts: ServiceOptions = {}): Promise<TestService> {
   const { temporalAddress, mongoUri, bundle } = opts.stack ?? (await sharedStack());
   const config = await testConfig(opts.env, { temporalAddress, mongoUri });
   const store = await connectStore(config.mongo);
@@ -76,6 +76,15 @@ export async function startService(
   };
   if (opts.worker !== false) await service.startWorker();
   return service;
+}
+
+/**
+ * Another API process of `svc`'s deployment (its database and task queue), as behind a load
+ * balancer; without a worker of its own unless `worker: true`.
+ */
+export function startPeerService(svc: TestService, opts: ServiceOptions = {}): Promise<TestService> {
+  const env = { MONGODB_DB: svc.config.mongo.dbName, TEMPORAL_TASK_QUEUE: svc.config.temporal.taskQueue, ...opts.env };
+  return startService({ worker: false, ...opts, env });
 }
 
 /** The shared stack (started on first use) as a ServiceStack. */

@@ -51,3 +51,15 @@ export function startWorkerProcess(config: Config, opts: { mongoUri?: string; en
     },
   };
 }
+
+/**
+ * The worker processes a describe block starts, each SIGKILLed after the block. Call it before
+ * useService, so that the workers are gone before their service closes.
+ */
+export function useWorkerProcesses(): WorkerProcess[] {
+  const workers: WorkerProcess[] = [];
+  after(async () => {
+    for (const w of workers) await w.kill();
+  });
+  return workers;
+}

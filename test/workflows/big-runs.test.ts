@@ -3,13 +3,12 @@
  * past the old limit of ~11,200 (Temporal's history count). The 100,000-row case runs in the bench.
  */
 import assert from 'node:assert/strict';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
-import { startService, type TestService, temporalClient } from '../support/service';
+import { temporalClient } from '../support/service';
 import { deriveId } from '../../store/ids';
+import { useService } from '../support/use-service';
 
 const ROWS = 20_000;
 const PRICE = { input_per_mtok: 1, output_per_mtok: 2 }; // the fake answers 100 tokens in, 50 out
@@ -20,31 +19,22 @@ const rowValues = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 
 describe('big runs: 20,000 rows in one run (D31)', function () {
   this.timeout(600_000);
-  let fake: FakeOpenAI;
-  let svc: TestService;
-  let key: string;
+  const ctx = useService({ fakeOpenAI: true, credit: 1_000, env: { PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) } });
 
   before(async () => {
-    fake = await startFakeOpenAI();
-    svc = await startService({ env: { OPENAI_BASE_URL: fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) } });
-    ({ key } = await newAccount(svc.store.collections, 1_000));
-    await publish(svc.url, key, rowsWorkflow('rows-fast', 'row {{row}}', { concurrency: 64 }));
-    await publish(svc.url, key, rowsWorkflow('rows-slow', 'slow:20 row {{row}}', { concurrency: 64 }));
-  });
-  after(async () => {
-    await svc?.close();
-    await fake?.close();
+    await publish(ctx.svc.url, ctx.key, rowsWorkflow('rows-fast', 'row {{row}}', { concurrency: 64 }));
+    await publish(ctx.svc.url, ctx.key, rowsWorkflow('rows-slow', 'slow:20 row {{row}}', { concurrency: 64 }));
   });
 
   const start = async (slug: string, rows: unknown[]) => {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: slug, inputs: { rows } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: slug, inputs: { rows } } });
     assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 500));
     return res.body.run_id as string;
   };
 
   it('completes in order, each row billed once, its history far under the limit; items page and the stream resumes anywhere', async () => {
     const runId = await start('rows-fast', rowValues(ROWS));
-    const run = await waitForRun(svc.url, key, runId, 540_000);
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 540_000);
     assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
     const items = run.output.answers;
     assert.equal(items.length, ROWS);
@@ -54,29 +44,29 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     });
     assert.equal(new Set(items.map((item: any) => item.id)).size, ROWS, 'item ids are unique');
     assert.equal(run.total_cost, Math.round((START_FEE + ROWS * ROW_COST) * 1e9) / 1e9, 'every row billed once');
-    const debit = await svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
+    const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.equal(debit?.amount_usd, -run.total_cost);
 
-    const { historyLength } = await temporalClient(svc).workflow.getHandle(runId).describe();
+    const { historyLength } = await temporalClient(ctx.svc).workflow.getHandle(runId).describe();
     assert.ok(historyLength < 2_000, `history of ${historyLength} events`);
 
     // D31 pages: the first, one after a cursor in the middle, and the errors.
-    const first = await call(svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=1000`, { key });
+    const first = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=1000`, { key: ctx.key });
     assert.equal(first.status, 200);
     assert.equal(first.body.data.length, 1000);
     assert.equal(first.body.has_more, true);
     assert.equal(first.body.last_id, items[999].id);
-    const middle = await call(svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=3&starting_after=${items[12_344].id}`, { key });
+    const middle = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=3&starting_after=${items[12_344].id}`, { key: ctx.key });
     assert.deepEqual(middle.body.data.map((item: any) => item.item_index), [12_345, 12_346, 12_347]);
-    const last = await call(svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?starting_after=${items[ROWS - 2].id}`, { key });
+    const last = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?starting_after=${items[ROWS - 2].id}`, { key: ctx.key });
     assert.deepEqual([last.body.data.length, last.body.has_more], [1, false]);
-    assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}/outputs/nothing`, { key })).status, 404);
-    const stranger = await call(svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?starting_after=item_01JAAAAAAAAAAAAAAAAAAAAAAA`, { key });
+    assert.equal((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/nothing`, { key: ctx.key })).status, 404);
+    const stranger = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?starting_after=item_01JAAAAAAAAAAAAAAAAAAAAAAA`, { key: ctx.key });
     assert.equal(stranger.status, 400);
     assert.equal(stranger.body.error.param, 'starting_after');
 
     // The stream from the record, resumed deep inside its 40,002 events.
-    const stream = await openSse(`${svc.url}/api/v1/runs/${runId}/stream?starting_after=30000`, { key });
+    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=30000`, { key: ctx.key });
     await stream.closed;
     const seen = stream.frames.filter((frame) => frame.event && frame.event.type !== 'response.resumed').map((frame) => frame.event);
     assert.equal(seen.length, 2 * ROWS + 1 - 30_000);
@@ -86,21 +76,21 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
   });
 
   it('refuses at start a list over 100,000 rows, naming the limit', async () => {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'rows-fast', inputs: { rows: rowValues(100_001) } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'rows-fast', inputs: { rows: rowValues(100_001) } } });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'run_too_large');
     assert.match(res.body.error.message, /100000 rows/);
   });
 
   it('cancel stops a big run and bills only the rows that finished', async () => {
-    const before = fake.requests.length;
+    const before = ctx.fake.requests.length;
     const runId = await start('rows-slow', rowValues(ROWS));
-    await waitFor(async () => (fake.requests.length - before > 1_000 ? true : undefined), { timeoutMs: 240_000, what: '1,000 calls' });
-    const cancel = await call(svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key });
+    await waitFor(async () => (ctx.fake.requests.length - before > 1_000 ? true : undefined), { timeoutMs: 240_000, what: '1,000 calls' });
+    const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key: ctx.key });
     assert.equal(cancel.status, 202);
-    const run = await waitForRun(svc.url, key, runId, 60_000);
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
     assert.equal(run.status, 'cancelled');
-    const calls = fake.requests.slice(before);
+    const calls = ctx.fake.requests.slice(before);
     assert.ok(calls.length < ROWS, `the run stopped calling (${calls.length} calls)`);
     const answered = calls.filter((r) => r.answered && !r.aborted).length;
     const billedRows = Math.round((run.total_cost - START_FEE) / ROW_COST);
@@ -108,17 +98,17 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
   });
 
   it('a run whose workflow is terminated from outside ends failed, billed for what ran', async () => {
-    const before = fake.requests.length;
+    const before = ctx.fake.requests.length;
     const runId = await start('rows-slow', rowValues(ROWS));
-    await waitFor(async () => (fake.requests.length - before > 500 ? true : undefined), { timeoutMs: 240_000, what: '500 calls' });
-    await temporalClient(svc).workflow.getHandle(runId).terminate('an operator stopped it');
-    const run = await waitForRun(svc.url, key, runId, 60_000);
+    await waitFor(async () => (ctx.fake.requests.length - before > 500 ? true : undefined), { timeoutMs: 240_000, what: '500 calls' });
+    await temporalClient(ctx.svc).workflow.getHandle(runId).terminate('an operator stopped it');
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
     assert.equal(run.status, 'failed');
     assert.match(run.error, /terminated/);
     assert.ok(run.total_cost >= START_FEE, `cost ${run.total_cost}`);
-    const debit = await svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
+    const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.equal(debit?.amount_usd, -run.total_cost);
-    const stream = await openSse(`${svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key });
+    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key: ctx.key });
     await stream.closed;
     const events = stream.frames.filter((frame) => frame.event).map((frame) => frame.event);
     assert.equal(events.at(-1).type, 'response.failed');

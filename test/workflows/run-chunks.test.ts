@@ -10,11 +10,10 @@ import { SNAPSHOT_EVENTS, type RunEvent, type RunFinal } from '../../domain/run'
 import { RunState } from '../../workflows/run-state';
 import { idAtOffset } from '../../domain/ids';
 import { removeRunsOlderThan } from '../../store/retention';
-import { newAccount } from '../support/accounts';
 import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { useService } from '../support/use-service';
 import { fromStored } from '../../store/runs';
 
 const BASE = 'item_01JAAAAAAAAAAAAAAAAAAAAAAA';
@@ -69,14 +68,12 @@ describe('run chunks: a large run end in pieces', () => {
 
   describe('end to end', function () {
     this.timeout(120_000);
-    let svc: TestService;
-    before(async () => (svc = await startService()));
-    after(async () => svc?.close());
+    const ctx = useService({ account: false });
 
     it('completes a 1,500-row run whose output and log exceed one payload, and serves it whole from the record', async () => {
-      const acct = await newAccount(svc.store.collections);
+      const acct = await ctx.newAccount();
       const rows = Array.from({ length: 1_500 }, (_, i) => `row ${i} `.repeat(20));
-      await publish(svc.url, acct.key, {
+      await publish(ctx.svc.url, acct.key, {
         slug: 'wide',
         nodes: [
           { id: 'rows', type: 'batch', rows },
@@ -88,22 +85,22 @@ describe('run chunks: a large run end in pieces', () => {
           { from: 'echo', to: 'out' },
         ],
       });
-      const started = await call(svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'wide' } });
+      const started = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'wide' } });
       assert.equal(started.status, 202, JSON.stringify(started.body));
       const runId = started.body.run_id;
-      const run = await waitForRun(svc.url, acct.key, runId, 90_000);
+      const run = await waitForRun(ctx.svc.url, acct.key, runId, 90_000);
       assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
 
       // Completed in the run's own view moments before its record is written.
       const record = await waitFor(async () => {
-        const doc = await svc.store.collections.runs.findOne({ _id: runId });
+        const doc = await ctx.svc.store.collections.runs.findOne({ _id: runId });
         return doc?.finalized ? fromStored(doc) : undefined;
       }, { what: 'the final record' });
       assert.ok((record.chunks ?? 0) > 1, `chunks: ${record.chunks}`);
       assert.deepEqual(record.events?.map((e) => e.type), ['response.created', 'response.completed'], 'the record keeps the first and last events; the chunks hold the rest');
-      assert.equal(await svc.store.collections.runChunks.countDocuments({ run_id: runId }), record.chunks);
+      assert.equal(await ctx.svc.store.collections.runChunks.countDocuments({ run_id: runId }), record.chunks);
 
-      const read = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: acct.key });
+      const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: acct.key });
       const items = read.body.output.echoes;
       assert.equal(items.length, 1_500);
       items.forEach((item: any, i: number) => {
@@ -112,16 +109,16 @@ describe('run chunks: a large run end in pieces', () => {
       });
 
       // Temporal forgets nothing here, but the stream of a finalized run is served from the record.
-      const stream = await openSse(`${svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key: acct.key });
+      const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key: acct.key });
       await stream.closed;
       const seen = events(stream).filter((e) => e.type !== 'response.resumed');
       assert.equal(seen.length, 2 * 1_500 + 1, 'after response.created: added and done per item, then completed');
       seen.forEach((e, i) => assert.equal(e.sequence_number, i + 1));
       assert.equal(seen.at(-1).type, 'response.completed');
 
-      await removeRunsOlderThan(svc.store.collections, new Date(Date.now() + 1_000));
-      assert.equal(await svc.store.collections.runs.countDocuments({ _id: runId }), 0);
-      assert.equal(await svc.store.collections.runChunks.countDocuments({ run_id: runId }), 0);
+      await removeRunsOlderThan(ctx.svc.store.collections, new Date(Date.now() + 1_000));
+      assert.equal(await ctx.svc.store.collections.runs.countDocuments({ _id: runId }), 0);
+      assert.equal(await ctx.svc.store.collections.runChunks.countDocuments({ run_id: runId }), 0);
     });
   });
 });
