@@ -11,7 +11,11 @@ export function isTransientStatus(status: number): boolean {
 }
 
 /** The failure for a non-2xx provider answer. */
-export function providerFailure(provider: string, status: number, message: string): ApplicationFailure {
+export function providerFailure(
+  provider: string,
+  status: number,
+  message: string,
+): ApplicationFailure {
   const text = `${provider} answered ${status}: ${message}`;
   return isTransientStatus(status)
     ? ApplicationFailure.retryable(text, 'ProviderUnavailable', { status })
@@ -26,7 +30,10 @@ export function invalidNodeConfig(message: string): ApplicationFailure {
 /** Pulls a human message out of a provider's JSON or text error body. */
 export function errorMessage(body: string): string {
   try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
+    const parsed = JSON.parse(body) as {
+      error?: { message?: unknown } | string;
+      message?: unknown;
+    };
     if (typeof parsed.error === 'string') return parsed.error;
     if (typeof parsed.error?.message === 'string') return parsed.error.message;
     if (typeof parsed.message === 'string') return parsed.message;

@@ -35,11 +35,18 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
     if (isId('file', req.value)) {
       const doc = await findFile(db, req.value);
       if (!doc) throw refused(`input '${req.key}': file ${req.value} no longer exists`);
-      return { type: req.inputType, url: await links.url(doc._id), name: doc.metadata.name, mime_type: doc.metadata.mime_type };
+      return {
+        type: req.inputType,
+        url: await links.url(doc._id),
+        name: doc.metadata.name,
+        mime_type: doc.metadata.mime_type,
+      };
     }
     const accountId = await runAccount({ collections }, req);
     const { files } = config;
-    const signals = [AbortSignal.timeout(files.fetchTimeoutMs), activitySignal()].filter((s): s is AbortSignal => !!s);
+    const signals = [AbortSignal.timeout(files.fetchTimeoutMs), activitySignal()].filter(
+      (s): s is AbortSignal => !!s,
+    );
     try {
       const res = await guardedGet(req.value, {
         allowHttp: files.allowHttpUrls,
@@ -50,7 +57,9 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
       if (res.status < 200 || res.status >= 300) {
         res.body.resume();
         const message = `input '${req.key}': ${res.url.origin} answered ${res.status}`;
-        throw isTransientStatus(res.status) ? ApplicationFailure.retryable(message, 'InputUnavailable') : refused(message);
+        throw isTransientStatus(res.status)
+          ? ApplicationFailure.retryable(message, 'InputUnavailable')
+          : refused(message);
       }
       if (Number(res.headers['content-length'] ?? '0') > files.maxBytes) {
         res.body.destroy();
@@ -64,15 +73,29 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
         maxBytes: files.maxBytes,
         source: 'input',
       });
-      return { type: req.inputType, url: await links.url(doc._id), name: doc.metadata.name, mime_type: doc.metadata.mime_type };
+      return {
+        type: req.inputType,
+        url: await links.url(doc._id),
+        name: doc.metadata.name,
+        mime_type: doc.metadata.mime_type,
+      };
     } catch (err) {
       rethrowIfCancelled();
       if (err instanceof ApplicationFailure) throw err;
       if (err instanceof UrlRefusedError) throw refused(`input '${req.key}': ${err.message}`);
-      if (err instanceof FileTooLargeError) throw refused(`input '${req.key}': the file is larger than the ${err.limitBytes} byte limit`);
+      if (err instanceof FileTooLargeError)
+        throw refused(
+          `input '${req.key}': the file is larger than the ${err.limitBytes} byte limit`,
+        );
       const e = err as Error;
-      const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no complete answer within ${files.fetchTimeoutMs} ms` : e.message;
-      throw ApplicationFailure.retryable(`input '${req.key}': fetching ${safeOrigin(req.value)} failed: ${why}`, 'InputUnavailable');
+      const why =
+        e.name === 'TimeoutError' || e.name === 'AbortError'
+          ? `no complete answer within ${files.fetchTimeoutMs} ms`
+          : e.message;
+      throw ApplicationFailure.retryable(
+        `input '${req.key}': fetching ${safeOrigin(req.value)} failed: ${why}`,
+        'InputUnavailable',
+      );
     }
   };
   return function resolveFileInput(req: FileInputRequest): Promise<Part> {

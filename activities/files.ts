@@ -11,7 +11,13 @@ import type { FileLinks } from '../lib/files/links';
 import { fallbackName, remoteFileName, withExtension } from '../lib/files/names';
 import { partTypeOf } from '../lib/files/sniff';
 import type { Collections } from '../store/db';
-import { FileTooLargeError, storeBytes, storeFile, type FileDoc, type StoreFileOptions } from '../store/files';
+import {
+  FileTooLargeError,
+  storeBytes,
+  storeFile,
+  type FileDoc,
+  type StoreFileOptions,
+} from '../store/files';
 import { providerFailure } from './failures';
 import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
 
@@ -24,29 +30,56 @@ export interface FileDeps {
 }
 
 /** The account a run's files belong to: passed by the workflow, or (runs started before it was) read from the run record. */
-export async function runAccount(deps: Pick<FileDeps, 'collections'>, req: { runId: string; accountId?: string }): Promise<string> {
+export async function runAccount(
+  deps: Pick<FileDeps, 'collections'>,
+  req: { runId: string; accountId?: string },
+): Promise<string> {
   if (req.accountId) return req.accountId;
-  const run = await deps.collections.runs.findOne({ _id: req.runId }, { projection: { account_id: 1 } });
-  if (!run) throw ApplicationFailure.nonRetryable(`run ${req.runId} has no record`, 'InvalidNodeConfig');
+  const run = await deps.collections.runs.findOne(
+    { _id: req.runId },
+    { projection: { account_id: 1 } },
+  );
+  if (!run)
+    throw ApplicationFailure.nonRetryable(`run ${req.runId} has no record`, 'InvalidNodeConfig');
   return run.account_id;
 }
 
 /** The part for a stored file: typed by its MIME type unless the node fixes the type (an image generation yields images). */
-export async function filePart(links: FileLinks, doc: FileDoc, type = partTypeOf(doc.metadata.mime_type)): Promise<Part> {
-  return { type, url: await links.url(doc._id), name: doc.metadata.name, mime_type: doc.metadata.mime_type };
+export async function filePart(
+  links: FileLinks,
+  doc: FileDoc,
+  type = partTypeOf(doc.metadata.mime_type),
+): Promise<Part> {
+  return {
+    type,
+    url: await links.url(doc._id),
+    name: doc.metadata.name,
+    mime_type: doc.metadata.mime_type,
+  };
 }
 
 /** Storage limits become failures that fail the item (retrying fetches the same too-large file). */
 export function storageFailure(err: unknown, what: string): never {
   if (err instanceof FileTooLargeError) {
-    throw ApplicationFailure.nonRetryable(`${what} is larger than the ${err.limitBytes} byte file limit`, 'ProviderRejected');
+    throw ApplicationFailure.nonRetryable(
+      `${what} is larger than the ${err.limitBytes} byte file limit`,
+      'ProviderRejected',
+    );
   }
   throw err;
 }
 
 /** Stores bytes a provider sent inline (`b64_json`, a `data:` URL). */
-export async function storeOutputBytes(deps: FileDeps, bytes: Uint8Array, opts: Omit<StoreFileOptions, 'maxBytes' | 'source'>): Promise<FileDoc> {
-  return storeBytes(deps.db, bytes, { ...opts, maxBytes: deps.config.files.maxBytes, source: 'output' }).catch((err) => storageFailure(err, 'the output'));
+export async function storeOutputBytes(
+  deps: FileDeps,
+  bytes: Uint8Array,
+  opts: Omit<StoreFileOptions, 'maxBytes' | 'source'>,
+): Promise<FileDoc> {
+  return storeBytes(deps.db, bytes, {
+    ...opts,
+    maxBytes: deps.config.files.maxBytes,
+    source: 'output',
+  }).catch((err) => storageFailure(err, 'the output'));
 }
 
 /**
@@ -64,23 +97,38 @@ export async function storeProviderFile(
   const base = { accountId: opts.accountId, runId: opts.runId };
   const inline = /^data:[^,]*?(;base64)?,(.*)$/s.exec(rawUrl);
   if (inline) {
-    const bytes = inline[1] ? Buffer.from(inline[2], 'base64') : Buffer.from(decodeURIComponent(inline[2]), 'utf8');
-    return storeOutputBytes(deps, bytes, { ...base, name: (mime) => fallbackName(opts.stem, mime) });
+    const bytes = inline[1]
+      ? Buffer.from(inline[2], 'base64')
+      : Buffer.from(decodeURIComponent(inline[2]), 'utf8');
+    return storeOutputBytes(deps, bytes, {
+      ...base,
+      name: (mime) => fallbackName(opts.stem, mime),
+    });
   }
-  const signals = [AbortSignal.timeout(deps.config.files.fetchTimeoutMs), activitySignal()].filter((s): s is AbortSignal => !!s);
+  const signals = [AbortSignal.timeout(deps.config.files.fetchTimeoutMs), activitySignal()].filter(
+    (s): s is AbortSignal => !!s,
+  );
   let res: Response;
   try {
     res = await fetchFn(rawUrl, { signal: AbortSignal.any(signals) });
   } catch (err) {
     rethrowIfCancelled();
-    throw ApplicationFailure.retryable(`${provider}: downloading an output failed: ${(err as Error).message}`, 'ProviderUnavailable');
+    throw ApplicationFailure.retryable(
+      `${provider}: downloading an output failed: ${(err as Error).message}`,
+      'ProviderUnavailable',
+    );
   }
   if (!res.ok) {
     await res.body?.cancel().catch(() => undefined);
-    throw providerFailure(`${provider} output download`, res.status, res.statusText || 'no message');
+    throw providerFailure(
+      `${provider} output download`,
+      res.status,
+      res.statusText || 'no message',
+    );
   }
   const declared = Number(res.headers.get('content-length') ?? '0');
-  if (declared > deps.config.files.maxBytes) storageFailure(new FileTooLargeError(deps.config.files.maxBytes), `${provider}'s output`);
+  if (declared > deps.config.files.maxBytes)
+    storageFailure(new FileTooLargeError(deps.config.files.maxBytes), `${provider}'s output`);
   const url = new URL(rawUrl);
   const named = remoteFileName(url, res.headers.get('content-disposition'));
   try {
@@ -94,7 +142,10 @@ export async function storeProviderFile(
     rethrowIfCancelled();
     if (err instanceof FileTooLargeError) storageFailure(err, `${provider}'s output`);
     if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') {
-      throw ApplicationFailure.retryable(`${provider}: downloading an output timed out`, 'ProviderUnavailable');
+      throw ApplicationFailure.retryable(
+        `${provider}: downloading an output timed out`,
+        'ProviderUnavailable',
+      );
     }
     throw err;
   }

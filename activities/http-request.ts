@@ -14,7 +14,12 @@ import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
-import { guardedFetch, UrlRefusedError, type GuardedResponse, type GuardOptions } from '../lib/net/ssrf';
+import {
+  guardedFetch,
+  UrlRefusedError,
+  type GuardedResponse,
+  type GuardOptions,
+} from '../lib/net/ssrf';
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
@@ -39,45 +44,76 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
     for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
     const url = renderTemplate(node.url, values);
     if (!/^https?:\/\//i.test(url)) {
-      throw ApplicationFailure.nonRetryable(`url '${url.slice(0, 200)}' is not an http(s) URL`, 'ProviderRejected');
+      throw ApplicationFailure.nonRetryable(
+        `url '${url.slice(0, 200)}' is not an http(s) URL`,
+        'ProviderRejected',
+      );
     }
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(node.headers ?? {})) headers[name.toLowerCase()] = renderTemplate(value, values);
+    for (const [name, value] of Object.entries(node.headers ?? {}))
+      headers[name.toLowerCase()] = renderTemplate(value, values);
     const method = node.method ?? 'GET';
-    const body = node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined;
+    const body =
+      node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined;
     // What fetch sent for a string body, which this node used before the guard: keep receivers' parsing unchanged.
-    if (body !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'text/plain;charset=UTF-8';
-    const signals = [AbortSignal.timeout(node.timeout_ms ?? 30_000), activitySignal()].filter((s): s is AbortSignal => !!s);
+    if (body !== undefined && headers['content-type'] === undefined)
+      headers['content-type'] = 'text/plain;charset=UTF-8';
+    const signals = [AbortSignal.timeout(node.timeout_ms ?? 30_000), activitySignal()].filter(
+      (s): s is AbortSignal => !!s,
+    );
     let res: GuardedResponse;
     try {
       // http:// stays allowed: a plain-http public API is the workflow author's choice; the guard is about where, not how.
-      res = await guardedFetch(url, { ...guard(), allowHttp: true, method, headers, body, signal: AbortSignal.any(signals) });
+      res = await guardedFetch(url, {
+        ...guard(),
+        allowHttp: true,
+        method,
+        headers,
+        body,
+        signal: AbortSignal.any(signals),
+      });
     } catch (err) {
       rethrowIfCancelled();
-      if (err instanceof UrlRefusedError) throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+      if (err instanceof UrlRefusedError)
+        throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
       const code = (err as { code?: string }).code;
       if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') {
         // A header the workflow rendered cannot be sent at all: retrying renders the same one.
-        throw ApplicationFailure.nonRetryable(`the request cannot be sent: ${(err as Error).message}`, 'ProviderRejected');
+        throw ApplicationFailure.nonRetryable(
+          `the request cannot be sent: ${(err as Error).message}`,
+          'ProviderRejected',
+        );
       }
-      throw ApplicationFailure.retryable(`request to ${hostOf(url)} failed: ${(err as Error).message}`, 'ProviderUnavailable');
+      throw ApplicationFailure.retryable(
+        `request to ${hostOf(url)} failed: ${(err as Error).message}`,
+        'ProviderUnavailable',
+      );
     }
     try {
       return await answer(req, res);
     } catch (err) {
       rethrowIfCancelled();
       if (err instanceof ApplicationFailure) throw err;
-      throw ApplicationFailure.retryable(`reading the answer of ${res.url.host} failed: ${(err as Error).message}`, 'ProviderUnavailable');
+      throw ApplicationFailure.retryable(
+        `reading the answer of ${res.url.host} failed: ${(err as Error).message}`,
+        'ProviderUnavailable',
+      );
     } finally {
       res.body.destroy(); // an unread rest (an error body over the limit) must not hold the connection
     }
   };
 
-  const answer = async (req: NodeRequest<'http_request'>, res: GuardedResponse): Promise<NodeResult> => {
+  const answer = async (
+    req: NodeRequest<'http_request'>,
+    res: GuardedResponse,
+  ): Promise<NodeResult> => {
     const ok = res.status >= 200 && res.status < 300;
     const type = String(res.headers['content-type'] ?? '').toLowerCase();
     const body = decoded(res);
-    if (ok && !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))) {
+    if (
+      ok &&
+      !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))
+    ) {
       // Binary: streamed into GridFS (never whole in memory) and typed by its bytes, not by the header.
       const files = deps.files();
       const accountId = await runAccount(files, req);
@@ -95,12 +131,23 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
       return { items: [completed(await filePart(files.links, doc))], costUsd: 0 };
     }
     const text = new TextDecoder().decode(await readLimited(res, body));
-    if (!ok) throw providerFailure(`http ${res.url.host}`, res.status, text.slice(0, 500) || res.body.statusMessage || 'no message');
+    if (!ok)
+      throw providerFailure(
+        `http ${res.url.host}`,
+        res.status,
+        text.slice(0, 500) || res.body.statusMessage || 'no message',
+      );
     if (type.includes('json')) {
       try {
-        return { items: [completed({ type: 'json', data: JSON.parse(text) as unknown })], costUsd: 0 };
+        return {
+          items: [completed({ type: 'json', data: JSON.parse(text) as unknown })],
+          costUsd: 0,
+        };
       } catch {
-        throw ApplicationFailure.nonRetryable('the answer says JSON but does not parse', 'ProviderRejected');
+        throw ApplicationFailure.nonRetryable(
+          'the answer says JSON but does not parse',
+          'ProviderRejected',
+        );
       }
     }
     return { items: [completed({ type: 'text', text })], costUsd: 0 };
@@ -122,7 +169,9 @@ function hostOf(url: string): string {
 
 /** The answer's bytes as sent before any content coding (fetch decoded them, and workflows may ask for gzip). */
 function decoded(res: GuardedResponse): Readable {
-  const coding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+  const coding = String(res.headers['content-encoding'] ?? '')
+    .trim()
+    .toLowerCase();
   const decoder =
     coding === 'gzip' || coding === 'x-gzip'
       ? zlib.createGunzip()
@@ -139,12 +188,20 @@ function decoded(res: GuardedResponse): Readable {
 async function readLimited(res: GuardedResponse, body: Readable): Promise<Uint8Array> {
   // The declared length is the coded one, at most the decoded size: a cheap early refusal only.
   const declared = Number(res.headers['content-length'] ?? '0');
-  if (declared > MAX_BODY_BYTES) throw ApplicationFailure.nonRetryable(`answer of ${declared} bytes is over the ${MAX_BODY_BYTES} byte limit`, 'ProviderRejected');
+  if (declared > MAX_BODY_BYTES)
+    throw ApplicationFailure.nonRetryable(
+      `answer of ${declared} bytes is over the ${MAX_BODY_BYTES} byte limit`,
+      'ProviderRejected',
+    );
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw ApplicationFailure.nonRetryable(`answer is over the ${MAX_BODY_BYTES} byte limit`, 'ProviderRejected');
+    if (size > MAX_BODY_BYTES)
+      throw ApplicationFailure.nonRetryable(
+        `answer is over the ${MAX_BODY_BYTES} byte limit`,
+        'ProviderRejected',
+      );
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);

@@ -16,7 +16,11 @@ interface ImagesAnswer {
 }
 
 /** Builds the activity that runs one iteration of an image_generation node. */
-export function createImageGenerationActivity(deps: { config: Pick<Config, 'providers' | 'prices'>; files: () => FileDeps; fetch: FetchFn }) {
+export function createImageGenerationActivity(deps: {
+  config: Pick<Config, 'providers' | 'prices'>;
+  files: () => FileDeps;
+  fetch: FetchFn;
+}) {
   const call = async (req: NodeRequest<'image_generation'>): Promise<NodeResult> => {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
@@ -32,11 +36,20 @@ export function createImageGenerationActivity(deps: { config: Pick<Config, 'prov
       deps.fetch,
       providerName,
       `${provider.base_url.replace(/\/$/, '')}/images/generations`,
-      { model: node.model, prompt: renderTemplate(node.prompt, values), n, ...(node.size ? { size: node.size } : {}) },
+      {
+        model: node.model,
+        prompt: renderTemplate(node.prompt, values),
+        n,
+        ...(node.size ? { size: node.size } : {}),
+      },
       provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
     )) as ImagesAnswer;
     const images = Array.isArray(answer.data) ? answer.data : [];
-    if (images.length === 0) throw ApplicationFailure.retryable(`${providerName} answered without images`, 'ProviderUnavailable');
+    if (images.length === 0)
+      throw ApplicationFailure.retryable(
+        `${providerName} answered without images`,
+        'ProviderUnavailable',
+      );
 
     const files = deps.files();
     const accountId = await runAccount(files, req);
@@ -45,11 +58,22 @@ export function createImageGenerationActivity(deps: { config: Pick<Config, 'prov
       const stem = `image-${i + 1}`;
       let doc;
       if (typeof image.b64_json === 'string') {
-        doc = await storeOutputBytes(files, Buffer.from(image.b64_json, 'base64'), { accountId, runId: req.runId, name: (mime) => fallbackName(stem, mime) });
+        doc = await storeOutputBytes(files, Buffer.from(image.b64_json, 'base64'), {
+          accountId,
+          runId: req.runId,
+          name: (mime) => fallbackName(stem, mime),
+        });
       } else if (typeof image.url === 'string') {
-        doc = await storeProviderFile(files, deps.fetch, providerName, image.url, { accountId, runId: req.runId, stem });
+        doc = await storeProviderFile(files, deps.fetch, providerName, image.url, {
+          accountId,
+          runId: req.runId,
+          stem,
+        });
       } else {
-        throw ApplicationFailure.retryable(`${providerName} answered image ${i + 1} without b64_json or url`, 'ProviderUnavailable');
+        throw ApplicationFailure.retryable(
+          `${providerName} answered image ${i + 1} without b64_json or url`,
+          'ProviderUnavailable',
+        );
       }
       parts.push(await filePart(files.links, doc, 'image')); // docs/workflow-format.md: an image generation yields image parts
     }

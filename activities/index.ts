@@ -20,7 +20,8 @@ export interface ActivityDeps {
   collections: Collections;
   /** The database of the GridFS `files` bucket (D19); a worker without it (unit tests of other activities) cannot store files. */
   db?: Db;
-  config: Pick<Config, 'providers' | 'prices'> & Partial<Pick<Config, 'api' | 'files' | 'predictions' | 'webhooks' | 'retention'>>;
+  config: Pick<Config, 'providers' | 'prices'> &
+    Partial<Pick<Config, 'api' | 'files' | 'predictions' | 'webhooks' | 'retention'>>;
   fetch?: FetchFn;
   /** Host resolution of webhook URLs (D20 SSRF guard); the system resolver otherwise. */
   resolve?: WebhookDeps['resolve'];
@@ -33,7 +34,12 @@ export function createActivities(deps: ActivityDeps) {
   // Links made here point at PUBLIC_BASE_URL (else the API's own address): the worker has no request to take a host from.
   const fileDeps: FileDeps | undefined =
     deps.db && api && filesConfig
-      ? { db: deps.db, links: new FileLinks({ api, files: filesConfig }, deps.db), collections: deps.collections, config: { files: filesConfig } }
+      ? {
+          db: deps.db,
+          links: new FileLinks({ api, files: filesConfig }, deps.db),
+          collections: deps.collections,
+          config: { files: filesConfig },
+        }
       : undefined;
   const files = (): FileDeps => {
     if (!fileDeps) throw invalidNodeConfig('this worker has no file storage configured');
@@ -41,12 +47,29 @@ export function createActivities(deps: ActivityDeps) {
   };
   const llm = createLlmActivity({ config: deps.config, fetch: fetchFn });
   // The SSRF guard of URL inputs (ALLOW_PRIVATE_NETWORK) covers http_request nodes too.
-  const httpRequest = createHttpRequestActivity({ files, guard: { allowPrivate: deps.config.files?.allowPrivateNetwork ?? false, resolve: deps.resolve } });
-  const imageGeneration = createImageGenerationActivity({ config: deps.config, files, fetch: fetchFn });
-  const model = createModelActivity({ config: deps.config, pollMs: deps.config.predictions?.pollMs, files, fetch: fetchFn });
+  const httpRequest = createHttpRequestActivity({
+    files,
+    guard: { allowPrivate: deps.config.files?.allowPrivateNetwork ?? false, resolve: deps.resolve },
+  });
+  const imageGeneration = createImageGenerationActivity({
+    config: deps.config,
+    files,
+    fetch: fetchFn,
+  });
+  const model = createModelActivity({
+    config: deps.config,
+    pollMs: deps.config.predictions?.pollMs,
+    files,
+    fetch: fetchFn,
+  });
   return {
     // Runs use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
-    runNodeChunk: createNodeChunkActivity({ llm, http_request: httpRequest, image_generation: imageGeneration, model }),
+    runNodeChunk: createNodeChunkActivity({
+      llm,
+      http_request: httpRequest,
+      image_generation: imageGeneration,
+      model,
+    }),
     llm,
     httpRequest,
     imageGeneration,
@@ -54,8 +77,16 @@ export function createActivities(deps: ActivityDeps) {
     resolveFileInput: createFileInputActivity({ files }),
     saveRunChunk: createSaveRunChunkActivity({ collections: deps.collections }),
     finalizeRun: createFinalizeActivity({ collections: deps.collections }),
-    ...createWebhookActivities({ collections: deps.collections, webhooks: deps.config.webhooks, resolve: deps.resolve }),
-    applyRetention: createRetentionActivity({ collections: deps.collections, db: deps.db, config: deps.config }),
+    ...createWebhookActivities({
+      collections: deps.collections,
+      webhooks: deps.config.webhooks,
+      resolve: deps.resolve,
+    }),
+    applyRetention: createRetentionActivity({
+      collections: deps.collections,
+      db: deps.db,
+      config: deps.config,
+    }),
   };
 }
 

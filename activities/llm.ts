@@ -15,7 +15,10 @@ interface ChatCompletion {
 }
 
 /** Builds the activity that runs one iteration of an llm node. */
-export function createLlmActivity(deps: { config: Pick<Config, 'providers' | 'prices'>; fetch: FetchFn }) {
+export function createLlmActivity(deps: {
+  config: Pick<Config, 'providers' | 'prices'>;
+  fetch: FetchFn;
+}) {
   return async function llm(req: NodeRequest<'llm'>): Promise<NodeResult> {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
@@ -30,27 +33,36 @@ export function createLlmActivity(deps: { config: Pick<Config, 'providers' | 'pr
       { role: 'user', content: renderTemplate(node.prompt, values) },
     ];
     const output = node.output ?? 'text';
-    const answer = (await heartbeating(() => postJson(
-      deps.fetch,
-      providerName,
-      `${provider.base_url.replace(/\/$/, '')}/chat/completions`,
-      {
-        model: node.model,
-        messages,
-        ...(node.temperature !== undefined ? { temperature: node.temperature } : {}),
-        ...(node.max_tokens !== undefined ? { max_tokens: node.max_tokens } : {}),
-        ...(output === 'text' ? {} : { response_format: responseFormat(output, node.json_schema) }),
-      },
-      provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
-    ))) as ChatCompletion;
+    const answer = (await heartbeating(() =>
+      postJson(
+        deps.fetch,
+        providerName,
+        `${provider.base_url.replace(/\/$/, '')}/chat/completions`,
+        {
+          model: node.model,
+          messages,
+          ...(node.temperature !== undefined ? { temperature: node.temperature } : {}),
+          ...(node.max_tokens !== undefined ? { max_tokens: node.max_tokens } : {}),
+          ...(output === 'text'
+            ? {}
+            : { response_format: responseFormat(output, node.json_schema) }),
+        },
+        provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
+      ),
+    )) as ChatCompletion;
     const content = answer.choices?.[0]?.message?.content;
-    if (typeof content !== 'string') throw ApplicationFailure.retryable(`${providerName} answered without message content`, 'ProviderUnavailable');
+    if (typeof content !== 'string')
+      throw ApplicationFailure.retryable(
+        `${providerName} answered without message content`,
+        'ProviderUnavailable',
+      );
     const costUsd = tokenCost(deps.config.prices, node.model, answer.usage);
     if (output === 'text') return { items: [completed({ type: 'text', text: content })], costUsd };
     const data = parseModelJson(providerName, content);
     if (output === 'json') return { items: [completed({ type: 'json', data })], costUsd };
     const list = Array.isArray(data) ? data : (data as { items?: unknown })?.items;
-    if (!Array.isArray(list)) throw modelOutputError(providerName, 'the structured list has no `items` array');
+    if (!Array.isArray(list))
+      throw modelOutputError(providerName, 'the structured list has no `items` array');
     return { items: list.map((element) => completed(valuePart(element))), costUsd };
   };
 }
@@ -58,7 +70,9 @@ export function createLlmActivity(deps: { config: Pick<Config, 'providers' | 'pr
 /** Structured outputs: `json` asks for the node's schema, `list` for an object wrapping an `items` array. */
 function responseFormat(output: 'json' | 'list', schema: Record<string, unknown> | undefined) {
   if (output === 'json') {
-    return schema ? { type: 'json_schema', json_schema: { name: 'output', schema } } : { type: 'json_object' };
+    return schema
+      ? { type: 'json_schema', json_schema: { name: 'output', schema } }
+      : { type: 'json_object' };
   }
   return {
     type: 'json_schema',

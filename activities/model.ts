@@ -59,7 +59,12 @@ function wait(ms: number): Promise<void> {
 }
 
 /** Builds the activity that runs one iteration of a model node. */
-export function createModelActivity(deps: { config: Pick<Config, 'providers' | 'prices'>; pollMs?: number; files: () => FileDeps; fetch: FetchFn }) {
+export function createModelActivity(deps: {
+  config: Pick<Config, 'providers' | 'prices'>;
+  pollMs?: number;
+  files: () => FileDeps;
+  fetch: FetchFn;
+}) {
   const pollMs = deps.pollMs ?? 1_000;
   return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
     const { node } = req;
@@ -69,7 +74,9 @@ export function createModelActivity(deps: { config: Pick<Config, 'providers' | '
       throw invalidNodeConfig(`model provider '${providerName}' is not configured on this service`);
     }
     const base = provider.base_url.replace(/\/$/, '');
-    const auth: Record<string, string> = provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {};
+    const auth: Record<string, string> = provider.api_key
+      ? { authorization: `Bearer ${provider.api_key}` }
+      : {};
     const values: Record<string, string> = {};
     for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
 
@@ -79,38 +86,80 @@ export function createModelActivity(deps: { config: Pick<Config, 'providers' | '
         let prediction: Prediction;
         try {
           if (predictionId) {
-            prediction = (await getJson(deps.fetch, providerName, `${base}/predictions/${encodeURIComponent(predictionId)}`, auth)) as Prediction;
+            prediction = (await getJson(
+              deps.fetch,
+              providerName,
+              `${base}/predictions/${encodeURIComponent(predictionId)}`,
+              auth,
+            )) as Prediction;
           } else {
-            const target = node.version !== undefined ? { version: node.version } : { model: node.model };
-            prediction = (await postJson(deps.fetch, providerName, `${base}/predictions`, { ...target, input: renderDeep(node.input, values) }, auth)) as Prediction;
-            if (typeof prediction.id !== 'string') throw ApplicationFailure.retryable(`${providerName} created a prediction without an id`, 'ProviderUnavailable');
+            const target =
+              node.version !== undefined ? { version: node.version } : { model: node.model };
+            prediction = (await postJson(
+              deps.fetch,
+              providerName,
+              `${base}/predictions`,
+              { ...target, input: renderDeep(node.input, values) },
+              auth,
+            )) as Prediction;
+            if (typeof prediction.id !== 'string')
+              throw ApplicationFailure.retryable(
+                `${providerName} created a prediction without an id`,
+                'ProviderUnavailable',
+              );
             predictionId = prediction.id;
             checkpoint({ predictionId }); // at once: an attempt that dies now must not make its retry pay for a second prediction
           }
           while (!ENDED.has(prediction.status ?? '')) {
             await wait(pollMs);
-            prediction = (await getJson(deps.fetch, providerName, `${base}/predictions/${encodeURIComponent(predictionId)}`, auth)) as Prediction;
+            prediction = (await getJson(
+              deps.fetch,
+              providerName,
+              `${base}/predictions/${encodeURIComponent(predictionId)}`,
+              auth,
+            )) as Prediction;
           }
         } catch (err) {
-          if (predictionId && cancelRequested()) await cancelPrediction(deps.fetch, `${base}/predictions/${encodeURIComponent(predictionId)}/cancel`, auth);
+          if (predictionId && cancelRequested())
+            await cancelPrediction(
+              deps.fetch,
+              `${base}/predictions/${encodeURIComponent(predictionId)}/cancel`,
+              auth,
+            );
           throw err;
         }
         if (prediction.status === 'failed') {
-          const reason = typeof prediction.error === 'string' ? prediction.error : JSON.stringify(prediction.error ?? 'no message');
-          throw ApplicationFailure.nonRetryable(`${providerName}: the prediction failed: ${reason}`, 'ProviderRejected');
+          const reason =
+            typeof prediction.error === 'string'
+              ? prediction.error
+              : JSON.stringify(prediction.error ?? 'no message');
+          throw ApplicationFailure.nonRetryable(
+            `${providerName}: the prediction failed: ${reason}`,
+            'ProviderRejected',
+          );
         }
         if (prediction.status === 'canceled') {
-          throw ApplicationFailure.nonRetryable(`${providerName}: the prediction was canceled`, 'ProviderRejected');
+          throw ApplicationFailure.nonRetryable(
+            `${providerName}: the prediction was canceled`,
+            'ProviderRejected',
+          );
         }
         const files = deps.files();
         const accountId = await runAccount(files, req);
         const parts = await outputParts(prediction.output, (url, i) =>
-          storeProviderFile(files, deps.fetch, providerName, url, { accountId, runId: req.runId, stem: `output-${i + 1}` }).then((doc) => filePart(files.links, doc)),
+          storeProviderFile(files, deps.fetch, providerName, url, {
+            accountId,
+            runId: req.runId,
+            stem: `output-${i + 1}`,
+          }).then((doc) => filePart(files.links, doc)),
         );
         // D17: seconds of prediction time times the model's per-second price.
         const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
         const seconds = Number(prediction.metrics?.predict_time ?? 0);
-        return { items: [completed(...parts)], costUsd: Number.isFinite(seconds) ? seconds * price : 0 };
+        return {
+          items: [completed(...parts)],
+          costUsd: Number.isFinite(seconds) ? seconds * price : 0,
+        };
       },
       () => ({ predictionId }),
     );
@@ -118,9 +167,17 @@ export function createModelActivity(deps: { config: Pick<Config, 'providers' | '
 }
 
 /** Best effort: the run is being cancelled either way, so a provider that does not answer is not waited for long. */
-async function cancelPrediction(fetchFn: FetchFn, url: string, auth: Record<string, string>): Promise<void> {
+async function cancelPrediction(
+  fetchFn: FetchFn,
+  url: string,
+  auth: Record<string, string>,
+): Promise<void> {
   try {
-    const res = await fetchFn(url, { method: 'POST', headers: auth, signal: AbortSignal.timeout(5_000) });
+    const res = await fetchFn(url, {
+      method: 'POST',
+      headers: auth,
+      signal: AbortSignal.timeout(5_000),
+    });
     await res.body?.cancel().catch(() => undefined);
   } catch {
     // the provider bills what ran; nothing more to do here
@@ -132,16 +189,26 @@ async function cancelPrediction(fetchFn: FetchFn, url: string, auth: Record<stri
  * a list of plain strings is one text (language models stream tokens that way); other strings
  * are text parts; anything else is a json part.
  */
-async function outputParts(output: unknown, store: (url: string, index: number) => Promise<Part>): Promise<Part[]> {
+async function outputParts(
+  output: unknown,
+  store: (url: string, index: number) => Promise<Part>,
+): Promise<Part[]> {
   if (output === null || output === undefined) return [];
   const list = Array.isArray(output) ? output : [output];
-  if (Array.isArray(output) && output.length > 0 && output.every((v) => typeof v === 'string' && !FILE_URL.test(v))) {
+  if (
+    Array.isArray(output) &&
+    output.length > 0 &&
+    output.every((v) => typeof v === 'string' && !FILE_URL.test(v))
+  ) {
     return [{ type: 'text', text: output.join('') }];
   }
   const parts: Part[] = [];
   let files = 0;
   for (const value of list) {
-    if (typeof value === 'string') parts.push(FILE_URL.test(value) ? await store(value, files++) : { type: 'text', text: value });
+    if (typeof value === 'string')
+      parts.push(
+        FILE_URL.test(value) ? await store(value, files++) : { type: 'text', text: value },
+      );
     else if (value !== null && value !== undefined) parts.push({ type: 'json', data: value });
   }
   return parts;

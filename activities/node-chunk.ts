@@ -18,7 +18,15 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
-import type { IoNodeType, NodeChunkRequest, NodeChunkResult, NodeRequest, NodeResult, NodeRow, RowResult } from './types';
+import type {
+  IoNodeType,
+  NodeChunkRequest,
+  NodeChunkResult,
+  NodeRequest,
+  NodeResult,
+  NodeRow,
+  RowResult,
+} from './types';
 
 /** JSON bytes of a chunk's answer (and of its heartbeat) at most before it stops taking rows: well under Temporal's 2 MB. */
 export const MAX_CHUNK_RESULT_BYTES = 768 * 1024;
@@ -39,7 +47,9 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     const context = Context.current();
     const saved = context.info.heartbeatDetails as ChunkCheckpoint | undefined;
     const finished = new Map<number, RowResult>((saved?.rows ?? []).map((row) => [row.index, row]));
-    const pending = new Map<number, unknown>(Object.entries(saved?.pending ?? {}).map(([index, details]) => [Number(index), details]));
+    const pending = new Map<number, unknown>(
+      Object.entries(saved?.pending ?? {}).map(([index, details]) => [Number(index), details]),
+    );
     const queue = req.rows.filter((row) => !finished.has(row.index));
     let bytes = JSON.stringify([...finished.values()]).length;
     let stopped: unknown;
@@ -51,7 +61,11 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       pending.delete(index);
       bytes += JSON.stringify(row).length + 1;
     };
-    const beat = () => context.heartbeat({ rows: [...finished.values()], pending: Object.fromEntries(pending) } satisfies ChunkCheckpoint);
+    const beat = () =>
+      context.heartbeat({
+        rows: [...finished.values()],
+        pending: Object.fromEntries(pending),
+      } satisfies ChunkCheckpoint);
 
     const lane = async (): Promise<void> => {
       for (;;) {
@@ -59,7 +73,10 @@ export function createNodeChunkActivity(executors: RowExecutors) {
         const row = queue.shift();
         if (!row) return;
         try {
-          const scope = { resumed: pending.get(row.index), checkpoint: (details: unknown) => pending.set(row.index, details) };
+          const scope = {
+            resumed: pending.get(row.index),
+            checkpoint: (details: unknown) => pending.set(row.index, details),
+          };
           const result = await inRow(scope, () => execute(executors, req, row));
           record(row.index, result.items, result.costUsd);
         } catch (err) {
@@ -74,7 +91,9 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     beat();
     const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
     try {
-      await Promise.all(Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane));
+      await Promise.all(
+        Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
+      );
     } finally {
       clearInterval(timer);
     }
@@ -88,8 +107,17 @@ export function createNodeChunkActivity(executors: RowExecutors) {
   };
 }
 
-function execute(executors: RowExecutors, req: NodeChunkRequest, row: NodeRow): Promise<NodeResult> {
-  const base = { runId: req.runId, accountId: req.accountId, iteration: row.index, ports: row.ports };
+function execute(
+  executors: RowExecutors,
+  req: NodeChunkRequest,
+  row: NodeRow,
+): Promise<NodeResult> {
+  const base = {
+    runId: req.runId,
+    accountId: req.accountId,
+    iteration: row.index,
+    ports: row.ports,
+  };
   const { node } = req;
   switch (node.type) {
     case 'llm':
@@ -107,5 +135,9 @@ function execute(executors: RowExecutors, req: NodeChunkRequest, row: NodeRow): 
 function refusedItem(err: unknown): Item | undefined {
   if (!(err instanceof ApplicationFailure) || err.type !== 'ProviderRejected') return undefined;
   const status = (err.details?.[0] as { status?: number } | undefined)?.status;
-  return failed({ message: err.message, type: 'provider_error', ...(status ? { code: status } : {}) });
+  return failed({
+    message: err.message,
+    type: 'provider_error',
+    ...(status ? { code: status } : {}),
+  });
 }

@@ -12,11 +12,20 @@ export async function postJson(
   body: unknown,
   headers: Record<string, string>,
 ): Promise<unknown> {
-  return requestJson(fetchFn, provider, url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+  return requestJson(fetchFn, provider, url, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 }
 
 /** GETs a provider's JSON resource (a prediction's state), failing the same way as postJson. */
-export function getJson(fetchFn: FetchFn, provider: string, url: string, headers: Record<string, string>): Promise<unknown> {
+export function getJson(
+  fetchFn: FetchFn,
+  provider: string,
+  url: string,
+  headers: Record<string, string>,
+): Promise<unknown> {
   return requestJson(fetchFn, provider, url, { method: 'GET', headers });
 }
 

@@ -12,7 +12,12 @@ import { webhookSecret } from '../store/accounts';
 import type { Collections } from '../store/db';
 import { runView } from '../domain/run-view';
 import { findRunRecord } from '../store/runs';
-import { findDelivery, recordAttempt, recordGivenUp, type DeliveryRef } from '../store/webhook-deliveries';
+import {
+  findDelivery,
+  recordAttempt,
+  recordGivenUp,
+  type DeliveryRef,
+} from '../store/webhook-deliveries';
 import { postWebhook } from '../lib/webhooks/post';
 import { signWebhook } from '../lib/webhooks/signature';
 import { type WebhookArgs } from '../workflows/definitions';
@@ -41,21 +46,40 @@ function origin(url: string): string {
 }
 
 function ref(args: WebhookArgs): DeliveryRef {
-  return { id: webhookMessageId(args.runId), runId: args.runId, accountId: args.accountId, url: args.url };
+  return {
+    id: webhookMessageId(args.runId),
+    runId: args.runId,
+    accountId: args.accountId,
+    url: args.url,
+  };
 }
 
 /** Builds the webhook activities: one delivery attempt, and recording that a delivery was given up. */
 export function createWebhookActivities(deps: WebhookDeps) {
-  const settings = deps.webhooks ?? { allowHttp: false, allowPrivateNetwork: false, timeoutMs: 10_000 };
+  const settings = deps.webhooks ?? {
+    allowHttp: false,
+    allowPrivateNetwork: false,
+    timeoutMs: 10_000,
+  };
 
   async function deliverWebhook(args: WebhookArgs): Promise<{ status: number }> {
     const delivery = ref(args);
     const run = await findRunRecord(deps.collections, args.runId);
-    if (!run?.finalized) throw ApplicationFailure.nonRetryable(`run ${args.runId} has no final record to deliver`, 'WebhookUndeliverable');
+    if (!run?.finalized)
+      throw ApplicationFailure.nonRetryable(
+        `run ${args.runId} has no final record to deliver`,
+        'WebhookUndeliverable',
+      );
     const secret = await webhookSecret(deps.collections, run.account_id);
-    if (!secret) throw ApplicationFailure.nonRetryable(`account ${run.account_id} no longer exists`, 'WebhookUndeliverable');
+    if (!secret)
+      throw ApplicationFailure.nonRetryable(
+        `account ${run.account_id} no longer exists`,
+        'WebhookUndeliverable',
+      );
     // The body shows the delivery as it stood before this attempt.
-    const body = JSON.stringify(runView(run, undefined, await findDelivery(deps.collections, delivery.id)));
+    const body = JSON.stringify(
+      runView(run, undefined, await findDelivery(deps.collections, delivery.id)),
+    );
     // Signed per attempt: the timestamp is the attempt's, so receivers' replay windows accept retries.
     const headers = signWebhook(secret, delivery.id, Date.now() / 1000, body);
     const where = origin(args.url);
@@ -71,33 +95,74 @@ export function createWebhookActivities(deps: WebhookDeps) {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (err instanceof UrlRefusedError) {
-        log.warn('webhook refused', { runId: args.runId, webhookId: delivery.id, origin: where, error: message });
-        await recordAttempt(deps.collections, delivery, { status: 'pending', httpStatus: null, error: message });
+        log.warn('webhook refused', {
+          runId: args.runId,
+          webhookId: delivery.id,
+          origin: where,
+          error: message,
+        });
+        await recordAttempt(deps.collections, delivery, {
+          status: 'pending',
+          httpStatus: null,
+          error: message,
+        });
         throw ApplicationFailure.nonRetryable(message, 'WebhookRefused');
       }
       const error = `${where} unreachable: ${message}`;
-      log.info('webhook attempt failed', { runId: args.runId, webhookId: delivery.id, origin: where, error });
-      await recordAttempt(deps.collections, delivery, { status: 'pending', httpStatus: null, error });
+      log.info('webhook attempt failed', {
+        runId: args.runId,
+        webhookId: delivery.id,
+        origin: where,
+        error,
+      });
+      await recordAttempt(deps.collections, delivery, {
+        status: 'pending',
+        httpStatus: null,
+        error,
+      });
       throw ApplicationFailure.retryable(error, 'WebhookUnreachable');
     }
     const { status } = answer;
     if (status >= 200 && status < 300) {
-      log.info('webhook delivered', { runId: args.runId, webhookId: delivery.id, origin: where, status });
-      await recordAttempt(deps.collections, delivery, { status: 'delivered', httpStatus: status, error: null });
+      log.info('webhook delivered', {
+        runId: args.runId,
+        webhookId: delivery.id,
+        origin: where,
+        status,
+      });
+      await recordAttempt(deps.collections, delivery, {
+        status: 'delivered',
+        httpStatus: status,
+        error: null,
+      });
       return { status };
     }
     const error =
       status >= 300 && status < 400
         ? `${where} answered ${status}: redirects are not followed, the webhook URL must answer itself`
         : `${where} answered ${status}${answer.answer ? `: ${answer.answer.slice(0, 200)}` : ''}`;
-    log.info('webhook attempt failed', { runId: args.runId, webhookId: delivery.id, origin: where, status });
-    await recordAttempt(deps.collections, delivery, { status: 'pending', httpStatus: status, error });
+    log.info('webhook attempt failed', {
+      runId: args.runId,
+      webhookId: delivery.id,
+      origin: where,
+      status,
+    });
+    await recordAttempt(deps.collections, delivery, {
+      status: 'pending',
+      httpStatus: status,
+      error,
+    });
     if (isPermanent(status)) throw ApplicationFailure.nonRetryable(error, 'WebhookRejected');
     throw ApplicationFailure.retryable(error, 'WebhookFailed');
   }
 
   async function recordWebhookGivenUp(args: WebhookArgs & { error: string }): Promise<void> {
-    log.warn('webhook given up', { runId: args.runId, webhookId: webhookMessageId(args.runId), origin: origin(args.url), error: args.error });
+    log.warn('webhook given up', {
+      runId: args.runId,
+      webhookId: webhookMessageId(args.runId),
+      origin: origin(args.url),
+      error: args.error,
+    });
     await recordGivenUp(deps.collections, ref(args), args.error);
   }
 

@@ -24,18 +24,49 @@ export function createApp(appDeps: AppDeps): Koa {
   app.use(
     cors({
       // The codec server (D32) answers only the configured Temporal UI origins, with credentials; the API everyone.
-      origin: (ctx) => (isCodecPath(ctx.path) ? codecCorsOrigin(deps.config.codec.corsOrigins, ctx.get('origin')) : '*'),
+      origin: (ctx) =>
+        isCodecPath(ctx.path)
+          ? codecCorsOrigin(deps.config.codec.corsOrigins, ctx.get('origin'))
+          : '*',
       credentials: (ctx) => isCodecPath(ctx.path),
       allowMethods: ['GET', 'POST', 'OPTIONS'],
       // `Range` and the Content-* answers: browsers seek in and name files served by signed links (D19).
-      allowHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'Prefer', 'Range', 'X-Namespace'],
-      exposeHeaders: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After', 'X-Request-Id', 'Content-Range', 'Accept-Ranges', 'Content-Disposition'],
+      allowHeaders: [
+        'Authorization',
+        'Content-Type',
+        'Idempotency-Key',
+        'Last-Event-ID',
+        'Prefer',
+        'Range',
+        'X-Namespace',
+      ],
+      exposeHeaders: [
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+        'Retry-After',
+        'X-Request-Id',
+        'Content-Range',
+        'Accept-Ranges',
+        'Content-Disposition',
+      ],
       maxAge: 600,
     }),
   );
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(errorHandler(deps.logger));
-  for (const router of [healthRoutes(deps), metricsRoutes(), openapiRoutes(deps), workflowsRoutes(deps), responsesRoutes(deps), runsRoutes(deps), filesRoutes(deps), streamLinkRoutes(deps), playgroundRoutes(deps), codecRoutes({ config: deps.config, codec: deps.gateway.codec })]) {
+  for (const router of [
+    healthRoutes(deps),
+    metricsRoutes(),
+    openapiRoutes(deps),
+    workflowsRoutes(deps),
+    responsesRoutes(deps),
+    runsRoutes(deps),
+    filesRoutes(deps),
+    streamLinkRoutes(deps),
+    playgroundRoutes(deps),
+    codecRoutes({ config: deps.config, codec: deps.gateway.codec }),
+  ]) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.

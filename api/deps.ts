@@ -32,14 +32,19 @@ export interface AppDeps {
 }
 
 /** The dependencies routes see: AppDeps with the per-process caches made. */
-export type RouteDeps = AppDeps & Required<Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns'>>;
+export type RouteDeps = AppDeps &
+  Required<
+    Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns'>
+  >;
 
 /** AppDeps with every per-process cache made (those a test passed in are kept). */
 export function routeDeps(appDeps: AppDeps): RouteDeps {
   return {
     ...appDeps,
     credits: appDeps.credits ?? new CreditCheck(appDeps.collections),
-    finishedRuns: appDeps.finishedRuns ?? new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
+    finishedRuns:
+      appDeps.finishedRuns ??
+      new FinishedRunCache({ ttlMs: appDeps.config.api.finishedRunCacheMs }),
     rateCounter: appDeps.rateCounter ?? new RateCounter(appDeps.collections),
     // Store round trips of the hot paths (docs/architecture.md "Store round trips").
     keys: appDeps.keys ?? new KeyCache(appDeps.collections),

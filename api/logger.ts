@@ -4,11 +4,18 @@ import pino from 'pino';
 export type Logger = pino.Logger;
 
 /** A logger at the configured level, redacting anything that looks like a credential; stdout unless `destination` is given (tests). */
-export function createLogger(level: string, name = 'wrs', destination?: pino.DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  name = 'wrs',
+  destination?: pino.DestinationStream,
+): Logger {
   const options = {
     name,
     level,
-    redact: { paths: ['req.headers.authorization', 'authorization', '*.authorization', 'secret', 'api_key'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'authorization', '*.authorization', 'secret', 'api_key'],
+      censor: '[redacted]',
+    },
   };
   return destination ? pino(options, destination) : pino(options);
 }

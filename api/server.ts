@@ -18,7 +18,10 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
   const handler = app.callback();
   const { tls } = config.api;
   const server = tls
-    ? https.createServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }, handler)
+    ? https.createServer(
+        { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
+        handler,
+      )
     : http.createServer(handler);
   server.on('clientError', answerClientError);
   // SSE streams are long-lived; the socket must not be cut by Node's default request timeout.
@@ -57,7 +60,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   }
   const [status, code, message] =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'request_too_large', 'The request line and headers are larger than the server accepts.']
+      ? [
+          431,
+          'request_too_large',
+          'The request line and headers are larger than the server accepts.',
+        ]
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request_timeout', 'The request was not received in time.']
         : [400, 'malformed_request', 'The request is not valid HTTP.'];

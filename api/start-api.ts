@@ -27,7 +27,11 @@ export async function startApi(
   /** monitorCommands: the driver emits command events on `store.client` (tests and the bench count store round trips). */
   opts: { monitorCommands?: boolean } = {},
 ): Promise<ApiHandle> {
-  const store = await connectStore({ ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands });
+  const store = await connectStore({
+    ...config.mongo,
+    appName: 'wrs-api',
+    monitorCommands: opts.monitorCommands,
+  });
   const connection = await connectTemporal(config.temporal);
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway: RunGateway = new RunGateway({
@@ -36,12 +40,23 @@ export async function startApi(
     taskQueue: config.temporal.taskQueue,
     queryTimeoutMs: config.api.queryTimeoutMs,
     rpcTimeoutMs: config.temporal.rpcTimeoutMs,
-    onClosedUnfinished: (runId, status) => settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
+    onClosedUnfinished: (runId, status) =>
+      settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
     payloads: payloadProtection(config, store.db),
   });
   await gateway.ensureRetentionSchedule(); // D29
-  const pollers = new PollerRegistry(createPollSource(gateway, store.collections), config.api.stream.pollMs);
-  const app = createApp({ config, db: store.db, collections: store.collections, gateway, pollers, logger });
+  const pollers = new PollerRegistry(
+    createPollSource(gateway, store.collections),
+    config.api.stream.pollMs,
+  );
+  const app = createApp({
+    config,
+    db: store.db,
+    collections: store.collections,
+    gateway,
+    pollers,
+    logger,
+  });
   const running = await listen(app, config);
   return {
     ...running,

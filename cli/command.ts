@@ -26,7 +26,9 @@ export const CLI_OPTIONS = {
 } as const;
 
 export type CliOptionName = keyof typeof CLI_OPTIONS;
-export type CliOptionValues = { [K in CliOptionName]?: (typeof CLI_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+export type CliOptionValues = {
+  [K in CliOptionName]?: (typeof CLI_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string;
+};
 
 /** What a command gets: its positional arguments, the options, and where to read and write. */
 export interface CommandContext {
@@ -52,9 +54,14 @@ export class CliError extends Error {}
 /** A wrong command line: the message and the usage go to stderr and the exit code is 2. */
 export class UsageError extends Error {}
 
-export function parseUsdAmount(text: string, what: string, opts: { allowNegative: boolean; allowZero?: boolean }): number {
+export function parseUsdAmount(
+  text: string,
+  what: string,
+  opts: { allowNegative: boolean; allowZero?: boolean },
+): number {
   const value = /^-?(\d+(\.\d*)?|\.\d+)$/.test(text.trim()) ? Number(text) : NaN;
-  if (!Number.isFinite(value)) throw new UsageError(`${what} must be a number of US dollars, got \`${text}\``);
+  if (!Number.isFinite(value))
+    throw new UsageError(`${what} must be a number of US dollars, got \`${text}\``);
   if (value === 0 && !opts.allowZero) throw new UsageError(`${what} must not be zero`);
   if (value < 0 && !opts.allowNegative) throw new UsageError(`${what} must be positive`);
   return value;
@@ -62,7 +69,8 @@ export function parseUsdAmount(text: string, what: string, opts: { allowNegative
 
 export function parsePositiveInt(text: string, what: string): number {
   const value = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value < 1) throw new UsageError(`${what} must be a positive integer, got \`${text}\``);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new UsageError(`${what} must be a positive integer, got \`${text}\``);
   return value;
 }
 

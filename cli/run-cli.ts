@@ -64,7 +64,13 @@ Configuration comes from the environment, as for the service: MONGODB_URI, MONGO
 Exit codes: 0 ok, 1 the operation failed, 2 usage error.`;
 
 // In USAGE's order: an unknown subcommand lists its group's subcommands in this order.
-const COMMANDS: Command[] = [...accountCommands, ...keyCommands, ...creditCommands, ...workflowCommands, ...runCommands];
+const COMMANDS: Command[] = [
+  ...accountCommands,
+  ...keyCommands,
+  ...creditCommands,
+  ...workflowCommands,
+  ...runCommands,
+];
 
 // parseArgs takes `-5` for an option; negative amounts (`credits add acct_x -5`) are hidden from it.
 const NEGATIVE = /^-\d+(\.\d+)?$/;
@@ -109,7 +115,9 @@ export async function runCli(argv: string[], deps: CliDeps): Promise<number> {
 function commandUsage(command: Command): string {
   const prefix = `  ${command.words.join(' ')} `;
   const line = USAGE.split('\n').find((l) => l.startsWith(prefix));
-  const synopsis = line ? line.trim().split(/\s{2,}/)[0] : [...command.words, ...command.args].join(' ');
+  const synopsis = line
+    ? line.trim().split(/\s{2,}/)[0]
+    : [...command.words, ...command.args].join(' ');
   return `Usage: npm run cli -- ${synopsis}`;
 }
 
@@ -132,14 +140,23 @@ function parse(argv: string[]): { positionals: string[]; values: CliOptionValues
   return { positionals: parsed.positionals.map(unmask), values, help: values.help === true };
 }
 
-function resolve(positionals: string[], values: CliOptionValues, deps: CliDeps): { command: Command; ctx: CommandContext } {
+function resolve(
+  positionals: string[],
+  values: CliOptionValues,
+  deps: CliDeps,
+): { command: Command; ctx: CommandContext } {
   if (positionals.length === 0) throw new UsageError('no command given');
   const command = COMMANDS.find((c) => c.words.every((w, i) => positionals[i] === w));
   if (!command) {
     const group = COMMANDS.filter((c) => c.words[0] === positionals[0] && c.words.length > 1);
     if (group.length > 0) {
-      const given = positionals[1] === undefined ? 'no subcommand given' : `unknown subcommand \`${positionals[1]}\``;
-      throw new UsageError(`${positionals[0]}: ${given} (one of: ${group.map((c) => c.words[1]).join(', ')})`);
+      const given =
+        positionals[1] === undefined
+          ? 'no subcommand given'
+          : `unknown subcommand \`${positionals[1]}\``;
+      throw new UsageError(
+        `${positionals[0]}: ${given} (one of: ${group.map((c) => c.words[1]).join(', ')})`,
+      );
     }
     throw new UsageError(`unknown command \`${positionals[0]}\``);
   }
@@ -162,7 +179,10 @@ function resolve(positionals: string[], values: CliOptionValues, deps: CliDeps):
     connected ??= typeof source === 'function' ? source() : Promise.resolve(source);
     return connected;
   };
-  return { command, ctx: { args, values, json: values.json === true, collections, out: deps.out, err: deps.err } };
+  return {
+    command,
+    ctx: { args, values, json: values.json === true, collections, out: deps.out, err: deps.err },
+  };
 }
 
 /** Prints a failure without a stack trace; a publishing error lists every problem. */

@@ -16,7 +16,11 @@ async function main(): Promise<number> {
       err,
       collections: async () => {
         const config = loadConfig(process.env);
-        store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-cli' });
+        store = await connectStore({
+          uri: config.mongo.uri,
+          dbName: config.mongo.dbName,
+          appName: 'wrs-cli',
+        });
         return store.collections;
       },
     });

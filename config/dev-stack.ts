@@ -39,7 +39,10 @@ export interface DevStackConfig {
 }
 
 /** Parses the dev stack's variables; throws one readable error naming every bad one. */
-export function loadDevStackConfig(env: Record<string, string | undefined>, repoRoot: string): DevStackConfig {
+export function loadDevStackConfig(
+  env: Record<string, string | undefined>,
+  repoRoot: string,
+): DevStackConfig {
   const parsed = DevStackEnvSchema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
@@ -55,11 +58,17 @@ export function loadDevStackConfig(env: Record<string, string | undefined>, repo
           server: { name: 'the Temporal server', port: e.TEMPORAL_PORT, variable: 'TEMPORAL_PORT' },
           ui: { name: 'the Temporal UI', port: e.TEMPORAL_UI_PORT, variable: 'TEMPORAL_UI_PORT' },
         },
-    mongo: e.MONGODB_URI ? null : { name: 'FerretDB (MongoDB)', port: e.MONGO_PORT, variable: 'MONGO_PORT' },
+    mongo: e.MONGODB_URI
+      ? null
+      : { name: 'FerretDB (MongoDB)', port: e.MONGO_PORT, variable: 'MONGO_PORT' },
   };
 }
 
 /** The ports this configuration binds, in start order. */
 export function devPorts(c: DevStackConfig): DevPort[] {
-  return [...(c.temporal ? [c.temporal.server, c.temporal.ui] : []), ...(c.mongo ? [c.mongo] : []), c.api];
+  return [
+    ...(c.temporal ? [c.temporal.server, c.temporal.ui] : []),
+    ...(c.mongo ? [c.mongo] : []),
+    c.api,
+  ];
 }

@@ -134,13 +134,25 @@ export interface PayloadKey {
 /** Parses PAYLOAD_KEYS (`id:base64key,...`, each key 32 bytes, ids unique), keeping the order: the last encrypts. */
 function parsePayloadKeys(text: string, ctx: z.RefinementCtx): PayloadKey[] {
   const keys: PayloadKey[] = [];
-  for (const entry of text.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const colon = entry.indexOf(':');
     const id = entry.slice(0, colon);
     const key = Buffer.from(entry.slice(colon + 1), 'base64');
-    if (colon < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(id)) ctx.addIssue({ code: 'custom', message: `each entry is id:base64key (id of letters, digits, . _ -), got '${id || entry.slice(0, 8)}…'` });
-    else if (key.length !== 32) ctx.addIssue({ code: 'custom', message: `key '${id}' is ${key.length} bytes, AES-256 needs 32 (openssl rand -base64 32)` });
-    else if (keys.some((k) => k.id === id)) ctx.addIssue({ code: 'custom', message: `key id '${id}' appears twice` });
+    if (colon < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(id))
+      ctx.addIssue({
+        code: 'custom',
+        message: `each entry is id:base64key (id of letters, digits, . _ -), got '${id || entry.slice(0, 8)}…'`,
+      });
+    else if (key.length !== 32)
+      ctx.addIssue({
+        code: 'custom',
+        message: `key '${id}' is ${key.length} bytes, AES-256 needs 32 (openssl rand -base64 32)`,
+      });
+    else if (keys.some((k) => k.id === id))
+      ctx.addIssue({ code: 'custom', message: `key id '${id}' appears twice` });
     else keys.push({ id, key });
   }
   return keys;
@@ -219,7 +231,12 @@ export interface Config {
   retention: { days: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   /** A worker in its own process serves /metrics here (the API serves its own). */
-  worker: { metricsPort?: number; sdkMetricsPort?: number; shutdownGraceMs: number; workflowBundlePath?: string };
+  worker: {
+    metricsPort?: number;
+    sdkMetricsPort?: number;
+    shutdownGraceMs: number;
+    workflowBundlePath?: string;
+  };
   /** D32: encryption of every Temporal payload, and the codec server operators decode them through. */
   codec: {
     /** False only for measurements (PAYLOAD_ENCRYPTION=false): no codec, plaintext payloads. */
@@ -240,7 +257,9 @@ export interface Config {
  * Issue 20: any variable X can instead be given as X_FILE, the path of a file holding its value
  * (Docker and Kubernetes secrets). Read once, here; one trailing newline is dropped. Setting both is an error.
  */
-export function resolveFileVariables(env: Record<string, string | undefined>): Record<string, string | undefined> {
+export function resolveFileVariables(
+  env: Record<string, string | undefined>,
+): Record<string, string | undefined> {
   const resolved = { ...env };
   const problems: string[] = [];
   for (const name of Object.keys(EnvSchema.shape)) {
@@ -253,7 +272,9 @@ export function resolveFileVariables(env: Record<string, string | undefined>): R
     try {
       resolved[name] = fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
     } catch (err) {
-      problems.push(`  ${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      problems.push(
+        `  ${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      );
     }
   }
   if (problems.length) throw new Error(`Invalid configuration:\n${problems.join('\n')}`);
@@ -272,17 +293,29 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new Error('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE go together');
   }
   if (Boolean(e.TEMPORAL_TLS_CERT_FILE) !== Boolean(e.TEMPORAL_TLS_KEY_FILE)) {
-    throw new Error('Invalid configuration:\n  TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together');
+    throw new Error(
+      'Invalid configuration:\n  TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together',
+    );
   }
   if (e.NODE_ENV === 'production' && !e.FILE_URL_SECRET) {
     // D19: links signed by one process must verify in every other; a per-database default is for development only.
-    throw new Error('Invalid configuration:\n  FILE_URL_SECRET is required when NODE_ENV=production (at least 32 random characters)');
+    throw new Error(
+      'Invalid configuration:\n  FILE_URL_SECRET is required when NODE_ENV=production (at least 32 random characters)',
+    );
   }
-  const temporalAddresses = e.TEMPORAL_ADDRESS.split(',').map((a) => a.trim()).filter(Boolean);
-  if (!temporalAddresses.length) throw new Error('Invalid configuration:\n  TEMPORAL_ADDRESS: names no address');
-  if (e.NODE_ENV === 'production' && (e.PAYLOAD_KEYS.length === 0 || e.PAYLOAD_ENCRYPTION === 'false')) {
+  const temporalAddresses = e.TEMPORAL_ADDRESS.split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+  if (!temporalAddresses.length)
+    throw new Error('Invalid configuration:\n  TEMPORAL_ADDRESS: names no address');
+  if (
+    e.NODE_ENV === 'production' &&
+    (e.PAYLOAD_KEYS.length === 0 || e.PAYLOAD_ENCRYPTION === 'false')
+  ) {
     // D32: every process must encrypt with the same key; a per-database default is for development only.
-    throw new Error('Invalid configuration:\n  PAYLOAD_KEYS is required, and PAYLOAD_ENCRYPTION cannot be false, when NODE_ENV=production (see docs/deploy.md)');
+    throw new Error(
+      'Invalid configuration:\n  PAYLOAD_KEYS is required, and PAYLOAD_ENCRYPTION cannot be false, when NODE_ENV=production (see docs/deploy.md)',
+    );
   }
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
   if (e.OPENAI_BASE_URL && !providers.openai) {
@@ -293,13 +326,23 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       host: e.API_HOST,
       port: e.API_PORT,
       publicBaseUrl: e.PUBLIC_BASE_URL,
-      tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
+      tls:
+        e.TLS_CERT_FILE && e.TLS_KEY_FILE
+          ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE }
+          : undefined,
       maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
       maxJsonDepth: e.MAX_JSON_DEPTH,
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
       finishedRunCacheMs: e.FINISHED_RUN_CACHE_MS,
-      stream: { pollMs: e.STREAM_POLL_MS, keepaliveMs: e.STREAM_KEEPALIVE_MS, maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES },
-      rateLimits: { startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE, requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE },
+      stream: {
+        pollMs: e.STREAM_POLL_MS,
+        keepaliveMs: e.STREAM_KEEPALIVE_MS,
+        maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES,
+      },
+      rateLimits: {
+        startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE,
+        requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,
+      },
     },
     temporal: {
       address: temporalAddresses[0],
@@ -336,25 +379,40 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       fetchTimeoutMs: e.FILE_FETCH_TIMEOUT_MS,
       allowHttpUrls: e.ALLOW_HTTP_URLS,
       allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
-      allowPrivateHosts: e.ALLOW_PRIVATE_HOSTS.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      allowPrivateHosts: e.ALLOW_PRIVATE_HOSTS.split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
     },
     predictions: { pollMs: e.MODEL_POLL_MS },
-    webhooks: { allowHttp: e.WEBHOOK_ALLOW_HTTP, allowPrivateNetwork: e.WEBHOOK_ALLOW_PRIVATE_NETWORK, timeoutMs: e.WEBHOOK_TIMEOUT_MS },
+    webhooks: {
+      allowHttp: e.WEBHOOK_ALLOW_HTTP,
+      allowPrivateNetwork: e.WEBHOOK_ALLOW_PRIVATE_NETWORK,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    },
     retention: { days: e.RETENTION_DAYS },
     logLevel: e.LOG_LEVEL,
-    worker: { metricsPort: e.WORKER_METRICS_PORT, sdkMetricsPort: e.WORKER_SDK_METRICS_PORT, shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS, workflowBundlePath: e.WORKFLOW_BUNDLE_PATH },
+    worker: {
+      metricsPort: e.WORKER_METRICS_PORT,
+      sdkMetricsPort: e.WORKER_SDK_METRICS_PORT,
+      shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
+      workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
+    },
     codec: {
       enabled: e.PAYLOAD_ENCRYPTION === 'true',
       keys: e.PAYLOAD_KEYS,
       token: e.CODEC_TOKEN,
-      corsOrigins: e.CODEC_CORS_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
+      corsOrigins: e.CODEC_CORS_ORIGINS.split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
     },
   };
 }
 
 /** TLS settings of the Temporal connection: on when asked for, or implied by a CA, a client certificate or an API key. */
 function temporalTls(e: z.infer<typeof EnvSchema>): Config['temporal']['tls'] {
-  const on = e.TEMPORAL_TLS || Boolean(e.TEMPORAL_TLS_CA_FILE || e.TEMPORAL_TLS_CERT_FILE || e.TEMPORAL_API_KEY);
+  const on =
+    e.TEMPORAL_TLS ||
+    Boolean(e.TEMPORAL_TLS_CA_FILE || e.TEMPORAL_TLS_CERT_FILE || e.TEMPORAL_API_KEY);
   if (!on) return undefined;
   return {
     caFile: e.TEMPORAL_TLS_CA_FILE,

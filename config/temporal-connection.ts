@@ -18,7 +18,10 @@ export interface TemporalConnectOptions {
 }
 
 /** Connection options for one frontend `address`; certificate files are read now (restart to pick up renewed ones). */
-export function temporalConnectOptions(temporal: Config['temporal'], address = temporal.address): TemporalConnectOptions {
+export function temporalConnectOptions(
+  temporal: Config['temporal'],
+  address = temporal.address,
+): TemporalConnectOptions {
   const { tls, apiKey } = temporal;
   return {
     address,
@@ -26,7 +29,13 @@ export function temporalConnectOptions(temporal: Config['temporal'], address = t
       tls: {
         ...(tls.serverName && { serverNameOverride: tls.serverName }),
         ...(tls.caFile && { serverRootCACertificate: fs.readFileSync(tls.caFile) }),
-        ...(tls.certFile && tls.keyFile && { clientCertPair: { crt: fs.readFileSync(tls.certFile), key: fs.readFileSync(tls.keyFile) } }),
+        ...(tls.certFile &&
+          tls.keyFile && {
+            clientCertPair: {
+              crt: fs.readFileSync(tls.certFile),
+              key: fs.readFileSync(tls.keyFile),
+            },
+          }),
       },
     }),
     // Temporal Cloud routes an API-key call by this header (its docs ask for it with API keys).
@@ -38,7 +47,10 @@ export function temporalConnectOptions(temporal: Config['temporal'], address = t
  * Connects to the first frontend of TEMPORAL_ADDRESS that answers, in order; throws the last failure.
  * One address (a load balancer or a DNS name over all frontends) is the usual production setup.
  */
-export async function connectFirst<T>(temporal: Config['temporal'], connect: (options: TemporalConnectOptions) => Promise<T>): Promise<T> {
+export async function connectFirst<T>(
+  temporal: Config['temporal'],
+  connect: (options: TemporalConnectOptions) => Promise<T>,
+): Promise<T> {
   let lastError: unknown;
   for (const address of temporal.addresses) {
     try {

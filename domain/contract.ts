@@ -39,7 +39,11 @@ export function deriveContract(graph: WorkflowDocument): Contract {
       if (node.description !== undefined) input.description = node.description;
       contract.inputs.push(input);
     } else if (node.type === 'user_result') {
-      contract.outputs.push({ key: normalizeLabel(node.label), label: node.label, node_id: node.id });
+      contract.outputs.push({
+        key: normalizeLabel(node.label),
+        label: node.label,
+        node_id: node.id,
+      });
     }
   }
   return contract;

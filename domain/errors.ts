@@ -56,8 +56,13 @@ export class InvalidInputsError extends InvalidRequestError {
 }
 
 export class AuthenticationError extends ApiError {
-  constructor(message = 'Missing or invalid API key. Send it as `Authorization: Bearer <API_KEY>`.') {
-    super(401, 'authentication_error', message, { code: 'invalid_api_key', headers: { 'WWW-Authenticate': 'Bearer' } });
+  constructor(
+    message = 'Missing or invalid API key. Send it as `Authorization: Bearer <API_KEY>`.',
+  ) {
+    super(401, 'authentication_error', message, {
+      code: 'invalid_api_key',
+      headers: { 'WWW-Authenticate': 'Bearer' },
+    });
   }
 }
 
@@ -82,7 +87,10 @@ export class RateLimitError extends ApiError {
 /** Temporal or MongoDB cannot be reached right now: retry later (issue 8: never a hang). */
 export class ServiceUnavailableError extends ApiError {
   constructor(message = 'The service is temporarily unavailable. Retry shortly.') {
-    super(503, 'server_error', message, { code: 'service_unavailable', headers: { 'Retry-After': '2' } });
+    super(503, 'server_error', message, {
+      code: 'service_unavailable',
+      headers: { 'Retry-After': '2' },
+    });
   }
 
   override get expose(): boolean {

@@ -3,7 +3,6 @@
 import { z } from 'zod';
 import { placeholders } from './templates';
 
-
 export const NODE_TYPES = [
   'user_input',
   'user_result',
@@ -43,7 +42,11 @@ const template = (what: string, nonEmpty = false) =>
 // builders keep their own data (canvas positions ...) under `meta`.
 const base = {
   id: nodeId.meta({ description: 'Unique inside the workflow; edges refer to it.' }),
-  name: z.string().max(200).optional().meta({ description: 'Display name, not used by the service.' }),
+  name: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({ description: 'Display name, not used by the service.' }),
   meta: z
     .record(z.string(), z.unknown())
     .optional()
@@ -57,7 +60,10 @@ export const UserInputNodeSchema = z
     label,
     input_type: z.enum(INPUT_TYPES),
     required: z.boolean().default(true),
-    default: z.unknown().optional().meta({ description: 'Used when the caller leaves the input out.' }),
+    default: z
+      .unknown()
+      .optional()
+      .meta({ description: 'Used when the caller leaves the input out.' }),
     description: z.string().max(2000).optional(),
   })
   .meta({ title: 'user_input', description: 'A named input of every run.' });
@@ -85,13 +91,19 @@ export const SelectNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('select'),
-    index: z.number().int().meta({ description: 'Position of the item; negative counts from the end.' }),
+    index: z
+      .number()
+      .int()
+      .meta({ description: 'Position of the item; negative counts from the end.' }),
   })
   .meta({ title: 'select', description: 'The one item at `index` of its input list.' });
 
 export const JoinNodeSchema = z
   .strictObject({ ...base, type: z.literal('join'), separator: z.string().default('\n') })
-  .meta({ title: 'join', description: 'One item: texts joined with `separator`, other parts concatenated.' });
+  .meta({
+    title: 'join',
+    description: 'One item: texts joined with `separator`, other parts concatenated.',
+  });
 
 export const LlmNodeSchema = z
   .strictObject({
@@ -104,10 +116,9 @@ export const LlmNodeSchema = z
     temperature: z.number().min(0).max(2).optional(),
     max_tokens: z.number().int().positive().optional(),
     output: z.enum(['text', 'json', 'list']).default('text'),
-    json_schema: z
-      .record(z.string(), z.unknown())
-      .optional()
-      .meta({ description: '`json`: schema of the answer. `list`: schema of one element (default: string).' }),
+    json_schema: z.record(z.string(), z.unknown()).optional().meta({
+      description: '`json`: schema of the answer. `list`: schema of one element (default: string).',
+    }),
   })
   .meta({ title: 'llm', description: 'A chat completion per iteration.' });
 
@@ -121,14 +132,21 @@ export const ImageGenerationNodeSchema = z
     size: z.string().min(1).optional().meta({ description: 'For example `1024x1024`.' }),
     n: z.number().int().min(1).max(10).default(1),
   })
-  .meta({ title: 'image_generation', description: 'One item holding `n` image parts per iteration.' });
+  .meta({
+    title: 'image_generation',
+    description: 'One item holding `n` image parts per iteration.',
+  });
 
 export const ModelNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('model'),
     provider: z.string().min(1).default('replicate'),
-    model: z.string().min(1).optional().meta({ description: '`owner/name`; exactly one of `model`, `version`.' }),
+    model: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: '`owner/name`; exactly one of `model`, `version`.' }),
     version: z.string().min(1).optional().meta({ description: 'A model version id.' }),
     input: z
       .record(z.string(), z.unknown())
@@ -136,9 +154,17 @@ export const ModelNodeSchema = z
   })
   .superRefine((n, ctx) => {
     if (n.model === undefined && n.version === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['model'], message: 'is required unless `version` is given' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['model'],
+        message: 'is required unless `version` is given',
+      });
     } else if (n.model !== undefined && n.version !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['version'], message: 'must not be given together with `model`' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['version'],
+        message: 'must not be given together with `model`',
+      });
     }
   })
   .meta({ title: 'model', description: 'A hosted-model prediction per iteration.' });
@@ -189,22 +215,25 @@ export const WorkflowDocumentSchema = z
       .string()
       .min(1)
       .max(64)
-      .regex(SLUG, { message: 'must be lower-case letters, digits and `-`, starting with a letter or digit' })
+      .regex(SLUG, {
+        message: 'must be lower-case letters, digits and `-`, starting with a letter or digit',
+      })
       .meta({ description: 'API slug; publishing an existing slug adds a version.' }),
     name: z.string().max(200).optional(),
     description: z.string().max(5000).optional(),
     public: z.boolean().optional().meta({ description: 'Other accounts may run it by id (D2).' }),
     meta: base.meta,
-    concurrency: z
-      .int()
-      .min(1)
-      .max(1000)
-      .optional()
-      .meta({ description: 'Provider calls a run of this workflow makes at once (default: the service\'s RUN_CONCURRENCY, capped by RUN_MAX_CONCURRENCY).' }),
+    concurrency: z.int().min(1).max(1000).optional().meta({
+      description:
+        "Provider calls a run of this workflow makes at once (default: the service's RUN_CONCURRENCY, capped by RUN_MAX_CONCURRENCY).",
+    }),
     nodes: z.array(NodeSchema).min(1).max(500),
     edges: z.array(EdgeSchema).max(2000),
   })
-  .meta({ title: 'Workflow document', description: 'A published workflow: nodes and the edges between them.' });
+  .meta({
+    title: 'Workflow document',
+    description: 'A published workflow: nodes and the edges between them.',
+  });
 
 /** A parsed workflow: defaults applied (`required`, `port`, `provider`, ...). */
 export type WorkflowDocument = z.infer<typeof WorkflowDocumentSchema>;
@@ -242,7 +271,8 @@ function union(...lists: string[][]): string[] {
 function placeholdersDeep(value: unknown): string[] {
   if (typeof value === 'string') return placeholders(value);
   if (Array.isArray(value)) return union(...value.map(placeholdersDeep));
-  if (value !== null && typeof value === 'object') return union(...Object.values(value).map(placeholdersDeep));
+  if (value !== null && typeof value === 'object')
+    return union(...Object.values(value).map(placeholdersDeep));
   return [];
 }
 

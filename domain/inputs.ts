@@ -4,10 +4,8 @@ import { inputValueProblem, isPlainObject } from './input-values';
 import { normalizeLabel } from './labels';
 import type { Problem } from './problems';
 
-
 export type InputsResult =
-  | { ok: true; values: Record<string, unknown> }
-  | { ok: false; problems: Problem[] };
+  { ok: true; values: Record<string, unknown> } | { ok: false; problems: Problem[] };
 
 const hasOwn = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k);
 

@@ -5,13 +5,26 @@ import { z } from 'zod';
 const url = z.string().min(1).meta({ format: 'uri', description: 'Direct link to a hosted file.' });
 const name = z.string().optional().meta({ description: 'File name, when known.' });
 // D19: files stored by this service know their sniffed type; the spec lists it for `file` parts, we add it to all three.
-const mimeType = z.string().optional().meta({ description: 'MIME type, sniffed from the bytes, when known.' });
+const mimeType = z
+  .string()
+  .optional()
+  .meta({ description: 'MIME type, sniffed from the bytes, when known.' });
 
 export const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 // z.unknown() inside an object is still a required key, so a json part always has `data`.
 export const JsonPartSchema = z.object({ type: z.literal('json'), data: z.unknown() });
-export const ImagePartSchema = z.object({ type: z.literal('image'), url, name, mime_type: mimeType });
-export const VideoPartSchema = z.object({ type: z.literal('video'), url, name, mime_type: mimeType });
+export const ImagePartSchema = z.object({
+  type: z.literal('image'),
+  url,
+  name,
+  mime_type: mimeType,
+});
+export const VideoPartSchema = z.object({
+  type: z.literal('video'),
+  url,
+  name,
+  mime_type: mimeType,
+});
 export const FilePartSchema = z.object({
   type: z.literal('file'),
   url,

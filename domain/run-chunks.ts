@@ -33,9 +33,15 @@ export interface ChunkedRecord {
 }
 
 /** A chunk as read back: compact item events, or (chunks stored by earlier versions) whole events. */
-export type StoredChunk = Pick<RunChunk, 'index' | 'output'> & { itemEvents?: string; events?: RunEvent[] };
+export type StoredChunk = Pick<RunChunk, 'index' | 'output'> & {
+  itemEvents?: string;
+  events?: RunEvent[];
+};
 
-type ItemEvent = Extract<RunEvent, { type: 'response.output_item.added' | 'response.output_item.done' }>;
+type ItemEvent = Extract<
+  RunEvent,
+  { type: 'response.output_item.added' | 'response.output_item.done' }
+>;
 
 /** Bytes of one item event in the JSON log, about: enough to tell a small run from a large one without serializing its log. */
 const ITEM_EVENT_BYTES = 150;
@@ -46,13 +52,20 @@ const ITEM_EVENT_BYTES = 150;
  * 100,000-row run, so it touches each item once and never serializes the whole log (Temporal
  * fails a workflow task that holds its thread for seconds).
  */
-export function splitFinal(final: RunFinal, maxBytes = CHUNK_BYTES): { final: RunFinal; chunks: RunChunk[] } {
+export function splitFinal(
+  final: RunFinal,
+  maxBytes = CHUNK_BYTES,
+): { final: RunFinal; chunks: RunChunk[] } {
   const inner = final.events.slice(1, -1);
   // Every event between the first and the last is an item event whose id RunState derived from the base.
-  const compactable = final.itemIdBase !== undefined && final.events.length >= 2 && inner.every(isItemEvent);
-  const items = Object.entries(final.output ?? {}).flatMap(([label, list]) => list.map((item) => ({ label, item, bytes: JSON.stringify(item).length + 1 })));
+  const compactable =
+    final.itemIdBase !== undefined && final.events.length >= 2 && inner.every(isItemEvent);
+  const items = Object.entries(final.output ?? {}).flatMap(([label, list]) =>
+    list.map((item) => ({ label, item, bytes: JSON.stringify(item).length + 1 })),
+  );
   const outputBytes = items.reduce((sum, entry) => sum + entry.bytes, 0);
-  if (!compactable || inner.length * ITEM_EVENT_BYTES + outputBytes <= maxBytes) return { final: { ...final, chunks: 0 }, chunks: [] };
+  if (!compactable || inner.length * ITEM_EVENT_BYTES + outputBytes <= maxBytes)
+    return { final: { ...final, chunks: 0 }, chunks: [] };
 
   const chunks: RunChunk[] = [];
   const codes: string[][] = [];
@@ -67,13 +80,18 @@ export function splitFinal(final: RunFinal, maxBytes = CHUNK_BYTES): { final: Ru
     return chunks.length - 1;
   };
   for (const event of inner as ItemEvent[]) {
-    const code = (event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0)).toString(36);
+    const code = (
+      event.output_index * 2 +
+      (event.type === 'response.output_item.done' ? 1 : 0)
+    ).toString(36);
     codes[room(code.length + 1)].push(code);
   }
-  for (const { label, item, bytes: needed } of items) (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
+  for (const { label, item, bytes: needed } of items)
+    (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
   chunks.forEach((chunk, i) => (chunk.itemEvents = codes[i].join(',')));
   // The record keeps every label, so a label with no items still shows.
-  const emptyOutput: RunOutput | null = final.output && Object.fromEntries(Object.keys(final.output).map((label) => [label, []]));
+  const emptyOutput: RunOutput | null =
+    final.output && Object.fromEntries(Object.keys(final.output).map((label) => [label, []]));
   const kept = [final.events[0], final.events.at(-1)!];
   return { final: { ...final, events: kept, output: emptyOutput, chunks: chunks.length }, chunks };
 }
@@ -86,12 +104,17 @@ function isItemEvent(event: RunEvent): boolean {
 export function joinChunks<T extends ChunkedRecord>(record: T, chunks: readonly StoredChunk[]): T {
   const kept = record.events ?? [];
   const events: RunEvent[] = kept.slice(0, 1);
-  const output: RunOutput | null = record.output && Object.fromEntries(Object.entries(record.output).map(([label, items]) => [label, [...items]]));
+  const output: RunOutput | null =
+    record.output &&
+    Object.fromEntries(Object.entries(record.output).map(([label, items]) => [label, [...items]]));
   const sorted = [...chunks].sort((a, b) => a.index - b.index);
   for (const chunk of sorted) {
     if (chunk.events) events.push(...chunk.events); // written before item events were compact: whole events
-    if (chunk.itemEvents) for (const code of chunk.itemEvents.split(',')) events.push(itemEvent(record.item_id_base!, parseInt(code, 36), events.length));
-    for (const [label, items] of Object.entries(chunk.output)) if (output) (output[label] ??= []).push(...items);
+    if (chunk.itemEvents)
+      for (const code of chunk.itemEvents.split(','))
+        events.push(itemEvent(record.item_id_base!, parseInt(code, 36), events.length));
+    for (const [label, items] of Object.entries(chunk.output))
+      if (output) (output[label] ??= []).push(...items);
   }
   for (const event of kept.slice(1)) events.push({ ...event, sequence_number: events.length });
   return { ...record, events, output };

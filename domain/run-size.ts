@@ -11,8 +11,15 @@ import { normalizeLabel } from './labels';
 export const MAX_ROWS = 100_000;
 
 /** The batch nodes whose rows are known at start and number more than MAX_ROWS, with their counts. */
-export function oversizedBatches(graph: WorkflowDocument, inputs: Record<string, unknown>): Array<{ nodeId: string; rows: number }> {
-  const inputKeyOf = new Map(graph.nodes.flatMap((n) => (n.type === 'user_input' ? [[n.id, normalizeLabel(n.label)] as const] : [])));
+export function oversizedBatches(
+  graph: WorkflowDocument,
+  inputs: Record<string, unknown>,
+): Array<{ nodeId: string; rows: number }> {
+  const inputKeyOf = new Map(
+    graph.nodes.flatMap((n) =>
+      n.type === 'user_input' ? [[n.id, normalizeLabel(n.label)] as const] : [],
+    ),
+  );
   const found: Array<{ nodeId: string; rows: number }> = [];
   for (const node of graph.nodes) {
     if (node.type !== 'batch') continue;

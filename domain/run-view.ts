@@ -26,31 +26,44 @@ export const WebhookStateSchema = z
   .object({
     status: z
       .enum(['pending', 'delivering', 'delivered', 'failed'])
-      .describe('`pending`: no attempt yet (the run has not ended, or its first attempt is on its way); `delivering`: attempts failed and are retried (24 h in all); `delivered`: a 2xx answer; `failed`: given up (refused address, a 4xx, or 24 h of failures).'),
+      .describe(
+        '`pending`: no attempt yet (the run has not ended, or its first attempt is on its way); `delivering`: attempts failed and are retried (24 h in all); `delivered`: a 2xx answer; `failed`: given up (refused address, a 4xx, or 24 h of failures).',
+      ),
     attempts: z.int().min(0).describe('Attempts made so far.'),
-    last_http_status: z.int().nullable().describe('HTTP status of the last answer; null when there was none (refused, unreachable, timed out).'),
-    last_error: z.string().nullable().describe('Why the last attempt failed, or why the delivery was given up; null after a success.'),
+    last_http_status: z
+      .int()
+      .nullable()
+      .describe(
+        'HTTP status of the last answer; null when there was none (refused, unreachable, timed out).',
+      ),
+    last_error: z
+      .string()
+      .nullable()
+      .describe(
+        'Why the last attempt failed, or why the delivery was given up; null after a success.',
+      ),
     updated_at: dateTime.nullable().describe('When the last attempt ended; null before the first.'),
   })
-  .describe('D20: the delivery of the run\'s webhook; null when the run has none.');
+  .describe("D20: the delivery of the run's webhook; null when the run has none.");
 export type WebhookState = z.infer<typeof WebhookStateSchema>;
 
-export const RunSchema = z
-  .object({
-    id: z.string(),
-    status: RunStatusSchema,
-    published_workflow_id: z.string().nullable(),
-    published_workflow_version_id: z.string().nullable(),
-    output: z
-      .record(z.string(), z.array(OutputItemSchema))
-      .nullable()
-      .describe('Always present. When `status` is `completed`: normalized result label → ordered items; `null` in every other status.'),
-    error: z.string().nullable(),
-    total_cost: z.number().nullable().describe('USD.'),
-    created_at: dateTime.nullable(),
-    completed_at: dateTime.nullable(),
-    webhook: WebhookStateSchema.nullable(),
-  });
+export const RunSchema = z.object({
+  id: z.string(),
+  status: RunStatusSchema,
+  published_workflow_id: z.string().nullable(),
+  published_workflow_version_id: z.string().nullable(),
+  output: z
+    .record(z.string(), z.array(OutputItemSchema))
+    .nullable()
+    .describe(
+      'Always present. When `status` is `completed`: normalized result label → ordered items; `null` in every other status.',
+    ),
+  error: z.string().nullable(),
+  total_cost: z.number().nullable().describe('USD.'),
+  created_at: dateTime.nullable(),
+  completed_at: dateTime.nullable(),
+  webhook: WebhookStateSchema.nullable(),
+});
 export type RunView = z.infer<typeof RunSchema>;
 
 /** The fields of a stored run record the view shows (store/documents.ts RunDoc has them all). */
@@ -80,7 +93,11 @@ export interface DeliverySource {
  * Renders a stored record, overlaid with a live snapshot when there is one, with the state of
  * its webhook delivery (D20) when it has a webhook (no delivery document yet: `pending`).
  */
-export function runView(doc: RunViewSource, live?: RunSnapshot, delivery?: DeliverySource | null): RunView {
+export function runView(
+  doc: RunViewSource,
+  live?: RunSnapshot,
+  delivery?: DeliverySource | null,
+): RunView {
   const status = live?.status ?? doc.status;
   const completedAtMs = live?.completed_at_ms ?? doc.completed_at?.getTime() ?? null;
   return {
@@ -99,7 +116,14 @@ export function runView(doc: RunViewSource, live?: RunSnapshot, delivery?: Deliv
 
 /** The caller's view of a delivery document: attempts that failed and go on are `delivering`. */
 export function webhookState(delivery: DeliverySource | null): WebhookState {
-  if (!delivery) return { status: 'pending', attempts: 0, last_http_status: null, last_error: null, updated_at: null };
+  if (!delivery)
+    return {
+      status: 'pending',
+      attempts: 0,
+      last_http_status: null,
+      last_error: null,
+      updated_at: null,
+    };
   return {
     status: delivery.status === 'pending' && delivery.attempts > 0 ? 'delivering' : delivery.status,
     attempts: delivery.attempts,
@@ -111,5 +135,7 @@ export function webhookState(delivery: DeliverySource | null): WebhookState {
 
 /** Whether a run's view can change no more: ended, and its webhook (if any) delivered or given up. */
 export function isSettled(view: RunView): boolean {
-  return view.webhook === null || view.webhook.status === 'delivered' || view.webhook.status === 'failed';
+  return (
+    view.webhook === null || view.webhook.status === 'delivered' || view.webhook.status === 'failed'
+  );
 }

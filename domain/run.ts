@@ -14,7 +14,11 @@ export function isTerminal(status: RunStatus): boolean {
 }
 
 /** The event types that end a run's log (spec "Events"): exactly one of them, always last. */
-export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set(['response.completed', 'response.failed', 'response.cancelled']);
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'response.completed',
+  'response.failed',
+  'response.cancelled',
+]);
 
 /** Is this the event that ends the log? */
 export function isTerminalEvent(event: { type: string }): boolean {
@@ -63,7 +67,13 @@ export type RunEvent = EventBase &
   (
     | {
         type: 'response.created';
-        response: { id: string; run_id: string; created_at: number; workflow_id: string; service_tier: null };
+        response: {
+          id: string;
+          run_id: string;
+          created_at: number;
+          workflow_id: string;
+          service_tier: null;
+        };
       }
     | ({ type: 'response.output_item.added' } & ItemEventBody)
     | ({ type: 'response.output_item.done' } & ItemEventBody)
@@ -140,12 +150,21 @@ export function failedEvent(sequenceNumber: number, message: string): RunEvent {
   return {
     type: 'response.failed',
     sequence_number: sequenceNumber,
-    response: { error: { code: null, message }, incomplete_details: { reason: 'error' }, usage: null, service_tier: null },
+    response: {
+      error: { code: null, message },
+      incomplete_details: { reason: 'error' },
+      usage: null,
+      service_tier: null,
+    },
   };
 }
 
 /** The `response.created` event, built the same way by the workflow (log entry 0) and the API (before a worker runs). */
-export function createdEvent(args: { runId: string; createdAtMs: number; publishedWorkflowId: string }): RunEvent {
+export function createdEvent(args: {
+  runId: string;
+  createdAtMs: number;
+  publishedWorkflowId: string;
+}): RunEvent {
   return {
     type: 'response.created',
     sequence_number: 0,

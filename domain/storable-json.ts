@@ -16,7 +16,8 @@ export function unstorableKeyReason(key: string): string | undefined {
   return undefined;
 }
 
-const NESTED_ARRAY = 'is an array directly inside an array, which the store cannot hold (wrap it in an object)';
+const NESTED_ARRAY =
+  'is an array directly inside an array, which the store cannot hold (wrap it in an object)';
 
 /** Where a value sits: its key and its parent's place (a linked list, so a deep walk copies no paths). */
 type Place = { key: PropertyKey; parent: Place | undefined } | undefined;
@@ -28,9 +29,14 @@ function pathOf(place: Place, at: readonly PropertyKey[]): PropertyKey[] {
 }
 
 /** Problems for every unstorable key or nested array inside `value` (at most `limit`), each at its path below `at`. */
-export function unstorableJsonProblems(value: unknown, at: readonly PropertyKey[] = [], limit = 20): Problem[] {
+export function unstorableJsonProblems(
+  value: unknown,
+  at: readonly PropertyKey[] = [],
+  limit = 20,
+): Problem[] {
   const problems: Problem[] = [];
-  const report = (place: Place, problem: string) => problems.push({ field: formatPath(pathOf(place, at)), problem }) >= limit;
+  const report = (place: Place, problem: string) =>
+    problems.push({ field: formatPath(pathOf(place, at)), problem }) >= limit;
   // Iterative: bodies nest up to the JSON depth limit, and a walk must not overflow the stack.
   const stack: Array<[unknown, Place]> = [[value, undefined]];
   while (stack.length > 0 && problems.length < limit) {
@@ -47,7 +53,8 @@ export function unstorableJsonProblems(value: unknown, at: readonly PropertyKey[
       for (const [key, child] of Object.entries(current)) {
         const reason = unstorableKeyReason(key);
         if (!reason) children.push([child, { key, parent: place }]);
-        else if (report({ key, parent: place }, `is a key the store cannot hold: it ${reason}`)) break;
+        else if (report({ key, parent: place }, `is a key the store cannot hold: it ${reason}`))
+          break;
       }
     }
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);

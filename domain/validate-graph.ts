@@ -19,10 +19,8 @@ import { unstorableJsonProblems } from './storable-json';
 import { placeholders } from './templates';
 import { zodIssuesToProblems } from './zod-problems';
 
-
 export type GraphValidation =
-  | { ok: true; graph: WorkflowDocument; contract: Contract }
-  | { ok: false; problems: Problem[] };
+  { ok: true; graph: WorkflowDocument; contract: Contract } | { ok: false; problems: Problem[] };
 
 type At<T> = { index: number; value: T };
 
@@ -43,7 +41,8 @@ export function validateGraph(doc: unknown): GraphValidation {
       nodes,
     );
     problems.push(...storeProblems);
-    if (problems.length === 0) return { ok: true, graph: parsed.data, contract: deriveContract(parsed.data) };
+    if (problems.length === 0)
+      return { ok: true, graph: parsed.data, contract: deriveContract(parsed.data) };
     return { ok: false, problems };
   }
 
@@ -52,7 +51,9 @@ export function validateGraph(doc: unknown): GraphValidation {
   if (isPlainObject(doc) && Array.isArray(doc.nodes)) {
     const rawNodes: unknown[] = doc.nodes;
     const rawEdges: unknown[] = Array.isArray(doc.edges) ? doc.edges : [];
-    problems.push(...graphProblems(parseEach(rawNodes, NodeSchema), parseEach(rawEdges, EdgeSchema), rawNodes));
+    problems.push(
+      ...graphProblems(parseEach(rawNodes, NodeSchema), parseEach(rawEdges, EdgeSchema), rawNodes),
+    );
   }
   return { ok: false, problems };
 }
@@ -62,7 +63,10 @@ export function describeGraphProblems(problems: readonly Problem[]): string {
   return describeProblems(problems, 'Invalid workflow');
 }
 
-function parseEach<T>(raw: unknown[], schema: { safeParse(v: unknown): { success: boolean; data?: T } }): At<T>[] {
+function parseEach<T>(
+  raw: unknown[],
+  schema: { safeParse(v: unknown): { success: boolean; data?: T } },
+): At<T>[] {
   const out: At<T>[] = [];
   raw.forEach((item, index) => {
     const r = schema.safeParse(item);
@@ -79,7 +83,11 @@ function rawField(raw: unknown, key: string): unknown {
  * `nodes`/`edges` are the entries that parsed; `rawNodes` are all entries, so that an edge
  * to a node with a shape error is not also reported as pointing at nothing.
  */
-function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes: readonly unknown[]): Problem[] {
+function graphProblems(
+  nodes: At<GraphNode>[],
+  edges: At<GraphEdge>[],
+  rawNodes: readonly unknown[],
+): Problem[] {
   const problems: Problem[] = [];
   const add = (field: string, problem: string) => problems.push({ field, problem });
 
@@ -90,7 +98,11 @@ function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes:
     if (typeof id !== 'string') return;
     const first = firstIndexOfId.get(id);
     if (first === undefined) firstIndexOfId.set(id, index);
-    else add(nodePath(index, 'id'), `repeats the id ${code(id)} of nodes[${first}] (node ids must be unique)`);
+    else
+      add(
+        nodePath(index, 'id'),
+        `repeats the id ${code(id)} of nodes[${first}] (node ids must be unique)`,
+      );
   });
   const byId = new Map<string, At<GraphNode>>();
   for (const n of nodes) if (firstIndexOfId.get(n.value.id) === n.index) byId.set(n.value.id, n);
@@ -101,11 +113,15 @@ function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes:
   const links: At<GraphEdge>[] = []; // edges between parsed nodes, for the cycle check
   for (const { index, value: edge } of edges) {
     for (const end of ['from', 'to'] as const) {
-      if (!firstIndexOfId.has(edge[end])) add(edgePath(index, end), `is ${code(edge[end])}, which is not a node id`);
+      if (!firstIndexOfId.has(edge[end]))
+        add(edgePath(index, end), `is ${code(edge[end])}, which is not a node id`);
     }
     const source = byId.get(edge.from)?.value;
     if (source?.type === 'user_result') {
-      add(edgePath(index, 'from'), `is the user_result node ${code(source.id)}, which has no output`);
+      add(
+        edgePath(index, 'from'),
+        `is the user_result node ${code(source.id)}, which has no output`,
+      );
     }
     if (!firstIndexOfId.has(edge.to)) continue;
     incoming.set(edge.to, (incoming.get(edge.to) ?? 0) + 1);
@@ -114,31 +130,51 @@ function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes:
     if (source !== undefined) links.push({ index, value: edge });
 
     if (target.type === 'user_input') {
-      add(edgePath(index, 'to'), `is the user_input node ${code(target.id)}, which takes no incoming edges`);
+      add(
+        edgePath(index, 'to'),
+        `is the user_input node ${code(target.id)}, which takes no incoming edges`,
+      );
       continue;
     }
     const ports = inputPorts(target);
     if (!ports.includes(edge.port)) {
-      const accepted = ports.length === 0 ? 'which has no input ports' : `whose ports are ${ports.map(code).join(', ')}`;
-      add(edgePath(index, 'port'), `${code(edge.port)} is not an input port of node ${code(target.id)} (${target.type}), ${accepted}`);
+      const accepted =
+        ports.length === 0
+          ? 'which has no input ports'
+          : `whose ports are ${ports.map(code).join(', ')}`;
+      add(
+        edgePath(index, 'port'),
+        `${code(edge.port)} is not an input port of node ${code(target.id)} (${target.type}), ${accepted}`,
+      );
       continue;
     }
     if (target.type === 'user_result') continue; // counted below as "exactly one incoming edge"
     const slot = `${edge.to}\u0000${edge.port}`;
     const first = fed.get(slot);
     if (first === undefined) fed.set(slot, index);
-    else add(edgePath(index), `feeds port ${code(edge.port)} of node ${code(edge.to)}, which edges[${first}] already feeds (a port takes one edge)`);
+    else
+      add(
+        edgePath(index),
+        `feeds port ${code(edge.port)} of node ${code(edge.to)}, which edges[${first}] already feeds (a port takes one edge)`,
+      );
   }
 
   // Nodes.
-  const labelOwners = { user_input: new Map<string, At<GraphNode>>(), user_result: new Map<string, At<GraphNode>>() };
+  const labelOwners = {
+    user_input: new Map<string, At<GraphNode>>(),
+    user_result: new Map<string, At<GraphNode>>(),
+  };
   for (const at of nodes) {
     const { index, value: node } = at;
     if (byId.get(node.id) !== at) continue; // duplicate id, reported above
 
     if (node.type === 'user_result') {
       const n = incoming.get(node.id) ?? 0;
-      if (n !== 1) add(nodePath(index), `is the user_result ${JSON.stringify(node.label)} with ${n} incoming edges (it needs exactly one)`);
+      if (n !== 1)
+        add(
+          nodePath(index),
+          `is the user_result ${JSON.stringify(node.label)} with ${n} incoming edges (it needs exactly one)`,
+        );
     } else {
       for (const port of requiredPorts(node)) {
         if (fed.has(`${node.id}\u0000${port}`)) continue;
@@ -149,7 +185,10 @@ function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes:
     if (node.type === 'user_input' || node.type === 'user_result') {
       const key = normalizeLabel(node.label);
       if (key === '') {
-        add(nodePath(index, 'label'), `${JSON.stringify(node.label)} of node ${code(node.id)} normalizes to an empty key (a label needs a letter or digit)`);
+        add(
+          nodePath(index, 'label'),
+          `${JSON.stringify(node.label)} of node ${code(node.id)} normalizes to an empty key (a label needs a letter or digit)`,
+        );
       } else {
         const owners = labelOwners[node.type];
         const first = owners.get(key);
@@ -167,7 +206,8 @@ function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes:
 
     if (node.type === 'user_input' && node.default !== undefined) {
       const problem = inputValueProblem(node.input_type, node.default);
-      if (problem !== undefined) add(nodePath(index, 'default'), `${problem} (input_type ${code(node.input_type)})`);
+      if (problem !== undefined)
+        add(nodePath(index, 'default'), `${problem} (input_type ${code(node.input_type)})`);
     }
   }
 
@@ -176,7 +216,12 @@ function graphProblems(nodes: At<GraphNode>[], edges: At<GraphEdge>[], rawNodes:
     add('nodes', 'contain no user_result node (a workflow needs at least one to have output)');
   }
 
-  problems.push(...cycleProblems([...byId.values()].map((n) => n.value), links));
+  problems.push(
+    ...cycleProblems(
+      [...byId.values()].map((n) => n.value),
+      links,
+    ),
+  );
   return problems;
 }
 
@@ -255,7 +300,9 @@ function cycleProblems(nodes: GraphNode[], links: At<GraphEdge>[]): Problem[] {
   const found: { closing: number; problem: string }[] = [];
   for (const component of components) {
     const members = new Set(component);
-    const selfLoop = component.length === 1 && (out.get(component[0]) ?? []).some((l) => l.value.to === component[0]);
+    const selfLoop =
+      component.length === 1 &&
+      (out.get(component[0]) ?? []).some((l) => l.value.to === component[0]);
     if (component.length === 1 && !selfLoop) continue;
     component.sort((a, b) => position.get(a)! - position.get(b)!);
     const { path, closing } = shortestCycle(component[0], members, out);
@@ -266,7 +313,9 @@ function cycleProblems(nodes: GraphNode[], links: At<GraphEdge>[]): Problem[] {
         : `closes the cycle ${walk} (a workflow must be acyclic, and nodes ${component.map(code).join(', ')} are all on cycles)`;
     found.push({ closing, problem });
   }
-  return found.sort((a, b) => a.closing - b.closing).map((c) => ({ field: edgePath(c.closing), problem: c.problem }));
+  return found
+    .sort((a, b) => a.closing - b.closing)
+    .map((c) => ({ field: edgePath(c.closing), problem: c.problem }));
 }
 
 /** Breadth-first search from `start` back to itself inside one component. */
@@ -292,5 +341,7 @@ function shortestCycle(
       }
     }
   }
-  throw new Error('unreachable: a strongly connected component always has a cycle through its first node');
+  throw new Error(
+    'unreachable: a strongly connected component always has a cycle through its first node',
+  );
 }

@@ -34,7 +34,11 @@ const EXPECTED: Record<string, string> = {
   record: 'an object',
 };
 
-function bound(issue: { origin: string; inclusive?: boolean }, n: number | bigint, small: boolean): string {
+function bound(
+  issue: { origin: string; inclusive?: boolean },
+  n: number | bigint,
+  small: boolean,
+): string {
   const limit = Number(n);
   switch (issue.origin) {
     case 'string':
@@ -57,9 +61,12 @@ function describe(issue: Issue): string {
       return `must be ${EXPECTED[issue.expected] ?? issue.expected}, not ${kindOf(issue.input)}`;
     case 'invalid_union':
       if ('discriminator' in issue && issue.discriminator !== undefined) {
-        const options = ((issue as { options?: unknown[] }).options ?? []).map((o) => code(String(o)));
+        const options = ((issue as { options?: unknown[] }).options ?? []).map((o) =>
+          code(String(o)),
+        );
         const given = (issue.input as Record<string, unknown> | undefined)?.[issue.discriminator];
-        const head = given === undefined ? 'is required' : `${code(String(given))} is not a known type`;
+        const head =
+          given === undefined ? 'is required' : `${code(String(given))} is not a known type`;
         return `${head} (one of ${options.join(', ')})`;
       }
       return 'matches none of the allowed forms';
@@ -101,7 +108,8 @@ export function zodIssuesToProblems(issues: readonly z.core.$ZodIssue[]): Proble
             : issue.path[0] === 'edges' && issue.path.length === 2
               ? 'an edge'
               : 'this object';
-      for (const key of issue.keys) add(formatPath([...issue.path, key]), `is not a field of ${owner}`);
+      for (const key of issue.keys)
+        add(formatPath([...issue.path, key]), `is not a field of ${owner}`);
     } else {
       add(formatPath(issue.path), describe(issue));
     }

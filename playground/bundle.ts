@@ -57,6 +57,8 @@ export async function buildPlayground(): Promise<PlaygroundBundle> {
   };
   const script = name('app', 'js', js, 'text/javascript; charset=utf-8');
   const style = name('app', 'css', css, 'text/css; charset=utf-8');
-  const html = readFileSync(path.join(dir, 'index.html'), 'utf8').replace('{{script}}', `/playground/${script}`).replace('{{style}}', `/playground/${style}`);
+  const html = readFileSync(path.join(dir, 'index.html'), 'utf8')
+    .replace('{{script}}', `/playground/${script}`)
+    .replace('{{style}}', `/playground/${style}`);
   return { html, etag: `"${hashOf(html).slice(0, 27)}"`, assets };
 }

@@ -22,17 +22,32 @@ export function newWebhookSecret(): string {
 }
 
 /** The account's webhook secret, made now for an account created before webhooks existed; null without such an account. */
-export async function webhookSecret(c: Pick<Collections, 'accounts'>, accountId: string): Promise<string | null> {
-  const account = await c.accounts.findOne({ _id: accountId }, { projection: { webhook_secret: 1 } });
+export async function webhookSecret(
+  c: Pick<Collections, 'accounts'>,
+  accountId: string,
+): Promise<string | null> {
+  const account = await c.accounts.findOne(
+    { _id: accountId },
+    { projection: { webhook_secret: 1 } },
+  );
   if (!account) return null;
   if (account.webhook_secret) return account.webhook_secret;
   // Guarded by absence, so of two concurrent first uses one secret wins and both read it back.
-  await c.accounts.updateOne({ _id: accountId, webhook_secret: { $exists: false } }, { $set: { webhook_secret: newWebhookSecret() } });
-  return (await c.accounts.findOne({ _id: accountId }, { projection: { webhook_secret: 1 } }))?.webhook_secret ?? null;
+  await c.accounts.updateOne(
+    { _id: accountId, webhook_secret: { $exists: false } },
+    { $set: { webhook_secret: newWebhookSecret() } },
+  );
+  return (
+    (await c.accounts.findOne({ _id: accountId }, { projection: { webhook_secret: 1 } }))
+      ?.webhook_secret ?? null
+  );
 }
 
 /** Replaces the account's webhook secret; deliveries signed from now on (retries included) use the new one. */
-export async function rotateWebhookSecret(c: Pick<Collections, 'accounts'>, accountId: string): Promise<string> {
+export async function rotateWebhookSecret(
+  c: Pick<Collections, 'accounts'>,
+  accountId: string,
+): Promise<string> {
   const secret = newWebhookSecret();
   const res = await c.accounts.updateOne({ _id: accountId }, { $set: { webhook_secret: secret } });
   if (res.matchedCount !== 1) throw new Error(`no account ${accountId}`);
@@ -40,7 +55,10 @@ export async function rotateWebhookSecret(c: Pick<Collections, 'accounts'>, acco
 }
 
 /** Creates an account with an opening balance (booked as a credit entry so the ledger explains every cent). */
-export async function createAccount(c: Collections, opts: { name: string; creditsUsd?: number }): Promise<AccountDoc> {
+export async function createAccount(
+  c: Collections,
+  opts: { name: string; creditsUsd?: number },
+): Promise<AccountDoc> {
   const account: AccountDoc = {
     _id: generateId('acct'),
     name: opts.name,
@@ -53,15 +71,31 @@ export async function createAccount(c: Collections, opts: { name: string; credit
 }
 
 /** Adds (or, negative, removes) credits through the ledger. */
-export async function addCredits(c: Collections, accountId: string, amountUsd: number, note: string | null = null): Promise<void> {
+export async function addCredits(
+  c: Collections,
+  accountId: string,
+  amountUsd: number,
+  note: string | null = null,
+): Promise<void> {
   if (!(await c.accounts.findOne({ _id: accountId }, { projection: { _id: 1 } }))) {
     throw new Error(`no account ${accountId}`);
   }
-  await postEntry(c, { _id: generateId('led'), account_id: accountId, kind: 'credit', run_id: null, amount_usd: amountUsd, note });
+  await postEntry(c, {
+    _id: generateId('led'),
+    account_id: accountId,
+    kind: 'credit',
+    run_id: null,
+    amount_usd: amountUsd,
+    note,
+  });
 }
 
 /** Issues a new key; the secret is returned here and never again (D6). */
-export async function issueKey(c: Collections, accountId: string, name: string | null = null): Promise<{ secret: string; key: ApiKeyDoc }> {
+export async function issueKey(
+  c: Collections,
+  accountId: string,
+  name: string | null = null,
+): Promise<{ secret: string; key: ApiKeyDoc }> {
   let random = '';
   for (let i = 0; i < KEY_RANDOM_CHARS; i++) random += BASE62[randomInt(0, BASE62.length)];
   const secret = KEY_PREFIX + random;
@@ -117,17 +151,26 @@ export async function setAccountRateLimits(
 }
 
 function sameLimits(a: RateLimitOverrides | null, b: RateLimitOverrides | null): boolean {
-  return a?.starts_per_minute === b?.starts_per_minute && a?.requests_per_minute === b?.requests_per_minute;
+  return (
+    a?.starts_per_minute === b?.starts_per_minute &&
+    a?.requests_per_minute === b?.requests_per_minute
+  );
 }
 
 /** The live key record for a presented secret, or null (unknown or revoked). */
-export async function findLiveKey(c: Pick<Collections, 'apiKeys'>, secret: string): Promise<ApiKeyDoc | null> {
+export async function findLiveKey(
+  c: Pick<Collections, 'apiKeys'>,
+  secret: string,
+): Promise<ApiKeyDoc | null> {
   if (!secret.startsWith(KEY_PREFIX) || secret.length > 256) return null;
   return c.apiKeys.findOne({ hash: hashKey(secret), revoked_at: null });
 }
 
 /** Revokes a key; every API process refuses it within 2 s (D6: the longest an API process remembers a key). */
 export async function revokeKey(c: Pick<Collections, 'apiKeys'>, keyId: string): Promise<boolean> {
-  const res = await c.apiKeys.updateOne({ _id: keyId, revoked_at: null }, { $set: { revoked_at: new Date() } });
+  const res = await c.apiKeys.updateOne(
+    { _id: keyId, revoked_at: null },
+    { $set: { revoked_at: new Date() } },
+  );
   return res.modifiedCount === 1;
 }

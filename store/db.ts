@@ -95,8 +95,14 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
   };
   await Promise.all([
     collections.apiKeys.createIndex({ hash: 1 }, { unique: true, name: 'hash_unique' }),
-    collections.workflows.createIndex({ account_id: 1, slug: 1 }, { unique: true, name: 'account_slug_unique' }),
-    collections.workflowVersions.createIndex({ workflow_id: 1, version: 1 }, { unique: true, name: 'workflow_version_unique' }),
+    collections.workflows.createIndex(
+      { account_id: 1, slug: 1 },
+      { unique: true, name: 'account_slug_unique' },
+    ),
+    collections.workflowVersions.createIndex(
+      { workflow_id: 1, version: 1 },
+      { unique: true, name: 'workflow_version_unique' },
+    ),
     collections.runs.createIndex({ account_id: 1, _id: -1 }, { name: 'account_newest' }),
     collections.ledger.createIndex({ account_id: 1, _id: 1 }, { name: 'account_entries' }),
     // The credit gate sums only the entries after the account's newest checkpoint (store/ledger.ts).
@@ -110,7 +116,9 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).
-  const stopSweeper = (await ensureExpiryIndexes(expiring)) ? () => undefined : startSweeper(expiring);
+  const stopSweeper = (await ensureExpiryIndexes(expiring))
+    ? () => undefined
+    : startSweeper(expiring);
   return {
     client,
     db,

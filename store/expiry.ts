@@ -17,7 +17,10 @@ export async function ensureExpiryIndexes(collections: ExpiringCollection[]): Pr
   let ttl = true;
   for (const collection of collections) {
     try {
-      await collection.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0, name: 'expires_at_ttl' });
+      await collection.createIndex(
+        { expires_at: 1 },
+        { expireAfterSeconds: 0, name: 'expires_at_ttl' },
+      );
     } catch (err) {
       if (!isNotImplemented(err)) throw err;
       ttl = false;
@@ -28,13 +31,22 @@ export async function ensureExpiryIndexes(collections: ExpiringCollection[]): Pr
 }
 
 /** Deletes the expired documents of each collection once. */
-export async function sweepExpired(collections: ExpiringCollection[], now = new Date()): Promise<void> {
+export async function sweepExpired(
+  collections: ExpiringCollection[],
+  now = new Date(),
+): Promise<void> {
   await Promise.all(collections.map((c) => c.deleteMany({ expires_at: { $lte: now } })));
 }
 
 /** Sweeps every `intervalMs` until the returned function is called; never keeps the process alive. */
-export function startSweeper(collections: ExpiringCollection[], intervalMs = SWEEP_INTERVAL_MS): () => void {
-  const timer = setInterval(() => void sweepExpired(collections).catch(() => undefined), intervalMs);
+export function startSweeper(
+  collections: ExpiringCollection[],
+  intervalMs = SWEEP_INTERVAL_MS,
+): () => void {
+  const timer = setInterval(
+    () => void sweepExpired(collections).catch(() => undefined),
+    intervalMs,
+  );
   timer.unref();
   return () => clearInterval(timer);
 }

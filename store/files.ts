@@ -4,7 +4,13 @@
  * creation time live in `metadata`. Uploads are streamed: at most one GridFS chunk (255 KiB)
  * plus the sniffing head (16 KiB) is held in memory, whatever the file's size (D10).
  */
-import { GridFSBucket, ObjectId, type Db, type GridFSBucketReadStream, type GridFSBucketWriteStream } from 'mongodb';
+import {
+  GridFSBucket,
+  ObjectId,
+  type Db,
+  type GridFSBucketReadStream,
+  type GridFSBucketWriteStream,
+} from 'mongodb';
 import { SNIFF_BYTES, sniffMime } from '../lib/files/sniff';
 import { generateId } from './ids';
 
@@ -89,7 +95,9 @@ function ensureIndexes(db: Db): Promise<unknown> {
 
 /** Resolves once GridFS has taken `chunk` (and, when it filled a chunk, written it), so nothing is in flight. */
 function write(upload: GridFSBucketWriteStream, chunk: Uint8Array): Promise<void> {
-  return new Promise((resolve, reject) => upload.write(chunk, (err) => (err ? reject(err) : resolve())));
+  return new Promise((resolve, reject) =>
+    upload.write(chunk, (err) => (err ? reject(err) : resolve())),
+  );
 }
 
 /**
@@ -97,7 +105,11 @@ function write(upload: GridFSBucketWriteStream, chunk: Uint8Array): Promise<void
  * first bytes; over `maxBytes` the partial file is deleted and FileTooLargeError thrown; a failing
  * source (a client that went away) likewise leaves nothing behind.
  */
-export async function storeFile(db: Db, source: AsyncIterable<Uint8Array>, opts: StoreFileOptions): Promise<FileDoc> {
+export async function storeFile(
+  db: Db,
+  source: AsyncIterable<Uint8Array>,
+  opts: StoreFileOptions,
+): Promise<FileDoc> {
   await ensureIndexes(db);
   const iterator = source[Symbol.asyncIterator]();
   const head: Buffer[] = [];
@@ -139,30 +151,49 @@ export async function storeFile(db: Db, source: AsyncIterable<Uint8Array>, opts:
       if (next.done) break;
       await take(next.value);
     }
-    await new Promise<void>((resolve, reject) => upload.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      upload.end((err?: Error | null) => (err ? reject(err) : resolve())),
+    );
   } catch (err) {
     await iterator.return?.().catch(() => undefined);
     // Every write was awaited, so no chunk insert is in flight: abort() deletes all that was written.
     await upload.abort().catch(() => chunksCollection(db).deleteMany({ files_id: id }));
     throw err;
   }
-  return { _id: id, length: size, chunkSize: upload.chunkSizeBytes, uploadDate: new Date(), filename: name, metadata: meta };
+  return {
+    _id: id,
+    length: size,
+    chunkSize: upload.chunkSizeBytes,
+    uploadDate: new Date(),
+    filename: name,
+    metadata: meta,
+  };
 }
 
 /** Stores bytes already in memory (a decoded `b64_json` image, a small provider answer). */
 export function storeBytes(db: Db, bytes: Uint8Array, opts: StoreFileOptions): Promise<FileDoc> {
-  return storeFile(db, (async function* () {
-    yield bytes;
-  })(), opts);
+  return storeFile(
+    db,
+    (async function* () {
+      yield bytes;
+    })(),
+    opts,
+  );
 }
 
 /** A file by id, optionally only if `accountId` owns it (another account's file looks missing). */
 export function findFile(db: Db, fileId: string, accountId?: string): Promise<FileDoc | null> {
-  return filesCollection(db).findOne(accountId === undefined ? { _id: fileId } : { _id: fileId, 'metadata.account_id': accountId });
+  return filesCollection(db).findOne(
+    accountId === undefined ? { _id: fileId } : { _id: fileId, 'metadata.account_id': accountId },
+  );
 }
 
 /** The ids among `fileIds` that `accountId` owns. */
-export async function ownedFileIds(db: Db, accountId: string, fileIds: string[]): Promise<Set<string>> {
+export async function ownedFileIds(
+  db: Db,
+  accountId: string,
+  fileIds: string[],
+): Promise<Set<string>> {
   if (fileIds.length === 0) return new Set();
   const docs = await filesCollection(db)
     .find({ _id: { $in: fileIds }, 'metadata.account_id': accountId }, { projection: { _id: 1 } })
@@ -171,8 +202,15 @@ export async function ownedFileIds(db: Db, accountId: string, fileIds: string[])
 }
 
 /** Streams a file's bytes, or the byte range [start, endExclusive). */
-export function openFileContent(db: Db, fileId: string, range?: { start: number; endExclusive: number }): GridFSBucketReadStream {
-  return bucketOf(db).openDownloadStream(gridId(fileId), range ? { start: range.start, end: range.endExclusive } : undefined);
+export function openFileContent(
+  db: Db,
+  fileId: string,
+  range?: { start: number; endExclusive: number },
+): GridFSBucketReadStream {
+  return bucketOf(db).openDownloadStream(
+    gridId(fileId),
+    range ? { start: range.start, end: range.endExclusive } : undefined,
+  );
 }
 
 /** Deletes a file and its chunks; a missing file is not an error. */
@@ -188,13 +226,23 @@ export async function deleteFile(db: Db, fileId: string): Promise<void> {
  */
 export async function deleteFilesOlderThan(db: Db, date: Date): Promise<number> {
   await ensureIndexes(db);
-  const old = await filesCollection(db).find({ 'metadata.created_at': { $lt: date } }, { projection: { _id: 1 } }).toArray();
+  const old = await filesCollection(db)
+    .find({ 'metadata.created_at': { $lt: date } }, { projection: { _id: 1 } })
+    .toArray();
   for (const { _id } of old) await deleteFile(db, _id);
   // Orphans: chunk `_id`s are ObjectIds, so their creation time says which are old enough.
   const chunks = chunksCollection(db);
-  const oldFileIds = (await chunks.distinct('files_id', { _id: { $lt: ObjectId.createFromTime(Math.floor(date.getTime() / 1000)) } })) as string[];
+  const oldFileIds = (await chunks.distinct('files_id', {
+    _id: { $lt: ObjectId.createFromTime(Math.floor(date.getTime() / 1000)) },
+  })) as string[];
   if (oldFileIds.length > 0) {
-    const alive = new Set((await filesCollection(db).find({ _id: { $in: oldFileIds } }, { projection: { _id: 1 } }).toArray()).map((d) => d._id));
+    const alive = new Set(
+      (
+        await filesCollection(db)
+          .find({ _id: { $in: oldFileIds } }, { projection: { _id: 1 } })
+          .toArray()
+      ).map((d) => d._id),
+    );
     const orphans = oldFileIds.filter((id) => !alive.has(id));
     if (orphans.length > 0) await chunks.deleteMany({ files_id: { $in: orphans } });
   }

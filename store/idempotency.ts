@@ -28,7 +28,11 @@ export function canonicalJson(value: unknown): string {
   // Bodies are depth-bounded by the JSON parser middleware (D10), so recursion is safe here.
   return JSON.stringify(value, (_key, v: unknown) =>
     v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
       : v,
   );
 }
@@ -37,7 +41,10 @@ export function canonicalJson(value: unknown): string {
  * Claims `claim._id` for `claim.run_id`, or returns the live document that owns it already (its
  * `run_id` then differs). A document past `expires_at` counts as absent, even before it is removed.
  */
-export async function claimIdempotencyKey(c: KeyCollections, claim: IdempotencyKeyDoc): Promise<IdempotencyKeyDoc> {
+export async function claimIdempotencyKey(
+  c: KeyCollections,
+  claim: IdempotencyKeyDoc,
+): Promise<IdempotencyKeyDoc> {
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       await c.idempotencyKeys.insertOne(claim);
@@ -55,11 +62,18 @@ export async function claimIdempotencyKey(c: KeyCollections, claim: IdempotencyK
 }
 
 /** The live document of a key, or null (absent or expired). */
-export function findIdempotencyKey(c: KeyCollections, id: string): Promise<IdempotencyKeyDoc | null> {
+export function findIdempotencyKey(
+  c: KeyCollections,
+  id: string,
+): Promise<IdempotencyKeyDoc | null> {
   return c.idempotencyKeys.findOne({ _id: id, expires_at: { $gt: new Date() } });
 }
 
 /** Frees a key whose run was never started, so a retry (perhaps corrected) may use it; only the claimant's own claim goes. */
-export async function releaseIdempotencyKey(c: KeyCollections, id: string, runId: string): Promise<void> {
+export async function releaseIdempotencyKey(
+  c: KeyCollections,
+  id: string,
+  runId: string,
+): Promise<void> {
   await c.idempotencyKeys.deleteOne({ _id: id, run_id: runId });
 }

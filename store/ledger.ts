@@ -45,15 +45,37 @@ export function checkpointDue(newest: Checkpoint | null, nowMs = Date.now()): bo
 export type Checkpoint = Pick<LedgerCheckpointDoc, 'n' | 'up_to' | 'total_usd'>;
 
 /** The account's newest checkpoint, or null. */
-export function latestCheckpoint(c: Pick<Collections, 'ledgerCheckpoints'>, accountId: string): Promise<Checkpoint | null> {
-  return c.ledgerCheckpoints.findOne({ account_id: accountId }, { sort: { n: -1 }, projection: { _id: 0, n: 1, up_to: 1, total_usd: 1 } });
+export function latestCheckpoint(
+  c: Pick<Collections, 'ledgerCheckpoints'>,
+  accountId: string,
+): Promise<Checkpoint | null> {
+  return c.ledgerCheckpoints.findOne(
+    { account_id: accountId },
+    { sort: { n: -1 }, projection: { _id: 0, n: 1, up_to: 1, total_usd: 1 } },
+  );
 }
 
 /** The account's balance from `checkpoint` on (null: from the first entry), counting entries created before `before` only if given. */
-export async function balanceFrom(c: Pick<Collections, 'ledger'>, accountId: string, checkpoint: Checkpoint | null, before?: Date): Promise<number> {
-  const created = { ...(checkpoint ? { $gte: checkpoint.up_to } : {}), ...(before ? { $lt: before } : {}) };
-  const match = Object.keys(created).length > 0 ? { account_id: accountId, created_at: created } : { account_id: accountId };
-  const [row] = await c.ledger.aggregate<{ total: number }>([{ $match: match }, { $group: { _id: null, total: { $sum: '$amount_usd' } } }]).toArray();
+export async function balanceFrom(
+  c: Pick<Collections, 'ledger'>,
+  accountId: string,
+  checkpoint: Checkpoint | null,
+  before?: Date,
+): Promise<number> {
+  const created = {
+    ...(checkpoint ? { $gte: checkpoint.up_to } : {}),
+    ...(before ? { $lt: before } : {}),
+  };
+  const match =
+    Object.keys(created).length > 0
+      ? { account_id: accountId, created_at: created }
+      : { account_id: accountId };
+  const [row] = await c.ledger
+    .aggregate<{ total: number }>([
+      { $match: match },
+      { $group: { _id: null, total: { $sum: '$amount_usd' } } },
+    ])
+    .toArray();
   return roundUsd((checkpoint?.total_usd ?? 0) + (row?.total ?? 0));
 }
 
@@ -70,7 +92,14 @@ export async function writeCheckpoint(
   if (!checkpointDue(previous, nowMs)) return previous;
   const upTo = new Date(nowMs - CHECKPOINT_LAG_MS);
   const balance = await balanceFrom(c, accountId, previous, upTo);
-  const next: LedgerCheckpointDoc = { _id: `chk_${accountId}_${(previous?.n ?? 0) + 1}`, account_id: accountId, n: (previous?.n ?? 0) + 1, up_to: upTo, total_usd: balance, created_at: new Date(nowMs) };
+  const next: LedgerCheckpointDoc = {
+    _id: `chk_${accountId}_${(previous?.n ?? 0) + 1}`,
+    account_id: accountId,
+    n: (previous?.n ?? 0) + 1,
+    up_to: upTo,
+    total_usd: balance,
+    created_at: new Date(nowMs),
+  };
   try {
     await c.ledgerCheckpoints.insertOne(next);
     return next;
@@ -81,7 +110,10 @@ export async function writeCheckpoint(
 }
 
 /** The account's balance in USD: its newest checkpoint plus the entries since (exact; two reads). */
-export async function accountBalance(c: Pick<Collections, 'ledger' | 'ledgerCheckpoints'>, accountId: string): Promise<number> {
+export async function accountBalance(
+  c: Pick<Collections, 'ledger' | 'ledgerCheckpoints'>,
+  accountId: string,
+): Promise<number> {
   return balanceFrom(c, accountId, await latestCheckpoint(c, accountId));
 }
 
@@ -90,7 +122,11 @@ function roundUsd(value: number): number {
 }
 
 /** The account's entries, oldest first. */
-export function listEntries(c: Pick<Collections, 'ledger'>, accountId: string, limit = 100): Promise<LedgerDoc[]> {
+export function listEntries(
+  c: Pick<Collections, 'ledger'>,
+  accountId: string,
+  limit = 100,
+): Promise<LedgerDoc[]> {
   return c.ledger.find({ account_id: accountId }).sort({ _id: 1 }).limit(limit).toArray();
 }
 

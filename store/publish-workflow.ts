@@ -31,7 +31,12 @@ export async function publishWorkflow(
       details: result.problems,
     });
   }
-  const { workflow, version } = await insertWorkflowVersion(collections, accountId, result.graph, result.contract);
+  const { workflow, version } = await insertWorkflowVersion(
+    collections,
+    accountId,
+    result.graph,
+    result.contract,
+  );
   onPublished?.(workflow, version);
   return {
     workflow_id: workflow._id,

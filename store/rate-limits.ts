@@ -36,11 +36,19 @@ export async function countRequest(
   const update = {
     $inc: { count: n },
     // Kept one extra window so a process whose clock lags a little still finds its window.
-    $setOnInsert: { key_id: keyId, bucket, window_start: new Date(windowStartMs), expires_at: new Date(windowEndMs + WINDOW_MS) },
+    $setOnInsert: {
+      key_id: keyId,
+      bucket,
+      window_start: new Date(windowStartMs),
+      expires_at: new Date(windowEndMs + WINDOW_MS),
+    },
   };
   for (let attempt = 0; ; attempt++) {
     try {
-      const doc = await c.rateLimits.findOneAndUpdate(filter, update, { upsert: true, returnDocument: 'after' });
+      const doc = await c.rateLimits.findOneAndUpdate(filter, update, {
+        upsert: true,
+        returnDocument: 'after',
+      });
       return { count: doc?.count ?? n, windowStartMs, windowEndMs };
     } catch (err) {
       // The first two hits of a window may race on the upsert; MongoDB retries that itself, but

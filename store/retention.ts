@@ -15,18 +15,32 @@ export interface RemovedRuns {
   webhookDeliveries: number;
 }
 
-type RetentionCollections = Pick<Collections, 'runs' | 'runChunks' | 'idempotencyKeys' | 'webhookDeliveries'>;
+type RetentionCollections = Pick<
+  Collections,
+  'runs' | 'runChunks' | 'idempotencyKeys' | 'webhookDeliveries'
+>;
 
 /** Removes finalized runs created before `cutoff` and what belongs to them; `onBatch` is called between rounds. */
-export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date, onBatch: () => void = () => undefined): Promise<RemovedRuns> {
+export async function removeRunsOlderThan(
+  c: RetentionCollections,
+  cutoff: Date,
+  onBatch: () => void = () => undefined,
+): Promise<RemovedRuns> {
   const removed: RemovedRuns = { runs: 0, idempotencyKeys: 0, webhookDeliveries: 0 };
   for (;;) {
-    const batch = await c.runs.find({ created_at: { $lt: cutoff }, finalized: true }, { projection: { _id: 1 } }).limit(BATCH).toArray();
+    const batch = await c.runs
+      .find({ created_at: { $lt: cutoff }, finalized: true }, { projection: { _id: 1 } })
+      .limit(BATCH)
+      .toArray();
     if (batch.length === 0) break;
     const ids = batch.map((d) => d._id);
     // Keys before runs: a key left pointing at a removed run would let a repeat start that run id again (D18).
-    removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ run_id: { $in: ids } })).deletedCount;
-    removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ run_id: { $in: ids } })).deletedCount;
+    removed.idempotencyKeys += (
+      await c.idempotencyKeys.deleteMany({ run_id: { $in: ids } })
+    ).deletedCount;
+    removed.webhookDeliveries += (
+      await c.webhookDeliveries.deleteMany({ run_id: { $in: ids } })
+    ).deletedCount;
     const runs = (await c.runs.deleteMany({ _id: { $in: ids }, finalized: true })).deletedCount;
     // After the record: a record must never be readable without its chunks (domain/run-chunks.ts).
     await c.runChunks.deleteMany({ run_id: { $in: ids } });
@@ -35,8 +49,12 @@ export async function removeRunsOlderThan(c: RetentionCollections, cutoff: Date,
     if (runs === 0) break; // nothing matched after all (removed by a concurrent job): do not spin
   }
   // Whatever else is that old: keys of runs never recorded (D18 crash cases), deliveries of runs removed earlier.
-  removed.idempotencyKeys += (await c.idempotencyKeys.deleteMany({ created_at: { $lt: cutoff } })).deletedCount;
-  removed.webhookDeliveries += (await c.webhookDeliveries.deleteMany({ created_at: { $lt: cutoff } })).deletedCount;
+  removed.idempotencyKeys += (
+    await c.idempotencyKeys.deleteMany({ created_at: { $lt: cutoff } })
+  ).deletedCount;
+  removed.webhookDeliveries += (
+    await c.webhookDeliveries.deleteMany({ created_at: { $lt: cutoff } })
+  ).deletedCount;
   // Chunks whose record went in an earlier round that died before removing them.
   await c.runChunks.deleteMany({ created_at: { $lt: cutoff } });
   return removed;

@@ -8,7 +8,17 @@
 import type { CommandStartedEvent, MongoClient } from 'mongodb';
 
 const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
-const IGNORED = new Set(['hello', 'ismaster', 'isMaster', 'ping', 'endSessions', 'saslStart', 'saslContinue', 'buildInfo', 'killCursors']);
+const IGNORED = new Set([
+  'hello',
+  'ismaster',
+  'isMaster',
+  'ping',
+  'endSessions',
+  'saslStart',
+  'saslContinue',
+  'buildInfo',
+  'killCursors',
+]);
 
 export interface StoreCommand {
   name: string;
@@ -28,7 +38,11 @@ export interface CommandLog {
 export function storeCommand(event: CommandStartedEvent): StoreCommand | null {
   if (IGNORED.has(event.commandName)) return null;
   const target = event.command[event.commandName];
-  return { name: event.commandName, collection: typeof target === 'string' ? target : '', write: WRITES.has(event.commandName) };
+  return {
+    name: event.commandName,
+    collection: typeof target === 'string' ? target : '',
+    write: WRITES.has(event.commandName),
+  };
 }
 
 /** Starts logging the commands `client` sends (it must have been made with `monitorCommands: true`). */

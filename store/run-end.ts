@@ -11,7 +11,10 @@ import { postEntry } from './ledger';
 import { finalizeRunRecord, saveRunChunk } from './runs';
 
 /** Writes the final record and books the run's one debit (D17); true when this call wrote the record. */
-export async function recordRunEnd(c: Pick<Collections, 'runs' | 'ledger'>, final: RunFinal): Promise<boolean> {
+export async function recordRunEnd(
+  c: Pick<Collections, 'runs' | 'ledger'>,
+  final: RunFinal,
+): Promise<boolean> {
   // Nothing else updates a run record (the API only inserts it), so the write needs no read-back:
   // FerretDB loses an update only to a concurrent update of the same document.
   const wrote = await finalizeRunRecord(c, final);
@@ -29,7 +32,11 @@ export async function recordRunEnd(c: Pick<Collections, 'runs' | 'ledger'>, fina
 }
 
 /** A big run's chunks first, then the record that says how many there are (a record is never readable without its chunks). */
-export async function recordChunkedRunEnd(c: Pick<Collections, 'runs' | 'runChunks' | 'ledger'>, final: RunFinal, chunks: readonly RunChunk[]): Promise<boolean> {
+export async function recordChunkedRunEnd(
+  c: Pick<Collections, 'runs' | 'runChunks' | 'ledger'>,
+  final: RunFinal,
+  chunks: readonly RunChunk[],
+): Promise<boolean> {
   for (const chunk of chunks) await saveRunChunk(c, chunk);
   return recordRunEnd(c, final);
 }

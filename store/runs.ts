@@ -17,7 +17,9 @@ export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Prom
 }
 
 /** The run a stored document holds, its output and events parsed (StoredRunDoc says why they are text). */
-export function fromStored<T extends Partial<StoredRunDoc>>(stored: T): Omit<T, 'output_json' | 'events_json'> & Pick<RunDoc, 'output' | 'events'> {
+export function fromStored<T extends Partial<StoredRunDoc>>(
+  stored: T,
+): Omit<T, 'output_json' | 'events_json'> & Pick<RunDoc, 'output' | 'events'> {
   const { output_json, events_json, ...rest } = stored;
   return { ...rest, output: parseOrNull(output_json), events: parseOrNull(events_json) };
 }
@@ -36,7 +38,11 @@ function parseOrNull<T>(json: string | null | undefined): T | null {
 }
 
 /** The caller's run, whole, or null: another account's run is indistinguishable from a missing one. */
-export async function findRun(c: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc | null> {
+export async function findRun(
+  c: Pick<Collections, 'runs' | 'runChunks'>,
+  accountId: string,
+  runId: string,
+): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
   return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc)) : null;
 }
@@ -45,7 +51,11 @@ export async function findRun(c: Pick<Collections, 'runs' | 'runChunks'>, accoun
  * The caller's run without its chunks joined in (D31): for a big run, `output` holds only its
  * labels and `events` only the created and terminal events; read the chunks with `chunksOf`.
  */
-export async function findRunHead(c: Pick<Collections, 'runs'>, accountId: string, runId: string): Promise<RunDoc | null> {
+export async function findRunHead(
+  c: Pick<Collections, 'runs'>,
+  accountId: string,
+  runId: string,
+): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
   return doc && doc.account_id === accountId ? fromStored(doc) : null;
 }
@@ -55,7 +65,10 @@ export async function findRunHead(c: Pick<Collections, 'runs'>, accountId: strin
  * collection for every query and every batch of a cursor, so one batch (the driver's default, at
  * most 16 MB) beats one lookup per chunk or small batches (bench P4b). A reader holds that batch.
  */
-export async function* chunksOf(c: Pick<Collections, 'runChunks'>, doc: Pick<RunDoc, '_id' | 'chunks' | 'finalized'>): AsyncGenerator<StoredChunk> {
+export async function* chunksOf(
+  c: Pick<Collections, 'runChunks'>,
+  doc: Pick<RunDoc, '_id' | 'chunks' | 'finalized'>,
+): AsyncGenerator<StoredChunk> {
   if (!doc.finalized || !doc.chunks) return;
   let index = 0;
   for await (const chunk of c.runChunks.find({ run_id: doc._id }).sort({ index: 1 })) {
@@ -67,13 +80,19 @@ export async function* chunksOf(c: Pick<Collections, 'runChunks'>, doc: Pick<Run
 }
 
 /** Any account's run, whole (events and output joined from its chunks), or null: for the worker and operators. */
-export async function findRunRecord(c: Pick<Collections, 'runs' | 'runChunks'>, runId: string): Promise<RunDoc | null> {
+export async function findRunRecord(
+  c: Pick<Collections, 'runs' | 'runChunks'>,
+  runId: string,
+): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
   return doc && withChunks(c, fromStored(doc));
 }
 
 /** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
-export async function saveRunChunk(c: Pick<Collections, 'runChunks'>, chunk: RunChunk): Promise<void> {
+export async function saveRunChunk(
+  c: Pick<Collections, 'runChunks'>,
+  chunk: RunChunk,
+): Promise<void> {
   try {
     await c.runChunks.insertOne({
       _id: chunkId(chunk.runId, chunk.index),
@@ -100,7 +119,8 @@ function parseChunk(chunk: RunChunkDoc): StoredChunk {
   return {
     index: chunk.index,
     itemEvents: chunk.item_events,
-    events: chunk.events_json === undefined ? undefined : (JSON.parse(chunk.events_json) as RunEvent[]),
+    events:
+      chunk.events_json === undefined ? undefined : (JSON.parse(chunk.events_json) as RunEvent[]),
     output: JSON.parse(chunk.output_json) as RunOutput,
   };
 }
@@ -114,7 +134,10 @@ function chunkId(runId: string, index: number): string {
  * this call wrote it. One round trip: the guard is in the filter. Only this write updates a run
  * document, and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
  */
-export async function finalizeRunRecord(c: Pick<Collections, 'runs'>, final: RunFinal): Promise<boolean> {
+export async function finalizeRunRecord(
+  c: Pick<Collections, 'runs'>,
+  final: RunFinal,
+): Promise<boolean> {
   const res = await c.runs.updateOne(
     { _id: final.runId, finalized: { $ne: true } },
     {

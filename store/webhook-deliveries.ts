@@ -25,7 +25,13 @@ export async function recordAttempt(
   await c.webhookDeliveries.updateOne(
     { _id: ref.id },
     {
-      $set: { status: outcome.status, last_status: outcome.httpStatus, last_error: outcome.error, url: ref.url, updated_at: now },
+      $set: {
+        status: outcome.status,
+        last_status: outcome.httpStatus,
+        last_error: outcome.error,
+        url: ref.url,
+        updated_at: now,
+      },
       $inc: { attempts: 1 },
       $setOnInsert: { run_id: ref.runId, account_id: ref.accountId, created_at: now },
     },
@@ -34,9 +40,16 @@ export async function recordAttempt(
 }
 
 /** Marks a delivery given up (refused, a permanent 4xx, or 24 h of failures); a delivered one stays delivered. */
-export async function recordGivenUp(c: DeliveryCollections, ref: DeliveryRef, error: string): Promise<void> {
+export async function recordGivenUp(
+  c: DeliveryCollections,
+  ref: DeliveryRef,
+  error: string,
+): Promise<void> {
   const now = new Date();
-  const res = await c.webhookDeliveries.updateOne({ _id: ref.id, status: { $ne: 'delivered' } }, { $set: { status: 'failed', last_error: error, updated_at: now } });
+  const res = await c.webhookDeliveries.updateOne(
+    { _id: ref.id, status: { $ne: 'delivered' } },
+    { $set: { status: 'failed', last_error: error, updated_at: now } },
+  );
   if (res.matchedCount === 1) return;
   // No attempt got as far as recording itself: write the whole document (a second writer loses harmlessly).
   const doc: WebhookDeliveryDoc = {
@@ -55,6 +68,9 @@ export async function recordGivenUp(c: DeliveryCollections, ref: DeliveryRef, er
 }
 
 /** The delivery of a run's webhook, or null when the run had none (or it has not been attempted yet). */
-export function findDelivery(c: DeliveryCollections, id: string): Promise<WebhookDeliveryDoc | null> {
+export function findDelivery(
+  c: DeliveryCollections,
+  id: string,
+): Promise<WebhookDeliveryDoc | null> {
   return c.webhookDeliveries.findOne({ _id: id });
 }

@@ -4,7 +4,7 @@ import type { Contract } from '../domain/contract';
 import { isId } from '../domain/ids';
 import type { Collections } from './db';
 import type { WorkflowDoc, WorkflowVersionDoc } from './documents';
-import { generateId, } from './ids';
+import { generateId } from './ids';
 import { isDuplicateKey } from './ledger';
 
 type WorkflowCollections = Pick<Collections, 'workflows' | 'workflowVersions'>;
@@ -39,14 +39,26 @@ export async function insertWorkflowVersion(
   }
 }
 
-async function upsertWorkflow(c: WorkflowCollections, accountId: string, graph: WorkflowDocument): Promise<WorkflowDoc> {
+async function upsertWorkflow(
+  c: WorkflowCollections,
+  accountId: string,
+  graph: WorkflowDocument,
+): Promise<WorkflowDoc> {
   const now = new Date();
   const set = { name: graph.name ?? null, public: graph.public ?? false, updated_at: now };
   for (let attempt = 0; ; attempt++) {
     try {
       const doc = await c.workflows.findOneAndUpdate(
         { account_id: accountId, slug: graph.slug },
-        { $set: set, $setOnInsert: { _id: generateId('wf'), account_id: accountId, slug: graph.slug, created_at: now } },
+        {
+          $set: set,
+          $setOnInsert: {
+            _id: generateId('wf'),
+            account_id: accountId,
+            slug: graph.slug,
+            created_at: now,
+          },
+        },
         { upsert: true, returnDocument: 'after' },
       );
       if (doc) return doc;
@@ -58,36 +70,63 @@ async function upsertWorkflow(c: WorkflowCollections, accountId: string, graph: 
 }
 
 /** The newest version of a workflow, or null. */
-export function latestVersion(c: WorkflowCollections, workflowId: string): Promise<WorkflowVersionDoc | null> {
+export function latestVersion(
+  c: WorkflowCollections,
+  workflowId: string,
+): Promise<WorkflowVersionDoc | null> {
   return c.workflowVersions.findOne({ workflow_id: workflowId }, { sort: { version: -1 } });
 }
 
 /** D2: a `wf_` id (own or public) or the caller's slug. */
-export async function findWorkflow(c: WorkflowCollections, accountId: string, ref: string): Promise<WorkflowDoc | null> {
+export async function findWorkflow(
+  c: WorkflowCollections,
+  accountId: string,
+  ref: string,
+): Promise<WorkflowDoc | null> {
   const doc = await findWorkflowRecord(c, accountId, ref);
   return doc && (doc.account_id === accountId || doc.public) ? doc : null;
 }
 
 /** The workflow a D2 reference names, whoever owns it (callers apply the access rule): by `wf_` id, else the account's slug. */
-export function findWorkflowRecord(c: WorkflowCollections, accountId: string, ref: string): Promise<WorkflowDoc | null> {
-  return isId('wf', ref) ? c.workflows.findOne({ _id: ref }) : c.workflows.findOne({ account_id: accountId, slug: ref });
+export function findWorkflowRecord(
+  c: WorkflowCollections,
+  accountId: string,
+  ref: string,
+): Promise<WorkflowDoc | null> {
+  return isId('wf', ref)
+    ? c.workflows.findOne({ _id: ref })
+    : c.workflows.findOne({ account_id: accountId, slug: ref });
 }
 
 /** D1: the pinned version (number or `wfv_` id) of a workflow, or the latest when none is pinned. */
-export function findVersion(c: WorkflowCollections, workflowId: string, pin?: number | string): Promise<WorkflowVersionDoc | null> {
+export function findVersion(
+  c: WorkflowCollections,
+  workflowId: string,
+  pin?: number | string,
+): Promise<WorkflowVersionDoc | null> {
   if (pin === undefined) return latestVersion(c, workflowId);
-  if (typeof pin === 'number') return c.workflowVersions.findOne({ workflow_id: workflowId, version: pin });
+  if (typeof pin === 'number')
+    return c.workflowVersions.findOne({ workflow_id: workflowId, version: pin });
   return c.workflowVersions.findOne({ _id: pin, workflow_id: workflowId });
 }
 
 /** A version by its id alone (the caller checks its workflow; an `{_id}` filter is the one FerretDB does not scan for). */
-export function findVersionById(c: WorkflowCollections, versionId: string): Promise<WorkflowVersionDoc | null> {
+export function findVersionById(
+  c: WorkflowCollections,
+  versionId: string,
+): Promise<WorkflowVersionDoc | null> {
   return c.workflowVersions.findOne({ _id: versionId });
 }
 
 /** The id and number of a workflow's newest version, without its graph; null when it has none. */
-export function latestVersionPointer(c: WorkflowCollections, workflowId: string): Promise<{ id: string; version: number } | null> {
+export function latestVersionPointer(
+  c: WorkflowCollections,
+  workflowId: string,
+): Promise<{ id: string; version: number } | null> {
   return c.workflowVersions
-    .findOne({ workflow_id: workflowId }, { sort: { version: -1 }, projection: { _id: 1, version: 1 } })
+    .findOne(
+      { workflow_id: workflowId },
+      { sort: { version: -1 }, projection: { _id: 1, version: 1 } },
+    )
     .then((doc) => (doc ? { id: doc._id, version: doc.version } : null));
 }

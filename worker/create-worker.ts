@@ -1,5 +1,10 @@
 /** A Temporal worker for runs: the workflow bundle plus the activities built from injected dependencies. */
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  NativeConnection,
+  Worker,
+  bundleWorkflowCode,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { countAttempts } from './metrics-interceptor';
 import { FAILURE_CONVERTER_PATH, type PayloadProtection } from '../lib/codec/data-converter';
@@ -25,7 +30,11 @@ export interface WorkerOptions extends ActivityDeps {
  * converter that encodes failure messages (D32), as every client and worker does (lib/codec/data-converter.ts).
  */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), failureConverterPath: FAILURE_CONVERTER_PATH, logger: quietLogger });
+  return bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    failureConverterPath: FAILURE_CONVERTER_PATH,
+    logger: quietLogger,
+  });
 }
 
 /** Creates (but does not run) a worker polling the run task queue. */
@@ -45,7 +54,9 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
   });
 }
 
-function workflowSource(opts: WorkerOptions): Pick<Parameters<typeof Worker.create>[0], 'workflowBundle' | 'workflowsPath'> {
+function workflowSource(
+  opts: WorkerOptions,
+): Pick<Parameters<typeof Worker.create>[0], 'workflowBundle' | 'workflowsPath'> {
   if (opts.workflowBundle) return { workflowBundle: opts.workflowBundle };
   if (opts.workflowBundlePath) return { workflowBundle: { codePath: opts.workflowBundlePath } };
   return { workflowsPath: require.resolve('../workflows') };

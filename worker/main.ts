@@ -15,7 +15,9 @@ async function main(): Promise<void> {
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
   const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
   const worker = await startWorker(config, store);
-  const metrics = config.worker.metricsPort ? await serveMetrics(config.worker.metricsPort) : undefined;
+  const metrics = config.worker.metricsPort
+    ? await serveMetrics(config.worker.metricsPort)
+    : undefined;
   running = true;
   // The SDK's runtime handles SIGINT/SIGTERM: it drains the worker, and `done` settles after that.
   await worker.done;

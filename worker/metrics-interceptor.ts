@@ -12,7 +12,10 @@ export const countAttempts: ActivityInterceptorsFactory = (ctx: Context) => ({
   inbound: {
     execute: (input, next) => {
       const { activityType, attempt } = ctx.info;
-      const chunk = activityType === 'runNodeChunk' ? (input.args[0] as Partial<NodeChunkRequest> | undefined) : undefined;
+      const chunk =
+        activityType === 'runNodeChunk'
+          ? (input.args[0] as Partial<NodeChunkRequest> | undefined)
+          : undefined;
       const type = chunk?.node?.type ?? activityType;
       nodeAttempts.inc({ type });
       if (attempt > 1) nodeRetries.inc({ type });

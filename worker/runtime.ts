@@ -1,7 +1,13 @@
 import { DefaultLogger, Runtime, type LogEntry, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
 
-const LEVELS: Record<string, LogLevel> = { debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR', silent: 'ERROR' };
+const LEVELS: Record<string, LogLevel> = {
+  debug: 'DEBUG',
+  info: 'INFO',
+  warn: 'WARN',
+  error: 'ERROR',
+  silent: 'ERROR',
+};
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
   DEBUG: 'debug',
@@ -17,7 +23,8 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  */
 export function installWorkerRuntime(level: string, sdkMetricsPort?: number): void {
   const log = pino({ name: 'wrs-worker', level: level === 'silent' ? 'silent' : level });
-  const write = (entry: LogEntry) => log[PINO_LEVEL[entry.level]]({ ...entry.meta, run_id: entry.meta?.workflowId }, entry.message);
+  const write = (entry: LogEntry) =>
+    log[PINO_LEVEL[entry.level]]({ ...entry.meta, run_id: entry.meta?.workflowId }, entry.message);
   try {
     const sdkLevel = LEVELS[level] ?? 'INFO';
     Runtime.install({
@@ -30,7 +37,12 @@ export function installWorkerRuntime(level: string, sdkMetricsPort?: number): vo
         // Prometheus conventions (seconds, unit and _total suffixes): deploy/prometheus/alerts.yml relies on these names.
         ...(sdkMetricsPort && {
           metrics: {
-            prometheus: { bindAddress: `0.0.0.0:${sdkMetricsPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true },
+            prometheus: {
+              bindAddress: `0.0.0.0:${sdkMetricsPort}`,
+              countersTotalSuffix: true,
+              unitSuffix: true,
+              useSecondsForDurations: true,
+            },
           },
         }),
       },

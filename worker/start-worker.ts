@@ -33,7 +33,9 @@ export async function startWorker(
     shutdownGraceMs?: number;
   } = {},
 ): Promise<RunningWorker> {
-  const connection = await connectFirst(config.temporal, (options) => NativeConnection.connect(options));
+  const connection = await connectFirst(config.temporal, (options) =>
+    NativeConnection.connect(options),
+  );
   const shutdownGraceTimeMs = opts.shutdownGraceMs ?? config.worker.shutdownGraceMs;
   let worker;
   try {
@@ -45,7 +47,9 @@ export async function startWorker(
       db: store.db,
       config,
       // A WORKFLOW_BUNDLE_PATH is what the worker loads, as in production (issue 20).
-      ...(config.worker.workflowBundlePath ? { workflowBundlePath: config.worker.workflowBundlePath } : { workflowBundle: opts.workflowBundle }),
+      ...(config.worker.workflowBundlePath
+        ? { workflowBundlePath: config.worker.workflowBundlePath }
+        : { workflowBundle: opts.workflowBundle }),
       shutdownGraceTimeMs,
       shutdownForceTimeMs: shutdownGraceTimeMs + FORCE_AFTER_GRACE_MS,
       payloads: payloadProtection(config, store.db),

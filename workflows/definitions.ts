@@ -15,7 +15,10 @@ export const RETENTION_WORKFLOW_TYPE = 'retentionWorkflow';
 /** Search attributes shown and filterable in the Temporal UI (issue 2, item 9). */
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('WrsAccountId', SearchAttributeType.KEYWORD),
-  publishedWorkflowId: defineSearchAttributeKey('WrsPublishedWorkflowId', SearchAttributeType.KEYWORD),
+  publishedWorkflowId: defineSearchAttributeKey(
+    'WrsPublishedWorkflowId',
+    SearchAttributeType.KEYWORD,
+  ),
   workflowVersion: defineSearchAttributeKey('WrsWorkflowVersion', SearchAttributeType.INT),
 } as const;
 
@@ -60,11 +63,12 @@ export function webhookWorkflowId(runId: string): string {
 export const snapshotQuery = defineQuery<RunSnapshot, [number]>('snapshot');
 
 /** D31: a page of one result's items while the run is live: (normalized label, after item id or null, limit). */
-export const outputPageQuery = defineQuery<OutputPage | null, [string, string | null, number]>('outputPage');
+export const outputPageQuery = defineQuery<OutputPage | null, [string, string | null, number]>(
+  'outputPage',
+);
 
 /**
  * D28 `Prefer: wait`: completes with the terminal snapshot (no events) the moment the run ends,
  * before its record is written: one round trip instead of waiting for the workflow to close.
  */
 export const awaitEndUpdate = defineUpdate<RunSnapshot, []>('awaitEnd');
-

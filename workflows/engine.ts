@@ -11,7 +11,6 @@ import { NodeFailure } from './errors';
 import { batchItems, joinItems, selectItems, textItem, userInputItems } from './pure-nodes';
 import { failed } from '../domain/items';
 
-
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
 export interface RowProgress {
   started(index: number): void;
@@ -81,7 +80,11 @@ export async function executeGraph(
     return items;
   }
 
-  async function runNode(node: GraphNode, ports: Record<string, Item[]>, sources: Record<string, string>): Promise<Item[]> {
+  async function runNode(
+    node: GraphNode,
+    ports: Record<string, Item[]>,
+    sources: Record<string, string>,
+  ): Promise<Item[]> {
     switch (node.type) {
       case 'user_input':
         return userInputItems(node, inputs[normalizeLabel(node.label)]);
@@ -99,7 +102,10 @@ export async function executeGraph(
         });
       default:
         return iterate(node, ports, sources, hooks, (rows, report) =>
-          hooks.runIoRows(node, rows, { started: (i) => hooks.onIterationStart(node.id, i), done: report }),
+          hooks.runIoRows(node, rows, {
+            started: (i) => hooks.onIterationStart(node.id, i),
+            done: report,
+          }),
         );
     }
   }
@@ -148,11 +154,17 @@ async function iterate(
     } else {
       const index = ports[broken].length === 1 ? 0 : i;
       const reason = row[broken].error?.message ?? 'unknown error';
-      report(i, [failed({ message: `input '${broken}' item ${index} from node '${sources[broken]}' failed: ${reason}`, type: 'upstream_failed' })]);
+      report(i, [
+        failed({
+          message: `input '${broken}' item ${index} from node '${sources[broken]}' failed: ${reason}`,
+          type: 'upstream_failed',
+        }),
+      ]);
     }
   }
   if (runnable.length > 0) await runRows(runnable, report);
   const missing = runnable.find((row) => !perIteration[row.index]);
-  if (missing) throw new NodeFailure(node.id, node.type, `iteration ${missing.index} produced no result`);
+  if (missing)
+    throw new NodeFailure(node.id, node.type, `iteration ${missing.index} produced no result`);
   return perIteration.flat();
 }

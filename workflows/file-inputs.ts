@@ -27,12 +27,27 @@ export async function resolveFileInputs(
       const value = inputs[key];
       if (typeof value !== 'string') return;
       try {
-        inputs[key] = await resolve({ runId: args.runId, accountId: args.accountId, key, inputType: node.input_type as FileInputRequest['inputType'], value }, node.id);
+        inputs[key] = await resolve(
+          {
+            runId: args.runId,
+            accountId: args.accountId,
+            key,
+            inputType: node.input_type as FileInputRequest['inputType'],
+            value,
+          },
+          node.id,
+        );
       } catch (err) {
         if (isCancellation(err)) throw err;
         const cause = err instanceof ActivityFailure ? err.cause : undefined;
-        if (cause instanceof ApplicationFailure && cause.nonRetryable) throw new NodeFailure(node.id, node.type, cause.message);
-        if (cause) throw new NodeFailure(node.id, node.type, `gave up after ${maxAttempts} attempt(s): ${cause.message}`);
+        if (cause instanceof ApplicationFailure && cause.nonRetryable)
+          throw new NodeFailure(node.id, node.type, cause.message);
+        if (cause)
+          throw new NodeFailure(
+            node.id,
+            node.type,
+            `gave up after ${maxAttempts} attempt(s): ${cause.message}`,
+          );
         throw err;
       }
     }),

@@ -30,7 +30,12 @@ export function userInputItems(node: NodeOf<'user_input'>, value: unknown): Item
 
 function isFilePart(value: unknown): value is Extract<Part, { type: 'image' | 'video' | 'file' }> {
   const v = value as { type?: unknown; url?: unknown } | null;
-  return typeof v === 'object' && v !== null && ['image', 'video', 'file'].includes(v.type as string) && typeof v.url === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    ['image', 'video', 'file'].includes(v.type as string) &&
+    typeof v.url === 'string'
+  );
 }
 
 /** One text item from a template and the texts of one iteration's port items. */
@@ -46,7 +51,12 @@ export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined)
   if (rowsInput) {
     rows = [];
     for (const item of rowsInput) {
-      if (item.status === 'failed') throw new NodeFailure(node.id, node.type, `rows input failed: ${item.error?.message ?? 'unknown error'}`);
+      if (item.status === 'failed')
+        throw new NodeFailure(
+          node.id,
+          node.type,
+          `rows input failed: ${item.error?.message ?? 'unknown error'}`,
+        );
       for (const part of item.parts) rows.push(...partRows(node, part));
     }
   } else if (node.rows) {
@@ -54,13 +64,19 @@ export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined)
   } else {
     throw new NodeFailure(node.id, node.type, 'has neither rows nor a rows input');
   }
-  if (rows.length > MAX_ROWS) throw new NodeFailure(node.id, node.type, `has ${rows.length} rows; a run takes at most ${MAX_ROWS} per list (D31)`);
+  if (rows.length > MAX_ROWS)
+    throw new NodeFailure(
+      node.id,
+      node.type,
+      `has ${rows.length} rows; a run takes at most ${MAX_ROWS} per list (D31)`,
+    );
   return rows.map((row) => completed(valuePart(row)));
 }
 
 function partRows(node: NodeOf<'batch'>, part: Part): unknown[] {
   if (part.type === 'json') {
-    if (!Array.isArray(part.data)) throw new NodeFailure(node.id, node.type, 'rows input is JSON but not an array');
+    if (!Array.isArray(part.data))
+      throw new NodeFailure(node.id, node.type, 'rows input is JSON but not an array');
     return part.data;
   }
   if (part.type === 'text') {
@@ -82,7 +98,11 @@ function partRows(node: NodeOf<'batch'>, part: Part): unknown[] {
 export function selectItems(node: NodeOf<'select'>, items: Item[]): Item[] {
   const at = node.index < 0 ? items.length + node.index : node.index;
   if (at < 0 || at >= items.length) {
-    throw new NodeFailure(node.id, node.type, `index ${node.index} is out of range for ${items.length} item(s)`);
+    throw new NodeFailure(
+      node.id,
+      node.type,
+      `index ${node.index} is out of range for ${items.length} item(s)`,
+    );
   }
   return [items[at]];
 }
@@ -91,7 +111,12 @@ export function selectItems(node: NodeOf<'select'>, items: Item[]): Item[] {
 export function joinItems(node: NodeOf<'join'>, items: Item[], sourceId: string): Item[] {
   const bad = items.findIndex((item) => item.status === 'failed');
   if (bad >= 0) {
-    return [failed({ message: `input item ${bad} from node '${sourceId}' failed: ${items[bad].error?.message ?? 'unknown error'}`, type: 'upstream_failed' })];
+    return [
+      failed({
+        message: `input item ${bad} from node '${sourceId}' failed: ${items[bad].error?.message ?? 'unknown error'}`,
+        type: 'upstream_failed',
+      }),
+    ];
   }
   const texts: string[] = [];
   const others: Part[] = [];
@@ -101,6 +126,9 @@ export function joinItems(node: NodeOf<'join'>, items: Item[], sourceId: string)
       else others.push(part);
     }
   }
-  const parts: Part[] = texts.length > 0 ? [{ type: 'text', text: texts.join(node.separator ?? '\n') }, ...others] : others;
+  const parts: Part[] =
+    texts.length > 0
+      ? [{ type: 'text', text: texts.join(node.separator ?? '\n') }, ...others]
+      : others;
   return [completed(...parts)];
 }

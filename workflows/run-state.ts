@@ -6,9 +6,25 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
 import { type RunArgs } from './definitions';
-import { createdEvent, failedEvent, SNAPSHOT_EVENTS, SNAPSHOT_OUTPUT_BYTES, type OutputItem, type OutputPage, type RunEvent, type RunFinal, type RunOutput, type RunSnapshot, type RunStatus } from '../domain/run';
+import {
+  createdEvent,
+  failedEvent,
+  SNAPSHOT_EVENTS,
+  SNAPSHOT_OUTPUT_BYTES,
+  type OutputItem,
+  type OutputPage,
+  type RunEvent,
+  type RunFinal,
+  type RunOutput,
+  type RunSnapshot,
+  type RunStatus,
+} from '../domain/run';
 
-type EventBody = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, 'sequence_number'> : never) : never;
+type EventBody = RunEvent extends infer E
+  ? E extends RunEvent
+    ? Omit<E, 'sequence_number'>
+    : never
+  : never;
 
 interface Slot {
   id: string;
@@ -41,7 +57,8 @@ export class RunState {
     this.events = [createdEvent(args)];
     this.itemIdBase = newId('item', clock.now(), clock.random);
     this.cost = args.options.startFeeUsd; // D17: the fixed start fee
-    for (const node of args.graph.nodes) if (node.type === 'user_result') this.slots.set(node.id, new Map());
+    for (const node of args.graph.nodes)
+      if (node.type === 'user_result') this.slots.set(node.id, new Map());
     for (const edge of args.graph.edges) {
       if (!this.slots.has(edge.to)) continue;
       const list = this.resultsFedBy.get(edge.from) ?? [];
@@ -110,7 +127,8 @@ export class RunState {
 
   /** Everything persistence needs, once the run has ended. */
   final(): RunFinal {
-    if (this.status === 'running' || this.status === 'pending') throw new Error('run has not ended');
+    if (this.status === 'running' || this.status === 'pending')
+      throw new Error('run has not ended');
     return {
       runId: this.args.runId,
       accountId: this.args.accountId,
@@ -134,7 +152,9 @@ export class RunState {
    * not finished yet as `running`. Null for an unknown label.
    */
   outputPage(label: string, afterItemId: string | null, limit: number): OutputPage | null {
-    const node = this.args.graph.nodes.find((n) => n.type === 'user_result' && normalizeLabel(n.label) === label);
+    const node = this.args.graph.nodes.find(
+      (n) => n.type === 'user_result' && normalizeLabel(n.label) === label,
+    );
     if (!node) return null;
     const ordered = this.orderedSlots(node.id);
     let from = 0;
@@ -167,7 +187,13 @@ export class RunState {
       for (const slot of ordered) {
         if (!slot.item) continue;
         const { status, parts, error } = slot.item;
-        items.push({ id: slot.id, item_index: items.length, status, parts, ...(error ? { error } : {}) });
+        items.push({
+          id: slot.id,
+          item_index: items.length,
+          status,
+          parts,
+          ...(error ? { error } : {}),
+        });
       }
       output[normalizeLabel(node.label)] = items;
     }
@@ -181,13 +207,22 @@ export class RunState {
     return slot;
   }
 
-  private itemEvent(type: 'response.output_item.added' | 'response.output_item.done', slot: Slot): void {
-    this.push({ type, output_index: slot.outputIndex, item: { type: 'message', id: slot.id, phase: 'final_answer' } });
+  private itemEvent(
+    type: 'response.output_item.added' | 'response.output_item.done',
+    slot: Slot,
+  ): void {
+    this.push({
+      type,
+      output_index: slot.outputIndex,
+      item: { type: 'message', id: slot.id, phase: 'final_answer' },
+    });
   }
 
   private push(body: EventBody): void {
     // `type` then `sequence_number` lead every event, so the wire format reads the same for every type.
-    this.events.push(Object.assign({ type: body.type, sequence_number: this.events.length }, body) as RunEvent);
+    this.events.push(
+      Object.assign({ type: body.type, sequence_number: this.events.length }, body) as RunEvent,
+    );
   }
 }
 

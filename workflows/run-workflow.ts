@@ -25,7 +25,13 @@ import { splitFinal } from '../domain/run-chunks';
 import { awaitEndUpdate, snapshotQuery, type RunArgs } from './definitions';
 import { type RunStatus } from '../domain/run';
 import { startWebhookDelivery } from './webhook-workflow';
-import { PERSISTENCE_SUMMARIES, RunProgress, activitySummary, fileInputSummary, timerSummary } from './summaries';
+import {
+  PERSISTENCE_SUMMARIES,
+  RunProgress,
+  activitySummary,
+  fileInputSummary,
+  timerSummary,
+} from './summaries';
 import { withNamedTimeout } from './timers';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
@@ -36,7 +42,9 @@ export const HISTORY_EVENTS_LIMIT = 18_000;
 export const HISTORY_BYTES_LIMIT = 40 * 1024 * 1024;
 
 /** Runs one published workflow version to its end and returns the final status. */
-export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; total_cost: number }> {
+export async function runWorkflow(
+  args: RunArgs,
+): Promise<{ status: RunStatus; total_cost: number }> {
   const state = new RunState(args, { now: () => Date.now(), random: Math.random });
   setHandler(snapshotQuery, (afterSequence) => state.snapshot(afterSequence ?? -1));
   setHandler(awaitEndUpdate, async () => {
@@ -72,20 +80,40 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
   /** One chunk of a node's rows as an activity; failures that end the run become NodeFailures naming the node. */
-  const runChunk = async (node: IoNode, rows: NodeRow[], concurrency: number): Promise<NodeChunkResult> => {
+  const runChunk = async (
+    node: IoNode,
+    rows: NodeRow[],
+    concurrency: number,
+  ): Promise<NodeChunkResult> => {
     // D10 bounds one attempt of one row; a chunk's attempt runs its rows in waves of `concurrency`.
     const waves = Math.ceil(rows.length / concurrency);
-    const proxy = waves === 1 ? nodes : proxyActivities<Activities>({ ...nodeOptions, startToCloseTimeout: options.nodeAttemptTimeoutMs * waves });
+    const proxy =
+      waves === 1
+        ? nodes
+        : proxyActivities<Activities>({
+            ...nodeOptions,
+            startToCloseTimeout: options.nodeAttemptTimeoutMs * waves,
+          });
     try {
       const first = rows[0].index;
       const last = rows.at(-1)!.index;
-      const summary = activitySummary(node, first === last ? { item: first } : { rows: [first, last] }); // D33
-      return await proxy.runNodeChunk.executeWithOptions({ summary }, [{ runId: args.runId, accountId: args.accountId, node, rows, concurrency }]);
+      const summary = activitySummary(
+        node,
+        first === last ? { item: first } : { rows: [first, last] },
+      ); // D33
+      return await proxy.runNodeChunk.executeWithOptions({ summary }, [
+        { runId: args.runId, accountId: args.accountId, node, rows, concurrency },
+      ]);
     } catch (err) {
       const cause = err instanceof ActivityFailure ? err.cause : undefined;
-      if (cause instanceof ApplicationFailure && cause.nonRetryable) throw new NodeFailure(node.id, node.type, cause.message);
+      if (cause instanceof ApplicationFailure && cause.nonRetryable)
+        throw new NodeFailure(node.id, node.type, cause.message);
       if (cause && !isCancellation(err)) {
-        throw new NodeFailure(node.id, node.type, `gave up after ${options.nodeMaxAttempts} attempt(s): ${cause.message}`);
+        throw new NodeFailure(
+          node.id,
+          node.type,
+          `gave up after ${options.nodeMaxAttempts} attempt(s): ${cause.message}`,
+        );
       }
       throw err;
     }
@@ -95,7 +123,11 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
    * An I/O node's rows, as chunks (workflows/chunk-plan.ts) that share the run's slots. A chunk
    * answers with the rows it finished; what it left (a size budget) is asked for again.
    */
-  const runIoRows = async (node: IoNode, rows: NodeRow[], rowProgress: RowProgress): Promise<void> => {
+  const runIoRows = async (
+    node: IoNode,
+    rows: NodeRow[],
+    rowProgress: RowProgress,
+  ): Promise<void> => {
     for (let i = 0; i < rows.length; i++) progress.itemStarted();
     // Every chunk is waited for, and the first that fails cancels the others (a scope of their own):
     // the rows a chunk finished before a failure or the run's cancel come back with its answer and
@@ -113,17 +145,25 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
         }),
       ),
     );
-    const failures = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+    const failures = outcomes.flatMap((o) =>
+      o.status === 'rejected' ? [o.reason as unknown] : [],
+    );
     if (failures.length > 0) throw failures.find((err) => !isCancellation(err)) ?? failures[0];
   };
 
   /** One planned chunk, asked again for the rows it left (a size budget) until all are done. */
-  const runChunkRows = async (node: IoNode, rows: NodeRow[], concurrency: number, rowProgress: RowProgress): Promise<void> => {
+  const runChunkRows = async (
+    node: IoNode,
+    rows: NodeRow[],
+    concurrency: number,
+    rowProgress: RowProgress,
+  ): Promise<void> => {
     let left = rows;
     while (left.length > 0) {
       const result = await slots.with(async () => {
         // A chunk that waited for its slots while the run was cancelled, or another chunk failed, never starts.
-        if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('run cancelled');
+        if (CancellationScope.current().consideredCancelled)
+          throw new CancelledFailure('run cancelled');
         guardHistory(node);
         for (const row of left) rowProgress.started(row.index);
         return runChunk(node, left, concurrency);
@@ -138,7 +178,8 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
       const finished = new Set(result.rows.map((row) => row.index));
       const before = left.length;
       left = left.filter((row) => !finished.has(row.index));
-      if (left.length === before) throw new NodeFailure(node.id, node.type, 'a chunk of rows made no progress');
+      if (left.length === before)
+        throw new NodeFailure(node.id, node.type, 'a chunk of rows made no progress');
     }
   };
 
@@ -150,21 +191,31 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
     const { historyLength, historySize } = workflowInfo();
     if (historyLength > HISTORY_EVENTS_LIMIT || historySize > HISTORY_BYTES_LIMIT) {
       const mb = (historySize / 1024 / 1024).toFixed(1);
-      throw new NodeFailure(node.id, node.type, `the run reached the limit of its execution history (${historyLength} events, ${mb} MB); split the input into smaller runs`);
+      throw new NodeFailure(
+        node.id,
+        node.type,
+        `the run reached the limit of its execution history (${historyLength} events, ${mb} MB); split the input into smaller runs`,
+      );
     }
   };
   const resolveFile = (req: Parameters<Activities['resolveFileInput']>[0], nodeId: string) =>
-    slots.with(() => nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]));
+    slots.with(() =>
+      nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]),
+    );
 
   try {
     await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), async () =>
       // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
-      executeGraph(args.graph, await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts), {
-        runIoRows,
-        onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
-        onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
-        onNodeDone: () => progress.nodeDone(),
-      }),
+      executeGraph(
+        args.graph,
+        await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts),
+        {
+          runIoRows,
+          onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
+          onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
+          onNodeDone: () => progress.nodeDone(),
+        },
+      ),
     );
     state.finish('completed');
   } catch (err) {
@@ -185,14 +236,22 @@ export async function runWorkflow(args: RunArgs): Promise<{ status: RunStatus; t
   await CancellationScope.nonCancellable(async () => {
     // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
     const saveChunk = (chunk: (typeof chunks)[number], i: number) =>
-      persistence.saveRunChunk.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) }, [chunk]);
+      persistence.saveRunChunk.executeWithOptions(
+        { summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) },
+        [chunk],
+      );
     // Two at a time: the activities scheduled together travel in one workflow-task completion, which
     // Temporal refuses above 4 MB (two chunks of at most 512 KB each stay far below it).
-    for (let i = 0; i < chunks.length; i += 2) await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
-    await persistence.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [final]);
+    for (let i = 0; i < chunks.length; i += 2)
+      await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
+    await persistence.finalizeRun.executeWithOptions(
+      { summary: PERSISTENCE_SUMMARIES.finalizeRun },
+      [final],
+    );
   });
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;
-  if (webhook) await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
+  if (webhook)
+    await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
   return { status: state.status, total_cost: final.totalCost };
 }

@@ -14,7 +14,12 @@ export function formatCount(n: number): string {
 /** A duration as operators write it: `1h`, `1h 30m`, `45s`, `250ms`. */
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${ms}ms`;
-  const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]];
+  const units: Array<[string, number]> = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ];
   const parts: string[] = [];
   let rest = Math.round(ms / 1000) * 1000;
   for (const [unit, size] of units) {
@@ -39,7 +44,9 @@ export function webhookWorkflowSummary(runId: string): string {
 export function workflowDetails(nodes: ReadonlyArray<{ type: string }>): string {
   const byType = new Map<string, number>();
   for (const node of nodes) byType.set(node.type, (byType.get(node.type) ?? 0) + 1);
-  const parts = [...byType].sort(([a, x], [b, y]) => y - x || a.localeCompare(b)).map(([type, n]) => `${n} ${type}`);
+  const parts = [...byType]
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+    .map(([type, n]) => `${n} ${type}`);
   return `${formatCount(nodes.length)} node${nodes.length === 1 ? '' : 's'}: ${parts.join(', ')}`;
 }
 
@@ -48,7 +55,9 @@ export type WorkRange = { item: number } | { rows: [number, number] };
 
 /** `item 3`, or `rows 2,000–2,999`. */
 export function formatRange(range: WorkRange): string {
-  return 'item' in range ? `item ${formatCount(range.item)}` : `rows ${formatCount(range.rows[0])}–${formatCount(range.rows[1])}`;
+  return 'item' in range
+    ? `item ${formatCount(range.item)}`
+    : `rows ${formatCount(range.rows[0])}–${formatCount(range.rows[1])}`;
 }
 
 /** An I/O node's activity: `summarize · llm · rows 2,000–2,999`. */
@@ -69,7 +78,8 @@ export function timerSummary(ms: number): string {
 /** The activities around a run's graph. */
 export const PERSISTENCE_SUMMARIES = {
   finalizeRun: 'finalize run record',
-  saveRunChunk: (index: number, count: number) => `save run record chunk ${formatCount(index + 1)}/${formatCount(count)}`,
+  saveRunChunk: (index: number, count: number) =>
+    `save run record chunk ${formatCount(index + 1)}/${formatCount(count)}`,
   deliverWebhook: 'deliver webhook',
   recordWebhookGivenUp: 'record webhook given up',
   applyRetention: 'apply retention',

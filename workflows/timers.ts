@@ -6,13 +6,19 @@
 import { CancellationScope, sleep } from '@temporalio/workflow';
 
 /** Runs `fn` in a scope that is cancelled after `ms`, with a timer the UI names `summary`. */
-export async function withNamedTimeout<T>(ms: number, summary: string, fn: () => Promise<T>): Promise<T> {
+export async function withNamedTimeout<T>(
+  ms: number,
+  summary: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   const work = new CancellationScope({ cancellable: true });
   const timer = new CancellationScope({ cancellable: true });
-  timer.run(() => sleep(ms, { summary })).then(
-    () => work.cancel(),
-    () => undefined, // the work finished (or the run was cancelled) first
-  );
+  timer
+    .run(() => sleep(ms, { summary }))
+    .then(
+      () => work.cancel(),
+      () => undefined, // the work finished (or the run was cancelled) first
+    );
   try {
     return await work.run(fn);
   } finally {

@@ -12,7 +12,12 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
-import { SEARCH_ATTRIBUTES, webhookWorkflowId, type RunArgs, type WebhookArgs } from './definitions';
+import {
+  SEARCH_ATTRIBUTES,
+  webhookWorkflowId,
+  type RunArgs,
+  type WebhookArgs,
+} from './definitions';
 import { PERSISTENCE_SUMMARIES, webhookWorkflowSummary } from './summaries';
 
 /** D20: how long a delivery is retried before it is given up. */
@@ -20,13 +25,19 @@ const DELIVERY_WINDOW = '24h';
 const DEFAULT_RETRY_INITIAL_MS = 5_000;
 
 /** Retries one delivery with exponential backoff for 24 h; returns whether it was delivered, never fails. */
-export async function webhookWorkflow(args: WebhookArgs): Promise<{ delivered: boolean; error?: string }> {
+export async function webhookWorkflow(
+  args: WebhookArgs,
+): Promise<{ delivered: boolean; error?: string }> {
   const { deliverWebhook } = proxyActivities<Activities>({
     summary: PERSISTENCE_SUMMARIES.deliverWebhook, // D33
     // One attempt: the HTTP timeout (WEBHOOK_TIMEOUT_MS, at most 50 s) plus reading the record.
     startToCloseTimeout: '60s',
     scheduleToCloseTimeout: DELIVERY_WINDOW,
-    retry: { initialInterval: args.retryInitialMs, backoffCoefficient: 2, maximumInterval: Math.max(args.retryInitialMs, 3_600_000) },
+    retry: {
+      initialInterval: args.retryInitialMs,
+      backoffCoefficient: 2,
+      maximumInterval: Math.max(args.retryInitialMs, 3_600_000),
+    },
   });
   const { recordWebhookGivenUp } = proxyActivities<Activities>({
     summary: PERSISTENCE_SUMMARIES.recordWebhookGivenUp,
@@ -48,7 +59,11 @@ export async function webhookWorkflow(args: WebhookArgs): Promise<{ delivered: b
 /** The messages down a failure's cause chain ("activity timed out: <last attempt's error>"), without the activity wrapper. */
 function failureMessage(err: ActivityFailure): string {
   const messages: string[] = [];
-  for (let cause: Error | undefined = err.cause; cause && messages.length < 4; cause = (cause as { cause?: Error }).cause) {
+  for (
+    let cause: Error | undefined = err.cause;
+    cause && messages.length < 4;
+    cause = (cause as { cause?: Error }).cause
+  ) {
     if (cause.message) messages.push(cause.message);
   }
   return messages.join(': ') || err.message;
@@ -60,7 +75,14 @@ export async function startWebhookDelivery(args: RunArgs & { webhook: string }):
     await startChild(webhookWorkflow, {
       workflowId: webhookWorkflowId(args.runId),
       staticSummary: webhookWorkflowSummary(args.runId), // D33
-      args: [{ runId: args.runId, accountId: args.accountId, url: args.webhook, retryInitialMs: args.options.webhookRetryInitialMs ?? DEFAULT_RETRY_INITIAL_MS }],
+      args: [
+        {
+          runId: args.runId,
+          accountId: args.accountId,
+          url: args.webhook,
+          retryInitialMs: args.options.webhookRetryInitialMs ?? DEFAULT_RETRY_INITIAL_MS,
+        },
+      ],
       // The run completes at once; the delivery goes on without it.
       parentClosePolicy: ParentClosePolicy.ABANDON,
       // One delivery per run, even if the run's workflow were reset and reached its end again.

@@ -4,8 +4,27 @@
  */
 import { z } from 'zod';
 import { WorkflowDocumentSchema } from '../../domain/graph';
-import { AsyncStartResponseSchema, ContractQuerySchema, ListRunsQuerySchema, ListWorkflowsQuerySchema, OutputItemsQuerySchema, StartRequestSchema, StreamLinkRequestSchema, StreamQuerySchema } from './request-schemas';
-import { ErrorEnvelopeSchema, FileSchema, PublishResponseSchema, RunListSchema, OutputItemListSchema, StreamEventSchema, StreamLinkSchema, WorkflowContractSchema, WorkflowListSchema } from './response-schemas';
+import {
+  AsyncStartResponseSchema,
+  ContractQuerySchema,
+  ListRunsQuerySchema,
+  ListWorkflowsQuerySchema,
+  OutputItemsQuerySchema,
+  StartRequestSchema,
+  StreamLinkRequestSchema,
+  StreamQuerySchema,
+} from './request-schemas';
+import {
+  ErrorEnvelopeSchema,
+  FileSchema,
+  PublishResponseSchema,
+  RunListSchema,
+  OutputItemListSchema,
+  StreamEventSchema,
+  StreamLinkSchema,
+  WorkflowContractSchema,
+  WorkflowListSchema,
+} from './response-schemas';
 import { RunSchema } from '../../domain/run-view';
 import { PayloadsJsonSchema } from '../../lib/codec/json';
 
@@ -30,7 +49,11 @@ const ERROR_TEXT: Record<number, string> = {
 
 /** A component schema: JSON Schema 2020-12 (OpenAPI 3.1's dialect) without its `$schema` line. */
 function schemaOf(schema: z.ZodType, io: 'input' | 'output' = 'output'): Json {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+  }) as Json;
   return rest;
 }
 
@@ -45,9 +68,15 @@ function requestSchema(schema: z.ZodType): Json {
     if (!node || typeof node !== 'object') return node;
     const { default: dflt, ...rest } = node as Json;
     const out: Json = Object.fromEntries(
-      Object.entries(rest).map(([k, v]) => [k, MAPS.has(k) && v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([n, sub]) => [n, strip(sub)])) : strip(v)]),
+      Object.entries(rest).map(([k, v]) => [
+        k,
+        MAPS.has(k) && v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([n, sub]) => [n, strip(sub)]))
+          : strip(v),
+      ]),
     );
-    if (dflt !== undefined) out.description = `${typeof out.description === 'string' ? `${out.description} ` : ''}Default: \`${JSON.stringify(dflt)}\`.`;
+    if (dflt !== undefined)
+      out.description = `${typeof out.description === 'string' ? `${out.description} ` : ''}Default: \`${JSON.stringify(dflt)}\`.`;
     return out;
   };
   return strip(schemaOf(schema, 'input')) as Json;
@@ -56,16 +85,30 @@ function requestSchema(schema: z.ZodType): Json {
 /** One query parameter per property of a query schema. */
 function queryParameters(schema: z.ZodObject): Json[] {
   const { properties = {} } = schemaOf(schema, 'input') as { properties?: Record<string, Json> };
-  return Object.entries(properties).map(([name, property]) => ({ name, in: 'query', required: false, schema: property }));
+  return Object.entries(properties).map(([name, property]) => ({
+    name,
+    in: 'query',
+    required: false,
+    schema: property,
+  }));
 }
 
 function errors(...statuses: number[]): Json {
   return Object.fromEntries(
-    statuses.map((s) => [String(s), { description: ERROR_TEXT[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]),
+    statuses.map((s) => [
+      String(s),
+      {
+        description: ERROR_TEXT[s],
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      },
+    ]),
   );
 }
 
-const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
+const json = (ref: string, description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } },
+});
 /**
  * One Server-Sent Event as its fields, the schema of a `text/event-stream` answer: OpenAPI 3.1
  * has no `itemSchema` (3.2 does), and tools that check streams (schemathesis) apply a stream's
@@ -75,18 +118,36 @@ const json = (ref: string, description: string) => ({ description, content: { 'a
  */
 const serverSentEvent = {
   type: 'object',
-  description: 'One event of a `text/event-stream` answer, as its fields: `data` is a StreamEvent as JSON, or `[DONE]` last.',
+  description:
+    'One event of a `text/event-stream` answer, as its fields: `data` is a StreamEvent as JSON, or `[DONE]` last.',
   required: ['data'],
   properties: {
-    id: { type: 'string', pattern: '^\\d+$', description: 'The event’s `sequence_number` (D11); send it back as `Last-Event-ID`.' },
-    event: { type: 'string', description: 'Never sent (so `message`, the SSE default): the event’s type is `type` in `data`.' },
-    retry: { type: 'integer', minimum: 0, description: 'Reconnection delay in ms; sent once, with the first event.' },
+    id: {
+      type: 'string',
+      pattern: '^\\d+$',
+      description: 'The event’s `sequence_number` (D11); send it back as `Last-Event-ID`.',
+    },
+    event: {
+      type: 'string',
+      description:
+        'Never sent (so `message`, the SSE default): the event’s type is `type` in `data`.',
+    },
+    retry: {
+      type: 'integer',
+      minimum: 0,
+      description: 'Reconnection delay in ms; sent once, with the first event.',
+    },
     data: { type: 'string' },
   },
   if: { properties: { data: { const: '[DONE]' } } },
   else: {
     required: ['id'],
-    properties: { data: { contentMediaType: 'application/json', contentSchema: { $ref: '#/components/schemas/StreamEvent' } } },
+    properties: {
+      data: {
+        contentMediaType: 'application/json',
+        contentSchema: { $ref: '#/components/schemas/StreamEvent' },
+      },
+    },
   },
 };
 const sse = (description: string) => ({
@@ -94,15 +155,36 @@ const sse = (description: string) => ({
   content: { 'text/event-stream': { schema: { $ref: '#/components/schemas/ServerSentEvent' } } },
 });
 /** D11: a resume whose cursor is at the terminal event has nothing left to send. */
-const resumeDone = { '204': { description: 'The cursor is the run’s terminal event: nothing is left to receive (a browser EventSource stops reconnecting).' } };
+const resumeDone = {
+  '204': {
+    description:
+      'The cursor is the run’s terminal event: nothing is left to receive (a browser EventSource stops reconnecting).',
+  },
+};
 /** The body of a probe's 200: `{"status": "<word>"}`. */
 const probe = (status: string, description: string) => ({
   description,
-  content: { 'application/json': { schema: { type: 'object', properties: { status: { const: status } }, required: ['status'] } } },
+  content: {
+    'application/json': {
+      schema: { type: 'object', properties: { status: { const: status } }, required: ['status'] },
+    },
+  },
 });
-const runIdParam = { name: 'runId', in: 'path', required: true, schema: { type: 'string', pattern: '^run_[0-9A-HJKMNP-TV-Z]{26}$' } };
-const fileIdParam = { name: 'fileId', in: 'path', required: true, schema: { type: 'string', pattern: '^file_[0-9A-HJKMNP-TV-Z]{26}$' } };
-const streamStart = sse('Stream mode (`stream: true`): `response.created` first, a terminal event last.');
+const runIdParam = {
+  name: 'runId',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^run_[0-9A-HJKMNP-TV-Z]{26}$' },
+};
+const fileIdParam = {
+  name: 'fileId',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^file_[0-9A-HJKMNP-TV-Z]{26}$' },
+};
+const streamStart = sse(
+  'Stream mode (`stream: true`): `response.created` first, a terminal event last.',
+);
 /** OpenAPI links from an answer carrying a run id (at `pointer`) to the operations that take one. */
 const runLinks = (pointer: string) => ({
   GetRun: { operationId: 'getRun', parameters: { runId: `$response.body#/${pointer}` } },
@@ -112,7 +194,10 @@ const runLinks = (pointer: string) => ({
 const rateHeaders = {
   'X-RateLimit-Limit': { schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { schema: { type: 'integer' } },
-  'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Seconds until the window resets.' },
+  'X-RateLimit-Reset': {
+    schema: { type: 'integer' },
+    description: 'Seconds until the window resets.',
+  },
 };
 
 /** Builds the whole document; `serverUrl` is where this process is reachable, when known. */
@@ -122,7 +207,8 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
     info: {
       title: 'Workflow Run Service',
       version: '1.0.0',
-      description: 'Runs published AI workflows. Reference: docs/api.md; decisions D1–D34: docs/decisions.md.',
+      description:
+        'Runs published AI workflows. Reference: docs/api.md; decisions D1–D34: docs/decisions.md.',
     },
     // Relative to where the document was fetched from, unless PUBLIC_BASE_URL names the address.
     servers: [{ url: serverUrl ?? '/' }],
@@ -134,21 +220,40 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           summary: 'Start a run of a published workflow',
           parameters: [
             // The server's own rule (visible ASCII, no spaces): anything else is a 400, so the document says so.
-            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' }, description: 'D18.' },
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
+              description: 'D18.',
+            },
             {
               name: 'Prefer',
               in: 'header',
               required: false,
               schema: { type: 'string', example: 'wait=10' },
-              description: 'D28: `wait=N` (seconds, at most 60) holds an async start until the run ends: 200 with the run record, or 202 as usual once N seconds passed. Other preferences are ignored.',
+              description:
+                'D28: `wait=N` (seconds, at most 60) holds an async start until the run ends: 200 with the run record, or 202 as usual once N seconds passed. Other preferences are ignored.',
             },
           ],
-          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/StartRequest' } } } },
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/StartRequest' } },
+            },
+          },
           responses: {
-            '202': { ...json('AsyncStart', 'Accepted (async mode).'), headers: rateHeaders, links: runLinks('run_id') },
+            '202': {
+              ...json('AsyncStart', 'Accepted (async mode).'),
+              headers: rateHeaders,
+              links: runLinks('run_id'),
+            },
             '200': {
               description: `${streamStart.description} Or, with \`Prefer: wait=N\` (D28), the record of a run that ended within N seconds (\`Preference-Applied\` says so).`,
-              content: { ...streamStart.content, 'application/json': { schema: { $ref: '#/components/schemas/Run' } } },
+              content: {
+                ...streamStart.content,
+                'application/json': { schema: { $ref: '#/components/schemas/Run' } },
+              },
               headers: rateHeaders,
             },
             ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
@@ -160,15 +265,25 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'listRuns',
           summary: 'List your runs, newest first (D23)',
           parameters: queryParameters(ListRunsQuerySchema),
-          responses: { '200': { ...json('RunList', 'A page of runs.'), headers: rateHeaders }, ...errors(400, 401, 429, 500, 503) },
+          responses: {
+            '200': { ...json('RunList', 'A page of runs.'), headers: rateHeaders },
+            ...errors(400, 401, 429, 500, 503),
+          },
         },
       },
       '/api/v1/runs/{runId}/cancel': {
         post: {
           operationId: 'cancelRun',
-          summary: 'Cancel a run (D8): 202 with the run record; it turns `cancelled` once the run has stopped',
+          summary:
+            'Cancel a run (D8): 202 with the run record; it turns `cancelled` once the run has stopped',
           parameters: [runIdParam],
-          responses: { '202': { ...json('Run', 'Cancellation requested (or already cancelled).'), links: runLinks('id') }, ...errors(401, 404, 409, 429, 500, 503) },
+          responses: {
+            '202': {
+              ...json('Run', 'Cancellation requested (or already cancelled).'),
+              links: runLinks('id'),
+            },
+            ...errors(401, 404, 409, 429, 500, 503),
+          },
         },
       },
       '/api/v1/workflows/{workflowId}': {
@@ -176,10 +291,19 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'getWorkflowContract',
           summary: 'A published workflow’s inputs (with a JSON Schema) and outputs (D24)',
           parameters: [
-            { name: 'workflowId', in: 'path', required: true, schema: { type: 'string' }, description: 'A `wf_...` id or a slug.' },
+            {
+              name: 'workflowId',
+              in: 'path',
+              required: true,
+              schema: { type: 'string' },
+              description: 'A `wf_...` id or a slug.',
+            },
             ...queryParameters(ContractQuerySchema),
           ],
-          responses: { '200': json('WorkflowContract', 'The contract.'), ...errors(400, 401, 404, 429, 500, 503) },
+          responses: {
+            '200': json('WorkflowContract', 'The contract.'),
+            ...errors(400, 401, 404, 429, 500, 503),
+          },
         },
       },
       '/api/v1/runs/{runId}': {
@@ -187,7 +311,14 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'getRun',
           summary: 'Read a run (safe to poll every 1–3 s)',
           parameters: [runIdParam],
-          responses: { '200': { ...json('Run', 'The run record.'), headers: rateHeaders, links: runLinks('id') }, ...errors(401, 404, 429, 500, 503) },
+          responses: {
+            '200': {
+              ...json('Run', 'The run record.'),
+              headers: rateHeaders,
+              links: runLinks('id'),
+            },
+            ...errors(401, 404, 429, 500, 503),
+          },
         },
       },
       '/api/v1/runs/{runId}/outputs/{key}': {
@@ -196,10 +327,25 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           summary: 'Page one output of a run, live or finished (D31)',
           parameters: [
             runIdParam,
-            { name: 'key', in: 'path', required: true, schema: { type: 'string' }, description: 'The normalized label of a User Result (a key of `output`).' },
+            {
+              name: 'key',
+              in: 'path',
+              required: true,
+              schema: { type: 'string' },
+              description: 'The normalized label of a User Result (a key of `output`).',
+            },
             ...queryParameters(OutputItemsQuerySchema),
           ],
-          responses: { '200': { ...json('OutputItemList', 'A page of items in output order; items of a live run that have not ended show `running`.'), headers: rateHeaders }, ...errors(400, 401, 404, 429, 500, 503) },
+          responses: {
+            '200': {
+              ...json(
+                'OutputItemList',
+                'A page of items in output order; items of a live run that have not ended show `running`.',
+              ),
+              headers: rateHeaders,
+            },
+            ...errors(400, 401, 404, 429, 500, 503),
+          },
         },
       },
       '/api/v1/runs/{runId}/stream': {
@@ -214,55 +360,113 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
               required: false,
               // Empty is what an EventSource's reset id amounts to: no cursor, as if the header were absent.
               schema: { type: 'string', pattern: '^(\\d{1,9})?$' },
-              description: 'The last event id the client has (D11); wins over `starting_after`. Empty: no cursor.',
+              description:
+                'The last event id the client has (D11); wins over `starting_after`. Empty: no cursor.',
             },
             ...queryParameters(StreamQuerySchema),
           ],
-          responses: { '200': sse('`response.resumed` first, then the events after the cursor (D11).'), ...resumeDone, ...errors(400, 401, 404, 429, 500) },
+          responses: {
+            '200': sse('`response.resumed` first, then the events after the cursor (D11).'),
+            ...resumeDone,
+            ...errors(400, 401, 404, 429, 500),
+          },
         },
       },
       '/api/v1/runs/{runId}/stream-link': {
         post: {
           operationId: 'createStreamLink',
-          summary: 'A signed link to the run’s stream that needs no Authorization header, for a browser’s EventSource (D34)',
+          summary:
+            'A signed link to the run’s stream that needs no Authorization header, for a browser’s EventSource (D34)',
           parameters: [runIdParam],
-          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/StreamLinkRequest' } } } },
-          responses: { '200': { ...json('StreamLink', 'The link.'), headers: rateHeaders }, ...errors(400, 401, 404, 413, 415, 429, 500, 503) },
+          requestBody: {
+            required: false,
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/StreamLinkRequest' } },
+            },
+          },
+          responses: {
+            '200': { ...json('StreamLink', 'The link.'), headers: rateHeaders },
+            ...errors(400, 401, 404, 413, 415, 429, 500, 503),
+          },
         },
       },
       '/streams/{runId}': {
         get: {
           operationId: 'followStreamLink',
-          summary: 'The run’s event stream behind a signed stream link (no Authorization header); the same rules as streamRun',
+          summary:
+            'The run’s event stream behind a signed stream link (no Authorization header); the same rules as streamRun',
           security: [],
           parameters: [
             runIdParam,
-            { name: 'expires', in: 'query', required: true, schema: { type: 'string', pattern: '^\\d+$' }, description: 'Unix seconds.' },
-            { name: 'sig', in: 'query', required: true, schema: { type: 'string' }, description: 'HMAC-SHA256 of the run id and expiry.' },
-            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^(\\d{1,9})?$' }, description: 'As for streamRun; a browser’s EventSource resends it by itself.' },
+            {
+              name: 'expires',
+              in: 'query',
+              required: true,
+              schema: { type: 'string', pattern: '^\\d+$' },
+              description: 'Unix seconds.',
+            },
+            {
+              name: 'sig',
+              in: 'query',
+              required: true,
+              schema: { type: 'string' },
+              description: 'HMAC-SHA256 of the run id and expiry.',
+            },
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', pattern: '^(\\d{1,9})?$' },
+              description: 'As for streamRun; a browser’s EventSource resends it by itself.',
+            },
             ...queryParameters(StreamQuerySchema),
           ],
-          responses: { '200': sse('As streamRun answers.'), ...resumeDone, ...errors(400, 403, 404, 500) },
+          responses: {
+            '200': sse('As streamRun answers.'),
+            ...resumeDone,
+            ...errors(400, 403, 404, 500),
+          },
         },
       },
       '/api/v1/workflows': {
         get: {
           operationId: 'listWorkflows',
-          summary: 'List your published workflows, newest first, each as its latest version’s contract (D30)',
+          summary:
+            'List your published workflows, newest first, each as its latest version’s contract (D30)',
           parameters: queryParameters(ListWorkflowsQuerySchema),
-          responses: { '200': { ...json('WorkflowList', 'A page of workflows.'), headers: rateHeaders }, ...errors(400, 401, 429, 500, 503) },
+          responses: {
+            '200': { ...json('WorkflowList', 'A page of workflows.'), headers: rateHeaders },
+            ...errors(400, 401, 429, 500, 503),
+          },
         },
         post: {
           operationId: 'publishWorkflow',
           summary: 'Publish a workflow graph (a new workflow, or the next version of its slug)',
-          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WorkflowDocument' } } } },
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/WorkflowDocument' } },
+            },
+          },
           responses: {
             '201': {
               ...json('PublishedWorkflow', 'Published.'),
               // Both pin the version just published: a link leaving `version` open would pair the workflow with any version.
               links: {
-                GetContract: { operationId: 'getWorkflowContract', parameters: { workflowId: '$response.body#/workflow_id', version: '$response.body#/version_id' } },
-                GetContractBySlug: { operationId: 'getWorkflowContract', parameters: { workflowId: '$response.body#/slug', version: '$response.body#/version' } },
+                GetContract: {
+                  operationId: 'getWorkflowContract',
+                  parameters: {
+                    workflowId: '$response.body#/workflow_id',
+                    version: '$response.body#/version_id',
+                  },
+                },
+                GetContractBySlug: {
+                  operationId: 'getWorkflowContract',
+                  parameters: {
+                    workflowId: '$response.body#/slug',
+                    version: '$response.body#/version',
+                  },
+                },
               },
             },
             ...errors(400, 401, 413, 415, 429, 500, 503),
@@ -272,14 +476,16 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/api/v1/files': {
         post: {
           operationId: 'uploadFile',
-          summary: 'Upload a file (D19): the raw body, or the first file part of a multipart form; streamed, 100 MiB at most by default',
+          summary:
+            'Upload a file (D19): the raw body, or the first file part of a multipart form; streamed, 100 MiB at most by default',
           parameters: [
             {
               name: 'name',
               in: 'query',
               required: false,
               schema: { type: 'string' },
-              description: 'File name (default: the multipart part’s filename); directories, control characters and quotes are dropped, and it is cut to 255 characters.',
+              description:
+                'File name (default: the multipart part’s filename); directories, control characters and quotes are dropped, and it is cut to 255 characters.',
             },
           ],
           requestBody: {
@@ -287,16 +493,34 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
             content: {
               // An empty file is refused (400 `empty_file`).
               'multipart/form-data': {
-                schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', minLength: 1, contentMediaType: 'application/octet-stream' } } },
+                schema: {
+                  type: 'object',
+                  required: ['file'],
+                  properties: {
+                    file: {
+                      type: 'string',
+                      minLength: 1,
+                      contentMediaType: 'application/octet-stream',
+                    },
+                  },
+                },
               },
-              '*/*': { schema: { type: 'string', minLength: 1, contentMediaType: 'application/octet-stream' } },
+              '*/*': {
+                schema: {
+                  type: 'string',
+                  minLength: 1,
+                  contentMediaType: 'application/octet-stream',
+                },
+              },
             },
           },
           responses: {
             '201': {
               ...json('File', 'Stored; `mime_type` is sniffed from the bytes.'),
               headers: rateHeaders,
-              links: { GetFile: { operationId: 'getFile', parameters: { fileId: '$response.body#/id' } } },
+              links: {
+                GetFile: { operationId: 'getFile', parameters: { fileId: '$response.body#/id' } },
+              },
             },
             ...errors(400, 401, 413, 429, 500, 503),
           },
@@ -307,32 +531,83 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           operationId: 'getFile',
           summary: 'A file of your account, with a fresh signed link',
           parameters: [fileIdParam],
-          responses: { '200': { ...json('File', 'The file.'), headers: rateHeaders }, ...errors(401, 404, 429, 500, 503) },
+          responses: {
+            '200': { ...json('File', 'The file.'), headers: rateHeaders },
+            ...errors(401, 404, 429, 500, 503),
+          },
         },
       },
       '/files/{fileId}/content': {
         get: {
           operationId: 'getFileContent',
-          summary: 'The bytes behind a signed link (no Authorization header); single byte ranges supported',
+          summary:
+            'The bytes behind a signed link (no Authorization header); single byte ranges supported',
           security: [],
           parameters: [
             fileIdParam,
-            { name: 'expires', in: 'query', required: true, schema: { type: 'string', pattern: '^\\d+$' }, description: 'Unix seconds.' },
-            { name: 'sig', in: 'query', required: true, schema: { type: 'string' }, description: 'HMAC-SHA256 of the id and expiry.' },
-            { name: 'Range', in: 'header', required: false, schema: { type: 'string', example: 'bytes=0-1023' } },
+            {
+              name: 'expires',
+              in: 'query',
+              required: true,
+              schema: { type: 'string', pattern: '^\\d+$' },
+              description: 'Unix seconds.',
+            },
+            {
+              name: 'sig',
+              in: 'query',
+              required: true,
+              schema: { type: 'string' },
+              description: 'HMAC-SHA256 of the id and expiry.',
+            },
+            {
+              name: 'Range',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', example: 'bytes=0-1023' },
+            },
           ],
           responses: {
-            '200': { description: 'The whole file, with its sniffed Content-Type.', content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
-            '206': { description: 'The requested byte range (`Content-Range`).', content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+            '200': {
+              description: 'The whole file, with its sniffed Content-Type.',
+              content: {
+                '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+              },
+            },
+            '206': {
+              description: 'The requested byte range (`Content-Range`).',
+              content: {
+                '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+              },
+            },
             ...errors(403, 404, 416, 500),
           },
         },
       },
       '/api/v1/openapi.json': {
-        get: { operationId: 'openapi', summary: 'This OpenAPI 3.1 document (D25)', security: [], responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } } },
+        get: {
+          operationId: 'openapi',
+          summary: 'This OpenAPI 3.1 document (D25)',
+          security: [],
+          responses: {
+            '200': {
+              description: 'This document.',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+          },
+        },
       },
       '/metrics': {
-        get: { operationId: 'metrics', summary: 'Prometheus metrics of this process', security: [], responses: { '200': { description: 'Prometheus exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics of this process',
+          security: [],
+          responses: {
+            '200': {
+              description: 'Prometheus exposition format.',
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
+          },
+        },
       },
       '/': {
         get: {
@@ -340,7 +615,11 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           summary: 'The playground: try any published workflow in a browser (issue 19)',
           security: [],
           responses: {
-            '200': { description: 'The page (`Cache-Control: no-cache`, an `ETag`, a strict Content-Security-Policy).', content: { 'text/html': { schema: { type: 'string' } } } },
+            '200': {
+              description:
+                'The page (`Cache-Control: no-cache`, an `ETag`, a strict Content-Security-Policy).',
+              content: { 'text/html': { schema: { type: 'string' } } },
+            },
             '304': { description: 'Not modified (`If-None-Match` matched the ETag).' },
           },
         },
@@ -348,23 +627,56 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/playground/{asset}': {
         get: {
           operationId: 'playgroundAsset',
-          summary: 'A script or stylesheet of the playground; the name holds its content hash, so it is cached for a year',
+          summary:
+            'A script or stylesheet of the playground; the name holds its content hash, so it is cached for a year',
           security: [],
-          parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', example: 'app.3f2a9c1d0b7e.js' } }],
+          parameters: [
+            {
+              name: 'asset',
+              in: 'path',
+              required: true,
+              schema: { type: 'string', example: 'app.3f2a9c1d0b7e.js' },
+            },
+          ],
           responses: {
-            '200': { description: 'The file.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
+            '200': {
+              description: 'The file.',
+              content: {
+                'text/javascript': { schema: { type: 'string' } },
+                'text/css': { schema: { type: 'string' } },
+              },
+            },
             ...errors(404),
           },
         },
       },
-      '/healthz': { get: { operationId: 'health', summary: 'Liveness: the process runs', security: [], responses: { '200': probe('ok', 'The process runs.') } } },
-      '/readyz': { get: { operationId: 'ready', summary: 'Readiness: MongoDB and Temporal answer', security: [], responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) } } },
+      '/healthz': {
+        get: {
+          operationId: 'health',
+          summary: 'Liveness: the process runs',
+          security: [],
+          responses: { '200': probe('ok', 'The process runs.') },
+        },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'ready',
+          summary: 'Readiness: MongoDB and Temporal answer',
+          security: [],
+          responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) },
+        },
+      },
       ...codecPaths(),
     },
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'An API key `wrs_sk_...` (D6).' },
-        codecToken: { type: 'http', scheme: 'bearer', description: 'The operators\' codec token (`CODEC_TOKEN`, D32); API keys are not accepted.' },
+        codecToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            "The operators' codec token (`CODEC_TOKEN`, D32); API keys are not accepted.",
+        },
       },
       schemas: {
         StartRequest: requestSchema(StartRequestSchema),
@@ -394,19 +706,40 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
  * UI that can be given an endpoint URL but no header.
  */
 function codecPaths(): Json {
-  const tokenParam = { name: 'token', in: 'path', required: true, schema: { type: 'string' }, description: 'The operators\' codec token (`CODEC_TOKEN`).' };
+  const tokenParam = {
+    name: 'token',
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    description: "The operators' codec token (`CODEC_TOKEN`).",
+  };
   const operation = (op: 'decode' | 'encode', inPath: boolean) => ({
     post: {
       operationId: `codec${op[0].toUpperCase()}${op.slice(1)}${inPath ? 'WithPathToken' : ''}`,
-      summary: op === 'decode' ? 'Opens sealed Temporal payloads (operators only)' : 'Seals Temporal payloads with the newest key (operators only)',
+      summary:
+        op === 'decode'
+          ? 'Opens sealed Temporal payloads (operators only)'
+          : 'Seals Temporal payloads with the newest key (operators only)',
       tags: ['operators'],
       security: inPath ? [] : [{ codecToken: [] }],
       ...(inPath ? { parameters: [tokenParam] } : {}),
-      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Payloads' } } } },
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Payloads' } } },
+      },
       responses: {
-        '200': json('Payloads', op === 'decode' ? 'The payloads opened (payloads not sealed by this service are returned as they are).' : 'The payloads sealed.'),
+        '200': json(
+          'Payloads',
+          op === 'decode'
+            ? 'The payloads opened (payloads not sealed by this service are returned as they are).'
+            : 'The payloads sealed.',
+        ),
         ...errors(400, 413, 415),
-        '401': { description: 'Missing or wrong codec token (`authentication_error` / `invalid_codec_token`).', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        '401': {
+          description:
+            'Missing or wrong codec token (`authentication_error` / `invalid_codec_token`).',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
         ...errors(503),
       },
     },

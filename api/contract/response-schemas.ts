@@ -7,26 +7,24 @@ import { INPUT_TYPES } from '../../domain/graph';
 import type { StreamEvent } from '../../domain/run';
 import { OutputItemSchema, RunSchema, RunStatusSchema, dateTime } from '../../domain/run-view';
 
-
 export const ProblemSchema = z.object({ field: z.string(), problem: z.string() });
 
-export const ErrorEnvelopeSchema = z
-  .object({
-    error: z.object({
-      message: z.string(),
-      type: z.enum([
-        'authentication_error',
-        'insufficient_credits',
-        'rate_limit_error',
-        'invalid_request_error',
-        'not_found_error',
-        'server_error',
-      ]),
-      code: z.string().optional(),
-      param: z.string().optional(),
-      details: z.array(ProblemSchema).optional(),
-    }),
-  });
+export const ErrorEnvelopeSchema = z.object({
+  error: z.object({
+    message: z.string(),
+    type: z.enum([
+      'authentication_error',
+      'insufficient_credits',
+      'rate_limit_error',
+      'invalid_request_error',
+      'not_found_error',
+      'server_error',
+    ]),
+    code: z.string().optional(),
+    param: z.string().optional(),
+    details: z.array(ProblemSchema).optional(),
+  }),
+});
 
 const ContractInputSchema = z.object({
   key: z.string(),
@@ -39,23 +37,27 @@ const ContractInputSchema = z.object({
 });
 const ContractOutputSchema = z.object({ key: z.string(), label: z.string(), node_id: z.string() });
 
-export const PublishResponseSchema = z
-  .object({
-    workflow_id: z.string(),
-    version_id: z.string(),
-    version: z.int().min(1),
-    slug: z.string(),
-    inputs: z.array(ContractInputSchema),
-    outputs: z.array(ContractOutputSchema),
-  });
+export const PublishResponseSchema = z.object({
+  workflow_id: z.string(),
+  version_id: z.string(),
+  version: z.int().min(1),
+  slug: z.string(),
+  inputs: z.array(ContractInputSchema),
+  outputs: z.array(ContractOutputSchema),
+});
 
 /** An uploaded or stored file (D19); `url` is a signed link that needs no Authorization header. */
 export const FileSchema = z.object({
   id: z.string().describe('`file_...` (D5).'),
   name: z.string(),
-  mime_type: z.string().describe('Sniffed from the bytes, not taken from the upload’s Content-Type.'),
+  mime_type: z
+    .string()
+    .describe('Sniffed from the bytes, not taken from the upload’s Content-Type.'),
   size: z.int().min(0).describe('Bytes.'),
-  url: z.string().meta({ format: 'uri', description: 'Signed link to the content; expires (FILE_URL_TTL_SECONDS, default 7 days).' }),
+  url: z.string().meta({
+    format: 'uri',
+    description: 'Signed link to the content; expires (FILE_URL_TTL_SECONDS, default 7 days).',
+  }),
 });
 export type FileView = z.infer<typeof FileSchema>;
 
@@ -92,7 +94,9 @@ export const WorkflowContractSchema = z.object({
   created_at: dateTime,
   inputs: z.array(ContractInputSchema),
   outputs: z.array(ContractOutputSchema),
-  inputs_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the start request’s `inputs`.'),
+  inputs_schema: z
+    .record(z.string(), z.unknown())
+    .describe('JSON Schema (2020-12) of the start request’s `inputs`.'),
 });
 
 /** D30: a page of published workflows, each as its latest version's contract. */
@@ -105,47 +109,64 @@ const itemEvent = <T extends string>(type: T) =>
     type: z.literal(type),
     sequence_number: seq,
     output_index: z.int().min(0),
-    item: z.object({ type: z.literal('message'), id: z.string(), phase: z.literal('final_answer') }),
+    item: z.object({
+      type: z.literal('message'),
+      id: z.string(),
+      phase: z.literal('final_answer'),
+    }),
   });
 
 /** Every event a stream can carry; `[DONE]` and `: keepalive` comments are framing, not events. */
-export const StreamEventSchema = z
-  .discriminatedUnion('type', [
-    z.object({
-      type: z.literal('response.created'),
-      sequence_number: seq,
-      response: z.object({
-        id: z.string(),
-        run_id: z.string(),
-        created_at: z.int().describe('Unix seconds (D12).'),
-        workflow_id: z.string(),
-        service_tier: z.null(),
-      }),
+export const StreamEventSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('response.created'),
+    sequence_number: seq,
+    response: z.object({
+      id: z.string(),
+      run_id: z.string(),
+      created_at: z.int().describe('Unix seconds (D12).'),
+      workflow_id: z.string(),
+      service_tier: z.null(),
     }),
-    z.object({
-      type: z.literal('response.resumed'),
-      sequence_number: seq.describe('The client’s cursor: the last event it has.'),
-      response: z.object({ id: z.string(), run_id: z.string(), status: RunStatusSchema }),
+  }),
+  z.object({
+    type: z.literal('response.resumed'),
+    sequence_number: seq.describe('The client’s cursor: the last event it has.'),
+    response: z.object({ id: z.string(), run_id: z.string(), status: RunStatusSchema }),
+  }),
+  itemEvent('response.output_item.added'),
+  itemEvent('response.output_item.done'),
+  z.object({
+    type: z.literal('response.completed'),
+    sequence_number: seq,
+    response: z.object(usage),
+  }),
+  z.object({
+    type: z.literal('response.failed'),
+    sequence_number: seq,
+    response: z.object({
+      error: z.object({ code: z.null(), message: z.string() }),
+      incomplete_details: z.object({ reason: z.literal('error') }),
+      ...usage,
     }),
-    itemEvent('response.output_item.added'),
-    itemEvent('response.output_item.done'),
-    z.object({ type: z.literal('response.completed'), sequence_number: seq, response: z.object(usage) }),
-    z.object({
-      type: z.literal('response.failed'),
-      sequence_number: seq,
-      response: z.object({
-        error: z.object({ code: z.null(), message: z.string() }),
-        incomplete_details: z.object({ reason: z.literal('error') }),
-        ...usage,
-      }),
-    }),
-    z.object({ type: z.literal('response.cancelled'), sequence_number: seq, response: z.object(usage) }),
-  ]);
+  }),
+  z.object({
+    type: z.literal('response.cancelled'),
+    sequence_number: seq,
+    response: z.object(usage),
+  }),
+]);
 
 /** D34: the answer of POST /api/v1/runs/{runId}/stream-link. */
 export const StreamLinkSchema = z.object({
-  url: z.string().describe('GET it without an Authorization header (a browser’s `new EventSource(url)`); resumable with `Last-Event-ID`.'),
-  expires_at: z.iso.datetime().describe('When the link stops working; a stream open then is not cut.'),
+  url: z
+    .string()
+    .describe(
+      'GET it without an Authorization header (a browser’s `new EventSource(url)`); resumable with `Last-Event-ID`.',
+    ),
+  expires_at: z.iso
+    .datetime()
+    .describe('When the link stops working; a stream open then is not cut.'),
 });
 export type StreamLink = z.infer<typeof StreamLinkSchema>;
 

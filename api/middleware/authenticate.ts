@@ -29,12 +29,19 @@ export class KeyCache {
     private readonly collections: Pick<Collections, 'apiKeys'>,
     opts: { ttlMs?: number; maxEntries?: number } = {},
   ) {
-    this.cache = new TtlCache({ ttlMs: Math.min(opts.ttlMs ?? KEY_CACHE_MS, KEY_CACHE_MS), maxEntries: opts.maxEntries ?? 10_000 });
+    this.cache = new TtlCache({
+      ttlMs: Math.min(opts.ttlMs ?? KEY_CACHE_MS, KEY_CACHE_MS),
+      maxEntries: opts.maxEntries ?? 10_000,
+    });
   }
 
   /** The live key of a presented secret, or null (unknown or revoked). */
   find(secret: string): Promise<ApiKeyDoc | null> {
-    return this.cache.get(hashKey(secret), () => findLiveKey(this.collections, secret), (key) => key !== null);
+    return this.cache.get(
+      hashKey(secret),
+      () => findLiveKey(this.collections, secret),
+      (key) => key !== null,
+    );
   }
 }
 
@@ -48,9 +55,15 @@ export function authenticate(deps: AuthenticateDeps): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    const key = match ? await (deps.keys ? deps.keys.find(match[1]) : findLiveKey(deps.collections, match[1])) : null;
+    const key = match
+      ? await (deps.keys ? deps.keys.find(match[1]) : findLiveKey(deps.collections, match[1]))
+      : null;
     if (!key) throw new AuthenticationError();
-    ctx.state.auth = { accountId: key.account_id, keyId: key._id, rateLimits: key.rate_limits ?? null } satisfies AuthContext;
+    ctx.state.auth = {
+      accountId: key.account_id,
+      keyId: key._id,
+      rateLimits: key.rate_limits ?? null,
+    } satisfies AuthContext;
     await next();
   };
 }

@@ -25,7 +25,10 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
   return async (ctx, next) => {
     const type = ctx.get('content-type');
     if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
-      throw new InvalidRequestError('Content-Type must be application/json.', { status: 415, code: 'unsupported_media_type' });
+      throw new InvalidRequestError('Content-Type must be application/json.', {
+        status: 415,
+        code: 'unsupported_media_type',
+      });
     }
     const declared = Number(ctx.get('content-length') || '0');
     if (declared > opts.limitBytes) throw tooLarge(opts.limitBytes);
@@ -40,20 +43,27 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
     try {
       body = JSON.parse(text);
     } catch (err) {
-      throw new InvalidRequestError(`Request body is not valid JSON: ${(err as Error).message}`, { code: 'invalid_json' });
+      throw new InvalidRequestError(`Request body is not valid JSON: ${(err as Error).message}`, {
+        code: 'invalid_json',
+      });
     }
     if (depthExceeds(body, opts.maxDepth)) {
-      throw new InvalidRequestError(`Request body nests deeper than ${opts.maxDepth} levels.`, { code: 'invalid_json' });
+      throw new InvalidRequestError(`Request body nests deeper than ${opts.maxDepth} levels.`, {
+        code: 'invalid_json',
+      });
     }
     // `"\ud800"` is valid JSON but no Unicode text: UTF-8 (the store, Temporal, every answer) turns it into
     // U+FFFD, silently changing values, and two such keys of one object collide (a 500 at insert).
     const unpaired = loneSurrogatePath(body);
     if (unpaired) {
       const where = unpaired.length === 0 ? 'the body' : `\`${formatPath(unpaired)}\``;
-      throw new InvalidRequestError(`Request body is not Unicode text: ${where} holds an unpaired UTF-16 surrogate escape (\`\\ud800\`-\`\\udfff\`).`, {
-        code: 'invalid_json',
-        ...(unpaired.length > 0 ? { param: formatPath(unpaired) } : {}),
-      });
+      throw new InvalidRequestError(
+        `Request body is not Unicode text: ${where} holds an unpaired UTF-16 surrogate escape (\`\\ud800\`-\`\\udfff\`).`,
+        {
+          code: 'invalid_json',
+          ...(unpaired.length > 0 ? { param: formatPath(unpaired) } : {}),
+        },
+      );
     }
     ctx.request.body = body;
     await next();

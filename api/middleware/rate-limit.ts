@@ -21,7 +21,11 @@ export interface RateLimitDeps {
 }
 
 /** The limit of a bucket for a key: the account's own (copied onto the key), else the configured default. */
-export function limitFor(bucket: RateLimitBucket, overrides: RateLimitOverrides | null, defaults: Config['api']['rateLimits']): number {
+export function limitFor(
+  bucket: RateLimitBucket,
+  overrides: RateLimitOverrides | null,
+  defaults: Config['api']['rateLimits'],
+): number {
   return bucket === 'starts'
     ? (overrides?.starts_per_minute ?? defaults.startsPerMinute)
     : (overrides?.requests_per_minute ?? defaults.requestsPerMinute);
@@ -41,9 +45,12 @@ export function rateLimit(deps: RateLimitDeps, bucket: RateLimitBucket): Middlew
     ctx.set('X-RateLimit-Reset', resetSeconds);
     if (count > limit) {
       const what = bucket === 'starts' ? 'run starts' : 'requests';
-      throw new RateLimitError(`Rate limit exceeded: ${limit} ${what} per minute for this API key. Retry in ${resetSeconds} s.`, {
-        'Retry-After': resetSeconds,
-      });
+      throw new RateLimitError(
+        `Rate limit exceeded: ${limit} ${what} per minute for this API key. Retry in ${resetSeconds} s.`,
+        {
+          'Retry-After': resetSeconds,
+        },
+      );
     }
     await next();
   };

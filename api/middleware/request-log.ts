@@ -16,7 +16,15 @@ export function requestLog(logger: Logger): Middleware {
       if (logger.isLevelEnabled('debug')) {
         const auth = ctx.state.auth;
         logger.debug(
-          { method: ctx.method, path: ctx.state.logPath ?? ctx.path, status: ctx.status, ms: Date.now() - started, key_id: auth?.keyId, account_id: auth?.accountId, run_id: (ctx as { params?: Record<string, string> }).params?.runId },
+          {
+            method: ctx.method,
+            path: ctx.state.logPath ?? ctx.path,
+            status: ctx.status,
+            ms: Date.now() - started,
+            key_id: auth?.keyId,
+            account_id: auth?.accountId,
+            run_id: (ctx as { params?: Record<string, string> }).params?.runId,
+          },
           'request',
         );
       }

@@ -37,10 +37,15 @@ function requireCodecToken(token: string | undefined): Middleware {
     const header = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
     const given = (ctx as { params?: Record<string, string> }).params?.token ?? header;
     if (!expected || !given || !timingSafeEqual(digest(given), expected)) {
-      throw new ApiError(401, 'authentication_error', 'The codec server needs the operators\' token (CODEC_TOKEN) as `Authorization: Bearer <token>`.', {
-        code: 'invalid_codec_token',
-        headers: { 'WWW-Authenticate': 'Bearer' },
-      });
+      throw new ApiError(
+        401,
+        'authentication_error',
+        "The codec server needs the operators' token (CODEC_TOKEN) as `Authorization: Bearer <token>`.",
+        {
+          code: 'invalid_codec_token',
+          headers: { 'WWW-Authenticate': 'Bearer' },
+        },
+      );
     }
     await next();
   };
@@ -54,16 +59,27 @@ export function codecRoutes(deps: CodecRouteDeps): Router {
   for (const op of ['decode', 'encode'] as const) {
     const handler: Middleware = async (ctx) => {
       const parsed = PayloadsJsonSchema.safeParse(ctx.request.body);
-      if (!parsed.success) throw new InvalidRequestError('The body must be {"payloads": [{"metadata": {...}, "data": "<base64>"}]}.', { code: 'invalid_payloads' });
+      if (!parsed.success)
+        throw new InvalidRequestError(
+          'The body must be {"payloads": [{"metadata": {...}, "data": "<base64>"}]}.',
+          { code: 'invalid_payloads' },
+        );
       const { codec } = deps;
-      if (!codec) throw new ServiceUnavailableError('Payload encryption is off (PAYLOAD_ENCRYPTION=false): there is nothing to decode.');
+      if (!codec)
+        throw new ServiceUnavailableError(
+          'Payload encryption is off (PAYLOAD_ENCRYPTION=false): there is nothing to decode.',
+        );
       try {
         const payloads = payloadsFromJson(parsed.data);
-        ctx.body = payloadsToJson(await (op === 'decode' ? codec.decode(payloads) : codec.encode(payloads)));
+        ctx.body = payloadsToJson(
+          await (op === 'decode' ? codec.decode(payloads) : codec.encode(payloads)),
+        );
       } catch (err) {
         // An unknown key id or a payload that fails authentication: the operator's input, not our fault.
         if (err instanceof ValueError) {
-          throw new InvalidRequestError(`Cannot ${op} the payloads: ${err.message}`, { code: 'undecodable_payload' });
+          throw new InvalidRequestError(`Cannot ${op} the payloads: ${err.message}`, {
+            code: 'undecodable_payload',
+          });
         }
         throw err;
       }

@@ -19,19 +19,35 @@ import { uploadFile } from '../services/upload-file';
 
 /** The file object of the API, with a fresh signed link. */
 async function fileView(links: FileLinks, doc: FileDoc, baseUrl: string): Promise<FileView> {
-  return { id: doc._id, name: doc.metadata.name, mime_type: doc.metadata.mime_type, size: doc.length, url: await links.url(doc._id, baseUrl) };
+  return {
+    id: doc._id,
+    name: doc.metadata.name,
+    mime_type: doc.metadata.mime_type,
+    size: doc.length,
+    url: await links.url(doc._id, baseUrl),
+  };
 }
 
 /** 403 for a link that is not (or no longer) valid; the code says which (docs/api.md "Files"). */
 class LinkRefusedError extends ApiError {
   constructor(code: 'invalid_signature' | 'url_expired') {
-    super(403, 'invalid_request_error', code === 'url_expired' ? 'This file link has expired. Ask for a new one.' : 'This file link is not valid.', { code });
+    super(
+      403,
+      'invalid_request_error',
+      code === 'url_expired'
+        ? 'This file link has expired. Ask for a new one.'
+        : 'This file link is not valid.',
+      { code },
+    );
   }
 }
 
 /** Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise. */
 export function requestBaseUrl(ctx: Context, config: RouteDeps['config']): string {
-  return config.api.publicBaseUrl ?? (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(config));
+  return (
+    config.api.publicBaseUrl ??
+    (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(config))
+  );
 }
 
 /** Routes of the files resource. */
@@ -41,16 +57,27 @@ export function filesRoutes(deps: RouteDeps): Router {
   const baseUrl = (ctx: Context) => requestBaseUrl(ctx, deps.config);
 
   router.post('/api/v1/files', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    const doc = await uploadFile(deps, ctx.req, { accountId: ctx.state.auth!.accountId, queryName: ctx.query.name, contentType: ctx.get('content-type') });
+    const doc = await uploadFile(deps, ctx.req, {
+      accountId: ctx.state.auth!.accountId,
+      queryName: ctx.query.name,
+      contentType: ctx.get('content-type'),
+    });
     ctx.status = 201;
     ctx.body = await fileView(links, doc, baseUrl(ctx));
   });
 
-  router.get('/api/v1/files/:fileId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    const doc = isId('file', ctx.params.fileId) ? await findFile(deps.db, ctx.params.fileId, ctx.state.auth!.accountId) : null;
-    if (!doc) throw new NotFoundError(`No file \`${ctx.params.fileId.slice(0, 64)}\`.`);
-    ctx.body = await fileView(links, doc, baseUrl(ctx));
-  });
+  router.get(
+    '/api/v1/files/:fileId',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      const doc = isId('file', ctx.params.fileId)
+        ? await findFile(deps.db, ctx.params.fileId, ctx.state.auth!.accountId)
+        : null;
+      if (!doc) throw new NotFoundError(`No file \`${ctx.params.fileId.slice(0, 64)}\`.`);
+      ctx.body = await fileView(links, doc, baseUrl(ctx));
+    },
+  );
 
   router.get('/files/:fileId/content', async (ctx) => {
     const { fileId } = ctx.params;
@@ -68,7 +95,10 @@ function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: numb
   const size = doc.length;
   const etag = `"${doc._id}"`; // a file's bytes never change
   const ifRange = ctx.get('if-range');
-  const range = parseRange(ifRange && ifRange !== etag ? undefined : ctx.get('range') || undefined, size);
+  const range = parseRange(
+    ifRange && ifRange !== etag ? undefined : ctx.get('range') || undefined,
+    size,
+  );
   ctx.set('Accept-Ranges', 'bytes');
   ctx.set('ETag', etag);
   ctx.set('Last-Modified', doc.metadata.created_at.toUTCString());
@@ -79,7 +109,8 @@ function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: numb
   // (the sniffer never yields HTML or SVG; the sandbox is the second line, spared for PDFs,
   // whose built-in browser viewers refuse to run sandboxed).
   ctx.set('X-Content-Type-Options', 'nosniff');
-  if (doc.metadata.mime_type !== 'application/pdf') ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+  if (doc.metadata.mime_type !== 'application/pdf')
+    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
   ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
   if (range.kind === 'unsatisfiable') {
     throw new InvalidRequestError(`The requested range is outside the file (${size} bytes).`, {
@@ -91,7 +122,10 @@ function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: numb
   const mime = doc.metadata.mime_type;
   if (range.kind === 'partial') {
     ctx.status = 206;
-    ctx.body = openFileContent(deps.db, doc._id, { start: range.start, endExclusive: range.end + 1 });
+    ctx.body = openFileContent(deps.db, doc._id, {
+      start: range.start,
+      endExclusive: range.end + 1,
+    });
     ctx.set('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
     ctx.length = range.end - range.start + 1;
   } else {

@@ -17,8 +17,14 @@ export function healthRoutes(deps: AppDeps): Router {
       deps.db.command({ ping: 1 }),
       deps.gateway.ping(2_000),
     ]);
-    const down = [mongo.status === 'rejected' ? 'MongoDB' : '', temporal.status === 'rejected' ? 'Temporal' : ''].filter(Boolean);
-    if (down.length > 0) throw new ServiceUnavailableError(`Not ready: ${down.join(' and ')} ${down.length > 1 ? 'do' : 'does'} not answer.`);
+    const down = [
+      mongo.status === 'rejected' ? 'MongoDB' : '',
+      temporal.status === 'rejected' ? 'Temporal' : '',
+    ].filter(Boolean);
+    if (down.length > 0)
+      throw new ServiceUnavailableError(
+        `Not ready: ${down.join(' and ')} ${down.length > 1 ? 'do' : 'does'} not answer.`,
+      );
     ctx.body = { status: 'ready' };
   });
   return router;

@@ -60,7 +60,11 @@ export function playgroundRoutes(deps: AppDeps): Router {
   });
   router.get('/playground/:asset', async (ctx) => {
     const asset = (await bundle()).assets.get(ctx.params.asset);
-    if (!asset) throw new NotFoundError('No such playground asset (the page was updated: reload it).', 'asset_not_found');
+    if (!asset)
+      throw new NotFoundError(
+        'No such playground asset (the page was updated: reload it).',
+        'asset_not_found',
+      );
     secure(ctx);
     ctx.set('Cache-Control', 'public, max-age=31536000, immutable'); // the name holds the content's hash
     ctx.type = asset.type;

@@ -4,7 +4,11 @@ import type { RouteDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
-import { parseRequest, StartRequestSchema, type AsyncStartResponse } from '../contract/request-schemas';
+import {
+  parseRequest,
+  StartRequestSchema,
+  type AsyncStartResponse,
+} from '../contract/request-schemas';
 import { parseIdempotencyKey, startIdempotent } from '../services/idempotent-start';
 import { startRun } from '../services/start-run';
 import { streamNewRun } from '../stream/run-streams';
@@ -18,7 +22,10 @@ export function responsesRoutes(deps: RouteDeps): Router {
     '/api/v1/responses',
     authenticate(deps),
     rateLimit(deps, 'starts'), // D16: a refused start is refused before anything is read, started or billed
-    jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
+    jsonBody({
+      limitBytes: deps.config.api.maxJsonBodyBytes,
+      maxDepth: deps.config.api.maxJsonDepth,
+    }),
     async (ctx) => {
       const timer = startDuration.startTimer();
       const idempotencyKey = parseIdempotencyKey(ctx.req.headers['idempotency-key']);

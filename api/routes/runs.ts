@@ -6,7 +6,12 @@ import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
 import { listRuns } from '../services/list-runs';
-import { ListRunsQuerySchema, OutputItemsQuerySchema, parseRequest, StreamQuerySchema } from '../contract/request-schemas';
+import {
+  ListRunsQuerySchema,
+  OutputItemsQuerySchema,
+  parseRequest,
+  StreamQuerySchema,
+} from '../contract/request-schemas';
 import { listOutputItems } from '../services/output-items';
 import { loadRun, readRunBody } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
@@ -15,27 +20,57 @@ import { streamExistingRun } from '../stream/run-streams';
 export function runsRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.get('/api/v1/runs', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    ctx.body = await listRuns(deps, ctx.state.auth!.accountId, parseRequest(ListRunsQuerySchema, ctx.query, 'query'));
+    ctx.body = await listRuns(
+      deps,
+      ctx.state.auth!.accountId,
+      parseRequest(ListRunsQuerySchema, ctx.query, 'query'),
+    );
   });
-  router.get('/api/v1/runs/:runId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    const body = await readRunBody(deps, ctx.state.auth!.accountId, ctx.params.runId);
-    if (body instanceof Readable) ctx.type = 'application/json'; // a big run's JSON, streamed (D31)
-    ctx.body = body;
-  });
-  router.get('/api/v1/runs/:runId/outputs/:key', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    const query = parseRequest(OutputItemsQuerySchema, ctx.query, 'query');
-    ctx.body = await listOutputItems(deps, ctx.state.auth!.accountId, ctx.params.runId, ctx.params.key, query);
-  });
-  router.post('/api/v1/runs/:runId/cancel', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
-    ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
-  });
-  router.get('/api/v1/runs/:runId/stream', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    // The cursor streamExistingRun uses is checked there; this refuses a malformed query cursor even when the header wins.
-    parseRequest(StreamQuerySchema, ctx.query, 'query');
-    // Ownership is checked before any byte of the stream: another account's run is a JSON 404.
-    const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
-    await streamExistingRun(ctx, deps, run);
-  });
+  router.get(
+    '/api/v1/runs/:runId',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      const body = await readRunBody(deps, ctx.state.auth!.accountId, ctx.params.runId);
+      if (body instanceof Readable) ctx.type = 'application/json'; // a big run's JSON, streamed (D31)
+      ctx.body = body;
+    },
+  );
+  router.get(
+    '/api/v1/runs/:runId/outputs/:key',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      const query = parseRequest(OutputItemsQuerySchema, ctx.query, 'query');
+      ctx.body = await listOutputItems(
+        deps,
+        ctx.state.auth!.accountId,
+        ctx.params.runId,
+        ctx.params.key,
+        query,
+      );
+    },
+  );
+  router.post(
+    '/api/v1/runs/:runId/cancel',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
+      ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
+    },
+  );
+  router.get(
+    '/api/v1/runs/:runId/stream',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      // The cursor streamExistingRun uses is checked there; this refuses a malformed query cursor even when the header wins.
+      parseRequest(StreamQuerySchema, ctx.query, 'query');
+      // Ownership is checked before any byte of the stream: another account's run is a JSON 404.
+      const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
+      await streamExistingRun(ctx, deps, run);
+    },
+  );
   return router;
 }

@@ -13,7 +13,11 @@ import { ApiError, NotFoundError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
-import { parseRequest, StreamLinkRequestSchema, StreamQuerySchema } from '../contract/request-schemas';
+import {
+  parseRequest,
+  StreamLinkRequestSchema,
+  StreamQuerySchema,
+} from '../contract/request-schemas';
 import type { StreamLink } from '../contract/response-schemas';
 import { loadRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
@@ -22,7 +26,14 @@ import { requestBaseUrl } from './files';
 /** 403 for a stream link that is not (or no longer) valid, like a refused file link. */
 class StreamLinkRefusedError extends ApiError {
   constructor(code: 'invalid_signature' | 'url_expired') {
-    super(403, 'invalid_request_error', code === 'url_expired' ? 'This stream link has expired. Ask your backend for a new one.' : 'This stream link is not valid.', { code });
+    super(
+      403,
+      'invalid_request_error',
+      code === 'url_expired'
+        ? 'This stream link has expired. Ask your backend for a new one.'
+        : 'This stream link is not valid.',
+      { code },
+    );
   }
 }
 
@@ -30,7 +41,10 @@ class StreamLinkRefusedError extends ApiError {
 export function streamLinkRoutes(deps: RouteDeps): Router {
   const router = new Router();
   const links = new FileLinks(deps.config, deps.db);
-  const body = jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth });
+  const body = jsonBody({
+    limitBytes: deps.config.api.maxJsonBodyBytes,
+    maxDepth: deps.config.api.maxJsonDepth,
+  });
 
   router.post(
     '/api/v1/runs/:runId/stream-link',
@@ -40,9 +54,16 @@ export function streamLinkRoutes(deps: RouteDeps): Router {
     (ctx, next) => (ctx.request.length || ctx.get('content-type') ? body(ctx, next) : next()),
     async (ctx) => {
       // No body at all is `{}`; a body of JSON `null` (or any other non-object) is refused like any wrong type.
-      const { ttl_seconds } = parseRequest(StreamLinkRequestSchema, ctx.request.body === undefined ? {} : ctx.request.body);
+      const { ttl_seconds } = parseRequest(
+        StreamLinkRequestSchema,
+        ctx.request.body === undefined ? {} : ctx.request.body,
+      );
       const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
-      const { url, expires } = await links.streamUrl(run._id, requestBaseUrl(ctx, deps.config), ttl_seconds);
+      const { url, expires } = await links.streamUrl(
+        run._id,
+        requestBaseUrl(ctx, deps.config),
+        ttl_seconds,
+      );
       ctx.set('Cache-Control', 'no-store');
       ctx.body = { url, expires_at: new Date(expires * 1000).toISOString() } satisfies StreamLink;
     },

@@ -7,7 +7,11 @@ import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../../store/publish-workflow';
 import { workflowContract } from '../services/workflow-contract';
 import { listWorkflows } from '../services/list-workflows';
-import { ContractQuerySchema, ListWorkflowsQuerySchema, parseRequest } from '../contract/request-schemas';
+import {
+  ContractQuerySchema,
+  ListWorkflowsQuerySchema,
+  parseRequest,
+} from '../contract/request-schemas';
 
 /** Routes of the workflows resource. */
 export function workflowsRoutes(deps: RouteDeps): Router {
@@ -16,18 +20,40 @@ export function workflowsRoutes(deps: RouteDeps): Router {
     '/api/v1/workflows',
     authenticate(deps),
     rateLimit(deps, 'requests'),
-    jsonBody({ limitBytes: deps.config.api.maxJsonBodyBytes, maxDepth: deps.config.api.maxJsonDepth }),
+    jsonBody({
+      limitBytes: deps.config.api.maxJsonBodyBytes,
+      maxDepth: deps.config.api.maxJsonDepth,
+    }),
     async (ctx) => {
       ctx.status = 201;
-      ctx.body = await publishWorkflow(deps.collections, ctx.state.auth!.accountId, ctx.request.body, (workflow, version) => deps.catalog.published(workflow, version));
+      ctx.body = await publishWorkflow(
+        deps.collections,
+        ctx.state.auth!.accountId,
+        ctx.request.body,
+        (workflow, version) => deps.catalog.published(workflow, version),
+      );
     },
   );
   router.get('/api/v1/workflows', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    ctx.body = await listWorkflows(deps.collections, ctx.state.auth!.accountId, parseRequest(ListWorkflowsQuerySchema, ctx.query, 'query'));
+    ctx.body = await listWorkflows(
+      deps.collections,
+      ctx.state.auth!.accountId,
+      parseRequest(ListWorkflowsQuerySchema, ctx.query, 'query'),
+    );
   });
-  router.get('/api/v1/workflows/:workflowId', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
-    const { version } = parseRequest(ContractQuerySchema, ctx.query, 'query');
-    ctx.body = await workflowContract(deps.catalog, ctx.state.auth!.accountId, ctx.params.workflowId, version);
-  });
+  router.get(
+    '/api/v1/workflows/:workflowId',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      const { version } = parseRequest(ContractQuerySchema, ctx.query, 'query');
+      ctx.body = await workflowContract(
+        deps.catalog,
+        ctx.state.auth!.accountId,
+        ctx.params.workflowId,
+        version,
+      );
+    },
+  );
   return router;
 }

@@ -9,12 +9,18 @@ import type { RunGateway } from '../temporal/run-gateway';
 import { readRun, type ReadRunDeps } from './read-run';
 
 /** The run's view once it has ended, or null when `ms` passed first. */
-export async function awaitRunEnd(deps: ReadRunDeps & { gateway: RunGateway }, run: RunDoc, ms: number): Promise<RunView | null> {
+export async function awaitRunEnd(
+  deps: ReadRunDeps & { gateway: RunGateway },
+  run: RunDoc,
+  ms: number,
+): Promise<RunView | null> {
   const deadline = Date.now() + ms;
   const ended = await deps.gateway.awaitEnd(run._id, ms);
   if (ended === 'timeout') return null;
   // An output too large for an update answer is read from the record once it is written.
   if (ended !== 'closed' && !ended.outputDeferred) return runView(run, ended);
   const left = deadline - Date.now();
-  return left > 0 && (await deps.gateway.waitForClose(run._id, left)) ? readRun(deps, run.account_id, run._id) : null;
+  return left > 0 && (await deps.gateway.waitForClose(run._id, left))
+    ? readRun(deps, run.account_id, run._id)
+    : null;
 }

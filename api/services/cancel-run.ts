@@ -14,10 +14,13 @@ export async function cancelRun(
 ): Promise<RunView> {
   const run = await readRun(deps, accountId, runId);
   if (run.status === 'completed' || run.status === 'failed') {
-    throw new InvalidRequestError(`Run \`${runId}\` has already ${run.status} and cannot be cancelled.`, {
-      status: 409,
-      code: 'run_not_cancellable',
-    });
+    throw new InvalidRequestError(
+      `Run \`${runId}\` has already ${run.status} and cannot be cancelled.`,
+      {
+        status: 409,
+        code: 'run_not_cancellable',
+      },
+    );
   }
   if (run.status !== 'cancelled') await deps.gateway.cancel(runId);
   return run;

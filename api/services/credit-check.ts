@@ -10,7 +10,13 @@
  * on the next start whose sum begins after it (concurrent starts of one account share one sum).
  */
 import type { Collections } from '../../store/db';
-import { balanceFrom, checkpointDue, latestCheckpoint, writeCheckpoint, type Checkpoint } from '../../store/ledger';
+import {
+  balanceFrom,
+  checkpointDue,
+  latestCheckpoint,
+  writeCheckpoint,
+  type Checkpoint,
+} from '../../store/ledger';
 import { InsufficientCreditsError } from '../../domain/errors';
 
 /** Accounts whose positive balance or checkpoint a process remembers. */

@@ -27,7 +27,8 @@ export async function fileInputProblems(
   const wanted = new Map<string, Array<{ key: string; id: string }>>(); // account → file ids to look up
   for (const input of contract.inputs) {
     if (!FILE_TYPES.has(input.type)) continue;
-    const fromCaller = Object.prototype.hasOwnProperty.call(given, input.key) && given[input.key] !== undefined;
+    const fromCaller =
+      Object.prototype.hasOwnProperty.call(given, input.key) && given[input.key] !== undefined;
     const value = fromCaller ? given[input.key] : input.default;
     if (typeof value !== 'string') continue; // a wrong type is validateInputs' to report
     if (isId('file', value)) {
@@ -38,9 +39,15 @@ export async function fileInputProblems(
     }
   }
   for (const [account, refs] of wanted) {
-    const owned = await ownedFileIds(deps.db, account, refs.map((r) => r.id));
+    const owned = await ownedFileIds(
+      deps.db,
+      account,
+      refs.map((r) => r.id),
+    );
     // Another account's file and an unknown id get the same answer: ids reveal nothing.
-    for (const ref of refs) if (!owned.has(ref.id)) problems.push({ field: ref.key, problem: `is not a file of this account (\`${ref.id}\`)` });
+    for (const ref of refs)
+      if (!owned.has(ref.id))
+        problems.push({ field: ref.key, problem: `is not a file of this account (\`${ref.id}\`)` });
   }
   return problems;
 }

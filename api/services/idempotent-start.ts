@@ -58,16 +58,24 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
   if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
-    throw new InvalidRequestError('`Idempotency-Key` must be 1 to 255 visible ASCII characters (no spaces or control characters).', {
-      code: 'invalid_idempotency_key',
-      param: 'Idempotency-Key',
-    });
+    throw new InvalidRequestError(
+      '`Idempotency-Key` must be 1 to 255 visible ASCII characters (no spaces or control characters).',
+      {
+        code: 'invalid_idempotency_key',
+        param: 'Idempotency-Key',
+      },
+    );
   }
   return header;
 }
 
 /** Starts `request` at most once per account and key within 24 hours (D18) and returns the run's record. */
-export async function startIdempotent(deps: IdempotentStartDeps, auth: AuthContext, request: StartRequest, key: string): Promise<RunDoc> {
+export async function startIdempotent(
+  deps: IdempotentStartDeps,
+  auth: AuthContext,
+  request: StartRequest,
+  key: string,
+): Promise<RunDoc> {
   const id = idempotencyId(auth.accountId, key);
   const hash = requestHash(request);
   const deadline = Date.now() + WAIT_MS;
@@ -84,13 +92,17 @@ export async function startIdempotent(deps: IdempotentStartDeps, auth: AuthConte
     };
     const claim = await claimIdempotencyKey(deps.collections, mine);
     if (claim.request_hash !== hash) {
-      throw new InvalidRequestError('This Idempotency-Key was used with a different request body in the last 24 hours.', {
-        status: 409,
-        code: 'idempotency_key_reused',
-        param: 'Idempotency-Key',
-      });
+      throw new InvalidRequestError(
+        'This Idempotency-Key was used with a different request body in the last 24 hours.',
+        {
+          status: 409,
+          code: 'idempotency_key_reused',
+          param: 'Idempotency-Key',
+        },
+      );
     }
-    const started = claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim) : null;
+    const started =
+      claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim) : null;
     const run = started ?? (await awaitRun(deps, auth, request, claim, deadline));
     if (run) return run;
     // The claim was released (its request was refused before starting anything): claim afresh.
@@ -99,7 +111,12 @@ export async function startIdempotent(deps: IdempotentStartDeps, auth: AuthConte
 }
 
 /** Starts the claimed run; null when another request recorded that run id first. */
-async function startClaimed(deps: IdempotentStartDeps, auth: AuthContext, request: StartRequest, claim: IdempotencyKeyDoc): Promise<RunDoc | null> {
+async function startClaimed(
+  deps: IdempotentStartDeps,
+  auth: AuthContext,
+  request: StartRequest,
+  claim: IdempotencyKeyDoc,
+): Promise<RunDoc | null> {
   try {
     return await startRun(deps, auth, request, { runId: claim.run_id });
   } catch (err) {
@@ -138,13 +155,25 @@ async function awaitRun(
 }
 
 /** Crash case 2: a recorded run whose claimant died before starting its workflow gets it started now. */
-async function resumeAbandoned(deps: IdempotentStartDeps, run: RunDoc, claim: IdempotencyKeyDoc): Promise<void> {
+async function resumeAbandoned(
+  deps: IdempotentStartDeps,
+  run: RunDoc,
+  claim: IdempotencyKeyDoc,
+): Promise<void> {
   if (run.finalized || run.status !== 'pending' || !isStale(claim)) return;
   if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
-  const version = await deps.collections.workflowVersions.findOne({ _id: run.published_workflow_version_id });
+  const version = await deps.collections.workflowVersions.findOne({
+    _id: run.published_workflow_version_id,
+  });
   if (!version?.graph) return;
-  const workflow = await deps.collections.workflows.findOne({ _id: run.published_workflow_id }, { projection: { slug: 1 } });
-  await deps.gateway.start(runArgs(run, version.graph, deps.config.runs), workflow?.slug ?? run.published_workflow_id);
+  const workflow = await deps.collections.workflows.findOne(
+    { _id: run.published_workflow_id },
+    { projection: { slug: 1 } },
+  );
+  await deps.gateway.start(
+    runArgs(run, version.graph, deps.config.runs),
+    workflow?.slug ?? run.published_workflow_id,
+  );
 }
 
 function isStale(claim: IdempotencyKeyDoc): boolean {
@@ -152,5 +181,7 @@ function isStale(claim: IdempotencyKeyDoc): boolean {
 }
 
 function stillStarting(): ServiceUnavailableError {
-  return new ServiceUnavailableError('The first request with this Idempotency-Key is still starting its run. Retry shortly.');
+  return new ServiceUnavailableError(
+    'The first request with this Idempotency-Key is still starting its run. Retry shortly.',
+  );
 }

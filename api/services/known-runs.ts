@@ -12,7 +12,16 @@ import type { RunDoc } from '../../store/documents';
 import type { RunViewSource } from '../../domain/run-view';
 
 /** What a read needs of a run record that has not been finalized. */
-export type RunSkeleton = Pick<RunDoc, '_id' | 'account_id' | 'published_workflow_id' | 'published_workflow_version_id' | 'version' | 'created_at' | 'webhook'>;
+export type RunSkeleton = Pick<
+  RunDoc,
+  | '_id'
+  | 'account_id'
+  | 'published_workflow_id'
+  | 'published_workflow_version_id'
+  | 'version'
+  | 'created_at'
+  | 'webhook'
+>;
 
 /** Entries held (a few hundred bytes each; the oldest seen go first). */
 const MAX_RUNS = 20_000;
@@ -56,5 +65,12 @@ export class KnownRuns {
 
 /** The record of a run as it stands before its end is written: `pending`, no results. */
 export function pendingRecord(skeleton: RunSkeleton): RunViewSource & Pick<RunDoc, 'account_id'> {
-  return { ...skeleton, status: 'pending', completed_at: null, output: null, error: null, total_cost: null };
+  return {
+    ...skeleton,
+    status: 'pending',
+    completed_at: null,
+    output: null,
+    error: null,
+    total_cost: null,
+  };
 }

@@ -12,9 +12,14 @@ import type { WebhookDeliveryDoc } from '../../store/documents';
 import { webhookMessageId } from '../../domain/run';
 
 /** D20: the delivery documents of these runs, by run id, in one query (none when no run has a webhook). */
-async function webhookDeliveries(collections: Pick<Collections, 'webhookDeliveries'>, runIds: string[]): Promise<Map<string, WebhookDeliveryDoc>> {
+async function webhookDeliveries(
+  collections: Pick<Collections, 'webhookDeliveries'>,
+  runIds: string[],
+): Promise<Map<string, WebhookDeliveryDoc>> {
   if (runIds.length === 0) return new Map();
-  const docs = await collections.webhookDeliveries.find({ _id: { $in: runIds.map(webhookMessageId) } }).toArray();
+  const docs = await collections.webhookDeliveries
+    .find({ _id: { $in: runIds.map(webhookMessageId) } })
+    .toArray();
   return new Map(docs.map((d) => [d.run_id, d]));
 }
 
@@ -32,7 +37,10 @@ export interface RunList {
  * the live status of the page's unfinished runs, so such a page may hold fewer than `limit`.
  */
 export async function listRuns(
-  deps: { collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions' | 'webhookDeliveries'>; gateway: RunGateway },
+  deps: {
+    collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions' | 'webhookDeliveries'>;
+    gateway: RunGateway;
+  },
   accountId: string,
   query: ListRunsQuery,
 ): Promise<RunList> {
@@ -40,12 +48,14 @@ export async function listRuns(
   if (query.starting_after) filter._id = { $lt: query.starting_after };
   // The stored status of a live run stays `pending` until it ends (only finalize updates a run
   // document), so the live statuses are filtered after asking the runs themselves.
-  const liveFilter = query.status === 'pending' || query.status === 'running' ? query.status : undefined;
+  const liveFilter =
+    query.status === 'pending' || query.status === 'running' ? query.status : undefined;
   if (liveFilter) filter.finalized = { $ne: true };
   else if (query.status) filter.status = query.status;
   if (query.workflowId) {
     const workflow = await findWorkflow(deps.collections, accountId, query.workflowId);
-    if (!workflow) return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
+    if (!workflow)
+      return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
     filter.published_workflow_id = workflow._id;
   }
   const docs = await deps.collections.runs
@@ -54,7 +64,10 @@ export async function listRuns(
     .limit(query.limit + 1)
     .toArray();
   const page = docs.slice(0, query.limit);
-  const deliveries = await webhookDeliveries(deps.collections, page.filter((d) => d.finalized && d.webhook).map((d) => d._id));
+  const deliveries = await webhookDeliveries(
+    deps.collections,
+    page.filter((d) => d.finalized && d.webhook).map((d) => d._id),
+  );
   const data = await Promise.all(
     page.map(async (stored) => {
       const doc = fromStored(stored);
@@ -64,5 +77,11 @@ export async function listRuns(
     }),
   );
   const shown = liveFilter ? data.filter((run) => run.status === liveFilter) : data;
-  return { object: 'list', data: shown, first_id: page[0]?._id ?? null, last_id: page.at(-1)?._id ?? null, has_more: docs.length > query.limit };
+  return {
+    object: 'list',
+    data: shown,
+    first_id: page[0]?._id ?? null,
+    last_id: page.at(-1)?._id ?? null,
+    has_more: docs.length > query.limit,
+  };
 }

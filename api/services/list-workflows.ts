@@ -26,19 +26,30 @@ export async function listWorkflows(
 ): Promise<WorkflowList> {
   const filter: Filter<WorkflowDoc> = { account_id: accountId };
   if (query.starting_after) filter._id = { $lt: query.starting_after };
-  const docs = await collections.workflows.find(filter).sort({ _id: -1 }).limit(query.limit + 1).toArray();
+  const docs = await collections.workflows
+    .find(filter)
+    .sort({ _id: -1 })
+    .limit(query.limit + 1)
+    .toArray();
   const page = docs.slice(0, query.limit);
   const latest = new Map<string, WorkflowVersionDoc>();
   if (page.length > 0) {
     const versions = await collections.workflowVersions
       .find({ workflow_id: { $in: page.map((w) => w._id) } }, { projection: { graph: 0 } })
       .toArray();
-    for (const v of versions) if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
+    for (const v of versions)
+      if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
   }
   // A workflow whose first version failed to insert has nothing to run: it is left out (the cursor still moves past it).
   const data = page.flatMap((w) => {
     const version = latest.get(w._id);
     return version ? [contractView(w, version)] : [];
   });
-  return { object: 'list', data, first_id: page[0]?._id ?? null, last_id: page.at(-1)?._id ?? null, has_more: docs.length > query.limit };
+  return {
+    object: 'list',
+    data,
+    first_id: page[0]?._id ?? null,
+    last_id: page.at(-1)?._id ?? null,
+    has_more: docs.length > query.limit,
+  };
 }

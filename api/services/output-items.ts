@@ -18,7 +18,13 @@ export interface OutputItemsDeps {
 }
 
 /** A page of the caller's run's output `key`: 404 for an unknown run or key, 400 for a cursor that is not one of its items. */
-export async function listOutputItems(deps: OutputItemsDeps, accountId: string, runId: string, key: string, query: OutputItemsQuery): Promise<OutputItemList> {
+export async function listOutputItems(
+  deps: OutputItemsDeps,
+  accountId: string,
+  runId: string,
+  key: string,
+  query: OutputItemsQuery,
+): Promise<OutputItemList> {
   const doc = isId('run', runId) ? await findRunHead(deps.collections, accountId, runId) : null;
   if (!doc) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
   const after = query.starting_after ?? null;
@@ -52,7 +58,13 @@ export async function listOutputItems(deps: OutputItemsDeps, accountId: string, 
 }
 
 function page(data: OutputItem[], hasMore: boolean): OutputItemList {
-  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+  return {
+    object: 'list',
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: hasMore,
+  };
 }
 
 function unknownOutput(key: string): NotFoundError {
@@ -60,5 +72,7 @@ function unknownOutput(key: string): NotFoundError {
 }
 
 function unknownCursor(after: string): InvalidRequestError {
-  return new InvalidRequestError(`\`starting_after\` ${after} is not an item of this output.`, { param: 'starting_after' });
+  return new InvalidRequestError(`\`starting_after\` ${after} is not an item of this output.`, {
+    param: 'starting_after',
+  });
 }

@@ -12,7 +12,12 @@
  * else; 50 concurrent reads of one key now make a handful of writes, not 50 (bench P5).
  */
 import type { Collections } from '../../store/db';
-import { countRequest, windowId, type RateLimitBucket, type WindowCount } from '../../store/rate-limits';
+import {
+  countRequest,
+  windowId,
+  type RateLimitBucket,
+  type WindowCount,
+} from '../../store/rate-limits';
 
 interface Waiter {
   resolve(count: WindowCount): void;
@@ -39,7 +44,9 @@ export class RateCounter {
       lane = { writing: false, waiting: [] };
       this.lanes.set(id, lane);
     }
-    const promise = new Promise<WindowCount>((resolve, reject) => lane.waiting.push({ resolve, reject }));
+    const promise = new Promise<WindowCount>((resolve, reject) =>
+      lane.waiting.push({ resolve, reject }),
+    );
     if (!lane.writing) void this.write(id, lane, keyId, bucket, nowMs);
     return promise;
   }
@@ -49,13 +56,21 @@ export class RateCounter {
     return this.lanes.size;
   }
 
-  private async write(id: string, lane: Lane, keyId: string, bucket: RateLimitBucket, nowMs: number): Promise<void> {
+  private async write(
+    id: string,
+    lane: Lane,
+    keyId: string,
+    bucket: RateLimitBucket,
+    nowMs: number,
+  ): Promise<void> {
     const batch = lane.waiting.splice(0);
     lane.writing = true;
     try {
       const total = await countRequest(this.collections, keyId, bucket, nowMs, batch.length);
       // The batch holds the last n counts of the window, in arrival order.
-      batch.forEach((waiter, i) => waiter.resolve({ ...total, count: total.count - (batch.length - 1 - i) }));
+      batch.forEach((waiter, i) =>
+        waiter.resolve({ ...total, count: total.count - (batch.length - 1 - i) }),
+      );
     } catch (err) {
       for (const waiter of batch) waiter.reject(err);
     } finally {

@@ -15,7 +15,11 @@ import { pendingRecord, type KnownRuns } from './known-runs';
 import { streamRunView } from './run-view-stream';
 
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
-export async function loadRun(collections: Pick<Collections, 'runs' | 'runChunks'>, accountId: string, runId: string): Promise<RunDoc> {
+export async function loadRun(
+  collections: Pick<Collections, 'runs' | 'runChunks'>,
+  accountId: string,
+  runId: string,
+): Promise<RunDoc> {
   const doc = isId('run', runId) ? await findRun(collections, accountId, runId) : null;
   if (!doc) throw notFound(runId);
   return doc;
@@ -38,7 +42,11 @@ export interface ReadRunDeps {
  * run), else live state. Store round trips: none for a finished run read before in this process
  * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one.
  */
-export async function readRun(deps: ReadRunDeps, accountId: string, runId: string): Promise<RunView> {
+export async function readRun(
+  deps: ReadRunDeps,
+  accountId: string,
+  runId: string,
+): Promise<RunView> {
   return (await read(deps, accountId, runId, false)) as RunView; // never a stream when not asked for one
 }
 
@@ -46,11 +54,20 @@ export async function readRun(deps: ReadRunDeps, accountId: string, runId: strin
  * The answer of GET /api/v1/runs/{runId}: readRun's view, or for a finished big run (D31) the same
  * JSON as a stream that reads one stored chunk at a time, so 100,000 items never sit in memory at once.
  */
-export function readRunBody(deps: ReadRunDeps, accountId: string, runId: string): Promise<RunView | Readable> {
+export function readRunBody(
+  deps: ReadRunDeps,
+  accountId: string,
+  runId: string,
+): Promise<RunView | Readable> {
   return read(deps, accountId, runId, true);
 }
 
-async function read(deps: ReadRunDeps, accountId: string, runId: string, streamBig: boolean): Promise<RunView | Readable> {
+async function read(
+  deps: ReadRunDeps,
+  accountId: string,
+  runId: string,
+  streamBig: boolean,
+): Promise<RunView | Readable> {
   const cached = deps.finishedRuns?.get(accountId, runId);
   if (cached) return cached;
   const known = deps.knownRuns?.get(runId);
@@ -58,11 +75,17 @@ async function read(deps: ReadRunDeps, accountId: string, runId: string, streamB
   const live = known ? await liveView(deps, runId, pendingRecord(known)) : undefined;
   if (live) return live;
   // Streamed, a big run's record is read without its chunks, which the stream reads one by one.
-  const doc = streamBig ? await findRunHead(deps.collections, accountId, runId).then((head) => head ?? Promise.reject(notFound(runId))) : await loadRun(deps.collections, accountId, runId);
+  const doc = streamBig
+    ? await findRunHead(deps.collections, accountId, runId).then(
+        (head) => head ?? Promise.reject(notFound(runId)),
+      )
+    : await loadRun(deps.collections, accountId, runId);
   if (doc.finalized) {
     deps.knownRuns?.forget(runId);
     // D20: a finished run with a webhook shows its delivery (one more lookup, for those runs only).
-    const delivery = doc.webhook ? await findDelivery(deps.collections, webhookMessageId(doc._id)) : null;
+    const delivery = doc.webhook
+      ? await findDelivery(deps.collections, webhookMessageId(doc._id))
+      : null;
     if (doc.chunks && streamBig) return streamRunView(deps.collections, doc, delivery);
     const view = runView(doc, undefined, delivery);
     // Cached once nothing can change it (a delivery's progress is never served stale), and not a big run's view.
@@ -78,7 +101,11 @@ async function read(deps: ReadRunDeps, accountId: string, runId: string, streamB
  * The view of a run not finalized when last looked at, from its workflow's query (`pending` while
  * it is queued); undefined when only the stored record can answer (Temporal has no news).
  */
-async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource & Pick<RunDoc, 'account_id'>): Promise<RunView | undefined> {
+async function liveView(
+  deps: ReadRunDeps,
+  runId: string,
+  record: RunViewSource & Pick<RunDoc, 'account_id'>,
+): Promise<RunView | undefined> {
   // No events wanted here: ask only for status and results.
   const { snapshot, queued } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
   if (!snapshot) return queued ? runView(record) : undefined;
@@ -93,7 +120,8 @@ async function liveView(deps: ReadRunDeps, runId: string, record: RunViewSource 
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.
   // D20: an ended run with a webhook shows its delivery (one more lookup, for those runs only).
   const ended = isTerminal(snapshot.status);
-  const delivery = ended && record.webhook ? await findDelivery(deps.collections, webhookMessageId(runId)) : null;
+  const delivery =
+    ended && record.webhook ? await findDelivery(deps.collections, webhookMessageId(runId)) : null;
   const view = runView(record, snapshot, delivery);
   if (ended) {
     // Ended (D7: for good): from now on the final record answers, not the closed workflow. A view

@@ -15,7 +15,9 @@ export interface WorkflowLookup {
 }
 
 /** The store itself as a WorkflowLookup, nothing remembered (tools and baselines). */
-export function storeLookup(collections: Pick<Collections, 'workflows' | 'workflowVersions'>): WorkflowLookup {
+export function storeLookup(
+  collections: Pick<Collections, 'workflows' | 'workflowVersions'>,
+): WorkflowLookup {
   return {
     findWorkflow: (accountId, ref) => findWorkflow(collections, accountId, ref),
     findVersion: (workflowId, pin) => findVersion(collections, workflowId, pin),
@@ -31,12 +33,21 @@ export async function resolveVersion(
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
   const workflow = await lookup.findWorkflow(accountId, ref);
   // A path segment can be ~16 KB (GET /workflows/{id}): never echo more of it than an id could be.
-  if (!workflow) throw new NotFoundError(`No published workflow \`${ref.slice(0, 256)}\` in this account.`, 'published_workflow_not_found');
+  if (!workflow)
+    throw new NotFoundError(
+      `No published workflow \`${ref.slice(0, 256)}\` in this account.`,
+      'published_workflow_not_found',
+    );
   const version = await lookup.findVersion(workflow._id, pin);
   if (!version) {
-    const which = pin === undefined ? 'has no published version' : `has no version \`${String(pin).slice(0, 64)}\``;
-    throw new NotFoundError(`Workflow \`${ref.slice(0, 256)}\` ${which}.`, 'published_workflow_version_not_found');
+    const which =
+      pin === undefined
+        ? 'has no published version'
+        : `has no version \`${String(pin).slice(0, 64)}\``;
+    throw new NotFoundError(
+      `Workflow \`${ref.slice(0, 256)}\` ${which}.`,
+      'published_workflow_version_not_found',
+    );
   }
   return { workflow, version };
 }
-

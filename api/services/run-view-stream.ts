@@ -12,11 +12,19 @@ import { chunksOf } from '../../store/runs';
 const OUTPUT_MARK = '\u0000output\u0000';
 
 /** The run view of a finalized, chunked record, streamed. */
-export function streamRunView(collections: Pick<Collections, 'runChunks'>, doc: RunDoc, delivery?: WebhookDeliveryDoc | null): Readable {
+export function streamRunView(
+  collections: Pick<Collections, 'runChunks'>,
+  doc: RunDoc,
+  delivery?: WebhookDeliveryDoc | null,
+): Readable {
   return Readable.from(render(collections, doc, delivery), { objectMode: false });
 }
 
-async function* render(collections: Pick<Collections, 'runChunks'>, doc: RunDoc, delivery?: WebhookDeliveryDoc | null): AsyncGenerator<string> {
+async function* render(
+  collections: Pick<Collections, 'runChunks'>,
+  doc: RunDoc,
+  delivery?: WebhookDeliveryDoc | null,
+): AsyncGenerator<string> {
   const view = runView(doc, undefined, delivery);
   if (view.output === null) return yield JSON.stringify(view);
   const text = JSON.stringify({ ...view, output: OUTPUT_MARK });

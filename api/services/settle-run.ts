@@ -13,7 +13,12 @@ import { failedEvent, type RunEvent, type RunFinal, type RunSnapshot } from '../
 import { splitFinal } from '../../domain/run-chunks';
 
 /** Temporal's WorkflowExecutionStatus numbers, as a reason a person reads. */
-const CLOSED_AS: Record<number, string> = { 3: 'failed', 4: 'cancelled', 5: 'terminated', 7: 'timed out' };
+const CLOSED_AS: Record<number, string> = {
+  3: 'failed',
+  4: 'cancelled',
+  5: 'terminated',
+  7: 'timed out',
+};
 
 /** The one thing settling needs from Temporal: the closed run's own state, page by page (null: none to be had). */
 export type ClosedSnapshot = (runId: string, afterSequence: number) => Promise<RunSnapshot | null>;
@@ -61,5 +66,9 @@ function firstItemId(events: RunEvent[]): string | undefined {
 }
 
 function isTerminalEvent(event: RunEvent | undefined): boolean {
-  return event?.type === 'response.completed' || event?.type === 'response.failed' || event?.type === 'response.cancelled';
+  return (
+    event?.type === 'response.completed' ||
+    event?.type === 'response.failed' ||
+    event?.type === 'response.cancelled'
+  );
 }

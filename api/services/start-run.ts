@@ -48,21 +48,41 @@ export class RunIdTakenError extends Error {
  * Starts a run and returns its record as stored (status `pending`). `runId` is a pre-allocated
  * id (D18 idempotency); its record can be written once only, so two starts with one id start one run.
  */
-export async function startRun(deps: StartRunDeps, auth: AuthContext, request: StartRequest, opts: { runId?: string } = {}): Promise<RunDoc> {
+export async function startRun(
+  deps: StartRunDeps,
+  auth: AuthContext,
+  request: StartRequest,
+  opts: { runId?: string } = {},
+): Promise<RunDoc> {
   const { collections } = deps;
-  checkWebhook(request.webhook, { allowHttp: deps.config.webhooks?.allowHttp ?? false, allowPrivateNetwork: deps.config.webhooks?.allowPrivateNetwork ?? false });
-  const { workflow, version } = await resolveVersion(deps.catalog, auth.accountId, request.workflowId, request.version);
+  checkWebhook(request.webhook, {
+    allowHttp: deps.config.webhooks?.allowHttp ?? false,
+    allowPrivateNetwork: deps.config.webhooks?.allowPrivateNetwork ?? false,
+  });
+  const { workflow, version } = await resolveVersion(
+    deps.catalog,
+    auth.accountId,
+    request.workflowId,
+    request.version,
+  );
   if (!version.graph || !version.contract) {
-    throw new InvalidRequestError(`Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`, {
-      status: 422,
-      code: 'workflow_graph_corrupt',
-    });
+    throw new InvalidRequestError(
+      `Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`,
+      {
+        status: 422,
+        code: 'workflow_graph_corrupt',
+      },
+    );
   }
   const inputs = validateInputs(version.contract, request.inputs);
   // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
-  const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, { caller: auth.accountId, workflowOwner: workflow.account_id });
+  const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, {
+    caller: auth.accountId,
+    workflowOwner: workflow.account_id,
+  });
   const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
-  if (!inputs.ok || problems.length > 0) throw new InvalidInputsError(describeProblems(problems), problems);
+  if (!inputs.ok || problems.length > 0)
+    throw new InvalidInputsError(describeProblems(problems), problems);
   checkRunSize(version.graph, inputs.values);
 
   await deps.credits.assertCanStart(auth.accountId); // D17
@@ -107,7 +127,11 @@ export async function startRun(deps: StartRunDeps, auth: AuthContext, request: S
 }
 
 /** The workflow arguments of a recorded run (also used to start the workflow of a run recorded by a request that then died). */
-export function runArgs(run: RunDoc, graph: WorkflowDocument, options: StartRunDeps['config']['runs']): RunArgs {
+export function runArgs(
+  run: RunDoc,
+  graph: WorkflowDocument,
+  options: StartRunDeps['config']['runs'],
+): RunArgs {
   return {
     runId: run._id,
     accountId: run.account_id,
@@ -118,7 +142,13 @@ export function runArgs(run: RunDoc, graph: WorkflowDocument, options: StartRunD
     graph,
     inputs: run.inputs,
     // A workflow's own concurrency (issue 14), within the operator's cap.
-    options: { ...options, concurrency: Math.min(graph.concurrency ?? options.concurrency, options.maxConcurrency ?? Number.MAX_SAFE_INTEGER) },
+    options: {
+      ...options,
+      concurrency: Math.min(
+        graph.concurrency ?? options.concurrency,
+        options.maxConcurrency ?? Number.MAX_SAFE_INTEGER,
+      ),
+    },
     ...(run.webhook ? { webhook: run.webhook } : {}),
   };
 }
@@ -127,12 +157,18 @@ export function runArgs(run: RunDoc, graph: WorkflowDocument, options: StartRunD
 function checkRunSize(graph: WorkflowDocument, inputs: Record<string, unknown>): void {
   const over = oversizedBatches(graph, inputs);
   if (over.length === 0) return;
-  const details = over.map(({ nodeId, rows }) => ({ field: `nodes.${nodeId}`, problem: `has ${rows} rows; a run takes at most ${MAX_ROWS} per list` }));
-  throw new InvalidRequestError(`The run is too large: node \`${over[0].nodeId}\` has ${over[0].rows} rows, and a run takes at most ${MAX_ROWS} rows per list (D31). Split the rows into several runs.`, {
-    code: 'run_too_large',
-    param: 'inputs',
-    details,
-  });
+  const details = over.map(({ nodeId, rows }) => ({
+    field: `nodes.${nodeId}`,
+    problem: `has ${rows} rows; a run takes at most ${MAX_ROWS} per list`,
+  }));
+  throw new InvalidRequestError(
+    `The run is too large: node \`${over[0].nodeId}\` has ${over[0].rows} rows, and a run takes at most ${MAX_ROWS} rows per list (D31). Split the rows into several runs.`,
+    {
+      code: 'run_too_large',
+      param: 'inputs',
+      details,
+    },
+  );
 }
 
 /**
@@ -142,17 +178,26 @@ function checkRunSize(graph: WorkflowDocument, inputs: Record<string, unknown>):
  * (WEBHOOK_ALLOW_PRIVATE_NETWORK), instead of being accepted and dropped at delivery. A host
  * name is resolved only at delivery, where the guard checks every address it resolves to.
  */
-function checkWebhook(webhook: string | undefined, settings: { allowHttp: boolean; allowPrivateNetwork: boolean }): void {
+function checkWebhook(
+  webhook: string | undefined,
+  settings: { allowHttp: boolean; allowPrivateNetwork: boolean },
+): void {
   if (webhook === undefined) return;
   const url = new URL(webhook);
-  if (!settings.allowHttp && url.protocol !== 'https:') throw invalidWebhook('must be an https:// URL');
+  if (!settings.allowHttp && url.protocol !== 'https:')
+    throw invalidWebhook('must be an https:// URL');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!settings.allowPrivateNetwork && isIP(host)) {
     const cls = classifyAddress(host);
-    if (cls !== 'public') throw invalidWebhook(`must reach a public address: ${host} is ${describeAddressClass(cls)}`);
+    if (cls !== 'public')
+      throw invalidWebhook(`must reach a public address: ${host} is ${describeAddressClass(cls)}`);
   }
 }
 
 function invalidWebhook(problem: string): InvalidRequestError {
-  return new InvalidRequestError(`\`webhook\` ${problem}.`, { code: 'invalid_webhook', param: 'webhook', details: [{ field: 'webhook', problem }] });
+  return new InvalidRequestError(`\`webhook\` ${problem}.`, {
+    code: 'invalid_webhook',
+    param: 'webhook',
+    details: [{ field: 'webhook', problem }],
+  });
 }

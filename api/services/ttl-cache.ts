@@ -38,7 +38,11 @@ export class TtlCache<V> {
    * The cached value, else `load()`'s (shared with concurrent callers of the same key). A loaded
    * value is kept only when `keep(value)` says so (e.g. not a "not found"), so misses stay misses.
    */
-  async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
+  async get(
+    key: string,
+    load: () => Promise<V>,
+    keep: (value: V) => boolean = () => true,
+  ): Promise<V> {
     const cached = this.peek(key);
     if (cached !== undefined) return cached;
     let pending = this.loading.get(key);
@@ -58,7 +62,8 @@ export class TtlCache<V> {
     if (this.opts.ttlMs <= 0) return;
     this.entries.delete(key);
     this.entries.set(key, { value, expiresAtMs: nowMs + this.opts.ttlMs });
-    if (this.entries.size > this.opts.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    if (this.entries.size > this.opts.maxEntries)
+      this.entries.delete(this.entries.keys().next().value!);
   }
 
   delete(key: string): void {

@@ -11,7 +11,13 @@ import busboy from 'busboy';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import { cleanFileName, fallbackName } from '../../lib/files/names';
-import { deleteFile, FileTooLargeError, storeFile, type FileDoc, type StoreFileOptions } from '../../store/files';
+import {
+  deleteFile,
+  FileTooLargeError,
+  storeFile,
+  type FileDoc,
+  type StoreFileOptions,
+} from '../../store/files';
 import { InvalidRequestError } from '../../domain/errors';
 
 export interface UploadDeps {
@@ -31,7 +37,9 @@ export function uploadTooLarge(limit: number): InvalidRequestError {
 /** A client that went away mid-upload: nothing was stored, and nobody reads this answer. */
 function interrupted(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return e?.code === 'ECONNRESET' || e?.code === 'ERR_STREAM_PREMATURE_CLOSE' || e?.message === 'aborted';
+  return (
+    e?.code === 'ECONNRESET' || e?.code === 'ERR_STREAM_PREMATURE_CLOSE' || e?.message === 'aborted'
+  );
 }
 
 /** Stores the upload of one request for `accountId` and returns the file document. */
@@ -47,21 +55,28 @@ export async function uploadFile(
   const store = (source: AsyncIterable<Uint8Array>, partName?: string) =>
     storeFile(deps.db, source, {
       accountId: opts.accountId,
-      name: queryName ?? cleanFileName(partName) ?? ((mime: string) => fallbackName('upload', mime)),
+      name:
+        queryName ?? cleanFileName(partName) ?? ((mime: string) => fallbackName('upload', mime)),
       maxBytes: limit,
       source: 'upload',
     } satisfies StoreFileOptions);
   let doc: FileDoc;
   try {
-    doc = /^multipart\/form-data\b/i.test(opts.contentType) ? await storeMultipart(req, req.headers, store) : await store(req);
+    doc = /^multipart\/form-data\b/i.test(opts.contentType)
+      ? await storeMultipart(req, req.headers, store)
+      : await store(req);
   } catch (err) {
     if (err instanceof FileTooLargeError) throw uploadTooLarge(limit);
-    if (interrupted(err)) throw new InvalidRequestError('The upload was interrupted.', { code: 'upload_interrupted' });
+    if (interrupted(err))
+      throw new InvalidRequestError('The upload was interrupted.', { code: 'upload_interrupted' });
     throw err;
   }
   if (doc.length === 0) {
     await deleteFile(deps.db, doc._id);
-    throw new InvalidRequestError('The upload is empty: send the file as the body, or as a multipart file part.', { code: 'empty_file' });
+    throw new InvalidRequestError(
+      'The upload is empty: send the file as the body, or as a multipart file part.',
+      { code: 'empty_file' },
+    );
   }
   return doc;
 }
@@ -78,9 +93,16 @@ function storeMultipart(
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers, limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 40 } });
+      parser = busboy({
+        headers,
+        limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 40 },
+      });
     } catch (err) {
-      reject(new InvalidRequestError(`Malformed multipart request: ${(err as Error).message}.`, { code: 'invalid_multipart' }));
+      reject(
+        new InvalidRequestError(`Malformed multipart request: ${(err as Error).message}.`, {
+          code: 'invalid_multipart',
+        }),
+      );
       return;
     }
     let stored: Promise<FileDoc> | undefined;
@@ -96,9 +118,20 @@ function storeMultipart(
       stored = store(stream, info.filename);
       stored.catch(fail);
     });
-    parser.on('error', (err: Error) => fail(new InvalidRequestError(`Malformed multipart request: ${err.message}.`, { code: 'invalid_multipart' })));
+    parser.on('error', (err: Error) =>
+      fail(
+        new InvalidRequestError(`Malformed multipart request: ${err.message}.`, {
+          code: 'invalid_multipart',
+        }),
+      ),
+    );
     parser.on('close', () => {
-      if (!stored) reject(new InvalidRequestError('The multipart request has no file part.', { code: 'invalid_multipart' }));
+      if (!stored)
+        reject(
+          new InvalidRequestError('The multipart request has no file part.', {
+            code: 'invalid_multipart',
+          }),
+        );
       else stored.then(resolve, reject);
     });
     req.on('error', fail);

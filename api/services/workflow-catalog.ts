@@ -10,7 +10,12 @@
 import type { Collections } from '../../store/db';
 import type { WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
 import { isId } from '../../domain/ids';
-import { findVersion, findVersionById, findWorkflowRecord, latestVersionPointer } from '../../store/workflows';
+import {
+  findVersion,
+  findVersionById,
+  findWorkflowRecord,
+  latestVersionPointer,
+} from '../../store/workflows';
 import { TtlCache } from './ttl-cache';
 
 /** How stale another process's publish may look here (D1). */
@@ -30,7 +35,10 @@ interface Pointer {
 export class WorkflowCatalog {
   private readonly workflows: TtlCache<WorkflowDoc | null>;
   private readonly pointers: TtlCache<Pointer | null>;
-  private readonly versions = new TtlCache<WorkflowVersionDoc | null>({ ttlMs: Number.POSITIVE_INFINITY, maxEntries: MAX_VERSIONS });
+  private readonly versions = new TtlCache<WorkflowVersionDoc | null>({
+    ttlMs: Number.POSITIVE_INFINITY,
+    maxEntries: MAX_VERSIONS,
+  });
   /** The newest version this process published per workflow: a pointer read that raced the publish never moves back past it. */
   private readonly publishedHere = new Map<string, Pointer>();
 
@@ -47,7 +55,11 @@ export class WorkflowCatalog {
   async findWorkflow(accountId: string, ref: string): Promise<WorkflowDoc | null> {
     const key = isId('wf', ref) ? `id\0${ref}` : `slug\0${accountId}\0${ref}`;
     // The record is cached whoever read it; the access rule is applied to every caller here.
-    const doc = await this.workflows.get(key, () => findWorkflowRecord(this.collections, accountId, ref), (d) => d !== null);
+    const doc = await this.workflows.get(
+      key,
+      () => findWorkflowRecord(this.collections, accountId, ref),
+      (d) => d !== null,
+    );
     if (!doc) return null;
     return doc.account_id === accountId || doc.public ? doc : null;
   }
@@ -55,11 +67,19 @@ export class WorkflowCatalog {
   /** D1: the pinned version (number or `wfv_` id), or the latest when none is pinned. */
   async findVersion(workflowId: string, pin?: number | string): Promise<WorkflowVersionDoc | null> {
     if (pin === undefined) {
-      const pointer = await this.pointers.get(workflowId, () => this.loadPointer(workflowId), (p) => p !== null);
+      const pointer = await this.pointers.get(
+        workflowId,
+        () => this.loadPointer(workflowId),
+        (p) => p !== null,
+      );
       return pointer ? this.versionById(workflowId, pointer.id) : null;
     }
     if (typeof pin === 'string') return this.versionById(workflowId, pin);
-    return this.versions.get(`${workflowId}#${pin}`, () => findVersion(this.collections, workflowId, pin), (v) => v !== null);
+    return this.versions.get(
+      `${workflowId}#${pin}`,
+      () => findVersion(this.collections, workflowId, pin),
+      (v) => v !== null,
+    );
   }
 
   /** Called by this process's publish: later starts here see the new version at once (D1). */
@@ -83,7 +103,11 @@ export class WorkflowCatalog {
   }
 
   private async versionById(workflowId: string, id: string): Promise<WorkflowVersionDoc | null> {
-    const doc = await this.versions.get(id, () => findVersionById(this.collections, id), (v) => v !== null);
+    const doc = await this.versions.get(
+      id,
+      () => findVersionById(this.collections, id),
+      (v) => v !== null,
+    );
     return doc && doc.workflow_id === workflowId ? doc : null;
   }
 }

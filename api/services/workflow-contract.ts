@@ -15,7 +15,10 @@ export async function workflowContract(
 }
 
 /** One version's contract as D24 answers it (D30 lists the latest of each workflow in this shape). */
-export function contractView(workflow: WorkflowDoc, v: Pick<WorkflowVersionDoc, '_id' | 'version' | 'created_at' | 'contract'>) {
+export function contractView(
+  workflow: WorkflowDoc,
+  v: Pick<WorkflowVersionDoc, '_id' | 'version' | 'created_at' | 'contract'>,
+) {
   return {
     workflow_id: workflow._id,
     slug: workflow.slug,

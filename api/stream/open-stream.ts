@@ -54,7 +54,8 @@ export function openStream(
   let ending = false;
   const highWater = Math.min(PUMP_HIGH_WATER, opts.maxBufferedBytes / 2);
   const pump = () => {
-    while (!closed && next < backlog.length && res.writableLength < highWater) res.write(formatEvent(backlog[next++]));
+    while (!closed && next < backlog.length && res.writableLength < highWater)
+      res.write(formatEvent(backlog[next++]));
     if (closed) return;
     if (next < backlog.length) return void res.once('drain', pump);
     backlog.length = next = unreadNewBytes = 0;

@@ -4,7 +4,10 @@ import type { RunGateway } from '../temporal/run-gateway';
 import type { PollSource } from './run-poller';
 
 /** Pollers read the live workflow through the gateway and fall back to the stored record. */
-export function createPollSource(gateway: RunGateway, collections: Pick<Collections, 'runs' | 'runChunks'>): PollSource {
+export function createPollSource(
+  gateway: RunGateway,
+  collections: Pick<Collections, 'runs' | 'runChunks'>,
+): PollSource {
   return {
     snapshot: (runId, afterSequence) => gateway.snapshot(runId, afterSequence),
     async stored(runId) {

@@ -4,7 +4,13 @@
  * hands every subscriber the events after its cursor. It stops when its last subscriber leaves
  * or has been given the terminal event: nothing outlives the clients.
  */
-import { isTerminal, isTerminalEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../domain/run';
+import {
+  isTerminal,
+  isTerminalEvent,
+  type RunEvent,
+  type RunSnapshot,
+  type RunStatus,
+} from '../../domain/run';
 
 /** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
 export interface PollSource {
@@ -38,7 +44,6 @@ interface Attached {
   cursor: number | null; // null until started
 }
 
-
 export class RunPoller {
   status: RunStatus;
   readonly events: RunEvent[];
@@ -50,7 +55,8 @@ export class RunPoller {
   private stopped = false;
   /** Looks begun so far, and who waits for the state after a look begun from a given one on. */
   private looksBegun = 0;
-  private lookWaiters: Array<{ from: number; resolve: (state: RunKnowledge | undefined) => void }> = [];
+  private lookWaiters: Array<{ from: number; resolve: (state: RunKnowledge | undefined) => void }> =
+    [];
 
   constructor(
     readonly runId: string,
@@ -153,7 +159,9 @@ export class RunPoller {
     // with keepalives, instead of being told the stale `pending` of the stored record.
     if (looked) {
       const state = { status: this.status, events: [...this.events] };
-      this.lookWaiters = this.lookWaiters.filter((waiter) => waiter.from > look || (waiter.resolve(state), false));
+      this.lookWaiters = this.lookWaiters.filter(
+        (waiter) => waiter.from > look || (waiter.resolve(state), false),
+      );
     }
     if (looked || this.ready) {
       const first = !this.ready;
@@ -230,11 +238,22 @@ export class PollerRegistry {
    * when none succeeds within `timeoutMs` (Temporal unreachable). `release` must be called: until
    * then the run's poller stays alive, so a stream opened meanwhile reuses it and its log.
    */
-  look(runId: string, seed: RunKnowledge, timeoutMs: number): { state: Promise<RunKnowledge | undefined>; release: () => void } {
-    const release = this.subscribe(runId, seed, { start: () => Number.MAX_SAFE_INTEGER, deliver: () => {}, end: () => {}, drop: () => {} });
+  look(
+    runId: string,
+    seed: RunKnowledge,
+    timeoutMs: number,
+  ): { state: Promise<RunKnowledge | undefined>; release: () => void } {
+    const release = this.subscribe(runId, seed, {
+      start: () => Number.MAX_SAFE_INTEGER,
+      deliver: () => {},
+      end: () => {},
+      drop: () => {},
+    });
     const poller = this.pollers.get(runId)!;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    const timeout = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)),
+    );
     const state = Promise.race([poller.nextLook(), timeout]).finally(() => clearTimeout(timer));
     return { state, release };
   }

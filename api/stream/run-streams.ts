@@ -12,14 +12,17 @@ export interface RunStreamDeps {
   config: Pick<Config, 'api'>;
 }
 
-
 function options(deps: RunStreamDeps) {
   const { keepaliveMs, maxBufferedBytes } = deps.config.api.stream;
   return { pollers: deps.pollers, keepaliveMs, maxBufferedBytes };
 }
 
 function created(run: RunDoc): RunEvent {
-  return createdEvent({ runId: run._id, createdAtMs: run.created_at.getTime(), publishedWorkflowId: run.published_workflow_id });
+  return createdEvent({
+    runId: run._id,
+    createdAtMs: run.created_at.getTime(),
+    publishedWorkflowId: run.published_workflow_id,
+  });
 }
 
 /** What the API knows of a run before its poller has looked: the stored log, or just the created event. */
@@ -39,7 +42,11 @@ export function streamNewRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): vo
  * D11: a cursor at the terminal event is answered 204 (an EventSource stops reconnecting) and a
  * cursor beyond the run's last event is a 400, both before any byte of a stream.
  */
-export async function streamExistingRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): Promise<void> {
+export async function streamExistingRun(
+  ctx: Context,
+  deps: RunStreamDeps,
+  run: RunDoc,
+): Promise<void> {
   const given = cursorFrom(ctx);
   const seed = seedOf(run);
   let release: (() => void) | undefined;
@@ -63,9 +70,14 @@ export async function streamExistingRun(ctx: Context, deps: RunStreamDeps, run: 
     openStream(ctx, options(deps), run._id, seed, (state) => {
       const last = state.events.length - 1;
       // "From now on" still ends with the terminal event of a finished run (spec rule 3).
-      const cursor = given?.cursor ?? (last >= 0 && isTerminalEvent(state.events[last]) ? last - 1 : last);
+      const cursor =
+        given?.cursor ?? (last >= 0 && isTerminalEvent(state.events[last]) ? last - 1 : last);
       return {
-        event: { type: 'response.resumed', sequence_number: cursor, response: { id: run._id, run_id: run._id, status: state.status } },
+        event: {
+          type: 'response.resumed',
+          sequence_number: cursor,
+          response: { id: run._id, run_id: run._id, status: state.status },
+        },
         cursor,
       };
     });
@@ -93,7 +105,10 @@ function cursorFrom(ctx: Context): { cursor: number; param: string } | undefined
   const [raw, param] = header !== '' ? [header, 'Last-Event-ID'] : [query, 'starting_after'];
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw.trim())) {
-    throw new InvalidRequestError(`\`${param}\` must be an event sequence number (a non-negative integer).`, { param });
+    throw new InvalidRequestError(
+      `\`${param}\` must be an event sequence number (a non-negative integer).`,
+      { param },
+    );
   }
   return { cursor: Number(raw.trim()), param };
 }

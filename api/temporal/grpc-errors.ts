@@ -11,7 +11,11 @@ export const DEADLINE_EXCEEDED = 4;
 
 /** The gRPC status code of a failed Temporal call, or undefined for any other error. */
 export function grpcCode(err: unknown): number | undefined {
-  const grpc = isGrpcServiceError(err) ? err : err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  const grpc = isGrpcServiceError(err)
+    ? err
+    : err instanceof ServiceError && isGrpcServiceError(err.cause)
+      ? err.cause
+      : undefined;
   return grpc?.code;
 }
 

@@ -23,10 +23,18 @@ export async function ensureRetentionSchedule(client: Client, taskQueue: string)
     await client.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: '1h' }] },
-      action: { type: 'startWorkflow', workflowType: RETENTION_WORKFLOW_TYPE, taskQueue, args: [], staticSummary: 'retention (D29)' },
+      action: {
+        type: 'startWorkflow',
+        workflowType: RETENTION_WORKFLOW_TYPE,
+        taskQueue,
+        args: [],
+        staticSummary: 'retention (D29)',
+      },
       // A clean-up still running when the next hour comes is not doubled; one missed while Temporal was down is not replayed.
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1h' },
-      state: { note: 'D29: removes runs, event logs, idempotency keys and files older than RETENTION_DAYS (ledger entries stay)' },
+      state: {
+        note: 'D29: removes runs, event logs, idempotency keys and files older than RETENTION_DAYS (ledger entries stay)',
+      },
     });
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;

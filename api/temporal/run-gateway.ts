@@ -12,10 +12,24 @@ import {
 } from '@temporalio/client';
 import type { EncryptionCodec } from '../../lib/codec/payload-codec';
 import type { PayloadProtection } from '../../lib/codec/data-converter';
-import { RUN_WORKFLOW_TYPE, SEARCH_ATTRIBUTES, SEARCH_ATTRIBUTE_TYPES, awaitEndUpdate, snapshotQuery, outputPageQuery, type RunArgs } from '../../workflows/definitions';
+import {
+  RUN_WORKFLOW_TYPE,
+  SEARCH_ATTRIBUTES,
+  SEARCH_ATTRIBUTE_TYPES,
+  awaitEndUpdate,
+  snapshotQuery,
+  outputPageQuery,
+  type RunArgs,
+} from '../../workflows/definitions';
 import { type OutputPage, type RunSnapshot } from '../../domain/run';
 import { workflowDetails, workflowSummary } from '../../workflows/summaries';
-import { DEADLINE_EXCEEDED, UNAVAILABLE, grpcCode, isTemporalUnavailable, isTemporalUnreachable } from './grpc-errors';
+import {
+  DEADLINE_EXCEEDED,
+  UNAVAILABLE,
+  grpcCode,
+  isTemporalUnavailable,
+  isTemporalUnreachable,
+} from './grpc-errors';
 import { ensureRetentionSchedule } from './retention-schedule';
 import { ServiceUnavailableError } from '../../domain/errors';
 import { queryDuration } from '../../lib/metrics';
@@ -60,17 +74,21 @@ export function apiGrpcRetryOptions(): GrpcRetryOptions {
   return {
     delayFunction: sdk.delayFunction,
     retryableDecider: (attempt, status) =>
-      status.code === UNAVAILABLE ? attempt < UNAVAILABLE_ATTEMPTS : sdk.retryableDecider(attempt, status),
+      status.code === UNAVAILABLE
+        ? attempt < UNAVAILABLE_ATTEMPTS
+        : sdk.retryableDecider(attempt, status),
   };
 }
 
 /** Connects the API to Temporal with the outage behaviour above (issue 8: answer 503 fast, recover by itself). */
 export function connectTemporal(temporal: Config['temporal']): Promise<Connection> {
-  return connectFirst(temporal, (options) => Connection.connect({
-    ...options,
-    channelArgs: { 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS },
-    interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
-  }));
+  return connectFirst(temporal, (options) =>
+    Connection.connect({
+      ...options,
+      channelArgs: { 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS },
+      interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
+    }),
+  );
 }
 
 /** temporal.api.enums.v1.WorkflowExecutionStatus COMPLETED: the workflow returned (after finalizing its run). */
@@ -100,13 +118,19 @@ export class RunGateway {
       dataConverter: opts.payloads.dataConverter,
       workflow: { queryRejectCondition: 'NOT_OPEN' },
     });
-    this.replayClient = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: opts.payloads.dataConverter });
+    this.replayClient = new Client({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      dataConverter: opts.payloads.dataConverter,
+    });
   }
 
   /** The snapshot of a run whose workflow has closed, replayed from its history; null when it cannot be had. */
   async closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null> {
     try {
-      return await this.opts.connection.withDeadline(Date.now() + 30_000, () => this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence));
+      return await this.opts.connection.withDeadline(Date.now() + 30_000, () =>
+        this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
+      );
     } catch {
       return null;
     }
@@ -118,23 +142,26 @@ export class RunGateway {
    */
   async start(args: RunArgs, slug: string): Promise<void> {
     try {
-      await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, {
-        workflowId: args.runId,
-        taskQueue: this.opts.taskQueue,
-        args: [args],
-        staticSummary: workflowSummary(slug, args.version),
-        staticDetails: workflowDetails(args.graph.nodes),
-        typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
-          { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },
-          { key: SEARCH_ATTRIBUTES.workflowVersion, value: args.version },
-        ],
-      }));
+      await this.withDeadline(() =>
+        this.client.workflow.start(RUN_WORKFLOW_TYPE, {
+          workflowId: args.runId,
+          taskQueue: this.opts.taskQueue,
+          args: [args],
+          staticSummary: workflowSummary(slug, args.version),
+          staticDetails: workflowDetails(args.graph.nodes),
+          typedSearchAttributes: [
+            { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
+            { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },
+            { key: SEARCH_ATTRIBUTES.workflowVersion, value: args.version },
+          ],
+        }),
+      );
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return;
       // A deadline leaves it open whether the start reached Temporal. The caller removes the run's
       // record on failure, so a workflow that did start would run (and be billed) unseen: ask first.
-      if (grpcCode(err) === DEADLINE_EXCEEDED && (await this.exists(args.runId).catch(() => false))) return;
+      if (grpcCode(err) === DEADLINE_EXCEEDED && (await this.exists(args.runId).catch(() => false)))
+        return;
       if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
       throw err;
     }
@@ -143,7 +170,9 @@ export class RunGateway {
   /** Whether Temporal knows a workflow with this id; 503 (ServiceUnavailableError) when it cannot say. */
   async exists(runId: string): Promise<boolean> {
     try {
-      await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () => this.client.workflow.getHandle(runId).describe());
+      await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
+        this.client.workflow.getHandle(runId).describe(),
+      );
       return true;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return false;
@@ -154,7 +183,9 @@ export class RunGateway {
 
   /** Answers when Temporal's frontend answers within `ms` (readiness, /readyz); throws otherwise. */
   async ping(ms: number): Promise<void> {
-    await this.opts.connection.withDeadline(Date.now() + ms, () => this.opts.connection.workflowService.getSystemInfo({}));
+    await this.opts.connection.withDeadline(Date.now() + ms, () =>
+      this.opts.connection.workflowService.getSystemInfo({}),
+    );
   }
 
   /** D29: creates the hourly retention schedule of this task queue unless it exists; returns its id. */
@@ -171,7 +202,9 @@ export class RunGateway {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), ms);
     try {
-      return await this.opts.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(runId).executeUpdate(awaitEndUpdate));
+      return await this.opts.connection.withAbortSignal(controller.signal, () =>
+        this.client.workflow.getHandle(runId).executeUpdate(awaitEndUpdate),
+      );
     } catch {
       return controller.signal.aborted ? 'timeout' : 'closed';
     } finally {
@@ -187,7 +220,9 @@ export class RunGateway {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), ms);
     try {
-      await this.opts.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(runId).result());
+      await this.opts.connection.withAbortSignal(controller.signal, () =>
+        this.client.workflow.getHandle(runId).result(),
+      );
       return true;
     } catch {
       return false; // the wait is over (runs that fail or are cancelled still return normally)
@@ -221,8 +256,13 @@ export class RunGateway {
    * snapshot(), and when there is none whether that is because the run is queued: Temporal
    * holds its workflow but no worker has run its first task yet (so the run is `pending`).
    */
-  async probe(runId: string, afterSequence = -1): Promise<{ snapshot: RunSnapshot | null; queued: boolean }> {
-    const { answer, queued } = await this.query(runId, (handle) => handle.query(snapshotQuery, afterSequence));
+  async probe(
+    runId: string,
+    afterSequence = -1,
+  ): Promise<{ snapshot: RunSnapshot | null; queued: boolean }> {
+    const { answer, queued } = await this.query(runId, (handle) =>
+      handle.query(snapshotQuery, afterSequence),
+    );
     return { snapshot: answer ? answer.value : null, queued };
   }
 
@@ -230,12 +270,22 @@ export class RunGateway {
    * D31: one page of a live run's output `label`; `{value: null}` for a label the run does not
    * have, null when Temporal has no news (as for snapshot).
    */
-  async outputPage(runId: string, label: string, afterItemId: string | null, limit: number): Promise<{ value: OutputPage | null } | null> {
-    return (await this.query(runId, (handle) => handle.query(outputPageQuery, label, afterItemId, limit))).answer;
+  async outputPage(
+    runId: string,
+    label: string,
+    afterItemId: string | null,
+    limit: number,
+  ): Promise<{ value: OutputPage | null } | null> {
+    return (
+      await this.query(runId, (handle) => handle.query(outputPageQuery, label, afterItemId, limit))
+    ).answer;
   }
 
   /** One query of a started run under the query deadline; no answer for "no news", 503 when Temporal is unreachable. */
-  private async query<T>(runId: string, ask: (handle: WorkflowHandle) => Promise<T>): Promise<{ answer: { value: T } | null; queued: boolean }> {
+  private async query<T>(
+    runId: string,
+    ask: (handle: WorkflowHandle) => Promise<T>,
+  ): Promise<{ answer: { value: T } | null; queued: boolean }> {
     const stop = queryDuration.startTimer();
     let answer: { value: T } | null = null;
     let queued = false;
@@ -243,7 +293,10 @@ export class RunGateway {
       const state = await this.startState(runId);
       queued = state === 'queued';
       if (state === 'started') {
-        const value = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () => ask(this.client.workflow.getHandle(runId)));
+        const value = await this.opts.connection.withDeadline(
+          Date.now() + this.opts.queryTimeoutMs,
+          () => ask(this.client.workflow.getHandle(runId)),
+        );
         answer = { value };
       }
     } catch (err) {
@@ -274,25 +327,33 @@ export class RunGateway {
   private async startState(runId: string): Promise<'started' | 'queued' | 'unknown'> {
     if (this.started.has(runId)) return 'started';
     try {
-      const description = await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
-        this.client.workflow.getHandle(runId).describe(),
+      const description = await this.opts.connection.withDeadline(
+        Date.now() + this.opts.queryTimeoutMs,
+        () => this.client.workflow.getHandle(runId).describe(),
       );
       // Execution started, task scheduled, task started, task completed: at least four events.
-      if (description.historyLength < 4) return description.status.name === 'RUNNING' ? 'queued' : 'unknown';
+      if (description.historyLength < 4)
+        return description.status.name === 'RUNNING' ? 'queued' : 'unknown';
     } catch (err) {
       if (isTemporalUnreachable(err)) throw err; // probe() turns it into a 503
       return 'unknown'; // Temporal cannot say (or forgot the run): the stored record is the answer
     }
-    if (this.started.size >= STARTED_MEMORY) this.started.delete(this.started.values().next().value!);
+    if (this.started.size >= STARTED_MEMORY)
+      this.started.delete(this.started.values().next().value!);
     this.started.add(runId);
     return 'started';
   }
 }
 
 /** Registers the search attributes on a Temporal server that lacks them (a dev server gets them by flag). */
-export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+export async function ensureSearchAttributes(
+  connection: Connection,
+  namespace: string,
+): Promise<void> {
   const existing = await connection.operatorService.listSearchAttributes({ namespace });
-  const missing = Object.entries(SEARCH_ATTRIBUTE_TYPES).filter(([name]) => !(name in (existing.customAttributes ?? {})));
+  const missing = Object.entries(SEARCH_ATTRIBUTE_TYPES).filter(
+    ([name]) => !(name in (existing.customAttributes ?? {})),
+  );
   if (missing.length === 0) return;
   const types = { Keyword: 2, Int: 3 } as const; // temporal.api.enums.v1.IndexedValueType
   await connection.operatorService.addSearchAttributes({

@@ -1,19 +1,49 @@
 /** The `accounts` commands: create, show, rate limits (D16) and the webhook signing secret (D20). */
 import type { AccountDoc } from '../../store/documents';
-import { createAccount, rotateWebhookSecret, setAccountRateLimits, webhookSecret } from '../../store/accounts';
+import {
+  createAccount,
+  rotateWebhookSecret,
+  setAccountRateLimits,
+  webhookSecret,
+} from '../../store/accounts';
 import { accountBalance } from '../../store/ledger';
-import { EXIT_OK, UsageError, parsePositiveInt, parseUsdAmount, printJson, requireAccount, type Command, type CommandContext } from '../command';
+import {
+  EXIT_OK,
+  UsageError,
+  parsePositiveInt,
+  parseUsdAmount,
+  printJson,
+  requireAccount,
+  type Command,
+  type CommandContext,
+} from '../command';
 import { fields, formatDate, formatUsd } from '../format';
 
 export const accountCommands: Command[] = [
   { words: ['accounts', 'create'], args: [], options: ['name', 'credits'], run: accountsCreate },
   { words: ['accounts', 'show'], args: ['ACCOUNT_ID'], options: [], run: accountsShow },
-  { words: ['accounts', 'limits'], args: ['ACCOUNT_ID'], options: ['starts', 'requests'], run: accountsLimits },
-  { words: ['accounts', 'webhook-secret'], args: ['ACCOUNT_ID'], options: ['rotate'], run: accountsWebhookSecret },
+  {
+    words: ['accounts', 'limits'],
+    args: ['ACCOUNT_ID'],
+    options: ['starts', 'requests'],
+    run: accountsLimits,
+  },
+  {
+    words: ['accounts', 'webhook-secret'],
+    args: ['ACCOUNT_ID'],
+    options: ['rotate'],
+    run: accountsWebhookSecret,
+  },
 ];
 
 function accountJson(a: AccountDoc, balanceUsd: number) {
-  return { id: a._id, name: a.name, balance_usd: balanceUsd, rate_limits: a.rate_limits ?? null, created_at: a.created_at };
+  return {
+    id: a._id,
+    name: a.name,
+    balance_usd: balanceUsd,
+    rate_limits: a.rate_limits ?? null,
+    created_at: a.created_at,
+  };
 }
 
 /** D16 limits as people read them; absent ones are the service's configured defaults. */
@@ -25,7 +55,10 @@ function formatLimits(limits: AccountDoc['rate_limits']): string {
 async function accountsCreate(ctx: CommandContext): Promise<number> {
   const name = ctx.values.name?.trim();
   if (!name) throw new UsageError('accounts create: --name NAME is required');
-  const creditsUsd = ctx.values.credits === undefined ? undefined : parseUsdAmount(ctx.values.credits, '--credits', { allowNegative: false, allowZero: true });
+  const creditsUsd =
+    ctx.values.credits === undefined
+      ? undefined
+      : parseUsdAmount(ctx.values.credits, '--credits', { allowNegative: false, allowZero: true });
   const c = await ctx.collections();
   const account = await createAccount(c, { name, creditsUsd });
   const balance = await accountBalance(c, account._id);
@@ -33,7 +66,12 @@ async function accountsCreate(ctx: CommandContext): Promise<number> {
     printJson(ctx, accountJson(account, balance));
   } else {
     ctx.out(`Created account ${account._id}`);
-    ctx.out(fields([['name', account.name], ['balance', formatUsd(balance)]]).join('\n'));
+    ctx.out(
+      fields([
+        ['name', account.name],
+        ['balance', formatUsd(balance)],
+      ]).join('\n'),
+    );
   }
   return EXIT_OK;
 }
@@ -41,7 +79,10 @@ async function accountsCreate(ctx: CommandContext): Promise<number> {
 async function accountsShow(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
-  const [keys, balance] = await Promise.all([c.apiKeys.countDocuments({ account_id: account._id, revoked_at: null }), accountBalance(c, account._id)]);
+  const [keys, balance] = await Promise.all([
+    c.apiKeys.countDocuments({ account_id: account._id, revoked_at: null }),
+    accountBalance(c, account._id),
+  ]);
   if (ctx.json) {
     printJson(ctx, { ...accountJson(account, balance), live_keys: keys });
   } else {
@@ -61,13 +102,23 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
 
 async function accountsLimits(ctx: CommandContext): Promise<number> {
   const limit = (text: string | undefined, what: string) =>
-    text === undefined ? undefined : text.trim() === 'default' ? null : parsePositiveInt(text.trim(), what);
-  const change = { starts_per_minute: limit(ctx.values.starts, '--starts'), requests_per_minute: limit(ctx.values.requests, '--requests') };
+    text === undefined
+      ? undefined
+      : text.trim() === 'default'
+        ? null
+        : parsePositiveInt(text.trim(), what);
+  const change = {
+    starts_per_minute: limit(ctx.values.starts, '--starts'),
+    requests_per_minute: limit(ctx.values.requests, '--requests'),
+  };
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
   // Without options this only shows the limits in force.
-  const unchanged = change.starts_per_minute === undefined && change.requests_per_minute === undefined;
-  const limits = unchanged ? (account.rate_limits ?? null) : await setAccountRateLimits(c, account._id, change);
+  const unchanged =
+    change.starts_per_minute === undefined && change.requests_per_minute === undefined;
+  const limits = unchanged
+    ? (account.rate_limits ?? null)
+    : await setAccountRateLimits(c, account._id, change);
   if (ctx.json) {
     printJson(ctx, { account_id: account._id, rate_limits: limits });
   } else {
@@ -81,7 +132,9 @@ async function accountsWebhookSecret(ctx: CommandContext): Promise<number> {
   const account = await requireAccount(c, ctx.args[0]);
   const rotated = ctx.values.rotate === true;
   // Shown on request, unlike API keys: receivers need the secret itself to verify signatures (D20).
-  const secret = rotated ? await rotateWebhookSecret(c, account._id) : await webhookSecret(c, account._id);
+  const secret = rotated
+    ? await rotateWebhookSecret(c, account._id)
+    : await webhookSecret(c, account._id);
   if (ctx.json) {
     printJson(ctx, { account_id: account._id, webhook_secret: secret, rotated });
   } else {

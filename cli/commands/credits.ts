@@ -2,7 +2,15 @@
 import type { LedgerDoc } from '../../store/documents';
 import { addCredits } from '../../store/accounts';
 import { accountBalance, listEntries } from '../../store/ledger';
-import { EXIT_OK, parsePositiveInt, parseUsdAmount, printJson, requireAccount, type Command, type CommandContext } from '../command';
+import {
+  EXIT_OK,
+  parsePositiveInt,
+  parseUsdAmount,
+  printJson,
+  requireAccount,
+  type Command,
+  type CommandContext,
+} from '../command';
 import { formatDate, formatUsd, table } from '../format';
 
 export const creditCommands: Command[] = [
@@ -11,7 +19,14 @@ export const creditCommands: Command[] = [
 ];
 
 function entryJson(e: LedgerDoc) {
-  return { id: e._id, kind: e.kind, amount_usd: e.amount_usd, run_id: e.run_id, note: e.note, created_at: e.created_at };
+  return {
+    id: e._id,
+    kind: e.kind,
+    amount_usd: e.amount_usd,
+    run_id: e.run_id,
+    note: e.note,
+    created_at: e.created_at,
+  };
 }
 
 async function creditsAdd(ctx: CommandContext): Promise<number> {
@@ -24,14 +39,17 @@ async function creditsAdd(ctx: CommandContext): Promise<number> {
   if (ctx.json) {
     printJson(ctx, { account_id: accountId, amount_usd: amount, balance_usd: balance });
   } else {
-    ctx.out(`${amount < 0 ? 'Removed' : 'Added'} ${formatUsd(Math.abs(amount))} ${amount < 0 ? 'from' : 'to'} account ${accountId}.`);
+    ctx.out(
+      `${amount < 0 ? 'Removed' : 'Added'} ${formatUsd(Math.abs(amount))} ${amount < 0 ? 'from' : 'to'} account ${accountId}.`,
+    );
     ctx.out(`Balance: ${formatUsd(balance)}`);
   }
   return EXIT_OK;
 }
 
 async function ledger(ctx: CommandContext): Promise<number> {
-  const limit = ctx.values.limit === undefined ? 100 : parsePositiveInt(ctx.values.limit, '--limit');
+  const limit =
+    ctx.values.limit === undefined ? 100 : parsePositiveInt(ctx.values.limit, '--limit');
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
   const [entries, total, balance] = await Promise.all([
@@ -40,7 +58,12 @@ async function ledger(ctx: CommandContext): Promise<number> {
     accountBalance(c, account._id),
   ]);
   if (ctx.json) {
-    printJson(ctx, { account_id: account._id, balance_usd: balance, total_entries: total, entries: entries.map(entryJson) });
+    printJson(ctx, {
+      account_id: account._id,
+      balance_usd: balance,
+      total_entries: total,
+      entries: entries.map(entryJson),
+    });
     return EXIT_OK;
   }
   ctx.out(`Account ${account._id} (${account.name})`);
@@ -57,6 +80,7 @@ async function ledger(ctx: CommandContext): Promise<number> {
     e.run_id ?? e.note ?? '',
   ]);
   ctx.out(table(['DATE', 'KIND', 'AMOUNT', 'RUN / NOTE'], rows).join('\n'));
-  if (total > entries.length) ctx.out(`(the oldest ${entries.length} of ${total} entries; raise --limit for more)`);
+  if (total > entries.length)
+    ctx.out(`(the oldest ${entries.length} of ${total} entries; raise --limit for more)`);
   return EXIT_OK;
 }

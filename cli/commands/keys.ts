@@ -1,7 +1,14 @@
 /** The `keys` commands (D6): issue a key (its secret shown once), list an account's keys, revoke one. */
 import type { ApiKeyDoc } from '../../store/documents';
 import { issueKey, revokeKey } from '../../store/accounts';
-import { CliError, EXIT_OK, printJson, requireAccount, type Command, type CommandContext } from '../command';
+import {
+  CliError,
+  EXIT_OK,
+  printJson,
+  requireAccount,
+  type Command,
+  type CommandContext,
+} from '../command';
 import { formatDate, table } from '../format';
 
 export const keyCommands: Command[] = [
@@ -12,7 +19,14 @@ export const keyCommands: Command[] = [
 
 function keyJson(k: ApiKeyDoc) {
   // Never the hash (D6): nothing outside key lookup has a use for it.
-  return { id: k._id, account_id: k.account_id, name: k.name, hint: k.hint, created_at: k.created_at, revoked_at: k.revoked_at };
+  return {
+    id: k._id,
+    account_id: k.account_id,
+    name: k.name,
+    hint: k.hint,
+    created_at: k.created_at,
+    revoked_at: k.revoked_at,
+  };
 }
 
 async function keysCreate(ctx: CommandContext): Promise<number> {
@@ -36,13 +50,22 @@ async function keysCreate(ctx: CommandContext): Promise<number> {
 async function keysList(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
-  const keys = await c.apiKeys.find({ account_id: account._id }, { projection: { hash: 0 } }).sort({ _id: 1 }).toArray();
+  const keys = await c.apiKeys
+    .find({ account_id: account._id }, { projection: { hash: 0 } })
+    .sort({ _id: 1 })
+    .toArray();
   if (ctx.json) {
     printJson(ctx, keys.map(keyJson));
   } else if (keys.length === 0) {
     ctx.out(`Account ${account._id} has no keys.`);
   } else {
-    const rows = keys.map((k) => [k._id, `${k.hint}...`, k.name ?? '-', formatDate(k.created_at), formatDate(k.revoked_at)]);
+    const rows = keys.map((k) => [
+      k._id,
+      `${k.hint}...`,
+      k.name ?? '-',
+      formatDate(k.created_at),
+      formatDate(k.revoked_at),
+    ]);
     ctx.out(table(['ID', 'HINT', 'NAME', 'CREATED', 'REVOKED'], rows).join('\n'));
   }
   return EXIT_OK;

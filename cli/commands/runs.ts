@@ -15,7 +15,12 @@ async function runsShow(ctx: CommandContext): Promise<number> {
   const withEvents = ctx.values.events === true;
   if (ctx.json) {
     const { _id, events, ...rest } = run;
-    printJson(ctx, { id: _id, ...rest, event_count: events?.length ?? null, ...(withEvents ? { events } : {}) });
+    printJson(ctx, {
+      id: _id,
+      ...rest,
+      event_count: events?.length ?? null,
+      ...(withEvents ? { events } : {}),
+    });
     return EXIT_OK;
   }
   printRun(ctx, run, withEvents);
@@ -29,7 +34,10 @@ function printRun(ctx: CommandContext, run: RunDoc, withEvents: boolean): void {
       ['status', run.status],
       ['account', run.account_id],
       ['key', run.key_id],
-      ['workflow', `${run.published_workflow_id} version ${run.version} (${run.published_workflow_version_id})`],
+      [
+        'workflow',
+        `${run.published_workflow_id} version ${run.version} (${run.published_workflow_version_id})`,
+      ],
       ['created', formatDate(run.created_at)],
       ['completed', formatDate(run.completed_at)],
       ['total cost', formatUsd(run.total_cost)],
@@ -39,7 +47,9 @@ function printRun(ctx: CommandContext, run: RunDoc, withEvents: boolean): void {
   );
   if (!run.finalized) {
     ctx.out('');
-    ctx.out('Not finished: the stored status lags behind; GET /api/v1/runs/{id} (or the Temporal UI) shows the live state.');
+    ctx.out(
+      'Not finished: the stored status lags behind; GET /api/v1/runs/{id} (or the Temporal UI) shows the live state.',
+    );
   }
   ctx.out('');
   ctx.out('Inputs:');

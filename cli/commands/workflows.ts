@@ -2,11 +2,24 @@
 import { readFile } from 'node:fs/promises';
 import { ApiError } from '../../domain/errors';
 import { publishWorkflow } from '../../store/publish-workflow';
-import { CliError, EXIT_FAILED, EXIT_OK, printJson, requireAccount, type Command, type CommandContext } from '../command';
+import {
+  CliError,
+  EXIT_FAILED,
+  EXIT_OK,
+  printJson,
+  requireAccount,
+  type Command,
+  type CommandContext,
+} from '../command';
 import { fields } from '../format';
 
 export const workflowCommands: Command[] = [
-  { words: ['workflows', 'publish'], args: ['ACCOUNT_ID', 'FILE'], options: [], run: workflowsPublish },
+  {
+    words: ['workflows', 'publish'],
+    args: ['ACCOUNT_ID', 'FILE'],
+    options: [],
+    run: workflowsPublish,
+  },
 ];
 
 async function workflowsPublish(ctx: CommandContext): Promise<number> {
@@ -15,7 +28,9 @@ async function workflowsPublish(ctx: CommandContext): Promise<number> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(
+      `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   let document: unknown;
   try {
@@ -30,7 +45,9 @@ async function workflowsPublish(ctx: CommandContext): Promise<number> {
     result = await publishWorkflow(c, accountId, document);
   } catch (err) {
     if (err instanceof ApiError && err.details?.length) {
-      ctx.err(`wrs: ${file} is not a valid workflow (${err.details.length} ${err.details.length === 1 ? 'problem' : 'problems'}):`);
+      ctx.err(
+        `wrs: ${file} is not a valid workflow (${err.details.length} ${err.details.length === 1 ? 'problem' : 'problems'}):`,
+      );
       for (const d of err.details) ctx.err(`  ${d.field}: ${d.problem}`);
       return EXIT_FAILED;
     }
@@ -41,7 +58,12 @@ async function workflowsPublish(ctx: CommandContext): Promise<number> {
     return EXIT_OK;
   }
   ctx.out(`Published ${result.slug} version ${result.version} for account ${accountId}`);
-  ctx.out(fields([['workflow', result.workflow_id], ['version', result.version_id]]).join('\n'));
+  ctx.out(
+    fields([
+      ['workflow', result.workflow_id],
+      ['version', result.version_id],
+    ]).join('\n'),
+  );
   ctx.out('Inputs:');
   if (result.inputs.length === 0) ctx.out('  (none)');
   for (const i of result.inputs) ctx.out(`  ${i.key} (${i.type}${i.required ? ', required' : ''})`);

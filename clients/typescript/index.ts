@@ -8,8 +8,17 @@ import type { OutputItemList, StreamLink } from '../../api/contract/response-sch
 import type { RunView } from '../../domain/run-view';
 import { isTerminal, isTerminalEvent, type OutputItem, type StreamEvent } from '../../domain/run';
 
-export type { AsyncStartResponse, OutputItem, OutputItemList, RunView as Run, StreamEvent, StreamLink };
-export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & { idempotencyKey?: string };
+export type {
+  AsyncStartResponse,
+  OutputItem,
+  OutputItemList,
+  RunView as Run,
+  StreamEvent,
+  StreamLink,
+};
+export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & {
+  idempotencyKey?: string;
+};
 
 /** An error answer of the API, with the envelope's fields. */
 export class WrsApiError extends Error {
@@ -48,10 +57,14 @@ export interface ClientOptions {
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 
 export class WrsClient {
@@ -66,7 +79,12 @@ export class WrsClient {
   /** Starts a run in async mode. */
   async start(request: StartOptions): Promise<AsyncStartResponse> {
     const { idempotencyKey, ...body } = request;
-    return this.json('POST', '/api/v1/responses', body, idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {});
+    return this.json(
+      'POST',
+      '/api/v1/responses',
+      body,
+      idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+    );
   }
 
   /** Reads a run. */
@@ -75,15 +93,32 @@ export class WrsClient {
   }
 
   /** Lists runs, newest first (D23). */
-  list(query: { limit?: number; starting_after?: string; status?: string; workflowId?: string } = {}): Promise<{ data: RunView[]; has_more: boolean }> {
-    const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]));
+  list(
+    query: { limit?: number; starting_after?: string; status?: string; workflowId?: string } = {},
+  ): Promise<{ data: RunView[]; has_more: boolean }> {
+    const params = new URLSearchParams(
+      Object.entries(query)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]): [string, string] => [k, String(v)]),
+    );
     return this.json('GET', `/api/v1/runs${params.size ? `?${params}` : ''}`);
   }
 
   /** D31: one page of a run's output `key` (live or finished), in output order. */
-  listItems(runId: string, key: string, query: { limit?: number; starting_after?: string } = {}): Promise<OutputItemList> {
-    const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)]));
-    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${params.size ? `?${params}` : ''}`);
+  listItems(
+    runId: string,
+    key: string,
+    query: { limit?: number; starting_after?: string } = {},
+  ): Promise<OutputItemList> {
+    const params = new URLSearchParams(
+      Object.entries(query)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]): [string, string] => [k, String(v)]),
+    );
+    return this.json(
+      'GET',
+      `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${params.size ? `?${params}` : ''}`,
+    );
   }
 
   /**
@@ -91,10 +126,17 @@ export class WrsClient {
    * 100,000-item output is read without holding it whole. For a finished run; a live run yields
    * the items opened so far, unfinished ones as `running`.
    */
-  async *items(runId: string, key: string, opts: { pageSize?: number } = {}): AsyncGenerator<OutputItem> {
+  async *items(
+    runId: string,
+    key: string,
+    opts: { pageSize?: number } = {},
+  ): AsyncGenerator<OutputItem> {
     let after: string | undefined;
     for (;;) {
-      const page = await this.listItems(runId, key, { limit: opts.pageSize ?? 1_000, starting_after: after });
+      const page = await this.listItems(runId, key, {
+        limit: opts.pageSize ?? 1_000,
+        starting_after: after,
+      });
       yield* page.data;
       if (!page.has_more || !page.last_id) return;
       after = page.last_id;
@@ -111,14 +153,21 @@ export class WrsClient {
    * (`ttlSeconds`, default 3600): mint it on a backend, hand it to a browser's `new EventSource(url)`.
    */
   streamLink(runId: string, opts: { ttlSeconds?: number } = {}): Promise<StreamLink> {
-    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/stream-link`, opts.ttlSeconds === undefined ? {} : { ttl_seconds: opts.ttlSeconds });
+    return this.json(
+      'POST',
+      `/api/v1/runs/${encodeURIComponent(runId)}/stream-link`,
+      opts.ttlSeconds === undefined ? {} : { ttl_seconds: opts.ttlSeconds },
+    );
   }
 
   /**
    * Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). A 429 or
    * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says.
    */
-  async wait(runId: string, opts: { intervalMs?: number; signal?: AbortSignal } = {}): Promise<RunView> {
+  async wait(
+    runId: string,
+    opts: { intervalMs?: number; signal?: AbortSignal } = {},
+  ): Promise<RunView> {
     const interval = Math.min(3_000, Math.max(1_000, opts.intervalMs ?? 1_000));
     for (;;) {
       try {
@@ -149,11 +198,24 @@ export class WrsClient {
       let refused: unknown;
       if (runId === undefined) {
         const { idempotencyKey, ...body } = start as StartOptions;
-        response = await this.request('POST', '/api/v1/responses', { ...body, stream: true }, idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}, opts.signal);
+        response = await this.request(
+          'POST',
+          '/api/v1/responses',
+          { ...body, stream: true },
+          idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+          opts.signal,
+        );
       } else {
-        const headers: Record<string, string> = lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) };
+        const headers: Record<string, string> =
+          lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) };
         try {
-          response = await this.request('GET', `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`, undefined, headers, opts.signal);
+          response = await this.request(
+            'GET',
+            `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`,
+            undefined,
+            headers,
+            opts.signal,
+          );
         } catch (err) {
           // A reconnect may meet an API restarting (no answer) or an outage (503): both are waited out.
           if (opts.signal?.aborted || (err instanceof WrsApiError && !err.retryable)) throw err;
@@ -181,17 +243,32 @@ export class WrsClient {
       // A 429/503 is the service saying "later", waited out for as long as it lasts (abort with `signal`).
       if (sawEvent) failures = 0;
       else if (!(refused instanceof WrsApiError)) failures++;
-      if (failures > (opts.maxReconnects ?? 10)) throw new Error(`gave up reconnecting to run ${runId}`);
-      await sleep(retryDelayMs(refused, (opts.reconnectDelayMs ?? 500) * Math.max(1, failures)), opts.signal);
+      if (failures > (opts.maxReconnects ?? 10))
+        throw new Error(`gave up reconnecting to run ${runId}`);
+      await sleep(
+        retryDelayMs(refused, (opts.reconnectDelayMs ?? 500) * Math.max(1, failures)),
+        opts.signal,
+      );
     }
   }
 
-  private async json<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  private async json<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     const res = await this.request(method, path, body, headers);
     return (await res.json()) as T;
   }
 
-  private async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  private async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
     const res = await this.fetchFn(this.base + path, {
       method,
       signal,
@@ -203,10 +280,19 @@ export class WrsClient {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (!res.ok) {
-      const envelope = (await res.json().catch(() => null)) as { error?: { message?: string; type?: string; code?: string; param?: string } } | null;
+      const envelope = (await res.json().catch(() => null)) as {
+        error?: { message?: string; type?: string; code?: string; param?: string };
+      } | null;
       const e = envelope?.error;
       const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
-      throw new WrsApiError(res.status, e?.type ?? 'server_error', e?.message ?? `HTTP ${res.status}`, e?.code, e?.param, Number.isFinite(retryAfter) ? retryAfter : undefined);
+      throw new WrsApiError(
+        res.status,
+        e?.type ?? 'server_error',
+        e?.message ?? `HTTP ${res.status}`,
+        e?.code,
+        e?.param,
+        Number.isFinite(retryAfter) ? retryAfter : undefined,
+      );
     }
     return res;
   }

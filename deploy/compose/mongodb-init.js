@@ -4,4 +4,8 @@
 const fs = require('fs');
 const dbName = process.env.MONGODB_DB || 'wrs';
 const password = fs.readFileSync('/run/secrets/mongodb_wrs_password', 'utf8').trim();
-db.getSiblingDB('admin').createUser({ user: 'wrs', pwd: password, roles: [{ role: 'readWrite', db: dbName }] });
+db.getSiblingDB('admin').createUser({
+  user: 'wrs',
+  pwd: password,
+  roles: [{ role: 'readWrite', db: dbName }],
+});

@@ -17,7 +17,11 @@ export interface PayloadProtection {
 /** The payload protection of this configuration; keys are read on first use, so this needs no round trip. */
 export function payloadProtection(config: Pick<Config, 'codec'>, db: Db): PayloadProtection {
   // The failure converter stays even without the codec: the workflow bundle always carries it (worker/create-worker.ts).
-  if (!config.codec.enabled) return { dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH } };
+  if (!config.codec.enabled)
+    return { dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH } };
   const codec = new EncryptionCodec(() => loadKeyRing(config, db));
-  return { codec, dataConverter: { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } };
+  return {
+    codec,
+    dataConverter: { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH },
+  };
 }

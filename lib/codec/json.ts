@@ -10,12 +10,15 @@ const base64 = z.string().regex(/^[A-Za-z0-9+/_-]*={0,2}$/, { message: 'must be 
 
 /** A codec-server request body. */
 export const PayloadsJsonSchema = z.object({
-  payloads: z.array(z.object({ metadata: z.record(z.string(), base64).optional(), data: base64.optional() })),
+  payloads: z.array(
+    z.object({ metadata: z.record(z.string(), base64).optional(), data: base64.optional() }),
+  ),
 });
 export type PayloadsJson = z.infer<typeof PayloadsJsonSchema>;
 
 const bytes = (b64: string) => new Uint8Array(Buffer.from(b64, 'base64'));
-const b64 = (data: Uint8Array | null | undefined) => Buffer.from(data ?? new Uint8Array()).toString('base64');
+const b64 = (data: Uint8Array | null | undefined) =>
+  Buffer.from(data ?? new Uint8Array()).toString('base64');
 
 /** JSON payloads to SDK payloads. */
 export function payloadsFromJson(json: PayloadsJson): Payload[] {

@@ -8,7 +8,12 @@
  * workflows/.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { METADATA_ENCODING_KEY, ValueError, type Payload, type PayloadCodec } from '@temporalio/common';
+import {
+  METADATA_ENCODING_KEY,
+  ValueError,
+  type Payload,
+  type PayloadCodec,
+} from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { PayloadKey } from '../../config';
 
@@ -33,7 +38,8 @@ export function keyRing(keys: readonly PayloadKey[]): KeyRing {
 }
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
-const text = (bytes: Uint8Array | null | undefined) => (bytes ? Buffer.from(bytes).toString('utf8') : '');
+const text = (bytes: Uint8Array | null | undefined) =>
+  bytes ? Buffer.from(bytes).toString('utf8') : '';
 
 /** Seals one payload (metadata and data together) under `key`; the key id is also authenticated (AAD). */
 export function encryptPayload(payload: Payload, key: PayloadKey): Payload {
@@ -42,7 +48,13 @@ export function encryptPayload(payload: Payload, key: PayloadKey): Payload {
   cipher.setAAD(Buffer.from(key.id));
   const plain = temporal.api.common.v1.Payload.encode(payload).finish();
   const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-  return { metadata: { [METADATA_ENCODING_KEY]: utf8(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: utf8(key.id) }, data: sealed };
+  return {
+    metadata: {
+      [METADATA_ENCODING_KEY]: utf8(ENCRYPTED_ENCODING),
+      [KEY_ID_METADATA]: utf8(key.id),
+    },
+    data: sealed,
+  };
 }
 
 /** Whether a payload was sealed by this codec. */
@@ -56,14 +68,18 @@ export function decryptPayload(payload: Payload, ring: KeyRing): Payload {
   const keyId = text(payload.metadata?.[KEY_ID_METADATA]);
   const key = ring.byId.get(keyId);
   // A retired key that is still needed: the worker retries the task until an operator adds it back.
-  if (!key) throw new ValueError(`payload sealed with unknown key '${keyId}': add it to PAYLOAD_KEYS`);
+  if (!key)
+    throw new ValueError(`payload sealed with unknown key '${keyId}': add it to PAYLOAD_KEYS`);
   const data = Buffer.from(payload.data ?? new Uint8Array());
   if (data.length < IV_BYTES + TAG_BYTES) throw new ValueError('sealed payload is truncated');
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
     decipher.setAAD(Buffer.from(keyId));
     decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
-    const plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+    const plain = Buffer.concat([
+      decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),
+      decipher.final(),
+    ]);
     return temporal.api.common.v1.Payload.decode(plain) as Payload;
   } catch {
     throw new ValueError(`sealed payload does not authenticate under key '${keyId}'`);

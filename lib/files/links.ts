@@ -8,7 +8,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
-import { checkFileSignature, signedQuery, signFileUrl, streamPath, streamSubject, type LinkCheck } from './signing';
+import {
+  checkFileSignature,
+  signedQuery,
+  signFileUrl,
+  streamPath,
+  streamSubject,
+  type LinkCheck,
+} from './signing';
 
 const SECRET_ID = 'file_url_secret';
 
@@ -28,7 +35,11 @@ export async function sharedDevSecret(db: Db, id = SECRET_ID): Promise<string> {
   const existing = await settings.findOne({ _id: id });
   if (existing) return existing.value;
   try {
-    await settings.insertOne({ _id: id, value: randomBytes(32).toString('base64url'), created_at: new Date() });
+    await settings.insertOne({
+      _id: id,
+      value: randomBytes(32).toString('base64url'),
+      created_at: new Date(),
+    });
   } catch (err) {
     if ((err as { code?: unknown }).code !== 11000) throw err; // another process won the race: use its secret
   }
@@ -65,7 +76,12 @@ export class FileLinks {
 
   /** A signed link to `fileId` under `baseUrl` (default: PUBLIC_BASE_URL, else the API's own address). */
   async url(fileId: string, baseUrl = defaultBaseUrl(this.config)): Promise<string> {
-    return signFileUrl({ baseUrl, secret: await this.key(), fileId, ttlSeconds: this.config.files.urlTtlSeconds });
+    return signFileUrl({
+      baseUrl,
+      secret: await this.key(),
+      fileId,
+      ttlSeconds: this.config.files.urlTtlSeconds,
+    });
   }
 
   /** Checks a link's `expires` and `sig` query values for `fileId`. */
@@ -74,9 +90,17 @@ export class FileLinks {
   }
 
   /** D34: a signed link to a run's stream, valid for `ttlSeconds`, with the same secret as file links. */
-  async streamUrl(runId: string, baseUrl: string, ttlSeconds: number, nowMs = Date.now()): Promise<{ url: string; expires: number }> {
+  async streamUrl(
+    runId: string,
+    baseUrl: string,
+    ttlSeconds: number,
+    nowMs = Date.now(),
+  ): Promise<{ url: string; expires: number }> {
     const expires = Math.floor(nowMs / 1000) + ttlSeconds;
-    return { url: `${baseUrl.replace(/\/+$/, '')}${streamPath(runId)}?${signedQuery(await this.key(), streamSubject(runId), expires)}`, expires };
+    return {
+      url: `${baseUrl.replace(/\/+$/, '')}${streamPath(runId)}?${signedQuery(await this.key(), streamSubject(runId), expires)}`,
+      expires,
+    };
   }
 
   /** Checks a stream link's `expires` and `sig` query values for `runId`. */

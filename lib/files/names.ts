@@ -7,13 +7,19 @@ const MAX_NAME = 255;
 export function cleanFileName(raw: string | undefined | null): string | undefined {
   if (!raw) return undefined;
   const base = raw.split(/[\\/]/).pop() ?? '';
-   
-  const clean = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, MAX_NAME);
+
+  const clean = base
+    .replace(/[\u0000-\u001f\u007f"]/g, '')
+    .trim()
+    .slice(0, MAX_NAME);
   return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
 }
 
 /** The file name a remote answer suggests: Content-Disposition's, else the URL's last path segment. */
-export function remoteFileName(url: URL | undefined, contentDisposition: string | undefined | null): string | undefined {
+export function remoteFileName(
+  url: URL | undefined,
+  contentDisposition: string | undefined | null,
+): string | undefined {
   const star = /filename\*\s*=\s*(?:UTF-8|utf-8)''([^;]+)/.exec(contentDisposition ?? '');
   if (star) {
     try {

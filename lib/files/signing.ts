@@ -34,13 +34,24 @@ export function signedQuery(secret: string, subject: string, expires: number): s
 }
 
 /** A signed link to a file, valid until `nowMs + ttlSeconds`. */
-export function signFileUrl(opts: { baseUrl: string; secret: string; fileId: string; ttlSeconds: number; nowMs?: number }): string {
+export function signFileUrl(opts: {
+  baseUrl: string;
+  secret: string;
+  fileId: string;
+  ttlSeconds: number;
+  nowMs?: number;
+}): string {
   const expires = Math.floor((opts.nowMs ?? Date.now()) / 1000) + opts.ttlSeconds;
   return signedUrlAt(opts.baseUrl, opts.secret, opts.fileId, expires);
 }
 
 /** A link with an explicit expiry (Unix seconds); tests use it to craft an expired one. */
-export function signedUrlAt(baseUrl: string, secret: string, fileId: string, expires: number): string {
+export function signedUrlAt(
+  baseUrl: string,
+  secret: string,
+  fileId: string,
+  expires: number,
+): string {
   const base = baseUrl.replace(/\/+$/, '');
   return `${base}${contentPath(fileId)}?${signedQuery(secret, fileId, expires)}`;
 }
@@ -51,11 +62,19 @@ export type LinkCheck = 'ok' | 'invalid_signature' | 'url_expired';
  * Checks a link's query values for its subject (a file id, or streamSubject(runId)): the signature first (a forged link is `invalid_signature`
  * whatever its expiry says), then the expiry, which the signature covers.
  */
-export function checkFileSignature(secret: string, subject: string, expires: unknown, sig: unknown, nowMs = Date.now()): LinkCheck {
-  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sig !== 'string') return 'invalid_signature';
+export function checkFileSignature(
+  secret: string,
+  subject: string,
+  expires: unknown,
+  sig: unknown,
+  nowMs = Date.now(),
+): LinkCheck {
+  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sig !== 'string')
+    return 'invalid_signature';
   const expected = Buffer.from(signature(secret, subject, Number(expires)));
   const given = Buffer.from(sig);
   // Constant-time comparison, so response timing reveals nothing about the right signature.
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid_signature';
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return 'invalid_signature';
   return Number(expires) * 1000 < nowMs ? 'url_expired' : 'ok';
 }

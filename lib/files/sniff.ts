@@ -29,7 +29,8 @@ function isoMediaType(head: Uint8Array): string | undefined {
   if (!ascii(head, 4, 'ftyp') || head.length < 12) return undefined;
   const brand = String.fromCharCode(...head.subarray(8, 12));
   if (brand === 'qt  ') return 'video/quicktime';
-  if (brand.startsWith('M4A') || brand.startsWith('M4B') || brand.startsWith('M4P')) return 'audio/mp4';
+  if (brand.startsWith('M4A') || brand.startsWith('M4B') || brand.startsWith('M4P'))
+    return 'audio/mp4';
   if (brand === 'avif' || brand === 'avis') return 'image/avif';
   if (['heic', 'heix', 'mif1', 'msf1'].includes(brand)) return 'image/heic';
   return 'video/mp4';
@@ -51,7 +52,8 @@ function isMpegAudioFrame(head: Uint8Array): boolean {
  */
 function hasBinaryControl(bytes: Uint8Array): boolean {
   for (const b of bytes) {
-    if (b <= 0x08 || b === 0x0b || (b >= 0x0e && b <= 0x1a) || (b >= 0x1c && b <= 0x1f)) return true;
+    if (b <= 0x08 || b === 0x0b || (b >= 0x0e && b <= 0x1a) || (b >= 0x1c && b <= 0x1f))
+      return true;
   }
   return false;
 }
@@ -78,12 +80,14 @@ export function sniffMime(head: Uint8Array, complete: boolean): string {
   if (ascii(head, 0, 'RIFF') && ascii(head, 8, 'WAVE')) return 'audio/wav';
   const iso = isoMediaType(head);
   if (iso) return iso;
-  if (startsWith(head, [0x1a, 0x45, 0xdf, 0xa3])) return contains(head, 'matroska', 64) ? 'video/x-matroska' : 'video/webm';
+  if (startsWith(head, [0x1a, 0x45, 0xdf, 0xa3]))
+    return contains(head, 'matroska', 64) ? 'video/x-matroska' : 'video/webm';
   if (ascii(head, 0, 'ID3') || isMpegAudioFrame(head)) return 'audio/mpeg';
   if (ascii(head, 0, 'OggS')) return contains(head, 'theora') ? 'video/ogg' : 'audio/ogg';
   if (ascii(head, 0, 'fLaC')) return 'audio/flac';
   if (ascii(head, 0, '%PDF-')) return 'application/pdf';
-  if (startsWith(head, [0x50, 0x4b, 0x03, 0x04]) || startsWith(head, [0x50, 0x4b, 0x05, 0x06])) return 'application/zip';
+  if (startsWith(head, [0x50, 0x4b, 0x03, 0x04]) || startsWith(head, [0x50, 0x4b, 0x05, 0x06]))
+    return 'application/zip';
   if (head.length > 0 && !hasBinaryControl(head) && isUtf8(head, complete)) return 'text/plain';
   return 'application/octet-stream';
 }

@@ -14,8 +14,16 @@ export function collectProcessMetrics(): void {
   collectDefaultMetrics({ prefix: 'wrs_' });
 }
 
-export const runsStarted = new Counter({ name: 'wrs_runs_started_total', help: 'Runs started, by mode.', labelNames: ['mode'] as const });
-export const runsEnded = new Counter({ name: 'wrs_runs_ended_total', help: 'Runs ended, by final status.', labelNames: ['status'] as const });
+export const runsStarted = new Counter({
+  name: 'wrs_runs_started_total',
+  help: 'Runs started, by mode.',
+  labelNames: ['mode'] as const,
+});
+export const runsEnded = new Counter({
+  name: 'wrs_runs_ended_total',
+  help: 'Runs ended, by final status.',
+  labelNames: ['status'] as const,
+});
 export const startDuration = new Histogram({
   name: 'wrs_start_duration_seconds',
   help: 'Time to accept a start request (validation, record, Temporal start).',
@@ -28,8 +36,16 @@ export const queryDuration = new Histogram({
   labelNames: ['outcome'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 3],
 });
-export const nodeAttempts = new Counter({ name: 'wrs_node_attempts_total', help: 'Node activity attempts, by node type.', labelNames: ['type'] as const });
-export const nodeRetries = new Counter({ name: 'wrs_node_retries_total', help: 'Node activity attempts that were retries, by node type.', labelNames: ['type'] as const });
+export const nodeAttempts = new Counter({
+  name: 'wrs_node_attempts_total',
+  help: 'Node activity attempts, by node type.',
+  labelNames: ['type'] as const,
+});
+export const nodeRetries = new Counter({
+  name: 'wrs_node_retries_total',
+  help: 'Node activity attempts that were retries, by node type.',
+  labelNames: ['type'] as const,
+});
 
 /** The exposition text and its content type, for a /metrics endpoint. */
 export async function metricsText(): Promise<{ contentType: string; body: string }> {

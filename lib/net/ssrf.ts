@@ -103,13 +103,15 @@ export function parseIPv6(text: string): number[] | undefined {
   let address = text.replace(/%.*$/, '');
   if (!net.isIPv6(address)) return undefined;
   // A trailing dotted quad (::ffff:1.2.3.4) becomes its two hex groups.
-  address = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) =>
-    `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`,
+  address = address.replace(
+    /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
+    (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`,
   );
   const [left, right] = address.includes('::') ? address.split('::') : [address, undefined];
   const l = left ? left.split(':') : [];
   const r = right ? right.split(':') : [];
-  const groups = right === undefined ? l : [...l, ...Array(8 - l.length - r.length).fill('0'), ...r];
+  const groups =
+    right === undefined ? l : [...l, ...Array(8 - l.length - r.length).fill('0'), ...r];
   const bytes: number[] = [];
   for (const g of groups) {
     const n = parseInt(g, 16);
@@ -123,7 +125,14 @@ function embeddedIPv4(bytes: number[]): number[] | undefined {
   const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
   if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return bytes.slice(12); // ::ffff:a.b.c.d
   if (zeros(0, 12) && !zeros(12, 16)) return bytes.slice(12); // ::a.b.c.d (deprecated)
-  if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(4, 12)) return bytes.slice(12); // 64:ff9b::/96
+  if (
+    bytes[0] === 0x00 &&
+    bytes[1] === 0x64 &&
+    bytes[2] === 0xff &&
+    bytes[3] === 0x9b &&
+    zeros(4, 12)
+  )
+    return bytes.slice(12); // 64:ff9b::/96
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return bytes.slice(2, 6); // 6to4 2002::/16
   return undefined;
 }
@@ -158,18 +167,25 @@ const systemResolve = (host: string) => dns.promises.lookup(host, { all: true, v
  * Resolves a URL's host and checks every address it has (an attacker's DNS may mix a public and a
  * private answer); returns the address to connect to. Throws UrlRefusedError.
  */
-export async function checkedAddress(url: URL, opts: GuardOptions): Promise<{ address: string; family: 4 | 6 }> {
+export async function checkedAddress(
+  url: URL,
+  opts: GuardOptions,
+): Promise<{ address: string; family: 4 | 6 }> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const literal = net.isIP(host);
-  const addresses = literal ? [{ address: host, family: literal }] : await (opts.resolve ?? systemResolve)(host).catch((err: Error & { code?: string }) => {
-    throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
-  });
+  const addresses = literal
+    ? [{ address: host, family: literal }]
+    : await (opts.resolve ?? systemResolve)(host).catch((err: Error & { code?: string }) => {
+        throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
+      });
   if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
   if (!opts.allowPrivate && !opts.allowedHosts?.includes(host.toLowerCase())) {
     for (const { address } of addresses) {
       const cls = classifyAddress(address);
       if (cls !== 'public') {
-        throw new UrlRefusedError(`${url.origin} is refused: ${host === address ? address : `${host} resolves to ${address}`}, ${DESCRIPTIONS[cls]}`);
+        throw new UrlRefusedError(
+          `${url.origin} is refused: ${host === address ? address : `${host} resolves to ${address}`}, ${DESCRIPTIONS[cls]}`,
+        );
       }
     }
   }
@@ -219,7 +235,9 @@ function requestOnce(
   return new Promise((resolve, reject) => {
     const req = client.request(url, {
       method: init.method,
-      headers: init.body ? { ...init.headers, 'content-length': String(init.body.length) } : init.headers,
+      headers: init.body
+        ? { ...init.headers, 'content-length': String(init.body.length) }
+        : init.headers,
       lookup: pinnedLookup(pinned.address, pinned.family),
       agent: false, // no pooled socket: each request connects to the address just checked
       signal: init.signal,
@@ -249,9 +267,17 @@ const TRANSPORT_HEADERS = new Set(['host', 'content-length', 'transfer-encoding'
 // Credentials meant for the first origin: a redirect must not hand them to another (as fetch does for Authorization).
 const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
 // Describe the body: dropped with it when a redirect turns the request into a GET (fetch's request-body-header names).
-const BODY_HEADERS = new Set(['content-type', 'content-encoding', 'content-language', 'content-location']);
+const BODY_HEADERS = new Set([
+  'content-type',
+  'content-encoding',
+  'content-language',
+  'content-location',
+]);
 
-function withoutHeaders(headers: Record<string, string>, names: Set<string>): Record<string, string> {
+function withoutHeaders(
+  headers: Record<string, string>,
+  names: Set<string>,
+): Record<string, string> {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !names.has(name)));
 }
 
@@ -264,23 +290,37 @@ function withoutHeaders(headers: Record<string, string>, names: Set<string>): Re
  * is left unread for the caller to stream (and to limit). Throws UrlRefusedError for anything
  * the guard refuses, other errors for network failures.
  */
-export async function guardedFetch(raw: string, opts: GuardOptions & GuardedRequest): Promise<GuardedResponse> {
+export async function guardedFetch(
+  raw: string,
+  opts: GuardOptions & GuardedRequest,
+): Promise<GuardedResponse> {
   const maxRedirects = opts.maxRedirects ?? MAX_REDIRECTS;
   let url = checkedUrl(raw, opts);
   let method = (opts.method ?? 'GET').toUpperCase();
   let body = opts.body === undefined ? undefined : Buffer.from(opts.body);
-  const given = Object.fromEntries(Object.entries(opts.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
-  let headers = withoutHeaders({ 'user-agent': 'wrs-fetch/1', accept: '*/*', ...given }, TRANSPORT_HEADERS);
+  const given = Object.fromEntries(
+    Object.entries(opts.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+  );
+  let headers = withoutHeaders(
+    { 'user-agent': 'wrs-fetch/1', accept: '*/*', ...given },
+    TRANSPORT_HEADERS,
+  );
   for (let hop = 0; ; hop++) {
     const pinned = await checkedAddress(url, opts);
     const res = await requestOnce(url, pinned, { method, headers, body, signal: opts.signal });
     const status = res.statusCode ?? 0;
     const location = res.headers.location;
-    if (!REDIRECTS.has(status) || !location || maxRedirects === 0) return { status, headers: res.headers, url, body: res };
+    if (!REDIRECTS.has(status) || !location || maxRedirects === 0)
+      return { status, headers: res.headers, url, body: res };
     res.resume(); // drain and drop the redirect's own body
-    if (hop >= maxRedirects) throw new UrlRefusedError(`more than ${maxRedirects} redirects from ${new URL(raw).origin}`);
+    if (hop >= maxRedirects)
+      throw new UrlRefusedError(`more than ${maxRedirects} redirects from ${new URL(raw).origin}`);
     const next = checkedUrl(new URL(location, url).toString(), opts);
-    if (status === 303 ? method !== 'GET' && method !== 'HEAD' : (status === 301 || status === 302) && method === 'POST') {
+    if (
+      status === 303
+        ? method !== 'GET' && method !== 'HEAD'
+        : (status === 301 || status === 302) && method === 'POST'
+    ) {
       method = 'GET';
       body = undefined;
       headers = withoutHeaders(headers, BODY_HEADERS);
@@ -295,6 +335,9 @@ export async function guardedFetch(raw: string, opts: GuardOptions & GuardedRequ
  * answer's body is left unread for the caller to stream (and to limit); `signal` bounds the
  * whole exchange, body included.
  */
-export function guardedGet(raw: string, opts: GuardOptions & { signal: AbortSignal; headers?: Record<string, string> }): Promise<GuardedResponse> {
+export function guardedGet(
+  raw: string,
+  opts: GuardOptions & { signal: AbortSignal; headers?: Record<string, string> },
+): Promise<GuardedResponse> {
   return guardedFetch(raw, { ...opts, method: 'GET' });
 }

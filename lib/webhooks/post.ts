@@ -20,7 +20,11 @@ const MAX_ANSWER_BYTES = 4096;
  * POSTs `body` as JSON to `raw` and resolves to the answer's status and the start of its body.
  * Throws UrlRefusedError for a refused URL (retrying cannot help) and other errors for network failures.
  */
-export async function postWebhook(raw: string, body: string, opts: PostOptions): Promise<{ status: number; answer: string }> {
+export async function postWebhook(
+  raw: string,
+  body: string,
+  opts: PostOptions,
+): Promise<{ status: number; answer: string }> {
   const url = checkedUrl(raw, opts);
   const pinned = await checkedAddress(url, opts);
   const client = url.protocol === 'https:' ? https : http;
@@ -42,7 +46,11 @@ export async function postWebhook(raw: string, body: string, opts: PostOptions):
     req.once('response', (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      const done = () => resolve({ status: res.statusCode ?? 0, answer: Buffer.concat(chunks).toString('utf8').slice(0, MAX_ANSWER_BYTES) });
+      const done = () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          answer: Buffer.concat(chunks).toString('utf8').slice(0, MAX_ANSWER_BYTES),
+        });
       res.on('data', (chunk: Buffer) => {
         chunks.push(chunk);
         size += chunk.length;

@@ -13,12 +13,26 @@ export interface WebhookHeaders {
 
 /** The HMAC key of a `whsec_` secret (the prefix is optional, as in the reference libraries). */
 export function secretKey(secret: string): Buffer {
-  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  return Buffer.from(
+    secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret,
+    'base64',
+  );
 }
 
 /** The three signature headers of one delivery attempt; `timestampSeconds` is the attempt's Unix time. */
-export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): WebhookHeaders {
+export function signWebhook(
+  secret: string,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): WebhookHeaders {
   const timestamp = String(Math.floor(timestampSeconds));
-  const signature = createHmac('sha256', secretKey(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` };
+  const signature = createHmac('sha256', secretKey(secret))
+    .update(`${id}.${timestamp}.${body}`, 'utf8')
+    .digest('base64');
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': timestamp,
+    'webhook-signature': `v1,${signature}`,
+  };
 }

@@ -7,10 +7,13 @@ const KEY_ITEM = 'wrs.playground.apiKey';
 
 export const apiKey = {
   get: (): string => sessionStorage.getItem(KEY_ITEM) ?? '',
-  set: (key: string) => (key ? sessionStorage.setItem(KEY_ITEM, key) : sessionStorage.removeItem(KEY_ITEM)),
+  set: (key: string) =>
+    key ? sessionStorage.setItem(KEY_ITEM, key) : sessionStorage.removeItem(KEY_ITEM),
 };
 
-export const authHeaders = (): Record<string, string> => ({ Authorization: `Bearer ${apiKey.get()}` });
+export const authHeaders = (): Record<string, string> => ({
+  Authorization: `Bearer ${apiKey.get()}`,
+});
 
 /** An error answer of the API: the envelope's fields (D22). */
 export class ErrorAnswer extends Error {
@@ -44,7 +47,10 @@ export function errorAnswer(status: number, text: string): ErrorAnswer {
 export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
   const res = await fetch(path, {
     method,
-    headers: { ...authHeaders(), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+    headers: {
+      ...authHeaders(),
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!res.ok) throw errorAnswer(res.status, await res.text());
@@ -63,7 +69,10 @@ export interface UploadedFile {
  * POST /api/v1/files with the raw bytes. XMLHttpRequest, not fetch: only it reports upload
  * progress, which a large video needs.
  */
-export function upload(file: File, onProgress: (fraction: number) => void): { done: Promise<UploadedFile>; abort(): void } {
+export function upload(
+  file: File,
+  onProgress: (fraction: number) => void,
+): { done: Promise<UploadedFile>; abort(): void } {
   const xhr = new XMLHttpRequest();
   const done = new Promise<UploadedFile>((resolve, reject) => {
     xhr.open('POST', `/api/v1/files?name=${encodeURIComponent(file.name)}`);
@@ -72,7 +81,10 @@ export function upload(file: File, onProgress: (fraction: number) => void): { do
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable) onProgress(e.loaded / e.total);
     };
-    xhr.onload = () => (xhr.status === 201 ? resolve(JSON.parse(xhr.responseText)) : reject(errorAnswer(xhr.status, xhr.responseText)));
+    xhr.onload = () =>
+      xhr.status === 201
+        ? resolve(JSON.parse(xhr.responseText))
+        : reject(errorAnswer(xhr.status, xhr.responseText));
     xhr.onerror = () => reject(new Error('The upload failed: the connection was lost.'));
     xhr.onabort = () => reject(new Error('The upload was cancelled.'));
     xhr.send(file);

@@ -7,14 +7,23 @@ type Child = Node | string | number | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
 
 /** `h('a', { href, onclick }, 'text', child)`: `on*` keys become listeners, `true` an empty attribute, false/null nothing. */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (typeof value === 'function') el.addEventListener(name.slice(2), value);
     else if (value === true) el.setAttribute(name, '');
-    else if (value !== false && value !== null && value !== undefined) el.setAttribute(name, String(value));
+    else if (value !== false && value !== null && value !== undefined)
+      el.setAttribute(name, String(value));
   }
-  el.append(...children.filter((c): c is Node | string | number => c !== null && c !== undefined && c !== false).map((c) => (typeof c === 'number' ? String(c) : c)));
+  el.append(
+    ...children
+      .filter((c): c is Node | string | number => c !== null && c !== undefined && c !== false)
+      .map((c) => (typeof c === 'number' ? String(c) : c)),
+  );
   return el;
 }
 

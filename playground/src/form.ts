@@ -46,27 +46,65 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
     const described = [prop.description ? hintId : '', errorId].filter(Boolean).join(' ');
     const error = h('p', { id: errorId, class: 'field-error', hidden: true });
     errors.set(key, error);
-    const kind = prop['x-input-type'] ?? (prop.enum ? 'enum' : prop.type ?? 'json');
-    const label = h('label', { for: id }, prop.title ?? key, required.has(key) ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null);
+    const kind = prop['x-input-type'] ?? (prop.enum ? 'enum' : (prop.type ?? 'json'));
+    const label = h(
+      'label',
+      { for: id },
+      prop.title ?? key,
+      required.has(key) ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null,
+    );
     const hint = prop.description ? h('p', { id: hintId, class: 'hint' }, prop.description) : null;
     const common = { id, name: key, 'aria-describedby': described, required: required.has(key) };
     let control: HTMLElement;
     let read: () => Read;
 
     if (prop.enum) {
-      const select = h('select', common, ...(required.has(key) ? [] : [h('option', { value: '' }, '—')]), ...prop.enum.map((v, i) => h('option', { value: i, selected: v === prop.default }, String(v))));
+      const select = h(
+        'select',
+        common,
+        ...(required.has(key) ? [] : [h('option', { value: '' }, '—')]),
+        ...prop.enum.map((v, i) =>
+          h('option', { value: i, selected: v === prop.default }, String(v)),
+        ),
+      );
       control = select;
       read = () => (select.value === '' ? {} : { value: prop.enum![Number(select.value)] });
     } else if (kind === 'boolean') {
-      const box = h('input', { ...common, type: 'checkbox', required: false, checked: prop.default === true });
+      const box = h('input', {
+        ...common,
+        type: 'checkbox',
+        required: false,
+        checked: prop.default === true,
+      });
       control = h('div', { class: 'check' }, box, label);
       read = () => ({ value: box.checked });
     } else if (kind === 'number') {
-      const input = h('input', { ...common, type: 'number', step: 'any', inputmode: 'decimal', value: typeof prop.default === 'number' ? prop.default : undefined });
+      const input = h('input', {
+        ...common,
+        type: 'number',
+        step: 'any',
+        inputmode: 'decimal',
+        value: typeof prop.default === 'number' ? prop.default : undefined,
+      });
       control = input;
-      read = () => (input.value.trim() === '' ? {} : Number.isFinite(input.valueAsNumber) ? { value: input.valueAsNumber } : { problem: 'must be a number' });
+      read = () =>
+        input.value.trim() === ''
+          ? {}
+          : Number.isFinite(input.valueAsNumber)
+            ? { value: input.valueAsNumber }
+            : { problem: 'must be a number' };
     } else if (kind === 'json') {
-      const area = h('textarea', { ...common, rows: 4, spellcheck: 'false', class: 'mono', placeholder: '{"any": "JSON value"}' }, prop.default === undefined ? '' : JSON.stringify(prop.default, null, 2));
+      const area = h(
+        'textarea',
+        {
+          ...common,
+          rows: 4,
+          spellcheck: 'false',
+          class: 'mono',
+          placeholder: '{"any": "JSON value"}',
+        },
+        prop.default === undefined ? '' : JSON.stringify(prop.default, null, 2),
+      );
       control = area;
       read = () => {
         if (area.value.trim() === '') return {};
@@ -79,15 +117,23 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
     } else if (FILE_TYPES.has(kind)) {
       ({ control, read } = fileField(id, common, kind));
     } else {
-      const area = h('textarea', { ...common, rows: 2 }, typeof prop.default === 'string' ? prop.default : '');
+      const area = h(
+        'textarea',
+        { ...common, rows: 2 },
+        typeof prop.default === 'string' ? prop.default : '',
+      );
       control = area;
       read = () => (area.value === '' ? {} : { value: area.value });
     }
     readers.set(key, () => {
       const r = read();
-      return r.value === undefined && !r.problem && required.has(key) ? { problem: 'is required' } : r;
+      return r.value === undefined && !r.problem && required.has(key)
+        ? { problem: 'is required' }
+        : r;
     });
-    container.append(h('div', { class: 'field' }, kind === 'boolean' ? null : label, hint, control, error));
+    container.append(
+      h('div', { class: 'field' }, kind === 'boolean' ? null : label, hint, control, error),
+    );
   }
 
   const form: InputsForm = {
@@ -107,7 +153,9 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
         const problem = problems.get(key);
         el.textContent = problem ? `${schema.properties[key].title ?? key} ${problem}` : '';
         el.hidden = !problem;
-        el.parentElement?.querySelector('[aria-describedby]')?.setAttribute('aria-invalid', problem ? 'true' : 'false');
+        el.parentElement
+          ?.querySelector('[aria-describedby]')
+          ?.setAttribute('aria-invalid', problem ? 'true' : 'false');
       }
     },
   };
@@ -115,15 +163,31 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
 }
 
 /** A file picker that uploads at once (with a progress bar), or a file id / URL typed in. */
-function fileField(id: string, common: Record<string, string | boolean>, kind: string): { control: HTMLElement; read: () => Read } {
+function fileField(
+  id: string,
+  common: Record<string, string | boolean>,
+  kind: string,
+): { control: HTMLElement; read: () => Read } {
   let uploaded: UploadedFile | undefined;
   let pending: { abort(): void } | undefined;
   const picker = h('input', { ...common, type: 'file', accept: ACCEPT[kind], class: 'file' });
-  const progress = h('progress', { max: 1, value: 0, hidden: true, 'aria-label': 'Upload progress' });
+  const progress = h('progress', {
+    max: 1,
+    value: 0,
+    hidden: true,
+    'aria-label': 'Upload progress',
+  });
   const status = h('span', { class: 'upload-status', role: 'status' });
   const preview = h('div', { class: 'upload-preview' });
   const refId = `${id}-ref`;
-  const ref = h('input', { id: refId, type: 'text', class: 'mono', placeholder: 'file_… or https://…', 'aria-label': 'Or a file id or URL', autocomplete: 'off' });
+  const ref = h('input', {
+    id: refId,
+    type: 'text',
+    class: 'mono',
+    placeholder: 'file_… or https://…',
+    'aria-label': 'Or a file id or URL',
+    autocomplete: 'off',
+  });
   picker.addEventListener('change', () => {
     pending?.abort();
     uploaded = undefined;
@@ -144,7 +208,8 @@ function fileField(id: string, common: Record<string, string | boolean>, kind: s
         progress.hidden = true;
         ref.value = f.id;
         say(status, `Uploaded ${f.name} (${f.mime_type}, ${formatBytes(f.size)})`);
-        if (f.mime_type.startsWith('image/')) preview.replaceChildren(h('img', { src: f.url, alt: `Preview of ${f.name}` }));
+        if (f.mime_type.startsWith('image/'))
+          preview.replaceChildren(h('img', { src: f.url, alt: `Preview of ${f.name}` }));
       },
       (err: Error) => {
         if (pending !== job) return;
@@ -156,7 +221,15 @@ function fileField(id: string, common: Record<string, string | boolean>, kind: s
     );
     status.classList.remove('bad');
   });
-  const control = h('div', { class: 'file-field' }, picker, progress, status, preview, h('div', { class: 'or' }, h('label', { for: refId, class: 'small' }, 'or file id / URL'), ref));
+  const control = h(
+    'div',
+    { class: 'file-field' },
+    picker,
+    progress,
+    status,
+    preview,
+    h('div', { class: 'or' }, h('label', { for: refId, class: 'small' }, 'or file id / URL'), ref),
+  );
   const read = (): Read => {
     if (pending) return { problem: 'is still uploading' };
     const value = ref.value.trim() || uploaded?.id;
@@ -166,5 +239,9 @@ function fileField(id: string, common: Record<string, string | boolean>, kind: s
 }
 
 function formatBytes(n: number): string {
-  return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 ** 2).toFixed(1)} MB`;
+  return n < 1024
+    ? `${n} B`
+    : n < 1024 ** 2
+      ? `${(n / 1024).toFixed(1)} KB`
+      : `${(n / 1024 ** 2).toFixed(1)} MB`;
 }

@@ -63,7 +63,6 @@ const state = {
   current: undefined as { id?: string; follow: AbortController; startedAt: number } | undefined,
 };
 
-
 // ---- key -------------------------------------------------------------------------------
 
 el.key.value = apiKey.get();
@@ -85,14 +84,21 @@ el.forget.addEventListener('click', () => {
 
 /** Shows an error of a background load where the user will see it. */
 function report(err: unknown): void {
-  const message = err instanceof ErrorAnswer && err.status === 401 ? 'The API key was refused: check it and press “Use key”.' : (err as Error).message;
+  const message =
+    err instanceof ErrorAnswer && err.status === 401
+      ? 'The API key was refused: check it and press “Use key”.'
+      : (err as Error).message;
   say(el.notice, message);
 }
 
 // ---- workflows and versions --------------------------------------------------------------
 
 async function loadWorkflows(): Promise<void> {
-  if (!apiKey.get()) return say(el.notice, 'Enter an API key to begin. It is kept in this tab only (sessionStorage).');
+  if (!apiKey.get())
+    return say(
+      el.notice,
+      'Enter an API key to begin. It is kept in this tab only (sessionStorage).',
+    );
   try {
     const all: Contract[] = [];
     let cursor = '';
@@ -103,8 +109,17 @@ async function loadWorkflows(): Promise<void> {
       cursor = `&starting_after=${list.last_id}`;
     }
     state.workflows = all;
-    say(el.notice, all.length ? '' : 'This account has no published workflows yet: publish one with POST /api/v1/workflows (see docs/api.md).');
-    el.workflow.replaceChildren(...all.map((w) => h('option', { value: w.workflow_id }, w.name ? `${w.name} (${w.slug})` : w.slug)));
+    say(
+      el.notice,
+      all.length
+        ? ''
+        : 'This account has no published workflows yet: publish one with POST /api/v1/workflows (see docs/api.md).',
+    );
+    el.workflow.replaceChildren(
+      ...all.map((w) =>
+        h('option', { value: w.workflow_id }, w.name ? `${w.name} (${w.slug})` : w.slug),
+      ),
+    );
     const wanted = new URLSearchParams(location.hash.slice(1)).get('workflow');
     const chosen = all.find((w) => w.slug === wanted || w.workflow_id === wanted) ?? all[0];
     if (chosen) await chooseWorkflow(chosen.workflow_id);
@@ -119,9 +134,17 @@ async function chooseWorkflow(workflowId: string, version?: number | string): Pr
   if (!latest) return;
   el.workflow.value = workflowId;
   el.version.replaceChildren(
-    ...Array.from({ length: latest.version }, (_, i) => latest.version - i).map((v) => h('option', { value: v }, v === latest.version ? `v${v} (latest)` : `v${v}`)),
+    ...Array.from({ length: latest.version }, (_, i) => latest.version - i).map((v) =>
+      h('option', { value: v }, v === latest.version ? `v${v} (latest)` : `v${v}`),
+    ),
   );
-  const contract = version === undefined || version === latest.version || version === latest.version_id ? latest : await api<Contract>('GET', `/api/v1/workflows/${workflowId}?version=${encodeURIComponent(version)}`);
+  const contract =
+    version === undefined || version === latest.version || version === latest.version_id
+      ? latest
+      : await api<Contract>(
+          'GET',
+          `/api/v1/workflows/${workflowId}?version=${encodeURIComponent(version)}`,
+        );
   el.version.value = String(contract.version);
   showContract(contract);
 }
@@ -129,14 +152,20 @@ async function chooseWorkflow(workflowId: string, version?: number | string): Pr
 function showContract(contract: Contract): void {
   state.contract = contract;
   history.replaceState(null, '', `#workflow=${encodeURIComponent(contract.slug)}`);
-  say(el.meta, `${contract.inputs.length} input${contract.inputs.length === 1 ? '' : 's'} → ${contract.outputs.map((o) => o.label).join(', ') || 'no outputs'} · published ${new Date(contract.created_at).toLocaleString()}`);
+  say(
+    el.meta,
+    `${contract.inputs.length} input${contract.inputs.length === 1 ? '' : 's'} → ${contract.outputs.map((o) => o.label).join(', ') || 'no outputs'} · published ${new Date(contract.created_at).toLocaleString()}`,
+  );
   state.form = buildForm(el.fields, contract.inputs_schema);
   say(el.formError, '');
   renderCode();
 }
 
 el.workflow.addEventListener('change', () => void chooseWorkflow(el.workflow.value).catch(report));
-el.version.addEventListener('change', () => void chooseWorkflow(el.workflow.value, Number(el.version.value)).catch(report));
+el.version.addEventListener(
+  'change',
+  () => void chooseWorkflow(el.workflow.value, Number(el.version.value)).catch(report),
+);
 
 // ---- code snippets ------------------------------------------------------------------------
 
@@ -145,14 +174,21 @@ function currentRequest(): RunRequest | undefined {
   const contract = state.contract;
   if (!contract || !state.form) return undefined;
   const latest = state.workflows.find((w) => w.workflow_id === contract.workflow_id)?.version;
-  return { workflowId: contract.slug, version: contract.version === latest ? undefined : contract.version, inputs: state.form.read(false).inputs };
+  return {
+    workflowId: contract.slug,
+    version: contract.version === latest ? undefined : contract.version,
+    inputs: state.form.read(false).inputs,
+  };
 }
 
 function renderCode(): void {
   const request = currentRequest();
-  const make = { curl: curlSnippet, typescript: typescriptSnippet, python: pythonSnippet }[state.language];
+  const make = { curl: curlSnippet, typescript: typescriptSnippet, python: pythonSnippet }[
+    state.language
+  ];
   el.code.textContent = request ? make(location.origin, request) : '';
-  for (const tab of el.codeTabs.querySelectorAll('button')) tab.setAttribute('aria-pressed', String(tab.dataset.language === state.language));
+  for (const tab of el.codeTabs.querySelectorAll('button'))
+    tab.setAttribute('aria-pressed', String(tab.dataset.language === state.language));
   say(el.copied, '');
 }
 
@@ -179,15 +215,27 @@ el.copy.addEventListener('click', async () => {
 // ---- running -------------------------------------------------------------------------------
 
 function setStatus(status: string, detail = ''): void {
-  el.runStatus.replaceChildren(h('span', { class: `badge ${status}` }, status), detail ? ` ${detail}` : '');
+  el.runStatus.replaceChildren(
+    h('span', { class: `badge ${status}` }, status),
+    detail ? ` ${detail}` : '',
+  );
   const live = status !== 'idle' && !isTerminal(status as RunStatus);
   el.cancel.disabled = !live || !state.current?.id;
   el.run.disabled = status === 'starting';
 }
 
 function addEvent(text: string, kind = ''): void {
-  const at = state.current ? ((performance.now() - state.current.startedAt) / 1000).toFixed(2) : '0.00';
-  el.timeline.append(h('li', { class: kind }, h('span', { class: 't' }, `+${at}s`), h('span', { class: 'what' }, text)));
+  const at = state.current
+    ? ((performance.now() - state.current.startedAt) / 1000).toFixed(2)
+    : '0.00';
+  el.timeline.append(
+    h(
+      'li',
+      { class: kind },
+      h('span', { class: 't' }, `+${at}s`),
+      h('span', { class: 'what' }, text),
+    ),
+  );
   el.timeline.scrollTop = el.timeline.scrollHeight;
 }
 
@@ -196,7 +244,10 @@ function describe(event: StreamEvent): [string, string] {
     case 'response.created':
       return [`created ${event.response.run_id}`, ''];
     case 'response.resumed':
-      return [`attached after event ${event.sequence_number} (run ${event.response.status})`, 'note'];
+      return [
+        `attached after event ${event.sequence_number} (run ${event.response.status})`,
+        'note',
+      ];
     case 'response.output_item.added':
       return [`item ${event.output_index + 1} started`, ''];
     case 'response.output_item.done':
@@ -215,7 +266,11 @@ function describe(event: StreamEvent): [string, string] {
 /** Follows a run (a new one from `start`, or `runId`) on screen until it ends, then shows its record. */
 async function follow(target: { start: RunRequest } | { runId: string }): Promise<void> {
   state.current?.follow.abort();
-  const current = { id: 'runId' in target ? target.runId : undefined, follow: new AbortController(), startedAt: performance.now() };
+  const current = {
+    id: 'runId' in target ? target.runId : undefined,
+    follow: new AbortController(),
+    startedAt: performance.now(),
+  };
   state.current = current;
   el.timeline.replaceChildren();
   el.outputs.replaceChildren();
@@ -233,11 +288,19 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
           say(el.runId, current.id!);
           void loadRuns();
         }
-        const status = event.type === 'response.resumed' ? event.response.status : event.type.startsWith('response.output_item') || event.type === 'response.created' ? 'running' : event.type.slice('response.'.length);
+        const status =
+          event.type === 'response.resumed'
+            ? event.response.status
+            : event.type.startsWith('response.output_item') || event.type === 'response.created'
+              ? 'running'
+              : event.type.slice('response.'.length);
         setStatus(status);
       },
       onReconnect(attempt, lastId) {
-        addEvent(`connection lost: reconnecting (attempt ${attempt}, Last-Event-ID ${lastId ?? 'none'})`, 'note');
+        addEvent(
+          `connection lost: reconnecting (attempt ${attempt}, Last-Event-ID ${lastId ?? 'none'})`,
+          'note',
+        );
       },
     });
     // The terminal event (or a 204 on resume) comes as the run ends; its record may trail it briefly.
@@ -248,12 +311,21 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     }
     if (state.current !== current) return;
     setStatus(run.status);
-    renderRun(el.outputs, run, new Map((state.contract?.outputs ?? []).map((o) => [o.key, o.label])));
+    renderRun(
+      el.outputs,
+      run,
+      new Map((state.contract?.outputs ?? []).map((o) => [o.key, o.label])),
+    );
     void loadRuns();
   } catch (err) {
     if (current.follow.signal.aborted) return;
     setStatus(current.id ? 'disconnected' : 'idle'); // the run itself may still go on: Recent runs can reattach it
-    if (err instanceof ErrorAnswer && err.details.length) state.form?.showProblems(new Map(err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem])));
+    if (err instanceof ErrorAnswer && err.details.length)
+      state.form?.showProblems(
+        new Map(
+          err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem]),
+        ),
+      );
     say(el.formError, (err as Error).message);
   }
 }
@@ -299,8 +371,22 @@ async function loadRuns(): Promise<void> {
           'li',
           { class: run.id === state.current?.id ? 'current' : '' },
           h('span', { class: `badge ${run.status}` }, run.status),
-          h('span', { class: 'run-name' }, names.get(run.published_workflow_id ?? '') ?? run.published_workflow_id ?? '—', h('span', { class: 'muted small' }, ` ${when}`)),
-          h('button', { type: 'button', class: 'small', 'aria-label': `${live ? 'Reattach to' : 'Open'} run ${run.id}`, onclick: () => void reopen(run) }, live ? 'Reattach' : 'Open'),
+          h(
+            'span',
+            { class: 'run-name' },
+            names.get(run.published_workflow_id ?? '') ?? run.published_workflow_id ?? '—',
+            h('span', { class: 'muted small' }, ` ${when}`),
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'small',
+              'aria-label': `${live ? 'Reattach to' : 'Open'} run ${run.id}`,
+              onclick: () => void reopen(run),
+            },
+            live ? 'Reattach' : 'Open',
+          ),
         );
       }),
     );
@@ -312,8 +398,14 @@ async function loadRuns(): Promise<void> {
 
 /** Shows a listed run: its workflow's version in the pickers, then its events and outputs. */
 async function reopen(run: Run): Promise<void> {
-  if (run.published_workflow_id && state.workflows.some((w) => w.workflow_id === run.published_workflow_id)) {
-    await chooseWorkflow(run.published_workflow_id, run.published_workflow_version_id ?? undefined).catch(report);
+  if (
+    run.published_workflow_id &&
+    state.workflows.some((w) => w.workflow_id === run.published_workflow_id)
+  ) {
+    await chooseWorkflow(
+      run.published_workflow_id,
+      run.published_workflow_version_id ?? undefined,
+    ).catch(report);
   }
   await follow({ runId: run.id });
 }

@@ -12,12 +12,26 @@ export interface RunRequest {
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 export function curlSnippet(base: string, r: RunRequest): string {
-  const body = JSON.stringify({ workflowId: r.workflowId, ...(r.version ? { version: r.version } : {}), stream: true, inputs: r.inputs });
-  return [`curl -N ${base}/api/v1/responses`, `  -H "Authorization: Bearer $WRS_API_KEY"`, `  -H 'Content-Type: application/json'`, `  -d ${shellQuote(body)}`].join(' \\\n');
+  const body = JSON.stringify({
+    workflowId: r.workflowId,
+    ...(r.version ? { version: r.version } : {}),
+    stream: true,
+    inputs: r.inputs,
+  });
+  return [
+    `curl -N ${base}/api/v1/responses`,
+    `  -H "Authorization: Bearer $WRS_API_KEY"`,
+    `  -H 'Content-Type: application/json'`,
+    `  -d ${shellQuote(body)}`,
+  ].join(' \\\n');
 }
 
 export function typescriptSnippet(base: string, r: RunRequest): string {
-  const request = JSON.stringify({ workflowId: r.workflowId, ...(r.version ? { version: r.version } : {}), inputs: r.inputs }, null, 2);
+  const request = JSON.stringify(
+    { workflowId: r.workflowId, ...(r.version ? { version: r.version } : {}), inputs: r.inputs },
+    null,
+    2,
+  );
   return `import { WrsClient } from './client';
 
 const wrs = new WrsClient({ baseUrl: ${JSON.stringify(base)}, apiKey: process.env.WRS_API_KEY! });
@@ -32,7 +46,8 @@ function py(value: unknown, indent = ''): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';
-  if (Array.isArray(value)) return value.length ? `[${value.map((v) => py(v, indent)).join(', ')}]` : '[]';
+  if (Array.isArray(value))
+    return value.length ? `[${value.map((v) => py(v, indent)).join(', ')}]` : '[]';
   if (typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>);
     if (entries.length === 0) return '{}';
@@ -49,7 +64,7 @@ export function pythonSnippet(base: string, r: RunRequest): string {
 from wrs_client import WrsClient
 
 with WrsClient(${JSON.stringify(base)}, api_key=os.environ["WRS_API_KEY"]) as client:
-    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, "    ")}${version})
+    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version})
     run = client.wait(started["run_id"])
     print(run["status"], run.get("output"))
 `;

@@ -20,7 +20,9 @@ export interface FollowOptions {
 }
 
 /** Yields the `data:` and `id:` of each SSE block of a response body (comments and keepalives skipped). */
-async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: string; data: string }> {
+async function* frames(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ id?: string; data: string }> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
@@ -32,7 +34,10 @@ async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: 
     while ((end = buffer.indexOf('\n\n')) >= 0) {
       const lines = buffer.slice(0, end).split('\n');
       buffer = buffer.slice(end + 2);
-      const field = (name: string) => lines.filter((l) => l.startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).replace(/^ /, ''));
+      const field = (name: string) =>
+        lines
+          .filter((l) => l.startsWith(`${name}:`))
+          .map((l) => l.slice(name.length + 1).replace(/^ /, ''));
       const data = field('data');
       if (data.length > 0) yield { id: field('id').at(-1), data: data.join('\n') };
     }
@@ -42,7 +47,9 @@ async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id?: 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), {
+      once: true,
+    });
   });
 
 /**
@@ -57,17 +64,29 @@ export async function followRun(o: FollowOptions): Promise<string> {
   for (;;) {
     let res: Response | undefined;
     try {
-      res = runId === undefined
-        ? await fetch('/api/v1/responses', {
-            method: 'POST',
-            headers: { ...authHeaders(), 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-            body: JSON.stringify({ ...o.start, stream: true }),
-            signal: o.signal,
-          })
-        : await fetch(`/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`, {
-            headers: { ...authHeaders(), Accept: 'text/event-stream', ...(lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) }) },
-            signal: o.signal,
-          });
+      res =
+        runId === undefined
+          ? await fetch('/api/v1/responses', {
+              method: 'POST',
+              headers: {
+                ...authHeaders(),
+                'Content-Type': 'application/json',
+                Accept: 'text/event-stream',
+              },
+              body: JSON.stringify({ ...o.start, stream: true }),
+              signal: o.signal,
+            })
+          : await fetch(
+              `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`,
+              {
+                headers: {
+                  ...authHeaders(),
+                  Accept: 'text/event-stream',
+                  ...(lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) }),
+                },
+                signal: o.signal,
+              },
+            );
     } catch (err) {
       if (o.signal.aborted || runId === undefined) throw err; // a start that never arrived is not repeated blindly
     }
@@ -94,7 +113,8 @@ export async function followRun(o: FollowOptions): Promise<string> {
       // the connection dropped mid-stream: reconnect below
     }
     if (runId === undefined) throw new Error('The stream ended before the run was created.');
-    if (++failures > MAX_FAILURES) throw new ErrorAnswer(503, `Lost the stream of ${runId}; reopen it from Recent runs.`);
+    if (++failures > MAX_FAILURES)
+      throw new ErrorAnswer(503, `Lost the stream of ${runId}; reopen it from Recent runs.`);
     o.onReconnect(failures, lastId);
     await sleep(Math.min(5_000, 400 * failures), o.signal);
   }

@@ -52,7 +52,16 @@ describe('finalize activity: one record and one debit per run (D17)', function (
       runId: run._id,
       accountId,
       status: 'completed',
-      output: { out: [{ id: generateId('item'), item_index: 0, status: 'completed', parts: [{ type: 'text', text: 'hi' }] }] },
+      output: {
+        out: [
+          {
+            id: generateId('item'),
+            item_index: 0,
+            status: 'completed',
+            parts: [{ type: 'text', text: 'hi' }],
+          },
+        ],
+      },
       error: null,
       totalCost,
       completedAtMs: Date.now(),
@@ -113,7 +122,9 @@ describe('finalize activity: one record and one debit per run (D17)', function (
       const { accountId, final } = await pendingRun();
       await crash(final);
       await finalizeRun(final);
-      await assertSettled(accountId, final).catch((err) => assert.fail(`crash ${when}: ${(err as Error).message}`));
+      await assertSettled(accountId, final).catch((err) =>
+        assert.fail(`crash ${when}: ${(err as Error).message}`),
+      );
     }
   });
 
@@ -139,7 +150,10 @@ describe('finalize activity: one record and one debit per run (D17)', function (
     await Promise.all([...finals, ...finals].map((final) => finalizeRun(final)));
     const sum = finals.reduce((total, f) => total + f.totalCost, 0);
     const balance = await accountBalance(c, first.accountId);
-    assert.ok(Math.abs(balance - (CREDITS - sum)) < 1e-9, `balance ${balance}, expected ${CREDITS - sum}`);
+    assert.ok(
+      Math.abs(balance - (CREDITS - sum)) < 1e-9,
+      `balance ${balance}, expected ${CREDITS - sum}`,
+    );
     const entries = await c.ledger.find({ account_id: first.accountId, kind: 'run' }).toArray();
     assert.equal(entries.length, finals.length);
   });

@@ -48,7 +48,12 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', 'http://x');
-    const request = { method: req.method ?? '', path: url.pathname, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+    const request = {
+      method: req.method ?? '',
+      path: url.pathname,
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+    };
     seen.push(request);
     const redirect = /^\/r\/(\d{3})$/.exec(url.pathname);
     if (redirect) {
@@ -65,21 +70,44 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
       return res.end(zlib.gzipSync(JSON.stringify({ zipped: true })));
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ method: request.method, path: request.path, body: request.body, authorization: req.headers.authorization ?? null, content_type: req.headers['content-type'] ?? null }));
+    res.end(
+      JSON.stringify({
+        method: request.method,
+        path: request.path,
+        body: request.body,
+        authorization: req.headers.authorization ?? null,
+        content_type: req.headers['content-type'] ?? null,
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
-  return { origin: `http://${host}:${port}`, port, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    origin: `http://${host}:${port}`,
+    port,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 const textItem = (text: string): Item => ({ status: 'completed', parts: [{ type: 'text', text }] });
 
 /** One iteration of an http_request node whose url is `{{url}}`, fed by the `url` port (as a rendered workflow would be). */
-function request(url: string, node: Record<string, unknown> = {}, ports: Record<string, Item> = {}): NodeRequest<'http_request'> {
+function request(
+  url: string,
+  node: Record<string, unknown> = {},
+  ports: Record<string, Item> = {},
+): NodeRequest<'http_request'> {
   return {
     runId: 'run_test',
     iteration: 0,
-    node: { id: 'call', type: 'http_request', method: 'GET', url: '{{url}}', ...node } as NodeRequest<'http_request'>['node'],
+    node: {
+      id: 'call',
+      type: 'http_request',
+      method: 'GET',
+      url: '{{url}}',
+      ...node,
+    } as NodeRequest<'http_request'>['node'],
     ports: { url: textItem(url), ...ports },
   };
 }
@@ -91,9 +119,13 @@ const noFiles = (): FileDeps => {
 /** A worker whose configuration carries ALLOW_PRIVATE_NETWORK as given (only the setting is read on the text path). */
 /** The activity as a worker configured with ALLOW_PRIVATE_NETWORK=<allow> builds it (activities/index.ts). */
 const configured = (allow: boolean) =>
-  createActivities({ collections: {} as Collections, config: loadConfig({ ALLOW_PRIVATE_NETWORK: String(allow) }) }).httpRequest;
+  createActivities({
+    collections: {} as Collections,
+    config: loadConfig({ ALLOW_PRIVATE_NETWORK: String(allow) }),
+  }).httpRequest;
 
-const activity = (guard?: HttpRequestGuard, files: () => FileDeps = noFiles) => createHttpRequestActivity({ files, guard });
+const activity = (guard?: HttpRequestGuard, files: () => FileDeps = noFiles) =>
+  createHttpRequestActivity({ files, guard });
 
 /** Asserts a permanent item failure (ProviderRejected, non-retryable) whose message matches. */
 async function rejected(work: Promise<unknown>, why: RegExp): Promise<void> {
@@ -129,9 +161,18 @@ describe('http_request node behind the SSRF guard', function () {
     it('refuses loopback, private, metadata and IPv6 loopback addresses by default, before connecting', async () => {
       const run = activity();
       const before = target.seen.length;
-      await rejected(run(request(`${target.origin}/json`)), /^http:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1, a loopback address$/);
-      await rejected(run(request('http://10.0.0.1/internal')), /10\.0\.0\.1, a private network address/);
-      await rejected(run(request('http://169.254.169.254/latest/meta-data/iam/security-credentials/')), /169\.254\.169\.254, a cloud metadata address/);
+      await rejected(
+        run(request(`${target.origin}/json`)),
+        /^http:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1, a loopback address$/,
+      );
+      await rejected(
+        run(request('http://10.0.0.1/internal')),
+        /10\.0\.0\.1, a private network address/,
+      );
+      await rejected(
+        run(request('http://169.254.169.254/latest/meta-data/iam/security-credentials/')),
+        /169\.254\.169\.254, a cloud metadata address/,
+      );
       await rejected(run(request(`http://[::1]:${target.port}/json`)), /::1, a loopback address/);
       await rejected(run(request('https://[fd00:ec2::254]/latest/')), /metadata/);
       // The same default from a worker configured without ALLOW_PRIVATE_NETWORK.
@@ -141,9 +182,17 @@ describe('http_request node behind the SSRF guard', function () {
 
     it('refuses host names that resolve to loopback: localhost by the system resolver, any name by an injected one', async () => {
       const before = target.seen.length;
-      await rejected(activity()(request(`http://localhost:${target.port}/json`)), /localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
+      await rejected(
+        activity()(request(`http://localhost:${target.port}/json`)),
+        /localhost resolves to (127\.0\.0\.1|::1), a loopback address/,
+      );
       const resolve = async () => [{ address: '127.0.0.1', family: 4 }];
-      await rejected(activity({ allowPrivate: false, resolve })(request(`http://api.example.test:${target.port}/json`)), /api\.example\.test resolves to 127\.0\.0\.1, a loopback address/);
+      await rejected(
+        activity({ allowPrivate: false, resolve })(
+          request(`http://api.example.test:${target.port}/json`),
+        ),
+        /api\.example\.test resolves to 127\.0\.0\.1, a loopback address/,
+      );
       assert.equal(target.seen.length, before);
     });
 
@@ -151,16 +200,36 @@ describe('http_request node behind the SSRF guard', function () {
       const run = activity({ allowPrivate: false, allowedHosts: ['127.0.0.2'] });
       const before = target.seen.length;
       const otherBefore = other.seen.length;
-      await rejected(run(request(`${other.origin}/r/302?to=${encodeURIComponent(`${target.origin}/json`)}`)), /127\.0\.0\.1, a loopback address/);
-      await rejected(run(request(`${other.origin}/r/307?to=${encodeURIComponent('http://169.254.169.254/latest/')}`, { method: 'POST', body: 'x' })), /metadata/);
-      assert.deepEqual(other.seen.slice(otherBefore).map((r) => `${r.method} ${r.path}`), ['GET /r/302', 'POST /r/307']);
+      await rejected(
+        run(request(`${other.origin}/r/302?to=${encodeURIComponent(`${target.origin}/json`)}`)),
+        /127\.0\.0\.1, a loopback address/,
+      );
+      await rejected(
+        run(
+          request(
+            `${other.origin}/r/307?to=${encodeURIComponent('http://169.254.169.254/latest/')}`,
+            { method: 'POST', body: 'x' },
+          ),
+        ),
+        /metadata/,
+      );
+      assert.deepEqual(
+        other.seen.slice(otherBefore).map((r) => `${r.method} ${r.path}`),
+        ['GET /r/302', 'POST /r/307'],
+      );
       assert.equal(target.seen.length, before, 'the redirect target was never contacted');
     });
 
     it('reaches private addresses when configuration allows it (ALLOW_PRIVATE_NETWORK or an explicit guard)', async () => {
       for (const run of [configured(true), activity({ allowPrivate: true })]) {
         const result = await run(request(`${target.origin}/json`));
-        assert.deepEqual(json(result), { method: 'GET', path: '/json', body: '', authorization: null, content_type: null });
+        assert.deepEqual(json(result), {
+          method: 'GET',
+          path: '/json',
+          body: '',
+          authorization: null,
+          content_type: null,
+        });
         assert.equal(result.costUsd, 0);
       }
     });
@@ -168,10 +237,23 @@ describe('http_request node behind the SSRF guard', function () {
     it('keeps a POST’s method and body across a 307, with fetch’s default Content-Type for a text body', async () => {
       const before = target.seen.length;
       const result = await activity({ allowPrivate: true })(
-        request(`${target.origin}/r/307?to=/echo`, { method: 'POST', body: 'topic={{topic}}' }, { topic: textItem('kites') }),
+        request(
+          `${target.origin}/r/307?to=/echo`,
+          { method: 'POST', body: 'topic={{topic}}' },
+          { topic: textItem('kites') },
+        ),
       );
-      assert.deepEqual(json(result), { method: 'POST', path: '/echo', body: 'topic=kites', authorization: null, content_type: 'text/plain;charset=UTF-8' });
-      assert.deepEqual(target.seen.slice(before).map((r) => `${r.method} ${r.path} ${r.body}`), ['POST /r/307 topic=kites', 'POST /echo topic=kites']);
+      assert.deepEqual(json(result), {
+        method: 'POST',
+        path: '/echo',
+        body: 'topic=kites',
+        authorization: null,
+        content_type: 'text/plain;charset=UTF-8',
+      });
+      assert.deepEqual(
+        target.seen.slice(before).map((r) => `${r.method} ${r.path} ${r.body}`),
+        ['POST /r/307 topic=kites', 'POST /echo topic=kites'],
+      );
     });
 
     it('never sends Authorization to another origin after a redirect (the first origin gets it)', async () => {
@@ -179,7 +261,13 @@ describe('http_request node behind the SSRF guard', function () {
       const headers = { Authorization: 'Bearer {{token}}' };
       const ports = { token: textItem('s3cret') };
       const before = target.seen.length;
-      const cross = await run(request(`${target.origin}/r/302?to=${encodeURIComponent(`${other.origin}/echo`)}`, { headers }, ports));
+      const cross = await run(
+        request(
+          `${target.origin}/r/302?to=${encodeURIComponent(`${other.origin}/echo`)}`,
+          { headers },
+          ports,
+        ),
+      );
       assert.equal(json(cross).authorization, null);
       assert.equal(target.seen[before].headers.authorization, 'Bearer s3cret');
       const same = await run(request(`${target.origin}/r/302?to=/echo`, { headers }, ports));
@@ -189,9 +277,17 @@ describe('http_request node behind the SSRF guard', function () {
     it('fails the item for good after more than 5 redirects, and decodes a gzipped answer as fetch did', async () => {
       const run = activity({ allowPrivate: true });
       const before = target.seen.length;
-      await rejected(run(request(`${target.origin}/loop/0`)), /more than 5 redirects from http:\/\/127\.0\.0\.1:\d+$/);
+      await rejected(
+        run(request(`${target.origin}/loop/0`)),
+        /more than 5 redirects from http:\/\/127\.0\.0\.1:\d+$/,
+      );
       assert.equal(target.seen.length - before, 6, 'the first request and 5 redirects');
-      assert.deepEqual(json(await run(request(`${target.origin}/gzip`, { headers: { 'Accept-Encoding': 'gzip' } }))), { zipped: true });
+      assert.deepEqual(
+        json(
+          await run(request(`${target.origin}/gzip`, { headers: { 'Accept-Encoding': 'gzip' } })),
+        ),
+        { zipped: true },
+      );
     });
   });
 
@@ -200,12 +296,24 @@ describe('http_request node behind the SSRF guard', function () {
 
     it('completes with each refused request as a failed item naming the refusal; no request reaches the target', async () => {
       const { key } = await ctx.newAccount();
-      const urls = [`${target.origin}/json`, 'http://10.0.0.1/admin', 'http://169.254.169.254/latest/meta-data/', `http://localhost:${target.port}/json`];
+      const urls = [
+        `${target.origin}/json`,
+        'http://10.0.0.1/admin',
+        'http://169.254.169.254/latest/meta-data/',
+        `http://localhost:${target.port}/json`,
+      ];
       const doc = {
         slug: 'ssrf-probe',
         nodes: [
           { id: 'urls', type: 'batch', rows: urls },
-          { id: 'probe', type: 'http_request', method: 'POST', url: '{{u}}', body: 'probe', headers: { authorization: 'Bearer x' } },
+          {
+            id: 'probe',
+            type: 'http_request',
+            method: 'POST',
+            url: '{{u}}',
+            body: 'probe',
+            headers: { authorization: 'Bearer x' },
+          },
           { id: 'out', type: 'user_result', label: 'Answers' },
         ],
         edges: [
@@ -216,15 +324,26 @@ describe('http_request node behind the SSRF guard', function () {
       await publish(ctx.svc.url, key, doc);
       const before = target.seen.length;
       const started = Date.now();
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: doc.slug, inputs: {} },
+      });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const run = await waitForRun(ctx.svc.url, key, res.body.run_id);
       const elapsed = Date.now() - started;
       assert.equal(run.status, 'completed', JSON.stringify(run));
       assert.equal(run.error, null);
       const items = run.output.answers;
-      assert.deepEqual(items.map((i: any) => i.status), ['failed', 'failed', 'failed', 'failed']);
-      const reasons = [/127\.0\.0\.1, a loopback address/, /10\.0\.0\.1, a private network address/, /169\.254\.169\.254, a cloud metadata address/, /localhost resolves to .*a loopback address/];
+      assert.deepEqual(
+        items.map((i: any) => i.status),
+        ['failed', 'failed', 'failed', 'failed'],
+      );
+      const reasons = [
+        /127\.0\.0\.1, a loopback address/,
+        /10\.0\.0\.1, a private network address/,
+        /169\.254\.169\.254, a cloud metadata address/,
+        /localhost resolves to .*a loopback address/,
+      ];
       items.forEach((item: any, i: number) => {
         assert.deepEqual(item.parts, []);
         assert.equal(item.error.type, 'provider_error');
@@ -235,10 +354,18 @@ describe('http_request node behind the SSRF guard', function () {
       assert.equal(target.seen.length, before, 'the target received nothing');
       // Not retried: a refusal is permanent, so each item's activity ran once (one ActivityTaskStarted each).
       const history = await temporalClient(ctx.svc).workflow.getHandle(run.id).fetchHistory();
-      const started_ = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes && e.activityTaskStartedEventAttributes.attempt === 1).length;
-      const retried = (history.events ?? []).filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1).length;
+      const started_ = (history.events ?? []).filter(
+        (e) =>
+          e.activityTaskStartedEventAttributes &&
+          e.activityTaskStartedEventAttributes.attempt === 1,
+      ).length;
+      const retried = (history.events ?? []).filter(
+        (e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1,
+      ).length;
       assert.equal(retried, 0, 'no activity attempt after the first');
-      console.log(`      run ${run.id}: ${elapsed} ms, ${history.events?.length} history events, ${started_} activity attempts`);
+      console.log(
+        `      run ${run.id}: ${elapsed} ms, ${history.events?.length} history events, ${started_} activity attempts`,
+      );
     });
   });
 });

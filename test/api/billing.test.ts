@@ -19,7 +19,10 @@ import { useService } from '../support/use-service';
 /** The Temporal workflows of an account, by its search attribute (as an operator would filter). */
 async function workflowsOf(svc: TestService, accountId: string): Promise<string[]> {
   const ids: string[] = [];
-  for await (const wf of temporalClient(svc).workflow.list({ query: `WrsAccountId = "${accountId}"` })) ids.push(wf.workflowId);
+  for await (const wf of temporalClient(svc).workflow.list({
+    query: `WrsAccountId = "${accountId}"`,
+  }))
+    ids.push(wf.workflowId);
   return ids;
 }
 
@@ -28,23 +31,34 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
   // No in-process worker: the crash test runs the worker as a child process it can kill.
   const ctx = useService({ account: false, worker: false });
 
-
   it('answers a start at zero balance with 402 and starts no Temporal workflow', async () => {
     const broke = await ctx.newAccount(0);
     await publish(ctx.svc.url, broke.key, greetingWorkflow('greet'));
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: broke.key,
+      body: { workflowId: 'greet', inputs: { name: 'x' } },
+    });
     expectError(res, { status: 402, type: 'insufficient_credits', code: 'insufficient_credits' });
-    assert.equal(await ctx.svc.store.collections.runs.countDocuments({ account_id: broke.accountId }), 0);
+    assert.equal(
+      await ctx.svc.store.collections.runs.countDocuments({ account_id: broke.accountId }),
+      0,
+    );
     assert.deepEqual(await workflowsOf(ctx.svc, broke.accountId), []);
 
     // The same query does see a workflow of this account once one is started, so the empty list above means something.
     await addCredits(ctx.svc.store.collections, broke.accountId, 1, 'test: top-up');
-    const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: broke.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: broke.key,
+      body: { workflowId: 'greet', inputs: { name: 'x' } },
+    });
     assert.equal(ok.status, 202, JSON.stringify(ok.body));
-    const seen = await waitFor(async () => {
-      const ids = await workflowsOf(ctx.svc, broke.accountId);
-      return ids.length > 0 ? ids : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 200, what: 'the workflow in Temporal visibility' });
+    const seen = await waitFor(
+      async () => {
+        const ids = await workflowsOf(ctx.svc, broke.accountId);
+        return ids.length > 0 ? ids : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 200, what: 'the workflow in Temporal visibility' },
+    );
     assert.deepEqual(seen, [ok.body.run_id]);
   });
 
@@ -65,17 +79,27 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
         (m) => hasStringElement(m, 'insert', 'ledger') && m.includes(accountId),
       );
       workers.push(startWorkerProcess(ctx.svc.config, { mongoUri: proxy.uri }));
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'Ada' } } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: 'greet', inputs: { name: 'Ada' } },
+      });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const runId: string = res.body.run_id;
       const entryId = deriveId('led', runId);
 
       await Promise.race([
         proxy.frozen,
-        new Promise((_, reject) => setTimeout(() => reject(new Error(`the worker never reached the debit: ${workers[0].stderr()}`)), 90_000)),
+        new Promise((_, reject) =>
+          setTimeout(
+            () => reject(new Error(`the worker never reached the debit: ${workers[0].stderr()}`)),
+            90_000,
+          ),
+        ),
       ]);
       // Mid-finalize: the record is final and the debit booked, but the activity never completed.
-      await waitFor(async () => ((await c.ledger.findOne({ _id: entryId })) ? true : undefined), { what: 'the debit to land' });
+      await waitFor(async () => ((await c.ledger.findOne({ _id: entryId })) ? true : undefined), {
+        what: 'the debit to land',
+      });
       const run = (await c.runs.findOne({ _id: runId }))!;
       assert.equal(run.finalized, true);
       assert.equal(run.status, 'completed');
@@ -89,14 +113,23 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
       workers.push(startWorkerProcess(ctx.svc.config));
       // The workflow closes only once the retried finalize completed on the new worker.
       await temporalClient(ctx.svc).workflow.getHandle(runId).result();
-      const final = await waitFor(async () => {
-        const r = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
-        return r.body.status === 'completed' ? r.body : undefined;
-      }, { what: 'the run to read completed' });
+      const final = await waitFor(
+        async () => {
+          const r = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+          return r.body.status === 'completed' ? r.body : undefined;
+        },
+        { what: 'the run to read completed' },
+      );
       assert.equal(final.total_cost, cost);
       const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
-      assert.deepEqual(debits.map((e) => [e._id, e.run_id, e.amount_usd]), [[entryId, runId, -cost]]);
-      assert.ok(Math.abs((await accountBalance(c, accountId)) - (opening - cost)) < 1e-9, 'the balance moved exactly once');
+      assert.deepEqual(
+        debits.map((e) => [e._id, e.run_id, e.amount_usd]),
+        [[entryId, runId, -cost]],
+      );
+      assert.ok(
+        Math.abs((await accountBalance(c, accountId)) - (opening - cost)) < 1e-9,
+        'the balance moved exactly once',
+      );
     } finally {
       for (const w of workers) await w.kill();
       await proxy?.close();

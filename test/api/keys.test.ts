@@ -34,7 +34,10 @@ describe('API keys (D6)', function () {
     it('refuses a revoked key within 2 s in every API process (D6)', async () => {
       const acct = await newAccount(a.store.collections);
       await publish(a.url, acct.key, greetingWorkflow('greet'));
-      const started = await call(b.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+      const started = await call(b.url, 'POST', '/api/v1/responses', {
+        key: acct.key,
+        body: { workflowId: 'greet', inputs: { name: 'x' } },
+      });
       assert.equal(started.status, 202, JSON.stringify(started.body));
       const runPath = `/api/v1/runs/${started.body.run_id}`;
       // Both processes have just served this key.
@@ -43,12 +46,28 @@ describe('API keys (D6)', function () {
 
       // Revoked through the operator CLI, which talks to the database only.
       const out: string[] = [];
-      assert.equal(await runCli(['keys', 'revoke', acct.keyId], { collections: a.store.collections, out: (l) => out.push(l), err: () => undefined }), 0);
+      assert.equal(
+        await runCli(['keys', 'revoke', acct.keyId], {
+          collections: a.store.collections,
+          out: (l) => out.push(l),
+          err: () => undefined,
+        }),
+        0,
+      );
       const revokedAt = Date.now();
-      for (const api of [a, b]) await expectRefusedWithin2s(async () => (await call(api.url, 'GET', runPath, { key: acct.key })).status, revokedAt);
+      for (const api of [a, b])
+        await expectRefusedWithin2s(
+          async () => (await call(api.url, 'GET', runPath, { key: acct.key })).status,
+          revokedAt,
+        );
       expect401(await call(b.url, 'GET', runPath, { key: acct.key }));
       expect401(await call(a.url, 'GET', runPath, { key: acct.key }));
-      expect401(await call(b.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'greet', inputs: { name: 'x' } } }));
+      expect401(
+        await call(b.url, 'POST', '/api/v1/responses', {
+          key: acct.key,
+          body: { workflowId: 'greet', inputs: { name: 'x' } },
+        }),
+      );
       const stream = await openSse(`${b.url}${runPath}/stream`, { key: acct.key });
       assert.equal(stream.status, 401);
       // The account's other keys keep working, and the run itself is unaffected.
@@ -69,21 +88,43 @@ describe('API keys (D6)', function () {
     const svc = await startService({ env: { LOG_LEVEL: 'debug' }, logDestination: destination });
     try {
       const acct = await newAccount(svc.store.collections);
-      const { secret: revoked, key: revokedDoc } = await issueKey(svc.store.collections, acct.accountId);
+      const { secret: revoked, key: revokedDoc } = await issueKey(
+        svc.store.collections,
+        acct.accountId,
+      );
       await revokeKey(svc.store.collections, revokedDoc._id);
       await publish(svc.url, acct.key, greetingWorkflow('greet'));
-      const started = await call(svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+      const started = await call(svc.url, 'POST', '/api/v1/responses', {
+        key: acct.key,
+        body: { workflowId: 'greet', inputs: { name: 'x' } },
+      });
       assert.equal(started.status, 202);
       await waitForRun(svc.url, acct.key, started.body.run_id);
-      const stream = await openSse(`${svc.url}/api/v1/runs/${started.body.run_id}/stream`, { key: acct.key });
+      const stream = await openSse(`${svc.url}/api/v1/runs/${started.body.run_id}/stream`, {
+        key: acct.key,
+      });
       await stream.closed;
       // Secrets where they do not belong: a query string, a malformed header, a revoked key, a body.
-      await call(svc.url, 'GET', `/api/v1/runs/${started.body.run_id}?api_key=${acct.key}`, { key: acct.key });
-      expect401(await call(svc.url, 'GET', '/api/v1/runs/run_x', { headers: { authorization: `Bearer ${acct.key} trailing` } }));
-      expect401(await call(svc.url, 'GET', '/api/v1/runs/run_x', { headers: { authorization: acct.key } }));
+      await call(svc.url, 'GET', `/api/v1/runs/${started.body.run_id}?api_key=${acct.key}`, {
+        key: acct.key,
+      });
+      expect401(
+        await call(svc.url, 'GET', '/api/v1/runs/run_x', {
+          headers: { authorization: `Bearer ${acct.key} trailing` },
+        }),
+      );
+      expect401(
+        await call(svc.url, 'GET', '/api/v1/runs/run_x', { headers: { authorization: acct.key } }),
+      );
       expect401(await call(svc.url, 'GET', '/api/v1/runs/run_x', { key: revoked }));
-      await call(svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: acct.key, inputs: { secret: acct.key } } });
-      await call(svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: `{"workflowId": "${acct.key}"` });
+      await call(svc.url, 'POST', '/api/v1/responses', {
+        key: acct.key,
+        body: { workflowId: acct.key, inputs: { secret: acct.key } },
+      });
+      await call(svc.url, 'POST', '/api/v1/responses', {
+        key: acct.key,
+        body: `{"workflowId": "${acct.key}"`,
+      });
       await new Promise((r) => setTimeout(r, 100)); // let the last lines reach the destination
 
       assert.ok(lines.length >= 8, `only ${lines.length} log lines`);
@@ -91,14 +132,24 @@ describe('API keys (D6)', function () {
         const body = secret.slice('wrs_sk_'.length);
         for (const needle of [secret, body, hashKey(secret)]) {
           const leaks = lines.filter((l) => l.includes(needle));
-          assert.deepEqual(leaks, [], `a log line holds ${needle === secret ? 'a secret' : needle === body ? "a secret's random part" : "a key's hash"}`);
+          assert.deepEqual(
+            leaks,
+            [],
+            `a log line holds ${needle === secret ? 'a secret' : needle === body ? "a secret's random part" : "a key's hash"}`,
+          );
         }
       }
       const parsed = lines.map((l) => JSON.parse(l));
       const requests = parsed.filter((l) => l.msg === 'request');
-      assert.ok(requests.some((l) => l.key_id === acct.keyId && l.path === '/api/v1/responses' && l.status === 202), JSON.stringify(requests));
+      assert.ok(
+        requests.some(
+          (l) => l.key_id === acct.keyId && l.path === '/api/v1/responses' && l.status === 202,
+        ),
+        JSON.stringify(requests),
+      );
       assert.ok(requests.some((l) => l.status === 401 && l.key_id === undefined));
-      for (const l of requests) if (l.key_id !== undefined) assert.match(l.key_id, /^key_[0-9A-Z]{26}$/);
+      for (const l of requests)
+        if (l.key_id !== undefined) assert.match(l.key_id, /^key_[0-9A-Z]{26}$/);
     } finally {
       await svc.close();
     }

@@ -36,18 +36,28 @@ describe('limits (D10)', function () {
 
     it('answers a 2 MiB body with 413 request_too_large, before reading it', async () => {
       const runsBefore = await ctx.svc.store.collections.runs.countDocuments({});
-      const big = JSON.stringify({ workflowId: 'greet', inputs: { name: 'x'.repeat(2 * 1024 * 1024) } });
-      expectError(await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: big }), {
-        status: 413,
-        type: 'invalid_request_error',
-        code: 'request_too_large',
+      const big = JSON.stringify({
+        workflowId: 'greet',
+        inputs: { name: 'x'.repeat(2 * 1024 * 1024) },
       });
+      expectError(
+        await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: big }),
+        {
+          status: 413,
+          type: 'invalid_request_error',
+          code: 'request_too_large',
+        },
+      );
       // Only the head is sent: the answer comes from the declared length alone, not after 2 MiB of reading.
       const t0 = Date.now();
       const early = await new Promise<{ status: number; body: any }>((resolve, reject) => {
         const req = http.request(`${ctx.svc.url}/api/v1/responses`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json', 'content-length': String(2 * 1024 * 1024) },
+          headers: {
+            authorization: `Bearer ${ctx.key}`,
+            'content-type': 'application/json',
+            'content-length': String(2 * 1024 * 1024),
+          },
         });
         req.on('response', (res) => {
           let text = '';
@@ -68,25 +78,40 @@ describe('limits (D10)', function () {
       const objects = '{"a":'.repeat(10_000) + '"x"' + '}'.repeat(10_000);
       for (const nested of [arrays, objects]) {
         const t0 = Date.now();
-        const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: `{"workflowId":"greet","inputs":{"name":${nested}}}` });
+        const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+          key: ctx.key,
+          body: `{"workflowId":"greet","inputs":{"name":${nested}}}`,
+        });
         expectError(res, { status: 400, type: 'invalid_request_error' });
         assert.ok(Date.now() - t0 < 1_000, `took ${Date.now() - t0} ms`);
       }
-      const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'still here' } } });
+      const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'greet', inputs: { name: 'still here' } },
+      });
       assert.equal(ok.status, 202, JSON.stringify(ok.body));
     });
 
     it('runs a 900 KB text input to the end without trouble', async () => {
       const name = 'n'.repeat(900 * 1024);
       const t0 = Date.now();
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name } } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'greet', inputs: { name } },
+      });
       assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 500));
       assert.ok(Date.now() - t0 < 3_000, `start took ${Date.now() - t0} ms`);
       const run = await waitForRun(ctx.svc.url, ctx.key, res.body.run_id, 60_000);
       assert.equal(firstText(run, 'greeting'), `Hello, ${name}!`);
       // Meanwhile and after, small requests are served as usual.
-      const small = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'Bo' } } });
-      assert.equal(firstText(await waitForRun(ctx.svc.url, ctx.key, small.body.run_id), 'greeting'), 'Hello, Bo!');
+      const small = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'greet', inputs: { name: 'Bo' } },
+      });
+      assert.equal(
+        firstText(await waitForRun(ctx.svc.url, ctx.key, small.body.run_id), 'greeting'),
+        'Hello, Bo!',
+      );
     });
   });
 
@@ -96,7 +121,11 @@ describe('limits (D10)', function () {
     it('fails a run that outlives RUN_TIMEOUT_MS with "run timed out", in the record and the stream', async () => {
       const { svc, key } = ctx;
       await publish(svc.url, key, askWorkflow('slow', 'slow:5000 {{question}}'));
-      const stream = await openSse(`${svc.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'slow', stream: true, inputs: { question: 'q' } } });
+      const stream = await openSse(`${svc.url}/api/v1/responses`, {
+        method: 'POST',
+        key,
+        body: { workflowId: 'slow', stream: true, inputs: { question: 'q' } },
+      });
       await stream.closed;
       const seen = events(stream);
       const runId = seen[0].response.run_id;
@@ -113,12 +142,19 @@ describe('limits (D10)', function () {
   });
 
   describe('with NODE_ATTEMPT_TIMEOUT_MS=1000 and NODE_MAX_ATTEMPTS=2', () => {
-    const ctx = useService({ fakeOpenAI: true, env: { NODE_ATTEMPT_TIMEOUT_MS: '1000', NODE_MAX_ATTEMPTS: '2' } });
+    const ctx = useService({
+      fakeOpenAI: true,
+      env: { NODE_ATTEMPT_TIMEOUT_MS: '1000', NODE_MAX_ATTEMPTS: '2' },
+    });
 
     it("fails a run whose node's every attempt outlives NODE_ATTEMPT_TIMEOUT_MS, naming the node", async () => {
       const { svc, key, fake } = ctx;
       await publish(svc.url, key, askWorkflow('slow', 'slow:4000 attempt-timeout {{question}}'));
-      const run = await waitForRun(svc.url, key, await startRun(svc.url, key, 'slow', { question: 'q' }));
+      const run = await waitForRun(
+        svc.url,
+        key,
+        await startRun(svc.url, key, 'slow', { question: 'q' }),
+      );
       assert.equal(run.status, 'failed');
       assert.match(run.error, /\bask\b/);
       assert.match(run.error, /2 attempt/);

@@ -23,14 +23,21 @@ describe('listing published workflows (D30)', function () {
     const pages: number[] = [];
     let cursor: string | undefined;
     for (;;) {
-      const res = await call(ctx.svc.url, 'GET', `/api/v1/workflows?limit=2${cursor ? `&starting_after=${cursor}` : ''}`, { key: ctx.key });
+      const res = await call(
+        ctx.svc.url,
+        'GET',
+        `/api/v1/workflows?limit=2${cursor ? `&starting_after=${cursor}` : ''}`,
+        { key: ctx.key },
+      );
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.object, 'list');
       assert.equal(res.body.first_id, res.body.data[0].workflow_id);
       pages.push(res.body.data.length);
       slugs.push(...res.body.data.map((w: { slug: string }) => w.slug));
       for (const entry of res.body.data) {
-        const contract = await call(ctx.svc.url, 'GET', `/api/v1/workflows/${entry.slug}`, { key: ctx.key });
+        const contract = await call(ctx.svc.url, 'GET', `/api/v1/workflows/${entry.slug}`, {
+          key: ctx.key,
+        });
         assert.deepEqual(entry, contract.body);
       }
       if (!res.body.has_more) break;
@@ -41,15 +48,34 @@ describe('listing published workflows (D30)', function () {
     const all = await call(ctx.svc.url, 'GET', '/api/v1/workflows', { key: ctx.key });
     const first = all.body.data.find((w: { slug: string }) => w.slug === 'first');
     assert.equal(first.version, 2);
-    assert.deepEqual(first.inputs.map((i: { key: string }) => i.key), ['name']);
-    assert.deepEqual(all.body.data.find((w: { slug: string }) => w.slug === 'second').inputs_schema.required.sort(), ['count', 'gift_wrap', 'product_name']);
+    assert.deepEqual(
+      first.inputs.map((i: { key: string }) => i.key),
+      ['name'],
+    );
+    assert.deepEqual(
+      all.body.data
+        .find((w: { slug: string }) => w.slug === 'second')
+        .inputs_schema.required.sort(),
+      ['count', 'gift_wrap', 'product_name'],
+    );
   });
 
   it('shows nothing of other accounts and refuses a malformed query', async () => {
     const other = await ctx.newAccount();
     const empty = await call(ctx.svc.url, 'GET', '/api/v1/workflows', { key: other.key });
-    assert.deepEqual(empty.body, { object: 'list', data: [], first_id: null, last_id: null, has_more: false });
-    for (const [query, param] of [['limit=0', 'limit'], ['limit=101', 'limit'], ['starting_after=run_01J00000000000000000000000', 'starting_after'], ['colour=blue', undefined]]) {
+    assert.deepEqual(empty.body, {
+      object: 'list',
+      data: [],
+      first_id: null,
+      last_id: null,
+      has_more: false,
+    });
+    for (const [query, param] of [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['starting_after=run_01J00000000000000000000000', 'starting_after'],
+      ['colour=blue', undefined],
+    ]) {
       const bad = await call(ctx.svc.url, 'GET', `/api/v1/workflows?${query}`, { key: ctx.key });
       assert.equal(bad.status, 400, query);
       assert.equal(bad.body.error.type, 'invalid_request_error');
@@ -61,7 +87,11 @@ describe('listing published workflows (D30)', function () {
   it('reads a page in two queries whatever its size: the workflows, then their versions', async () => {
     const workflows = countingCalls(ctx.svc.store.collections.workflows, 'find');
     const versions = countingCalls(ctx.svc.store.collections.workflowVersions, 'find');
-    const page = await listWorkflows({ workflows: workflows.collection, workflowVersions: versions.collection }, ctx.accountId, { limit: 20 });
+    const page = await listWorkflows(
+      { workflows: workflows.collection, workflowVersions: versions.collection },
+      ctx.accountId,
+      { limit: 20 },
+    );
     assert.equal(page.data.length, 3);
     assert.deepEqual([workflows.probe.calls, versions.probe.calls], [1, 1]);
   });

@@ -13,13 +13,22 @@ const ROOT = path.join(__dirname, '..', '..');
 const bin = (name: string) => path.join(ROOT, 'node_modules', '.bin', name);
 
 /** Runs a tool to its end: exit code and combined output (a lint failure is an exit code, not a throw). */
-function run(command: string, args: string[], cwd = ROOT): Promise<{ code: number; output: string }> {
+function run(
+  command: string,
+  args: string[],
+  cwd = ROOT,
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
-    execFile(command, args, { cwd, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : NaN) : 0;
-      if (Number.isNaN(code)) return reject(err);
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      command,
+      args,
+      { cwd, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : NaN) : 0;
+        if (Number.isNaN(code)) return reject(err);
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -64,19 +73,35 @@ describe('OpenAPI document through third-party tools (issue 16)', function () {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('has no error under Redocly’s recommended rules', async () => {
-    const { code, output } = await run(bin('redocly'), ['lint', '--extends=recommended', '--format=stylish', file]);
+    const { code, output } = await run(bin('redocly'), [
+      'lint',
+      '--extends=recommended',
+      '--format=stylish',
+      file,
+    ]);
     assert.equal(code, 0, output);
     assert.match(output, /Woohoo|You have \d+ warnings?|valid/i, output);
   });
 
   it('has no error under Spectral’s spectral:oas', async () => {
-    const { code, output } = await run(bin('spectral'), ['lint', '--ruleset', path.join(ROOT, '.spectral.yaml'), '--fail-severity=error', '--format=text', file]);
+    const { code, output } = await run(bin('spectral'), [
+      'lint',
+      '--ruleset',
+      path.join(ROOT, '.spectral.yaml'),
+      '--fail-severity=error',
+      '--format=text',
+      file,
+    ]);
     assert.equal(code, 0, output);
     assert.doesNotMatch(output, /\berror\b/, output);
   });
 
   it('generates with openapi-typescript a client that compiles with a typed openapi-fetch use', async () => {
-    const generated = await run(bin('openapi-typescript'), [file, '--output', path.join(dir, 'api.d.ts')]);
+    const generated = await run(bin('openapi-typescript'), [
+      file,
+      '--output',
+      path.join(dir, 'api.d.ts'),
+    ]);
     assert.equal(generated.code, 0, generated.output);
     const types = fs.readFileSync(path.join(dir, 'api.d.ts'), 'utf8');
     // Every answer's body is typed: no media type of a response comes out as `unknown`.
@@ -84,7 +109,22 @@ describe('OpenAPI document through third-party tools (issue 16)', function () {
     assert.match(types, /stream\?: boolean;/, 'a field with a default is optional in a request');
     fs.writeFileSync(path.join(dir, 'use.ts'), USE);
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-    const tsc = await run(bin('tsc'), ['--strict', '--noEmit', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', 'use.ts'], dir);
+    const tsc = await run(
+      bin('tsc'),
+      [
+        '--strict',
+        '--noEmit',
+        '--skipLibCheck',
+        '--target',
+        'es2022',
+        '--module',
+        'esnext',
+        '--moduleResolution',
+        'bundler',
+        'use.ts',
+      ],
+      dir,
+    );
     assert.equal(tsc.code, 0, tsc.output);
   });
 });

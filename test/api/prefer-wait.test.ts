@@ -12,11 +12,19 @@ describe('Prefer: wait (D28)', function () {
   const ctx = useService({ fakeOpenAI: true });
 
   before(async () => {
-    assert.equal((await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: workflow })).status, 201);
+    assert.equal(
+      (await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: workflow }))
+        .status,
+      201,
+    );
   });
 
   it('answers 200 with the full run record when the run ends within the wait', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, headers: { Prefer: 'wait=20' }, body: { workflowId: 'echo', inputs: { topic: 'hi' } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      headers: { Prefer: 'wait=20' },
+      body: { workflowId: 'echo', inputs: { topic: 'hi' } },
+    });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('preference-applied'), 'wait=20');
     assert.equal(res.body.status, 'completed');
@@ -25,7 +33,11 @@ describe('Prefer: wait (D28)', function () {
   });
 
   it('answers the usual 202 when the wait is over first', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, headers: { Prefer: 'wait=1' }, body: { workflowId: 'echo', inputs: { topic: 'slow:4000 later' } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      headers: { Prefer: 'wait=1' },
+      body: { workflowId: 'echo', inputs: { topic: 'slow:4000 later' } },
+    });
     assert.equal(res.status, 202);
     assert.equal(res.body.status, 'pending');
     assert.equal(res.headers.get('preference-applied'), null);

@@ -13,8 +13,11 @@ import { call, type ApiResponse } from '../support/http';
 import { openSse } from '../support/sse';
 import { startService, type TestService } from '../support/service';
 
-const start = (svc: TestService, key: string, body: unknown = { workflowId: 'greet', inputs: { name: 'x' } }) =>
-  call(svc.url, 'POST', '/api/v1/responses', { key, body });
+const start = (
+  svc: TestService,
+  key: string,
+  body: unknown = { workflowId: 'greet', inputs: { name: 'x' } },
+) => call(svc.url, 'POST', '/api/v1/responses', { key, body });
 
 /** Seconds left in the current one-minute window, as the server computes it. */
 const secondsLeft = () => Math.max(1, Math.ceil((60_000 - (Date.now() % 60_000)) / 1000));
@@ -29,16 +32,28 @@ async function freshWindow(seconds = 20): Promise<void> {
 function expectRateHeaders(res: { headers: Headers }, limit: number, remaining?: number): void {
   const h = (name: string) => res.headers.get(name);
   assert.equal(h('x-ratelimit-limit'), String(limit), 'X-RateLimit-Limit');
-  if (remaining !== undefined) assert.equal(h('x-ratelimit-remaining'), String(remaining), 'X-RateLimit-Remaining');
+  if (remaining !== undefined)
+    assert.equal(h('x-ratelimit-remaining'), String(remaining), 'X-RateLimit-Remaining');
   else assert.match(h('x-ratelimit-remaining') ?? '', /^\d+$/);
   const reset = Number(h('x-ratelimit-reset'));
-  assert.ok(Number.isInteger(reset) && reset >= 1 && reset <= 60, `X-RateLimit-Reset ${h('x-ratelimit-reset')}`);
-  assert.ok(Math.abs(reset - secondsLeft()) <= 2, `X-RateLimit-Reset ${reset} vs ${secondsLeft()} s left in the window`);
+  assert.ok(
+    Number.isInteger(reset) && reset >= 1 && reset <= 60,
+    `X-RateLimit-Reset ${h('x-ratelimit-reset')}`,
+  );
+  assert.ok(
+    Math.abs(reset - secondsLeft()) <= 2,
+    `X-RateLimit-Reset ${reset} vs ${secondsLeft()} s left in the window`,
+  );
 }
 
 /** Asserts a 429 with the envelope, the headers and Retry-After equal to the reset. */
 function expect429(res: ApiResponse, limit: number): void {
-  expectError(res, { status: 429, type: 'rate_limit_error', code: 'rate_limit_exceeded', message: [String(limit)] });
+  expectError(res, {
+    status: 429,
+    type: 'rate_limit_error',
+    code: 'rate_limit_exceeded',
+    message: [String(limit)],
+  });
   expectRateHeaders(res, limit, 0);
   assert.equal(res.headers.get('retry-after'), res.headers.get('x-ratelimit-reset'), 'Retry-After');
 }
@@ -89,43 +104,68 @@ describe('rate limits (D16)', function () {
     const acct = await newAccount(a.store.collections);
     const broke = await newAccount(a.store.collections, 0);
     await freshWindow(10);
-    const published = await call(a.url, 'POST', '/api/v1/workflows', { key: acct.key, body: greetingWorkflow('greet') });
+    const published = await call(a.url, 'POST', '/api/v1/workflows', {
+      key: acct.key,
+      body: greetingWorkflow('greet'),
+    });
     assert.equal(published.status, 201);
     expectRateHeaders(published, 1200, 1199);
-    const badWorkflow = await call(a.url, 'POST', '/api/v1/workflows', { key: acct.key, body: { slug: 'x', nodes: 'no' } });
+    const badWorkflow = await call(a.url, 'POST', '/api/v1/workflows', {
+      key: acct.key,
+      body: { slug: 'x', nodes: 'no' },
+    });
     expectError(badWorkflow, { status: 400, type: 'invalid_request_error' });
     expectRateHeaders(badWorkflow, 1200, 1198);
     const started = await start(a, acct.key);
     assert.equal(started.status, 202);
     expectRateHeaders(started, 60, 59);
     const badInputs = await start(b, acct.key, { workflowId: 'greet', inputs: { nom: 'x' } });
-    expectError(badInputs, { status: 400, type: 'invalid_request_error', code: 'invalid_input_fields' });
+    expectError(badInputs, {
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'invalid_input_fields',
+    });
     expectRateHeaders(badInputs, 60, 58);
     const unknown = await start(a, acct.key, { workflowId: 'nope' });
     expectError(unknown, { status: 404, type: 'not_found_error' });
     expectRateHeaders(unknown, 60, 57);
-    const tooLarge = await call(a.url, 'POST', '/api/v1/responses', { key: acct.key, body: 'x'.repeat(2 * 1024 * 1024) });
-    expectError(tooLarge, { status: 413, type: 'invalid_request_error', code: 'request_too_large' });
+    const tooLarge = await call(a.url, 'POST', '/api/v1/responses', {
+      key: acct.key,
+      body: 'x'.repeat(2 * 1024 * 1024),
+    });
+    expectError(tooLarge, {
+      status: 413,
+      type: 'invalid_request_error',
+      code: 'request_too_large',
+    });
     expectRateHeaders(tooLarge, 60, 56);
     await publish(a.url, broke.key, greetingWorkflow('greet'));
     const noCredit = await start(b, broke.key);
     expectError(noCredit, { status: 402, type: 'insufficient_credits' });
     expectRateHeaders(noCredit, 60, 59);
-    const missingRun = await call(b.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: acct.key });
+    const missingRun = await call(b.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', {
+      key: acct.key,
+    });
     expectError(missingRun, { status: 404, type: 'not_found_error' });
     expectRateHeaders(missingRun, 1200, 1197);
     const read = await call(a.url, 'GET', `/api/v1/runs/${started.body.run_id}`, { key: acct.key });
     assert.equal(read.status, 200);
     expectRateHeaders(read, 1200, 1196);
     // Streams: on the SSE head of a streaming start and of a reattach.
-    const stream = await openSse(`${a.url}/api/v1/responses`, { method: 'POST', key: acct.key, body: { workflowId: 'greet', stream: true, inputs: { name: 'x' } } });
+    const stream = await openSse(`${a.url}/api/v1/responses`, {
+      method: 'POST',
+      key: acct.key,
+      body: { workflowId: 'greet', stream: true, inputs: { name: 'x' } },
+    });
     try {
       assert.equal(stream.status, 200);
       expectRateHeaders(stream, 60, 55);
     } finally {
       stream.abort();
     }
-    const reattach = await openSse(`${b.url}/api/v1/runs/${started.body.run_id}/stream`, { key: acct.key });
+    const reattach = await openSse(`${b.url}/api/v1/runs/${started.body.run_id}/stream`, {
+      key: acct.key,
+    });
     try {
       assert.equal(reattach.status, 200);
       expectRateHeaders(reattach, 1200, 1195);
@@ -133,7 +173,9 @@ describe('rate limits (D16)', function () {
       reattach.abort();
     }
     // Not authenticated, not counted: no headers.
-    const anonymous = await call(a.url, 'GET', `/api/v1/runs/${started.body.run_id}`, { key: 'wrs_sk_nope' });
+    const anonymous = await call(a.url, 'GET', `/api/v1/runs/${started.body.run_id}`, {
+      key: 'wrs_sk_nope',
+    });
     expectError(anonymous, { status: 401, type: 'authentication_error' });
     assert.equal(anonymous.headers.get('x-ratelimit-limit'), null);
   });
@@ -146,12 +188,22 @@ describe('rate limits (D16)', function () {
     const cli = async (...argv: string[]) => {
       const out: string[] = [];
       const err: string[] = [];
-      const code = await runCli(argv, { collections: a.store.collections, out: (l) => out.push(l), err: (l) => err.push(l) });
+      const code = await runCli(argv, {
+        collections: a.store.collections,
+        out: (l) => out.push(l),
+        err: (l) => err.push(l),
+      });
       assert.equal(code, 0, err.join('\n'));
       return out.join('\n');
     };
-    assert.match(await cli('accounts', 'limits', acct.accountId, '--starts', '2', '--requests', '3'), /2 starts\/min, 3 requests\/min/);
-    assert.deepEqual(JSON.parse(await cli('accounts', 'limits', acct.accountId, '--json')).rate_limits, { starts_per_minute: 2, requests_per_minute: 3 });
+    assert.match(
+      await cli('accounts', 'limits', acct.accountId, '--starts', '2', '--requests', '3'),
+      /2 starts\/min, 3 requests\/min/,
+    );
+    assert.deepEqual(
+      JSON.parse(await cli('accounts', 'limits', acct.accountId, '--json')).rate_limits,
+      { starts_per_minute: 2, requests_per_minute: 3 },
+    );
     const { secret: newKey } = await issueKey(a.store.collections, acct.accountId);
     await freshWindow(15);
 
@@ -163,17 +215,33 @@ describe('rate limits (D16)', function () {
       }
       expect429(await start(b, key), 2);
       for (let i = 1; i <= 3; i++) {
-        const res = await call(i % 2 ? a.url : b.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key });
+        const res = await call(
+          i % 2 ? a.url : b.url,
+          'GET',
+          '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN',
+          { key },
+        );
         expectRateHeaders(res, 3, 3 - i);
       }
-      expect429(await call(a.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key }), 3);
+      expect429(
+        await call(a.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key }),
+        3,
+      );
     }
 
     // One limit back to the default, the other kept.
-    assert.match(await cli('accounts', 'limits', acct.accountId, '--starts', 'default'), /default starts\/min, 3 requests\/min/);
-    assert.match(await cli('accounts', 'show', acct.accountId), /rate limits\s+default starts\/min, 3 requests\/min/);
+    assert.match(
+      await cli('accounts', 'limits', acct.accountId, '--starts', 'default'),
+      /default starts\/min, 3 requests\/min/,
+    );
+    assert.match(
+      await cli('accounts', 'show', acct.accountId),
+      /rate limits\s+default starts\/min, 3 requests\/min/,
+    );
     await freshWindow(5);
-    const limitedReads = await call(b.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: acct.key });
+    const limitedReads = await call(b.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', {
+      key: acct.key,
+    });
     expectRateHeaders(limitedReads, 3);
     const { secret: third } = await issueKey(a.store.collections, acct.accountId);
     const res = await start(a, third);
@@ -182,19 +250,32 @@ describe('rate limits (D16)', function () {
   });
 
   it('takes its defaults from RATE_LIMIT_STARTS_PER_MINUTE and RATE_LIMIT_REQUESTS_PER_MINUTE', async () => {
-    const svc = await startService({ worker: false, env: { RATE_LIMIT_STARTS_PER_MINUTE: '1', RATE_LIMIT_REQUESTS_PER_MINUTE: '2' } });
+    const svc = await startService({
+      worker: false,
+      env: { RATE_LIMIT_STARTS_PER_MINUTE: '1', RATE_LIMIT_REQUESTS_PER_MINUTE: '2' },
+    });
     try {
       const acct = await newAccount(svc.store.collections);
       await freshWindow(10);
-      const published = await call(svc.url, 'POST', '/api/v1/workflows', { key: acct.key, body: greetingWorkflow('greet') });
+      const published = await call(svc.url, 'POST', '/api/v1/workflows', {
+        key: acct.key,
+        body: greetingWorkflow('greet'),
+      });
       assert.equal(published.status, 201);
       expectRateHeaders(published, 2, 1);
       const first = await start(svc, acct.key);
       assert.equal(first.status, 202);
       expectRateHeaders(first, 1, 0);
       expect429(await start(svc, acct.key), 1);
-      expectRateHeaders(await call(svc.url, 'GET', `/api/v1/runs/${first.body.run_id}`, { key: acct.key }), 2, 0);
-      expect429(await call(svc.url, 'GET', `/api/v1/runs/${first.body.run_id}`, { key: acct.key }), 2);
+      expectRateHeaders(
+        await call(svc.url, 'GET', `/api/v1/runs/${first.body.run_id}`, { key: acct.key }),
+        2,
+        0,
+      );
+      expect429(
+        await call(svc.url, 'GET', `/api/v1/runs/${first.body.run_id}`, { key: acct.key }),
+        2,
+      );
     } finally {
       await svc.close();
     }

@@ -6,13 +6,19 @@
 import assert from 'node:assert/strict';
 import { startApi, type ApiHandle } from '../../api/start-api';
 import { createLogger } from '../../api/logger';
-import { logCommands, describeCommands, type CommandLog, type StoreCommand } from '../../store/round-trips';
+import {
+  logCommands,
+  describeCommands,
+  type CommandLog,
+  type StoreCommand,
+} from '../../store/round-trips';
 import { greetingWorkflow, llmWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { useService } from '../support/use-service';
 
 /** The shared D16 batch write every authenticated request makes (or joins). */
-const isRateLimitWrite = (c: StoreCommand) => c.collection === 'rate_limits' && c.name === 'findAndModify';
+const isRateLimitWrite = (c: StoreCommand) =>
+  c.collection === 'rate_limits' && c.name === 'findAndModify';
 
 describe('store round trips of the hot paths (issue 15)', function () {
   this.timeout(120_000);
@@ -36,7 +42,10 @@ describe('store round trips of the hot paths (issue 15)', function () {
   });
 
   const start = async (url: string, workflowId: string, inputs: object) => {
-    const res = await call(url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId, inputs } });
+    const res = await call(url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId, inputs },
+    });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     return res.body;
   };
@@ -47,17 +56,29 @@ describe('store round trips of the hot paths (issue 15)', function () {
     await start(ctx.svc.url, 'rt-greet', { name: 'counted' });
     const seen = commands.take();
     const budget = seen.filter((c) => !isRateLimitWrite(c));
-    assert.deepEqual(budget, [{ name: 'insert', collection: 'runs', write: true }], describeCommands(seen));
+    assert.deepEqual(
+      budget,
+      [{ name: 'insert', collection: 'runs', write: true }],
+      describeCommands(seen),
+    );
     assert.ok(seen.filter(isRateLimitWrite).length <= 1, describeCommands(seen));
   });
 
   it('start with Idempotency-Key: its claim is the one write more (D18)', async () => {
     await start(ctx.svc.url, 'rt-greet', { name: 'warm' });
     commands.take();
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'rt-greet', inputs: { name: 'once' } }, headers: { 'idempotency-key': `rt-${Date.now()}` } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'rt-greet', inputs: { name: 'once' } },
+      headers: { 'idempotency-key': `rt-${Date.now()}` },
+    });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     const seen = commands.take();
-    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)).map((c) => `${c.name} ${c.collection}`), ['insert idempotency_keys', 'insert runs'], describeCommands(seen));
+    assert.deepEqual(
+      seen.filter((c) => !isRateLimitWrite(c)).map((c) => `${c.name} ${c.collection}`),
+      ['insert idempotency_keys', 'insert runs'],
+      describeCommands(seen),
+    );
   });
 
   it('GET of a finished run: no round trip after its first read here', async () => {
@@ -67,31 +88,57 @@ describe('store round trips of the hot paths (issue 15)', function () {
     const again = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(again.body.status, 'completed');
     const seen = commands.take();
-    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
+    assert.deepEqual(
+      seen.filter((c) => !isRateLimitWrite(c)),
+      [],
+      describeCommands(seen),
+    );
   });
 
   it('GET of a live run: no round trip where it started, one first read in another process, then none', async () => {
     const { run_id: runId } = await start(ctx.svc.url, 'rt-slow', { topic: 'slow:4000 hold' });
-    await waitFor(async () => ((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status === 'running' ? true : undefined), {
-      what: 'the run to be running',
-    });
+    await waitFor(
+      async () =>
+        (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status ===
+        'running'
+          ? true
+          : undefined,
+      {
+        what: 'the run to be running',
+      },
+    );
     commands.take();
     const here = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(here.body.status, 'running');
     let seen = commands.take();
-    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
+    assert.deepEqual(
+      seen.filter((c) => !isRateLimitWrite(c)),
+      [],
+      describeCommands(seen),
+    );
 
     // The other process knows the key (and not the run) from a request a moment ago.
-    assert.equal((await call(other.url, 'GET', '/api/v1/workflows/rt-slow', { key: ctx.key })).status, 200);
+    assert.equal(
+      (await call(other.url, 'GET', '/api/v1/workflows/rt-slow', { key: ctx.key })).status,
+      200,
+    );
     otherCommands.take();
     const first = await call(other.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(first.body.status, 'running');
     seen = otherCommands.take();
-    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)).map((c) => `${c.name} ${c.collection}`), ['find runs'], describeCommands(seen));
+    assert.deepEqual(
+      seen.filter((c) => !isRateLimitWrite(c)).map((c) => `${c.name} ${c.collection}`),
+      ['find runs'],
+      describeCommands(seen),
+    );
     const second = await call(other.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(second.body.status, 'running');
     seen = otherCommands.take();
-    assert.deepEqual(seen.filter((c) => !isRateLimitWrite(c)), [], describeCommands(seen));
+    assert.deepEqual(
+      seen.filter((c) => !isRateLimitWrite(c)),
+      [],
+      describeCommands(seen),
+    );
 
     // Another account's key never reads it, from either process's memory.
     const stranger = await ctx.newAccount();
@@ -106,17 +153,35 @@ describe('store round trips of the hot paths (issue 15)', function () {
   it('D1: the publishing process starts the new version at once, another within 2 s', async () => {
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('rt-d1', 'Hi'));
     // Both processes have the pointer to version 1 cached.
-    for (const url of [ctx.svc.url, other.url]) assert.equal((await call(url, 'GET', '/api/v1/workflows/rt-d1', { key: ctx.key })).body.version, 1);
-    const published = await call(other.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: greetingWorkflow('rt-d1', 'Ho') });
+    for (const url of [ctx.svc.url, other.url])
+      assert.equal(
+        (await call(url, 'GET', '/api/v1/workflows/rt-d1', { key: ctx.key })).body.version,
+        1,
+      );
+    const published = await call(other.url, 'POST', '/api/v1/workflows', {
+      key: ctx.key,
+      body: greetingWorkflow('rt-d1', 'Ho'),
+    });
     assert.equal(published.status, 201);
     const at = Date.now();
     const run = await start(other.url, 'rt-d1', { name: 'x' });
-    assert.equal(run.published_workflow_version_id, published.body.version_id, 'the publishing process runs the new version');
-    await waitFor(async () => ((await call(ctx.svc.url, 'GET', '/api/v1/workflows/rt-d1', { key: ctx.key })).body.version === 2 ? true : undefined), {
-      timeoutMs: 2_500,
-      intervalMs: 100,
-      what: 'the other process to see version 2',
-    });
+    assert.equal(
+      run.published_workflow_version_id,
+      published.body.version_id,
+      'the publishing process runs the new version',
+    );
+    await waitFor(
+      async () =>
+        (await call(ctx.svc.url, 'GET', '/api/v1/workflows/rt-d1', { key: ctx.key })).body
+          .version === 2
+          ? true
+          : undefined,
+      {
+        timeoutMs: 2_500,
+        intervalMs: 100,
+        what: 'the other process to see version 2',
+      },
+    );
     const seenAfter = Date.now() - at;
     assert.ok(seenAfter <= 2_500, `seen after ${seenAfter} ms`);
     const later = await start(ctx.svc.url, 'rt-d1', { name: 'y' });

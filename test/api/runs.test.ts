@@ -23,9 +23,13 @@ const RUN_FIELDS = [
 /** A GET with the path sent byte for byte (fetch would resolve `..` segments before sending). */
 function rawGet(baseUrl: string, path: string, key: string): Promise<ApiResponse> {
   return new Promise((resolve, reject) => {
-    const req = http.request(baseUrl + '/', { method: 'GET', path, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      readResponse(res).then(resolve, reject);
-    });
+    const req = http.request(
+      baseUrl + '/',
+      { method: 'GET', path, headers: { authorization: `Bearer ${key}` } },
+      (res) => {
+        readResponse(res).then(resolve, reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -41,8 +45,15 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
   });
 
   it('answers an unknown run id with 404 not_found_error / not_found', async () => {
-    const res = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: ctx.key });
-    expectError(res, { status: 404, type: 'not_found_error', code: 'not_found', message: ['run_01M80PPBY8DSJEHN3X944NVJTN'] });
+    const res = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', {
+      key: ctx.key,
+    });
+    expectError(res, {
+      status: 404,
+      type: 'not_found_error',
+      code: 'not_found',
+      message: ['run_01M80PPBY8DSJEHN3X944NVJTN'],
+    });
   });
 
   it('answers malformed run ids with 404, never 400 or 500', async () => {
@@ -62,11 +73,22 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
     for (const id of ids) {
       const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${id}`, { key: ctx.key });
       const error = expectError(res, { status: 404, type: 'not_found_error', code: 'not_found' });
-      assert.ok(error.message.length < 200, `message echoes the whole id: ${error.message.length} chars`);
+      assert.ok(
+        error.message.length < 200,
+        `message echoes the whole id: ${error.message.length} chars`,
+      );
     }
     // Dot segments sent as they are: no route, still the envelope.
-    for (const path of ['/api/v1/runs/../../etc', '/api/v1/runs/../../../../etc/passwd', '/api/v1/runs/./run_x/..']) {
-      expectError(await rawGet(ctx.svc.url, path, ctx.key), { status: 404, type: 'not_found_error', code: 'not_found' });
+    for (const path of [
+      '/api/v1/runs/../../etc',
+      '/api/v1/runs/../../../../etc/passwd',
+      '/api/v1/runs/./run_x/..',
+    ]) {
+      expectError(await rawGet(ctx.svc.url, path, ctx.key), {
+        status: 404,
+        type: 'not_found_error',
+        code: 'not_found',
+      });
     }
   });
 
@@ -77,7 +99,9 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
       const res = await rawGet(ctx.svc.url, `/api/v1/runs/${id}`, ctx.key);
       expectError(res, { status: 431, type: 'invalid_request_error', code: 'request_too_large' });
     }
-    const ok = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: ctx.key });
+    const ok = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', {
+      key: ctx.key,
+    });
     expectError(ok, { status: 404, type: 'not_found_error', code: 'not_found' });
   });
 
@@ -88,17 +112,27 @@ describe('API runs: reading a run (spec GET /api/v1/runs/{runId})', function () 
     const error = expectError(theirs, { status: 404, type: 'not_found_error', code: 'not_found' });
     assert.ok(!JSON.stringify(theirs.body).includes(ctx.accountId), 'no owner in the answer');
     // Same shape as a run that does not exist (only the echoed id differs).
-    const missing = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', { key: other.key });
-    assert.equal(error.message.replace(runId, '<id>'), missing.body.error.message.replace('run_01M80PPBY8DSJEHN3X944NVJTN', '<id>'));
+    const missing = await call(ctx.svc.url, 'GET', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', {
+      key: other.key,
+    });
+    assert.equal(
+      error.message.replace(runId, '<id>'),
+      missing.body.error.message.replace('run_01M80PPBY8DSJEHN3X944NVJTN', '<id>'),
+    );
     // The owner still reads it.
     assert.equal((await waitForRun(ctx.svc.url, ctx.key, runId)).id, runId);
   });
 
   it('returns a completed run with exactly the spec fields', async () => {
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name: 'Grace' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'greet', inputs: { name: 'Grace' } },
+    });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const run = await waitForRun(ctx.svc.url, ctx.key, start.body.run_id);
-    const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key: ctx.key });
+    const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, {
+      key: ctx.key,
+    });
     assert.equal(res.status, 200);
     assertCors(res);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -132,11 +166,13 @@ describe('API runs: reading a run nobody has picked up yet', function () {
   this.timeout(120_000);
   const ctx = useService({ account: false, worker: false });
 
-
   it('shows it pending with the spec fields and nulls where nothing happened yet', async () => {
     const { key } = await ctx.newAccount();
     const wf = await publish(ctx.svc.url, key, greetingWorkflow('greet'));
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'greet', inputs: { name: 'x' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'greet', inputs: { name: 'x' } },
+    });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const t0 = Date.now();
     const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });

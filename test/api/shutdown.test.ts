@@ -31,8 +31,15 @@ describe('graceful API shutdown', function () {
 
   it('drops open streams on close; the client resumes on another process with every event once', async () => {
     const { key } = await newAccount(first.store.collections);
-    assert.equal((await call(first.url, 'POST', '/api/v1/workflows', { key, body: batch })).status, 201);
-    const stream = await openSse(`${first.url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: 'batch', stream: true } });
+    assert.equal(
+      (await call(first.url, 'POST', '/api/v1/workflows', { key, body: batch })).status,
+      201,
+    );
+    const stream = await openSse(`${first.url}/api/v1/responses`, {
+      method: 'POST',
+      key,
+      body: { workflowId: 'batch', stream: true },
+    });
     const created = await stream.until((f) => f.event?.type === 'response.created');
     const runId = created.event.response.run_id;
     await stream.until((f) => f.event?.type === 'response.output_item.done');
@@ -43,7 +50,10 @@ describe('graceful API shutdown', function () {
     assert.equal(first.api.pollers.size, 0);
     const lastId = stream.frames.filter((f) => f.id !== undefined).at(-1)!.id!;
 
-    const resumed = await openSse(`${second.url}/api/v1/runs/${runId}/stream`, { key, headers: { 'Last-Event-ID': lastId } });
+    const resumed = await openSse(`${second.url}/api/v1/runs/${runId}/stream`, {
+      key,
+      headers: { 'Last-Event-ID': lastId },
+    });
     await resumed.closed;
     assert.equal(resumed.frames.at(-1)!.data, '[DONE]');
     const stitched = [...events(stream), ...events(resumed).slice(1)];

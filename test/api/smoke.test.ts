@@ -13,11 +13,15 @@ describe('smoke: publish and run hello', function () {
     const pub = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key, body: doc });
     assert.equal(pub.status, 201, JSON.stringify(pub.body));
     const t0 = Date.now();
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: 'Ada' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'hello', inputs: { name: 'Ada' } },
+    });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const run = await waitFor(async () => {
       const r = await call(ctx.svc.url, 'GET', `/api/v1/runs/${start.body.run_id}`, { key });
-      if (r.body.status !== "pending") console.log(JSON.stringify(r.body).slice(0,300)); return r.body.status === "completed" ? r.body : undefined;
+      if (r.body.status !== 'pending') console.log(JSON.stringify(r.body).slice(0, 300));
+      return r.body.status === 'completed' ? r.body : undefined;
     });
     console.log(Date.now() - t0, JSON.stringify(run));
     assert.equal(run.output.greeting[0].parts[0].text, 'Hello, Ada!');

@@ -43,11 +43,19 @@ const unequal = {
 
 describe('streams (issue 3)', function () {
   this.timeout(60_000);
-  const ctx = useService({ fakeOpenAI: true, env: { STREAM_KEEPALIVE_MS: '200', STREAM_POLL_MS: String(POLL_MS) } });
+  const ctx = useService({
+    fakeOpenAI: true,
+    env: { STREAM_KEEPALIVE_MS: '200', STREAM_POLL_MS: String(POLL_MS) },
+  });
   const open: SseClient[] = [];
 
   before(async () => {
-    for (const doc of [hello, unequal, slowBatch('slow3', ['slow:700 a', 'slow:700 b', 'slow:700 c']), slowBatch('slow1', ['slow:2500 x'])]) {
+    for (const doc of [
+      hello,
+      unequal,
+      slowBatch('slow3', ['slow:700 a', 'slow:700 b', 'slow:700 c']),
+      slowBatch('slow1', ['slow:2500 x']),
+    ]) {
       const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc });
       assert.equal(res.status, 201, JSON.stringify(res.body));
     }
@@ -57,12 +65,19 @@ describe('streams (issue 3)', function () {
   });
 
   const startStream = async (workflowId: string, inputs?: object) => {
-    const client = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', key: ctx.key, body: { workflowId, stream: true, inputs } });
+    const client = await openSse(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { workflowId, stream: true, inputs },
+    });
     open.push(client);
     return client;
   };
   const attach = async (runId: string, headers: Record<string, string> = {}, query = '') => {
-    const client = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream${query}`, { key: ctx.key, headers });
+    const client = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream${query}`, {
+      key: ctx.key,
+      headers,
+    });
     open.push(client);
     return client;
   };
@@ -76,7 +91,8 @@ describe('streams (issue 3)', function () {
   /** The exact bytes a stream of these log events must be. */
   const framed = (log: object[]) =>
     `retry: ${RETRY_MS}\n` +
-    log.map((e: any) => `id: ${e.sequence_number}\ndata: ${JSON.stringify(e)}\n\n`).join('') + 'data: [DONE]\n\n';
+    log.map((e: any) => `id: ${e.sequence_number}\ndata: ${JSON.stringify(e)}\n\n`).join('') +
+    'data: [DONE]\n\n';
 
   it('streams a completed run byte for byte, ends with [DONE] and closes', async () => {
     const client = await startStream('hello', { name: 'Ada' });
@@ -95,9 +111,16 @@ describe('streams (issue 3)', function () {
     assert.equal(data, framed(log));
     assert.deepEqual(
       log.map((e: any) => e.type),
-      ['response.created', 'response.output_item.added', 'response.output_item.done', 'response.completed'],
+      [
+        'response.created',
+        'response.output_item.added',
+        'response.output_item.done',
+        'response.completed',
+      ],
     );
-    const run = await call(ctx.svc.url, 'GET', `/api/v1/runs/${first.response.run_id}`, { key: ctx.key });
+    const run = await call(ctx.svc.url, 'GET', `/api/v1/runs/${first.response.run_id}`, {
+      key: ctx.key,
+    });
     assert.equal(log[1].item.id, run.body.output.greeting[0].id); // D13: item.id is the record's item id
     assert.deepEqual(log[3].response, { usage: null, service_tier: null });
   });
@@ -112,7 +135,10 @@ describe('streams (issue 3)', function () {
     assert.deepEqual(last.response.incomplete_details, { reason: 'error' });
     assert.equal(last.response.error.code, null);
     assert.equal(client.frames.at(-1)!.data, '[DONE]');
-    assert.equal(client.raw().replace(/: keepalive\n\n/g, ''), framed(await storedEvents(log[0].response.run_id)));
+    assert.equal(
+      client.raw().replace(/: keepalive\n\n/g, ''),
+      framed(await storedEvents(log[0].response.run_id)),
+    );
   });
 
   it('streams a batch run: one added/done pair per item, output_index in order added', async () => {
@@ -125,12 +151,21 @@ describe('streams (issue 3)', function () {
     const done = log.filter((e) => e.type === 'response.output_item.done');
     assert.equal(added.length, 3);
     assert.equal(done.length, 3);
-    assert.deepEqual(added.map((e) => e.output_index), [0, 1, 2]);
+    assert.deepEqual(
+      added.map((e) => e.output_index),
+      [0, 1, 2],
+    );
     assert.deepEqual(new Set(done.map((e) => e.item.id)), new Set(added.map((e) => e.item.id)));
     for (const e of added) assert.deepEqual(Object.keys(e.item), ['type', 'id', 'phase']);
-    assert.deepEqual(log.map((e) => e.sequence_number), log.map((_, i) => i));
+    assert.deepEqual(
+      log.map((e) => e.sequence_number),
+      log.map((_, i) => i),
+    );
     const run = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
-    assert.deepEqual(run.body.output.answers.map((i: any) => i.id).sort(), added.map((e) => e.item.id).sort());
+    assert.deepEqual(
+      run.body.output.answers.map((i: any) => i.id).sort(),
+      added.map((e) => e.item.id).sort(),
+    );
   });
 
   it('sends keepalive comments at the configured interval', async () => {
@@ -141,7 +176,10 @@ describe('streams (issue 3)', function () {
   });
 
   it('reattaches to a running run: response.resumed with the status, then the rest', async () => {
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'slow3' } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'slow3' },
+    });
     const runId = start.body.run_id;
     const client = await attach(runId);
     const first = await client.until(() => true);
@@ -154,11 +192,17 @@ describe('streams (issue 3)', function () {
     assert.equal(log.at(-1).type, 'response.completed');
     // Without a cursor the stream carries what happens from attach on: contiguous numbers after the resumed one.
     const numbers = log.slice(1).map((e) => e.sequence_number);
-    assert.deepEqual(numbers, numbers.map((_, i) => first.event.sequence_number + 1 + i));
+    assert.deepEqual(
+      numbers,
+      numbers.map((_, i) => first.event.sequence_number + 1 + i),
+    );
   });
 
   it('reattaches to a terminal run: the terminal event comes on the next poll tick (rule 3), then [DONE]', async () => {
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: 'B' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hello', inputs: { name: 'B' } },
+    });
     const runId = start.body.run_id;
     await storedEvents(runId);
     const client = await attach(runId);
@@ -179,7 +223,9 @@ describe('streams (issue 3)', function () {
     const runId = created.event.response.run_id;
     const lastSeen = await first.until((f) => f.event?.type === 'response.output_item.done');
     first.abort();
-    const before = first.frames.filter((f) => f.event && Number(f.id) <= Number(lastSeen.id)).map((f) => f.event);
+    const before = first.frames
+      .filter((f) => f.event && Number(f.id) <= Number(lastSeen.id))
+      .map((f) => f.event);
     const second = await attach(runId, { 'Last-Event-ID': lastSeen.id! });
     await second.closed;
     const [resumed, ...after] = events(second);
@@ -194,10 +240,16 @@ describe('streams (issue 3)', function () {
   });
 
   it('two clients of one run see identical sequences while one poller queries once per interval', async () => {
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'slow3' } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'slow3' },
+    });
     const runId = start.body.run_id;
     const t0 = Date.now();
-    const [a, b] = await Promise.all([attach(runId, {}, '?starting_after=0'), attach(runId, {}, '?starting_after=0')]);
+    const [a, b] = await Promise.all([
+      attach(runId, {}, '?starting_after=0'),
+      attach(runId, {}, '?starting_after=0'),
+    ]);
     await a.until(() => true);
     await b.until(() => true);
     assert.equal(ctx.svc.api.pollers.size, 1);
@@ -207,8 +259,13 @@ describe('streams (issue 3)', function () {
     const queries = poller.queries;
     const seconds = (Date.now() - t0) / POLL_MS;
     assert.deepEqual(events(a), events(b));
-    assert.ok(queries <= Math.ceil(seconds) + 1, `${queries} queries in ${seconds.toFixed(1)} intervals`);
-    await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), { what: 'poller stopped' });
+    assert.ok(
+      queries <= Math.ceil(seconds) + 1,
+      `${queries} queries in ${seconds.toFixed(1)} intervals`,
+    );
+    await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), {
+      what: 'poller stopped',
+    });
   });
 
   it('a client that disconnects leaves no poller behind, and the run keeps going', async () => {
@@ -217,7 +274,9 @@ describe('streams (issue 3)', function () {
     const runId = created.event.response.run_id;
     assert.equal(ctx.svc.api.pollers.get(runId)?.subscriberCount, 1);
     client.abort();
-    await waitFor(async () => (ctx.svc.api.pollers.get(runId) === undefined ? true : undefined), { what: 'poller released' });
+    await waitFor(async () => (ctx.svc.api.pollers.get(runId) === undefined ? true : undefined), {
+      what: 'poller released',
+    });
     assert.equal(ctx.svc.api.pollers.size, 0);
     const run = await waitFor(async () => {
       const r = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
@@ -227,19 +286,37 @@ describe('streams (issue 3)', function () {
   });
 
   it('refuses before streaming with plain JSON errors', async () => {
-    const badInputs = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', key: ctx.key, body: { workflowId: 'hello', stream: true, inputs: { nmae: 'x' } } });
+    const badInputs = await openSse(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { workflowId: 'hello', stream: true, inputs: { nmae: 'x' } },
+    });
     assert.equal(badInputs.status, 400);
     assert.equal(badInputs.json.error.code, 'invalid_input_fields');
-    const noKey = await openSse(`${ctx.svc.url}/api/v1/responses`, { method: 'POST', body: { workflowId: 'hello', stream: true } });
+    const noKey = await openSse(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      body: { workflowId: 'hello', stream: true },
+    });
     assert.equal(noKey.status, 401);
-    const unknown = await openSse(`${ctx.svc.url}/api/v1/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/stream`, { key: ctx.key });
+    const unknown = await openSse(
+      `${ctx.svc.url}/api/v1/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/stream`,
+      { key: ctx.key },
+    );
     assert.equal(unknown.status, 404);
     assert.equal(unknown.json.error.type, 'not_found_error');
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: 'C' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hello', inputs: { name: 'C' } },
+    });
     const other = await ctx.newAccount();
-    const foreign = await openSse(`${ctx.svc.url}/api/v1/runs/${start.body.run_id}/stream`, { key: other.key });
+    const foreign = await openSse(`${ctx.svc.url}/api/v1/runs/${start.body.run_id}/stream`, {
+      key: other.key,
+    });
     assert.equal(foreign.status, 404);
-    const badCursor = await openSse(`${ctx.svc.url}/api/v1/runs/${start.body.run_id}/stream?starting_after=abc`, { key: ctx.key });
+    const badCursor = await openSse(
+      `${ctx.svc.url}/api/v1/runs/${start.body.run_id}/stream?starting_after=abc`,
+      { key: ctx.key },
+    );
     assert.equal(badCursor.status, 400);
     assert.equal(badCursor.json.error.param, 'starting_after');
     assert.equal(ctx.svc.api.pollers.size, 0);
@@ -256,18 +333,27 @@ describe('streams (issue 3)', function () {
       await client.closed;
       const retries = client.frames.filter((f) => f.retry !== undefined);
       assert.equal(retries.length, 1);
-      assert.equal(retries[0], client.frames.find((f) => f.event));
+      assert.equal(
+        retries[0],
+        client.frames.find((f) => f.event),
+      );
       assert.equal(retries[0].retry, RETRY_MS);
     });
 
     it('answers 204 to a cursor at the terminal event, and 400 to one beyond the last event', async () => {
-      const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: 'T' } } });
+      const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'hello', inputs: { name: 'T' } },
+      });
       const log = await storedEvents(start.body.run_id);
       const terminal = String(log.length - 1);
       const done = await attach(start.body.run_id, { 'Last-Event-ID': terminal });
       assert.equal(done.status, 204);
       assert.equal(done.raw(), '');
-      assert.equal((await attach(start.body.run_id, {}, `?starting_after=${terminal}`)).status, 204);
+      assert.equal(
+        (await attach(start.body.run_id, {}, `?starting_after=${terminal}`)).status,
+        204,
+      );
       const beyond = await attach(start.body.run_id, { 'Last-Event-ID': '99' });
       assert.equal(beyond.status, 400);
       assert.equal(beyond.json.error.type, 'invalid_request_error');
@@ -283,21 +369,37 @@ describe('streams (issue 3)', function () {
     });
 
     it("judges a live run's cursor against its current log: beyond it is a 400, within it resumes", async () => {
-      const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'slow1' } });
+      const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'slow1' },
+      });
       const runId = start.body.run_id;
       // Judged while the run is live: once a worker has picked it up (a loaded machine may take a moment).
-      await waitFor(async () => ((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status === 'running' ? true : undefined), { what: 'the run to be running' });
+      await waitFor(
+        async () =>
+          (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body
+            .status === 'running'
+            ? true
+            : undefined,
+        { what: 'the run to be running' },
+      );
       // 3 will be the terminal event's number (created, added, done, completed); while the 2.5 s item runs it is beyond the log.
       const beyond = await attach(runId, { 'Last-Event-ID': '3' });
       assert.equal(beyond.status, 400);
       assert.equal(beyond.json.error.param, 'Last-Event-ID');
-      assert.equal((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status, 'running', 'the run was live when judged');
+      assert.equal(
+        (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status,
+        'running',
+        'the run was live when judged',
+      );
       const live = await attach(runId, { 'Last-Event-ID': '0' });
       await live.closed;
       const after = events(live).slice(1);
       assert.equal(after[0].sequence_number, 1);
       assert.equal(after.at(-1).type, 'response.completed');
-      await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), { what: 'pollers released' });
+      await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), {
+        what: 'pollers released',
+      });
     });
   });
 });

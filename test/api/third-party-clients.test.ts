@@ -25,7 +25,11 @@ function follow(url: string, headers: Record<string, string> = {}): Promise<Foll
     const merged = { ...init, headers: { ...init.headers, ...headers } };
     const res = await fetch(input, merged);
     const sent = new Headers(merged.headers as Record<string, string>);
-    seen.connections.push({ status: res.status, lastEventId: sent.get('last-event-id'), authorization: sent.get('authorization') });
+    seen.connections.push({
+      status: res.status,
+      lastEventId: sent.get('last-event-id'),
+      authorization: sent.get('authorization'),
+    });
     return res;
   };
   return new Promise((resolve, reject) => {
@@ -52,27 +56,41 @@ describe('third-party stream clients (issue 16)', function () {
   });
 
   const finishedRun = async (name: string) => {
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'greet', inputs: { name } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'greet', inputs: { name } },
+    });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const record = await waitFor(async () => {
       const doc = await findRunRecord(ctx.svc.store.collections, start.body.run_id);
       return doc?.finalized ? doc : undefined;
     });
-    return { runId: start.body.run_id as string, log: record.events as Array<{ sequence_number: number }> };
+    return {
+      runId: start.body.run_id as string,
+      log: record.events as Array<{ sequence_number: number }>,
+    };
   };
 
   it('eventsource 4 stops after [DONE]: its reconnect with the terminal event’s id gets 204', async () => {
     const { runId, log } = await finishedRun('Ada');
     const t0 = Date.now();
-    const seen = await follow(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { Authorization: `Bearer ${ctx.key}` });
+    const seen = await follow(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, {
+      Authorization: `Bearer ${ctx.key}`,
+    });
     const terminal = String(log.length - 1);
     assert.deepEqual(
       seen.connections.map((c) => [c.status, c.lastEventId]),
-      [[200, null], [204, terminal]],
+      [
+        [200, null],
+        [204, terminal],
+      ],
       'one stream, one reconnect answered 204, nothing more',
     );
     const data = seen.messages.filter((m) => m.data !== '[DONE]');
-    assert.deepEqual(data.map((m) => JSON.parse(m.data).type), ['response.resumed', ...log.slice(1).map((e: any) => e.type)]);
+    assert.deepEqual(
+      data.map((m) => JSON.parse(m.data).type),
+      ['response.resumed', ...log.slice(1).map((e: any) => e.type)],
+    );
     assert.equal(seen.messages.at(-1)!.data, '[DONE]');
     // It waited the `retry:` the stream sent (not its own 3 s default) before the reconnect.
     assert.ok(Date.now() - t0 >= RETRY_MS, `${Date.now() - t0} ms`);
@@ -92,7 +110,10 @@ describe('third-party stream clients (issue 16)', function () {
     // Without a cursor: "from now on", which for a finished run is its terminal event (spec rule 3).
     assert.deepEqual(
       seen.connections.map((c) => [c.status, c.lastEventId]),
-      [[200, null], [204, String(log.length - 1)]],
+      [
+        [200, null],
+        [204, String(log.length - 1)],
+      ],
     );
     assert.deepEqual(
       seen.messages.map((m) => (m.data === '[DONE]' ? m.data : JSON.parse(m.data).type)),
@@ -104,7 +125,9 @@ describe('third-party stream clients (issue 16)', function () {
     const refused = await fetch(swapped);
     assert.equal(refused.status, 403);
     assert.equal(((await refused.json()) as any).error.code, 'invalid_signature');
-    const stretched = await fetch(link.url.replace(/expires=\d+/, `expires=${Math.floor(expires / 1000) + 3600}`));
+    const stretched = await fetch(
+      link.url.replace(/expires=\d+/, `expires=${Math.floor(expires / 1000) + 3600}`),
+    );
     assert.equal(stretched.status, 403);
     // Last-Event-ID resumes through the link as on the keyed route.
     const resumed = await fetch(link.url, { headers: { 'Last-Event-ID': String(log.length - 2) } });
@@ -114,22 +137,45 @@ describe('third-party stream clients (issue 16)', function () {
 
   it('a stream link lasts an hour at most and is refused once expired', async () => {
     const { runId } = await finishedRun('Di');
-    const tooLong = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: ctx.key, body: { ttl_seconds: 3601 } });
+    const tooLong = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {
+      key: ctx.key,
+      body: { ttl_seconds: 3601 },
+    });
     assert.equal(tooLong.status, 400);
     assert.equal(tooLong.body.error.param, 'ttl_seconds');
-    const bare = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${ctx.key}` } });
+    const bare = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.key}` },
+    });
     assert.equal(bare.status, 200);
     const hour = (await bare.json()) as { expires_at: string };
-    assert.ok(Math.abs(Date.parse(hour.expires_at) - Date.now() - 3_600_000) < 5_000, hour.expires_at);
+    assert.ok(
+      Math.abs(Date.parse(hour.expires_at) - Date.now() - 3_600_000) < 5_000,
+      hour.expires_at,
+    );
     // No body is the default; a JSON body that is not an object is a 400 like any wrong type (schemathesis found `null` accepted).
-    const nullBody = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, { method: 'POST', headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json' }, body: 'null' });
+    const nullBody = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json' },
+      body: 'null',
+    });
     assert.equal(nullBody.status, 400);
     const noKey = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {});
     assert.equal(noKey.status, 401);
     const other = await ctx.newAccount();
-    assert.equal((await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: other.key })).status, 404);
-    const short = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: ctx.key, body: { ttl_seconds: 1 } });
-    await waitFor(async () => (Date.now() > Date.parse(short.body.expires_at) + 1_000 ? true : undefined), { timeoutMs: 5_000 });
+    assert.equal(
+      (await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key: other.key }))
+        .status,
+      404,
+    );
+    const short = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {
+      key: ctx.key,
+      body: { ttl_seconds: 1 },
+    });
+    await waitFor(
+      async () => (Date.now() > Date.parse(short.body.expires_at) + 1_000 ? true : undefined),
+      { timeoutMs: 5_000 },
+    );
     const expired = await fetch(short.body.url);
     assert.equal(expired.status, 403);
     assert.equal(((await expired.json()) as any).error.code, 'url_expired');
@@ -137,10 +183,16 @@ describe('third-party stream clients (issue 16)', function () {
 
   it('the OpenAI Node SDK’s generic streaming request parses every event and stops at [DONE]', async () => {
     const openai = new OpenAI({ baseURL: `${ctx.svc.url}/api/v1`, apiKey: ctx.key, maxRetries: 0 });
-    const stream = await openai.post<unknown>('/responses', { body: { workflowId: 'greet', stream: true, inputs: { name: 'Ed' } }, stream: true });
+    const stream = await openai.post<unknown>('/responses', {
+      body: { workflowId: 'greet', stream: true, inputs: { name: 'Ed' } },
+      stream: true,
+    });
     const received: any[] = [];
     for await (const event of stream as unknown as AsyncIterable<any>) received.push(event);
-    assert.deepEqual(received.map((e) => e.sequence_number), received.map((_, i) => i));
+    assert.deepEqual(
+      received.map((e) => e.sequence_number),
+      received.map((_, i) => i),
+    );
     assert.equal(received[0].type, 'response.created');
     assert.equal(received.at(-1).type, 'response.completed');
     const record = await findRunRecord(ctx.svc.store.collections, received[0].response.run_id);

@@ -9,17 +9,24 @@ import { type TestService, temporalClient } from '../support/service';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
-import { startWebhookReceiver, type ReceivedHook, type WebhookReceiver } from '../fakes/webhook-receiver';
+import {
+  startWebhookReceiver,
+  type ReceivedHook,
+  type WebhookReceiver,
+} from '../fakes/webhook-receiver';
 import { useService } from '../support/use-service';
 
 /** The account's secret as an operator reads it (D27 CLI). */
 async function cliSecret(svc: TestService, accountId: string, rotate = false): Promise<string> {
   const out: string[] = [];
-  const code = await runCli(['accounts', 'webhook-secret', accountId, '--json', ...(rotate ? ['--rotate'] : [])], {
-    collections: svc.store.collections,
-    out: (line) => out.push(line),
-    err: () => undefined,
-  });
+  const code = await runCli(
+    ['accounts', 'webhook-secret', accountId, '--json', ...(rotate ? ['--rotate'] : [])],
+    {
+      collections: svc.store.collections,
+      out: (line) => out.push(line),
+      err: () => undefined,
+    },
+  );
   assert.equal(code, 0);
   const shown = JSON.parse(out.join('\n'));
   assert.equal(shown.rotated, rotate);
@@ -40,7 +47,13 @@ function verify(secret: string, hit: ReceivedHook): any {
 describe('webhooks (D20)', function () {
   this.timeout(60_000);
   // Tests deliver to a loopback http receiver: both need the configuration's permission.
-  const ctx = useService({ env: { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_INITIAL_MS: '100' } });
+  const ctx = useService({
+    env: {
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true',
+      WEBHOOK_RETRY_INITIAL_MS: '100',
+    },
+  });
   let receiver: WebhookReceiver;
 
   before(async () => {
@@ -52,25 +65,42 @@ describe('webhooks (D20)', function () {
   });
 
   const start = async (webhook: string, name = 'Ada') => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hook', inputs: { name }, webhook } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hook', inputs: { name }, webhook },
+    });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     return res.body.run_id as string;
   };
   const delivery = (runId: string, status: string) =>
-    waitFor(async () => {
-      const doc = await ctx.svc.store.collections.webhookDeliveries.findOne({ _id: webhookMessageId(runId) });
-      return doc?.status === status ? doc : undefined;
-    }, { what: `delivery ${status}` });
+    waitFor(
+      async () => {
+        const doc = await ctx.svc.store.collections.webhookDeliveries.findOne({
+          _id: webhookMessageId(runId),
+        });
+        return doc?.status === status ? doc : undefined;
+      },
+      { what: `delivery ${status}` },
+    );
 
   it('POSTs the run record, signed with the account’s whsec_ secret, verifiable with the standardwebhooks package', async () => {
     const secret = await cliSecret(ctx.svc, ctx.accountId);
     const runId = await start(`${receiver.url}/hook?token=abc`);
-    const hit = await waitFor(async () => receiver.hitsOn('/hook').find((h) => JSON.parse(h.body).id === runId), { what: 'the webhook' });
+    const hit = await waitFor(
+      async () => receiver.hitsOn('/hook').find((h) => JSON.parse(h.body).id === runId),
+      { what: 'the webhook' },
+    );
     const payload = verify(secret, hit);
     const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     // Exactly what GET /api/v1/runs/{id} answers, but for the delivery's state: the body shows it before this attempt.
     assert.deepEqual({ ...payload, webhook: null }, { ...read.body, webhook: null });
-    assert.deepEqual(payload.webhook, { status: 'pending', attempts: 0, last_http_status: null, last_error: null, updated_at: null });
+    assert.deepEqual(payload.webhook, {
+      status: 'pending',
+      attempts: 0,
+      last_http_status: null,
+      last_error: null,
+      updated_at: null,
+    });
     assert.equal(payload.status, 'completed');
     assert.equal(payload.output.greeting[0].parts[0].text, 'Hello, Ada!');
     assert.equal(hit.headers['webhook-id'], webhookMessageId(runId));
@@ -82,7 +112,13 @@ describe('webhooks (D20)', function () {
     assert.equal(doc.last_status, 200);
     // The caller sees the outcome on the run (D20 `webhook` object).
     const after = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
-    assert.deepEqual(after.body.webhook, { status: 'delivered', attempts: 1, last_http_status: 200, last_error: null, updated_at: doc.updated_at.toISOString() });
+    assert.deepEqual(after.body.webhook, {
+      status: 'delivered',
+      attempts: 1,
+      last_http_status: 200,
+      last_error: null,
+      updated_at: doc.updated_at.toISOString(),
+    });
     const listed = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=5', { key: ctx.key });
     assert.equal(listed.body.data.find((r: any) => r.id === runId).webhook.status, 'delivered');
     // A wrong secret or an altered body does not verify.
@@ -92,11 +128,17 @@ describe('webhooks (D20)', function () {
 
   it('a run without a webhook delivers nothing', async () => {
     const before = receiver.hits.length;
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hook', inputs: { name: 'Quiet' } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hook', inputs: { name: 'Quiet' } },
+    });
     assert.equal((await waitForRun(ctx.svc.url, ctx.key, res.body.run_id)).webhook, null);
     await temporalClient(ctx.svc).workflow.getHandle(res.body.run_id).result();
     assert.equal(receiver.hits.length, before);
-    assert.equal(await ctx.svc.store.collections.webhookDeliveries.countDocuments({ run_id: res.body.run_id }), 0);
+    assert.equal(
+      await ctx.svc.store.collections.webhookDeliveries.countDocuments({ run_id: res.body.run_id }),
+      0,
+    );
   });
 
   it('retries a failing receiver with backoff and the same webhook-id; the run completes meanwhile', async () => {
@@ -104,15 +146,24 @@ describe('webhooks (D20)', function () {
     // The first answer is held, so the run is seen completed while its delivery is still in flight.
     receiver.script('/flaky', [{ status: 500, delayMs: 1_500 }, { status: 503 }]);
     const runId = await start(`${receiver.url}/flaky`);
-    await waitFor(async () => (receiver.hitsOn('/flaky').length >= 1 ? true : undefined), { what: 'first attempt' });
+    await waitFor(async () => (receiver.hitsOn('/flaky').length >= 1 ? true : undefined), {
+      what: 'first attempt',
+    });
     const described = await temporalClient(ctx.svc).workflow.getHandle(runId).describe();
     assert.equal(described.status.name, 'COMPLETED'); // D20: the delivery never holds the run open
-    assert.equal((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status, 'completed');
+    assert.equal(
+      (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body.status,
+      'completed',
+    );
 
-    const delivering = await waitFor(async () => {
-      const run = (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body;
-      return run.webhook.status === 'delivering' ? run.webhook : undefined;
-    }, { what: 'the run to show its delivery retrying' });
+    const delivering = await waitFor(
+      async () => {
+        const run = (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key }))
+          .body;
+        return run.webhook.status === 'delivering' ? run.webhook : undefined;
+      },
+      { what: 'the run to show its delivery retrying' },
+    );
     assert.ok(delivering.attempts >= 1);
     assert.ok([500, 503].includes(delivering.last_http_status), JSON.stringify(delivering));
     assert.match(delivering.last_error, /answered 50[03]/);
@@ -124,7 +175,9 @@ describe('webhooks (D20)', function () {
     assert.equal(hits[0].headers['webhook-id'], webhookMessageId(runId));
     for (const hit of hits) assert.equal(verify(secret, hit).id, runId);
     assert.ok(hits[2].at - hits[1].at >= 150, 'backoff grows between attempts');
-    const child = await temporalClient(ctx.svc).workflow.getHandle(webhookWorkflowId(runId)).result();
+    const child = await temporalClient(ctx.svc)
+      .workflow.getHandle(webhookWorkflowId(runId))
+      .result();
     assert.deepEqual(child, { delivered: true });
   });
 
@@ -152,7 +205,9 @@ describe('webhooks (D20)', function () {
     assert.equal(run.status, 'completed');
     assert.equal(run.webhook.status, 'failed');
     assert.equal(run.webhook.last_http_status, 410);
-    const child = await temporalClient(ctx.svc).workflow.getHandle(webhookWorkflowId(runId)).result();
+    const child = await temporalClient(ctx.svc)
+      .workflow.getHandle(webhookWorkflowId(runId))
+      .result();
     assert.equal(child.delivered, false);
   });
 
@@ -161,13 +216,19 @@ describe('webhooks (D20)', function () {
     const rotated = await cliSecret(ctx.svc, ctx.accountId, true);
     assert.notEqual(rotated, old);
     const runId = await start(`${receiver.url}/rotated`);
-    const hit = await waitFor(async () => receiver.hitsOn('/rotated').find((h) => JSON.parse(h.body).id === runId), { what: 'the webhook' });
+    const hit = await waitFor(
+      async () => receiver.hitsOn('/rotated').find((h) => JSON.parse(h.body).id === runId),
+      { what: 'the webhook' },
+    );
     assert.equal(verify(rotated, hit).id, runId);
     assert.throws(() => verify(old, hit));
   });
 
   it('refuses a webhook that is not http(s) with 400', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: 'ftp://example.com/x' } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: 'ftp://example.com/x' },
+    });
     expectError(res, { status: 400, type: 'invalid_request_error', param: 'webhook' });
   });
 
@@ -178,36 +239,69 @@ describe('webhooks (D20)', function () {
       await publish(strict.svc.url, strict.key, greetingWorkflow('hook'));
     });
 
-    for (const host of ['127.0.0.1', '10.0.0.5', '[::1]', '169.254.169.254', '[::ffff:127.0.0.1]', '0.0.0.0']) {
+    for (const host of [
+      '127.0.0.1',
+      '10.0.0.5',
+      '[::1]',
+      '169.254.169.254',
+      '[::ffff:127.0.0.1]',
+      '0.0.0.0',
+    ]) {
       it(`refuses a webhook to the literal non-public address ${host} at the start with 400 invalid_webhook`, async () => {
         const webhook = `https://${host}/hook`;
-        const res = await call(strict.svc.url, 'POST', '/api/v1/responses', { key: strict.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
-        expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_webhook', param: 'webhook' });
+        const res = await call(strict.svc.url, 'POST', '/api/v1/responses', {
+          key: strict.key,
+          body: { workflowId: 'hook', inputs: { name: 'x' }, webhook },
+        });
+        expectError(res, {
+          status: 400,
+          type: 'invalid_request_error',
+          code: 'invalid_webhook',
+          param: 'webhook',
+        });
         assert.match(res.body.error.message, /public address/);
       });
     }
 
     it('refuses at delivery a host name that resolves to loopback: nothing is sent, the run completes, the caller sees why', async () => {
       const webhook = `https://localhost:${new URL(receiver.url).port}/ssrf`;
-      const res = await call(strict.svc.url, 'POST', '/api/v1/responses', { key: strict.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook } });
+      const res = await call(strict.svc.url, 'POST', '/api/v1/responses', {
+        key: strict.key,
+        body: { workflowId: 'hook', inputs: { name: 'x' }, webhook },
+      });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const runId = res.body.run_id;
-      const run = await waitFor(async () => {
-        const r = (await call(strict.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: strict.key })).body;
-        return r.webhook?.status === 'failed' ? r : undefined;
-      }, { what: 'the refusal on the run' });
+      const run = await waitFor(
+        async () => {
+          const r = (
+            await call(strict.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: strict.key })
+          ).body;
+          return r.webhook?.status === 'failed' ? r : undefined;
+        },
+        { what: 'the refusal on the run' },
+      );
       assert.equal(run.status, 'completed');
       assert.match(run.webhook.last_error, /localhost resolves to .*loopback/);
       assert.equal(run.webhook.last_http_status, null);
       assert.equal(run.webhook.attempts, 1); // refused for good: no retry
       assert.equal(receiver.hitsOn('/ssrf').length, 0);
-      const child = await temporalClient(strict.svc).workflow.getHandle(webhookWorkflowId(runId)).result();
+      const child = await temporalClient(strict.svc)
+        .workflow.getHandle(webhookWorkflowId(runId))
+        .result();
       assert.equal(child.delivered, false);
     });
 
     it('refuses an http:// webhook at the start with 400 invalid_webhook', async () => {
-      const res = await call(strict.svc.url, 'POST', '/api/v1/responses', { key: strict.key, body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: `${receiver.url}/plain` } });
-      expectError(res, { status: 400, type: 'invalid_request_error', code: 'invalid_webhook', param: 'webhook' });
+      const res = await call(strict.svc.url, 'POST', '/api/v1/responses', {
+        key: strict.key,
+        body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: `${receiver.url}/plain` },
+      });
+      expectError(res, {
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'invalid_webhook',
+        param: 'webhook',
+      });
     });
   });
 });

@@ -13,11 +13,20 @@ describe('API workflows: publishing (D26)', function () {
   this.timeout(120_000);
   const ctx = useService({ worker: false });
 
-
   it('publishes a valid graph: 201 with ids, version 1, slug and the contract', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: typedInputsWorkflow('typed') });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+      key: ctx.key,
+      body: typedInputsWorkflow('typed'),
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
-    assert.deepEqual(Object.keys(res.body).sort(), ['inputs', 'outputs', 'slug', 'version', 'version_id', 'workflow_id']);
+    assert.deepEqual(Object.keys(res.body).sort(), [
+      'inputs',
+      'outputs',
+      'slug',
+      'version',
+      'version_id',
+      'workflow_id',
+    ]);
     assert.match(res.body.workflow_id, WF_ID);
     assert.match(res.body.version_id, WFV_ID);
     assert.equal(res.body.version, 1);
@@ -55,12 +64,22 @@ describe('API workflows: publishing (D26)', function () {
     // Published versions are immutable: version 1 is stored as it was published.
     const stored = await ctx.svc.store.collections.workflowVersions.findOne({ _id: v1.version_id });
     assert.equal((stored!.graph.nodes[1] as { template: string }).template, 'Hello, {{name}}!');
-    assert.equal(await ctx.svc.store.collections.workflowVersions.countDocuments({ workflow_id: v1.workflow_id }), 3);
+    assert.equal(
+      await ctx.svc.store.collections.workflowVersions.countDocuments({
+        workflow_id: v1.workflow_id,
+      }),
+      3,
+    );
   });
 
   it('concurrent publishes of a new slug make one workflow with versions 1..n', async () => {
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: greetingWorkflow('racy', `Hi ${i}`) })),
+      Array.from({ length: 6 }, (_, i) =>
+        call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+          key: ctx.key,
+          body: greetingWorkflow('racy', `Hi ${i}`),
+        }),
+      ),
     );
     for (const r of results) assert.equal(r.status, 201, JSON.stringify(r.body));
     assert.equal(new Set(results.map((r) => r.body.workflow_id)).size, 1);
@@ -110,12 +129,23 @@ describe('API workflows: publishing (D26)', function () {
     assert.match(cycle[0].problem, /`b`/);
     assert.match(detailFor(error, 'nodes[1].label'), /`name2`.*`name`.*both normalize to `name`/);
     assert.match(detailFor(error, 'nodes[7]'), /"Orphan" with 0 incoming edges/);
-    assert.match(detailFor(error, 'nodes[5].template'), /\{\{missing\}\}.*no edge feeds port `missing`/);
-    assert.equal(error.details.length, 6, `one entry per problem, nothing else: ${JSON.stringify(error.details, null, 1)}`);
+    assert.match(
+      detailFor(error, 'nodes[5].template'),
+      /\{\{missing\}\}.*no edge feeds port `missing`/,
+    );
+    assert.equal(
+      error.details.length,
+      6,
+      `one entry per problem, nothing else: ${JSON.stringify(error.details, null, 1)}`,
+    );
 
     // param is the first problem's field, and the message names every one.
     assert.equal(error.param, error.details[0].field);
-    for (const d of error.details) assert.ok(error.message.includes(`\`${d.field}\``), `message lacks ${d.field}: ${error.message}`);
+    for (const d of error.details)
+      assert.ok(
+        error.message.includes(`\`${d.field}\``),
+        `message lacks ${d.field}: ${error.message}`,
+      );
     assert.match(error.message, /^Invalid workflow: /);
 
     // Nothing was stored.
@@ -133,10 +163,13 @@ describe('API workflows: publishing (D26)', function () {
       ],
       edges: [{ from: 'in', to: 'out' }],
     };
-    const error = expectError(await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }), {
-      status: 400,
-      type: 'invalid_request_error',
-    });
+    const error = expectError(
+      await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }),
+      {
+        status: 400,
+        type: 'invalid_request_error',
+      },
+    );
     assert.match(detailFor(error, 'slug'), /lower-case/);
     assert.match(detailFor(error, 'colour'), /not a field/);
     assert.match(detailFor(error, 'nodes[0].input_type'), /`text`/);
@@ -161,12 +194,18 @@ describe('API workflows: publishing (D26)', function () {
     const doc = greetingWorkflow('dup-results');
     doc.nodes.push({ id: 'greeting2', type: 'user_result', label: 'greeting' } as any);
     doc.edges.push({ from: 'greet', to: 'greeting2' } as any);
-    const error = expectError(await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }), {
-      status: 400,
-      type: 'invalid_request_error',
-      param: 'nodes[3].label',
-    });
-    assert.match(detailFor(error, 'nodes[3].label'), /`greeting2`.*`greeting`.*both normalize to `greeting`/);
+    const error = expectError(
+      await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }),
+      {
+        status: 400,
+        type: 'invalid_request_error',
+        param: 'nodes[3].label',
+      },
+    );
+    assert.match(
+      detailFor(error, 'nodes[3].label'),
+      /`greeting2`.*`greeting`.*both normalize to `greeting`/,
+    );
     assert.equal(error.details.length, 1);
   });
 });

@@ -29,14 +29,30 @@ const typed = {
     { id: 'line', type: 'text', template: '{{t}} {{n}} {{b}} {{j}}' },
     { id: 'out', type: 'user_result', label: 'Line' },
   ],
-  edges: [...['t', 'n', 'b', 'j'].map((id) => ({ from: id, to: 'line', port: id })), { from: 'line', to: 'out' }],
+  edges: [
+    ...['t', 'n', 'b', 'j'].map((id) => ({ from: id, to: 'line', port: id })),
+    { from: 'line', to: 'out' },
+  ],
 };
 const echoPhoto = {
   slug: 'echo-photo',
   name: 'Echo photo',
   nodes: [
-    { id: 'photo', type: 'user_input', label: 'Photo', input_type: 'image', description: 'Any picture.' },
-    { id: 'caption', type: 'user_input', label: 'Caption', input_type: 'text', required: false, default: 'A photo' },
+    {
+      id: 'photo',
+      type: 'user_input',
+      label: 'Photo',
+      input_type: 'image',
+      description: 'Any picture.',
+    },
+    {
+      id: 'caption',
+      type: 'user_input',
+      label: 'Caption',
+      input_type: 'text',
+      required: false,
+      default: 'A photo',
+    },
     { id: 'out', type: 'user_result', label: 'Photo Out' },
     { id: 'caption_out', type: 'user_result', label: 'Caption Out' },
   ],
@@ -56,10 +72,18 @@ describe('playground page (issue 19)', function () {
   const problems: string[] = []; // console errors and CSP violations: none are expected
   let helloRunId: string;
 
-  const shot = (name: string, target: Page = page) => target.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-  const names: Record<string, string> = { hello: 'Hello (hello)', 'echo-photo': 'Echo photo (echo-photo)', typed: 'typed', 'slow-answer': 'slow-answer' };
-  const workflowPicker = (target: Page) => target.getByRole('combobox', { name: 'Workflow', exact: true });
-  const chooseWorkflow = (target: Page, slug: string) => workflowPicker(target).selectOption({ label: names[slug] });
+  const shot = (name: string, target: Page = page) =>
+    target.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  const names: Record<string, string> = {
+    hello: 'Hello (hello)',
+    'echo-photo': 'Echo photo (echo-photo)',
+    typed: 'typed',
+    'slow-answer': 'slow-answer',
+  };
+  const workflowPicker = (target: Page) =>
+    target.getByRole('combobox', { name: 'Workflow', exact: true });
+  const chooseWorkflow = (target: Page, slug: string) =>
+    workflowPicker(target).selectOption({ label: names[slug] });
   const status = (target: Page = page) => target.locator('#run-status .badge');
 
   /** Drops the connection of the next streaming start right after its first event, while the run still works. */
@@ -81,7 +105,8 @@ describe('playground page (issue 19)', function () {
     const tab = await browser.newPage({ viewport });
     tab.on('console', (m) => {
       // The resume test cuts a stream on purpose: that one failed load is expected.
-      if (m.type() === 'error' && !m.text().includes('ERR_INCOMPLETE_CHUNKED_ENCODING')) problems.push(m.text());
+      if (m.type() === 'error' && !m.text().includes('ERR_INCOMPLETE_CHUNKED_ENCODING'))
+        problems.push(m.text());
     });
     tab.on('pageerror', (e) => problems.push(e.message));
     await tab.goto(`${svc.url}/`);
@@ -97,11 +122,18 @@ describe('playground page (issue 19)', function () {
     openai = await startFakeOpenAI();
     svc = await startService({ env: { OPENAI_BASE_URL: openai.baseUrl } });
     ({ key } = await newAccount(svc.store.collections));
-    for (const doc of [hello, echoPhoto, typed, llmWorkflow('slow-answer')]) await publish(svc.url, key, doc);
+    for (const doc of [hello, echoPhoto, typed, llmWorkflow('slow-answer')])
+      await publish(svc.url, key, doc);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-gpu',
+        '--no-first-run',
+      ],
     });
     page = await openPage({ width: 1280, height: 900 });
   });
@@ -115,14 +147,28 @@ describe('playground page (issue 19)', function () {
     const res = await fetch(`${svc.url}/`);
     assert.equal(res.status, 200);
     const csp = res.headers.get('content-security-policy') ?? '';
-    for (const rule of ["default-src 'self'", "script-src 'self'", "connect-src 'self'", "img-src 'self' data: blob:", "frame-ancestors 'none'"]) assert.ok(csp.includes(rule), csp);
+    for (const rule of [
+      "default-src 'self'",
+      "script-src 'self'",
+      "connect-src 'self'",
+      "img-src 'self' data: blob:",
+      "frame-ancestors 'none'",
+    ])
+      assert.ok(csp.includes(rule), csp);
     assert.ok(!csp.includes('unsafe-inline'), csp);
     assert.equal(res.headers.get('cache-control'), 'no-cache');
     const html = await res.text();
-    assert.ok(!/<script>|<style>|\sstyle=|\son\w+=/.test(html), 'no inline script, style or handler');
+    assert.ok(
+      !/<script>|<style>|\sstyle=|\son\w+=/.test(html),
+      'no inline script, style or handler',
+    );
     // Not fetch: a conditional fetch() adds `Cache-Control: no-cache`, which rightly bypasses the check.
     const again = await new Promise<number>((resolve, reject) =>
-      http.get(`${svc.url}/`, { headers: { 'if-none-match': res.headers.get('etag')! } }, (r) => resolve(r.resume().statusCode!)).on('error', reject),
+      http
+        .get(`${svc.url}/`, { headers: { 'if-none-match': res.headers.get('etag')! } }, (r) =>
+          resolve(r.resume().statusCode!),
+        )
+        .on('error', reject),
     );
     assert.equal(again, 304);
     const script = /src="(\/playground\/app\.[0-9a-f]{12}\.js)"/.exec(html)![1];
@@ -135,7 +181,11 @@ describe('playground page (issue 19)', function () {
 
   it('fills the hello form, streams the run and shows the greeting, its events and the code', async () => {
     await chooseWorkflow(page, 'hello');
-    assert.equal(await page.locator('.field-error:visible').count(), 0, 'no complaint before the user acts');
+    assert.equal(
+      await page.locator('.field-error:visible').count(),
+      0,
+      'no complaint before the user acts',
+    );
     await page.getByLabel('Name').fill('Ada');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.locator('#outputs pre.text', { hasText: 'Hello, Ada!' }).waitFor();
@@ -144,16 +194,31 @@ describe('playground page (issue 19)', function () {
     assert.match(events[0], /^created run_/);
     assert.deepEqual(events.slice(1), ['item 1 started', 'item 1 done', 'completed']);
     helloRunId = (await page.locator('#run-id').textContent())!;
-    assert.equal((await waitForRun(svc.url, key, helloRunId)).output.greeting[0].parts[0].text, 'Hello, Ada!');
+    assert.equal(
+      (await waitForRun(svc.url, key, helloRunId)).output.greeting[0].parts[0].text,
+      'Hello, Ada!',
+    );
 
     const code = page.locator('#code');
-    assert.match((await code.textContent())!, /curl -N http:\/\/127\.0\.0\.1:\d+\/api\/v1\/responses[\s\S]*"workflowId":"hello","stream":true,"inputs":\{"name":"Ada"\}/);
+    assert.match(
+      (await code.textContent())!,
+      /curl -N http:\/\/127\.0\.0\.1:\d+\/api\/v1\/responses[\s\S]*"workflowId":"hello","stream":true,"inputs":\{"name":"Ada"\}/,
+    );
     await page.getByRole('button', { name: 'TypeScript' }).click();
-    assert.match((await code.textContent())!, /import \{ WrsClient \} from '\.\/client';[\s\S]*wrs\.start\(\{\n {2}"workflowId": "hello",\n {2}"inputs": \{\n {4}"name": "Ada"/);
+    assert.match(
+      (await code.textContent())!,
+      /import \{ WrsClient \} from '\.\/client';[\s\S]*wrs\.start\(\{\n {2}"workflowId": "hello",\n {2}"inputs": \{\n {4}"name": "Ada"/,
+    );
     await page.getByRole('button', { name: 'Python' }).click();
     const python = (await code.textContent())!;
-    assert.match(python, /from wrs_client import WrsClient\n\nwith WrsClient\("http:\/\/127\.0\.0\.1:\d+", api_key=os\.environ\["WRS_API_KEY"\]\) as client:\n {4}started = client\.start\("hello", inputs=\{\n {8}"name": "Ada",\n {4}\}\)\n {4}run = client\.wait\(started\["run_id"\]\)/);
-    assert.ok(!python.includes(key) && !(await page.content()).includes(key.slice(8)), 'the key is never shown in code');
+    assert.match(
+      python,
+      /from wrs_client import WrsClient\n\nwith WrsClient\("http:\/\/127\.0\.0\.1:\d+", api_key=os\.environ\["WRS_API_KEY"\]\) as client:\n {4}started = client\.start\("hello", inputs=\{\n {8}"name": "Ada",\n {4}\}\)\n {4}run = client\.wait\(started\["run_id"\]\)/,
+    );
+    assert.ok(
+      !python.includes(key) && !(await page.content()).includes(key.slice(8)),
+      'the key is never shown in code',
+    );
     await page.getByRole('button', { name: 'curl' }).click();
     await shot('hello');
   });
@@ -161,15 +226,24 @@ describe('playground page (issue 19)', function () {
   it('uploads a PNG with progress for an image input, and shows it inline from its signed link', async () => {
     await chooseWorkflow(page, 'echo-photo');
     assert.equal(await page.getByLabel('Caption', { exact: true }).inputValue(), 'A photo'); // the default
-    await page.getByLabel('Photo').setInputFiles({ name: 'square.png', mimeType: 'image/png', buffer: png([40, 120, 220], 16, 16) });
-    await page.locator('.upload-status', { hasText: /^Uploaded square\.png \(image\/png, \d+ B\)$/ }).waitFor();
+    await page.getByLabel('Photo').setInputFiles({
+      name: 'square.png',
+      mimeType: 'image/png',
+      buffer: png([40, 120, 220], 16, 16),
+    });
+    await page
+      .locator('.upload-status', { hasText: /^Uploaded square\.png \(image\/png, \d+ B\)$/ })
+      .waitFor();
     assert.match(await page.getByLabel('Or a file id or URL').inputValue(), /^file_/);
     assert.equal(await page.locator('.file-field progress').evaluate((bar: any) => bar.value), 1); // filled, then hidden
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     const img = page.locator('#outputs .item img');
     await img.waitFor();
     await page.waitForFunction("document.querySelector('#outputs .item img')?.naturalWidth === 16");
-    assert.match((await img.getAttribute('src'))!, new RegExp(`^${svc.url}/files/file_\\w+/content\\?`));
+    assert.match(
+      (await img.getAttribute('src'))!,
+      new RegExp(`^${svc.url}/files/file_\\w+/content\\?`),
+    );
     assert.equal(await page.locator('#outputs pre.text').textContent(), 'A photo');
     await shot('desktop');
   });
@@ -185,7 +259,10 @@ describe('playground page (issue 19)', function () {
     assert.ok(await cancel.isDisabled());
     await page.locator('#outputs .alert', { hasText: 'The run was cancelled.' }).waitFor();
     const runId = (await page.locator('#run-id').textContent())!;
-    assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status, 'cancelled');
+    assert.equal(
+      (await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).body.status,
+      'cancelled',
+    );
     await shot('cancelled');
   });
 
@@ -202,14 +279,25 @@ describe('playground page (issue 19)', function () {
       await page
         .locator('#outputs pre.text', { hasText: 'echo: slow:2500 resumed' })
         .waitFor({ timeout: 30_000 })
-        .catch(async (err) => assert.fail(`${err.message}\ntimeline: ${(await page.locator('#timeline').textContent())}\nerror: ${await page.locator('#form-error').textContent()}\nstreams: ${resumes}`));
+        .catch(async (err) =>
+          assert.fail(
+            `${err.message}\ntimeline: ${await page.locator('#timeline').textContent()}\nerror: ${await page.locator('#form-error').textContent()}\nstreams: ${resumes}`,
+          ),
+        );
     } finally {
       svc.api.server.off('request', watch);
     }
     assert.equal(resumes[0], '0', `resumed after the created event: ${resumes}`);
     const events = await page.locator('#timeline li .what').allTextContents();
-    assert.ok(events.some((e) => /^connection lost: reconnecting \(attempt 1, Last-Event-ID 0\)$/.test(e)), events.join(' | '));
-    assert.equal(events.filter((e) => e.startsWith('created')).length, 1, 'the start was not repeated');
+    assert.ok(
+      events.some((e) => /^connection lost: reconnecting \(attempt 1, Last-Event-ID 0\)$/.test(e)),
+      events.join(' | '),
+    );
+    assert.equal(
+      events.filter((e) => e.startsWith('created')).length,
+      1,
+      'the start was not repeated',
+    );
     assert.equal(events.at(-1), 'completed');
   });
 
@@ -228,7 +316,9 @@ describe('playground page (issue 19)', function () {
     try {
       await page.getByLabel('Topic').fill('slow:1000 over while away');
       await page.getByRole('button', { name: 'Run', exact: true }).click();
-      await page.locator('#outputs pre.text', { hasText: 'echo: slow:1000 over while away' }).waitFor({ timeout: 30_000 });
+      await page
+        .locator('#outputs pre.text', { hasText: 'echo: slow:1000 over while away' })
+        .waitFor({ timeout: 30_000 });
     } finally {
       await page.unroute('**/api/v1/runs/*/stream*');
     }
@@ -248,11 +338,18 @@ describe('playground page (issue 19)', function () {
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.locator('.field-error', { hasText: /^Options is not valid JSON/ }).waitFor();
     assert.equal(await page.getByLabel('Options').getAttribute('aria-invalid'), 'true');
-    assert.equal((await call(svc.url, 'GET', '/api/v1/runs?limit=1', { key })).body.data[0].id, before, 'nothing was sent');
+    assert.equal(
+      (await call(svc.url, 'GET', '/api/v1/runs?limit=1', { key })).body.data[0].id,
+      before,
+      'nothing was sent',
+    );
     await page.getByLabel('Options').fill('{"a": [1, true]}');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.locator('#outputs pre.text', { hasText: 'Deck 3 true' }).waitFor();
-    assert.match((await page.locator('#code').textContent())!, /"inputs":\{"title":"Deck","count":3,"loud":true,"options":\{"a":\[1,true\]\}\}/);
+    assert.match(
+      (await page.locator('#code').textContent())!,
+      /"inputs":\{"title":"Deck","count":3,"loud":true,"options":\{"a":\[1,true\]\}\}/,
+    );
   });
 
   it('reopens a finished run from the recent runs list', async () => {
@@ -261,7 +358,10 @@ describe('playground page (issue 19)', function () {
     await open.click();
     await page.locator('#outputs pre.text', { hasText: 'Hello, Ada!' }).waitFor();
     assert.equal(await page.locator('#run-id').textContent(), helloRunId);
-    assert.equal(await workflowPicker(page).inputValue(), (await call(svc.url, 'GET', '/api/v1/workflows/hello', { key })).body.workflow_id);
+    assert.equal(
+      await workflowPicker(page).inputValue(),
+      (await call(svc.url, 'GET', '/api/v1/workflows/hello', { key })).body.workflow_id,
+    );
     const events = await page.locator('#timeline li .what').allTextContents();
     assert.equal(events[0], 'attached after event 0 (run completed)');
     assert.equal(events.at(-1), 'completed');
@@ -272,7 +372,8 @@ describe('playground page (issue 19)', function () {
     try {
       await chooseWorkflow(phone, 'hello');
       // In the page (the test's tsconfig has no DOM types): every control is named by a label, aria-label or its text.
-      const unlabelled = await phone.evaluate(`[...document.querySelectorAll('input, select, textarea, button')]
+      const unlabelled =
+        await phone.evaluate(`[...document.querySelectorAll('input, select, textarea, button')]
         .filter((c) => !c.labels?.length && !c.getAttribute('aria-label') && !c.textContent.trim())
         .map((c) => c.outerHTML)`);
       assert.deepEqual(unlabelled, []);
@@ -282,7 +383,10 @@ describe('playground page (issue 19)', function () {
       assert.equal(await phone.evaluate('document.activeElement.id'), 'run');
       await phone.keyboard.press('Enter');
       await phone.locator('#outputs pre.text', { hasText: 'Hello, Keyboard!' }).waitFor();
-      assert.ok(await phone.evaluate('document.documentElement.scrollWidth <= 375'), 'no horizontal scrolling at 375 px');
+      assert.ok(
+        await phone.evaluate('document.documentElement.scrollWidth <= 375'),
+        'no horizontal scrolling at 375 px',
+      );
       await shot('mobile', phone);
     } finally {
       await phone.close();

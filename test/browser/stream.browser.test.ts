@@ -62,7 +62,11 @@ describe('browser streaming (issue 3)', function () {
 
   it('starts a streaming run from another origin and reads every event to [DONE]', async () => {
     const { key } = await newAccount(svc.store.collections);
-    assert.equal((await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('hello') })).status, 201);
+    assert.equal(
+      (await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('hello') }))
+        .status,
+      201,
+    );
     site = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end(req.url === '/blank' ? '<!doctype html><title>blank</title>' : page(svc.url, key));
@@ -74,11 +78,18 @@ describe('browser streaming (issue 3)', function () {
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-gpu',
+        '--no-first-run',
+      ],
     });
     const preflights: string[] = [];
     svc.api.server.on('request', (req: http.IncomingMessage) => {
-      if (req.method === 'OPTIONS') preflights.push(`${req.headers.origin} ${req.headers['access-control-request-headers']}`);
+      if (req.method === 'OPTIONS')
+        preflights.push(`${req.headers.origin} ${req.headers['access-control-request-headers']}`);
     });
     const tab = await browser.newPage();
     await tab.goto(origin);
@@ -87,10 +98,22 @@ describe('browser streaming (issue 3)', function () {
     assert.equal(result.status, 200);
     assert.deepEqual(preflights, [`${origin} authorization,content-type`]); // the browser asked, and was let through
     assert.match(result.type, /^text\/event-stream/);
-    const data = result.frames.filter((f: string) => !f.startsWith(':')).map((f: string) => f.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+    const data = result.frames
+      .filter((f: string) => !f.startsWith(':'))
+      .map((f: string) =>
+        f
+          .split('\n')
+          .find((l) => l.startsWith('data: '))!
+          .slice(6),
+      );
     assert.equal(data.at(-1), '[DONE]');
     const types = data.slice(0, -1).map((d: string) => JSON.parse(d).type);
-    assert.deepEqual(types, ['response.created', 'response.output_item.added', 'response.output_item.done', 'response.completed']);
+    assert.deepEqual(types, [
+      'response.created',
+      'response.output_item.added',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     const runId = JSON.parse(data[0]).response.run_id;
     const run = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
     assert.equal(run.body.output.greeting[0].parts[0].text, 'Hello, Browser!');
@@ -100,14 +123,30 @@ describe('browser streaming (issue 3)', function () {
     if (!browser) this.skip(); // the first test launched it
     const { key } = await newAccount(svc.store.collections);
     await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('linked') });
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'linked', inputs: { name: 'Link' } } });
+    const start = await call(svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'linked', inputs: { name: 'Link' } },
+    });
     // The backend's part: it holds the key and mints the link.
-    const link = await call(svc.url, 'POST', `/api/v1/runs/${start.body.run_id}/stream-link`, { key, body: { ttl_seconds: 300 } });
+    const link = await call(svc.url, 'POST', `/api/v1/runs/${start.body.run_id}/stream-link`, {
+      key,
+      body: { ttl_seconds: 300 },
+    });
     assert.equal(link.status, 200);
-    const hits: Array<{ status: number; lastEventId: string | undefined; authorization: string | undefined }> = [];
+    const hits: Array<{
+      status: number;
+      lastEventId: string | undefined;
+      authorization: string | undefined;
+    }> = [];
     svc.api.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (!req.url?.startsWith('/streams/')) return;
-      res.on('finish', () => hits.push({ status: res.statusCode, lastEventId: req.headers['last-event-id'] as string | undefined, authorization: req.headers.authorization }));
+      res.on('finish', () =>
+        hits.push({
+          status: res.statusCode,
+          lastEventId: req.headers['last-event-id'] as string | undefined,
+          authorization: req.headers.authorization,
+        }),
+      );
     });
     const tab = await browser!.newPage();
     await tab.goto(`http://localhost:${(site.address() as AddressInfo).port}/blank`);
@@ -128,11 +167,19 @@ describe('browser streaming (issue 3)', function () {
     assert.ok(result.closed);
     assert.equal(result.data.at(-1), '[DONE]');
     const types = result.data.slice(0, -1).map((d) => JSON.parse(d).type);
-    assert.deepEqual(types, ['response.resumed', 'response.output_item.added', 'response.output_item.done', 'response.completed']);
+    assert.deepEqual(types, [
+      'response.resumed',
+      'response.output_item.added',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     await waitFor(async () => (hits.length >= 2 ? true : undefined), { what: 'the 204 to finish' }); // it may trail the page's error event
     assert.deepEqual(
       hits.map((h) => [h.status, h.lastEventId ?? null, h.authorization ?? null]),
-      [[200, null, null], [204, '3', null]],
+      [
+        [200, null, null],
+        [204, '3', null],
+      ],
     );
   });
 });

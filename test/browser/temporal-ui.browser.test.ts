@@ -20,7 +20,13 @@ const TOKEN = 'ui-codec-token-'.padEnd(40, 'u');
 
 /** The visible text of the page and of its frames (the UI renders summaries and details as markdown in iframes). */
 async function pageText(tab: Page): Promise<string> {
-  const texts = await Promise.all(tab.frames().map((f) => f.evaluate(() => (globalThis as any).document.body?.innerText ?? '').catch(() => '')));
+  const texts = await Promise.all(
+    tab
+      .frames()
+      .map((f) =>
+        f.evaluate(() => (globalThis as any).document.body?.innerText ?? '').catch(() => ''),
+      ),
+  );
   return texts.join('\n');
 }
 
@@ -31,7 +37,8 @@ async function waitForText(tab: Page, texts: string[], timeoutMs = 30_000): Prom
     const shown = await pageText(tab);
     const missing = texts.filter((t) => !shown.includes(t));
     if (missing.length === 0) return;
-    if (Date.now() > deadline) throw new Error(`missing: ${missing.join(' | ')}\npage text:\n${shown.slice(0, 3000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`missing: ${missing.join(' | ')}\npage text:\n${shown.slice(0, 3000)}`);
     await tab.waitForTimeout(250); // the page's own rendering, not a condition we could await
   }
 }
@@ -54,18 +61,34 @@ describe('the Temporal UI of a run (D32, D33)', function () {
     const apiPort = await freePort();
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-ui-'));
     const [server, shared] = await Promise.all([
-      startTemporal({ dataDir, searchAttributes: SEARCH_ATTRIBUTE_TYPES, uiCodecEndpoint: `http://127.0.0.1:${apiPort}/codec/${TOKEN}` }),
+      startTemporal({
+        dataDir,
+        searchAttributes: SEARCH_ATTRIBUTE_TYPES,
+        uiCodecEndpoint: `http://127.0.0.1:${apiPort}/codec/${TOKEN}`,
+      }),
       testStack(),
     ]);
     temporal = server;
     fake = await startFakeOpenAI();
     svc = await startService({
-      stack: { temporalAddress: temporal.address, mongoUri: shared.stack.mongo.uri, bundle: shared.bundle },
-      env: { API_PORT: String(apiPort), OPENAI_BASE_URL: fake.baseUrl, CODEC_TOKEN: TOKEN, CODEC_CORS_ORIGINS: temporal.uiUrl! },
+      stack: {
+        temporalAddress: temporal.address,
+        mongoUri: shared.stack.mongo.uri,
+        bundle: shared.bundle,
+      },
+      env: {
+        API_PORT: String(apiPort),
+        OPENAI_BASE_URL: fake.baseUrl,
+        CODEC_TOKEN: TOKEN,
+        CODEC_CORS_ORIGINS: temporal.uiUrl!,
+      },
     });
     const { key } = await newAccount(svc.store.collections);
     await publish(svc.url, key, promptWorkflow('ui-flow', 'Say'));
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ui-flow', inputs: { topic: input } } });
+    const res = await call(svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'ui-flow', inputs: { topic: input } },
+    });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     runId = res.body.run_id;
     assert.equal((await waitForRun(svc.url, key, runId)).status, 'completed');
@@ -74,7 +97,13 @@ describe('the Temporal UI of a run (D32, D33)', function () {
     browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-gpu',
+        '--no-first-run',
+      ],
     });
   });
   after(async () => {
@@ -91,8 +120,16 @@ describe('the Temporal UI of a run (D32, D33)', function () {
     tab.on('request', (req) => {
       if (req.url().includes('/codec/')) codecCalls.push(req.method());
     });
-    await tab.goto(`${temporal.uiUrl}/namespaces/default/workflows/${runId}/${temporalRunId}/history`);
-    await waitForText(tab, ['ui-flow v1', 'ask · llm · item 0', 'run timeout 1h', 'finalize run record', input]);
+    await tab.goto(
+      `${temporal.uiUrl}/namespaces/default/workflows/${runId}/${temporalRunId}/history`,
+    );
+    await waitForText(tab, [
+      'ui-flow v1',
+      'ask · llm · item 0',
+      'run timeout 1h',
+      'finalize run record',
+      input,
+    ]);
     assert.ok(codecCalls.includes('POST'), 'the UI decoded through the codec server');
     // Summary and details render as markdown in iframes of the User Metadata tab. (Its current
     // details are fetched by a refresh this UI keeps disabled here; test/api/codec.test.ts reads

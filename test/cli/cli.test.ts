@@ -24,7 +24,11 @@ describe('operator CLI (D27)', function () {
   async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runCli(argv, { collections: ctx.svc.store.collections, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await runCli(argv, {
+      collections: ctx.svc.store.collections,
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     return { code, out: out.join('\n'), err: err.join('\n') };
   }
 
@@ -86,7 +90,14 @@ describe('operator CLI (D27)', function () {
   });
 
   it('issues a key that authenticates against the API, lists it without secrets, and revokes it', async () => {
-    const { id: accountId } = await cliJson('accounts', 'create', '--name', 'Keys', '--credits', '1');
+    const { id: accountId } = await cliJson(
+      'accounts',
+      'create',
+      '--name',
+      'Keys',
+      '--credits',
+      '1',
+    );
     const created = await cli('keys', 'create', accountId, '--name', 'ci');
     assert.equal(created.code, 0, created.err);
     const secret = created.out.match(/\bwrs_sk_[0-9A-Za-z]{32,}\b/)?.[0];
@@ -112,7 +123,10 @@ describe('operator CLI (D27)', function () {
     const revoked = await cli('keys', 'revoke', keyId);
     assert.equal(revoked.code, 0, revoked.err);
     const revokedAt = Date.now(); // the CLI has revoked it by now (a process start earlier)
-    await expectRefusedWithin2s(async () => (await call(ctx.svc.url, 'GET', probe, { key: secret })).status, revokedAt); // D6
+    await expectRefusedWithin2s(
+      async () => (await call(ctx.svc.url, 'GET', probe, { key: secret })).status,
+      revokedAt,
+    ); // D6
 
     assert.notEqual((await cliJson('keys', 'list', accountId))[0].revoked_at, null);
 
@@ -124,7 +138,14 @@ describe('operator CLI (D27)', function () {
   });
 
   it('publishes examples/hello.json like the API, as a new version on republish', async () => {
-    const { id: accountId } = await cliJson('accounts', 'create', '--name', 'Publisher', '--credits', '1');
+    const { id: accountId } = await cliJson(
+      'accounts',
+      'create',
+      '--name',
+      'Publisher',
+      '--credits',
+      '1',
+    );
     const first = await cli('workflows', 'publish', accountId, 'examples/hello.json');
     assert.equal(first.code, 0, first.err);
     assert.match(first.out, /Published hello version 1/);
@@ -146,7 +167,10 @@ describe('operator CLI (D27)', function () {
 
     // What the CLI published is what the API runs: the key's account sees the workflow by slug.
     const { secret } = await cliJson('keys', 'create', accountId);
-    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: secret, body: { workflowId: 'hello', inputs: { name: 'Ada' } } });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: secret,
+      body: { workflowId: 'hello', inputs: { name: 'Ada' } },
+    });
     assert.equal(start.status, 202, JSON.stringify(start.body));
 
     const shown = await cli('runs', 'show', start.body.run_id);
@@ -184,7 +208,10 @@ describe('operator CLI (D27)', function () {
     assert.match(r.err, /no_such_type|c/);
     assert.match(r.err, /missing/);
     assert.doesNotMatch(r.err, /\n\s+at /, 'no stack trace');
-    assert.equal(await ctx.svc.store.collections.workflows.countDocuments({ account_id: accountId }), 0);
+    assert.equal(
+      await ctx.svc.store.collections.workflows.countDocuments({ account_id: accountId }),
+      0,
+    );
 
     const notJson = path.join(tmp, 'not.json');
     writeFileSync(notJson, '{ nope');
@@ -222,15 +249,27 @@ describe('operator CLI (D27)', function () {
   });
 
   it('runs as `npm run cli` through cli/wrs.ts with MONGODB_URI and MONGODB_DB from the environment', () => {
-    const env = { ...process.env, MONGODB_URI: ctx.svc.config.mongo.uri, MONGODB_DB: ctx.svc.config.mongo.dbName };
+    const env = {
+      ...process.env,
+      MONGODB_URI: ctx.svc.config.mongo.uri,
+      MONGODB_DB: ctx.svc.config.mongo.dbName,
+    };
     const tsx = path.join('node_modules', '.bin', 'tsx');
-    const created = spawnSync(tsx, ['cli/wrs.ts', 'accounts', 'create', '--name', 'Entry', '--credits', '2', '--json'], { env, encoding: 'utf8' });
+    const created = spawnSync(
+      tsx,
+      ['cli/wrs.ts', 'accounts', 'create', '--name', 'Entry', '--credits', '2', '--json'],
+      { env, encoding: 'utf8' },
+    );
     assert.equal(created.status, 0, created.stderr);
     const { id } = JSON.parse(created.stdout);
     const show = spawnSync(tsx, ['cli/wrs.ts', 'accounts', 'show', id], { env, encoding: 'utf8' });
     assert.equal(show.status, 0, show.stderr);
     assert.match(show.stdout, /balance\s+\$2\.00/);
-    const missing = spawnSync(tsx, ['cli/wrs.ts', 'accounts', 'show', 'acct_01ARZ3NDEKTSV4RRFFQ69G5FAV'], { env, encoding: 'utf8' });
+    const missing = spawnSync(
+      tsx,
+      ['cli/wrs.ts', 'accounts', 'show', 'acct_01ARZ3NDEKTSV4RRFFQ69G5FAV'],
+      { env, encoding: 'utf8' },
+    );
     assert.equal(missing.status, 1);
     assert.equal(missing.stderr.trim(), 'wrs: no account acct_01ARZ3NDEKTSV4RRFFQ69G5FAV');
     const usage = spawnSync(tsx, ['cli/wrs.ts', 'nope'], { env, encoding: 'utf8' });

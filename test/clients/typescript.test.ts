@@ -11,7 +11,14 @@ import { useService } from '../support/use-service';
 const batch = batchWorkflow('batch', ['slow:300 a', 'slow:900 b', 'slow:1500 c']);
 
 /** A pass-through proxy that can cut every open connection, as a flaky network would. */
-async function startCuttingProxy(target: string): Promise<{ url: string; cut(): void; close(): Promise<void>; posts: number; outage(gets: number): void; refused: number }> {
+async function startCuttingProxy(target: string): Promise<{
+  url: string;
+  cut(): void;
+  close(): Promise<void>;
+  posts: number;
+  outage(gets: number): void;
+  refused: number;
+}> {
   const sockets = new Set<import('node:net').Socket>();
   const state = { posts: 0, outageGets: 0, refused: 0 };
   const server = http.createServer((req, res) => {
@@ -21,12 +28,24 @@ async function startCuttingProxy(target: string): Promise<{ url: string; cut(): 
       state.outageGets--;
       state.refused++;
       res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
-      return res.end(JSON.stringify({ error: { type: 'server_error', code: 'service_unavailable', message: 'Temporal does not answer.' } }));
+      return res.end(
+        JSON.stringify({
+          error: {
+            type: 'server_error',
+            code: 'service_unavailable',
+            message: 'Temporal does not answer.',
+          },
+        }),
+      );
     }
-    const upstream = http.request(target + req.url, { method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode!, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      target + req.url,
+      { method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode!, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -38,7 +57,11 @@ async function startCuttingProxy(target: string): Promise<{ url: string; cut(): 
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     cut: () => sockets.forEach((s) => s.destroy()),
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
     outage: (gets) => (state.outageGets = gets),
     get posts() {
       return state.posts;
@@ -54,7 +77,10 @@ describe('typed client', function () {
   const ctx = useService({ fakeOpenAI: true });
 
   before(async () => {
-    assert.equal((await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: batch })).status, 201);
+    assert.equal(
+      (await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: batch })).status,
+      201,
+    );
   });
 
   it('starts, reads, waits for the end, and raises API errors as WrsApiError', async () => {
@@ -67,10 +93,17 @@ describe('typed client', function () {
     assert.deepEqual(await client.get(started.run_id), run);
     // D31: the same items, a page of one at a time through the async iterator.
     const items = [];
-    for await (const item of client.items(started.run_id, 'answers', { pageSize: 1 })) items.push(item);
+    for await (const item of client.items(started.run_id, 'answers', { pageSize: 1 }))
+      items.push(item);
     assert.deepEqual(items, run.output!.answers);
-    await assert.rejects(client.cancel(started.run_id), (err: WrsApiError) => err.status === 409 && err.code === 'run_not_cancellable');
-    await assert.rejects(client.start({ workflowId: 'nope' }), (err: WrsApiError) => err.status === 404 && err.code === 'published_workflow_not_found');
+    await assert.rejects(
+      client.cancel(started.run_id),
+      (err: WrsApiError) => err.status === 409 && err.code === 'run_not_cancellable',
+    );
+    await assert.rejects(
+      client.start({ workflowId: 'nope' }),
+      (err: WrsApiError) => err.status === 404 && err.code === 'published_workflow_not_found',
+    );
   });
 
   it('stream() survives a forced disconnect: reconnects with Last-Event-ID, never repeats the POST, yields each event once', async () => {
@@ -89,7 +122,10 @@ describe('typed client', function () {
       assert.ok(cut);
       assert.equal(proxy.posts, 1);
       assert.equal(seen.at(-1)!.type, 'response.completed');
-      assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
+      assert.deepEqual(
+        seen.map((e) => e.sequence_number),
+        seen.map((_, i) => i),
+      );
       const runId = (seen[0] as Extract<StreamEvent, { type: 'response.created' }>).response.run_id;
       const record = await waitFor(async () => {
         const doc = await findRunRecord(ctx.svc.store.collections, runId);
@@ -111,7 +147,10 @@ describe('typed client', function () {
       assert.equal(proxy.refused, 2);
 
       const seen: StreamEvent[] = [];
-      for await (const event of client.stream({ workflowId: 'batch' }, { reconnectDelayMs: 100, maxReconnects: 1 })) {
+      for await (const event of client.stream(
+        { workflowId: 'batch' },
+        { reconnectDelayMs: 100, maxReconnects: 1 },
+      )) {
         seen.push(event);
         if (seen.length === 2) {
           proxy.outage(2); // more refusals than maxReconnects: a 503 is waited out, not counted as a lost connection
@@ -121,7 +160,10 @@ describe('typed client', function () {
       assert.equal(proxy.refused, 4);
       assert.equal(proxy.posts, 2);
       assert.equal(seen.at(-1)!.type, 'response.completed');
-      assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
+      assert.deepEqual(
+        seen.map((e) => e.sequence_number),
+        seen.map((_, i) => i),
+      );
     } finally {
       await proxy.close();
     }

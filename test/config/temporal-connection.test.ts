@@ -4,7 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../config';
-import { connectFirst, temporalConnectOptions, type TemporalConnectOptions } from '../../config/temporal-connection';
+import {
+  connectFirst,
+  temporalConnectOptions,
+  type TemporalConnectOptions,
+} from '../../config/temporal-connection';
 
 describe('config: Temporal connection', () => {
   it('is plain gRPC to one address by default', () => {
@@ -14,7 +18,8 @@ describe('config: Temporal connection', () => {
 
   it('uses mTLS with a CA and a client certificate from files', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-tls-'));
-    for (const name of ['ca.pem', 'client.pem', 'client.key']) fs.writeFileSync(path.join(dir, name), `${name} bytes`);
+    for (const name of ['ca.pem', 'client.pem', 'client.key'])
+      fs.writeFileSync(path.join(dir, name), `${name} bytes`);
     const config = loadConfig({
       TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233',
       TEMPORAL_TLS_CA_FILE: path.join(dir, 'ca.pem'),
@@ -31,7 +36,11 @@ describe('config: Temporal connection', () => {
   });
 
   it('uses an API key over TLS with the namespace header (Temporal Cloud)', () => {
-    const config = loadConfig({ TEMPORAL_ADDRESS: 'us-east-1.aws.api.temporal.io:7233', TEMPORAL_NAMESPACE: 'wrs.acct', TEMPORAL_API_KEY: 'key-1' });
+    const config = loadConfig({
+      TEMPORAL_ADDRESS: 'us-east-1.aws.api.temporal.io:7233',
+      TEMPORAL_NAMESPACE: 'wrs.acct',
+      TEMPORAL_API_KEY: 'key-1',
+    });
     assert.deepEqual(temporalConnectOptions(config.temporal), {
       address: 'us-east-1.aws.api.temporal.io:7233',
       tls: {},
@@ -41,7 +50,10 @@ describe('config: Temporal connection', () => {
   });
 
   it('refuses a client certificate without its key', () => {
-    assert.throws(() => loadConfig({ TEMPORAL_TLS_CERT_FILE: '/x.pem' }), /TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together/);
+    assert.throws(
+      () => loadConfig({ TEMPORAL_TLS_CERT_FILE: '/x.pem' }),
+      /TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together/,
+    );
   });
 
   it('tries several frontends in order and uses the first that connects', async () => {
@@ -55,6 +67,9 @@ describe('config: Temporal connection', () => {
     };
     assert.equal(await connectFirst(config.temporal, connect), 'b:7233');
     assert.deepEqual(tried, ['a:7233', 'b:7233']);
-    await assert.rejects(connectFirst(loadConfig({ TEMPORAL_ADDRESS: 'a:1,c:1' }).temporal, connect), /c:1 refused/);
+    await assert.rejects(
+      connectFirst(loadConfig({ TEMPORAL_ADDRESS: 'a:1,c:1' }).temporal, connect),
+      /c:1 refused/,
+    );
   });
 });

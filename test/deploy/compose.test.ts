@@ -34,7 +34,10 @@ describe('docker-compose.yml', function () {
     const schema = JSON.parse(fs.readFileSync(await ensureComposeSpecSchema(), 'utf8')) as object;
     const ajv = new Ajv2020({ allErrors: true, strict: false });
     const check = ajv.compile(schema);
-    validate = (doc) => ({ ok: check(doc) as boolean, errors: ajv.errorsText(check.errors, { separator: '\n' }) });
+    validate = (doc) => ({
+      ok: check(doc) as boolean,
+      errors: ajv.errorsText(check.errors, { separator: '\n' }),
+    });
     compose = readYaml<Compose>(COMPOSE_FILE);
   });
 
@@ -46,7 +49,10 @@ describe('docker-compose.yml', function () {
   it('loads with compose-go (the loader of docker compose): interpolation, references, depends_on', async function () {
     this.timeout(10 * 60_000); // builds stack/compose-check when tools/stack/install.ts has not yet
     // The loader and the schema above come from one compose-go release.
-    assert.match(fs.readFileSync(path.join(REPO, 'tools/stack/compose-check/go.mod'), 'utf8'), new RegExp(`compose-go/v2 v${COMPOSE_GO_VERSION.replace(/\./g, '\\.')}\\b`));
+    assert.match(
+      fs.readFileSync(path.join(REPO, 'tools/stack/compose-check/go.mod'), 'utf8'),
+      new RegExp(`compose-go/v2 v${COMPOSE_GO_VERSION.replace(/\./g, '\\.')}\\b`),
+    );
     const tool = await ensureComposeCheck();
     const { TEMPORAL_DB_PASSWORD: _unset, ...env } = process.env;
     const loaded = await runTool(tool, [COMPOSE_FILE], env);
@@ -54,9 +60,18 @@ describe('docker-compose.yml', function () {
     assert.notEqual(loaded.code, 0);
     assert.match(loaded.stderr, /required variable TEMPORAL_DB_PASSWORD is missing a value/);
 
-    const result = await runTool(tool, [COMPOSE_FILE], { ...env, TEMPORAL_DB_PASSWORD: 'test-password', WRS_API_REPLICAS: '3' });
+    const result = await runTool(tool, [COMPOSE_FILE], {
+      ...env,
+      TEMPORAL_DB_PASSWORD: 'test-password',
+      WRS_API_REPLICAS: '3',
+    });
     assert.equal(result.code, 0, result.stderr);
-    const project = JSON.parse(result.stdout) as { services: Record<string, { deploy?: { replicas?: number }; environment?: Record<string, string | null> }> };
+    const project = JSON.parse(result.stdout) as {
+      services: Record<
+        string,
+        { deploy?: { replicas?: number }; environment?: Record<string, string | null> }
+      >;
+    };
     assert.equal(project.services.api.deploy?.replicas, 3);
     assert.equal(project.services.temporal.environment?.POSTGRES_PWD, 'test-password');
     assert.equal(project.services.worker.environment?.MONGODB_URI_FILE, '/run/secrets/mongodb_uri');
@@ -73,10 +88,17 @@ describe('docker-compose.yml', function () {
   it('runs temporalio/server (not auto-setup) with 512 history shards and one-shot schema jobs', () => {
     const s = compose.services;
     assert.match(s.temporal.image ?? '', /^temporalio\/server:/);
-    assert.ok(!Object.values(s).some((x) => /auto-setup/.test(x.image ?? '')), 'no auto-setup image');
+    assert.ok(
+      !Object.values(s).some((x) => /auto-setup/.test(x.image ?? '')),
+      'no auto-setup image',
+    );
     assert.equal(s.temporal.environment?.NUM_HISTORY_SHARDS, 512);
     assert.match(s['temporal-schema-setup'].image ?? '', /^temporalio\/admin-tools:/);
-    assert.deepEqual(s['temporal-schema-upgrade'].profiles, ['upgrade'], 'schema upgrades run only when asked for');
+    assert.deepEqual(
+      s['temporal-schema-upgrade'].profiles,
+      ['upgrade'],
+      'schema upgrades run only when asked for',
+    );
   });
 
   it('pins every image to a version (no floating major or latest tag)', () => {
@@ -109,7 +131,8 @@ describe('docker-compose.yml', function () {
   it('runs MongoDB with auth, a keyfile, TLS and a WiredTiger cache cap', () => {
     const mongo = compose.services.mongodb;
     const args = (mongo.command ?? []).join(' ');
-    for (const flag of ['--keyFile=', '--tlsMode=requireTLS', '--wiredTigerCacheSizeGB=']) assert.ok(args.includes(flag), flag);
+    for (const flag of ['--keyFile=', '--tlsMode=requireTLS', '--wiredTigerCacheSizeGB='])
+      assert.ok(args.includes(flag), flag);
     assert.ok(mongo.environment?.MONGO_INITDB_ROOT_PASSWORD_FILE);
     assert.match(mongo.image ?? '', /^mongo:\d+\.\d+\.\d+$/);
   });
@@ -124,16 +147,33 @@ describe('docker-compose.yml', function () {
     this.timeout(120_000);
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-secrets-'));
     fs.mkdirSync(path.join(root, 'deploy/compose'), { recursive: true });
-    fs.copyFileSync(path.join(REPO, 'deploy/compose/make-secrets.sh'), path.join(root, 'deploy/compose/make-secrets.sh'));
-    const result = await runTool('sh', [path.join(root, 'deploy/compose/make-secrets.sh')], { ...process.env, WRS_DOMAIN: 'runs.example.test', MONGODB_DB: 'wrs' });
+    fs.copyFileSync(
+      path.join(REPO, 'deploy/compose/make-secrets.sh'),
+      path.join(root, 'deploy/compose/make-secrets.sh'),
+    );
+    const result = await runTool('sh', [path.join(root, 'deploy/compose/make-secrets.sh')], {
+      ...process.env,
+      WRS_DOMAIN: 'runs.example.test',
+      MONGODB_DB: 'wrs',
+    });
     assert.equal(result.code, 0, result.stderr);
     for (const [name, { file }] of Object.entries(compose.secrets)) {
       assert.ok(fs.existsSync(path.join(root, file)), `secret ${name}: ${file} was not created`);
     }
     const uri = fs.readFileSync(path.join(root, 'secrets/mongodb_uri'), 'utf8').trim();
-    const password = fs.readFileSync(path.join(root, 'secrets/mongodb_wrs_password'), 'utf8').trim();
-    assert.equal(uri, `mongodb://wrs:${password}@mongodb:27017/wrs?replicaSet=rs0&authSource=admin&tls=true&tlsCAFile=/run/secrets/tls_ca`);
-    const verify = await runTool('openssl', ['verify', '-CAfile', path.join(root, 'secrets/ca.crt'), path.join(root, 'secrets/mongodb.pem')]);
+    const password = fs
+      .readFileSync(path.join(root, 'secrets/mongodb_wrs_password'), 'utf8')
+      .trim();
+    assert.equal(
+      uri,
+      `mongodb://wrs:${password}@mongodb:27017/wrs?replicaSet=rs0&authSource=admin&tls=true&tlsCAFile=/run/secrets/tls_ca`,
+    );
+    const verify = await runTool('openssl', [
+      'verify',
+      '-CAfile',
+      path.join(root, 'secrets/ca.crt'),
+      path.join(root, 'secrets/mongodb.pem'),
+    ]);
     assert.equal(verify.code, 0, verify.stderr);
   });
 
@@ -141,7 +181,8 @@ describe('docker-compose.yml', function () {
     for (const [name, service] of Object.entries(compose.services)) {
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0];
-        if (source.startsWith('./')) assert.ok(fs.existsSync(path.join(REPO, source)), `${name}: ${source} is missing`);
+        if (source.startsWith('./'))
+          assert.ok(fs.existsSync(path.join(REPO, source)), `${name}: ${source} is missing`);
       }
     }
   });

@@ -2,7 +2,17 @@
 // the Helm chart (as X or as X_FILE), so a setting added to the service cannot be silently dropped in production.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { CHART_DIR, COMPOSE_FILE, deployTools, envVariables, parseManifests, readYaml, renderChart, valuesFile, type Manifest } from '../support/deploy';
+import {
+  CHART_DIR,
+  COMPOSE_FILE,
+  deployTools,
+  envVariables,
+  parseManifests,
+  readYaml,
+  renderChart,
+  valuesFile,
+  type Manifest,
+} from '../support/deploy';
 
 /** The variables `names` misses: neither X nor X_FILE is in it. */
 function unreachable(names: Iterable<string>): string[] {
@@ -12,10 +22,17 @@ function unreachable(names: Iterable<string>): string[] {
 
 describe('configuration coverage of the deployments', function () {
   it('the Compose file passes every variable to the API and the worker', () => {
-    const compose = readYaml<{ 'x-wrs-environment': Record<string, unknown>; services: Record<string, { environment?: Record<string, unknown> }> }>(COMPOSE_FILE);
+    const compose = readYaml<{
+      'x-wrs-environment': Record<string, unknown>;
+      services: Record<string, { environment?: Record<string, unknown> }>;
+    }>(COMPOSE_FILE);
     assert.deepEqual(unreachable(Object.keys(compose['x-wrs-environment'])), []);
     for (const service of ['api', 'worker']) {
-      assert.deepEqual(unreachable(Object.keys(compose.services[service].environment ?? {})), [], service);
+      assert.deepEqual(
+        unreachable(Object.keys(compose.services[service].environment ?? {})),
+        [],
+        service,
+      );
     }
   });
 
@@ -23,19 +40,45 @@ describe('configuration coverage of the deployments', function () {
     this.timeout(30 * 60_000);
     const { helm } = await deployTools();
     // Every variable the values list as unset (null) gets a value, so the rendering shows where each one lands.
-    const values = readYaml<{ config: Record<string, unknown>; secrets: { values: Record<string, unknown> } }>(path.join(CHART_DIR, 'values.yaml'));
-    const set = (o: Record<string, unknown>, v: string) => Object.fromEntries(Object.keys(o).map((k) => [k, o[k] ?? v]));
+    const values = readYaml<{
+      config: Record<string, unknown>;
+      secrets: { values: Record<string, unknown> };
+    }>(path.join(CHART_DIR, 'values.yaml'));
+    const set = (o: Record<string, unknown>, v: string) =>
+      Object.fromEntries(Object.keys(o).map((k) => [k, o[k] ?? v]));
     const overrides = valuesFile({
       config: set(values.config, '1'),
       secrets: { values: set(values.secrets.values, 'x'.repeat(32)) },
-      temporal: { tls: { enabled: true, existingSecret: 'temporal-tls', hasCA: true, hasClientCert: true, serverName: 'temporal.example' } },
+      temporal: {
+        tls: {
+          enabled: true,
+          existingSecret: 'temporal-tls',
+          hasCA: true,
+          hasClientCert: true,
+          serverName: 'temporal.example',
+        },
+      },
     });
     const manifests = parseManifests(await renderChart(helm, [overrides]));
-    const configMap = manifests.find((m) => m.kind === 'ConfigMap') as Manifest & { data: Record<string, string> };
+    const configMap = manifests.find((m) => m.kind === 'ConfigMap') as Manifest & {
+      data: Record<string, string>;
+    };
     for (const suffix of ['-api', '-worker']) {
-      const deployment = manifests.find((m) => m.kind === 'Deployment' && m.metadata.name.endsWith(suffix))!;
-      const container = (deployment.spec as { template: { spec: { containers: { env?: { name: string }[]; envFrom?: { configMapRef?: { name: string } }[] }[] } } })
-        .template.spec.containers[0];
+      const deployment = manifests.find(
+        (m) => m.kind === 'Deployment' && m.metadata.name.endsWith(suffix),
+      )!;
+      const container = (
+        deployment.spec as {
+          template: {
+            spec: {
+              containers: {
+                env?: { name: string }[];
+                envFrom?: { configMapRef?: { name: string } }[];
+              }[];
+            };
+          };
+        }
+      ).template.spec.containers[0];
       assert.equal(container.envFrom?.[0].configMapRef?.name, configMap.metadata.name);
       const names = [...Object.keys(configMap.data), ...(container.env ?? []).map((e) => e.name)];
       assert.deepEqual(unreachable(names), [], suffix);

@@ -5,7 +5,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO } from '../support/deploy';
 
-const ENTRY_POINTS = ['api/main.ts', 'worker/main.ts', 'cli/wrs.ts', 'tools/scripts/bundle-workflows.ts'];
+const ENTRY_POINTS = [
+  'api/main.ts',
+  'worker/main.ts',
+  'cli/wrs.ts',
+  'tools/scripts/bundle-workflows.ts',
+];
 
 /** Every repository file reachable from `entries` through relative imports. */
 function reachableSources(entries: string[]): Set<string> {
@@ -18,7 +23,9 @@ function reachableSources(entries: string[]): Set<string> {
     const text = fs.readFileSync(file, 'utf8');
     for (const [, spec] of text.matchAll(/(?:from|require\(|import\()\s*'(\.{1,2}\/[^']+)'/g)) {
       const base = path.resolve(path.dirname(file), spec);
-      const found = [`${base}.ts`, path.join(base, 'index.ts'), base].find((c) => fs.existsSync(c) && fs.statSync(c).isFile());
+      const found = [`${base}.ts`, path.join(base, 'index.ts'), base].find(
+        (c) => fs.existsSync(c) && fs.statSync(c).isFile(),
+      );
       if (found && found.endsWith('.ts')) queue.push(found);
     }
   }
@@ -29,8 +36,12 @@ describe('Dockerfile', () => {
   const dockerfile = fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8');
 
   it('copies every source directory the entry points import', () => {
-    const copied = new Set([...dockerfile.matchAll(/^COPY (\S+) \.\/\S+$/gm)].map((m) => m[1].replace(/\/$/, '')));
-    const needed = new Set([...reachableSources(ENTRY_POINTS)].map((f) => path.relative(REPO, f).split(path.sep)[0]));
+    const copied = new Set(
+      [...dockerfile.matchAll(/^COPY (\S+) \.\/\S+$/gm)].map((m) => m[1].replace(/\/$/, '')),
+    );
+    const needed = new Set(
+      [...reachableSources(ENTRY_POINTS)].map((f) => path.relative(REPO, f).split(path.sep)[0]),
+    );
     needed.delete('tools'); // only tools/scripts/bundle-workflows.ts, copied as a file
     assert.ok(copied.has('tools/scripts/bundle-workflows.ts'));
     assert.deepEqual([...needed].filter((d) => !copied.has(d)).sort(), []);
@@ -38,7 +49,10 @@ describe('Dockerfile', () => {
 
   it('builds on a pinned Node 24 and points the workers at the prebuilt bundle', () => {
     assert.match(dockerfile, /^ARG NODE_IMAGE=node:24\.\d+\.\d+-\w+-slim$/m);
-    assert.match(dockerfile, /node dist\/tools\/scripts\/bundle-workflows\.js dist\/workflow-bundle\.js/);
+    assert.match(
+      dockerfile,
+      /node dist\/tools\/scripts\/bundle-workflows\.js dist\/workflow-bundle\.js/,
+    );
     assert.match(dockerfile, /WORKFLOW_BUNDLE_PATH=\/app\/dist\/workflow-bundle\.js/);
   });
 });

@@ -5,10 +5,28 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { KUBERNETES_VERSIONS } from '../../tools/stack/deploy-schemas';
-import { CHART_DIR, deployTools, kubeconform, parseManifests, renderChart, runTool, valuesFile, type DeployTools, type Manifest } from '../support/deploy';
+import {
+  CHART_DIR,
+  deployTools,
+  kubeconform,
+  parseManifests,
+  renderChart,
+  runTool,
+  valuesFile,
+  type DeployTools,
+  type Manifest,
+} from '../support/deploy';
 
 const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
-const MINIMAL = { secrets: { values: { MONGODB_URI: 'mongodb://mongo:27017/?replicaSet=rs0', FILE_URL_SECRET: 'x'.repeat(32), PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}` } } };
+const MINIMAL = {
+  secrets: {
+    values: {
+      MONGODB_URI: 'mongodb://mongo:27017/?replicaSet=rs0',
+      FILE_URL_SECRET: 'x'.repeat(32),
+      PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+    },
+  },
+};
 
 type Container = {
   name: string;
@@ -42,8 +60,19 @@ describe('deploy/helm chart', function () {
   it('passes helm lint with the CI values and with only the required secrets', async function () {
     this.timeout(60_000);
     for (const files of [[CI_VALUES], [valuesFile(MINIMAL)]]) {
-      const result = await runTool(tools.helm, ['lint', CHART_DIR, '--strict', '--kube-version', '1.37.0', ...files.flatMap((f) => ['-f', f])]);
-      assert.equal(result.code, 0, `helm lint ${files.join(' ')}:\n${result.stdout}${result.stderr}`);
+      const result = await runTool(tools.helm, [
+        'lint',
+        CHART_DIR,
+        '--strict',
+        '--kube-version',
+        '1.37.0',
+        ...files.flatMap((f) => ['-f', f]),
+      ]);
+      assert.equal(
+        result.code,
+        0,
+        `helm lint ${files.join(' ')}:\n${result.stdout}${result.stderr}`,
+      );
     }
   });
 
@@ -56,8 +85,17 @@ describe('deploy/helm chart', function () {
     it(`renders objects that are all valid for Kubernetes ${version} (kubeconform -strict)`, async function () {
       this.timeout(120_000);
       const result = await kubeconform(tools.kubeconform, renderedFile, version);
-      const summary = JSON.parse(result.stdout).summary as { valid: number; invalid: number; errors: number; skipped: number };
-      assert.deepEqual(summary, { valid: manifests.length, invalid: 0, errors: 0, skipped: 0 }, result.stdout + result.stderr);
+      const summary = JSON.parse(result.stdout).summary as {
+        valid: number;
+        invalid: number;
+        errors: number;
+        skipped: number;
+      };
+      assert.deepEqual(
+        summary,
+        { valid: manifests.length, invalid: 0, errors: 0, skipped: 0 },
+        result.stdout + result.stderr,
+      );
       assert.equal(result.code, 0);
     });
   }
@@ -68,7 +106,11 @@ describe('deploy/helm chart', function () {
     (api.spec as Record<string, unknown>).replicas = 'two';
     const file = path.join(path.dirname(renderedFile), 'broken.yaml');
     fs.writeFileSync(file, JSON.stringify(api));
-    const result = await kubeconform(tools.kubeconform, file, KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.length - 1]);
+    const result = await kubeconform(
+      tools.kubeconform,
+      file,
+      KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.length - 1],
+    );
     assert.notEqual(result.code, 0);
     assert.match(result.stdout, /replicas/);
   });
@@ -80,9 +122,16 @@ describe('deploy/helm chart', function () {
     assert.ok(api.lifecycle?.preStop, 'API preStop hook');
     const worker = podSpec(find(manifests, 'Deployment', '-worker')[0]);
     assert.ok(worker.containers[0].lifecycle?.preStop, 'worker preStop hook');
-    assert.ok((worker.terminationGracePeriodSeconds ?? 0) * 1000 > 30_000, 'grace period above WORKER_SHUTDOWN_GRACE_MS');
+    assert.ok(
+      (worker.terminationGracePeriodSeconds ?? 0) * 1000 > 30_000,
+      'grace period above WORKER_SHUTDOWN_GRACE_MS',
+    );
     for (const m of manifests.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) {
-      for (const c of podSpec(m).containers) assert.ok(c.resources?.limits?.cpu && c.resources.limits.memory, `${m.metadata.name}/${c.name} limits`);
+      for (const c of podSpec(m).containers)
+        assert.ok(
+          c.resources?.limits?.cpu && c.resources.limits.memory,
+          `${m.metadata.name}/${c.name} limits`,
+        );
     }
   });
 
@@ -91,15 +140,24 @@ describe('deploy/helm chart', function () {
     assert.equal(find(manifests, 'HorizontalPodAutoscaler', '-api').length, 1);
     find(manifests, 'Service', '-api');
     const ingress = find(manifests, 'Ingress')[0];
-    const paths = (ingress.spec as { rules: { http: { paths: { path: string }[] } }[] }).rules.flatMap((r) => r.http.paths.map((p) => p.path));
+    const paths = (
+      ingress.spec as { rules: { http: { paths: { path: string }[] } }[] }
+    ).rules.flatMap((r) => r.http.paths.map((p) => p.path));
     assert.deepEqual(paths.sort(), ['/api', '/files']);
     const job = find(manifests, 'Job', '-search-attributes')[0];
     assert.match(job.metadata.annotations?.['helm.sh/hook'] ?? '', /post-install/);
-    assert.match(JSON.stringify(job), /WrsAccountId:Keyword WrsPublishedWorkflowId:Keyword WrsWorkflowVersion:Int/);
+    assert.match(
+      JSON.stringify(job),
+      /WrsAccountId:Keyword WrsPublishedWorkflowId:Keyword WrsWorkflowVersion:Int/,
+    );
   });
 
   it('pins the image by digest when one is given', () => {
-    const image = (podSpec(find(manifests, 'Deployment', '-api')[0]).containers[0] as unknown as { image: string }).image;
+    const image = (
+      podSpec(find(manifests, 'Deployment', '-api')[0]).containers[0] as unknown as {
+        image: string;
+      }
+    ).image;
     assert.match(image, /@sha256:[0-9a-f]{64}$/);
   });
 });

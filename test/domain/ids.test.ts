@@ -21,7 +21,10 @@ describe('ids (D5)', () => {
   });
 
   it('encodes the time in the first 10 characters', () => {
-    assert.equal(newId('item', 0, () => 0), 'item_00000000000000000000000000');
+    assert.equal(
+      newId('item', 0, () => 0),
+      'item_00000000000000000000000000',
+    );
     assert.equal(newId('item', 2 ** 48 - 1, () => 0.999999).slice(5), '7ZZZZZZZZZZZZZZZZZZZZZZZZZ');
     // Known ULID vector: 1469918176385 ms → 01ARYZ6S41.
     assert.equal(newId('wf', 1469918176385, () => 0).slice(3, 13), '01ARYZ6S41');
@@ -43,7 +46,10 @@ describe('ids (D5)', () => {
   });
 
   it('tolerates a random source that returns 1', () => {
-    assert.match(newId('key', 5, () => 1), /^key_[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.match(
+      newId('key', 5, () => 1),
+      /^key_[0-9A-HJKMNP-TV-Z]{26}$/,
+    );
   });
 
   it('rejects timestamps outside 48 bits', () => {

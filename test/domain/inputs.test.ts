@@ -3,7 +3,11 @@ import type { Contract, ContractInput } from '../../domain/contract';
 import { validateInputs } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
 
-const input = (key: string, type: ContractInput['type'], extra: Partial<ContractInput> = {}): ContractInput => ({
+const input = (
+  key: string,
+  type: ContractInput['type'],
+  extra: Partial<ContractInput> = {},
+): ContractInput => ({
   key,
   label: key,
   node_id: `n_${key}`,
@@ -65,9 +69,15 @@ describe('validateInputs (D4)', () => {
   });
 
   it('treats absent inputs as {}', () => {
-    const optional: Contract = { inputs: [input('tone', 'text', { required: false, default: 'warm' })], outputs: [] };
+    const optional: Contract = {
+      inputs: [input('tone', 'text', { required: false, default: 'warm' })],
+      outputs: [],
+    };
     assert.deepEqual(validateInputs(optional, undefined), { ok: true, values: { tone: 'warm' } });
-    assert.deepEqual(validateInputs({ inputs: [], outputs: [] }, undefined), { ok: true, values: {} });
+    assert.deepEqual(validateInputs({ inputs: [], outputs: [] }, undefined), {
+      ok: true,
+      values: {},
+    });
     assert.deepEqual(problems(undefined), [{ field: 'product_name', problem: 'is required' }]);
   });
 
@@ -97,10 +107,15 @@ describe('validateInputs (D4)', () => {
   it('says "did you mean" for a key that normalizes to a known one', () => {
     assert.deepEqual(problems({ 'Product Name': 'x' }), [
       { field: 'product_name', problem: 'is required' },
-      { field: 'Product Name', problem: 'is not an input of this workflow (did you mean `product_name`?)' },
+      {
+        field: 'Product Name',
+        problem: 'is not an input of this workflow (did you mean `product_name`?)',
+      },
     ]);
     const p = problems({ product_name: 'x', 'DRY-RUN': true });
-    assert.deepEqual(p, [{ field: 'DRY-RUN', problem: 'is not an input of this workflow (did you mean `dry_run`?)' }]);
+    assert.deepEqual(p, [
+      { field: 'DRY-RUN', problem: 'is not an input of this workflow (did you mean `dry_run`?)' },
+    ]);
   });
 
   it('says so when the workflow takes no inputs', () => {

@@ -21,8 +21,17 @@ describe('domain/ purity', () => {
         ...code.matchAll(/^\s*(?:import|export)\s[^'";]*?\bfrom\s*['"]([^'"]+)['"]/gm),
         ...code.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm),
       ];
-      for (const [, s] of statements) assert.ok(s === 'zod' || /^\.\/[\w-]+$/.test(s), `${file} imports ${s}`);
-      const banned = [/\bprocess\./, /\bBuffer\b/, /\bDate\.now\b/, /\bnew Date\(\s*\)/ /* reads the clock; new Date(ms) only converts */, /\bMath\.random\b/, /\brequire\(/, /\bimport\(/];
+      for (const [, s] of statements)
+        assert.ok(s === 'zod' || /^\.\/[\w-]+$/.test(s), `${file} imports ${s}`);
+      const banned = [
+        /\bprocess\./,
+        /\bBuffer\b/,
+        /\bDate\.now\b/,
+        /\bnew Date\(\s*\)/ /* reads the clock; new Date(ms) only converts */,
+        /\bMath\.random\b/,
+        /\brequire\(/,
+        /\bimport\(/,
+      ];
       for (const pattern of banned) {
         assert.doesNotMatch(code, pattern, `${file} uses ${pattern}`);
       }

@@ -13,7 +13,10 @@ describe('templates', () => {
   });
 
   it('renders values and leaves missing ones empty', () => {
-    assert.equal(renderTemplate('Hello, {{name}}! {{ missing }}.', { name: 'Ada' }), 'Hello, Ada! .');
+    assert.equal(
+      renderTemplate('Hello, {{name}}! {{ missing }}.', { name: 'Ada' }),
+      'Hello, Ada! .',
+    );
     assert.equal(renderTemplate('{{a}}{{a}}', { a: 'x' }), 'xx');
   });
 
@@ -31,10 +34,19 @@ describe('templates', () => {
     assert.deepEqual(ports({ id: 'b', type: 'batch', rows: [1] }), ['rows']);
     assert.deepEqual(ports({ id: 't', type: 'text', template: '{{x}} {{y}}' }), ['x', 'y']);
     assert.deepEqual(
-      ports({ id: 'l', type: 'llm', model: 'm', system: 'be {{tone}}', prompt: '{{topic}} {{tone}}' }),
+      ports({
+        id: 'l',
+        type: 'llm',
+        model: 'm',
+        system: 'be {{tone}}',
+        prompt: '{{topic}} {{tone}}',
+      }),
       ['tone', 'topic'],
     );
-    assert.deepEqual(ports({ id: 'g', type: 'image_generation', model: 'm', prompt: 'a {{thing}}' }), ['thing']);
+    assert.deepEqual(
+      ports({ id: 'g', type: 'image_generation', model: 'm', prompt: 'a {{thing}}' }),
+      ['thing'],
+    );
     assert.deepEqual(
       ports({
         id: 'm',

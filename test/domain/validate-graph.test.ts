@@ -26,11 +26,20 @@ function problemsOf(doc: unknown): Problem[] {
 }
 
 /** Asserts that exactly one problem is reported for `field` and that it mentions every fragment. */
-function expectProblem(problems: Problem[], field: string, ...fragments: (string | RegExp)[]): Problem {
+function expectProblem(
+  problems: Problem[],
+  field: string,
+  ...fragments: (string | RegExp)[]
+): Problem {
   const matching = problems.filter((p) => p.field === field);
-  assert.equal(matching.length, 1, `expected one problem at ${field}, got ${JSON.stringify(problems, null, 1)}`);
+  assert.equal(
+    matching.length,
+    1,
+    `expected one problem at ${field}, got ${JSON.stringify(problems, null, 1)}`,
+  );
   for (const f of fragments) {
-    if (typeof f === 'string') assert.ok(matching[0].problem.includes(f), `${field}: "${matching[0].problem}" lacks "${f}"`);
+    if (typeof f === 'string')
+      assert.ok(matching[0].problem.includes(f), `${field}: "${matching[0].problem}" lacks "${f}"`);
     else assert.match(matching[0].problem, f);
   }
   return matching[0];
@@ -57,8 +66,12 @@ describe('validateGraph', () => {
   });
 
   it('reports a non-object document once', () => {
-    assert.deepEqual(problemsOf(42), [{ field: 'workflow', problem: 'must be an object, not a number' }]);
-    assert.deepEqual(problemsOf(null), [{ field: 'workflow', problem: 'must be an object, not null' }]);
+    assert.deepEqual(problemsOf(42), [
+      { field: 'workflow', problem: 'must be an object, not a number' },
+    ]);
+    assert.deepEqual(problemsOf(null), [
+      { field: 'workflow', problem: 'must be an object, not null' },
+    ]);
   });
 
   it('reports every problem of a broken graph at once, shape problems first', () => {
@@ -67,7 +80,13 @@ describe('validateGraph', () => {
       colour: 'red',
       nodes: [
         /* 0 */ { id: 'in1', type: 'user_input', label: 'Product Name', input_type: 'text' },
-        /* 1 */ { id: 'in2', type: 'user_input', label: 'product-name', input_type: 'number', default: 'ten' },
+        /* 1 */ {
+          id: 'in2',
+          type: 'user_input',
+          label: 'product-name',
+          input_type: 'number',
+          default: 'ten',
+        },
         /* 2 */ { id: 'blank', type: 'user_input', label: '?!', input_type: 'text' },
         /* 3 */ { id: 't', type: 'text', template: '{{a}} and {{b}}' },
         /* 4 */ { id: 't', type: 'text', template: 'duplicate id' },
@@ -125,7 +144,9 @@ describe('validateGraph', () => {
     assert.equal(problems.length, expected.length, JSON.stringify(problems, null, 1));
     // Shape problems precede graph problems.
     const firstGraph = problems.findIndex((p) => p.field === 'nodes[4].id');
-    assert.ok(problems.slice(0, firstGraph).every((p) => expected.slice(0, 7).some(([f]) => f === p.field)));
+    assert.ok(
+      problems.slice(0, firstGraph).every((p) => expected.slice(0, 7).some(([f]) => f === p.field)),
+    );
     // Edge 7 targets a node with a shape error: neither its port nor its ends are reported.
     assert.ok(!problems.some((p) => p.field.startsWith('edges[7]')));
   });
@@ -136,7 +157,15 @@ describe('validateGraph', () => {
     doc.nodes.push({ id: 't2', type: 'text', template: '{{x}}' });
     doc.edges.push({ from: 'other_name', to: 't2', port: 'x' });
     const problems = problemsOf(doc);
-    expectProblem(problems, 'nodes[3].label', '`name`', '`other_name`', '" NAME! "', '"Name"', 'user_input');
+    expectProblem(
+      problems,
+      'nodes[3].label',
+      '`name`',
+      '`other_name`',
+      '" NAME! "',
+      '"Name"',
+      'user_input',
+    );
     assert.equal(problems.length, 1);
   });
 
@@ -159,7 +188,13 @@ describe('validateGraph', () => {
     for (const label of ['', '   ', '***', '🚀🚀']) {
       const doc = hello();
       (doc.nodes[2] as { label: string }).label = label;
-      expectProblem(problemsOf(doc), 'nodes[2].label', '`greeting`', 'empty', JSON.stringify(label));
+      expectProblem(
+        problemsOf(doc),
+        'nodes[2].label',
+        '`greeting`',
+        'empty',
+        JSON.stringify(label),
+      );
     }
   });
 
@@ -235,7 +270,11 @@ describe('validateGraph', () => {
       edges: [{ from: 'm', to: 'out' }],
     });
     expectProblem(problemsOf(doc(base)), 'nodes[0].model', 'is required');
-    expectProblem(problemsOf(doc({ ...base, model: 'a/b', version: 'v' })), 'nodes[0].version', 'together');
+    expectProblem(
+      problemsOf(doc({ ...base, model: 'a/b', version: 'v' })),
+      'nodes[0].version',
+      'together',
+    );
     assert.ok(validateGraph(doc({ ...base, version: 'abc' })).ok);
   });
 
@@ -248,7 +287,11 @@ describe('validateGraph', () => {
     ];
     const problems = problemsOf({
       slug: 'unfed',
-      nodes: [...nodes, { id: 'out', type: 'user_result', label: 'Out' }, { id: 'j', type: 'join' }],
+      nodes: [
+        ...nodes,
+        { id: 'out', type: 'user_result', label: 'Out' },
+        { id: 'j', type: 'join' },
+      ],
       edges: [
         { from: 'l', to: 'j' },
         { from: 'j', to: 'out' },

@@ -18,7 +18,11 @@ describe('docs/workflow.schema.json', () => {
     const schema = workflowJsonSchema() as {
       $schema: string;
       required: string[];
-      properties: { nodes: { items: { oneOf: { properties: { type: { const: string } }; required: string[] }[] } } };
+      properties: {
+        nodes: {
+          items: { oneOf: { properties: { type: { const: string } }; required: string[] }[] };
+        };
+      };
     };
     assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
     assert.deepEqual(schema.required, ['slug', 'nodes', 'edges']);

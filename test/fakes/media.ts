@@ -33,7 +33,10 @@ export function png(rgb: [number, number, number] = [255, 0, 0], width = 1, heig
   header.writeUInt32BE(height, 4);
   header[8] = 8; // bit depth
   header[9] = 2; // colour type: truecolour
-  const row = Buffer.concat([Buffer.from([0]), Buffer.concat(Array.from({ length: width }, () => Buffer.from(rgb)))]);
+  const row = Buffer.concat([
+    Buffer.from([0]),
+    Buffer.concat(Array.from({ length: width }, () => Buffer.from(rgb))),
+  ]);
   const raw = Buffer.concat(Array.from({ length: height }, () => row));
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
@@ -55,7 +58,12 @@ function box(type: string, ...payload: Buffer[]): Buffer {
  * `mdat` of `payloadBytes` patterned bytes, so range reads can be checked byte for byte.
  */
 export function mp4(payloadBytes = 300_000): Buffer {
-  const ftyp = box('ftyp', Buffer.from('isom', 'ascii'), Buffer.from([0, 0, 2, 0]), Buffer.from('isommp42', 'ascii'));
+  const ftyp = box(
+    'ftyp',
+    Buffer.from('isom', 'ascii'),
+    Buffer.from([0, 0, 2, 0]),
+    Buffer.from('isommp42', 'ascii'),
+  );
   const mvhd = Buffer.alloc(100);
   mvhd.writeUInt32BE(1000, 12); // timescale
   mvhd.writeUInt32BE(0x00010000, 20); // rate 1.0

@@ -14,7 +14,13 @@ import type { AddressInfo } from 'node:net';
 import { png } from './media';
 
 /** The colour of the i-th generated image. */
-export const IMAGE_COLOURS: Array<[number, number, number]> = [[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0], [0, 255, 255]];
+export const IMAGE_COLOURS: Array<[number, number, number]> = [
+  [255, 0, 0],
+  [0, 255, 0],
+  [0, 0, 255],
+  [255, 255, 0],
+  [0, 255, 255],
+];
 
 export interface RecordedRequest {
   path: string;
@@ -44,8 +50,16 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? body.prompt ?? '';
-    const record: RecordedRequest = { path: req.url ?? '', headers: req.headers, body, prompt, aborted: false, answered: false };
+    const prompt: string =
+      body.messages?.map((m: { content: string }) => m.content).join('\n') ?? body.prompt ?? '';
+    const record: RecordedRequest = {
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+      prompt,
+      aborted: false,
+      answered: false,
+    };
     requests.push(record);
     res.on('finish', () => {
       record.answered = true;
@@ -64,35 +78,61 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     }
     if (req.method === 'POST' && req.url === '/v1/images/generations') {
       const status = /status:(\d{3})/.exec(prompt);
-      if (status) return send(Number(status[1]), { error: { message: `The model refused: status ${status[1]}`, type: 'invalid_request_error', code: null } });
+      if (status)
+        return send(Number(status[1]), {
+          error: {
+            message: `The model refused: status ${status[1]}`,
+            type: 'invalid_request_error',
+            code: null,
+          },
+        });
       const origin = `http://${req.headers.host}`;
       const data = Array.from({ length: body.n ?? 1 }, (_, i) =>
         prompt.includes('as:url')
           ? { url: `${origin}/v1/image-files/${i}.png` }
-          : { b64_json: png(IMAGE_COLOURS[i % IMAGE_COLOURS.length]).toString('base64'), revised_prompt: prompt },
+          : {
+              b64_json: png(IMAGE_COLOURS[i % IMAGE_COLOURS.length]).toString('base64'),
+              revised_prompt: prompt,
+            },
       );
       return send(200, { created: Math.floor(Date.now() / 1000), data });
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      return send(404, { error: { message: `Unknown request URL: ${req.method} ${req.url}`, type: 'invalid_request_error', code: 'unknown_url' } });
+      return send(404, {
+        error: {
+          message: `Unknown request URL: ${req.method} ${req.url}`,
+          type: 'invalid_request_error',
+          code: 'unknown_url',
+        },
+      });
     }
     const slow = /slow:(\d+)/.exec(prompt);
     if (slow) await new Promise((r) => setTimeout(r, Number(slow[1])));
     const status = /status:(\d{3})/.exec(prompt);
     if (status) {
-      return send(Number(status[1]), { error: { message: `The model refused: status ${status[1]}`, type: 'invalid_request_error', code: null } });
+      return send(Number(status[1]), {
+        error: {
+          message: `The model refused: status ${status[1]}`,
+          type: 'invalid_request_error',
+          code: null,
+        },
+      });
     }
     const flaky = /flaky:(\w+):(\d+)/.exec(prompt);
     if (flaky) {
       const seen = (flakyCounts.get(flaky[1]) ?? 0) + 1;
       flakyCounts.set(flaky[1], seen);
-      if (seen <= Number(flaky[2])) return send(503, { error: { message: 'The server is overloaded', type: 'server_error' } });
+      if (seen <= Number(flaky[2]))
+        return send(503, { error: { message: 'The server is overloaded', type: 'server_error' } });
     }
     const user = body.messages?.at(-1)?.content ?? '';
     let content: string;
     const format = body.response_format;
     if (format?.json_schema?.name === 'list') {
-      const words = (/list:([^\n]*)/.exec(prompt)?.[1] ?? 'a,b,c').split(',').map((w) => w.trim()).filter(Boolean);
+      const words = (/list:([^\n]*)/.exec(prompt)?.[1] ?? 'a,b,c')
+        .split(',')
+        .map((w) => w.trim())
+        .filter(Boolean);
       content = JSON.stringify({ items: words });
     } else if (format) {
       content = JSON.stringify({ echo: user });

@@ -51,16 +51,34 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
     };
     const url = req.url ?? '/';
     if (req.method === 'GET' && url.startsWith('/files/')) {
-      const bytes = url === '/files/out.mp4' ? files.video : url === '/files/out.mp3' ? files.audio : url === '/files/report.pdf' ? files.pdf : null;
+      const bytes =
+        url === '/files/out.mp4'
+          ? files.video
+          : url === '/files/out.mp3'
+            ? files.audio
+            : url === '/files/report.pdf'
+              ? files.pdf
+              : null;
       if (!bytes) return send(404, { detail: 'not found' });
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length });
+      res.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-length': bytes.length,
+      });
       return res.end(bytes);
     }
-    if (req.headers.authorization !== 'Bearer r8_test') return send(401, { detail: 'Unauthenticated' });
+    if (req.headers.authorization !== 'Bearer r8_test')
+      return send(401, { detail: 'Unauthenticated' });
     if (req.method === 'POST' && url === '/v1/predictions') {
       const body = JSON.parse(text || '{}');
-      if (!body.version && !body.model) return send(422, { detail: 'version or model is required' });
-      const prediction: FakePrediction = { id: `p${predictions.size + 1}`, body, polls: 0, status: 'starting', cancelled: false };
+      if (!body.version && !body.model)
+        return send(422, { detail: 'version or model is required' });
+      const prediction: FakePrediction = {
+        id: `p${predictions.size + 1}`,
+        body,
+        polls: 0,
+        status: 'starting',
+        cancelled: false,
+      };
       predictions.set(prediction.id, prediction);
       list.push(prediction);
       return send(201, view(prediction));
@@ -75,7 +93,8 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
     }
     if (req.method === 'GET' && !match![2]) {
       prediction.polls++;
-      if (prediction.polls === Number(prediction.body.input?.flaky_poll)) return send(503, { detail: 'Service Unavailable' });
+      if (prediction.polls === Number(prediction.body.input?.flaky_poll))
+        return send(503, { detail: 'Service Unavailable' });
       advance(prediction);
       return send(200, view(prediction));
     }
@@ -98,7 +117,8 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
     let output: unknown = null;
     if (p.status === 'succeeded') {
       if (scenario === 'tokens') output = ['Once', ' upon', ' a time'];
-      else if (scenario === 'mixed') output = [`${origin}/files/report.pdf`, 'a caption', { score: 0.9 }];
+      else if (scenario === 'mixed')
+        output = [`${origin}/files/report.pdf`, 'a caption', { score: 0.9 }];
       else output = [`${origin}/files/out.mp4`, `${origin}/files/out.mp3`];
     }
     return {
@@ -111,7 +131,10 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
       error: p.status === 'failed' ? 'CUDA out of memory' : null,
       logs: '',
       metrics: p.status === 'succeeded' ? { predict_time: 2.5 } : {},
-      urls: { get: `${origin}/v1/predictions/${p.id}`, cancel: `${origin}/v1/predictions/${p.id}/cancel` },
+      urls: {
+        get: `${origin}/v1/predictions/${p.id}`,
+        cancel: `${origin}/v1/predictions/${p.id}/cancel`,
+      },
     };
   }
 

@@ -100,20 +100,32 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
     const { key } = await newAccount(backend.store.collections);
     const url = apis[0].url;
     await publish(url, key, batchWorkflow);
-    const inputs = (i: number) => ({ rows: delaysOf(i).map((ms, k) => `slow:${ms} client-${i} row-${k}`) });
+    const inputs = (i: number) => ({
+      rows: delaysOf(i).map((ms, k) => `slow:${ms} client-${i} row-${k}`),
+    });
 
     await Promise.all(
       Array.from({ length: CLIENTS }, async (_, i) => {
         if (i % 2 === 0) {
-          const first = await openSse(`${url}/api/v1/responses`, { method: 'POST', key, body: { workflowId: batchWorkflow.slug, stream: true, inputs: inputs(i) } });
+          const first = await openSse(`${url}/api/v1/responses`, {
+            method: 'POST',
+            key,
+            body: { workflowId: batchWorkflow.slug, stream: true, inputs: inputs(i) },
+          });
           assert.equal(first.status, 200);
           const created = await first.until((f) => f.event?.type === 'response.created');
           clients.push({ runId: created.event.response.run_id, from: 0, first, attempts: 0 });
         } else {
-          const res = await call(url, 'POST', '/api/v1/responses', { key, body: { workflowId: batchWorkflow.slug, inputs: inputs(i) } });
+          const res = await call(url, 'POST', '/api/v1/responses', {
+            key,
+            body: { workflowId: batchWorkflow.slug, inputs: inputs(i) },
+          });
           assert.equal(res.status, 202, JSON.stringify(res.body));
           // Cursor 0: this client knows the run was created and wants everything after it.
-          const first = await openSse(`${url}/api/v1/runs/${res.body.run_id}/stream`, { key, headers: { 'Last-Event-ID': '0' } });
+          const first = await openSse(`${url}/api/v1/runs/${res.body.run_id}/stream`, {
+            key,
+            headers: { 'Last-Event-ID': '0' },
+          });
           assert.equal(first.status, 200);
           clients.push({ runId: res.body.run_id, from: 1, first, attempts: 0 });
         }
@@ -121,7 +133,11 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
     );
 
     // Mid-stream: every client has an item done, none has its terminal event yet.
-    await Promise.all(clients.map((c) => c.first.until((f) => f.event?.type === 'response.output_item.done', 30_000)));
+    await Promise.all(
+      clients.map((c) =>
+        c.first.until((f) => f.event?.type === 'response.output_item.done', 30_000),
+      ),
+    );
     assert.ok(
       clients.every((c) => !events(c.first).some((e) => TERMINAL.has(e.type))),
       'no run had ended when the API was killed',
@@ -130,7 +146,8 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
     await apis[0].kill();
     await Promise.all(clients.map((c) => c.first.closed));
     const eventsBeforeKill = clients.reduce((n, c) => n + events(c.first).length, 0);
-    for (const c of clients) assert.notEqual(c.first.frames.at(-1)?.data, '[DONE]', 'a killed API sends no [DONE]');
+    for (const c of clients)
+      assert.notEqual(c.first.frames.at(-1)?.data, '[DONE]', 'a killed API sends no [DONE]');
 
     // Every client retries at once and keeps retrying while no API listens; the API comes back on the same port.
     const reconnects = Promise.all(
@@ -139,7 +156,10 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
         while (!finished) {
           c.attempts++;
           try {
-            c.second = await openSse(`${url}/api/v1/runs/${c.runId}/stream`, { key, headers: { 'Last-Event-ID': cursor } });
+            c.second = await openSse(`${url}/api/v1/runs/${c.runId}/stream`, {
+              key,
+              headers: { 'Last-Event-ID': cursor },
+            });
             return;
           } catch (err) {
             // Connection refused while no API listens: try again shortly, as a client's backoff would.
@@ -153,7 +173,9 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
     const runIds = clients.map((c) => c.runId);
     const endedWhileDown = await waitFor(
       async () => {
-        const ended = await backend.store.collections.runs.find({ _id: { $in: runIds }, finalized: true }, { projection: { _id: 1 } }).toArray();
+        const ended = await backend.store.collections.runs
+          .find({ _id: { $in: runIds }, finalized: true }, { projection: { _id: 1 } })
+          .toArray();
         return ended.length >= 3 ? ended.length : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 100, what: 'three runs to end while no API is up' },
@@ -180,18 +202,28 @@ describe('reliability: API killed with 20 streams open (issue 8)', function () {
       const seqs = received.map((e) => e.sequence_number as number);
       duplicates += seqs.length - new Set(seqs).size;
       total += received.length;
-      const record = await waitFor(async () => {
-        const doc = await findRunRecord(backend.store.collections, c.runId);
-        return doc?.finalized ? doc : undefined;
-      }, { what: `${c.runId} to be finalized` });
+      const record = await waitFor(
+        async () => {
+          const doc = await findRunRecord(backend.store.collections, c.runId);
+          return doc?.finalized ? doc : undefined;
+        },
+        { what: `${c.runId} to be finalized` },
+      );
       const log = record.events as RunEvent[];
       assert.equal(record.status, 'completed');
-      assert.deepEqual(received, log.slice(c.from), `${c.runId}: every event of the log from ${c.from}, once, in order`);
-      assert.deepEqual(seqs, log.slice(c.from).map((_, n) => c.from + n));
+      assert.deepEqual(
+        received,
+        log.slice(c.from),
+        `${c.runId}: every event of the log from ${c.from}, once, in order`,
+      );
+      assert.deepEqual(
+        seqs,
+        log.slice(c.from).map((_, n) => c.from + n),
+      );
     }
     assert.equal(duplicates, 0);
     const attempts = clients.reduce((n, c) => n + c.attempts, 0);
-     
+
     console.log(
       `      ${CLIENTS} streams, ${eventsBeforeKill} events before the kill; API listening again ${restartedMs} ms after the kill, ` +
         `${attempts} connection attempts (${CLIENTS} answered), all [DONE] ${backMs} ms after the kill; ` +

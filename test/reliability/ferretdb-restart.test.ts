@@ -16,7 +16,19 @@ import { findRunRecord } from '../../store/runs';
 import { runsEnded } from '../../lib/metrics';
 import { call } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { allFinalized, assertEnvelope, assertOneDebitEach, awaitRecovery, completedRuns, endedCount, expectedRunUsd, startRunsInFlight, timed, topicOf, usePrivateStack } from './outage-support';
+import {
+  allFinalized,
+  assertEnvelope,
+  assertOneDebitEach,
+  awaitRecovery,
+  completedRuns,
+  endedCount,
+  expectedRunUsd,
+  startRunsInFlight,
+  timed,
+  topicOf,
+  usePrivateStack,
+} from './outage-support';
 
 const RUNS = 10;
 /**
@@ -33,14 +45,21 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
   const stack = usePrivateStack('ferretdb-restart', { STREAM_KEEPALIVE_MS: '300' });
 
   // A graceful stop (SIGTERM: FerretDB serves open connections for ~3 s more, then exits) and a crash (SIGKILL).
-  it('answers 503 within the selection timeout while the database is down (SIGTERM), then finalizes every run once', () => outage('stop'));
+  it('answers 503 within the selection timeout while the database is down (SIGTERM), then finalizes every run once', () =>
+    outage('stop'));
   it('the same after a crash (SIGKILL)', () => outage('kill'));
 
   async function outage(how: 'stop' | 'kill'): Promise<void> {
     const { svc: s, fake, streams } = stack;
     const c = s.store.collections;
-    const { accountId, key, runIds, endedBefore, callsBefore, calledAt } = await startRunsInFlight(stack, RUNS, PROVIDER_DELAY_MS);
-    const open = await openSse(`${s.url}/api/v1/runs/${runIds[0]}/stream?starting_after=0`, { key });
+    const { accountId, key, runIds, endedBefore, callsBefore, calledAt } = await startRunsInFlight(
+      stack,
+      RUNS,
+      PROVIDER_DELAY_MS,
+    );
+    const open = await openSse(`${s.url}/api/v1/runs/${runIds[0]}/stream?starting_after=0`, {
+      key,
+    });
     streams.push(open);
     await open.until((f) => f.event?.type === 'response.resumed');
     const openEnded = open.closed.then(() => Date.now());
@@ -50,20 +69,29 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
     // The API's driver notices the outage at its next heartbeat (10 s); from then on a request
     // waits for server selection (2 s here, 30 s with the driver's default) instead of failing on
     // a refused connection at once. Both phases are measured.
-    const driverKnows = new Promise<number>((resolve) => s.api.store.client.once('serverHeartbeatFailed', () => resolve(Date.now())));
+    const driverKnows = new Promise<number>((resolve) =>
+      s.api.store.client.once('serverHeartbeatFailed', () => resolve(Date.now())),
+    );
     const stopAt = Date.now();
     await (how === 'stop' ? m.stop() : m.kill());
     stack.mongo = undefined;
     const downAt = Date.now();
     // Every run still waits on its provider: each finalize will meet the outage.
-    assert.equal(await endedCount(runsEnded, 'completed'), endedBefore, 'no run ended before the database was gone');
+    assert.equal(
+      await endedCount(runsEnded, 'completed'),
+      endedBefore,
+      'no run ended before the database was gone',
+    );
 
     const first = await answersWhileDown(s.url, key, runIds);
     const knownAfterMs = (await driverKnows) - stopAt;
     const known = await answersWhileDown(s.url, key, runIds);
     for (const [phase, down] of Object.entries({ first, known })) {
       for (const [what, ms] of Object.entries(down)) {
-        assert.ok(ms < DOWN_ANSWER_BOUND_MS, `${what} answered in ${ms} ms while the database was down (${phase})`);
+        assert.ok(
+          ms < DOWN_ANSWER_BOUND_MS,
+          `${what} answered in ${ms} ms while the database was down (${phase})`,
+        );
       }
     }
 
@@ -74,8 +102,15 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
     const streamed = events(open);
     const streamEndedMs = (await openEnded) - downAt;
     // The provider's answers were due while the database was down: every finalize met the outage.
-    assert.ok(Date.now() > calledAt + PROVIDER_DELAY_MS + 1_000, 'the outage outlasted the provider calls');
-    assert.equal(await endedCount(runsEnded, 'completed'), endedBefore, 'no run could be finalized while the database was down');
+    assert.ok(
+      Date.now() > calledAt + PROVIDER_DELAY_MS + 1_000,
+      'the outage outlasted the provider calls',
+    );
+    assert.equal(
+      await endedCount(runsEnded, 'completed'),
+      endedBefore,
+      'no run could be finalized while the database was down',
+    );
     const outageMs = Date.now() - downAt;
 
     const restart = await timed(() => startFerretDb({ dataDir: m.dataDir, port }));
@@ -89,15 +124,30 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
     const allFinalMs = Date.now() - upAt;
     const runs = await completedRuns(s.url, key, runIds, 10_000);
     for (const [i, run] of runs.entries()) {
-      assert.equal(run.output.answer[0].parts[0].text, `echo: ${topicOf(i, i === RUNS ? 10 : PROVIDER_DELAY_MS)}`, `${run.id} has its own answer`);
-      assert.ok(Math.abs(run.total_cost - expectedRunUsd()) < 1e-9, `${run.id} cost ${run.total_cost}`);
+      assert.equal(
+        run.output.answer[0].parts[0].text,
+        `echo: ${topicOf(i, i === RUNS ? 10 : PROVIDER_DELAY_MS)}`,
+        `${run.id} has its own answer`,
+      );
+      assert.ok(
+        Math.abs(run.total_cost - expectedRunUsd()) < 1e-9,
+        `${run.id} cost ${run.total_cost}`,
+      );
       assert.ok(run.completed_at, `${run.id} has its completion time`);
     }
     // The stored log of every run ends with exactly one terminal event; the stream had that log (after event 0).
-    assert.deepEqual(streamed.slice(1), (await findRunRecord(c, runIds[0]))!.events!.slice(1), 'the stream saw the stored log');
+    assert.deepEqual(
+      streamed.slice(1),
+      (await findRunRecord(c, runIds[0]))!.events!.slice(1),
+      'the stream saw the stored log',
+    );
     for (const runId of runIds) {
       const log = (await findRunRecord(c, runId))!.events!;
-      assert.deepEqual(log.filter((e) => TERMINAL.has(e.type)).map((e) => e.sequence_number), [log.length - 1], `${runId}: one terminal event, the last`);
+      assert.deepEqual(
+        log.filter((e) => TERMINAL.has(e.type)).map((e) => e.sequence_number),
+        [log.length - 1],
+        `${runId}: one terminal event, the last`,
+      );
     }
     const debits = await assertOneDebitEach(c, accountId, runIds, endedBefore);
 
@@ -112,9 +162,18 @@ describe('reliability: FerretDB restart with runs in flight (issue 8)', function
 });
 
 /** Every kind of request while the database is down, each asserted to be the 503 envelope (or /healthz ok); the time of each. */
-async function answersWhileDown(url: string, key: string, runIds: string[]): Promise<Record<string, number>> {
+async function answersWhileDown(
+  url: string,
+  key: string,
+  runIds: string[],
+): Promise<Record<string, number>> {
   const down: Record<string, number> = {};
-  const start = await timed(() => call(url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: 'refused' } } }));
+  const start = await timed(() =>
+    call(url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'ask', inputs: { topic: 'refused' } },
+    }),
+  );
   down.start = start.ms;
   assertEnvelope(start.value, 503, 'service_unavailable');
   assert.ok(start.value.headers.get('retry-after'), 'a 503 says when to retry');
@@ -134,7 +193,9 @@ async function answersWhileDown(url: string, key: string, runIds: string[]): Pro
   down.healthz = health.ms;
   assert.equal(health.value.status, 200);
   // Several at once do not queue behind each other.
-  const burst = await timed(() => Promise.all(runIds.map((id) => call(url, 'GET', `/api/v1/runs/${id}`, { key }))));
+  const burst = await timed(() =>
+    Promise.all(runIds.map((id) => call(url, 'GET', `/api/v1/runs/${id}`, { key }))),
+  );
   for (const r of burst.value) assertEnvelope(r, 503, 'service_unavailable');
   down.burstOf10Reads = burst.ms;
   return down;

@@ -57,33 +57,57 @@ describe('reliability: 1,000 runs under load (issue 8)', function () {
 
     const started = Date.now();
     const retried = { 503: 0, 429: 0 };
-    const runIds = await mapConcurrent(Array.from({ length: RUNS }, (_, i) => i), STARTERS, async (i) => {
-      // A careful client: every start carries an Idempotency-Key (D18), so any failure can be retried.
-      const headers = { 'Idempotency-Key': `load-${i}` };
-      for (;;) {
-        const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, headers, body: { workflowId: 'load', inputs: { topic: `load-${i}` } } });
-        if (res.status === 202) return res.body.run_id as string;
-        // 503 and 429 say when to come back (docs/api.md, docs/outages.md); anything else is a failure.
-        assert.ok(res.status === 503 || res.status === 429, `start ${i}: ${res.status} ${JSON.stringify(res.body)}`);
-        retried[res.status]++;
-        await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? '1') * 1000));
-      }
-    });
+    const runIds = await mapConcurrent(
+      Array.from({ length: RUNS }, (_, i) => i),
+      STARTERS,
+      async (i) => {
+        // A careful client: every start carries an Idempotency-Key (D18), so any failure can be retried.
+        const headers = { 'Idempotency-Key': `load-${i}` };
+        for (;;) {
+          const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+            key,
+            headers,
+            body: { workflowId: 'load', inputs: { topic: `load-${i}` } },
+          });
+          if (res.status === 202) return res.body.run_id as string;
+          // 503 and 429 say when to come back (docs/api.md, docs/outages.md); anything else is a failure.
+          assert.ok(
+            res.status === 503 || res.status === 429,
+            `start ${i}: ${res.status} ${JSON.stringify(res.body)}`,
+          );
+          retried[res.status]++;
+          await new Promise((r) =>
+            setTimeout(r, Number(res.headers.get('retry-after') ?? '1') * 1000),
+          );
+        }
+      },
+    );
     const startMs = Date.now() - started;
     assert.equal(new Set(runIds).size, RUNS, 'every start made its own run');
 
-    await waitFor(async () => ((await c.runs.countDocuments({ account_id: accountId, finalized: true })) === RUNS ? true : undefined), {
-      timeoutMs: 300_000,
-      intervalMs: 2_000, // a count scans every run on FerretDB: poll gently
-      what: `all ${RUNS} runs to end`,
-    });
+    await waitFor(
+      async () =>
+        (await c.runs.countDocuments({ account_id: accountId, finalized: true })) === RUNS
+          ? true
+          : undefined,
+      {
+        timeoutMs: 300_000,
+        intervalMs: 2_000, // a count scans every run on FerretDB: poll gently
+        what: `all ${RUNS} runs to end`,
+      },
+    );
     const endMs = Date.now() - started;
 
     // The list endpoint, paged, as a client would see it.
     const listed: any[] = [];
     let cursor: string | undefined;
     for (;;) {
-      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs?limit=100${cursor ? `&starting_after=${cursor}` : ''}`, { key });
+      const res = await call(
+        ctx.svc.url,
+        'GET',
+        `/api/v1/runs?limit=100${cursor ? `&starting_after=${cursor}` : ''}`,
+        { key },
+      );
       assert.equal(res.status, 200, JSON.stringify(res.body));
       listed.push(...res.body.data);
       if (!res.body.has_more) break;
@@ -91,25 +115,36 @@ describe('reliability: 1,000 runs under load (issue 8)', function () {
     }
     assert.equal(listed.length, RUNS, 'the list shows every run once');
     assert.deepEqual(new Set(listed.map((r) => r.id)), new Set(runIds));
-    assert.equal(await c.runs.countDocuments({ account_id: accountId }), RUNS, 'the store holds every run once');
+    assert.equal(
+      await c.runs.countDocuments({ account_id: accountId }),
+      RUNS,
+      'the store holds every run once',
+    );
 
     const byId = new Map(runIds.map((id, i) => [id, i]));
     for (const run of listed) {
       assert.equal(run.status, 'completed', JSON.stringify(run));
-      assert.equal(run.output.answer[0].parts[0].text, `echo: load-${byId.get(run.id)}`, `${run.id} has its own answer`);
+      assert.equal(
+        run.output.answer[0].parts[0].text,
+        `echo: load-${byId.get(run.id)}`,
+        `${run.id} has its own answer`,
+      );
       assert.ok(Math.abs(run.total_cost - RUN_USD) < 1e-9, `${run.id} cost ${run.total_cost}`);
     }
 
     const debits = await c.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
     assert.equal(debits.length, RUNS, 'one debit per run');
     const costs = new Map(listed.map((run) => [deriveId('led', run.id), run.total_cost as number]));
-    for (const d of debits) assert.equal(d.amount_usd, -costs.get(d._id)!, `${d._id} debits its run's cost`);
+    for (const d of debits)
+      assert.equal(d.amount_usd, -costs.get(d._id)!, `${d._id} debits its run's cost`);
     const spent = listed.reduce((sum, run) => sum + run.total_cost, 0);
     const debited = debits.reduce((sum, d) => sum + d.amount_usd, 0);
     assert.ok(Math.abs(debited + spent) < 1e-9, `debits ${debited} vs costs ${spent}`);
-    assert.ok(Math.abs((await accountBalance(c, accountId)) - (CREDIT_USD - spent)) < 1e-9, 'balance = credit - sum of total_cost');
+    assert.ok(
+      Math.abs((await accountBalance(c, accountId)) - (CREDIT_USD - spent)) < 1e-9,
+      'balance = credit - sum of total_cost',
+    );
 
-     
     console.log(
       `      ${RUNS} runs started in ${startMs} ms (${((RUNS * 1000) / startMs).toFixed(1)} starts/s, ${STARTERS} starters, retried: ${retried[503]} × 503, ${retried[429]} × 429); ` +
         `all ended ${endMs} ms after the first start (${((RUNS * 1000) / endMs).toFixed(1)} runs/s); ` +

@@ -38,12 +38,19 @@ export function usePrivateStack(name: string, env: Record<string, string>): Priv
   before(async () => {
     installWorkerRuntime('error'); // the worker's reconnect errors are expected here
     dataDir = mkdtempSync(path.join(os.tmpdir(), `wrs-${name}-`));
-    const [stack, bundle] = await Promise.all([startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }), bundleWorkflows()]);
+    const [stack, bundle] = await Promise.all([
+      startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }),
+      bundleWorkflows(),
+    ]);
     ({ temporal: ctx.temporal, mongo: ctx.mongo } = stack);
     ctx.fake = await startFakeOpenAI();
     ctx.svc = await startService({
       stack: { temporalAddress: stack.temporal.address, mongoUri: stack.mongo.uri, bundle },
-      env: { OPENAI_BASE_URL: ctx.fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } }), ...env },
+      env: {
+        OPENAI_BASE_URL: ctx.fake.baseUrl,
+        PRICES: JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } }),
+        ...env,
+      },
     });
   });
   after(async () => {
@@ -66,11 +73,17 @@ export async function startRunsInFlight(stack: PrivateStack, count: number, dela
   const callsBefore = fake.requests.length;
   const runIds: string[] = [];
   for (let i = 0; i < count; i++) {
-    const res = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: topicOf(i, delayMs) } } });
+    const res = await call(svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'ask', inputs: { topic: topicOf(i, delayMs) } },
+    });
     assert.equal(res.status, 202, JSON.stringify(res.body));
     runIds.push(res.body.run_id);
   }
-  await waitFor(async () => (fake.requests.length - callsBefore >= count ? true : undefined), { timeoutMs: 20_000, what: `${count} provider calls` });
+  await waitFor(async () => (fake.requests.length - callsBefore >= count ? true : undefined), {
+    timeoutMs: 20_000,
+    what: `${count} provider calls`,
+  });
   return { accountId, key, runIds, endedBefore, callsBefore, calledAt: Date.now() };
 }
 
@@ -78,17 +91,31 @@ export async function startRunsInFlight(stack: PrivateStack, count: number, dela
  * After a restart at `upAt`: how long until a read, a start (its run joins `runIds`, topic
  * `topicOf(runIds.length, 10)`) and /readyz succeed again, asked every 100 ms.
  */
-export async function awaitRecovery(url: string, key: string, runIds: string[], upAt: number): Promise<{ read: number; start: number; readyz: number }> {
+export async function awaitRecovery(
+  url: string,
+  key: string,
+  runIds: string[],
+  upAt: number,
+): Promise<{ read: number; start: number; readyz: number }> {
   const recovery = { timeoutMs: 20_000, intervalMs: 100 };
-  const read = await waitFor(async () => ((await call(url, 'GET', `/api/v1/runs/${runIds[2]}`, { key })).status === 200 ? Date.now() - upAt : undefined), {
-    ...recovery,
-    what: 'reads to recover',
-  });
+  const read = await waitFor(
+    async () =>
+      (await call(url, 'GET', `/api/v1/runs/${runIds[2]}`, { key })).status === 200
+        ? Date.now() - upAt
+        : undefined,
+    {
+      ...recovery,
+      what: 'reads to recover',
+    },
+  );
   const topic = topicOf(runIds.length, 10);
   let late: ApiResponse | undefined;
   const start = await waitFor(
     async () => {
-      late = await call(url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic } } });
+      late = await call(url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: 'ask', inputs: { topic } },
+      });
       if (late.status === 202) return Date.now() - upAt;
       assertEnvelope(late, 503, 'service_unavailable');
       return undefined;
@@ -96,16 +123,33 @@ export async function awaitRecovery(url: string, key: string, runIds: string[], 
     { ...recovery, what: 'starts to recover' },
   );
   runIds.push(late!.body.run_id);
-  const readyz = await waitFor(async () => ((await call(url, 'GET', '/readyz')).status === 200 ? Date.now() - upAt : undefined), recovery);
+  const readyz = await waitFor(
+    async () =>
+      (await call(url, 'GET', '/readyz')).status === 200 ? Date.now() - upAt : undefined,
+    recovery,
+  );
   return { read, start, readyz };
 }
 
 /** Exactly one debit per run, of its cost, and each final record written once; returns the debits. */
-export async function assertOneDebitEach(collections: Collections, accountId: string, runIds: string[], endedBefore: number) {
+export async function assertOneDebitEach(
+  collections: Collections,
+  accountId: string,
+  runIds: string[],
+  endedBefore: number,
+) {
   const debits = await collections.ledger.find({ account_id: accountId, kind: 'run' }).toArray();
   assert.deepEqual(debits.map((d) => d.run_id).sort(), [...runIds].sort(), 'one debit per run');
-  for (const d of debits) assert.ok(Math.abs(d.amount_usd + expectedRunUsd()) < 1e-9, `debit ${d._id} is ${d.amount_usd}`);
-  assert.equal((await endedCount(runsEnded, 'completed')) - endedBefore, runIds.length, 'each final record written once');
+  for (const d of debits)
+    assert.ok(
+      Math.abs(d.amount_usd + expectedRunUsd()) < 1e-9,
+      `debit ${d._id} is ${d.amount_usd}`,
+    );
+  assert.equal(
+    (await endedCount(runsEnded, 'completed')) - endedBefore,
+    runIds.length,
+    'each final record written once',
+  );
   return debits;
 }
 
@@ -139,11 +183,22 @@ export function assertEnvelope(res: ApiResponse, status: number, code: string): 
 }
 
 /** Waits until every run is terminal (through the API) and asserts each completed; returns the records in order. */
-export async function completedRuns(url: string, key: string, runIds: string[], timeoutMs: number): Promise<any[]> {
+export async function completedRuns(
+  url: string,
+  key: string,
+  runIds: string[],
+  timeoutMs: number,
+): Promise<any[]> {
   const runs = await waitFor(
     async () => {
-      const all = await Promise.all(runIds.map((id) => call(url, 'GET', `/api/v1/runs/${id}`, { key })));
-      return all.every((r) => r.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.status)) ? all.map((r) => r.body) : undefined;
+      const all = await Promise.all(
+        runIds.map((id) => call(url, 'GET', `/api/v1/runs/${id}`, { key })),
+      );
+      return all.every(
+        (r) => r.status === 200 && ['completed', 'failed', 'cancelled'].includes(r.body.status),
+      )
+        ? all.map((r) => r.body)
+        : undefined;
     },
     { timeoutMs, intervalMs: 250, what: `${runIds.length} runs to end` },
   );
@@ -162,12 +217,23 @@ export async function endedCount(counter: Counter<'status'>, status: string): Pr
  * (A run reads `completed` as soon as its workflow finished; the record and the debit are written
  * by the finalize activity right after, so the money is checked only after this.)
  */
-export async function allFinalized(collections: Collections, accountId: string, count: number, timeoutMs: number): Promise<number> {
+export async function allFinalized(
+  collections: Collections,
+  accountId: string,
+  count: number,
+  timeoutMs: number,
+): Promise<number> {
   const started = Date.now();
-  await waitFor(async () => ((await collections.runs.countDocuments({ account_id: accountId, finalized: true })) === count ? true : undefined), {
-    timeoutMs,
-    intervalMs: 100,
-    what: `${count} runs finalized`,
-  });
+  await waitFor(
+    async () =>
+      (await collections.runs.countDocuments({ account_id: accountId, finalized: true })) === count
+        ? true
+        : undefined,
+    {
+      timeoutMs,
+      intervalMs: 100,
+      what: `${count} runs finalized`,
+    },
+  );
   return Date.now() - started;
 }

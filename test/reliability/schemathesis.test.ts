@@ -14,7 +14,13 @@ import path from 'node:path';
 import { ensureSchemathesis, type PythonTool } from '../../tools/stack/python-tools';
 import { newAccount } from '../support/accounts';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { greetingWorkflow, llmWorkflow, publish, typedInputsWorkflow, waitForRun } from '../support/fixtures';
+import {
+  greetingWorkflow,
+  llmWorkflow,
+  publish,
+  typedInputsWorkflow,
+  waitForRun,
+} from '../support/fixtures';
 import { call } from '../support/http';
 import { startService, type TestService } from '../support/service';
 
@@ -29,7 +35,16 @@ interface Scenario {
   recorder: {
     label: string;
     interactions?: Record<string, { response?: { status_code: number } | null }>;
-    checks?: Record<string, Array<{ name: string; status: string; failure_info?: { failure: { code: string; operation: string; title: string; message: string } } }>>;
+    checks?: Record<
+      string,
+      Array<{
+        name: string;
+        status: string;
+        failure_info?: {
+          failure: { code: string; operation: string; title: string; message: string };
+        };
+      }>
+    >;
   };
 }
 
@@ -47,7 +62,8 @@ function readReport(file: string): Report {
     if (!line.trim()) continue;
     const event = JSON.parse(line) as Record<string, any>;
     // An engine error (a hook that raised, a schema it could not read ...) means some cases never ran.
-    for (const kind of ['NonFatalError', 'FatalError']) if (event[kind]) report.errors.push(`${kind}: ${JSON.stringify(event[kind]).slice(0, 1000)}`);
+    for (const kind of ['NonFatalError', 'FatalError'])
+      if (event[kind]) report.errors.push(`${kind}: ${JSON.stringify(event[kind]).slice(0, 1000)}`);
     const scenario = event.ScenarioFinished as Scenario | undefined;
     if (!scenario) continue;
     for (const interaction of Object.values(scenario.recorder.interactions ?? {})) {
@@ -62,7 +78,9 @@ function readReport(file: string): Report {
       for (const check of checks) {
         if (check.status !== 'failure') continue;
         const f = check.failure_info?.failure;
-        report.failures.push(`${check.name} ${f?.code ?? ''} ${f?.operation ?? scenario.recorder.label}: ${f?.title ?? ''} — ${f?.message ?? ''}`);
+        report.failures.push(
+          `${check.name} ${f?.code ?? ''} ${f?.operation ?? scenario.recorder.label}: ${f?.title ?? ''} — ${f?.message ?? ''}`,
+        );
       }
     }
   }
@@ -70,9 +88,18 @@ function readReport(file: string): Report {
 }
 
 /** Runs the tool to its end; resolves with its exit code and combined output. */
-function runTool(tool: PythonTool, args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; output: string }> {
+function runTool(
+  tool: PythonTool,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(tool.command, [...tool.args, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(tool.command, [...tool.args, ...args], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => chunks.push(c));
     child.stderr.on('data', (c: Buffer) => chunks.push(c));
@@ -117,10 +144,15 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
 
     // Real ids for the hooks: workflows (one with inputs of every scalar type, one public), finished runs, files
     // and their signed links; and runs kept `running` by a slow model call, so that cancelling answers 202.
-    const hello = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'hello.json'), 'utf8'));
+    const hello = JSON.parse(
+      fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'hello.json'), 'utf8'),
+    );
     const workflows = [
       { doc: hello, inputs: { name: 'Ada' } },
-      { doc: typedInputsWorkflow('typed'), inputs: { product_name: 'Tea', count: 2, gift_wrap: true } },
+      {
+        doc: typedInputsWorkflow('typed'),
+        inputs: { product_name: 'Tea', count: 2, gift_wrap: true },
+      },
       { doc: greetingWorkflow('shared', 'Hi', { public: true }), inputs: { name: 'Bo' } },
       { doc: llmWorkflow('slow'), inputs: { topic: `slow:${LIVE_RUN_MS}` }, live: true },
     ];
@@ -129,28 +161,66 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
     const liveRuns: string[] = [];
     for (const { doc, inputs, live = false } of workflows) {
       const wf = await publish(svc.url, key, doc);
-      published.push({ id: wf.workflow_id, slug: wf.slug, version: wf.version, version_id: wf.version_id, inputs, live });
+      published.push({
+        id: wf.workflow_id,
+        slug: wf.slug,
+        version: wf.version,
+        version_id: wf.version_id,
+        inputs,
+        live,
+      });
       for (let i = 0; i < (live ? 4 : 1); i++) {
-        const started = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: wf.workflow_id, inputs } });
+        const started = await call(svc.url, 'POST', '/api/v1/responses', {
+          key,
+          body: { workflowId: wf.workflow_id, inputs },
+        });
         assert.equal(started.status, 202, JSON.stringify(started.body));
         (live ? liveRuns : runs).push(started.body.run_id);
       }
     }
     for (const runId of runs) await waitForRun(svc.url, key, runId);
     const files = [];
-    for (const [name, type, body] of [['note.txt', 'text/plain', 'hello schemathesis'], ['pixel.png', 'image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0])]] as const) {
-      const res = await fetch(`${svc.url}/api/v1/files?name=${name}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': type }, body });
+    for (const [name, type, body] of [
+      ['note.txt', 'text/plain', 'hello schemathesis'],
+      [
+        'pixel.png',
+        'image/png',
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]),
+      ],
+    ] as const) {
+      const res = await fetch(`${svc.url}/api/v1/files?name=${name}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': type },
+        body,
+      });
       assert.equal(res.status, 201);
       files.push(await res.json());
     }
     const links = files.map((f: any) => {
       const url = new URL(f.url);
-      return { file_id: f.id, expires: url.searchParams.get('expires'), sig: url.searchParams.get('sig') };
+      return {
+        file_id: f.id,
+        expires: url.searchParams.get('expires'),
+        sig: url.searchParams.get('sig'),
+      };
     });
     // The playground's hashed asset names (issue 19), as the page links them.
-    const assets = [...(await (await fetch(`${svc.url}/`)).text()).matchAll(/"\/playground\/([^"]+)"/g)].map((m) => m[1]);
+    const assets = [
+      ...(await (await fetch(`${svc.url}/`)).text()).matchAll(/"\/playground\/([^"]+)"/g),
+    ].map((m) => m[1]);
     assert.equal(assets.length, 2);
-    fs.writeFileSync(path.join(workDir, 'fixtures.json'), JSON.stringify({ runs, live_runs: liveRuns, workflows: published, files: files.map((f: any) => f.id), links, assets, graph: greetingWorkflow('unused') }));
+    fs.writeFileSync(
+      path.join(workDir, 'fixtures.json'),
+      JSON.stringify({
+        runs,
+        live_runs: liveRuns,
+        workflows: published,
+        files: files.map((f: any) => f.id),
+        links,
+        assets,
+        graph: greetingWorkflow('unused'),
+      }),
+    );
   });
 
   after(async () => {
@@ -166,29 +236,56 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
     const { code, output } = await runTool(
       tool,
       [
-        '--config-file', path.join(CONFIG_DIR, 'schemathesis.toml'),
-        'run', `${svc.url}/api/v1/openapi.json`,
-        '--report', 'ndjson,junit',
-        '--report-ndjson-path', path.join(workDir, 'report.ndjson'),
-        '--report-junit-path', path.join(workDir, 'junit.xml'),
+        '--config-file',
+        path.join(CONFIG_DIR, 'schemathesis.toml'),
+        'run',
+        `${svc.url}/api/v1/openapi.json`,
+        '--report',
+        'ndjson,junit',
+        '--report-ndjson-path',
+        path.join(workDir, 'report.ndjson'),
+        '--report-junit-path',
+        path.join(workDir, 'junit.xml'),
         '--no-color',
       ],
-      { WRS_ST_KEY: key, WRS_ST_FIXTURES: path.join(workDir, 'fixtures.json'), SCHEMATHESIS_HOOKS: path.join(CONFIG_DIR, 'hooks.py') },
+      {
+        WRS_ST_KEY: key,
+        WRS_ST_FIXTURES: path.join(workDir, 'fixtures.json'),
+        SCHEMATHESIS_HOOKS: path.join(CONFIG_DIR, 'hooks.py'),
+      },
       workDir, // Hypothesis and schemathesis may write caches into the working directory: never into the repo
     );
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    assert.ok(fs.existsSync(path.join(workDir, 'report.ndjson')), `schemathesis wrote no report (exit ${code}):\n${output.slice(-4000)}`);
+    assert.ok(
+      fs.existsSync(path.join(workDir, 'report.ndjson')),
+      `schemathesis wrote no report (exit ${code}):\n${output.slice(-4000)}`,
+    );
     const report = readReport(path.join(workDir, 'report.ndjson'));
     const table = [...report.byOperation]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([op, statuses]) => `  ${op}: ${[...statuses].sort().map(([s, n]) => `${s}×${n}`).join(' ')}`)
+      .map(
+        ([op, statuses]) =>
+          `  ${op}: ${[...statuses]
+            .sort()
+            .map(([s, n]) => `${s}×${n}`)
+            .join(' ')}`,
+      )
       .join('\n');
-    process.stderr.write(`      schemathesis ${tool.version}: ${report.requests} requests in ${seconds} s (exit ${code})\n${table}\n`);
+    process.stderr.write(
+      `      schemathesis ${tool.version}: ${report.requests} requests in ${seconds} s (exit ${code})\n${table}\n`,
+    );
 
-    assert.deepEqual(report.failures, [], `schemathesis found failures:\n${failureSummary(output)}`);
+    assert.deepEqual(
+      report.failures,
+      [],
+      `schemathesis found failures:\n${failureSummary(output)}`,
+    );
     assert.deepEqual(report.errors, [], `schemathesis had errors:\n${failureSummary(output)}`);
     assert.equal(code, 0, `schemathesis exited ${code}:\n${failureSummary(output)}`);
-    assert.ok(report.requests >= MIN_REQUESTS, `only ${report.requests} requests were generated:\n${table}`);
+    assert.ok(
+      report.requests >= MIN_REQUESTS,
+      `only ${report.requests} requests were generated:\n${table}`,
+    );
     // Every documented operation was exercised and answered 2xx at least once: the hooks' real ids still reach the code.
     // (schemathesis leaves out the operation serving the document it loaded: GET /api/v1/openapi.json.)
     const doc = (await call(svc.url, 'GET', '/api/v1/openapi.json')).body;
@@ -197,7 +294,10 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
       .filter((operation) => operation !== 'GET /api/v1/openapi.json');
     for (const operation of operations) {
       const statuses = [...(report.byOperation.get(operation)?.keys() ?? [])];
-      assert.ok(statuses.some((s) => typeof s === 'number' && s >= 200 && s < 300), `${operation} never answered 2xx:\n${table}`);
+      assert.ok(
+        statuses.some((s) => typeof s === 'number' && s >= 200 && s < 300),
+        `${operation} never answered 2xx:\n${table}`,
+      );
     }
     keepReports = false;
   });

@@ -24,7 +24,14 @@ const EVENT_BYTES = 256 * 1024;
 describe('reliability: slow stream clients (issue 8, item 8)', function () {
   this.timeout(120_000);
   // No worker: runs stay pending, so their streams never end by themselves.
-  const ctx = useService({ worker: false, env: { STREAM_MAX_BUFFERED_BYTES: String(MAX_BUFFERED), STREAM_KEEPALIVE_MS: '5', STREAM_POLL_MS: '20' } });
+  const ctx = useService({
+    worker: false,
+    env: {
+      STREAM_MAX_BUFFERED_BYTES: String(MAX_BUFFERED),
+      STREAM_KEEPALIVE_MS: '5',
+      STREAM_POLL_MS: '20',
+    },
+  });
 
   before(async () => {
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
@@ -36,7 +43,11 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
   function feed(runId: string): boolean {
     const poller = ctx.svc.api.pollers.get(runId);
     if (!poller) return false;
-    const event = { type: 'response.in_progress', sequence_number: poller.events.length, padding: 'p'.repeat(EVENT_BYTES) } as unknown as RunEvent;
+    const event = {
+      type: 'response.in_progress',
+      sequence_number: poller.events.length,
+      padding: 'p'.repeat(EVENT_BYTES),
+    } as unknown as RunEvent;
     poller.events.push(event);
     return true;
   }
@@ -45,7 +56,9 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
     const runId = await pendingRun();
     const { hostname, port } = new URL(ctx.svc.url);
     // The server's side of the connection, to watch how much the API process queues for it.
-    const serverSide = new Promise<net.Socket>((resolve) => ctx.svc.api.server.once('connection', resolve));
+    const serverSide = new Promise<net.Socket>((resolve) =>
+      ctx.svc.api.server.once('connection', resolve),
+    );
     const socket = net.connect(Number(port), hostname);
     const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.on('error', () => undefined); // a reset is a fine way to be cut off
@@ -62,7 +75,9 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
       };
       socket.on('data', onData);
       socket.once('error', reject);
-      socket.write(`GET /api/v1/runs/${runId}/stream HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${ctx.key}\r\nAccept: text/event-stream\r\n\r\n`);
+      socket.write(
+        `GET /api/v1/runs/${runId}/stream HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${ctx.key}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
     });
     assert.match(head, /^HTTP\/1\.1 200 /);
     const server = await serverSide;
@@ -74,14 +89,20 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
     const started = Date.now();
     while (feed(runId)) {
       fed += EVENT_BYTES;
-      assert.ok(fed < 64 * 1024 * 1024, `still connected after ${fed} bytes of events (queued ${server.writableLength})`);
+      assert.ok(
+        fed < 64 * 1024 * 1024,
+        `still connected after ${fed} bytes of events (queued ${server.writableLength})`,
+      );
       await new Promise((r) => setTimeout(r, 25)); // about one poll tick per event
       maxQueued = Math.max(maxQueued, server.destroyed ? 0 : server.writableLength);
     }
     const cutAfterMs = Date.now() - started;
     assert.equal(ctx.svc.api.pollers.size, 0);
     // The API never held more than the limit plus the one event that crossed it.
-    assert.ok(maxQueued <= MAX_BUFFERED + EVENT_BYTES + 4096, `the API queued ${maxQueued} bytes for a stalled client`);
+    assert.ok(
+      maxQueued <= MAX_BUFFERED + EVENT_BYTES + 4096,
+      `the API queued ${maxQueued} bytes for a stalled client`,
+    );
     assert.ok(server.destroyed, 'the server side of the connection is gone');
 
     // Reading again yields what the kernel held (bounded) and then the end, without [DONE].
@@ -93,10 +114,18 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
     });
     socket.resume();
     await closed;
-    assert.ok(!tail.includes('[DONE]'), 'a cut-off client gets no [DONE]: it reconnects with Last-Event-ID');
-    assert.ok(received < fed, `the client received ${received} of ${fed} bytes: nothing was held back for it`);
-     
-    console.log(`      cut off after ${cutAfterMs} ms, ${fed} bytes of events; kernel buffers had ${received} bytes; API queue peak ${maxQueued} bytes`);
+    assert.ok(
+      !tail.includes('[DONE]'),
+      'a cut-off client gets no [DONE]: it reconnects with Last-Event-ID',
+    );
+    assert.ok(
+      received < fed,
+      `the client received ${received} of ${fed} bytes: nothing was held back for it`,
+    );
+
+    console.log(
+      `      cut off after ${cutAfterMs} ms, ${fed} bytes of events; kernel buffers had ${received} bytes; API queue peak ${maxQueued} bytes`,
+    );
   });
 
   it('a client that keeps reading gets every event past the limit and is not cut off', async () => {
@@ -109,13 +138,20 @@ describe('reliability: slow stream clients (issue 8, item 8)', function () {
     for (let i = 0; i < count; i++) {
       assert.ok(feed(runId), 'the poller is still there');
       const seq = ctx.svc.api.pollers.get(runId)!.events.length - 1;
-      await stream.until((f) => f.event?.sequence_number === seq && f.event?.type === 'response.in_progress');
+      await stream.until(
+        (f) => f.event?.sequence_number === seq && f.event?.type === 'response.in_progress',
+      );
     }
-    assert.equal(stream.frames.filter((f) => f.event?.type === 'response.in_progress').length, count);
+    assert.equal(
+      stream.frames.filter((f) => f.event?.type === 'response.in_progress').length,
+      count,
+    );
     assert.equal(ctx.svc.api.pollers.size, 1);
     stream.abort();
     await stream.closed;
-    await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), { what: 'the poller to go with its last client' });
+    await waitFor(async () => (ctx.svc.api.pollers.size === 0 ? true : undefined), {
+      what: 'the poller to go with its last client',
+    });
     assert.equal((await call(ctx.svc.url, 'GET', '/healthz')).status, 200);
   });
 });

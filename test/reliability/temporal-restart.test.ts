@@ -15,7 +15,19 @@ import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { runsEnded } from '../../lib/metrics';
 import { call } from '../support/http';
 import { events, openSse } from '../support/sse';
-import { allFinalized, assertEnvelope, assertOneDebitEach, awaitRecovery, completedRuns, endedCount, expectedRunUsd, startRunsInFlight, timed, topicOf, usePrivateStack } from './outage-support';
+import {
+  allFinalized,
+  assertEnvelope,
+  assertOneDebitEach,
+  awaitRecovery,
+  completedRuns,
+  endedCount,
+  expectedRunUsd,
+  startRunsInFlight,
+  timed,
+  topicOf,
+  usePrivateStack,
+} from './outage-support';
 
 const RUNS = 10;
 /** The provider answers after this long: the server dies while every run waits on its call, and the answers come while it is down. */
@@ -26,20 +38,30 @@ const KEEPALIVE_MS = 300;
 
 describe('reliability: Temporal restart with runs in flight (issue 8)', function () {
   this.timeout(150_000);
-  const stack = usePrivateStack('temporal-restart', { STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS), RETRY_INITIAL_MS: '200' });
+  const stack = usePrivateStack('temporal-restart', {
+    STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS),
+    RETRY_INITIAL_MS: '200',
+  });
 
   // SIGKILL (a crash: nothing flushed, connections reset) and a graceful stop (a deploy), in turn on one service.
-  it('answers 503 at once while Temporal is down (SIGKILL), then recovers by itself and finishes every run once', () => outage('kill'));
+  it('answers 503 at once while Temporal is down (SIGKILL), then recovers by itself and finishes every run once', () =>
+    outage('kill'));
   it('the same after a graceful stop (SIGTERM)', () => outage('stop'));
 
   async function outage(how: 'kill' | 'stop'): Promise<void> {
     const { svc: s, fake, streams } = stack;
     const c = s.store.collections;
-    const { accountId, key, runIds, endedBefore, callsBefore, calledAt } = await startRunsInFlight(stack, RUNS, PROVIDER_DELAY_MS);
+    const { accountId, key, runIds, endedBefore, callsBefore, calledAt } = await startRunsInFlight(
+      stack,
+      RUNS,
+      PROVIDER_DELAY_MS,
+    );
     // Every run's provider call is in flight, and the API knows the runs as running.
     const live = await call(s.url, 'GET', `/api/v1/runs/${runIds[0]}`, { key });
     assert.equal(live.body.status, 'running', JSON.stringify(live.body));
-    const before = await openSse(`${s.url}/api/v1/runs/${runIds[0]}/stream?starting_after=0`, { key });
+    const before = await openSse(`${s.url}/api/v1/runs/${runIds[0]}/stream?starting_after=0`, {
+      key,
+    });
     streams.push(before);
     await before.until((f) => f.event?.type === 'response.resumed');
 
@@ -52,7 +74,12 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
 
     // While it is down: each answer within the bound, measured.
     const down: Record<string, number> = {};
-    const start = await timed(() => call(s.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'ask', inputs: { topic: 'refused' } } }));
+    const start = await timed(() =>
+      call(s.url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: 'ask', inputs: { topic: 'refused' } },
+      }),
+    );
     down.start = start.ms;
     assertEnvelope(start.value, 503, 'service_unavailable');
     assert.ok(start.value.headers.get('retry-after'), 'a 503 says when to retry');
@@ -74,25 +101,46 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
     assert.equal(health.value.status, 200);
 
     // A new stream opens at once (200 and the SSE head) and waits with keepalives for the run's state.
-    const during = await timed(() => openSse(`${s.url}/api/v1/runs/${runIds[1]}/stream?starting_after=0`, { key }));
+    const during = await timed(() =>
+      openSse(`${s.url}/api/v1/runs/${runIds[1]}/stream?starting_after=0`, { key }),
+    );
     down.newStreamHead = during.ms;
     streams.push(during.value);
     assert.equal(during.value.status, 200);
     await during.value.until((f) => f.comment === 'keepalive', 5_000);
-    assert.equal(events(during.value).length, 0, 'no event before the run state is known: the stored record only says pending');
+    assert.equal(
+      events(during.value).length,
+      0,
+      'no event before the run state is known: the stored record only says pending',
+    );
     // The stream opened before the outage is still alive: keepalives keep coming after the kill.
     await before.until((f) => f.comment === 'keepalive' && f.at > downAt + KEEPALIVE_MS, 5_000);
 
-    for (const [what, ms] of Object.entries(down)) assert.ok(ms < DOWN_ANSWER_BOUND_MS, `${what} answered in ${ms} ms while Temporal was down`);
+    for (const [what, ms] of Object.entries(down))
+      assert.ok(ms < DOWN_ANSWER_BOUND_MS, `${what} answered in ${ms} ms while Temporal was down`);
     // The refused start left no run behind.
     assert.equal(await c.runs.countDocuments({ account_id: accountId }), RUNS);
     // The provider's answers were due while the server was down: their results must still reach the runs.
-    assert.ok(Date.now() > calledAt + PROVIDER_DELAY_MS + 1_000, 'the outage outlasted the provider calls');
-    assert.equal(await endedCount(runsEnded, 'completed'), endedBefore, 'no run could be finalized while the server was down');
+    assert.ok(
+      Date.now() > calledAt + PROVIDER_DELAY_MS + 1_000,
+      'the outage outlasted the provider calls',
+    );
+    assert.equal(
+      await endedCount(runsEnded, 'completed'),
+      endedBefore,
+      'no run could be finalized while the server was down',
+    );
     const outageMs = Date.now() - downAt;
 
     // Back on the same file and port; nothing else is touched.
-    const restart = await timed(() => startTemporal({ dataDir: t.dataDir, port, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }));
+    const restart = await timed(() =>
+      startTemporal({
+        dataDir: t.dataDir,
+        port,
+        headless: true,
+        searchAttributes: SEARCH_ATTRIBUTE_TYPES,
+      }),
+    );
     stack.temporal = restart.value;
     const upAt = Date.now();
 
@@ -103,8 +151,15 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
     const allDoneMs = Date.now() - upAt;
     const runs = await completedRuns(s.url, key, runIds, 10_000);
     for (const [i, run] of runs.entries()) {
-      assert.equal(run.output.answer[0].parts[0].text, `echo: ${topicOf(i, i === RUNS ? 10 : PROVIDER_DELAY_MS)}`, `${run.id} has its own answer`);
-      assert.ok(Math.abs(run.total_cost - expectedRunUsd()) < 1e-9, `${run.id} cost ${run.total_cost}: its call counted once`);
+      assert.equal(
+        run.output.answer[0].parts[0].text,
+        `echo: ${topicOf(i, i === RUNS ? 10 : PROVIDER_DELAY_MS)}`,
+        `${run.id} has its own answer`,
+      );
+      assert.ok(
+        Math.abs(run.total_cost - expectedRunUsd()) < 1e-9,
+        `${run.id} cost ${run.total_cost}: its call counted once`,
+      );
     }
     // Exactly one debit per run, of its cost; the record was finalized once per run.
     const debits = await assertOneDebitEach(c, accountId, runIds, endedBefore);
@@ -117,9 +172,16 @@ describe('reliability: Temporal restart with runs in flight (issue 8)', function
       const got = events(stream);
       assert.equal(got[0].type, 'response.resumed');
       // Live: `running`, or `completed` when the run ended before the stream's first successful look.
-      assert.ok(['running', 'completed'].includes(got[0].response.status), `stream ${n}: ${JSON.stringify(got[0])}`);
+      assert.ok(
+        ['running', 'completed'].includes(got[0].response.status),
+        `stream ${n}: ${JSON.stringify(got[0])}`,
+      );
       const log = (await findRunRecord(c, runIds[n]))!.events!;
-      assert.deepEqual(got.slice(1), log.slice(1), `stream ${n}: the run's log after event 0, each event once`);
+      assert.deepEqual(
+        got.slice(1),
+        log.slice(1),
+        `stream ${n}: the run's log after event 0, each event once`,
+      );
       assert.equal(got.at(-1).type, 'response.completed');
       assert.equal(stream.frames.at(-1)!.data, '[DONE]');
     }

@@ -20,7 +20,11 @@ import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { mapConcurrent } from '../support/pool';
-import { startWorkerProcess, useWorkerProcesses, type WorkerProcess } from '../support/worker-process';
+import {
+  startWorkerProcess,
+  useWorkerProcesses,
+  type WorkerProcess,
+} from '../support/worker-process';
 import { findRunRecord } from '../../store/runs';
 import { useService } from '../support/use-service';
 
@@ -38,9 +42,11 @@ const RUN_USD = START_FEE_USD + DELAYS_MS.length * CALL_USD;
 const rowsOf = (i: number) => DELAYS_MS.map((ms, k) => `slow:${ms} run-${i} row-${k}`);
 
 /** Adds what a worker process wrote to stderr to a failure, which is where its reason shows. */
-const withLog = (worker: WorkerProcess) => (err: Error): never => {
-  throw new Error(`${err.message}\nworker stderr:\n${worker.stderr()}`);
-};
+const withLog =
+  (worker: WorkerProcess) =>
+  (err: Error): never => {
+    throw new Error(`${err.message}\nworker stderr:\n${worker.stderr()}`);
+  };
 
 describe('reliability: worker killed with 100 runs in flight (issue 8)', function () {
   this.timeout(240_000);
@@ -50,30 +56,47 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
     fakeOpenAI: true,
     worker: false,
     account: false,
-    env: { RATE_LIMIT_STARTS_PER_MINUTE: '10000', RATE_LIMIT_REQUESTS_PER_MINUTE: '100000', START_FEE_USD: String(START_FEE_USD) },
+    env: {
+      RATE_LIMIT_STARTS_PER_MINUTE: '10000',
+      RATE_LIMIT_REQUESTS_PER_MINUTE: '100000',
+      START_FEE_USD: String(START_FEE_USD),
+    },
   });
 
   it('completes every run with exactly its items and one debit after a kill -9 and a new worker', async () => {
     const c = ctx.svc.store.collections;
     const { accountId, key } = await newAccount(c, CREDIT_USD);
     await publish(ctx.svc.url, key, rowsWorkflow('crash')); // three output items per run
-    const workerEnv = { OPENAI_BASE_URL: ctx.fake.baseUrl, PRICES: JSON.stringify({ 'gpt-test': PRICE }) };
+    const workerEnv = {
+      OPENAI_BASE_URL: ctx.fake.baseUrl,
+      PRICES: JSON.stringify({ 'gpt-test': PRICE }),
+    };
     const started = Date.now();
     workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
 
-    const runIds = await mapConcurrent(Array.from({ length: RUNS }, (_, i) => i), 16, async (i) => {
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'crash', inputs: { rows: rowsOf(i) } } });
-      assert.equal(res.status, 202, JSON.stringify(res.body));
-      return res.body.run_id as string;
-    });
+    const runIds = await mapConcurrent(
+      Array.from({ length: RUNS }, (_, i) => i),
+      16,
+      async (i) => {
+        const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+          key,
+          body: { workflowId: 'crash', inputs: { rows: rowsOf(i) } },
+        });
+        assert.equal(res.status, 202, JSON.stringify(res.body));
+        return res.body.run_id as string;
+      },
+    );
     const startedAllMs = Date.now() - started;
 
     // Mid-way: some runs ended, many calls answered, and the fake holds many calls the worker waits on.
     const inFlight = () => ctx.fake.requests.filter((r) => !r.answered && !r.aborted);
     await waitFor(
       async () => {
-        if (inFlight().length < 30 || ctx.fake.requests.filter((r) => r.answered).length < 60) return undefined;
-        return (await c.runs.countDocuments({ account_id: accountId, finalized: true })) >= 5 ? true : undefined;
+        if (inFlight().length < 30 || ctx.fake.requests.filter((r) => r.answered).length < 60)
+          return undefined;
+        return (await c.runs.countDocuments({ account_id: accountId, finalized: true })) >= 5
+          ? true
+          : undefined;
       },
       { timeoutMs: 90_000, intervalMs: 20, what: '5 runs ended, 60 calls answered, 30 in flight' },
     ).catch(withLog(workers[0]));
@@ -88,11 +111,17 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
     const killedAtMs = Date.now() - started;
 
     workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
-    await waitFor(async () => ((await c.runs.countDocuments({ account_id: accountId, finalized: true })) === RUNS ? true : undefined), {
-      timeoutMs: 150_000,
-      intervalMs: 250,
-      what: `all ${RUNS} runs to be finalized`,
-    }).catch(withLog(workers[1]));
+    await waitFor(
+      async () =>
+        (await c.runs.countDocuments({ account_id: accountId, finalized: true })) === RUNS
+          ? true
+          : undefined,
+      {
+        timeoutMs: 150_000,
+        intervalMs: 250,
+        what: `all ${RUNS} runs to be finalized`,
+      },
+    ).catch(withLog(workers[1]));
     const doneMs = Date.now() - started;
 
     // Every run through the API, and its persisted event log from the store.
@@ -103,28 +132,56 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
       assert.equal(res.status, 200, JSON.stringify(res.body));
       const run = res.body;
       assert.equal(run.status, 'completed', `${runId}: ${JSON.stringify(run)}`);
-      const items = run.output.answers as Array<{ id: string; item_index: number; status: string; parts: unknown }>;
+      const items = run.output.answers as Array<{
+        id: string;
+        item_index: number;
+        status: string;
+        parts: unknown;
+      }>;
       assert.deepEqual(
         items.map(({ item_index, status, parts }) => ({ item_index, status, parts })),
-        rowsOf(i).map((row, k) => ({ item_index: k, status: 'completed', parts: [{ type: 'text', text: `echo: ${row}` }] })),
+        rowsOf(i).map((row, k) => ({
+          item_index: k,
+          status: 'completed',
+          parts: [{ type: 'text', text: `echo: ${row}` }],
+        })),
         `${runId} (run-${i}) has exactly its own three answers, in order`,
       );
       for (const item of items) {
         assert.ok(!itemIds.has(item.id), `item id ${item.id} appears twice`);
         itemIds.add(item.id);
       }
-      assert.ok(Math.abs(run.total_cost - RUN_USD) < 1e-9, `${runId} cost ${run.total_cost}, expected ${RUN_USD}: each call counted once`);
+      assert.ok(
+        Math.abs(run.total_cost - RUN_USD) < 1e-9,
+        `${runId} cost ${run.total_cost}, expected ${RUN_USD}: each call counted once`,
+      );
 
       const log = (await findRunRecord(c, runId))!.events as RunEvent[];
       events += log.length;
-      assert.deepEqual(log.map((e) => e.sequence_number), log.map((_, n) => n), `${runId}: the log is numbered 0..n-1`);
+      assert.deepEqual(
+        log.map((e) => e.sequence_number),
+        log.map((_, n) => n),
+        `${runId}: the log is numbered 0..n-1`,
+      );
       assert.equal(log[0].type, 'response.created');
-      assert.deepEqual(log.filter((e) => !e.type.startsWith('response.output_item')).map((e) => e.type), ['response.created', 'response.completed']);
+      assert.deepEqual(
+        log.filter((e) => !e.type.startsWith('response.output_item')).map((e) => e.type),
+        ['response.created', 'response.completed'],
+      );
       assert.equal(log.at(-1)!.type, 'response.completed');
-      const ids = (type: string) => log.filter((e) => e.type === type).map((e) => (e as { item: { id: string } }).item.id);
+      const ids = (type: string) =>
+        log.filter((e) => e.type === type).map((e) => (e as { item: { id: string } }).item.id);
       const outputIds = items.map((item) => item.id);
-      assert.deepEqual([...ids('response.output_item.added')].sort(), [...outputIds].sort(), `${runId}: one added event per item`);
-      assert.deepEqual([...ids('response.output_item.done')].sort(), [...outputIds].sort(), `${runId}: one done event per item`);
+      assert.deepEqual(
+        [...ids('response.output_item.added')].sort(),
+        [...outputIds].sort(),
+        `${runId}: one added event per item`,
+      );
+      assert.deepEqual(
+        [...ids('response.output_item.done')].sort(),
+        [...outputIds].sort(),
+        `${runId}: one done event per item`,
+      );
       return run;
     });
     assert.equal(itemIds.size, RUNS * DELAYS_MS.length);
@@ -140,16 +197,23 @@ describe('reliability: worker killed with 100 runs in flight (issue 8)', functio
       assert.equal(debit.amount_usd, -run.total_cost);
     }
     const spent = runs.reduce((sum, run) => sum + run.total_cost, 0);
-    assert.ok(Math.abs((await accountBalance(c, accountId)) - (CREDIT_USD - spent)) < 1e-9, 'balance = credit - sum of total_cost');
+    assert.ok(
+      Math.abs((await accountBalance(c, accountId)) - (CREDIT_USD - spent)) < 1e-9,
+      'balance = credit - sum of total_cost',
+    );
 
     // The provider's view: every row was answered; a call cut by the kill was made again, once.
     const callsPerRow = new Map<string, number>();
-    for (const r of ctx.fake.requests) callsPerRow.set(r.prompt, (callsPerRow.get(r.prompt) ?? 0) + 1);
+    for (const r of ctx.fake.requests)
+      callsPerRow.set(r.prompt, (callsPerRow.get(r.prompt) ?? 0) + 1);
     assert.equal(callsPerRow.size, RUNS * DELAYS_MS.length);
     const repeated = [...callsPerRow.values()].filter((n) => n > 1);
-    assert.ok(repeated.every((n) => n === 2), `no row called more than twice: ${JSON.stringify(repeated)}`);
+    assert.ok(
+      repeated.every((n) => n === 2),
+      `no row called more than twice: ${JSON.stringify(repeated)}`,
+    );
     const aborted = ctx.fake.requests.filter((r) => r.aborted).length;
-    // eslint-disable-next-line no-console
+
     console.log(
       `      ${RUNS} runs started in ${startedAllMs} ms; killed at ${killedAtMs} ms with ${atKill.callsInFlight} calls in flight, ` +
         `${atKill.callsAnswered} answered, ${atKill.runsCalled} runs called, ${finalizedAtKill} finalized; all finalized at ${doneMs} ms. ` +

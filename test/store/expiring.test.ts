@@ -6,7 +6,12 @@
 import assert from 'node:assert/strict';
 import type { Store } from '../../store/db';
 import { ensureExpiryIndexes, sweepExpired } from '../../store/expiry';
-import { canonicalJson, claimIdempotencyKey, idempotencyId, requestHash } from '../../store/idempotency';
+import {
+  canonicalJson,
+  claimIdempotencyKey,
+  idempotencyId,
+  requestHash,
+} from '../../store/idempotency';
 import { countRequest, WINDOW_MS } from '../../store/rate-limits';
 import { connectTestStore } from '../support/store';
 
@@ -29,7 +34,9 @@ describe('store: rate-limit windows and idempotency keys (D16, D18)', function (
     assert.equal(next.count, 1);
     assert.equal(next.windowStartMs, Date.UTC(2030, 0, 1, 12, 31));
     assert.equal(next.windowEndMs - next.windowStartMs, WINDOW_MS);
-    const doc = await c.rateLimits.findOne({ _id: `key_a:starts:${Date.UTC(2030, 0, 1, 12, 30) / WINDOW_MS}` });
+    const doc = await c.rateLimits.findOne({
+      _id: `key_a:starts:${Date.UTC(2030, 0, 1, 12, 30) / WINDOW_MS}`,
+    });
     assert.equal(doc?.count, 2);
     assert.equal(doc?.expires_at.getTime(), Date.UTC(2030, 0, 1, 12, 32));
   });
@@ -43,10 +50,20 @@ describe('store: rate-limit windows and idempotency keys (D16, D18)', function (
     const future = new Date(Date.now() + 60_000);
     await c.rateLimits.insertMany([
       { _id: 'old', key_id: 'k', bucket: 'starts', window_start: past, count: 1, expires_at: past },
-      { _id: 'live', key_id: 'k', bucket: 'starts', window_start: past, count: 1, expires_at: future },
+      {
+        _id: 'live',
+        key_id: 'k',
+        bucket: 'starts',
+        window_start: past,
+        count: 1,
+        expires_at: future,
+      },
     ]);
     await sweepExpired([c.rateLimits, c.idempotencyKeys]);
-    assert.deepEqual((await c.rateLimits.find({ _id: { $in: ['old', 'live'] } }).toArray()).map((d) => d._id), ['live']);
+    assert.deepEqual(
+      (await c.rateLimits.find({ _id: { $in: ['old', 'live'] } }).toArray()).map((d) => d._id),
+      ['live'],
+    );
   });
 
   it('lets one of many concurrent claims of a key win, and hashes requests canonically', async () => {
@@ -64,7 +81,10 @@ describe('store: rate-limit windows and idempotency keys (D16, D18)', function (
     }));
     const owners = await Promise.all(claims.map((claim) => claimIdempotencyKey(c, claim)));
     assert.equal(new Set(owners.map((o) => o.run_id)).size, 1);
-    assert.equal(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: null } }), '{"a":{"c":null,"d":[2,{"e":0,"f":1}]},"b":1}');
+    assert.equal(
+      canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: null } }),
+      '{"a":{"c":null,"d":[2,{"e":0,"f":1}]},"b":1}',
+    );
     assert.equal(requestHash({ a: 1, b: 2 }), requestHash({ b: 2, a: 1 }));
     assert.notEqual(requestHash({ a: 1 }), requestHash({ a: '1' }));
   });

@@ -9,16 +9,22 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Store } from '../../store/db';
 import { accountBalance } from '../../store/ledger';
-import { finalizeRunRecord, findRun, findRunRecord, insertRun, saveRunChunk } from '../../store/runs';
+import {
+  finalizeRunRecord,
+  findRun,
+  findRunRecord,
+  insertRun,
+  saveRunChunk,
+} from '../../store/runs';
 import type { RunEvent, RunFinal, RunOutput } from '../../domain/run';
 import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { connectTestStore } from '../support/store';
 import { useService } from '../support/use-service';
 
-
 /** JSON that FerretDB cannot hold as document content, every kind at once (and a `__proto__` key). */
-const AWKWARD = '{"grid":[[1,2],[3,[4]]],"$set":{"a.b":1},"x.y":[{"$gt":0}],"nul\\u0000key":true,"__proto__":{"polluted":true}}';
+const AWKWARD =
+  '{"grid":[[1,2],[3,[4]]],"$set":{"a.b":1},"x.y":[{"$gt":0}],"nul\\u0000key":true,"__proto__":{"polluted":true}}';
 const awkward = (): unknown => JSON.parse(AWKWARD);
 
 describe('store: run records hold any JSON a node produces', function () {
@@ -32,14 +38,43 @@ describe('store: run records hold any JSON a node produces', function () {
   it('finalizes, reads back and chunks output with nested arrays, `$`, dotted and NUL keys unchanged', async () => {
     const c = store.collections;
     const runId = `run_${Date.now().toString(36)}awkward`;
-    const output: RunOutput = { answer: [{ id: 'item_1', status: 'completed', parts: [{ type: 'json', data: awkward() }] }] as RunOutput[string] };
-    const events = [{ type: 'response.created', sequence_number: 0, data: awkward() }] as unknown as RunEvent[];
+    const output: RunOutput = {
+      answer: [
+        { id: 'item_1', status: 'completed', parts: [{ type: 'json', data: awkward() }] },
+      ] as RunOutput[string],
+    };
+    const events = [
+      { type: 'response.created', sequence_number: 0, data: awkward() },
+    ] as unknown as RunEvent[];
     await insertRun(c, {
-      _id: runId, account_id: 'acct_x', key_id: 'key_x', published_workflow_id: 'wf_x', published_workflow_version_id: 'wfv_x',
-      version: 1, status: 'pending', inputs: {}, created_at: new Date(), completed_at: null, output: null, error: null, total_cost: null, events: null, finalized: false,
+      _id: runId,
+      account_id: 'acct_x',
+      key_id: 'key_x',
+      published_workflow_id: 'wf_x',
+      published_workflow_version_id: 'wfv_x',
+      version: 1,
+      status: 'pending',
+      inputs: {},
+      created_at: new Date(),
+      completed_at: null,
+      output: null,
+      error: null,
+      total_cost: null,
+      events: null,
+      finalized: false,
     });
     await saveRunChunk(c, { runId, index: 0, itemEvents: '', output });
-    const final: RunFinal = { runId, accountId: 'acct_x', status: 'completed', output, error: null, totalCost: 0, completedAtMs: Date.now(), events, chunks: 1 };
+    const final: RunFinal = {
+      runId,
+      accountId: 'acct_x',
+      status: 'completed',
+      output,
+      error: null,
+      totalCost: 0,
+      completedAtMs: Date.now(),
+      events,
+      chunks: 1,
+    };
     assert.equal(await finalizeRunRecord(c, final), true);
 
     const record = (await findRunRecord(c, runId))!;
@@ -48,9 +83,16 @@ describe('store: run records hold any JSON a node produces', function () {
     assert.deepEqual(record.output, { answer: [...output.answer, ...output.answer] });
     assert.deepEqual(record.events, events);
     const data = record.output!.answer[0].parts[0] as { data: Record<string, unknown> };
-    assert.ok(Object.hasOwn(data.data, '__proto__'), 'a `__proto__` key stays data, not a prototype');
+    assert.ok(
+      Object.hasOwn(data.data, '__proto__'),
+      'a `__proto__` key stays data, not a prototype',
+    );
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
-    assert.equal(await findRun(c, 'acct_other', runId), null, 'another account still reads nothing');
+    assert.equal(
+      await findRun(c, 'acct_other', runId),
+      null,
+      'another account still reads nothing',
+    );
   });
 
   describe('a run whose http_request answers such JSON', () => {
@@ -81,14 +123,20 @@ describe('store: run records hold any JSON a node produces', function () {
       };
       await publish(ctx.svc.url, key, doc);
       const before = await accountBalance(ctx.svc.store.collections, accountId);
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: doc.slug, inputs: {} } });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: doc.slug, inputs: {} },
+      });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       const runId: string = res.body.run_id;
       await waitForRun(ctx.svc.url, key, runId);
-      const record = await waitFor(async () => {
-        const found = await findRunRecord(ctx.svc.store.collections, runId);
-        return found?.finalized ? found : undefined;
-      }, { what: `${runId} finalized` });
+      const record = await waitFor(
+        async () => {
+          const found = await findRunRecord(ctx.svc.store.collections, runId);
+          return found?.finalized ? found : undefined;
+        },
+        { what: `${runId} finalized` },
+      );
       assert.equal(record.status, 'completed');
 
       const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
@@ -96,7 +144,13 @@ describe('store: run records hold any JSON a node produces', function () {
       assert.deepEqual(read.body.output.data[0].parts, [{ type: 'json', data: awkward() }]);
       const entries = await ctx.svc.store.collections.ledger.find({ run_id: runId }).toArray();
       assert.equal(entries.length, 1, 'debited once');
-      assert.ok(Math.abs(before - (await accountBalance(ctx.svc.store.collections, accountId)) - record.total_cost!) < 1e-9);
+      assert.ok(
+        Math.abs(
+          before -
+            (await accountBalance(ctx.svc.store.collections, accountId)) -
+            record.total_cost!,
+        ) < 1e-9,
+      );
     });
   });
 });

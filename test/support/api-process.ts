@@ -25,7 +25,10 @@ const ROOT = path.resolve(__dirname, '..', '..');
  * Starts an API on `config`'s database and task queue and resolves once it listens. `port`
  * (default: a free one) lets a restart take the port of a killed process; `env` adds variables.
  */
-export async function startApiProcess(config: Config, opts: { port?: number; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ApiProcess> {
+export async function startApiProcess(
+  config: Config,
+  opts: { port?: number; env?: Record<string, string>; readyTimeoutMs?: number } = {},
+): Promise<ApiProcess> {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'api/main.ts'], {
     cwd: ROOT,
     env: {
@@ -64,7 +67,15 @@ export async function startApiProcess(config: Config, opts: { port?: number; env
   };
 
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`the API did not listen within ${opts.readyTimeoutMs ?? 30_000} ms:\n${output}`)), opts.readyTimeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () =>
+        fail(
+          new Error(
+            `the API did not listen within ${opts.readyTimeoutMs ?? 30_000} ms:\n${output}`,
+          ),
+        ),
+      opts.readyTimeoutMs ?? 30_000,
+    );
     let lines = '';
     const onData = (chunk: Buffer) => {
       lines += chunk.toString('utf8');
@@ -78,7 +89,12 @@ export async function startApiProcess(config: Config, opts: { port?: number; env
         }
       }
     };
-    const onExit = () => fail(new Error(`the API exited before it listened (code ${child.exitCode}, signal ${child.signalCode}):\n${output}`));
+    const onExit = () =>
+      fail(
+        new Error(
+          `the API exited before it listened (code ${child.exitCode}, signal ${child.signalCode}):\n${output}`,
+        ),
+      );
     function done(value: string) {
       clearTimeout(timer);
       child.stdout!.off('data', onData);

@@ -15,7 +15,10 @@ let counter = 0;
  * Test configuration: a fresh database and task queue per call, `env` on top, on the shared
  * stack unless `servers` names others (tests that restart their own Temporal or FerretDB).
  */
-export async function testConfig(env: Record<string, string> = {}, servers?: { temporalAddress: string; mongoUri: string }): Promise<Config> {
+export async function testConfig(
+  env: Record<string, string> = {},
+  servers?: { temporalAddress: string; mongoUri: string },
+): Promise<Config> {
   const { temporalAddress, mongoUri } = servers ?? (await sharedServers());
   const id = `${process.pid}-${++counter}-${Date.now()}`;
   return loadConfig({
@@ -41,8 +44,14 @@ export interface InProcessWorker {
 }
 
 /** Runs a worker of `config`'s task queue in this process, with a prebuilt workflow bundle (the suite's by default). */
-export async function startInProcessWorker(config: Config, store: Store, bundle?: WorkflowBundleWithSourceMap): Promise<InProcessWorker> {
-  const workflowBundle = config.worker.workflowBundlePath ? undefined : (bundle ?? (await testStack()).bundle);
+export async function startInProcessWorker(
+  config: Config,
+  store: Store,
+  bundle?: WorkflowBundleWithSourceMap,
+): Promise<InProcessWorker> {
+  const workflowBundle = config.worker.workflowBundlePath
+    ? undefined
+    : (bundle ?? (await testStack()).bundle);
   return startWorker(config, store, { workflowBundle, shutdownGraceMs: 1_000 });
 }
 
@@ -55,7 +64,9 @@ export interface TestBackend {
 }
 
 /** A database, a task queue and a worker in this process, without an API. */
-export async function startBackend(opts: { env?: Record<string, string> } = {}): Promise<TestBackend> {
+export async function startBackend(
+  opts: { env?: Record<string, string> } = {},
+): Promise<TestBackend> {
   const config = await testConfig(opts.env);
   const store = await connectStore(config.mongo);
   const worker = await startInProcessWorker(config, store);

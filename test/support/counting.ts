@@ -8,7 +8,10 @@ export interface CallProbe {
 }
 
 /** Wraps `collection` so that calls of `method` are counted (and can be made to fail); everything else passes through. */
-export function countingCalls<T extends Document>(collection: Collection<T>, method: keyof Collection<T>): { collection: Collection<T>; probe: CallProbe } {
+export function countingCalls<T extends Document>(
+  collection: Collection<T>,
+  method: keyof Collection<T>,
+): { collection: Collection<T>; probe: CallProbe } {
   const probe: CallProbe = { calls: 0, fail: null };
   const wrapped = new Proxy(collection, {
     get(target, prop, receiver) {

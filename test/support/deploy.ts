@@ -11,7 +11,10 @@ import { promisify } from 'node:util';
 import yaml from 'js-yaml';
 import { EnvSchema } from '../../config';
 import { ensureHelm, ensureKubeconform } from '../../tools/stack/binaries';
-import { ensureKubernetesSchemas, kubeconformSchemaLocation } from '../../tools/stack/deploy-schemas';
+import {
+  ensureKubernetesSchemas,
+  kubeconformSchemaLocation,
+} from '../../tools/stack/deploy-schemas';
 
 const run = promisify(execFile);
 export const REPO = path.resolve(__dirname, '..', '..');
@@ -27,7 +30,9 @@ export function envVariables(): string[] {
 
 /** Parses a YAML file as Compose does: with merge keys (`<<: *anchor`), which js-yaml 5 enables only on request. */
 export function readYaml<T = unknown>(file: string): T {
-  return yaml.load(fs.readFileSync(file, 'utf8'), { schema: yaml.CORE_SCHEMA.withTags(yaml.mergeTag) }) as T;
+  return yaml.load(fs.readFileSync(file, 'utf8'), {
+    schema: yaml.CORE_SCHEMA.withTags(yaml.mergeTag),
+  }) as T;
 }
 
 export interface DeployTools {
@@ -43,13 +48,25 @@ export async function deployTools(): Promise<DeployTools> {
 }
 
 /** Runs a tool; resolves with its output whatever the exit code, so tests can assert on both. */
-export async function runTool(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runTool(
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(file, args, { cwd: REPO, env, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await run(file, args, {
+      cwd: REPO,
+      env,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? String(err) };
+    return {
+      code: typeof e.code === 'number' ? e.code : 1,
+      stdout: e.stdout ?? '',
+      stderr: e.stderr ?? String(err),
+    };
   }
 }
 
@@ -62,8 +79,19 @@ export function valuesFile(values: unknown): string {
 }
 
 /** `helm template` of the chart with the given values files; throws with helm's message when it fails. */
-export async function renderChart(helm: string, valueFiles: string[], kubeVersion = RENDER_KUBE_VERSION): Promise<string> {
-  const args = ['template', 'wrs', CHART_DIR, '--kube-version', kubeVersion, ...valueFiles.flatMap((f) => ['-f', f])];
+export async function renderChart(
+  helm: string,
+  valueFiles: string[],
+  kubeVersion = RENDER_KUBE_VERSION,
+): Promise<string> {
+  const args = [
+    'template',
+    'wrs',
+    CHART_DIR,
+    '--kube-version',
+    kubeVersion,
+    ...valueFiles.flatMap((f) => ['-f', f]),
+  ];
   const result = await runTool(helm, args);
   if (result.code !== 0) throw new Error(`helm template failed:\n${result.stderr}`);
   return result.stdout;
@@ -82,5 +110,15 @@ export function parseManifests(text: string): Manifest[] {
 
 /** kubeconform -strict of `file` against one Kubernetes version's schemas. */
 export function kubeconform(tool: string, file: string, kubeVersion: string) {
-  return runTool(tool, ['-strict', '-summary', '-output', 'json', '-kubernetes-version', kubeVersion, '-schema-location', kubeconformSchemaLocation(), file]);
+  return runTool(tool, [
+    '-strict',
+    '-summary',
+    '-output',
+    'json',
+    '-kubernetes-version',
+    kubeVersion,
+    '-schema-location',
+    kubeconformSchemaLocation(),
+    file,
+  ]);
 }

@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { call, waitFor } from './http';
 
 /** A one-input greeting workflow; `prefix` makes versions tell apart in their output. */
-export function greetingWorkflow(slug: string, prefix = 'Hello', extra: Record<string, unknown> = {}) {
+export function greetingWorkflow(
+  slug: string,
+  prefix = 'Hello',
+  extra: Record<string, unknown> = {},
+) {
   return {
     slug,
     name: `Greeting ${slug}`,
@@ -28,7 +32,14 @@ export function typedInputsWorkflow(slug: string) {
       { id: 'product', type: 'user_input', label: 'Product Name', input_type: 'text' },
       { id: 'count', type: 'user_input', label: 'Count', input_type: 'number' },
       { id: 'flag', type: 'user_input', label: 'Gift Wrap?', input_type: 'boolean' },
-      { id: 'tone', type: 'user_input', label: 'Tone', input_type: 'text', required: false, default: 'friendly' },
+      {
+        id: 'tone',
+        type: 'user_input',
+        label: 'Tone',
+        input_type: 'text',
+        required: false,
+        default: 'friendly',
+      },
       { id: 'line', type: 'text', template: '{{product_name}}|{{count}}|{{gift_wrap}}|{{tone}}' },
       { id: 'out', type: 'user_result', label: 'Line' },
     ],
@@ -46,7 +57,11 @@ export function typedInputsWorkflow(slug: string) {
  * Rows (json input) → batch → one `gpt-test` llm call per row (`prompt`, `{{row}}` is the row) →
  * result "Answers": the batch runs of the crash and big-run tests. `extra` adds document fields (`concurrency`).
  */
-export function rowsWorkflow(slug: string, prompt = '{{row}}', extra: Record<string, unknown> = {}) {
+export function rowsWorkflow(
+  slug: string,
+  prompt = '{{row}}',
+  extra: Record<string, unknown> = {},
+) {
   return {
     slug,
     ...extra,
@@ -88,7 +103,12 @@ export async function publish(url: string, key: string, doc: unknown): Promise<a
 }
 
 /** Polls a run until it is terminal and returns its record. */
-export async function waitForRun(url: string, key: string, runId: string, timeoutMs = 30_000): Promise<any> {
+export async function waitForRun(
+  url: string,
+  key: string,
+  runId: string,
+  timeoutMs = 30_000,
+): Promise<any> {
   return waitFor(
     async () => {
       const r = await call(url, 'GET', `/api/v1/runs/${runId}`, { key });

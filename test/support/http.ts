@@ -29,9 +29,15 @@ export async function call<T = any>(
   const timeoutMs = opts.timeoutMs ?? CALL_TIMEOUT_MS;
   let res: Response;
   try {
-    res = await fetch(baseUrl + path, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(baseUrl + path, {
+      method,
+      headers,
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
-    if ((err as Error).name === 'TimeoutError') throw new Error(`${method} ${path.slice(0, 120)}: no answer within ${timeoutMs} ms`);
+    if ((err as Error).name === 'TimeoutError')
+      throw new Error(`${method} ${path.slice(0, 120)}: no answer within ${timeoutMs} ms`);
     throw err;
   }
   const text = await res.text();
@@ -45,7 +51,10 @@ export async function call<T = any>(
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | undefined>, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
   for (;;) {
     const value = await check();
@@ -64,7 +73,8 @@ export function readResponse(res: IncomingMessage): Promise<ApiResponse> {
     res.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       const headers = new Headers();
-      for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
+      for (const [name, value] of Object.entries(res.headers))
+        if (typeof value === 'string') headers.set(name, value);
       let body: unknown = text;
       try {
         body = JSON.parse(text);

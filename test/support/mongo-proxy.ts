@@ -20,12 +20,20 @@ export interface MongoProxy {
 export function hasStringElement(message: Buffer, name: string, value: string): boolean {
   const length = Buffer.alloc(4);
   length.writeInt32LE(Buffer.byteLength(value) + 1);
-  const needle = Buffer.concat([Buffer.from([0x02]), Buffer.from(`${name}\0`), length, Buffer.from(`${value}\0`)]);
+  const needle = Buffer.concat([
+    Buffer.from([0x02]),
+    Buffer.from(`${name}\0`),
+    length,
+    Buffer.from(`${value}\0`),
+  ]);
   return message.includes(needle);
 }
 
 /** Starts the proxy for `targetUri` (host and port are taken from it). */
-export async function startMongoProxy(targetUri: string, freezeAfter: (message: Buffer) => boolean): Promise<MongoProxy> {
+export async function startMongoProxy(
+  targetUri: string,
+  freezeAfter: (message: Buffer) => boolean,
+): Promise<MongoProxy> {
   const target = new URL(targetUri);
   let frozen = false;
   let markFrozen!: () => void;

@@ -20,7 +20,10 @@ function absoluteRefs(schema: Json): Json {
   if (Array.isArray(schema)) return schema.map(absoluteRefs);
   if (schema === null || typeof schema !== 'object') return schema;
   return Object.fromEntries(
-    Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#') ? DOC_ID + v : absoluteRefs(v)]),
+    Object.entries(schema).map(([k, v]) => [
+      k,
+      k === '$ref' && typeof v === 'string' && v.startsWith('#') ? DOC_ID + v : absoluteRefs(v),
+    ]),
   );
 }
 
@@ -62,14 +65,20 @@ export class Conformance {
   /** Asserts `value` matches a schema of the document (errors listed in the message). */
   validate(schema: Json, value: unknown, what: string): void {
     const validate = this.validator(schema);
-    assert.ok(validate(value), `${what} does not match its documented schema: ${this.ajv.errorsText(validate.errors, { separator: '\n  ' })}\n${JSON.stringify(value)?.slice(0, 1500)}`);
+    assert.ok(
+      validate(value),
+      `${what} does not match its documented schema: ${this.ajv.errorsText(validate.errors, { separator: '\n  ' })}\n${JSON.stringify(value)?.slice(0, 1500)}`,
+    );
   }
 
   /** The documented response of an operation for a status; fails when it is not documented. */
   private documented(method: string, template: string, status: number): Json {
     const op = this.operation(method, template);
     const response = op.responses?.[String(status)];
-    assert.ok(response, `${method} ${template} answered ${status}, which the document does not list (it lists ${Object.keys(op.responses ?? {}).join(', ')})`);
+    assert.ok(
+      response,
+      `${method} ${template} answered ${status}, which the document does not list (it lists ${Object.keys(op.responses ?? {}).join(', ')})`,
+    );
     const key = `${method.toUpperCase()} ${template}`;
     if (!this.seen.has(key)) this.seen.set(key, new Set());
     this.seen.get(key)!.add(status);
@@ -81,7 +90,10 @@ export class Conformance {
     const content = response.content ?? {};
     const type = contentType.split(';')[0].trim().toLowerCase();
     const match = content[type] ?? content[`${type.split('/')[0]}/*`] ?? content['*/*'];
-    assert.ok(match, `${what}: Content-Type ${type || '(none)'} is not documented (documented: ${Object.keys(content).join(', ') || 'no content'})`);
+    assert.ok(
+      match,
+      `${what}: Content-Type ${type || '(none)'} is not documented (documented: ${Object.keys(content).join(', ') || 'no content'})`,
+    );
     return match;
   }
 
@@ -109,7 +121,10 @@ export class Conformance {
     const media = this.mediaType(response, client.headers.get('content-type') ?? '', what);
     // A 3.1 document has no `itemSchema`: the stream's schema refers to each event's fields (as schemathesis reads it).
     const ref = media.schema?.$ref as string | undefined;
-    assert.ok(ref?.startsWith('#/components/schemas/'), `${what}: no schema documented for the events`);
+    assert.ok(
+      ref?.startsWith('#/components/schemas/'),
+      `${what}: no schema documented for the events`,
+    );
     const itemSchema = this.doc.components.schemas[ref!.split('/').at(-1)!];
     // Its `data` carries the payload's own schema as `contentSchema`, which JSON Schema only annotates,
     // so the parsed payload is validated against it here.
@@ -118,12 +133,20 @@ export class Conformance {
     const events = client.frames.filter((f) => f.event);
     assert.ok(events.length > 0, `${what}: no events`);
     for (const frame of client.frames.filter((f) => f.data !== undefined)) {
-      const fields = { ...(frame.id === undefined ? {} : { id: frame.id }), ...(frame.retry === undefined ? {} : { retry: frame.retry }), data: frame.data };
+      const fields = {
+        ...(frame.id === undefined ? {} : { id: frame.id }),
+        ...(frame.retry === undefined ? {} : { retry: frame.retry }),
+        data: frame.data,
+      };
       this.validate(itemSchema, fields, `${what} SSE event`);
     }
     for (const frame of events) {
       this.validate(payloadSchema, frame.event, `${what} event ${frame.event.type}`);
-      assert.equal(frame.id, String(frame.event.sequence_number), `${what}: SSE id and sequence_number differ`);
+      assert.equal(
+        frame.id,
+        String(frame.event.sequence_number),
+        `${what}: SSE id and sequence_number differ`,
+      );
     }
   }
 }

@@ -3,14 +3,22 @@ import net from 'node:net';
 import type { ApiResponse } from './http';
 
 /** Sends `request` as-is on a new connection and parses the one answer (Content-Length or close delimited). */
-export function rawRequest(baseUrl: string, request: string | Buffer, timeoutMs = 10_000): Promise<ApiResponse & { raw: string }> {
+export function rawRequest(
+  baseUrl: string,
+  request: string | Buffer,
+  timeoutMs = 10_000,
+): Promise<ApiResponse & { raw: string }> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () => socket.write(request));
     let data = Buffer.alloc(0);
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no complete answer within ${timeoutMs} ms: ${data.toString('latin1').slice(0, 300)}`));
+      reject(
+        new Error(
+          `no complete answer within ${timeoutMs} ms: ${data.toString('latin1').slice(0, 300)}`,
+        ),
+      );
     }, timeoutMs);
     const finish = () => {
       const text = data.toString('utf8');
@@ -43,7 +51,11 @@ export function rawRequest(baseUrl: string, request: string | Buffer, timeoutMs 
     socket.on('end', () => {
       if (!finish()) {
         clearTimeout(timer);
-        reject(new Error(`connection closed without a complete answer: ${data.toString('latin1').slice(0, 300)}`));
+        reject(
+          new Error(
+            `connection closed without a complete answer: ${data.toString('latin1').slice(0, 300)}`,
+          ),
+        );
       }
     });
     socket.on('error', (err) => {

@@ -12,14 +12,24 @@ export async function startRun(
   inputs: Record<string, unknown> = {},
   opts: { headers?: Record<string, string>; body?: Record<string, unknown> } = {},
 ): Promise<string> {
-  const res = await call(url, 'POST', '/api/v1/responses', { key, headers: opts.headers, body: { workflowId, inputs, ...opts.body } });
+  const res = await call(url, 'POST', '/api/v1/responses', {
+    key,
+    headers: opts.headers,
+    body: { workflowId, inputs, ...opts.body },
+  });
   assert.equal(res.status, 202, JSON.stringify(res.body));
   assert.ok(isId('run', res.body.run_id), res.body.run_id);
   return res.body.run_id;
 }
 
 /** Publishes `doc`, runs it with `inputs` and returns the final run record (a minute allows for media and provider polls). */
-export async function runToEnd(url: string, key: string, doc: { slug: string }, inputs: Record<string, unknown> = {}, timeoutMs = 60_000): Promise<any> {
+export async function runToEnd(
+  url: string,
+  key: string,
+  doc: { slug: string },
+  inputs: Record<string, unknown> = {},
+  timeoutMs = 60_000,
+): Promise<any> {
   await publish(url, key, doc);
   return waitForRun(url, key, await startRun(url, key, doc.slug, inputs), timeoutMs);
 }

@@ -47,7 +47,9 @@ export async function startService(opts: ServiceOptions = {}): Promise<TestServi
   const { temporalAddress, mongoUri, bundle } = opts.stack ?? (await sharedStack());
   const config = await testConfig(opts.env, { temporalAddress, mongoUri });
   const store = await connectStore(config.mongo);
-  const logger = opts.logDestination ? createLogger(config.logLevel, 'wrs-api', opts.logDestination) : createLogger('silent');
+  const logger = opts.logDestination
+    ? createLogger(config.logLevel, 'wrs-api', opts.logDestination)
+    : createLogger('silent');
   const api = await startApi(config, logger, { monitorCommands: opts.monitorCommands });
   let worker: InProcessWorker | undefined;
 
@@ -59,7 +61,9 @@ export async function startService(opts: ServiceOptions = {}): Promise<TestServi
     async startWorker() {
       if (worker) return;
       // The API listens on a free port: signed file links (D19) made by the worker must point at it.
-      const workerConfig = config.api.publicBaseUrl ? config : { ...config, api: { ...config.api, publicBaseUrl: api.url } };
+      const workerConfig = config.api.publicBaseUrl
+        ? config
+        : { ...config, api: { ...config.api, publicBaseUrl: api.url } };
       worker = await startInProcessWorker(workerConfig, store, bundle);
     },
     async stopWorker() {
@@ -82,8 +86,15 @@ export async function startService(opts: ServiceOptions = {}): Promise<TestServi
  * Another API process of `svc`'s deployment (its database and task queue), as behind a load
  * balancer; without a worker of its own unless `worker: true`.
  */
-export function startPeerService(svc: TestService, opts: ServiceOptions = {}): Promise<TestService> {
-  const env = { MONGODB_DB: svc.config.mongo.dbName, TEMPORAL_TASK_QUEUE: svc.config.temporal.taskQueue, ...opts.env };
+export function startPeerService(
+  svc: TestService,
+  opts: ServiceOptions = {},
+): Promise<TestService> {
+  const env = {
+    MONGODB_DB: svc.config.mongo.dbName,
+    TEMPORAL_TASK_QUEUE: svc.config.temporal.taskQueue,
+    ...opts.env,
+  };
   return startService({ worker: false, ...opts, env });
 }
 
@@ -102,7 +113,11 @@ export function temporalClient(svc: TestService): Client {
   let client = clients.get(svc);
   if (!client) {
     const { dataConverter } = payloadProtection(svc.config, svc.store.db);
-    client = new Client({ connection: svc.api.connection, namespace: svc.config.temporal.namespace, dataConverter });
+    client = new Client({
+      connection: svc.api.connection,
+      namespace: svc.config.temporal.namespace,
+      dataConverter,
+    });
     clients.set(svc, client);
   }
   return client;

@@ -43,7 +43,16 @@ export async function openSse(
   let buffer = '';
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     const text = await res.text();
-    return { status: res.status, headers: res.headers, frames, raw: () => text, closed: Promise.resolve(), until: () => Promise.reject(new Error('not a stream')), abort: () => undefined, json: text ? JSON.parse(text) : undefined };
+    return {
+      status: res.status,
+      headers: res.headers,
+      frames,
+      raw: () => text,
+      closed: Promise.resolve(),
+      until: () => Promise.reject(new Error('not a stream')),
+      abort: () => undefined,
+      json: text ? JSON.parse(text) : undefined,
+    };
   }
   const decoder = new TextDecoder();
   let ended = false;
@@ -71,7 +80,8 @@ export async function openSse(
       }
     } catch (err) {
       // Aborted by us, or the server dropped the connection ("terminated"): both just end the stream.
-      if ((err as Error).name !== 'AbortError' && (err as Error).message !== 'terminated') throw err;
+      if ((err as Error).name !== 'AbortError' && (err as Error).message !== 'terminated')
+        throw err;
     } finally {
       ended = true;
       for (const wake of [...waiters]) wake();
@@ -81,7 +91,11 @@ export async function openSse(
     new Promise<SseFrame>((resolve, reject) => {
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`no matching SSE frame within ${timeoutMs} ms; got ${frames.map((f) => f.data ?? `:${f.comment}`).join(' | ')}`));
+        reject(
+          new Error(
+            `no matching SSE frame within ${timeoutMs} ms; got ${frames.map((f) => f.data ?? `:${f.comment}`).join(' | ')}`,
+          ),
+        );
       }, timeoutMs);
       const check = () => {
         const found = frames.find(match);
@@ -95,7 +109,15 @@ export async function openSse(
       waiters.add(check);
       check();
     });
-  return { status: res.status, headers: res.headers, frames, raw: () => raw, closed, until, abort: () => controller.abort() };
+  return {
+    status: res.status,
+    headers: res.headers,
+    frames,
+    raw: () => raw,
+    closed,
+    until,
+    abort: () => controller.abort(),
+  };
 }
 
 /** The data events of a stream (no comments, no [DONE]). */

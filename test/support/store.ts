@@ -7,5 +7,8 @@ let counter = 0;
 /** Connects to a new, empty database (its collections and indexes created); close it when done. */
 export async function connectTestStore(): Promise<Store> {
   const { stack } = await testStack();
-  return connectStore({ uri: stack.mongo.uri, dbName: `wrs_unit_${process.pid}_${++counter}_${Date.now()}` });
+  return connectStore({
+    uri: stack.mongo.uri,
+    dbName: `wrs_unit_${process.pid}_${++counter}_${Date.now()}`,
+  });
 }

@@ -13,10 +13,28 @@ export interface CodecAccess {
 }
 
 /** The history's JSON text (parse it with JSON.parse), exactly as the CLI prints it. */
-export async function showHistory(address: string, workflowId: string, codec?: CodecAccess): Promise<string> {
-  const args = ['workflow', 'show', '--workflow-id', workflowId, '--address', address, '--output', 'json', '--disable-config-file', '--disable-config-env'];
+export async function showHistory(
+  address: string,
+  workflowId: string,
+  codec?: CodecAccess,
+): Promise<string> {
+  const args = [
+    'workflow',
+    'show',
+    '--workflow-id',
+    workflowId,
+    '--address',
+    address,
+    '--output',
+    'json',
+    '--disable-config-file',
+    '--disable-config-env',
+  ];
   if (codec) args.push('--codec-endpoint', codec.endpoint, '--codec-auth', `Bearer ${codec.token}`);
-  const { stdout } = await promisify(execFile)(temporalBinaryPath(), args, { maxBuffer: 64 * 1024 * 1024, timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(temporalBinaryPath(), args, {
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 60_000,
+  });
   return stdout;
 }
 
@@ -29,7 +47,8 @@ export function allTexts(json: string): string[] {
   const walk = (v: unknown): void => {
     if (typeof v === 'string') {
       out.push(v);
-      if (/^[A-Za-z0-9+/]+={0,2}$/.test(v) && v.length >= 8) out.push(Buffer.from(v, 'base64').toString('latin1'));
+      if (/^[A-Za-z0-9+/]+={0,2}$/.test(v) && v.length >= 8)
+        out.push(Buffer.from(v, 'base64').toString('latin1'));
     } else if (Array.isArray(v)) v.forEach(walk);
     else if (v && typeof v === 'object') Object.values(v).forEach(walk);
   };

@@ -21,7 +21,10 @@ const ROOT = path.resolve(__dirname, '..', '..');
  * Starts a worker on the service's Temporal task queue and database; `mongoUri` may point at a
  * proxy, `env` adds variables (providers, prices) for the worker's activities.
  */
-export function startWorkerProcess(config: Config, opts: { mongoUri?: string; env?: Record<string, string> } = {}): WorkerProcess {
+export function startWorkerProcess(
+  config: Config,
+  opts: { mongoUri?: string; env?: Record<string, string> } = {},
+): WorkerProcess {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'worker/main.ts'], {
     cwd: ROOT,
     env: {

@@ -23,7 +23,10 @@ describe('worker: prebuilt workflow bundle (WORKFLOW_BUNDLE_PATH)', function () 
     svc = await startService({ env: { WORKFLOW_BUNDLE_PATH: file } });
     const { key } = await newAccount(svc.store.collections);
     await publish(svc.url, key, greetingWorkflow('bundled'));
-    const start = await call(svc.url, 'POST', '/api/v1/responses', { key, body: { workflowId: 'bundled', inputs: { name: 'Ada' } } });
+    const start = await call(svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'bundled', inputs: { name: 'Ada' } },
+    });
     assert.equal(start.status, 202, JSON.stringify(start.body));
     const run = await waitForRun(svc.url, key, start.body.run_id);
     assert.equal(run.status, 'completed', JSON.stringify(run));
@@ -31,7 +34,10 @@ describe('worker: prebuilt workflow bundle (WORKFLOW_BUNDLE_PATH)', function () 
   });
 
   it('fails to start when the bundle file is missing (so it is the file that is loaded)', async () => {
-    const broken = await startService({ worker: false, env: { WORKFLOW_BUNDLE_PATH: path.join(dir, 'missing.js') } });
+    const broken = await startService({
+      worker: false,
+      env: { WORKFLOW_BUNDLE_PATH: path.join(dir, 'missing.js') },
+    });
     try {
       await assert.rejects(broken.startWorker(), /ENOENT|missing\.js/);
     } finally {

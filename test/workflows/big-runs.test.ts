@@ -19,15 +19,30 @@ const rowValues = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 
 describe('big runs: 20,000 rows in one run (D31)', function () {
   this.timeout(600_000);
-  const ctx = useService({ fakeOpenAI: true, credit: 1_000, env: { PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) } });
+  const ctx = useService({
+    fakeOpenAI: true,
+    credit: 1_000,
+    env: { PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) },
+  });
 
   before(async () => {
-    await publish(ctx.svc.url, ctx.key, rowsWorkflow('rows-fast', 'row {{row}}', { concurrency: 64 }));
-    await publish(ctx.svc.url, ctx.key, rowsWorkflow('rows-slow', 'slow:20 row {{row}}', { concurrency: 64 }));
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      rowsWorkflow('rows-fast', 'row {{row}}', { concurrency: 64 }),
+    );
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      rowsWorkflow('rows-slow', 'slow:20 row {{row}}', { concurrency: 64 }),
+    );
   });
 
   const start = async (slug: string, rows: unknown[]) => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: slug, inputs: { rows } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: slug, inputs: { rows } },
+    });
     assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 500));
     return res.body.run_id as string;
   };
@@ -43,7 +58,11 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
       assert.equal(item.parts[0].text, `echo: row r${i}`);
     });
     assert.equal(new Set(items.map((item: any) => item.id)).size, ROWS, 'item ids are unique');
-    assert.equal(run.total_cost, Math.round((START_FEE + ROWS * ROW_COST) * 1e9) / 1e9, 'every row billed once');
+    assert.equal(
+      run.total_cost,
+      Math.round((START_FEE + ROWS * ROW_COST) * 1e9) / 1e9,
+      'every row billed once',
+    );
     const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.equal(debit?.amount_usd, -run.total_cost);
 
@@ -51,24 +70,56 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     assert.ok(historyLength < 2_000, `history of ${historyLength} events`);
 
     // D31 pages: the first, one after a cursor in the middle, and the errors.
-    const first = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=1000`, { key: ctx.key });
+    const first = await call(
+      ctx.svc.url,
+      'GET',
+      `/api/v1/runs/${runId}/outputs/answers?limit=1000`,
+      { key: ctx.key },
+    );
     assert.equal(first.status, 200);
     assert.equal(first.body.data.length, 1000);
     assert.equal(first.body.has_more, true);
     assert.equal(first.body.last_id, items[999].id);
-    const middle = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=3&starting_after=${items[12_344].id}`, { key: ctx.key });
-    assert.deepEqual(middle.body.data.map((item: any) => item.item_index), [12_345, 12_346, 12_347]);
-    const last = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?starting_after=${items[ROWS - 2].id}`, { key: ctx.key });
+    const middle = await call(
+      ctx.svc.url,
+      'GET',
+      `/api/v1/runs/${runId}/outputs/answers?limit=3&starting_after=${items[12_344].id}`,
+      { key: ctx.key },
+    );
+    assert.deepEqual(
+      middle.body.data.map((item: any) => item.item_index),
+      [12_345, 12_346, 12_347],
+    );
+    const last = await call(
+      ctx.svc.url,
+      'GET',
+      `/api/v1/runs/${runId}/outputs/answers?starting_after=${items[ROWS - 2].id}`,
+      { key: ctx.key },
+    );
     assert.deepEqual([last.body.data.length, last.body.has_more], [1, false]);
-    assert.equal((await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/nothing`, { key: ctx.key })).status, 404);
-    const stranger = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?starting_after=item_01JAAAAAAAAAAAAAAAAAAAAAAA`, { key: ctx.key });
+    assert.equal(
+      (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/nothing`, { key: ctx.key }))
+        .status,
+      404,
+    );
+    const stranger = await call(
+      ctx.svc.url,
+      'GET',
+      `/api/v1/runs/${runId}/outputs/answers?starting_after=item_01JAAAAAAAAAAAAAAAAAAAAAAA`,
+      { key: ctx.key },
+    );
     assert.equal(stranger.status, 400);
     assert.equal(stranger.body.error.param, 'starting_after');
 
     // The stream from the record, resumed deep inside its 40,002 events.
-    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=30000`, { key: ctx.key });
+    const stream = await openSse(
+      `${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=30000`,
+      { key: ctx.key },
+    );
     await stream.closed;
-    const seen = stream.frames.filter((frame) => frame.event && frame.event.type !== 'response.resumed').map((frame) => frame.event);
+    const seen = stream.frames
+      .filter((frame) => frame.event && frame.event.type !== 'response.resumed')
+      .map((frame) => frame.event);
     assert.equal(seen.length, 2 * ROWS + 1 - 30_000);
     seen.forEach((event, i) => assert.equal(event.sequence_number, 30_001 + i));
     assert.equal(seen.at(-1).type, 'response.completed');
@@ -76,7 +127,10 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
   });
 
   it('refuses at start a list over 100,000 rows, naming the limit', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'rows-fast', inputs: { rows: rowValues(100_001) } } });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'rows-fast', inputs: { rows: rowValues(100_001) } },
+    });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'run_too_large');
     assert.match(res.body.error.message, /100000 rows/);
@@ -85,8 +139,13 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
   it('cancel stops a big run and bills only the rows that finished', async () => {
     const before = ctx.fake.requests.length;
     const runId = await start('rows-slow', rowValues(ROWS));
-    await waitFor(async () => (ctx.fake.requests.length - before > 1_000 ? true : undefined), { timeoutMs: 240_000, what: '1,000 calls' });
-    const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key: ctx.key });
+    await waitFor(async () => (ctx.fake.requests.length - before > 1_000 ? true : undefined), {
+      timeoutMs: 240_000,
+      what: '1,000 calls',
+    });
+    const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, {
+      key: ctx.key,
+    });
     assert.equal(cancel.status, 202);
     const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
     assert.equal(run.status, 'cancelled');
@@ -94,13 +153,19 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     assert.ok(calls.length < ROWS, `the run stopped calling (${calls.length} calls)`);
     const answered = calls.filter((r) => r.answered && !r.aborted).length;
     const billedRows = Math.round((run.total_cost - START_FEE) / ROW_COST);
-    assert.ok(billedRows <= answered && billedRows >= answered - 64, `billed ${billedRows} rows, ${answered} answered`);
+    assert.ok(
+      billedRows <= answered && billedRows >= answered - 64,
+      `billed ${billedRows} rows, ${answered} answered`,
+    );
   });
 
   it('a run whose workflow is terminated from outside ends failed, billed for what ran', async () => {
     const before = ctx.fake.requests.length;
     const runId = await start('rows-slow', rowValues(ROWS));
-    await waitFor(async () => (ctx.fake.requests.length - before > 500 ? true : undefined), { timeoutMs: 240_000, what: '500 calls' });
+    await waitFor(async () => (ctx.fake.requests.length - before > 500 ? true : undefined), {
+      timeoutMs: 240_000,
+      what: '500 calls',
+    });
     await temporalClient(ctx.svc).workflow.getHandle(runId).terminate('an operator stopped it');
     const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
     assert.equal(run.status, 'failed');
@@ -108,7 +173,9 @@ describe('big runs: 20,000 rows in one run (D31)', function () {
     assert.ok(run.total_cost >= START_FEE, `cost ${run.total_cost}`);
     const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.equal(debit?.amount_usd, -run.total_cost);
-    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key: ctx.key });
+    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, {
+      key: ctx.key,
+    });
     await stream.closed;
     const events = stream.frames.filter((frame) => frame.event).map((frame) => frame.event);
     assert.equal(events.at(-1).type, 'response.failed');

@@ -27,7 +27,10 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
     const run = await runToEnd(svc.url, key, doc);
     assert.equal(run.status, 'completed', JSON.stringify(run));
     const expected = START_FEE_USD + 2 * LLM_CALL_USD;
-    assert.ok(Math.abs(run.total_cost - expected) < 1e-9, `total_cost ${run.total_cost}, expected ${expected}`);
+    assert.ok(
+      Math.abs(run.total_cost - expected) < 1e-9,
+      `total_cost ${run.total_cost}, expected ${expected}`,
+    );
 
     const snapshotState = async () => ({
       entries: await collections.ledger.find({ run_id: run.id }).toArray(),
@@ -44,7 +47,10 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
     assert.equal(entry.kind, 'run');
     assert.equal(entry.account_id, accountId);
     assert.equal(entry.amount_usd, -run.total_cost);
-    assert.ok(Math.abs(before - first.balance - run.total_cost) < 1e-9, `balance ${before} → ${first.balance}`);
+    assert.ok(
+      Math.abs(before - first.balance - run.total_cost) < 1e-9,
+      `balance ${before} → ${first.balance}`,
+    );
     assert.equal(first.record.finalized, true);
 
     // The finalize activity again, as a Temporal retry would run it, with the same final.
@@ -62,7 +68,14 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
     await activities.finalizeRun(final);
     await activities.finalizeRun(final);
     // Even a different final (a replay that disagreed) cannot write or debit a second time.
-    await activities.finalizeRun({ ...final, status: 'failed', output: null, error: 'late', totalCost: 5, completedAtMs: Date.now() });
+    await activities.finalizeRun({
+      ...final,
+      status: 'failed',
+      output: null,
+      error: 'late',
+      totalCost: 5,
+      completedAtMs: Date.now(),
+    });
     assert.deepEqual(await snapshotState(), first);
     const reread = await call(svc.url, 'GET', `/api/v1/runs/${run.id}`, { key });
     assert.deepEqual(reread.body, run);
@@ -83,7 +96,10 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
     await publish(svc.url, owner.key, doc);
     const runId = await startRun(svc.url, owner.key, doc.slug);
     // While it may still be live ...
-    expectError(await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: other.key }), { status: 404, type: 'not_found_error' });
+    expectError(await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key: other.key }), {
+      status: 404,
+      type: 'not_found_error',
+    });
     const run = await waitForRun(svc.url, owner.key, runId);
     assert.equal(run.status, 'completed');
     // ... and once it is finished.

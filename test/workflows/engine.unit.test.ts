@@ -15,11 +15,17 @@ import { NodeFailure } from '../../workflows/errors';
 import { completed, failed, itemText } from '../../domain/items';
 
 function example(name: string): WorkflowDocument {
-  return WorkflowDocumentSchema.parse(JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'examples', `${name}.json`), 'utf8')));
+  return WorkflowDocumentSchema.parse(
+    JSON.parse(
+      fs.readFileSync(path.resolve(__dirname, '..', '..', 'examples', `${name}.json`), 'utf8'),
+    ),
+  );
 }
 
 /** Fake hooks: `answer` plays the provider, one row at a time, all rows at once; every report is recorded in order. */
-function fakeHooks(answer: (node: IoNode, iteration: number, ports: Record<string, Item>) => Promise<Item[]>) {
+function fakeHooks(
+  answer: (node: IoNode, iteration: number, ports: Record<string, Item>) => Promise<Item[]>,
+) {
   const log: string[] = [];
   const done = new Map<string, Item[][]>();
   const hooks: EngineHooks = {
@@ -42,7 +48,10 @@ function fakeHooks(answer: (node: IoNode, iteration: number, ports: Record<strin
   return { hooks, log, done };
 }
 
-const texts = (items: Item[] | undefined) => (items ?? []).map((item) => (item.status === 'failed' ? `failed: ${item.error?.message}` : itemText(item)));
+const texts = (items: Item[] | undefined) =>
+  (items ?? []).map((item) =>
+    item.status === 'failed' ? `failed: ${item.error?.message}` : itemText(item),
+  );
 
 /** A deferred promise, to hold an I/O node open until the test lets it finish. */
 function deferred<T>() {
@@ -73,17 +82,28 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     for (const i of [2, 0, 1]) gates[i].resolve();
     const out = await running;
     assert.deepEqual(texts(out.get('summaries')), ['summarize(a)', 'summarize(b)', 'summarize(c)']);
-    assert.deepEqual(texts(out.get('all_result')), ['summarize(a)\n\nsummarize(b)\n\nsummarize(c)']);
-    assert.deepEqual(log.filter((l) => l.startsWith('start')).sort(), ['start summarize#0', 'start summarize#1', 'start summarize#2']);
+    assert.deepEqual(texts(out.get('all_result')), [
+      'summarize(a)\n\nsummarize(b)\n\nsummarize(c)',
+    ]);
+    assert.deepEqual(log.filter((l) => l.startsWith('start')).sort(), [
+      'start summarize#0',
+      'start summarize#1',
+      'start summarize#2',
+    ]);
   });
 
   it('keeps a failed item in its place, and a node fed by it fails as upstream_failed', async () => {
     const { hooks } = fakeHooks(async (_node, i, ports) =>
-      i === 1 ? [failed({ message: 'provider said no', type: 'provider_error', code: 400 })] : [completed({ type: 'text', text: itemText(ports.row) })],
+      i === 1
+        ? [failed({ message: 'provider said no', type: 'provider_error', code: 400 })]
+        : [completed({ type: 'text', text: itemText(ports.row) })],
     );
     const out = await executeGraph(example('batch-summaries'), { rows: ['a', 'b', 'c'] }, hooks);
     const summaries = out.get('summaries')!;
-    assert.deepEqual(summaries.map((s) => s.status), ['completed', 'failed', 'completed']);
+    assert.deepEqual(
+      summaries.map((s) => s.status),
+      ['completed', 'failed', 'completed'],
+    );
     assert.equal(summaries[1].error?.type, 'provider_error');
     const [all] = out.get('all_result')!;
     assert.equal(all.status, 'failed');
@@ -127,12 +147,15 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     const { hooks } = fakeHooks(async (node) => {
       throw new NodeFailure(node.id, node.type, 'every attempt failed');
     });
-    await assert.rejects(executeGraph(example('batch-summaries'), { rows: ['a'] }, hooks), (err: unknown) => {
-      assert.ok(err instanceof NodeFailure);
-      assert.equal(err.nodeId, 'summarize');
-      assert.match(err.message, /node 'summarize' \(llm\): every attempt failed/);
-      return true;
-    });
+    await assert.rejects(
+      executeGraph(example('batch-summaries'), { rows: ['a'] }, hooks),
+      (err: unknown) => {
+        assert.ok(err instanceof NodeFailure);
+        assert.equal(err.nodeId, 'summarize');
+        assert.match(err.message, /node 'summarize' \(llm\): every attempt failed/);
+        return true;
+      },
+    );
   });
 
   it('fails a node whose list inputs have unequal lengths', async () => {
@@ -155,8 +178,15 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
       ],
     });
     const { hooks } = fakeHooks(async () => assert.fail('no I/O node'));
-    await assert.rejects(executeGraph(graph, { a: [1, 2], b: [1, 2, 3] }, hooks), /node 'pair' \(text\): inputs have unequal lengths \(x: 2, y: 3\)/);
+    await assert.rejects(
+      executeGraph(graph, { a: [1, 2], b: [1, 2, 3] }, hooks),
+      /node 'pair' \(text\): inputs have unequal lengths \(x: 2, y: 3\)/,
+    );
     const ok = await executeGraph(graph, { a: [1, 2], b: ['z'] }, hooks);
-    assert.deepEqual(texts(ok.get('out')), ['1 z', '2 z'], 'a single item broadcasts to every iteration');
+    assert.deepEqual(
+      texts(ok.get('out')),
+      ['1 z', '2 z'],
+      'a single item broadcasts to every iteration',
+    );
   });
 });

@@ -19,7 +19,11 @@ describe('workflow execution: failures and retries (real Temporal + FerretDB)', 
       const doc = {
         slug: 'refused-row',
         nodes: [
-          { id: 'rows', type: 'batch', rows: ['row-0', 'row-1', 'row-2 status:400', 'row-3', 'row-4'] },
+          {
+            id: 'rows',
+            type: 'batch',
+            rows: ['row-0', 'row-1', 'row-2 status:400', 'row-3', 'row-4'],
+          },
           { id: 'ask', type: 'llm', model: 'gpt-test', prompt: 'Summarize {{row}}' },
           { id: 'out', type: 'user_result', label: 'Summaries' },
           { id: 'tag', type: 'text', template: '[{{s}}]' },
@@ -41,8 +45,17 @@ describe('workflow execution: failures and retries (real Temporal + FerretDB)', 
       assertItemShape(run);
       const items = run.output.summaries;
       assert.equal(items.length, 5);
-      assert.deepEqual(items.map((i: any) => i.status), ['completed', 'completed', 'failed', 'completed', 'completed']);
-      assert.deepEqual(texts(items), ['echo: Summarize row-0', 'echo: Summarize row-1', undefined, 'echo: Summarize row-3', 'echo: Summarize row-4']);
+      assert.deepEqual(
+        items.map((i: any) => i.status),
+        ['completed', 'completed', 'failed', 'completed', 'completed'],
+      );
+      assert.deepEqual(texts(items), [
+        'echo: Summarize row-0',
+        'echo: Summarize row-1',
+        undefined,
+        'echo: Summarize row-3',
+        'echo: Summarize row-4',
+      ]);
       const bad = items[2];
       assert.deepEqual(bad.parts, []);
       assert.equal(bad.error.code, 400);
@@ -50,7 +63,10 @@ describe('workflow execution: failures and retries (real Temporal + FerretDB)', 
       assert.equal(fake.requestsWith('row-2 status:400').length, 1, 'a 400 is not retried');
       // Downstream, the failed item keeps its place and its error names the upstream node and item.
       const tagged = run.output.tagged;
-      assert.deepEqual(tagged.map((i: any) => i.status), ['completed', 'completed', 'failed', 'completed', 'completed']);
+      assert.deepEqual(
+        tagged.map((i: any) => i.status),
+        ['completed', 'completed', 'failed', 'completed', 'completed'],
+      );
       assert.equal(tagged[4].parts[0].text, '[echo: Summarize row-4]');
       assert.match(tagged[2].error.message, /'ask'/);
       assert.match(tagged[2].error.message, /item 2/);
@@ -77,7 +93,10 @@ describe('workflow execution: failures and retries (real Temporal + FerretDB)', 
       assert.deepEqual(texts(run.output.answer), [`echo: Hello flaky:${tag}:2`]);
       assert.equal(fake.requestsWith(`flaky:${tag}:`).length, 3);
       // Only the successful call is billed.
-      assert.ok(Math.abs(run.total_cost - (START_FEE_USD + LLM_CALL_USD)) < 1e-9, `total_cost ${run.total_cost}`);
+      assert.ok(
+        Math.abs(run.total_cost - (START_FEE_USD + LLM_CALL_USD)) < 1e-9,
+        `total_cost ${run.total_cost}`,
+      );
     });
 
     it('fails the run naming the node when inputs of an item node have unequal lengths', async () => {

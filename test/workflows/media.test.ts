@@ -19,7 +19,10 @@ import { filesCollection } from '../../store/files';
 import { useService } from '../support/use-service';
 
 const START_FEE_USD = 0.001;
-const PRICES = JSON.stringify({ 'img-test': { per_image: 0.04 }, 'owner/video-model': { per_second: 0.002 } });
+const PRICES = JSON.stringify({
+  'img-test': { per_image: 0.04 },
+  'owner/video-model': { per_second: 0.002 },
+});
 
 interface Target {
   origin: string;
@@ -38,7 +41,10 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
       return res.end(png([1, 2, 3], 2, 2));
     }
     if (url.pathname === '/report') {
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="quarterly report.pdf"' });
+      res.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-disposition': 'attachment; filename="quarterly report.pdf"',
+      });
       return res.end(pdf('Q3'));
     }
     if (url.pathname === '/clip') {
@@ -53,18 +59,29 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
-  return { origin: `http://${host}:${port}`, hits, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    origin: `http://${host}:${port}`,
+    hits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** Fetches a part's link without any Authorization header and returns its bytes and type. */
-async function download(svc: TestService, part: any): Promise<{ bytes: Buffer; type: string | null }> {
-  assert.ok(part.url.startsWith(`${svc.url}/files/file_`), `not a link of this service: ${part.url}`);
+async function download(
+  svc: TestService,
+  part: any,
+): Promise<{ bytes: Buffer; type: string | null }> {
+  assert.ok(
+    part.url.startsWith(`${svc.url}/files/file_`),
+    `not a link of this service: ${part.url}`,
+  );
   const res = await fetch(part.url);
   assert.equal(res.status, 200, part.url);
   return { bytes: Buffer.from(await res.arrayBuffer()), type: res.headers.get('content-type') };
 }
 
-const closeTo = (actual: number, expected: number) => assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} != ${expected}`);
+const closeTo = (actual: number, expected: number) =>
+  assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} != ${expected}`);
 
 describe('media in runs (issue 4)', function () {
   this.timeout(120_000);
@@ -78,7 +95,9 @@ describe('media in runs (issue 4)', function () {
     fakeOpenAI: true,
     credit: 100,
     env: () => ({
-      PROVIDERS: JSON.stringify({ replicate: { kind: 'replicate', base_url: replicate.baseUrl, api_key: 'r8_test' } }),
+      PROVIDERS: JSON.stringify({
+        replicate: { kind: 'replicate', base_url: replicate.baseUrl, api_key: 'r8_test' },
+      }),
       PRICES,
       MODEL_POLL_MS: '100',
       // The fakes listen on http://127.0.0.1: this service may reach them (D19 "where configuration allows").
@@ -106,19 +125,34 @@ describe('media in runs (issue 4)', function () {
       ['url', 'A {{subject}} as:url'],
     ] as const) {
       it(`stores n=3 images answered as ${shape} in one item of image parts, billed per image`, async () => {
-        const run = await runToEnd(ctx.svc.url, ctx.key, doc(`draw-${shape.replace('_', '-')}`, prompt), { subject: 'red fox' });
+        const run = await runToEnd(
+          ctx.svc.url,
+          ctx.key,
+          doc(`draw-${shape.replace('_', '-')}`, prompt),
+          { subject: 'red fox' },
+        );
         assert.equal(run.status, 'completed', JSON.stringify(run));
         const items = run.output.images;
         assert.equal(items.length, 1);
         assert.equal(items[0].status, 'completed');
         assert.equal(items[0].parts.length, 3);
-        const request = ctx.fake.requests.filter((r) => r.path === '/v1/images/generations').at(-1)!;
-        assert.deepEqual(request.body, { model: 'img-test', prompt: prompt.replace('{{subject}}', 'red fox'), n: 3, size: '256x256' });
+        const request = ctx.fake.requests
+          .filter((r) => r.path === '/v1/images/generations')
+          .at(-1)!;
+        assert.deepEqual(request.body, {
+          model: 'img-test',
+          prompt: prompt.replace('{{subject}}', 'red fox'),
+          n: 3,
+          size: '256x256',
+        });
         for (const [i, part] of items[0].parts.entries()) {
           assert.equal(part.type, 'image');
           assert.equal(part.name, shape === 'url' ? `${i}.png` : `image-${i + 1}.png`);
           assert.equal(part.mime_type, 'image/png');
-          assert.ok(!part.url.includes('/v1/image-files/'), 'the provider URL must not reach the caller');
+          assert.ok(
+            !part.url.includes('/v1/image-files/'),
+            'the provider URL must not reach the caller',
+          );
           const file = await download(ctx.svc, part);
           assert.equal(file.type, 'image/png');
           assert.deepEqual(file.bytes, png(IMAGE_COLOURS[i]));
@@ -128,7 +162,12 @@ describe('media in runs (issue 4)', function () {
     }
 
     it('fails the item with the provider’s message on a 4xx', async () => {
-      const run = await runToEnd(ctx.svc.url, ctx.key, doc('draw-refused', 'status:400 {{subject}}'), { subject: 'x' });
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('draw-refused', 'status:400 {{subject}}'),
+        { subject: 'x' },
+      );
       assert.equal(run.status, 'completed');
       assert.equal(run.output.images[0].status, 'failed');
       assert.equal(run.output.images[0].error.code, 400);
@@ -137,7 +176,11 @@ describe('media in runs (issue 4)', function () {
   });
 
   describe('model (Replicate-style predictions)', () => {
-    const doc = (slug: string, input: Record<string, unknown>, target: Record<string, string> = { model: 'owner/video-model' }) => ({
+    const doc = (
+      slug: string,
+      input: Record<string, unknown>,
+      target: Record<string, string> = { model: 'owner/video-model' },
+    ) => ({
       slug,
       nodes: [
         { id: 'idea', type: 'user_input', label: 'Idea', input_type: 'text' },
@@ -151,50 +194,97 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('creates one prediction, polls it several times, stores the video and audio outputs typed by their bytes and bills predict_time', async () => {
-      const run = await runToEnd(ctx.svc.url, ctx.key, doc('video-audio', { prompt: 'a clip of {{idea}}', settings: { seconds: 4, tags: ['{{idea}}'] }, polls: 4 }), { idea: 'waves' });
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('video-audio', {
+          prompt: 'a clip of {{idea}}',
+          settings: { seconds: 4, tags: ['{{idea}}'] },
+          polls: 4,
+        }),
+        { idea: 'waves' },
+      );
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const prediction = replicate.predictions.at(-1)!;
-      assert.deepEqual(prediction.body, { model: 'owner/video-model', input: { prompt: 'a clip of waves', settings: { seconds: 4, tags: ['waves'] }, polls: 4 } });
+      assert.deepEqual(prediction.body, {
+        model: 'owner/video-model',
+        input: { prompt: 'a clip of waves', settings: { seconds: 4, tags: ['waves'] }, polls: 4 },
+      });
       assert.ok(prediction.polls >= 4, `polled ${prediction.polls} times`);
-      assert.equal(replicate.log.filter((l) => l === 'POST /v1/predictions').length, replicate.predictions.length, 'one create per prediction');
+      assert.equal(
+        replicate.log.filter((l) => l === 'POST /v1/predictions').length,
+        replicate.predictions.length,
+        'one create per prediction',
+      );
 
       const [item] = run.output.media;
       assert.equal(item.status, 'completed');
-      assert.deepEqual(item.parts.map((p: any) => [p.type, p.mime_type, p.name]), [
-        ['video', 'video/mp4', 'out.mp4'],
-        ['file', 'audio/mpeg', 'out.mp3'],
-      ]);
+      assert.deepEqual(
+        item.parts.map((p: any) => [p.type, p.mime_type, p.name]),
+        [
+          ['video', 'video/mp4', 'out.mp4'],
+          ['file', 'audio/mpeg', 'out.mp3'],
+        ],
+      );
       const video = await download(ctx.svc, item.parts[0]);
       assert.equal(video.type, 'video/mp4');
       assert.deepEqual(video.bytes, replicate.files.video);
       const audio = await download(ctx.svc, item.parts[1]);
       assert.equal(audio.type, 'audio/mpeg');
       assert.deepEqual(audio.bytes, replicate.files.audio);
-      for (const part of item.parts) assert.ok(!part.url.includes(new URL(replicate.baseUrl).host), 'no provider URL reaches the caller');
+      for (const part of item.parts)
+        assert.ok(
+          !part.url.includes(new URL(replicate.baseUrl).host),
+          'no provider URL reaches the caller',
+        );
       closeTo(run.total_cost, START_FEE_USD + 2.5 * 0.002);
 
       // The stored outputs belong to the run's account and name the run.
-      const stored = await filesCollection(ctx.svc.store.db).findOne({ _id: new URL(item.parts[0].url).pathname.split('/')[2] });
+      const stored = await filesCollection(ctx.svc.store.db).findOne({
+        _id: new URL(item.parts[0].url).pathname.split('/')[2],
+      });
       assert.equal(stored?.metadata.source, 'output');
       assert.equal(stored?.metadata.run_id, run.id);
     });
 
     it('types mixed outputs: a PDF URL is a file, a string is text, an object is json; a version pins the model', async () => {
-      const run = await runToEnd(ctx.svc.url, ctx.key, doc('mixed-output', { scenario: 'mixed', polls: 1, about: '{{idea}}' }, { version: 'abc123' }), { idea: 'q3' });
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc(
+          'mixed-output',
+          { scenario: 'mixed', polls: 1, about: '{{idea}}' },
+          { version: 'abc123' },
+        ),
+        { idea: 'q3' },
+      );
       const [item] = run.output.media;
       assert.equal(replicate.predictions.at(-1)!.body.version, 'abc123');
-      assert.deepEqual(item.parts.map((p: any) => p.type), ['file', 'text', 'json']);
+      assert.deepEqual(
+        item.parts.map((p: any) => p.type),
+        ['file', 'text', 'json'],
+      );
       assert.equal(item.parts[0].mime_type, 'application/pdf');
       assert.deepEqual((await download(ctx.svc, item.parts[0])).bytes, replicate.files.pdf);
       assert.equal(item.parts[1].text, 'a caption');
       assert.deepEqual(item.parts[2].data, { score: 0.9 });
 
-      const tokens = await runToEnd(ctx.svc.url, ctx.key, doc('tokens-output', { scenario: 'tokens', polls: 1, q: '{{idea}}' }), { idea: 'story' });
+      const tokens = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('tokens-output', { scenario: 'tokens', polls: 1, q: '{{idea}}' }),
+        { idea: 'story' },
+      );
       assert.deepEqual(tokens.output.media[0].parts, [{ type: 'text', text: 'Once upon a time' }]);
     });
 
     it('a retried attempt resumes its prediction instead of creating (and paying for) another', async () => {
-      const run = await runToEnd(ctx.svc.url, ctx.key, doc('prediction-resumed', { polls: 5, flaky_poll: 3, q: '{{idea}}' }), { idea: 'resume-me' });
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('prediction-resumed', { polls: 5, flaky_poll: 3, q: '{{idea}}' }),
+        { idea: 'resume-me' },
+      );
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const created = replicate.predictions.filter((p) => p.body.input?.q === 'resume-me');
       assert.equal(created.length, 1, 'one prediction for two attempts');
@@ -203,23 +293,40 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('fails the item when the prediction fails', async () => {
-      const run = await runToEnd(ctx.svc.url, ctx.key, doc('prediction-fails', { scenario: 'fail', polls: 1, q: '{{idea}}' }), { idea: 'x' });
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('prediction-fails', { scenario: 'fail', polls: 1, q: '{{idea}}' }),
+        { idea: 'x' },
+      );
       assert.equal(run.status, 'completed');
       assert.equal(run.output.media[0].status, 'failed');
       assert.match(run.output.media[0].error.message, /the prediction failed: CUDA out of memory/);
     });
 
     it('a run cancel stops the polling and cancels the prediction at the provider', async () => {
-      await publish(ctx.svc.url, ctx.key, doc('prediction-forever', { scenario: 'forever', q: '{{idea}}' }));
+      await publish(
+        ctx.svc.url,
+        ctx.key,
+        doc('prediction-forever', { scenario: 'forever', q: '{{idea}}' }),
+      );
       const runId = await startRun(ctx.svc.url, ctx.key, 'prediction-forever', { idea: 'endless' });
-      const prediction = await waitFor(async () => {
-        const p = replicate.predictions.find((x) => x.body.input?.q === 'endless');
-        return p && p.polls >= 2 ? p : undefined;
-      }, { what: 'the prediction to be polled' });
-      assert.equal((await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key: ctx.key })).status, 202);
+      const prediction = await waitFor(
+        async () => {
+          const p = replicate.predictions.find((x) => x.body.input?.q === 'endless');
+          return p && p.polls >= 2 ? p : undefined;
+        },
+        { what: 'the prediction to be polled' },
+      );
+      assert.equal(
+        (await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key: ctx.key })).status,
+        202,
+      );
       const run = await waitForRun(ctx.svc.url, ctx.key, runId);
       assert.equal(run.status, 'cancelled');
-      await waitFor(async () => (prediction.cancelled ? true : undefined), { what: 'the provider to see the cancel' });
+      await waitFor(async () => (prediction.cancelled ? true : undefined), {
+        what: 'the provider to see the cancel',
+      });
       assert.equal(prediction.status, 'canceled');
       const polls = prediction.polls;
       await new Promise((r) => setTimeout(r, 500));
@@ -244,10 +351,13 @@ describe('media in runs (issue 4)', function () {
       const run = await runToEnd(ctx.svc.url, ctx.key, doc);
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const parts = run.output.files.map((item: any) => item.parts[0]);
-      assert.deepEqual(parts.map((p: any) => [p.type, p.mime_type, p.name]), [
-        ['file', 'application/pdf', 'quarterly report.pdf'],
-        ['video', 'video/mp4', 'clip.mp4'],
-      ]);
+      assert.deepEqual(
+        parts.map((p: any) => [p.type, p.mime_type, p.name]),
+        [
+          ['file', 'application/pdf', 'quarterly report.pdf'],
+          ['video', 'video/mp4', 'clip.mp4'],
+        ],
+      );
       assert.deepEqual((await download(ctx.svc, parts[0])).bytes, pdf('Q3'));
       assert.deepEqual((await download(ctx.svc, parts[1])).bytes, mp4(3_000));
     });
@@ -275,9 +385,17 @@ describe('media in runs (issue 4)', function () {
 
     it('turns the caller’s file id into an image part with a signed link, name and type', async () => {
       const bytes = png([50, 60, 70], 3, 3);
-      const up = await fetch(`${ctx.svc.url}/api/v1/files?name=me.png`, { method: 'POST', headers: { authorization: `Bearer ${ctx.key}` }, body: bytes });
+      const up = await fetch(`${ctx.svc.url}/api/v1/files?name=me.png`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ctx.key}` },
+        body: bytes,
+      });
       const file = (await up.json()) as any;
-      const run = await waitForRun(ctx.svc.url, ctx.key, await startRun(ctx.svc.url, ctx.key, doc.slug, { photo: file.id }));
+      const run = await waitForRun(
+        ctx.svc.url,
+        ctx.key,
+        await startRun(ctx.svc.url, ctx.key, doc.slug, { photo: file.id }),
+      );
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const part = run.output.photo_out[0].parts[0];
       assert.equal(part.type, 'image');
@@ -290,22 +408,44 @@ describe('media in runs (issue 4)', function () {
 
     it('fetches a URL input (following a redirect), stores it under the run’s account and links to the copy', async () => {
       const url = `${target.origin}/to?url=${encodeURIComponent(`${target.origin}/photo.png`)}`;
-      const run = await waitForRun(ctx.svc.url, ctx.key, await startRun(ctx.svc.url, ctx.key, doc.slug, { photo: url, document: `${target.origin}/report` }));
+      const run = await waitForRun(
+        ctx.svc.url,
+        ctx.key,
+        await startRun(ctx.svc.url, ctx.key, doc.slug, {
+          photo: url,
+          document: `${target.origin}/report`,
+        }),
+      );
       assert.equal(run.status, 'completed', JSON.stringify(run));
       const photo = run.output.photo_out[0].parts[0];
-      assert.deepEqual([photo.type, photo.mime_type, photo.name], ['image', 'image/png', 'photo.png']);
+      assert.deepEqual(
+        [photo.type, photo.mime_type, photo.name],
+        ['image', 'image/png', 'photo.png'],
+      );
       assert.deepEqual((await download(ctx.svc, photo)).bytes, png([1, 2, 3], 2, 2));
       const document = run.output.doc_out[0].parts[0];
-      assert.deepEqual([document.type, document.mime_type, document.name], ['file', 'application/pdf', 'quarterly report.pdf']);
-      const stored = await filesCollection(ctx.svc.store.db).findOne({ _id: new URL(photo.url).pathname.split('/')[2] });
+      assert.deepEqual(
+        [document.type, document.mime_type, document.name],
+        ['file', 'application/pdf', 'quarterly report.pdf'],
+      );
+      const stored = await filesCollection(ctx.svc.store.db).findOne({
+        _id: new URL(photo.url).pathname.split('/')[2],
+      });
       assert.equal(stored?.metadata.source, 'input');
       assert.equal(stored?.metadata.run_id, run.id);
     });
 
     it('fails the run, naming the input, when the URL answers 404', async () => {
-      const run = await waitForRun(ctx.svc.url, ctx.key, await startRun(ctx.svc.url, ctx.key, doc.slug, { photo: `${target.origin}/gone.png` }));
+      const run = await waitForRun(
+        ctx.svc.url,
+        ctx.key,
+        await startRun(ctx.svc.url, ctx.key, doc.slug, { photo: `${target.origin}/gone.png` }),
+      );
       assert.equal(run.status, 'failed');
-      assert.match(run.error, /node 'photo' \(user_input\): input 'photo': http:\/\/127\.0\.0\.1:\d+ answered 404/);
+      assert.match(
+        run.error,
+        /node 'photo' \(user_input\): input 'photo': http:\/\/127\.0\.0\.1:\d+ answered 404/,
+      );
     });
   });
 
@@ -323,7 +463,9 @@ describe('media in runs (issue 4)', function () {
     };
     before(async () => {
       inner = await startTarget('127.0.0.2'); // a host this service is told to trust, which redirects to loopback
-      guarded = await startService({ env: { ALLOW_HTTP_URLS: 'true', ALLOW_PRIVATE_HOSTS: '127.0.0.2', RETRY_INITIAL_MS: '50' } });
+      guarded = await startService({
+        env: { ALLOW_HTTP_URLS: 'true', ALLOW_PRIVATE_HOSTS: '127.0.0.2', RETRY_INITIAL_MS: '50' },
+      });
       ({ key: guardedKey } = await newAccount(guarded.store.collections));
       await publish(guarded.url, guardedKey, doc);
     });
@@ -334,7 +476,11 @@ describe('media in runs (issue 4)', function () {
 
     const refused = async (url: string, why: RegExp) => {
       const before = target.hits.length;
-      const run = await waitForRun(guarded.url, guardedKey, await startRun(guarded.url, guardedKey, doc.slug, { photo: url }));
+      const run = await waitForRun(
+        guarded.url,
+        guardedKey,
+        await startRun(guarded.url, guardedKey, doc.slug, { photo: url }),
+      );
       assert.equal(run.status, 'failed', JSON.stringify(run));
       assert.match(run.error, /^node 'photo' \(user_input\): input 'photo': /);
       assert.match(run.error, why);
@@ -344,7 +490,10 @@ describe('media in runs (issue 4)', function () {
 
     it('refuses loopback (by address and by name)', async () => {
       await refused(`${target.origin}/photo.png`, /127\.0\.0\.1, a loopback address/);
-      await refused(`http://localhost:${new URL(target.origin).port}/photo.png`, /localhost resolves to 127\.0\.0\.1, a loopback address/);
+      await refused(
+        `http://localhost:${new URL(target.origin).port}/photo.png`,
+        /localhost resolves to 127\.0\.0\.1, a loopback address/,
+      );
     });
 
     it('refuses a private 10.x address', async () => {
@@ -352,13 +501,23 @@ describe('media in runs (issue 4)', function () {
     });
 
     it('refuses the cloud metadata address', async () => {
-      await refused('http://169.254.169.254/latest/meta-data/iam/security-credentials/', /169\.254\.169\.254, a cloud metadata address/);
+      await refused(
+        'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+        /169\.254\.169\.254, a cloud metadata address/,
+      );
     });
 
     it('refuses a redirect to loopback, checked after the redirect', async () => {
       const innerBefore = inner.hits.length;
-      await refused(`${inner.origin}/to?url=${encodeURIComponent(`${target.origin}/photo.png`)}`, /127\.0\.0\.1, a loopback address/);
-      assert.deepEqual(inner.hits.slice(innerBefore), ['/to'], 'the first, allowed hop was fetched');
+      await refused(
+        `${inner.origin}/to?url=${encodeURIComponent(`${target.origin}/photo.png`)}`,
+        /127\.0\.0\.1, a loopback address/,
+      );
+      assert.deepEqual(
+        inner.hits.slice(innerBefore),
+        ['/to'],
+        'the first, allowed hop was fetched',
+      );
     });
   });
 });

@@ -50,7 +50,12 @@ async function startTarget(): Promise<Target> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, hits, headers, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    hits,
+    headers,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('workflow execution: every node type (real Temporal + FerretDB)', function () {
@@ -81,13 +86,43 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
         { id: 'second', type: 'select', index: 1 },
         { id: 'last', type: 'select', index: -1 },
         { id: 'joined', type: 'join', separator: ' + ' },
-        { id: 'ask_text', type: 'llm', model: 'gpt-test', system: 'Be brief.', prompt: 'About {{topic}}' },
-        { id: 'ask_json', type: 'llm', model: 'gpt-test', prompt: 'JSON about {{topic}}', output: 'json', json_schema: { type: 'object' } },
-        { id: 'ask_list', type: 'llm', model: 'gpt-test', prompt: 'Colours of {{topic}}\nlist:red, green,blue', output: 'list' },
+        {
+          id: 'ask_text',
+          type: 'llm',
+          model: 'gpt-test',
+          system: 'Be brief.',
+          prompt: 'About {{topic}}',
+        },
+        {
+          id: 'ask_json',
+          type: 'llm',
+          model: 'gpt-test',
+          prompt: 'JSON about {{topic}}',
+          output: 'json',
+          json_schema: { type: 'object' },
+        },
+        {
+          id: 'ask_list',
+          type: 'llm',
+          model: 'gpt-test',
+          prompt: 'Colours of {{topic}}\nlist:red, green,blue',
+          output: 'list',
+        },
         { id: 'list_rows', type: 'batch', rows: ['one,two', 'three,four,five'] },
-        { id: 'ask_lists', type: 'llm', model: 'gpt-test', prompt: 'Split\nlist:{{row}}', output: 'list' },
+        {
+          id: 'ask_lists',
+          type: 'llm',
+          model: 'gpt-test',
+          prompt: 'Split\nlist:{{row}}',
+          output: 'list',
+        },
         { id: 'paths', type: 'batch', rows: ['json', 'text', 'missing', 'flaky'] },
-        { id: 'fetch', type: 'http_request', url: '{{server}}/{{path}}', headers: { 'x-topic': '{{topic}}' } },
+        {
+          id: 'fetch',
+          type: 'http_request',
+          url: '{{server}}/{{path}}',
+          headers: { 'x-topic': '{{topic}}' },
+        },
         ...[
           ['r_topic', 'Topic Out'],
           ['r_count', 'Count Out'],
@@ -156,43 +191,85 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
     assert.equal(run.error, null);
     const o = run.output;
     assert.deepEqual(Object.keys(o).sort(), [
-      'count_out', 'data_out', 'flag_out', 'http_results', 'joined', 'json_rows', 'last_one', 'line_text', 'lists_per_row',
-      'llm_json', 'llm_list', 'llm_text', 'node_rows', 'second', 'text_rows', 'topic_out',
+      'count_out',
+      'data_out',
+      'flag_out',
+      'http_results',
+      'joined',
+      'json_rows',
+      'last_one',
+      'line_text',
+      'lists_per_row',
+      'llm_json',
+      'llm_list',
+      'llm_text',
+      'node_rows',
+      'second',
+      'text_rows',
+      'topic_out',
     ]);
     assertItemShape(run);
     for (const [k, items] of Object.entries<any[]>(o)) {
       if (k === 'http_results') continue;
-      for (const item of items) assert.equal(item.status, 'completed', `${k}: ${JSON.stringify(item)}`);
+      for (const item of items)
+        assert.equal(item.status, 'completed', `${k}: ${JSON.stringify(item)}`);
     }
 
     // user_input of each type: a text part, or a json part for number, boolean and json.
-    assert.deepEqual(o.topic_out.map((i: any) => i.parts), [[{ type: 'text', text: 'kites' }]]);
-    assert.deepEqual(o.count_out.map((i: any) => i.parts), [[{ type: 'json', data: 3 }]]);
-    assert.deepEqual(o.flag_out.map((i: any) => i.parts), [[{ type: 'json', data: true }]]);
-    assert.deepEqual(o.data_out.map((i: any) => i.parts), [[{ type: 'json', data }]]);
+    assert.deepEqual(
+      o.topic_out.map((i: any) => i.parts),
+      [[{ type: 'text', text: 'kites' }]],
+    );
+    assert.deepEqual(
+      o.count_out.map((i: any) => i.parts),
+      [[{ type: 'json', data: 3 }]],
+    );
+    assert.deepEqual(
+      o.flag_out.map((i: any) => i.parts),
+      [[{ type: 'json', data: true }]],
+    );
+    assert.deepEqual(
+      o.data_out.map((i: any) => i.parts),
+      [[{ type: 'json', data }]],
+    );
     // text: json parts render as JSON.
     assert.deepEqual(texts(o.line_text), [`kites|3|true|${JSON.stringify(data)}`]);
 
     // batch: from the node's rows, from a json input, from text lines (blank lines dropped).
-    assert.deepEqual(o.node_rows.map((i: any) => i.parts), [
-      [{ type: 'text', text: 'alpha' }],
-      [{ type: 'json', data: { k: 1 } }],
-      [{ type: 'json', data: 3 }],
-    ]);
-    assert.deepEqual(o.json_rows.map((i: any) => i.parts), [
-      [{ type: 'json', data: { name: 'a' } }],
-      [{ type: 'text', text: 'b' }],
-      [{ type: 'json', data: 7 }],
-    ]);
+    assert.deepEqual(
+      o.node_rows.map((i: any) => i.parts),
+      [
+        [{ type: 'text', text: 'alpha' }],
+        [{ type: 'json', data: { k: 1 } }],
+        [{ type: 'json', data: 3 }],
+      ],
+    );
+    assert.deepEqual(
+      o.json_rows.map((i: any) => i.parts),
+      [
+        [{ type: 'json', data: { name: 'a' } }],
+        [{ type: 'text', text: 'b' }],
+        [{ type: 'json', data: 7 }],
+      ],
+    );
     assert.deepEqual(texts(o.text_rows), ['one', 'two', 'three']);
     // select, positive and negative index; join.
-    assert.deepEqual(o.second.map((i: any) => i.parts), [[{ type: 'json', data: { k: 1 } }]]);
-    assert.deepEqual(o.last_one.map((i: any) => i.parts), [[{ type: 'json', data: 3 }]]);
+    assert.deepEqual(
+      o.second.map((i: any) => i.parts),
+      [[{ type: 'json', data: { k: 1 } }]],
+    );
+    assert.deepEqual(
+      o.last_one.map((i: any) => i.parts),
+      [[{ type: 'json', data: 3 }]],
+    );
     assert.deepEqual(texts(o.joined), ['one + two + three']);
 
     // llm: text, json, and structured lists (one item per element, across iterations in order).
     assert.deepEqual(texts(o.llm_text), ['echo: About kites']);
-    assert.deepEqual(o.llm_json.map((i: any) => i.parts), [[{ type: 'json', data: { echo: 'JSON about kites' } }]]);
+    assert.deepEqual(
+      o.llm_json.map((i: any) => i.parts),
+      [[{ type: 'json', data: { echo: 'JSON about kites' } }]],
+    );
     assert.deepEqual(texts(o.llm_list), ['red', 'green', 'blue']);
     assert.deepEqual(texts(o.lists_per_row), ['one', 'two', 'three', 'four', 'five']);
     const textCall = fake.requestsWith('About kites').find((r) => !r.prompt.includes('JSON'))!;
@@ -206,7 +283,10 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
     // http_request: json → json part, text → text part, 404 fails only its item, 503 then 200 retries.
     const [asJson, asText, missing, flaky] = o.http_results;
     assert.equal(o.http_results.length, 4, dump);
-    assert.deepEqual([asJson.status, asText.status, missing.status, flaky.status], ['completed', 'completed', 'failed', 'completed']);
+    assert.deepEqual(
+      [asJson.status, asText.status, missing.status, flaky.status],
+      ['completed', 'completed', 'failed', 'completed'],
+    );
     assert.deepEqual(asJson.parts, [{ type: 'json', data: { ok: true, n: 1 } }]);
     assert.deepEqual(asText.parts, [{ type: 'text', text: 'plain body' }]);
     assert.deepEqual(missing.parts, []);
@@ -216,7 +296,11 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
     assert.deepEqual(flaky.parts, [{ type: 'json', data: { recovered: true } }]);
     assert.equal(target.hits.get('/flaky'), 2, 'the 503 was retried once');
     assert.equal(target.hits.get('/missing'), 1, 'a 404 is not retried');
-    assert.equal(target.headers.get('/json')?.['x-topic'], 'kites', 'header templates are rendered');
+    assert.equal(
+      target.headers.get('/json')?.['x-topic'],
+      'kites',
+      'header templates are rendered',
+    );
 
     // Item ids are stable: a second read gives the same record (the first may have come from the
     // live workflow, this one from the stored record) ...
@@ -231,6 +315,9 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
     assert.equal(replayed.total_cost, run.total_cost);
 
     // Cost: start fee plus 5 priced llm calls (text, json, list, and a list per each of 2 rows).
-    assert.ok(Math.abs(run.total_cost - (START_FEE_USD + 5 * LLM_CALL_USD)) < 1e-9, `total_cost ${run.total_cost}`);
+    assert.ok(
+      Math.abs(run.total_cost - (START_FEE_USD + 5 * LLM_CALL_USD)) < 1e-9,
+      `total_cost ${run.total_cost}`,
+    );
   });
 });

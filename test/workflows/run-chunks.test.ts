@@ -19,20 +19,39 @@ import { fromStored } from '../../store/runs';
 const BASE = 'item_01JAAAAAAAAAAAAAAAAAAAAAAA';
 
 function bigFinal(items: number): RunFinal {
-  const created = { type: 'response.created', sequence_number: 0, response: { id: 'run_1', run_id: 'run_1', created_at: 0, workflow_id: 'wf_1', service_tier: null } } as RunEvent;
+  const created = {
+    type: 'response.created',
+    sequence_number: 0,
+    response: {
+      id: 'run_1',
+      run_id: 'run_1',
+      created_at: 0,
+      workflow_id: 'wf_1',
+      service_tier: null,
+    },
+  } as RunEvent;
   const itemEvents: RunEvent[] = Array.from({ length: items }, (_, i) => ({
     type: 'response.output_item.done',
     sequence_number: i + 1,
     output_index: i,
     item: { type: 'message', id: idAtOffset(BASE, i), phase: 'final_answer' },
   }));
-  const done = { type: 'response.completed', sequence_number: items + 1, response: { usage: null, service_tier: null } } as RunEvent;
+  const done = {
+    type: 'response.completed',
+    sequence_number: items + 1,
+    response: { usage: null, service_tier: null },
+  } as RunEvent;
   return {
     runId: 'run_1',
     accountId: 'acct_1',
     status: 'completed',
     output: {
-      answers: Array.from({ length: items }, (_, i) => ({ id: idAtOffset(BASE, i), item_index: i, status: 'completed' as const, parts: [{ type: 'text' as const, text: `answer ${i}`.repeat(10) }] })),
+      answers: Array.from({ length: items }, (_, i) => ({
+        id: idAtOffset(BASE, i),
+        item_index: i,
+        status: 'completed' as const,
+        parts: [{ type: 'text' as const, text: `answer ${i}`.repeat(10) }],
+      })),
       nothing: [],
     },
     error: null,
@@ -56,9 +75,18 @@ describe('run chunks: a large run end in pieces', () => {
     const { final: head, chunks } = splitFinal(final, 16 * 1024);
     assert.ok(chunks.length > 10, `${chunks.length} chunks`);
     assert.equal(head.chunks, chunks.length);
-    assert.deepEqual(head.events, [final.events[0], final.events.at(-1)], 'the record keeps the created and terminal events');
+    assert.deepEqual(
+      head.events,
+      [final.events[0], final.events.at(-1)],
+      'the record keeps the created and terminal events',
+    );
     assert.deepEqual(head.output, { answers: [], nothing: [] }, 'every label stays in the record');
-    for (const chunk of chunks) assert.ok(JSON.stringify({ events: chunk.itemEvents, output: chunk.output }).length <= 16 * 1024 + 100, `chunk ${chunk.index}`);
+    for (const chunk of chunks)
+      assert.ok(
+        JSON.stringify({ events: chunk.itemEvents, output: chunk.output }).length <=
+          16 * 1024 + 100,
+        `chunk ${chunk.index}`,
+      );
     const compact = chunks.map((chunk) => chunk.itemEvents.length).reduce((a, b) => a + b, 0);
     assert.ok(compact < 2_000 * 6, `item events take ${compact} bytes, a few per event`);
     const joined = joinChunks({ ...head, item_id_base: head.itemIdBase }, [...chunks].reverse()); // order comes from the index, not the list
@@ -85,20 +113,33 @@ describe('run chunks: a large run end in pieces', () => {
           { from: 'echo', to: 'out' },
         ],
       });
-      const started = await call(ctx.svc.url, 'POST', '/api/v1/responses', { key: acct.key, body: { workflowId: 'wide' } });
+      const started = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: acct.key,
+        body: { workflowId: 'wide' },
+      });
       assert.equal(started.status, 202, JSON.stringify(started.body));
       const runId = started.body.run_id;
       const run = await waitForRun(ctx.svc.url, acct.key, runId, 90_000);
       assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
 
       // Completed in the run's own view moments before its record is written.
-      const record = await waitFor(async () => {
-        const doc = await ctx.svc.store.collections.runs.findOne({ _id: runId });
-        return doc?.finalized ? fromStored(doc) : undefined;
-      }, { what: 'the final record' });
+      const record = await waitFor(
+        async () => {
+          const doc = await ctx.svc.store.collections.runs.findOne({ _id: runId });
+          return doc?.finalized ? fromStored(doc) : undefined;
+        },
+        { what: 'the final record' },
+      );
       assert.ok((record.chunks ?? 0) > 1, `chunks: ${record.chunks}`);
-      assert.deepEqual(record.events?.map((e) => e.type), ['response.created', 'response.completed'], 'the record keeps the first and last events; the chunks hold the rest');
-      assert.equal(await ctx.svc.store.collections.runChunks.countDocuments({ run_id: runId }), record.chunks);
+      assert.deepEqual(
+        record.events?.map((e) => e.type),
+        ['response.created', 'response.completed'],
+        'the record keeps the first and last events; the chunks hold the rest',
+      );
+      assert.equal(
+        await ctx.svc.store.collections.runChunks.countDocuments({ run_id: runId }),
+        record.chunks,
+      );
 
       const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: acct.key });
       const items = read.body.output.echoes;
@@ -109,10 +150,16 @@ describe('run chunks: a large run end in pieces', () => {
       });
 
       // Temporal forgets nothing here, but the stream of a finalized run is served from the record.
-      const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, { key: acct.key });
+      const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, {
+        key: acct.key,
+      });
       await stream.closed;
       const seen = events(stream).filter((e) => e.type !== 'response.resumed');
-      assert.equal(seen.length, 2 * 1_500 + 1, 'after response.created: added and done per item, then completed');
+      assert.equal(
+        seen.length,
+        2 * 1_500 + 1,
+        'after response.created: added and done per item, then completed',
+      );
       seen.forEach((e, i) => assert.equal(e.sequence_number, i + 1));
       assert.equal(seen.at(-1).type, 'response.completed');
 
@@ -145,7 +192,8 @@ describe('snapshot answers stay within one gRPC message', () => {
 
   function finishedRun(items: number, text: string): RunState {
     const state = new RunState(args, { now: () => 0, random: Math.random });
-    for (let i = 0; i < items; i++) state.iterationDone('echo', i, [{ status: 'completed', parts: [{ type: 'text', text }] }]);
+    for (let i = 0; i < items; i++)
+      state.iterationDone('echo', i, [{ status: 'completed', parts: [{ type: 'text', text }] }]);
     state.finish('completed');
     return state;
   }

@@ -50,7 +50,10 @@ describe('workflow execution: worker lifecycle and Temporal retention (real Temp
     const client = temporalClient(svc);
     await client.workflow.getHandle(runId).result();
     assert.equal((await svc.store.collections.runs.findOne({ _id: runId }))?.finalized, true);
-    await client.workflowService.deleteWorkflowExecution({ namespace: svc.config.temporal.namespace, workflowExecution: { workflowId: runId } });
+    await client.workflowService.deleteWorkflowExecution({
+      namespace: svc.config.temporal.namespace,
+      workflowExecution: { workflowId: runId },
+    });
     await waitFor(
       async () => {
         try {

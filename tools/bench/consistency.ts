@@ -10,12 +10,21 @@ import type { RunDoc } from '../../store/documents';
 import type { BenchContext, DebitTally } from './context';
 
 /** Compares finalized runs' total_cost with their ledger debits (looked up by run id). */
-export async function debitCheck(store: Store, runs: Array<Pick<RunDoc, '_id' | 'total_cost'>>): Promise<DebitTally> {
+export async function debitCheck(
+  store: Store,
+  runs: Array<Pick<RunDoc, '_id' | 'total_cost'>>,
+): Promise<DebitTally> {
   const tally: DebitTally = { runs: runs.length, missing: 0, wrong: 0 };
   if (runs.length === 0) return tally;
-  const entries = await store.collections.ledger.find({ kind: 'run', run_id: { $in: runs.map((r) => r._id) } }, { projection: { amount_usd: 1, run_id: 1 } }).toArray();
+  const entries = await store.collections.ledger
+    .find(
+      { kind: 'run', run_id: { $in: runs.map((r) => r._id) } },
+      { projection: { amount_usd: 1, run_id: 1 } },
+    )
+    .toArray();
   const debitOf = new Map<string, number>();
-  for (const e of entries) if (e.run_id) debitOf.set(e.run_id, (debitOf.get(e.run_id) ?? 0) - e.amount_usd);
+  for (const e of entries)
+    if (e.run_id) debitOf.set(e.run_id, (debitOf.get(e.run_id) ?? 0) - e.amount_usd);
   for (const run of runs) {
     const cost = run.total_cost ?? 0;
     const debit = debitOf.get(run._id);
@@ -35,12 +44,20 @@ export async function checkConsistency(ctx: BenchContext): Promise<string[]> {
   const { collections } = ctx.store;
   const lines: string[] = [];
   const total = await collections.runs.countDocuments({ account_id: ctx.accountId });
-  const open = await collections.runs.find({ account_id: ctx.accountId, finalized: { $ne: true } }, { projection: { _id: 1, status: 1 } }).toArray();
+  const open = await collections.runs
+    .find(
+      { account_id: ctx.accountId, finalized: { $ne: true } },
+      { projection: { _id: 1, status: 1 } },
+    )
+    .toArray();
   const closedNotFinalized = new Map<string, string[]>();
   let running = 0;
   let unknown = 0;
   for (const doc of open.slice(0, 500)) {
-    const d = await ctx.temporal.workflow.getHandle(doc._id).describe().catch(() => undefined);
+    const d = await ctx.temporal.workflow
+      .getHandle(doc._id)
+      .describe()
+      .catch(() => undefined);
     if (!d) {
       unknown++;
       continue;
@@ -56,12 +73,17 @@ export async function checkConsistency(ctx: BenchContext): Promise<string[]> {
   lines.push(
     `- Run records still stored: ${total}; not finalized: ${open.length}${open.length > 500 ? ' (first 500 checked)' : ''} — ${running} still running in Temporal, ${unknown} unknown to Temporal, **${lost} closed in Temporal yet not finalized in MongoDB**.`,
   );
-  for (const [key, ids] of closedNotFinalized) lines.push(`  - ${ids.length} × ${key} (e.g. \`${ids[0]}\`)`);
+  for (const [key, ids] of closedNotFinalized)
+    lines.push(`  - ${ids.length} × ${key} (e.g. \`${ids[0]}\`)`);
 
-  const entries = await collections.ledger.find({ account_id: ctx.accountId }, { projection: { amount_usd: 1, kind: 1 } }).toArray();
+  const entries = await collections.ledger
+    .find({ account_id: ctx.accountId }, { projection: { amount_usd: 1, kind: 1 } })
+    .toArray();
   const balance = entries.reduce((s, e) => s + e.amount_usd, 0);
   const debits = entries.filter((e) => e.kind === 'run').length;
-  const finalized = await collections.runs.find({ account_id: ctx.accountId, finalized: true }, { projection: { total_cost: 1 } }).toArray();
+  const finalized = await collections.runs
+    .find({ account_id: ctx.accountId, finalized: true }, { projection: { total_cost: 1 } })
+    .toArray();
   const t = { ...ctx.debitTally };
   tallyDebits(t, await debitCheck(ctx.store, finalized));
   lines.push(

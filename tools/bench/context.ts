@@ -21,7 +21,14 @@ export const FULL: Sizes = {
   p1: { concurrencies: [1, 8, 32], durationMs: 8_000, warmupMs: 1_000, drainMs: 90_000 },
   p2: { iterations: 100, warmup: 5, pollMs: 50 },
   p3: { runs: 100, clientsPerRun: 10, steadyMs: 10_000, releaseSpreadMs: 2_000 },
-  p4: { cases: [{ rows: 1_000, concurrency: 8 }, { rows: 100_000, concurrency: 64 }], fakeMs: 50, timeoutMs: 400_000 },
+  p4: {
+    cases: [
+      { rows: 1_000, concurrency: 8 },
+      { rows: 100_000, concurrency: 64 },
+    ],
+    fakeMs: 50,
+    timeoutMs: 400_000,
+  },
   p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 10_000 },
 };
 
@@ -29,7 +36,14 @@ export const QUICK: Sizes = {
   p1: { concurrencies: [1, 8, 32], durationMs: 2_000, warmupMs: 500, drainMs: 30_000 },
   p2: { iterations: 20, warmup: 3, pollMs: 50 },
   p3: { runs: 10, clientsPerRun: 10, steadyMs: 4_000, releaseSpreadMs: 500 },
-  p4: { cases: [{ rows: 100, concurrency: 8 }, { rows: 2_000, concurrency: 64 }], fakeMs: 50, timeoutMs: 60_000 },
+  p4: {
+    cases: [
+      { rows: 100, concurrency: 8 },
+      { rows: 2_000, concurrency: 64 },
+    ],
+    fakeMs: 50,
+    timeoutMs: 60_000,
+  },
   p5: { concurrency: 50, durationMs: 2_000, warmupMs: 500, runs: 20, filler: 500 },
 };
 
@@ -130,12 +144,21 @@ export interface BenchResult {
 }
 
 /** Diff of two RPC (or, with `which = 'mongo'`, MongoDB) counter snapshots. */
-export function rpcDelta(after: ApiStats, before: ApiStats, which: 'rpc' | 'mongo' = 'rpc'): Record<string, RpcStat> {
+export function rpcDelta(
+  after: ApiStats,
+  before: ApiStats,
+  which: 'rpc' | 'mongo' = 'rpc',
+): Record<string, RpcStat> {
   const out: Record<string, RpcStat> = {};
   for (const [name, stat] of Object.entries(after[which])) {
     const prev = before[which][name] ?? { calls: 0, totalMs: 0, errors: 0 };
     const calls = stat.calls - prev.calls;
-    if (calls > 0) out[name] = { calls, totalMs: stat.totalMs - prev.totalMs, errors: stat.errors - prev.errors };
+    if (calls > 0)
+      out[name] = {
+        calls,
+        totalMs: stat.totalMs - prev.totalMs,
+        errors: stat.errors - prev.errors,
+      };
   }
   return out;
 }
@@ -143,6 +166,9 @@ export function rpcDelta(after: ApiStats, before: ApiStats, which: 'rpc' | 'mong
 export function describeRpc(delta: Record<string, RpcStat>): string {
   const parts = Object.entries(delta)
     .sort((a, b) => b[1].calls - a[1].calls)
-    .map(([name, s]) => `${name} ×${s.calls} (avg ${(s.totalMs / s.calls).toFixed(1)} ms${s.errors ? `, ${s.errors} errors` : ''})`);
+    .map(
+      ([name, s]) =>
+        `${name} ×${s.calls} (avg ${(s.totalMs / s.calls).toFixed(1)} ms${s.errors ? `, ${s.errors} errors` : ''})`,
+    );
   return parts.length ? parts.join(', ') : 'none';
 }

@@ -39,7 +39,8 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       } catch {
         // answered below as an echo of nothing
       }
-      const prompt: string = body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
+      const prompt: string =
+        body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
       const delay = Number(/slow:(\d+)/.exec(prompt)?.[1] ?? 0);
       const tag = /tag:(\S+)/.exec(prompt)?.[1];
       const answer = () => {
@@ -48,10 +49,22 @@ export async function startFakeLlm(): Promise<FakeLlm> {
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: body.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: `echo: ${body.messages?.at(-1)?.content ?? ''}` }, finish_reason: 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: `echo: ${body.messages?.at(-1)?.content ?? ''}`,
+              },
+              finish_reason: 'stop',
+            },
+          ],
           usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
         });
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        });
         res.end(payload);
         if (tag) answeredAt.set(tag, Date.now());
         counts.inFlight--;
@@ -78,7 +91,9 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     held: () => holding.size,
     release: (spreadMs = 0) => {
       const waiting = [...holding];
-      waiting.forEach((go, i) => (spreadMs > 0 ? setTimeout(go, (i * spreadMs) / waiting.length) : go()));
+      waiting.forEach((go, i) =>
+        spreadMs > 0 ? setTimeout(go, (i * spreadMs) / waiting.length) : go(),
+      );
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -28,7 +28,9 @@ function area(url: string, fn: string): string {
     return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
   }
   if (url.startsWith('node:')) return 'node:internals';
-  const m = /\/work\/[^/]+\/([^/]+)\//.exec(url) ?? /file:\/\/.*?\/(api|store|workflows|activities|domain|worker|config|bench)\//.exec(url);
+  const m =
+    /\/work\/[^/]+\/([^/]+)\//.exec(url) ??
+    /file:\/\/.*?\/(api|store|workflows|activities|domain|worker|config|bench)\//.exec(url);
   return m ? `ours:${m[1]}` : url;
 }
 
@@ -39,23 +41,31 @@ export function summarizeProfile(file: string, top = 25): string {
   const selfUs = new Map<number, number>();
   const samples = profile.samples ?? [];
   const deltas = profile.timeDeltas ?? [];
-  for (let i = 0; i < samples.length; i++) selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0));
+  for (let i = 0; i < samples.length; i++)
+    selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0));
   const byFn = new Map<string, number>();
   const byArea = new Map<string, number>();
   for (const node of profile.nodes) {
     const us = selfUs.get(node.id) ?? 0;
     if (!us) continue;
     const { functionName, url, lineNumber } = node.callFrame;
-    const key = `${functionName || '(anonymous)'} ${url ? `${url.replace(/^file:\/\//, '').replace(/.*node_modules\//, '')}:${lineNumber + 1}` : ''}`.trim();
+    const key =
+      `${functionName || '(anonymous)'} ${url ? `${url.replace(/^file:\/\//, '').replace(/.*node_modules\//, '')}:${lineNumber + 1}` : ''}`.trim();
     byFn.set(key, (byFn.get(key) ?? 0) + us);
     const a = area(url, functionName);
     byArea.set(a, (byArea.get(a) ?? 0) + us);
   }
   const pct = (us: number) => `${((us / totalUs) * 100).toFixed(1)}%`;
-  const lines = [`${path.basename(file)}: ${(totalUs / 1e6).toFixed(1)} s profiled`, '', 'by area (self time):'];
-  for (const [a, us] of [...byArea].sort((x, y) => y[1] - x[1]).slice(0, 15)) lines.push(`  ${pct(us).padStart(6)}  ${a}`);
+  const lines = [
+    `${path.basename(file)}: ${(totalUs / 1e6).toFixed(1)} s profiled`,
+    '',
+    'by area (self time):',
+  ];
+  for (const [a, us] of [...byArea].sort((x, y) => y[1] - x[1]).slice(0, 15))
+    lines.push(`  ${pct(us).padStart(6)}  ${a}`);
   lines.push('', `top ${top} functions (self time):`);
-  for (const [f, us] of [...byFn].sort((x, y) => y[1] - x[1]).slice(0, top)) lines.push(`  ${pct(us).padStart(6)}  ${f}`);
+  for (const [f, us] of [...byFn].sort((x, y) => y[1] - x[1]).slice(0, top))
+    lines.push(`  ${pct(us).padStart(6)}  ${f}`);
   return lines.join('\n');
 }
 
@@ -67,7 +77,10 @@ if (require.main === module) {
   }
   const top = Number(process.argv[3] ?? 25);
   const files = fs.statSync(target).isDirectory()
-    ? fs.readdirSync(target).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(target, f))
+    ? fs
+        .readdirSync(target)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .map((f) => path.join(target, f))
     : [target];
   for (const f of files) console.log(`${summarizeProfile(f, top)}\n`);
 }

@@ -19,7 +19,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { EnvSchema, loadConfig } from '../../config';
-import { startStack, temporalBinaryPath, ferretDbBinaryPath, TEMPORAL_CLI_VERSION, FERRETDB_VERSION, type Stack } from '../stack';
+import {
+  startStack,
+  temporalBinaryPath,
+  ferretDbBinaryPath,
+  TEMPORAL_CLI_VERSION,
+  FERRETDB_VERSION,
+  type Stack,
+} from '../stack';
 import { connectStore, type Store } from '../../store/db';
 import { payloadProtection } from '../../lib/codec/data-converter';
 import { createAccount, issueKey } from '../../store/accounts';
@@ -71,17 +78,39 @@ function parseArgs(argv: string[]): Args {
     if (a === '--quick') args.quick = true;
     else if (a === '--profile') args.profile = true;
     else if (a === '--plaintext') args.plaintext = true;
-    else if (a === '--only') args.only.push(...(argv[++i] ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
-    else if (a.startsWith('--only=')) args.only.push(...a.slice(7).split(',').map((s) => s.trim().toLowerCase()));
+    else if (a === '--only')
+      args.only.push(
+        ...(argv[++i] ?? '')
+          .split(',')
+          .map((s) => s.trim().toLowerCase())
+          .filter(Boolean),
+      );
+    else if (a.startsWith('--only='))
+      args.only.push(
+        ...a
+          .slice(7)
+          .split(',')
+          .map((s) => s.trim().toLowerCase()),
+      );
     else if (a === '--out') args.out = argv[++i];
-    else if (a === '--rows') args.rows = (argv[++i] ?? '').split(',').map(Number).filter((n) => n > 0);
-    else if (a === '--render') args.render = argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[++i] : path.join(__dirname, 'RESULTS.json');
+    else if (a === '--rows')
+      args.rows = (argv[++i] ?? '')
+        .split(',')
+        .map(Number)
+        .filter((n) => n > 0);
+    else if (a === '--render')
+      args.render =
+        argv[i + 1] && !argv[i + 1].startsWith('--')
+          ? argv[++i]
+          : path.join(__dirname, 'RESULTS.json');
     else if (a === '--help' || a === '-h') {
       console.log(fs.readFileSync(__filename, 'utf8').split('*/')[0]);
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
-  for (const id of args.only) if (!BENCHMARKS[id]) throw new Error(`unknown benchmark ${id}; known: ${Object.keys(BENCHMARKS).join(', ')}`);
+  for (const id of args.only)
+    if (!BENCHMARKS[id])
+      throw new Error(`unknown benchmark ${id}; known: ${Object.keys(BENCHMARKS).join(', ')}`);
   return args;
 }
 
@@ -91,8 +120,14 @@ function log(message: string): void {
 
 function codeVersion(): string {
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', cwd: path.join(__dirname, '..', '..') }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8', cwd: path.join(__dirname, '..', '..') })
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      cwd: path.join(__dirname, '..', '..'),
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      encoding: 'utf8',
+      cwd: path.join(__dirname, '..', '..'),
+    })
       .split('\n')
       .filter(Boolean).length;
     return `${commit}${dirty ? ` + ${dirty} uncommitted changed files` : ''}`;
@@ -107,7 +142,8 @@ let interrupted = false;
 let interrupt: (() => void) | undefined;
 
 function writeReport(data: ReportData, outFile: string, withFindings: boolean): void {
-  const findings = withFindings && fs.existsSync(FINDINGS) ? fs.readFileSync(FINDINGS, 'utf8') : null;
+  const findings =
+    withFindings && fs.existsSync(FINDINGS) ? fs.readFileSync(FINDINGS, 'utf8') : null;
   fs.writeFileSync(outFile, renderReport(data, findings));
   fs.writeFileSync(outFile.replace(/\.md$/, '.json'), `${JSON.stringify(data, null, 1)}\n`);
   log(`wrote ${path.relative(process.cwd(), outFile)}`);
@@ -115,7 +151,10 @@ function writeReport(data: ReportData, outFile: string, withFindings: boolean): 
 
 function openFilesLimit(): number {
   try {
-    const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = fs
+      .readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     return Number(line?.split(/\s{2,}/)[1]);
   } catch {
     return NaN;
@@ -124,7 +163,9 @@ function openFilesLimit(): number {
 
 function version(binary: string, fallback: string): string {
   try {
-    return execFileSync(binary, ['--version'], { encoding: 'utf8', timeout: 10_000 }).trim().split('\n')[0];
+    return execFileSync(binary, ['--version'], { encoding: 'utf8', timeout: 10_000 })
+      .trim()
+      .split('\n')[0];
   } catch {
     return fallback;
   }
@@ -138,8 +179,17 @@ function limitsOutOfTheWay(base: Record<string, string>): Record<string, string>
   const out: Record<string, string> = {};
   const names = Object.keys((EnvSchema as unknown as { shape: Record<string, unknown> }).shape);
   for (const name of names) {
-    if (!/RATE|QUOTA|PER_(SECOND|MINUTE|HOUR|DAY)|MAX_(CONCURRENT|ACTIVE|RUNNING)_RUNS|RUNS_PER/.test(name)) continue;
-    const candidates = /DISABLE/.test(name) ? ['true'] : /ENABLE/.test(name) ? ['false'] : ['1000000000', '1000000'];
+    if (
+      !/RATE|QUOTA|PER_(SECOND|MINUTE|HOUR|DAY)|MAX_(CONCURRENT|ACTIVE|RUNNING)_RUNS|RUNS_PER/.test(
+        name,
+      )
+    )
+      continue;
+    const candidates = /DISABLE/.test(name)
+      ? ['true']
+      : /ENABLE/.test(name)
+        ? ['false']
+        : ['1000000000', '1000000'];
     for (const value of candidates) {
       try {
         loadConfig({ ...base, ...out, [name]: value });
@@ -158,14 +208,27 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.render) {
     const data = JSON.parse(fs.readFileSync(args.render, 'utf8')) as ReportData;
-    writeReport(data, path.resolve(args.out ?? args.render.replace(/\.json$/, '.md')), data.machine.mode === 'full');
+    writeReport(
+      data,
+      path.resolve(args.out ?? args.render.replace(/\.json$/, '.md')),
+      data.machine.mode === 'full',
+    );
     return;
   }
-  const selected = args.only.length ? Object.keys(BENCHMARKS).filter((id) => args.only.includes(id)) : Object.keys(BENCHMARKS);
+  const selected = args.only.length
+    ? Object.keys(BENCHMARKS).filter((id) => args.only.includes(id))
+    : Object.keys(BENCHMARKS);
   const sizes = structuredClone(args.quick ? QUICK : FULL);
-  if (args.rows?.length) sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
-  const fullRun = !args.quick && !args.rows && !args.plaintext && selected.length === Object.keys(BENCHMARKS).length;
-  const outFile = path.resolve(args.out ?? path.join(__dirname, fullRun ? 'RESULTS.md' : 'results-partial.md'));
+  if (args.rows?.length)
+    sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
+  const fullRun =
+    !args.quick &&
+    !args.rows &&
+    !args.plaintext &&
+    selected.length === Object.keys(BENCHMARKS).length;
+  const outFile = path.resolve(
+    args.out ?? path.join(__dirname, fullRun ? 'RESULTS.md' : 'results-partial.md'),
+  );
   const began = Date.now();
   const code = codeVersion();
 
@@ -173,12 +236,16 @@ async function main(): Promise<void> {
   const needed = sizes.p3.runs * sizes.p3.clientsPerRun + 512;
   if (selected.includes('p3') && fdLimit < needed) {
     const clients = Math.max(1, Math.floor((fdLimit - 512) / sizes.p3.runs));
-    log(`warning: open files limit ${fdLimit} < ${needed}; P3 scaled down to ${clients} clients per run (run through \`npm run bench\`, which raises it)`);
+    log(
+      `warning: open files limit ${fdLimit} < ${needed}; P3 scaled down to ${clients} clients per run (run through \`npm run bench\`, which raises it)`,
+    );
     sizes.p3.clientsPerRun = clients;
   }
 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-bench-'));
-  const profileDir = args.profile ? path.join(__dirname, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
+  const profileDir = args.profile
+    ? path.join(__dirname, 'profiles', new Date().toISOString().replace(/[:.]/g, '-'))
+    : undefined;
   let stack: Stack | undefined;
   let fake: FakeLlm | undefined;
   let store: Store | undefined;
@@ -188,11 +255,17 @@ async function main(): Promise<void> {
   const results: BenchResult[] = [];
   const failures: Array<{ id: string; error: string }> = [];
   let consistency: string[] = [];
-  let versions = { temporal: `Temporal CLI ${TEMPORAL_CLI_VERSION}`, ferretdb: `FerretDB ${FERRETDB_VERSION}` };
+  let versions = {
+    temporal: `Temporal CLI ${TEMPORAL_CLI_VERSION}`,
+    ferretdb: `FerretDB ${FERRETDB_VERSION}`,
+  };
 
   try {
     log(`stack in ${dataDir}`);
-    [stack, fake] = await Promise.all([startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES, log }), startFakeLlm()]);
+    [stack, fake] = await Promise.all([
+      startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES, log }),
+      startFakeLlm(),
+    ]);
     versions = {
       temporal: version(temporalBinaryPath(), versions.temporal),
       ferretdb: `FerretDB ${version(ferretDbBinaryPath(), FERRETDB_VERSION).replace(/^version:\s*/i, '')}`,
@@ -221,24 +294,51 @@ async function main(): Promise<void> {
     children.push(worker, api);
     log(`API ${api.url} (pid ${api.pid}), worker pid ${worker.pid}`);
 
-    store = await connectStore({ uri: stack.mongo.uri, dbName: 'wrs_bench', appName: 'wrs-bench-load' });
-    const account = await createAccount(store.collections, { name: 'bench', creditsUsd: 1_000_000 });
+    store = await connectStore({
+      uri: stack.mongo.uri,
+      dbName: 'wrs_bench',
+      appName: 'wrs-bench-load',
+    });
+    const account = await createAccount(store.collections, {
+      name: 'bench',
+      creditsUsd: 1_000_000,
+    });
     const { secret: key } = await issueKey(store.collections, account._id, 'bench');
     connection = await Connection.connect({ address: stack.temporal.address });
     // The service's own data converter: results are sealed by its codec (D32), with the bench database's development key.
-    const temporal = new Client({ connection, namespace: 'default', dataConverter: payloadProtection(config, store.db).dataConverter });
+    const temporal = new Client({
+      connection,
+      namespace: 'default',
+      dataConverter: payloadProtection(config, store.db).dataConverter,
+    });
 
     // Publish the demo workflow and check one run end to end before measuring anything.
     const agent = keepAliveAgent(2);
-    const hello = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'hello.json'), 'utf8'));
-    const published = await requestJson(agent, api.url!, 'POST', '/api/v1/workflows', { key, body: hello });
-    if (published.status !== 201) throw new Error(`publish hello: ${published.status} ${JSON.stringify(published.body)}`);
-    const smoke = await requestJson(agent, api.url!, 'POST', '/api/v1/responses', { key, body: { workflowId: 'hello', inputs: { name: 'Ada' } } });
-    if (smoke.status !== 202) throw new Error(`smoke start: ${smoke.status} ${JSON.stringify(smoke.body)}`);
+    const hello = JSON.parse(
+      fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'hello.json'), 'utf8'),
+    );
+    const published = await requestJson(agent, api.url!, 'POST', '/api/v1/workflows', {
+      key,
+      body: hello,
+    });
+    if (published.status !== 201)
+      throw new Error(`publish hello: ${published.status} ${JSON.stringify(published.body)}`);
+    const smoke = await requestJson(agent, api.url!, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'hello', inputs: { name: 'Ada' } },
+    });
+    if (smoke.status !== 202)
+      throw new Error(`smoke start: ${smoke.status} ${JSON.stringify(smoke.body)}`);
     await temporal.workflow.getHandle(smoke.body.run_id).result();
     agent.destroy();
 
-    monitor = new ProcessMonitor({ api: api.pid, worker: worker.pid, temporal: stack.temporal.pid, ferretdb: stack.mongo.pid, load: process.pid });
+    monitor = new ProcessMonitor({
+      api: api.pid,
+      worker: worker.pid,
+      temporal: stack.temporal.pid,
+      ferretdb: stack.mongo.pid,
+      load: process.pid,
+    });
     const ctx: BenchContext = {
       quick: args.quick,
       sizes,
@@ -262,7 +362,9 @@ async function main(): Promise<void> {
           try {
             running = (await temporal.workflow.count('ExecutionStatus="Running"')).count;
           } catch (err) {
-            log(`count of running workflows failed (${(err as Error).message}); waiting 5 s instead`);
+            log(
+              `count of running workflows failed (${(err as Error).message}); waiting 5 s instead`,
+            );
             await sleep(5_000);
             return { initial, running: NaN, waitedMs: Date.now() - t0 };
           }
@@ -278,7 +380,9 @@ async function main(): Promise<void> {
       },
       resetRuns: async (maxMs?: number) => {
         const idle = await ctx.waitIdle(maxMs);
-        const finished = await store!.collections.runs.find({ account_id: account._id, finalized: true }, { projection: { total_cost: 1 } }).toArray();
+        const finished = await store!.collections.runs
+          .find({ account_id: account._id, finalized: true }, { projection: { total_cost: 1 } })
+          .toArray();
         tallyDebits(ctx.debitTally, await debitCheck(store!, finished));
         await store!.collections.runs.deleteMany({ finalized: true });
         return idle;
@@ -286,7 +390,9 @@ async function main(): Promise<void> {
       debitTally: { runs: 0, missing: 0, wrong: 0 },
     };
 
-    const stopped = new Promise<never>((_, reject) => (interrupt = () => reject(new Error('interrupted'))));
+    const stopped = new Promise<never>(
+      (_, reject) => (interrupt = () => reject(new Error('interrupted'))),
+    );
     stopped.catch(() => undefined);
     for (const id of selected) {
       if (interrupted) break;
@@ -301,7 +407,9 @@ async function main(): Promise<void> {
     }
     if (!interrupted) {
       await ctx.waitIdle(30_000);
-      consistency = await checkConsistency(ctx).catch((err: Error) => [`- consistency check failed: ${err.message}`]);
+      consistency = await checkConsistency(ctx).catch((err: Error) => [
+        `- consistency check failed: ${err.message}`,
+      ]);
       for (const line of consistency) log(line);
     }
   } finally {
@@ -311,20 +419,31 @@ async function main(): Promise<void> {
     await store?.close().catch(() => undefined);
     await fake?.close().catch(() => undefined);
     await stack?.stop().catch(() => undefined);
-    if (failures.length === 0 && results.length && !interrupted) fs.rmSync(dataDir, { recursive: true, force: true });
+    if (failures.length === 0 && results.length && !interrupted)
+      fs.rmSync(dataDir, { recursive: true, force: true });
     else log(`logs kept in ${dataDir}`);
   }
   if (interrupted) process.exit(130);
 
   results.sort((a, b) => a.id.localeCompare(b.id));
   const mode = `${args.quick ? `quick (${selected.join(', ')})` : fullRun ? 'full' : `full size, only ${selected.join(', ')}`}${args.plaintext ? ', payload codec OFF' : ''}`;
-  const machine = { ...machineInfo(versions, mode, String(fdLimit), code), durationS: (Date.now() - began) / 1000 };
+  const machine = {
+    ...machineInfo(versions, mode, String(fdLimit), code),
+    durationS: (Date.now() - began) / 1000,
+  };
   writeReport({ machine, results, failures, consistency }, outFile, fullRun);
   if (profileDir && fs.existsSync(profileDir)) {
-    for (const f of fs.readdirSync(profileDir).filter((n) => n.endsWith('.cpuprofile'))) console.log(`\n${summarizeProfile(path.join(profileDir, f))}`);
-    log(`profiles in ${path.relative(process.cwd(), profileDir)} (open in Chrome DevTools → Performance)`);
+    for (const f of fs.readdirSync(profileDir).filter((n) => n.endsWith('.cpuprofile')))
+      console.log(`\n${summarizeProfile(path.join(profileDir, f))}`);
+    log(
+      `profiles in ${path.relative(process.cwd(), profileDir)} (open in Chrome DevTools → Performance)`,
+    );
   }
-  for (const r of results) for (const v of r.verdicts) log(`${r.id.toUpperCase()} ${v.met ? 'MET ' : v.met === false ? 'MISS' : '    '} ${v.target}: ${v.measured}`);
+  for (const r of results)
+    for (const v of r.verdicts)
+      log(
+        `${r.id.toUpperCase()} ${v.met ? 'MET ' : v.met === false ? 'MISS' : '    '} ${v.target}: ${v.measured}`,
+      );
   process.exitCode = failures.length ? 1 : 0;
 }
 

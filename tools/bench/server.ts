@@ -39,7 +39,9 @@ const commandCounts: Record<string, number> = {};
 function countCommands(client: MongoClient): void {
   client.on('commandStarted', (event) => {
     const command = storeCommand(event);
-    if (command) commandCounts[`${command.name} ${command.collection}`] = (commandCounts[`${command.name} ${command.collection}`] ?? 0) + 1;
+    if (command)
+      commandCounts[`${command.name} ${command.collection}`] =
+        (commandCounts[`${command.name} ${command.collection}`] ?? 0) + 1;
   });
 }
 
@@ -48,7 +50,16 @@ function instrumentMongo(): void {
   const proto = Collection.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
   // Promise-returning operations (findOne goes through find, so find itself is not counted), and
   // aggregate, timed through its cursor's toArray.
-  for (const method of ['findOne', 'insertOne', 'updateOne', 'updateMany', 'findOneAndUpdate', 'deleteOne', 'countDocuments', 'aggregate']) {
+  for (const method of [
+    'findOne',
+    'insertOne',
+    'updateOne',
+    'updateMany',
+    'findOneAndUpdate',
+    'deleteOne',
+    'countDocuments',
+    'aggregate',
+  ]) {
     const original = proto[method];
     if (typeof original !== 'function') continue;
     proto[method] = function (this: Collection, ...args: unknown[]) {
@@ -106,7 +117,10 @@ function instrumentRpc(api: ApiHandle): Record<string, RpcStat> {
   return stats;
 }
 
-async function startStatsServer(api: ApiHandle | undefined, rpc: Record<string, RpcStat>): Promise<string> {
+async function startStatsServer(
+  api: ApiHandle | undefined,
+  rpc: Record<string, RpcStat>,
+): Promise<string> {
   const server = http.createServer((req, res) => {
     if (req.url !== '/stats') {
       res.writeHead(404).end();
@@ -115,11 +129,24 @@ async function startStatsServer(api: ApiHandle | undefined, rpc: Record<string, 
     const mem = process.memoryUsage();
     res.writeHead(200, { 'content-type': 'application/json' });
     if (!api) {
-      res.end(JSON.stringify({ rpc, mongo: mongoStats, commands: commandCounts, pollers: 0, subscribers: 0, liveQueries: 0, rssMb: mem.rss / 2 ** 20, heapUsedMb: mem.heapUsed / 2 ** 20 }));
+      res.end(
+        JSON.stringify({
+          rpc,
+          mongo: mongoStats,
+          commands: commandCounts,
+          pollers: 0,
+          subscribers: 0,
+          liveQueries: 0,
+          rssMb: mem.rss / 2 ** 20,
+          heapUsedMb: mem.heapUsed / 2 ** 20,
+        }),
+      );
       return;
     }
     // PollerRegistry keeps its map private; the live pollers' own counters are a cross-check of `rpc`.
-    const registry = api.pollers as unknown as { pollers?: Map<string, { queries: number; subscriberCount: number }> };
+    const registry = api.pollers as unknown as {
+      pollers?: Map<string, { queries: number; subscriberCount: number }>;
+    };
     let liveQueries = 0;
     let subscribers = 0;
     for (const poller of registry.pollers?.values() ?? []) {
@@ -146,7 +173,12 @@ async function startStatsServer(api: ApiHandle | undefined, rpc: Record<string, 
 
 async function startWorkers(config: Config): Promise<() => Promise<void>> {
   installWorkerRuntime(config.logLevel);
-  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-bench-worker', monitorCommands: true });
+  const store = await connectStore({
+    uri: config.mongo.uri,
+    dbName: config.mongo.dbName,
+    appName: 'wrs-bench-worker',
+    monitorCommands: true,
+  });
   countCommands(store.client);
   const runWorker = await startWorker(config, store, { shutdownGraceMs: 2_000 });
   // The baseline's bare worker (P1, P2): the same server and codec, none of the service's code.
@@ -179,7 +211,9 @@ async function main(): Promise<void> {
   let api: ApiHandle | undefined;
   let rpc: Record<string, RpcStat> = {};
   if (role === 'api' || role === 'all') {
-    api = await startApi(config, createLogger(config.logLevel, 'wrs-api'), { monitorCommands: true });
+    api = await startApi(config, createLogger(config.logLevel, 'wrs-api'), {
+      monitorCommands: true,
+    });
     countCommands(api.store.client);
     rpc = instrumentRpc(api);
     ready.url = api.url;

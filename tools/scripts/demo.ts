@@ -9,8 +9,13 @@ import { findWorkflow } from '../../store/workflows';
 const DEMO_WORKFLOW = path.resolve(__dirname, '..', '..', 'examples', 'hello.json');
 
 /** Returns the demo key and workflow slug, creating whatever is missing. */
-export async function ensureDemo(collections: Collections, stateFile: string): Promise<{ key: string; accountId: string; slug: string }> {
-  let state = existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as { key: string; accountId: string }) : null;
+export async function ensureDemo(
+  collections: Collections,
+  stateFile: string,
+): Promise<{ key: string; accountId: string; slug: string }> {
+  let state = existsSync(stateFile)
+    ? (JSON.parse(readFileSync(stateFile, 'utf8')) as { key: string; accountId: string })
+    : null;
   if (!state || !(await findLiveKey(collections, state.key))) {
     const account = await createAccount(collections, { name: 'demo', creditsUsd: 10 });
     const { secret } = await issueKey(collections, account._id, 'demo');

@@ -18,7 +18,10 @@ if (!existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs) {
 // tsx exists only now (it came with the install above); tools/stack/install.ts prints its own progress lines.
 const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
 try {
-  execFileSync(tsx, [path.join(root, 'tools', 'stack', 'install.ts'), ...process.argv.slice(2)], { cwd: root, stdio: 'inherit' });
+  execFileSync(tsx, [path.join(root, 'tools', 'stack', 'install.ts'), ...process.argv.slice(2)], {
+    cwd: root,
+    stdio: 'inherit',
+  });
 } catch {
   process.exit(1); // the build printed why
 }

@@ -15,7 +15,15 @@ import { loadConfig } from '../../config';
 import { devPorts, loadDevStackConfig, type DevPort } from '../../config/dev-stack';
 import { createLogger } from '../../api/logger';
 import { startApi } from '../../api/start-api';
-import { ensureFerretDb, ensureTemporal, isPortFree, reapOrphans, registerChild, startFerretDb, startTemporal } from '../stack';
+import {
+  ensureFerretDb,
+  ensureTemporal,
+  isPortFree,
+  reapOrphans,
+  registerChild,
+  startFerretDb,
+  startTemporal,
+} from '../stack';
 import { connectStore } from '../../store/db';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { ensureDemo } from './demo';
@@ -32,12 +40,14 @@ async function main(): Promise<void> {
   mkdirSync(dev.dataDir, { recursive: true });
 
   const orphans = reapOrphans();
-  for (const orphan of orphans) log(`stopped ${orphan.command} (pid ${orphan.pid}), left running by a crashed start`);
+  for (const orphan of orphans)
+    log(`stopped ${orphan.command} (pid ${orphan.pid}), left running by a crashed start`);
   await refuseBusyPorts(devPorts(dev), orphans.length > 0 ? 10_000 : 0);
 
   // D32: the embedded UI decodes payloads through the API's codec server; its token lives in DATA_DIR.
   env.CODEC_TOKEN ??= localCodecToken(path.join(dev.dataDir, 'codec-token'));
-  if (dev.temporal) env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${dev.temporal.ui.port},http://localhost:${dev.temporal.ui.port}`;
+  if (dev.temporal)
+    env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${dev.temporal.ui.port},http://localhost:${dev.temporal.ui.port}`;
   const codecEndpoint = `http://127.0.0.1:${dev.api.port}/codec`;
 
   let temporalUi: string | null = null;
@@ -58,14 +68,22 @@ async function main(): Promise<void> {
   }
   if (dev.mongo) {
     log(`starting FerretDB on port ${dev.mongo.port} ...`);
-    const mongo = await startFerretDb({ dataDir: path.join(dev.dataDir, 'ferretdb'), port: dev.mongo.port, binary: await ensureFerretDb({ log }) });
+    const mongo = await startFerretDb({
+      dataDir: path.join(dev.dataDir, 'ferretdb'),
+      port: dev.mongo.port,
+      binary: await ensureFerretDb({ log }),
+    });
     stops.push(() => mongo.stop());
     env.MONGODB_URI = mongo.uri;
   }
   env.LOG_LEVEL ??= 'warn';
   const config = loadConfig(env);
 
-  const store = await connectStore({ uri: config.mongo.uri, dbName: config.mongo.dbName, appName: 'wrs-start' });
+  const store = await connectStore({
+    uri: config.mongo.uri,
+    dbName: config.mongo.dbName,
+    appName: 'wrs-start',
+  });
   stops.unshift(() => store.close());
   const worker = superviseWorker(env);
   stops.unshift(() => worker.stop());
@@ -94,7 +112,8 @@ async function main(): Promise<void> {
 async function refuseBusyPorts(ports: DevPort[], graceMs: number): Promise<void> {
   const deadline = Date.now() + graceMs;
   for (const p of ports) {
-    while (!(await isPortFree(p.port)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (!(await isPortFree(p.port)) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     if (await isPortFree(p.port)) continue;
     const taken = new Set(ports.map((q) => q.port));
     let suggestion = p.port + 10;
@@ -121,9 +140,14 @@ function superviseWorker(env: NodeJS.ProcessEnv): { stop(): Promise<void> } {
 
   const launch = () => {
     const startedAt = Date.now();
-    const proc = spawn(process.execPath, ['--require', 'tsx/cjs', WORKER_MAIN], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = spawn(process.execPath, ['--require', 'tsx/cjs', WORKER_MAIN], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     child = proc;
-    const unregister = proc.pid === undefined ? () => {} : registerChild(proc.pid, `worker: ${WORKER_MAIN}`);
+    const unregister =
+      proc.pid === undefined ? () => {} : registerChild(proc.pid, `worker: ${WORKER_MAIN}`);
     log(`worker started (pid ${proc.pid})`);
     proc.once('exit', (code, signal) => {
       unregister();
@@ -131,7 +155,9 @@ function superviseWorker(env: NodeJS.ProcessEnv): { stop(): Promise<void> } {
       if (stopping) return;
       failures = Date.now() - startedAt < 10_000 ? failures + 1 : 0;
       const delayMs = Math.min(30_000, failures === 0 ? 0 : 1_000 * 2 ** (failures - 1));
-      log(`worker (pid ${proc.pid}) exited (${signal ?? `exit code ${code}`}); restarting it${delayMs ? ` in ${delayMs / 1000} s` : ''}`);
+      log(
+        `worker (pid ${proc.pid}) exited (${signal ?? `exit code ${code}`}); restarting it${delayMs ? ` in ${delayMs / 1000} s` : ''}`,
+      );
       restartTimer = setTimeout(launch, delayMs);
     });
   };

@@ -48,7 +48,11 @@ export async function ensureTemporal(opts: EnsureOptions = {}): Promise<string> 
   return ensureBinary(target, log, async (tmpDir) => {
     log(`building Temporal CLI v${TEMPORAL_CLI_VERSION} with go install (takes a few minutes)`);
     // GOBIN points at a private temp dir so a concurrent or killed build never touches the real path.
-    await runGo(['install', `${TEMPORAL_MODULE}@v${TEMPORAL_CLI_VERSION}`], { cwd: tmpDir, env: { GOBIN: tmpDir }, log });
+    await runGo(['install', `${TEMPORAL_MODULE}@v${TEMPORAL_CLI_VERSION}`], {
+      cwd: tmpDir,
+      env: { GOBIN: tmpDir },
+      log,
+    });
     return path.join(tmpDir, 'temporal');
   });
 }
@@ -63,19 +67,31 @@ export async function ensureFerretDb(opts: EnsureOptions = {}): Promise<string> 
     // source directly, then build it as a main module. An empty dir keeps any surrounding go.mod out of it.
     const dlDir = path.join(tmpDir, 'download');
     fs.mkdirSync(dlDir);
-    const out = await runGo(['mod', 'download', '-json', `${FERRETDB_MODULE}@v${FERRETDB_VERSION}`], { cwd: dlDir, log });
+    const out = await runGo(
+      ['mod', 'download', '-json', `${FERRETDB_MODULE}@v${FERRETDB_VERSION}`],
+      { cwd: dlDir, log },
+    );
     const info = JSON.parse(out) as { Dir?: string; Error?: string };
-    if (!info.Dir) throw new Error(`go mod download ${FERRETDB_MODULE}@v${FERRETDB_VERSION} failed: ${info.Error ?? out}`);
+    if (!info.Dir)
+      throw new Error(
+        `go mod download ${FERRETDB_MODULE}@v${FERRETDB_VERSION} failed: ${info.Error ?? out}`,
+      );
 
     // The module cache is read-only; copy it so build/version/version.txt can be written.
     const srcDir = path.join(tmpDir, 'src');
     fs.cpSync(info.Dir, srcDir, { recursive: true });
     makeWritable(srcDir);
     // Without this file the binary panics at start with "Invalid build/version/version.txt".
-    fs.writeFileSync(path.join(srcDir, 'build', 'version', 'version.txt'), `v${FERRETDB_VERSION}\n`);
+    fs.writeFileSync(
+      path.join(srcDir, 'build', 'version', 'version.txt'),
+      `v${FERRETDB_VERSION}\n`,
+    );
 
     const bin = path.join(tmpDir, 'ferretdb');
-    await runGo(['build', '-trimpath', '-buildvcs=false', '-o', bin, './cmd/ferretdb'], { cwd: srcDir, log });
+    await runGo(['build', '-trimpath', '-buildvcs=false', '-o', bin, './cmd/ferretdb'], {
+      cwd: srcDir,
+      log,
+    });
     return bin;
   });
 }
@@ -97,7 +113,11 @@ export async function ensureHelm(opts: EnsureOptions = {}): Promise<string> {
 
 /** Returns the kubeconform binary path, building it with `go install` only when it is missing. */
 export async function ensureKubeconform(opts: EnsureOptions = {}): Promise<string> {
-  return goInstall(kubeconformBinaryPath(opts.cacheDir), `${KUBECONFORM_MODULE}@v${KUBECONFORM_VERSION}`, opts);
+  return goInstall(
+    kubeconformBinaryPath(opts.cacheDir),
+    `${KUBECONFORM_MODULE}@v${KUBECONFORM_VERSION}`,
+    opts,
+  );
 }
 
 /** The Go program that loads a Compose file with compose-go (its source and go.sum pin every dependency). */
@@ -106,7 +126,8 @@ const COMPOSE_CHECK_SRC = path.join(__dirname, 'compose-check');
 /** Path of the compose-check binary in the cache, keyed by a hash of its source so an edit rebuilds it. */
 export function composeCheckBinaryPath(cacheDir = defaultCacheDir()): string {
   const hash = createHash('sha256');
-  for (const name of ['main.go', 'go.mod', 'go.sum']) hash.update(fs.readFileSync(path.join(COMPOSE_CHECK_SRC, name)));
+  for (const name of ['main.go', 'go.mod', 'go.sum'])
+    hash.update(fs.readFileSync(path.join(COMPOSE_CHECK_SRC, name)));
   return path.join(cacheDir, `compose-check-${hash.digest('hex').slice(0, 12)}`, 'compose-check');
 }
 
@@ -154,7 +175,8 @@ async function ensureBinary(
     if (isExecutable(target)) return target;
     // Only the lock holder creates build dirs, so any present now were left by a killed build.
     for (const name of fs.readdirSync(dir)) {
-      if (name.startsWith('.build-')) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+      if (name.startsWith('.build-'))
+        fs.rmSync(path.join(dir, name), { recursive: true, force: true });
     }
     const tmpDir = path.join(dir, `.build-${process.pid}-${randomBytes(4).toString('hex')}`);
     fs.mkdirSync(tmpDir);
@@ -173,7 +195,11 @@ async function ensureBinary(
 }
 
 /** mkdir is atomic, so a lock dir holding the owner's pid is enough to serialise builds across processes. */
-async function acquireLock(lockDir: string, target: string, log: (line: string) => void): Promise<boolean> {
+async function acquireLock(
+  lockDir: string,
+  target: string,
+  log: (line: string) => void,
+): Promise<boolean> {
   let announced = false;
   for (;;) {
     try {
@@ -269,7 +295,11 @@ function runGo(
     });
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') {
-        reject(new Error('`go` was not found on PATH; install Go (https://go.dev/dl/) so the Temporal CLI and FerretDB can be built'));
+        reject(
+          new Error(
+            '`go` was not found on PATH; install Go (https://go.dev/dl/) so the Temporal CLI and FerretDB can be built',
+          ),
+        );
       } else {
         reject(err);
       }
@@ -277,7 +307,12 @@ function runGo(
     child.on('close', (code, signal) => {
       if (partial) tail.push(partial);
       if (code === 0) resolve(Buffer.concat(stdout).toString('utf8'));
-      else reject(new Error(`go ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${tail.join('\n')}`));
+      else
+        reject(
+          new Error(
+            `go ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${tail.join('\n')}`,
+          ),
+        );
     });
   });
 }

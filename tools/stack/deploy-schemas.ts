@@ -23,7 +23,11 @@ const COMPOSE_GO_MODULE = 'github.com/compose-spec/compose-go/v2';
 /** Returns the path of the Compose Specification JSON schema, copying it out of the Go module cache when missing. */
 export async function ensureComposeSpecSchema(opts: EnsureOptions = {}): Promise<string> {
   const log = opts.log ?? (() => {});
-  const target = path.join(opts.cacheDir ?? defaultCacheDir(), `compose-spec-${COMPOSE_GO_VERSION}`, 'compose-spec.json');
+  const target = path.join(
+    opts.cacheDir ?? defaultCacheDir(),
+    `compose-spec-${COMPOSE_GO_VERSION}`,
+    'compose-spec.json',
+  );
   if (fs.existsSync(target)) return target;
   log(`fetching ${COMPOSE_GO_MODULE}@v${COMPOSE_GO_VERSION} for its compose-spec.json`);
   fs.mkdirSync(path.dirname(target), { recursive: true });
@@ -31,9 +35,16 @@ export async function ensureComposeSpecSchema(opts: EnsureOptions = {}): Promise
   const work = fs.mkdtempSync(path.join(path.dirname(target), '.build-'));
   try {
     let out = '';
-    await run('go', ['mod', 'download', '-json', `${COMPOSE_GO_MODULE}@v${COMPOSE_GO_VERSION}`], log, work, (text) => (out = text));
+    await run(
+      'go',
+      ['mod', 'download', '-json', `${COMPOSE_GO_MODULE}@v${COMPOSE_GO_VERSION}`],
+      log,
+      work,
+      (text) => (out = text),
+    );
     const info = JSON.parse(out) as { Dir?: string; Error?: string };
-    if (!info.Dir) throw new Error(`go mod download ${COMPOSE_GO_MODULE} failed: ${info.Error ?? out}`);
+    if (!info.Dir)
+      throw new Error(`go mod download ${COMPOSE_GO_MODULE} failed: ${info.Error ?? out}`);
     const tmp = path.join(work, 'compose-spec.json');
     fs.copyFileSync(path.join(info.Dir, 'schema', 'compose-spec.json'), tmp);
     fs.chmodSync(tmp, 0o644);
@@ -45,7 +56,8 @@ export async function ensureComposeSpecSchema(opts: EnsureOptions = {}): Promise
 }
 
 export const KUBERNETES_VALIDATE_VERSION = '1.37.0';
-const KUBERNETES_VALIDATE_SHA256 = '85136d018a27b50ec7fc049d902bfa5193f5976807e6c0f408e3ab6fe078cad9';
+const KUBERNETES_VALIDATE_SHA256 =
+  '85136d018a27b50ec7fc049d902bfa5193f5976807e6c0f408e3ab6fe078cad9';
 /** The Kubernetes versions the chart is validated against: the oldest its kubeVersion allows, and the newest. */
 export const KUBERNETES_VERSIONS = ['1.27.0', '1.37.0'];
 
@@ -54,7 +66,10 @@ export function kubernetesSchemaDir(cacheDir = defaultCacheDir()): string {
   return path.join(cacheDir, `kubernetes-json-schema-${KUBERNETES_VALIDATE_VERSION}`);
 }
 export function kubeconformSchemaLocation(cacheDir = defaultCacheDir()): string {
-  return path.join(kubernetesSchemaDir(cacheDir), '{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json');
+  return path.join(
+    kubernetesSchemaDir(cacheDir),
+    '{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json',
+  );
 }
 
 // Unpacks the strict schemas of the given versions. Their $refs point at "/api/_definitions.json" (the
@@ -79,10 +94,15 @@ for v in versions:
 `;
 
 /** Returns the schema directory, downloading and unpacking the wheel only when a wanted version is missing. */
-export async function ensureKubernetesSchemas(opts: EnsureOptions & { python?: string } = {}): Promise<string> {
+export async function ensureKubernetesSchemas(
+  opts: EnsureOptions & { python?: string } = {},
+): Promise<string> {
   const log = opts.log ?? (() => {});
   const dir = kubernetesSchemaDir(opts.cacheDir);
-  const complete = () => KUBERNETES_VERSIONS.every((v) => fs.existsSync(path.join(dir, `v${v}-local-strict`, '_definitions.json')));
+  const complete = () =>
+    KUBERNETES_VERSIONS.every((v) =>
+      fs.existsSync(path.join(dir, `v${v}-local-strict`, '_definitions.json')),
+    );
   if (complete()) return dir;
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   // A private build dir renamed into place: readers see all of it or nothing, concurrent installers never collide.
@@ -90,14 +110,40 @@ export async function ensureKubernetesSchemas(opts: EnsureOptions & { python?: s
   const python = opts.python ?? 'python3';
   try {
     fs.mkdirSync(build);
-    log(`downloading kubernetes-validate ${KUBERNETES_VALIDATE_VERSION} from PyPI for its Kubernetes JSON schemas`);
+    log(
+      `downloading kubernetes-validate ${KUBERNETES_VALIDATE_VERSION} from PyPI for its Kubernetes JSON schemas`,
+    );
     const requirements = path.join(build, 'requirements.txt');
-    fs.writeFileSync(requirements, `kubernetes-validate==${KUBERNETES_VALIDATE_VERSION} --hash=sha256:${KUBERNETES_VALIDATE_SHA256}\n`);
-    await run(python, ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--require-hashes', '-r', requirements, '-d', build], log);
+    fs.writeFileSync(
+      requirements,
+      `kubernetes-validate==${KUBERNETES_VALIDATE_VERSION} --hash=sha256:${KUBERNETES_VALIDATE_SHA256}\n`,
+    );
+    await run(
+      python,
+      [
+        '-m',
+        'pip',
+        'download',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--no-deps',
+        '--only-binary=:all:',
+        '--require-hashes',
+        '-r',
+        requirements,
+        '-d',
+        build,
+      ],
+      log,
+    );
     const wheel = fs.readdirSync(build).find((n) => n.endsWith('.whl'));
     if (!wheel) throw new Error('pip download left no wheel');
     const out = path.join(build, 'schemas');
-    await run(python, ['-c', UNPACK, path.join(build, wheel), out, dir, ...KUBERNETES_VERSIONS], log);
+    await run(
+      python,
+      ['-c', UNPACK, path.join(build, wheel), out, dir, ...KUBERNETES_VERSIONS],
+      log,
+    );
     fs.rmSync(dir, { recursive: true, force: true });
     try {
       fs.renameSync(out, dir);
@@ -112,7 +158,13 @@ export async function ensureKubernetesSchemas(opts: EnsureOptions & { python?: s
 }
 
 /** Runs a command to completion; `onStdout` gets its stdout, `log` every output line; rejects with the tail. */
-function run(command: string, args: string[], log: (line: string) => void, cwd?: string, onStdout?: (text: string) => void): Promise<void> {
+function run(
+  command: string,
+  args: string[],
+  log: (line: string) => void,
+  cwd?: string,
+  onStdout?: (text: string) => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -129,7 +181,12 @@ function run(command: string, args: string[], log: (line: string) => void, cwd?:
       output += onStdout ? '' : stdout;
       for (const line of output.split('\n')) if (line.trim()) log(line);
       if (code === 0) resolve();
-      else reject(new Error(`${command} ${args[0]} ${args[1] ?? ''} failed (exit ${code}):\n${output.slice(-2000)}`));
+      else
+        reject(
+          new Error(
+            `${command} ${args[0]} ${args[1] ?? ''} failed (exit ${code}):\n${output.slice(-2000)}`,
+          ),
+        );
     });
   });
 }

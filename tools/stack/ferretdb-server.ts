@@ -76,7 +76,11 @@ async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbSe
     proc,
     async () => {
       await waitForTcp('127.0.0.1', port, 0);
-      const client = new MongoClient(uri, { directConnection: true, serverSelectionTimeoutMS: 2000, connectTimeoutMS: 2000 });
+      const client = new MongoClient(uri, {
+        directConnection: true,
+        serverSelectionTimeoutMS: 2000,
+        connectTimeoutMS: 2000,
+      });
       try {
         await client.connect();
         await client.db('admin').command({ ping: 1 });

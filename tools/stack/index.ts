@@ -34,7 +34,10 @@ export interface Stack {
 /** Ensures both binaries, then starts Temporal and FerretDB in parallel; if either fails the other is stopped. */
 export async function startStack(opts: StartStackOptions): Promise<Stack> {
   const ensureOpts = { cacheDir: opts.cacheDir, log: opts.log };
-  const [temporalBin, ferretBin] = await Promise.all([ensureTemporal(ensureOpts), ensureFerretDb(ensureOpts)]);
+  const [temporalBin, ferretBin] = await Promise.all([
+    ensureTemporal(ensureOpts),
+    ensureFerretDb(ensureOpts),
+  ]);
   const dataDir = path.resolve(opts.dataDir);
 
   const results = await Promise.allSettled([
@@ -47,7 +50,11 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       searchAttributes: opts.searchAttributes,
       binary: temporalBin,
     }),
-    startFerretDb({ dataDir: path.join(dataDir, 'ferretdb'), port: opts.mongoPort, binary: ferretBin }),
+    startFerretDb({
+      dataDir: path.join(dataDir, 'ferretdb'),
+      port: opts.mongoPort,
+      binary: ferretBin,
+    }),
   ]);
   const [t, m] = results;
   if (t.status === 'rejected' || m.status === 'rejected') {
@@ -57,7 +64,9 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
   }
   const temporal = t.value;
   const mongo = m.value;
-  opts.log?.(`temporal ${temporal.address}${temporal.uiUrl ? ` (UI ${temporal.uiUrl})` : ''}, mongo ${mongo.uri}`);
+  opts.log?.(
+    `temporal ${temporal.address}${temporal.uiUrl ? ` (UI ${temporal.uiUrl})` : ''}, mongo ${mongo.uri}`,
+  );
   return {
     temporal,
     mongo,

@@ -25,8 +25,18 @@ import {
   kubeconformBinaryPath,
   temporalBinaryPath,
 } from './binaries';
-import { COMPOSE_GO_VERSION, KUBERNETES_VALIDATE_VERSION, ensureComposeSpecSchema, ensureKubernetesSchemas } from './deploy-schemas';
-import { ensurePythonClientEnv, ensureSchemathesis, isSchemathesisInstalled, schemathesisVersion } from './python-tools';
+import {
+  COMPOSE_GO_VERSION,
+  KUBERNETES_VALIDATE_VERSION,
+  ensureComposeSpecSchema,
+  ensureKubernetesSchemas,
+} from './deploy-schemas';
+import {
+  ensurePythonClientEnv,
+  ensureSchemathesis,
+  isSchemathesisInstalled,
+  schemathesisVersion,
+} from './python-tools';
 
 /** Seconds between progress lines of one build. */
 const PROGRESS_EVERY_MS = 15_000;
@@ -43,8 +53,12 @@ async function build(step: Step, buildLog: string): Promise<void> {
   if (step.done?.()) return;
   const started = Date.now();
   const seconds = () => Math.round((Date.now() - started) / 1000);
-  if (step.done) process.stderr.write(`building ${step.what} (first run only; takes minutes on 2 cores) ...\n`);
-  const ticker = setInterval(() => process.stderr.write(`building ${step.what} … ${seconds()} s\n`), PROGRESS_EVERY_MS);
+  if (step.done)
+    process.stderr.write(`building ${step.what} (first run only; takes minutes on 2 cores) ...\n`);
+  const ticker = setInterval(
+    () => process.stderr.write(`building ${step.what} … ${seconds()} s\n`),
+    PROGRESS_EVERY_MS,
+  );
   const out = fs.openSync(buildLog, 'a');
   try {
     await step.run((line) => {
@@ -82,13 +96,34 @@ export async function installTools(opts: { serversOnly?: boolean } = {}): Promis
       run: (log) => ensureSchemathesis({ cacheDir, log }),
     });
     steps.push(
-      { what: 'the Python client\'s test venv', run: (log) => ensurePythonClientEnv({ cacheDir, log }) },
+      {
+        what: "the Python client's test venv",
+        run: (log) => ensurePythonClientEnv({ cacheDir, log }),
+      },
       // Issue 20: what test/deploy checks the Compose file and the Helm chart with.
-      { what: `helm ${HELM_VERSION}`, done: () => fs.existsSync(helmBinaryPath(cacheDir)), run: (log) => ensureHelm({ cacheDir, log }) },
-      { what: `kubeconform ${KUBECONFORM_VERSION}`, done: () => fs.existsSync(kubeconformBinaryPath(cacheDir)), run: (log) => ensureKubeconform({ cacheDir, log }) },
-      { what: `Kubernetes JSON schemas (kubernetes-validate ${KUBERNETES_VALIDATE_VERSION})`, run: (log) => ensureKubernetesSchemas({ cacheDir, log }) },
-      { what: `the Compose Specification schema (compose-go ${COMPOSE_GO_VERSION})`, run: (log) => ensureComposeSpecSchema({ cacheDir, log }) },
-      { what: 'the compose-go checker', done: () => fs.existsSync(composeCheckBinaryPath(cacheDir)), run: (log) => ensureComposeCheck({ cacheDir, log }) },
+      {
+        what: `helm ${HELM_VERSION}`,
+        done: () => fs.existsSync(helmBinaryPath(cacheDir)),
+        run: (log) => ensureHelm({ cacheDir, log }),
+      },
+      {
+        what: `kubeconform ${KUBECONFORM_VERSION}`,
+        done: () => fs.existsSync(kubeconformBinaryPath(cacheDir)),
+        run: (log) => ensureKubeconform({ cacheDir, log }),
+      },
+      {
+        what: `Kubernetes JSON schemas (kubernetes-validate ${KUBERNETES_VALIDATE_VERSION})`,
+        run: (log) => ensureKubernetesSchemas({ cacheDir, log }),
+      },
+      {
+        what: `the Compose Specification schema (compose-go ${COMPOSE_GO_VERSION})`,
+        run: (log) => ensureComposeSpecSchema({ cacheDir, log }),
+      },
+      {
+        what: 'the compose-go checker',
+        done: () => fs.existsSync(composeCheckBinaryPath(cacheDir)),
+        run: (log) => ensureComposeCheck({ cacheDir, log }),
+      },
     );
   }
   // Sequential: two parallel Go builds mostly fight over CPU and make the output unreadable.

@@ -56,7 +56,10 @@ export function spawnServer(opts: SpawnServerOptions): ServerProcess {
 
   // Remember where this run's output starts so error messages show only this run's log lines.
   const logStart = fileSize(opts.logFile);
-  fs.appendFileSync(opts.logFile, `\n=== ${new Date().toISOString()} start: ${opts.command} ${opts.args.join(' ')}\n`);
+  fs.appendFileSync(
+    opts.logFile,
+    `\n=== ${new Date().toISOString()} start: ${opts.command} ${opts.args.join(' ')}\n`,
+  );
   const fd = fs.openSync(opts.logFile, 'a');
   let child;
   try {
@@ -153,7 +156,8 @@ export async function waitForTcp(host: string, port: number, timeoutMs: number):
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await tryConnect(host, port)) return;
-    if (Date.now() > deadline) throw new Error(`nothing listening on ${host}:${port} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`nothing listening on ${host}:${port} after ${timeoutMs} ms`);
     await sleep(100);
   }
 }
@@ -182,7 +186,9 @@ export async function waitUntilReady(
     if (outcome === 'ready') return;
     if (outcome !== 'retry') {
       const how = outcome.signal ? `signal ${outcome.signal}` : `exit code ${outcome.code}`;
-      throw new Error(`${proc.name} exited (${how}) before it was ready; log ${proc.logFile}:\n${proc.logTail()}`);
+      throw new Error(
+        `${proc.name} exited (${how}) before it was ready; log ${proc.logFile}:\n${proc.logTail()}`,
+      );
     }
     if (Date.now() > deadline) {
       await proc.kill();
@@ -258,11 +264,13 @@ function reapOrphan(pidFile: string, command: string): void {
   } catch {
     return;
   }
-  if (!cmdline.startsWith(`${command}\0`) && !cmdline.startsWith(`${path.basename(command)}\0`)) return;
+  if (!cmdline.startsWith(`${command}\0`) && !cmdline.startsWith(`${path.basename(command)}\0`))
+    return;
   signalGroup(pid, 'SIGKILL');
   const deadline = Date.now() + 5000;
   // Busy-wait is acceptable here: it is rare, short, and keeps spawnServer synchronous.
-  while (isRunning(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  while (isRunning(pid) && Date.now() < deadline)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
 }
 
 function removePidFile(pidFile: string, pid: number): void {

@@ -21,7 +21,9 @@ export interface PythonTool {
 }
 
 /** The schemathesis version pinned in the requirements file. */
-export function schemathesisVersion(requirements = fs.readFileSync(SCHEMATHESIS_REQUIREMENTS, 'utf8')): string {
+export function schemathesisVersion(
+  requirements = fs.readFileSync(SCHEMATHESIS_REQUIREMENTS, 'utf8'),
+): string {
   const match = /^schemathesis==(\S+)/m.exec(requirements);
   if (!match) throw new Error(`${SCHEMATHESIS_REQUIREMENTS} pins no schemathesis version`);
   return match[1];
@@ -33,24 +35,48 @@ export function schemathesisVersion(requirements = fs.readFileSync(SCHEMATHESIS_
  * built under a temporary name and renamed into place, which breaks the absolute shebangs of its
  * console scripts (`st`) but not the interpreter, whose prefix is found from pyvenv.cfg next to it.
  */
-export async function ensureSchemathesis(opts: EnsureOptions & { python?: string } = {}): Promise<PythonTool> {
+export async function ensureSchemathesis(
+  opts: EnsureOptions & { python?: string } = {},
+): Promise<PythonTool> {
   const requirements = fs.readFileSync(SCHEMATHESIS_REQUIREMENTS, 'utf8');
   const version = schemathesisVersion(requirements);
-  const python = await ensureVenv(opts, { name: `schemathesis ${version}`, dir: `schemathesis-${version}`, requirements: SCHEMATHESIS_REQUIREMENTS, check: ['-m', 'schemathesis.cli', '--version'] });
+  const python = await ensureVenv(opts, {
+    name: `schemathesis ${version}`,
+    dir: `schemathesis-${version}`,
+    requirements: SCHEMATHESIS_REQUIREMENTS,
+    check: ['-m', 'schemathesis.cli', '--version'],
+  });
   return { command: python, args: ['-m', 'schemathesis.cli'], version };
 }
 
 /** The Python client's pinned test environment (clients/python/requirements-test.txt). */
-export const PYTHON_CLIENT_REQUIREMENTS = path.join(__dirname, '..', '..', 'clients', 'python', 'requirements-test.txt');
+export const PYTHON_CLIENT_REQUIREMENTS = path.join(
+  __dirname,
+  '..',
+  '..',
+  'clients',
+  'python',
+  'requirements-test.txt',
+);
 
 /**
  * Returns the interpreter of the Python client's test venv (httpx, httpx-sse, standardwebhooks,
  * pytest, setuptools; hash-pinned), building it when missing or built from other pins. The client
  * itself is not in it: test/clients/python.test.ts pip-installs the working tree's copy per run.
  */
-export async function ensurePythonClientEnv(opts: EnsureOptions & { python?: string } = {}): Promise<string> {
-  const pins = createHash('sha256').update(fs.readFileSync(PYTHON_CLIENT_REQUIREMENTS)).digest('hex').slice(0, 12);
-  return ensureVenv(opts, { name: 'the Python client’s test environment', dir: `python-client-${pins}`, requirements: PYTHON_CLIENT_REQUIREMENTS, check: ['-c', 'import httpx, httpx_sse, standardwebhooks, pytest'] });
+export async function ensurePythonClientEnv(
+  opts: EnsureOptions & { python?: string } = {},
+): Promise<string> {
+  const pins = createHash('sha256')
+    .update(fs.readFileSync(PYTHON_CLIENT_REQUIREMENTS))
+    .digest('hex')
+    .slice(0, 12);
+  return ensureVenv(opts, {
+    name: 'the Python client’s test environment',
+    dir: `python-client-${pins}`,
+    requirements: PYTHON_CLIENT_REQUIREMENTS,
+    check: ['-c', 'import httpx, httpx_sse, standardwebhooks, pytest'],
+  });
 }
 
 /** A venv at `<cache>/<dir>/venv` installed from a hash-pinned requirements file; returns its python. */
@@ -59,7 +85,9 @@ async function ensureVenv(
   spec: { name: string; dir: string; requirements: string; check: string[] },
 ): Promise<string> {
   const log = opts.log ?? (() => {});
-  const pinsHash = createHash('sha256').update(fs.readFileSync(spec.requirements, 'utf8')).digest('hex');
+  const pinsHash = createHash('sha256')
+    .update(fs.readFileSync(spec.requirements, 'utf8'))
+    .digest('hex');
   const dir = path.join(opts.cacheDir ?? defaultCacheDir(), spec.dir);
   const venv = path.join(dir, 'venv');
   const interpreter = path.join(venv, 'bin', 'python');
@@ -71,16 +99,35 @@ async function ensureVenv(
   try {
     log(`installing ${spec.name} from PyPI into ${venv}`);
     const python = opts.python ?? 'python3';
-    await run(python, ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'], log).catch((err: Error) => {
+    await run(
+      python,
+      ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'],
+      log,
+    ).catch((err: Error) => {
       throw new Error(`${spec.name} needs Python 3.10 or later as \`${python}\`: ${err.message}`);
     });
     await run(python, ['-m', 'venv', build], log);
     const pip = path.join(build, 'bin', 'python');
-    await run(pip, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--require-hashes', '--only-binary=:all:', '-r', spec.requirements], log);
+    await run(
+      pip,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--require-hashes',
+        '--only-binary=:all:',
+        '-r',
+        spec.requirements,
+      ],
+      log,
+    );
     await run(pip, spec.check, log);
     fs.writeFileSync(path.join(build, MARKER), pinsHash);
     // Built from other pins (the file changed without a version bump): replace it.
-    if (fs.existsSync(venv) && !isBuiltFrom(venv, pinsHash)) fs.rmSync(venv, { recursive: true, force: true });
+    if (fs.existsSync(venv) && !isBuiltFrom(venv, pinsHash))
+      fs.rmSync(venv, { recursive: true, force: true });
     try {
       fs.renameSync(build, venv);
       log(`installed ${venv}`);
@@ -128,11 +175,22 @@ function run(command: string, args: string[], log: (line: string) => void): Prom
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     child.on('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'ENOENT' ? new Error(`\`${command}\` was not found on PATH; install Python 3.10+ with its venv module`) : err),
+      reject(
+        err.code === 'ENOENT'
+          ? new Error(
+              `\`${command}\` was not found on PATH; install Python 3.10+ with its venv module`,
+            )
+          : err,
+      ),
     );
     child.on('close', (code, signal) => {
       if (code === 0) resolve();
-      else reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${tail.join('\n')}`));
+      else
+        reject(
+          new Error(
+            `${command} ${args.join(' ')} failed (${signal ?? `exit code ${code}`}):\n${tail.join('\n')}`,
+          ),
+        );
     });
   });
 }

@@ -24,10 +24,20 @@ export function defaultRegistryDir(): string {
 }
 
 /** Records `pid` as started by this process; returns a function that removes the record again. */
-export function registerChild(pid: number, command: string, dir = defaultRegistryDir()): () => void {
+export function registerChild(
+  pid: number,
+  command: string,
+  dir = defaultRegistryDir(),
+): () => void {
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${pid}.json`);
-  const entry: Registration = { pid, start: startTime(pid), owner: process.pid, ownerStart: startTime(process.pid), command };
+  const entry: Registration = {
+    pid,
+    start: startTime(pid),
+    owner: process.pid,
+    ownerStart: startTime(process.pid),
+    command,
+  };
   fs.writeFileSync(file, JSON.stringify(entry));
   return () => fs.rmSync(file, { force: true });
 }
@@ -63,7 +73,8 @@ export function reapOrphans(dir = defaultRegistryDir()): Array<{ pid: number; co
   // gone, so the caller finds the ports and files free. A finished zombie holds neither.
   const deadline = Date.now() + 15_000;
   for (const { pid } of killed) {
-    while (isRunning(pid) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    while (isRunning(pid) && Date.now() < deadline)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
   }
   return killed;
 }

@@ -5,7 +5,8 @@ import { ensureTemporal } from './binaries';
 import { freePort, retryPortRace } from './ports';
 import { spawnServer, waitForTcp, waitUntilReady } from './process';
 
-export type SearchAttributeType = 'Keyword' | 'Int' | 'Text' | 'Bool' | 'Double' | 'Datetime' | 'KeywordList';
+export type SearchAttributeType =
+  'Keyword' | 'Int' | 'Text' | 'Bool' | 'Double' | 'Datetime' | 'KeywordList';
 
 export interface StartTemporalOptions {
   /** Holds temporal.db (SQLite), temporal.log and temporal.pid; reuse it (and the port) to restart on the same state. */
@@ -56,25 +57,37 @@ export function temporalArgs(o: {
   uiCodecEndpoint?: string;
 }): string[] {
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(o.port),
-    '--db-filename', path.join(o.dataDir, 'temporal.db'),
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(o.port),
+    '--db-filename',
+    path.join(o.dataDir, 'temporal.db'),
     // WAL + synchronous=normal: survives process crashes, far fewer fsyncs than the default.
-    '--sqlite-pragma', 'journal_mode=wal',
-    '--sqlite-pragma', 'synchronous=normal',
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
     // The server otherwise phones home to check for new versions.
-    '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
+    '--dynamic-config-value',
+    'frontend.enableServerVersionCheck=false',
     // Queue processors acknowledge every second instead of every 30 s, so a deleted or closed
     // execution disappears in seconds (tests of "Temporal forgot the run" wait on it).
-    '--dynamic-config-value', 'history.transferProcessorUpdateAckInterval="1s"',
-    '--dynamic-config-value', 'history.visibilityProcessorUpdateAckInterval="1s"',
+    '--dynamic-config-value',
+    'history.transferProcessorUpdateAckInterval="1s"',
+    '--dynamic-config-value',
+    'history.visibilityProcessorUpdateAckInterval="1s"',
     // Eager activity dispatch: a workflow task completion hands its new activities straight to the
     // worker that completed it (the SDK asks for it), skipping the matching service: a batch row's
     // schedule-to-start went from ~36 ms to ~0 (tools/bench/FINDINGS.md P4).
-    '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
-    '--log-level', 'warn',
-    '--log-format', 'text',
+    '--dynamic-config-value',
+    'system.enableActivityEagerExecution=true',
+    '--log-level',
+    'warn',
+    '--log-format',
+    'text',
     // Keep a user's ~/.config/temporalio env/profile out of the server process.
     '--disable-config-file',
     '--disable-config-env',
@@ -84,7 +97,8 @@ export function temporalArgs(o: {
   else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(o.uiPort));
   if (o.uiPort !== null && o.uiCodecEndpoint) args.push('--ui-codec-endpoint', o.uiCodecEndpoint);
   if (o.namespace !== 'default') args.push('--namespace', o.namespace); // "default" is always created
-  for (const [name, type] of Object.entries(o.searchAttributes)) args.push('--search-attribute', `${name}=${type}`);
+  for (const [name, type] of Object.entries(o.searchAttributes))
+    args.push('--search-attribute', `${name}=${type}`);
   return args;
 }
 
@@ -101,7 +115,14 @@ async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalSe
   const namespace = opts.namespace ?? 'default';
   const port = opts.port ?? (await freePort());
   const uiPort = opts.headless ? null : (opts.uiPort ?? (await freePort()));
-  const args = temporalArgs({ dataDir, port, uiPort, namespace, searchAttributes: opts.searchAttributes ?? {}, uiCodecEndpoint: opts.uiCodecEndpoint });
+  const args = temporalArgs({
+    dataDir,
+    port,
+    uiPort,
+    namespace,
+    searchAttributes: opts.searchAttributes ?? {},
+    uiCodecEndpoint: opts.uiCodecEndpoint,
+  });
 
   const proc = spawnServer({
     name: 'temporal',

@@ -3,12 +3,17 @@ import assert from 'node:assert/strict';
 import { MongoServerError } from 'mongodb';
 import { isDatabaseBusy, toApiError } from '../../../api/middleware/error-handler';
 
-const serverError = (fields: Record<string, unknown>) => new MongoServerError({ message: 'x', ...fields } as any);
+const serverError = (fields: Record<string, unknown>) =>
+  new MongoServerError({ message: 'x', ...fields } as any);
 
 describe('toApiError: transient database refusals', () => {
   it("maps FerretDB's SQLite writer lock and MongoDB's transient lock errors to 503", () => {
     for (const err of [
-      serverError({ code: 1, message: 'database is locked (5) (SQLITE_BUSY)', errmsg: 'database is locked (5) (SQLITE_BUSY)' }),
+      serverError({
+        code: 1,
+        message: 'database is locked (5) (SQLITE_BUSY)',
+        errmsg: 'database is locked (5) (SQLITE_BUSY)',
+      }),
       serverError({ code: 112, codeName: 'WriteConflict' }),
       serverError({ code: 24, codeName: 'LockTimeout' }),
     ]) {
@@ -23,6 +28,10 @@ describe('toApiError: transient database refusals', () => {
     const err = serverError({ code: 2, codeName: 'BadValue', message: 'bad value' });
     assert.equal(isDatabaseBusy(err), false);
     assert.equal(toApiError(err).status, 500);
-    assert.equal(toApiError(new Error('database is locked')).status, 500, 'only a server error of the driver counts');
+    assert.equal(
+      toApiError(new Error('database is locked')).status,
+      500,
+      'only a server error of the driver counts',
+    );
   });
 });

@@ -8,7 +8,10 @@ import { connectTestStore } from '../../support/store';
 
 /** The store's rate-limit collection with its writes counted. */
 function countingWrites(store: Store) {
-  const { collection: rateLimits, probe } = countingCalls(store.collections.rateLimits, 'findOneAndUpdate');
+  const { collection: rateLimits, probe } = countingCalls(
+    store.collections.rateLimits,
+    'findOneAndUpdate',
+  );
   return { probe, collections: { rateLimits } };
 }
 
@@ -22,7 +25,8 @@ describe('RateCounter (D16)', () => {
     const { probe, collections } = countingWrites(store);
     const counter = new RateCounter(collections);
     const counts = [];
-    for (let i = 0; i < 3; i++) counts.push((await counter.count('key_seq', 'requests', NOW)).count);
+    for (let i = 0; i < 3; i++)
+      counts.push((await counter.count('key_seq', 'requests', NOW)).count);
     assert.deepEqual(counts, [1, 2, 3]);
     assert.equal(probe.calls, 3);
     assert.equal(counter.size, 0, 'no lane left behind');
@@ -31,15 +35,26 @@ describe('RateCounter (D16)', () => {
   it('counts 50 concurrent requests with a few writes, each request at its own position, the window at 50', async () => {
     const { probe, collections } = countingWrites(store);
     const counter = new RateCounter(collections);
-    const results = await Promise.all(Array.from({ length: 50 }, () => counter.count('key_burst', 'starts', NOW)));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => counter.count('key_burst', 'starts', NOW)),
+    );
     const positions = results.map((r) => r.count).sort((a, b) => a - b);
-    assert.deepEqual(positions, Array.from({ length: 50 }, (_, i) => i + 1));
+    assert.deepEqual(
+      positions,
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
     // The first request writes alone; the 49 that arrived meanwhile share the second write.
     assert.equal(probe.calls, 2);
-    const doc = await store.collections.rateLimits.findOne({ _id: windowId('key_burst', 'starts', NOW) });
+    const doc = await store.collections.rateLimits.findOne({
+      _id: windowId('key_burst', 'starts', NOW),
+    });
     assert.equal(doc?.count, 50);
     const windowStart = Math.floor(NOW / WINDOW_MS) * WINDOW_MS;
-    assert.ok(results.every((r) => r.windowStartMs === windowStart && r.windowEndMs === windowStart + WINDOW_MS));
+    assert.ok(
+      results.every(
+        (r) => r.windowStartMs === windowStart && r.windowEndMs === windowStart + WINDOW_MS,
+      ),
+    );
     assert.equal(counter.size, 0);
   });
 
@@ -59,7 +74,8 @@ describe('RateCounter (D16)', () => {
     const one = new RateCounter(store.collections);
     const two = new RateCounter(store.collections);
     const seen = [];
-    for (let i = 0; i < 6; i++) seen.push((await (i % 2 ? two : one).count('key_shared', 'requests', NOW)).count);
+    for (let i = 0; i < 6; i++)
+      seen.push((await (i % 2 ? two : one).count('key_shared', 'requests', NOW)).count);
     assert.deepEqual(seen, [1, 2, 3, 4, 5, 6]);
   });
 
@@ -67,10 +83,20 @@ describe('RateCounter (D16)', () => {
     const { probe, collections } = countingWrites(store);
     const counter = new RateCounter(collections);
     probe.fail = new Error('database is down');
-    const failed = await Promise.allSettled(Array.from({ length: 5 }, () => counter.count('key_fail', 'requests', NOW)));
-    assert.ok(failed.every((r) => r.status === 'rejected' && (r.reason as Error).message === 'database is down'));
+    const failed = await Promise.allSettled(
+      Array.from({ length: 5 }, () => counter.count('key_fail', 'requests', NOW)),
+    );
+    assert.ok(
+      failed.every(
+        (r) => r.status === 'rejected' && (r.reason as Error).message === 'database is down',
+      ),
+    );
     assert.equal(counter.size, 0);
     probe.fail = null;
-    assert.equal((await counter.count('key_fail', 'requests', NOW)).count, 1, 'nothing was counted by the failed writes');
+    assert.equal(
+      (await counter.count('key_fail', 'requests', NOW)).count,
+      1,
+      'nothing was counted by the failed writes',
+    );
   });
 });

@@ -52,11 +52,18 @@ describe('RateCounter group commit (D16, scripted collection)', () => {
   it('keeps keys and buckets apart', async () => {
     const db = scriptedCollection();
     const counter = new RateCounter(db.collections);
-    const results = Promise.all([counter.count('key_a', 'starts', NOW), counter.count('key_b', 'starts', NOW), counter.count('key_a', 'requests', NOW)]);
+    const results = Promise.all([
+      counter.count('key_a', 'starts', NOW),
+      counter.count('key_b', 'starts', NOW),
+      counter.count('key_a', 'requests', NOW),
+    ]);
     await tick();
     assert.equal(db.pending(), 3, 'three windows, three concurrent writes');
     db.release();
-    assert.deepEqual((await results).map((r) => r.count), [1, 1, 1]);
+    assert.deepEqual(
+      (await results).map((r) => r.count),
+      [1, 1, 1],
+    );
   });
 
   it('fails every request of a batch whose write failed, and the next request writes afresh', async () => {

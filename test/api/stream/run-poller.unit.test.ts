@@ -5,17 +5,35 @@
  * cleanup when clients leave, and the fallback to the stored record while Temporal is down.
  */
 import assert from 'node:assert/strict';
-import { PollerRegistry, type PollSource, type RunKnowledge, type Subscriber } from '../../../api/stream/run-poller';
+import {
+  PollerRegistry,
+  type PollSource,
+  type RunKnowledge,
+  type Subscriber,
+} from '../../../api/stream/run-poller';
 import { createdEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../../domain/run';
 import { waitFor } from '../../support/http';
 
 const RUN = 'run_01J00000000000000000000000';
 const POLL_MS = 20;
 
-function itemEvent(seq: number, type: 'response.output_item.added' | 'response.output_item.done', index: number): RunEvent {
-  return { type, sequence_number: seq, output_index: index, item: { type: 'message', id: `item_${index}`, phase: 'final_answer' } };
+function itemEvent(
+  seq: number,
+  type: 'response.output_item.added' | 'response.output_item.done',
+  index: number,
+): RunEvent {
+  return {
+    type,
+    sequence_number: seq,
+    output_index: index,
+    item: { type: 'message', id: `item_${index}`, phase: 'final_answer' },
+  };
 }
-const completedEvent = (seq: number): RunEvent => ({ type: 'response.completed', sequence_number: seq, response: { usage: null, service_tier: null } });
+const completedEvent = (seq: number): RunEvent => ({
+  type: 'response.completed',
+  sequence_number: seq,
+  response: { usage: null, service_tier: null },
+});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A run whose log the test appends to; `down` makes the live query throw (Temporal unreachable). */
@@ -32,7 +50,12 @@ function fakeRun() {
       run.snapshots++;
       if (run.down) throw new Error('Temporal unreachable');
       const events = run.log.slice(after + 1);
-      return { status: run.status, events, eventCount: run.log.length, output: null } as unknown as RunSnapshot;
+      return {
+        status: run.status,
+        events,
+        eventCount: run.log.length,
+        output: null,
+      } as unknown as RunSnapshot;
     },
     async stored() {
       return run.stored;
@@ -56,7 +79,8 @@ function client(cursor: number) {
   return { sub, state };
 }
 
-const until = (check: () => boolean, what: string) => waitFor(async () => (check() ? true : undefined), { timeoutMs: 3000, intervalMs: 5, what });
+const until = (check: () => boolean, what: string) =>
+  waitFor(async () => (check() ? true : undefined), { timeoutMs: 3000, intervalMs: 5, what });
 const seed: RunKnowledge = { status: 'pending', events: [] };
 
 describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
@@ -75,7 +99,10 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     const before = poller.queries;
     await sleep(POLL_MS * 10);
     const perTick = (poller.queries - before) / 10;
-    assert.ok(perTick <= 1.2, `about one query per interval for both clients, not two (${perTick})`);
+    assert.ok(
+      perTick <= 1.2,
+      `about one query per interval for both clients, not two (${perTick})`,
+    );
     offA();
     assert.equal(registry.size, 1);
     offB();
@@ -90,7 +117,10 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     const registry = new PollerRegistry(source, POLL_MS);
     const c = client(0);
     registry.subscribe(RUN, seed, c.sub);
-    run.log.push(itemEvent(1, 'response.output_item.added', 0), itemEvent(2, 'response.output_item.done', 0));
+    run.log.push(
+      itemEvent(1, 'response.output_item.added', 0),
+      itemEvent(2, 'response.output_item.done', 0),
+    );
     await until(() => c.state.got.length === 2, 'events 1 and 2');
     run.log.push(completedEvent(3));
     run.status = 'completed';
@@ -122,7 +152,10 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     registry.subscribe(RUN, seed, c.sub);
     await sleep(POLL_MS * 4);
     assert.equal(c.state.started, false, 'no stale status while no look succeeded');
-    run.stored = { status: 'completed', events: [...run.log, itemEvent(1, 'response.output_item.added', 0), completedEvent(2)] };
+    run.stored = {
+      status: 'completed',
+      events: [...run.log, itemEvent(1, 'response.output_item.added', 0), completedEvent(2)],
+    };
     await until(() => c.state.ended, 'the end from the stored record');
     assert.deepEqual(c.state.got, [1, 2]);
   });

@@ -9,23 +9,42 @@ const NOW = Date.UTC(2031, 0, 1);
 
 function query(url: string) {
   const u = new URL(url);
-  return { expires: u.searchParams.get('expires') ?? undefined, sig: u.searchParams.get('sig') ?? undefined, path: u.pathname };
+  return {
+    expires: u.searchParams.get('expires') ?? undefined,
+    sig: u.searchParams.get('sig') ?? undefined,
+    path: u.pathname,
+  };
 }
 
 describe('file links (lib/files/signing.ts, D19)', () => {
   it('signs a link that verifies until it expires', () => {
-    const url = signFileUrl({ baseUrl: 'https://api.example/', secret: SECRET, fileId: 'file_1', ttlSeconds: 60, nowMs: NOW });
+    const url = signFileUrl({
+      baseUrl: 'https://api.example/',
+      secret: SECRET,
+      fileId: 'file_1',
+      ttlSeconds: 60,
+      nowMs: NOW,
+    });
     const q = query(url);
     assert.equal(q.path, '/files/file_1/content');
     assert.equal(checkFileSignature(SECRET, 'file_1', q.expires, q.sig, NOW), 'ok');
-    assert.equal(checkFileSignature(SECRET, 'file_1', q.expires, q.sig, NOW + 61_000), 'url_expired');
+    assert.equal(
+      checkFileSignature(SECRET, 'file_1', q.expires, q.sig, NOW + 61_000),
+      'url_expired',
+    );
   });
 
   it('refuses a link for another file, another expiry or another secret, whatever its expiry', () => {
     const q = query(signedUrlAt('https://api.example', SECRET, 'file_1', NOW / 1000 + 60));
     assert.equal(checkFileSignature(SECRET, 'file_2', q.expires, q.sig, NOW), 'invalid_signature');
-    assert.equal(checkFileSignature(SECRET, 'file_1', String(Number(q.expires) + 3600), q.sig, NOW), 'invalid_signature');
-    assert.equal(checkFileSignature('y'.repeat(32), 'file_1', q.expires, q.sig, NOW), 'invalid_signature');
+    assert.equal(
+      checkFileSignature(SECRET, 'file_1', String(Number(q.expires) + 3600), q.sig, NOW),
+      'invalid_signature',
+    );
+    assert.equal(
+      checkFileSignature('y'.repeat(32), 'file_1', q.expires, q.sig, NOW),
+      'invalid_signature',
+    );
     assert.equal(checkFileSignature(SECRET, 'file_1', undefined, q.sig, NOW), 'invalid_signature');
     assert.equal(checkFileSignature(SECRET, 'file_1', '1e9', q.sig, NOW), 'invalid_signature');
   });

@@ -9,7 +9,15 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkedAddress, checkedUrl, classifyAddress, guardedFetch, guardedGet, UrlRefusedError, type AddressClass } from '../../../lib/net/ssrf';
+import {
+  checkedAddress,
+  checkedUrl,
+  classifyAddress,
+  guardedFetch,
+  guardedGet,
+  UrlRefusedError,
+  type AddressClass,
+} from '../../../lib/net/ssrf';
 
 interface Server {
   origin: (host?: string) => string;
@@ -68,7 +76,12 @@ async function startEcho(host = '127.0.0.1'): Promise<EchoServer> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const url = new URL(req.url ?? '/', 'http://x');
-    seen.push({ method: req.method ?? '', path: url.pathname, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    seen.push({
+      method: req.method ?? '',
+      path: url.pathname,
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+    });
     const redirect = /^\/r\/(\d{3})$/.exec(url.pathname);
     if (redirect) {
       res.writeHead(Number(redirect[1]), { location: url.searchParams.get('to')! });
@@ -96,13 +109,45 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
   describe('classifyAddress', () => {
     const table: Record<AddressClass, string[]> = {
       loopback: ['127.0.0.1', '127.255.255.254', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1'],
-      private: ['10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.255', '192.168.1.1', '100.64.0.1', 'fc00::1', 'fd12:3456::1', 'fec0::1', '64:ff9b::a00:1', '2002:c0a8:0101::1'],
+      private: [
+        '10.0.0.1',
+        '10.255.255.255',
+        '172.16.0.1',
+        '172.31.255.255',
+        '192.168.1.1',
+        '100.64.0.1',
+        'fc00::1',
+        'fd12:3456::1',
+        'fec0::1',
+        '64:ff9b::a00:1',
+        '2002:c0a8:0101::1',
+      ],
       link_local: ['169.254.0.1', '169.254.255.255', 'fe80::1', 'fe80::1%eth0', 'febf::1'],
       metadata: ['169.254.169.254', 'fd00:ec2::254', '::ffff:169.254.169.254', '100.100.100.200'],
       unspecified: ['0.0.0.0', '0.1.2.3', '::'],
       multicast: ['224.0.0.1', '239.255.255.250', 'ff02::1', 'ff05::2'],
-      reserved: ['240.0.0.1', '255.255.255.255', '192.0.2.1', '198.51.100.7', '203.0.113.9', '198.18.0.1', '2001:db8::1', '2001::1', 'not-an-ip'],
-      public: ['1.1.1.1', '8.8.8.8', '172.15.255.255', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8'],
+      reserved: [
+        '240.0.0.1',
+        '255.255.255.255',
+        '192.0.2.1',
+        '198.51.100.7',
+        '203.0.113.9',
+        '198.18.0.1',
+        '2001:db8::1',
+        '2001::1',
+        'not-an-ip',
+      ],
+      public: [
+        '1.1.1.1',
+        '8.8.8.8',
+        '172.15.255.255',
+        '172.32.0.1',
+        '192.169.0.1',
+        '100.128.0.1',
+        '2606:4700:4700::1111',
+        '2a00:1450:4001::200e',
+        '::ffff:8.8.8.8',
+      ],
     };
     for (const [cls, addresses] of Object.entries(table)) {
       it(`classifies ${cls} addresses`, () => {
@@ -116,9 +161,18 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
 
     it('allows https only (http when configured); refuses other schemes and non-URLs', () => {
       assert.equal(checkedUrl('https://example.com/a.png', opts).hostname, 'example.com');
-      assert.throws(() => checkedUrl('http://example.com/a.png', opts), /http:\/\/ URLs are refused/);
+      assert.throws(
+        () => checkedUrl('http://example.com/a.png', opts),
+        /http:\/\/ URLs are refused/,
+      );
       assert.equal(checkedUrl('http://example.com/a.png', { allowHttp: true }).protocol, 'http:');
-      for (const bad of ['ftp://example.com/x', 'file:///etc/passwd', 'gopher://x', 'data:text/plain,hi', 'not a url']) {
+      for (const bad of [
+        'ftp://example.com/x',
+        'file:///etc/passwd',
+        'gopher://x',
+        'data:text/plain,hi',
+        'not a url',
+      ]) {
         assert.throws(() => checkedUrl(bad, { allowHttp: true }), UrlRefusedError, bad);
       }
     });
@@ -138,30 +192,76 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         ['https://0.0.0.0/', /unspecified/],
       ];
       for (const [url, why] of refused) {
-        await assert.rejects(checkedAddress(new URL(url), opts), (err: Error) => err instanceof UrlRefusedError && why.test(err.message), url);
+        await assert.rejects(
+          checkedAddress(new URL(url), opts),
+          (err: Error) => err instanceof UrlRefusedError && why.test(err.message),
+          url,
+        );
       }
     });
 
     it('resolves names and refuses them when any answer is not public (DNS may mix answers)', async () => {
       const answers: Record<string, Array<{ address: string; family: number }>> = {
         'public.test': [{ address: '93.184.216.34', family: 4 }],
-        'mixed.test': [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.5', family: 4 }],
+        'mixed.test': [
+          { address: '93.184.216.34', family: 4 },
+          { address: '10.0.0.5', family: 4 },
+        ],
         'internal.test': [{ address: '192.168.7.7', family: 4 }],
         'metadata.test': [{ address: '169.254.169.254', family: 4 }],
         'v6.test': [{ address: 'fe80::1', family: 6 }],
       };
       const resolve = async (host: string) => answers[host] ?? [];
-      assert.deepEqual(await checkedAddress(new URL('https://public.test/'), { ...opts, resolve }), { address: '93.184.216.34', family: 4 });
-      await assert.rejects(checkedAddress(new URL('https://mixed.test/'), { ...opts, resolve }), /mixed\.test resolves to 10\.0\.0\.5, a private network address/);
-      await assert.rejects(checkedAddress(new URL('https://internal.test/'), { ...opts, resolve }), /private/);
-      await assert.rejects(checkedAddress(new URL('https://metadata.test/'), { ...opts, resolve }), /metadata/);
-      await assert.rejects(checkedAddress(new URL('https://v6.test/'), { ...opts, resolve }), /link-local/);
-      await assert.rejects(checkedAddress(new URL('https://nowhere.test/'), { ...opts, resolve }), /cannot resolve/);
+      assert.deepEqual(
+        await checkedAddress(new URL('https://public.test/'), { ...opts, resolve }),
+        { address: '93.184.216.34', family: 4 },
+      );
+      await assert.rejects(
+        checkedAddress(new URL('https://mixed.test/'), { ...opts, resolve }),
+        /mixed\.test resolves to 10\.0\.0\.5, a private network address/,
+      );
+      await assert.rejects(
+        checkedAddress(new URL('https://internal.test/'), { ...opts, resolve }),
+        /private/,
+      );
+      await assert.rejects(
+        checkedAddress(new URL('https://metadata.test/'), { ...opts, resolve }),
+        /metadata/,
+      );
+      await assert.rejects(
+        checkedAddress(new URL('https://v6.test/'), { ...opts, resolve }),
+        /link-local/,
+      );
+      await assert.rejects(
+        checkedAddress(new URL('https://nowhere.test/'), { ...opts, resolve }),
+        /cannot resolve/,
+      );
       // The system resolver: localhost is loopback.
-      await assert.rejects(checkedAddress(new URL('https://localhost/'), opts), /localhost resolves to .*loopback/);
+      await assert.rejects(
+        checkedAddress(new URL('https://localhost/'), opts),
+        /localhost resolves to .*loopback/,
+      );
       // Configuration may allow private addresses, for every host or for listed ones.
-      assert.equal((await checkedAddress(new URL('https://internal.test/'), { ...opts, allowPrivate: true, resolve })).address, '192.168.7.7');
-      assert.equal((await checkedAddress(new URL('https://internal.test/'), { ...opts, allowedHosts: ['internal.test'], resolve })).address, '192.168.7.7');
+      assert.equal(
+        (
+          await checkedAddress(new URL('https://internal.test/'), {
+            ...opts,
+            allowPrivate: true,
+            resolve,
+          })
+        ).address,
+        '192.168.7.7',
+      );
+      assert.equal(
+        (
+          await checkedAddress(new URL('https://internal.test/'), {
+            ...opts,
+            allowedHosts: ['internal.test'],
+            resolve,
+          })
+        ).address,
+        '192.168.7.7',
+      );
     });
   });
 
@@ -179,7 +279,14 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
 
     it('refuses a loopback URL without connecting to it', async () => {
       const before = server.hits.length;
-      await assert.rejects(guardedGet(`${server.origin()}/ok`, { allowHttp: true, allowPrivate: false, signal: signal() }), /loopback/);
+      await assert.rejects(
+        guardedGet(`${server.origin()}/ok`, {
+          allowHttp: true,
+          allowPrivate: false,
+          signal: signal(),
+        }),
+        /loopback/,
+      );
       assert.equal(server.hits.length, before);
     });
 
@@ -187,28 +294,51 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
       const target = `${server.origin()}/ok`;
       const before = server.hits.length;
       await assert.rejects(
-        guardedGet(`${second.origin()}/to?url=${encodeURIComponent(target)}`, { allowHttp: true, allowPrivate: false, allowedHosts: ['127.0.0.2'], signal: signal() }),
-        (err: Error) => err instanceof UrlRefusedError && /127\.0\.0\.1, a loopback address/.test(err.message),
+        guardedGet(`${second.origin()}/to?url=${encodeURIComponent(target)}`, {
+          allowHttp: true,
+          allowPrivate: false,
+          allowedHosts: ['127.0.0.2'],
+          signal: signal(),
+        }),
+        (err: Error) =>
+          err instanceof UrlRefusedError && /127\.0\.0\.1, a loopback address/.test(err.message),
       );
       assert.deepEqual(second.hits.slice(-1), ['/to']);
       assert.equal(server.hits.length, before, 'the loopback target was never contacted');
       // A redirect may not switch to a refused scheme either.
       await assert.rejects(
-        guardedGet(`${second.origin()}/to?url=${encodeURIComponent('file:///etc/passwd')}`, { allowHttp: true, allowPrivate: false, allowedHosts: ['127.0.0.2'], signal: signal() }),
+        guardedGet(`${second.origin()}/to?url=${encodeURIComponent('file:///etc/passwd')}`, {
+          allowHttp: true,
+          allowPrivate: false,
+          allowedHosts: ['127.0.0.2'],
+          signal: signal(),
+        }),
         /file:\/\/ URLs are refused/,
       );
     });
 
     it('follows up to 5 redirects (relative ones included) and refuses the 6th', async () => {
-      const ok = await guardedGet(`${server.origin()}/to?url=${encodeURIComponent('/ok')}`, { allowHttp: true, allowPrivate: true, signal: signal() });
+      const ok = await guardedGet(`${server.origin()}/to?url=${encodeURIComponent('/ok')}`, {
+        allowHttp: true,
+        allowPrivate: true,
+        signal: signal(),
+      });
       assert.equal(ok.status, 200);
       assert.equal(ok.url.pathname, '/ok');
       assert.equal(await text(ok), `ok from 127.0.0.1:${new URL(server.origin()).port}`);
-      const five = await guardedGet(`${server.origin()}/loop/0?stop=5`, { allowHttp: true, allowPrivate: true, signal: signal() });
+      const five = await guardedGet(`${server.origin()}/loop/0?stop=5`, {
+        allowHttp: true,
+        allowPrivate: true,
+        signal: signal(),
+      });
       assert.equal(five.status, 200);
       assert.equal(await text(five), 'stopped at 5');
       await assert.rejects(
-        guardedGet(`${server.origin()}/loop/0?stop=6`, { allowHttp: true, allowPrivate: true, signal: signal() }),
+        guardedGet(`${server.origin()}/loop/0?stop=6`, {
+          allowHttp: true,
+          allowPrivate: true,
+          signal: signal(),
+        }),
         (err: Error) => err instanceof UrlRefusedError && /more than 5 redirects/.test(err.message),
       );
     });
@@ -220,7 +350,12 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         calls++;
         return [{ address: '127.0.0.1', family: 4 }];
       };
-      const res = await guardedGet(`http://pinned.test:${new URL(server.origin()).port}/ok`, { allowHttp: true, allowPrivate: true, resolve, signal: signal() });
+      const res = await guardedGet(`http://pinned.test:${new URL(server.origin()).port}/ok`, {
+        allowHttp: true,
+        allowPrivate: true,
+        resolve,
+        signal: signal(),
+      });
       assert.equal(res.status, 200);
       assert.match(await text(res), /^ok from pinned\.test:/); // the Host header keeps the name
       assert.equal(calls, 1);
@@ -240,10 +375,16 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
     const open = { allowHttp: true, allowPrivate: true };
     const signal = () => AbortSignal.timeout(5_000);
     /** Requests `a` answered since `from`, as method path body. */
-    const since = (server: EchoServer, from: number) => server.seen.slice(from).map((r) => `${r.method} ${r.path} ${r.body}`.trim());
+    const since = (server: EchoServer, from: number) =>
+      server.seen.slice(from).map((r) => `${r.method} ${r.path} ${r.body}`.trim());
 
     it('keeps method, body and body headers on 307 and 308', async () => {
-      for (const [status, method] of [[307, 'POST'], [308, 'PUT'], [307, 'PATCH'], [308, 'DELETE']] as const) {
+      for (const [status, method] of [
+        [307, 'POST'],
+        [308, 'PUT'],
+        [307, 'PATCH'],
+        [308, 'DELETE'],
+      ] as const) {
         const from = a.seen.length;
         const res = await guardedFetch(`${a.origin}/r/${status}?to=/final`, {
           ...open,
@@ -254,7 +395,11 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         });
         assert.equal(res.status, 200);
         assert.equal(await text(res), 'done');
-        assert.deepEqual(since(a, from), [`${method} /r/${status} {"n":1}`, `${method} /final {"n":1}`], `${status} ${method}`);
+        assert.deepEqual(
+          since(a, from),
+          [`${method} /r/${status} {"n":1}`, `${method} /final {"n":1}`],
+          `${status} ${method}`,
+        );
         const last = a.seen.at(-1)!;
         assert.equal(last.headers['content-type'], 'application/json');
         assert.equal(last.headers['content-length'], '7');
@@ -283,19 +428,39 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         assert.equal(res.status, 200);
         res.body.resume();
         const last = a.seen.at(-1)!;
-        assert.deepEqual(since(a, from), [`${method} /r/${status} payload`, then === 'GET' ? 'GET /final' : `${then} /final payload`], `${status} ${method}`);
+        assert.deepEqual(
+          since(a, from),
+          [
+            `${method} /r/${status} payload`,
+            then === 'GET' ? 'GET /final' : `${then} /final payload`,
+          ],
+          `${status} ${method}`,
+        );
         assert.equal(last.headers['x-keep'], 'yes', 'other headers follow the redirect');
         if (then === 'GET') {
-          assert.equal(last.headers['content-type'], undefined, 'the body headers went with the body');
+          assert.equal(
+            last.headers['content-type'],
+            undefined,
+            'the body headers went with the body',
+          );
           assert.equal(last.headers['content-length'], undefined);
         }
       }
     });
 
     it('drops Authorization, Cookie and Proxy-Authorization on a redirect to another origin, keeps them on the same origin', async () => {
-      const credentials = { Authorization: 'Bearer secret', Cookie: 'session=1', 'Proxy-Authorization': 'Basic eA==', 'X-Trace': 't1' };
+      const credentials = {
+        Authorization: 'Bearer secret',
+        Cookie: 'session=1',
+        'Proxy-Authorization': 'Basic eA==',
+        'X-Trace': 't1',
+      };
       const fromA = a.seen.length;
-      const same = await guardedFetch(`${a.origin}/r/302?to=/final`, { ...open, headers: credentials, signal: signal() });
+      const same = await guardedFetch(`${a.origin}/r/302?to=/final`, {
+        ...open,
+        headers: credentials,
+        signal: signal(),
+      });
       same.body.resume();
       assert.equal(a.seen.length - fromA, 2);
       for (const r of a.seen.slice(fromA)) {
@@ -307,16 +472,23 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
       try {
         for (const target of [b, other]) {
           const from = target.seen.length;
-          const res = await guardedFetch(`${a.origin}/r/307?to=${encodeURIComponent(`${target.origin}/final`)}`, {
-            ...open,
-            method: 'POST',
-            headers: credentials,
-            body: 'x',
-            signal: signal(),
-          });
+          const res = await guardedFetch(
+            `${a.origin}/r/307?to=${encodeURIComponent(`${target.origin}/final`)}`,
+            {
+              ...open,
+              method: 'POST',
+              headers: credentials,
+              body: 'x',
+              signal: signal(),
+            },
+          );
           assert.equal(res.status, 200);
           res.body.resume();
-          assert.equal(a.seen.at(-1)!.headers.authorization, 'Bearer secret', 'the first origin received them');
+          assert.equal(
+            a.seen.at(-1)!.headers.authorization,
+            'Bearer secret',
+            'the first origin received them',
+          );
           const arrived = target.seen.slice(from);
           assert.equal(arrived.length, 1);
           assert.equal(arrived[0].headers.authorization, undefined, target.origin);
@@ -342,21 +514,37 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
           body: 'x',
           signal: signal(),
         }),
-        (err: Error) => err instanceof UrlRefusedError && /127\.0\.0\.1, a loopback address/.test(err.message),
+        (err: Error) =>
+          err instanceof UrlRefusedError && /127\.0\.0\.1, a loopback address/.test(err.message),
       );
       assert.deepEqual(since(b, fromB), ['POST /r/307 x']);
       assert.equal(a.seen.length, fromA, 'the loopback target was never contacted');
-      await assert.rejects(guardedFetch(`${a.origin}/final`, { allowHttp: true, allowPrivate: false, method: 'DELETE', signal: signal() }), UrlRefusedError);
+      await assert.rejects(
+        guardedFetch(`${a.origin}/final`, {
+          allowHttp: true,
+          allowPrivate: false,
+          method: 'DELETE',
+          signal: signal(),
+        }),
+        UrlRefusedError,
+      );
       assert.equal(a.seen.length, fromA);
     });
 
     it('hands a redirect back with maxRedirects 0 and counts hops against maxRedirects', async () => {
-      const res = await guardedFetch(`${a.origin}/r/302?to=/final`, { ...open, maxRedirects: 0, signal: signal() });
+      const res = await guardedFetch(`${a.origin}/r/302?to=/final`, {
+        ...open,
+        maxRedirects: 0,
+        signal: signal(),
+      });
       assert.equal(res.status, 302);
       assert.equal(res.headers.location, '/final');
       assert.equal(await text(res), 'moved');
       const twice = `${a.origin}/r/302?to=${encodeURIComponent(`/r/302?to=/final`)}`;
-      await assert.rejects(guardedFetch(twice, { ...open, maxRedirects: 1, signal: signal() }), /more than 1 redirects from http:\/\/127\.0\.0\.1:\d+$/);
+      await assert.rejects(
+        guardedFetch(twice, { ...open, maxRedirects: 1, signal: signal() }),
+        /more than 1 redirects from http:\/\/127\.0\.0\.1:\d+$/,
+      );
       const ok = await guardedFetch(twice, { ...open, maxRedirects: 2, signal: signal() });
       assert.equal(ok.status, 200);
       assert.equal(ok.url.pathname, '/final');

@@ -30,13 +30,23 @@ function npmStart(env: Record<string, string>): StartProcess {
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   return { child, output: () => out, exited };
 }
 
-async function waitForOutput(p: StartProcess, pattern: RegExp, what: string): Promise<RegExpMatchArray> {
+async function waitForOutput(
+  p: StartProcess,
+  pattern: RegExp,
+  what: string,
+): Promise<RegExpMatchArray> {
   try {
-    return await waitFor(async () => pattern.exec(p.output()) ?? undefined, { timeoutMs: 90_000, intervalMs: 100, what });
+    return await waitFor(async () => pattern.exec(p.output()) ?? undefined, {
+      timeoutMs: 90_000,
+      intervalMs: 100,
+      what,
+    });
   } catch (err) {
     throw new Error(`${(err as Error).message}; output so far:\n${p.output()}`);
   }
@@ -54,8 +64,19 @@ describe('npm start (tools/scripts/start.ts)', function () {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-start-test-'));
-    const [api, temporal, ui, mongo] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    env = { API_PORT: String(api), TEMPORAL_PORT: String(temporal), TEMPORAL_UI_PORT: String(ui), MONGO_PORT: String(mongo), DATA_DIR: dataDir };
+    const [api, temporal, ui, mongo] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    env = {
+      API_PORT: String(api),
+      TEMPORAL_PORT: String(temporal),
+      TEMPORAL_UI_PORT: String(ui),
+      MONGO_PORT: String(mongo),
+      DATA_DIR: dataDir,
+    };
   });
 
   after(async () => {
@@ -70,12 +91,17 @@ describe('npm start (tools/scripts/start.ts)', function () {
 
   it('refuses a busy port at once, naming it and the variable to set', async () => {
     const blocker = net.createServer();
-    await new Promise<void>((resolve) => blocker.listen(Number(env.MONGO_PORT), '127.0.0.1', resolve));
+    await new Promise<void>((resolve) =>
+      blocker.listen(Number(env.MONGO_PORT), '127.0.0.1', resolve),
+    );
     try {
       const p = npmStart(env);
       started.push(p);
       assert.equal(await p.exited, 1);
-      assert.match(p.output(), new RegExp(`port ${env.MONGO_PORT} \\(FerretDB \\(MongoDB\\)\\) is already in use`));
+      assert.match(
+        p.output(),
+        new RegExp(`port ${env.MONGO_PORT} \\(FerretDB \\(MongoDB\\)\\) is already in use`),
+      );
       assert.match(p.output(), /Set MONGO_PORT to a free port/);
       assert.doesNotMatch(p.output(), /starting Temporal/, 'stops before starting any server');
     } finally {
@@ -97,7 +123,11 @@ describe('npm start (tools/scripts/start.ts)', function () {
     });
     started.push(neighbour);
     await waitForOutput(first, /Workflow Run Service is running/, 'first start up');
-    await waitForOutput(neighbour, /Workflow Run Service is running/, 'the second clone up beside it');
+    await waitForOutput(
+      neighbour,
+      /Workflow Run Service is running/,
+      'the second clone up beside it',
+    );
     for (const port of [env.API_PORT, String(neighbourPorts[0])]) {
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, `API on ${port}`);
     }
@@ -106,21 +136,41 @@ describe('npm start (tools/scripts/start.ts)', function () {
     fs.rmSync(neighbourDir, { recursive: true, force: true });
     const [workerPid] = pidsOf(/worker started \(pid (\d+)\)/, first.output());
     process.kill(workerPid, 'SIGKILL');
-    await waitForOutput(first, new RegExp(`worker \\(pid ${workerPid}\\) exited \\(SIGKILL\\); restarting it`), 'restart log line');
-    await waitFor(async () => (pidsOf(/worker started \(pid (\d+)\)/, first.output()).length === 2 ? true : undefined), { timeoutMs: 30_000, what: 'a second worker' });
+    await waitForOutput(
+      first,
+      new RegExp(`worker \\(pid ${workerPid}\\) exited \\(SIGKILL\\); restarting it`),
+      'restart log line',
+    );
+    await waitFor(
+      async () =>
+        pidsOf(/worker started \(pid (\d+)\)/, first.output()).length === 2 ? true : undefined,
+      { timeoutMs: 30_000, what: 'a second worker' },
+    );
     const secondWorker = pidsOf(/worker started \(pid (\d+)\)/, first.output())[1];
     assert.ok(isRunning(secondWorker));
 
-    const servers = ['temporal', 'ferretdb'].map((name) => Number(fs.readFileSync(path.join(dataDir, name, `${name}.pid`), 'utf8')));
+    const servers = ['temporal', 'ferretdb'].map((name) =>
+      Number(fs.readFileSync(path.join(dataDir, name, `${name}.pid`), 'utf8')),
+    );
     first.child.kill('SIGKILL');
     await first.exited;
-    assert.ok(servers.every(isRunning), 'the servers outlive a SIGKILLed start (what the next start must clean up)');
+    assert.ok(
+      servers.every(isRunning),
+      'the servers outlive a SIGKILLed start (what the next start must clean up)',
+    );
     // The worker notices its parent is gone (IPC channel closed) and exits by itself.
-    await waitFor(async () => (isRunning(secondWorker) ? undefined : true), { timeoutMs: 60_000, what: 'the orphaned worker to exit' });
+    await waitFor(async () => (isRunning(secondWorker) ? undefined : true), {
+      timeoutMs: 60_000,
+      what: 'the orphaned worker to exit',
+    });
 
     const second = npmStart(env);
     started.push(second);
-    await waitForOutput(second, /Workflow Run Service is running/, 'second start up on the same ports');
+    await waitForOutput(
+      second,
+      /Workflow Run Service is running/,
+      'second start up on the same ports',
+    );
     const reaped = pidsOf(/\(pid (\d+)\), left running by a crashed start/, second.output());
     assert.deepEqual([...reaped].sort(), [...servers].sort());
     assert.ok(!servers.some(isRunning));

@@ -20,8 +20,15 @@ function startOwner(dir: string): Promise<{ owner: number; child: number }> {
     registerChild(c.pid, 'sleep', ${JSON.stringify(dir)});
     process.stdout.write(c.pid + '\\n');
     setInterval(() => {}, 1000);`;
-  const owner = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve) => owner.stdout!.once('data', (c: Buffer) => resolve({ owner: owner.pid!, child: Number(c.toString().trim()) })));
+  const owner = spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve) =>
+    owner.stdout!.once('data', (c: Buffer) =>
+      resolve({ owner: owner.pid!, child: Number(c.toString().trim()) }),
+    ),
+  );
 }
 
 describe('stack/registry (orphaned servers)', function () {
@@ -38,7 +45,10 @@ describe('stack/registry (orphaned servers)', function () {
       assert.ok(isPidAlive(child));
       process.kill(owner, 'SIGKILL');
       await waitFor(async () => (isPidAlive(owner) ? undefined : true), { what: 'owner gone' });
-      assert.deepEqual(reapOrphans(dir).map((k) => k.pid), [child]);
+      assert.deepEqual(
+        reapOrphans(dir).map((k) => k.pid),
+        [child],
+      );
       await waitFor(async () => (isPidAlive(child) ? undefined : true), { what: 'orphan killed' });
       assert.deepEqual(fs.readdirSync(dir), [], 'its record is removed');
     } finally {
@@ -49,7 +59,16 @@ describe('stack/registry (orphaned servers)', function () {
   it('never kills a reused pid (same pid, another start time)', async () => {
     const sleeper = spawn('sleep', ['300'], { stdio: 'ignore' });
     registerChild(sleeper.pid!, 'sleep', dir);
-    fs.writeFileSync(path.join(dir, 'x.json'), JSON.stringify({ pid: sleeper.pid, start: '1', owner: 999_999_999, ownerStart: '1', command: 'pid reused' }));
+    fs.writeFileSync(
+      path.join(dir, 'x.json'),
+      JSON.stringify({
+        pid: sleeper.pid,
+        start: '1',
+        owner: 999_999_999,
+        ownerStart: '1',
+        command: 'pid reused',
+      }),
+    );
     // Same pid, wrong start time: a reused pid is never killed.
     assert.deepEqual(reapOrphans(dir), []);
     assert.ok(isPidAlive(sleeper.pid!));

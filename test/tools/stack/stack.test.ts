@@ -89,15 +89,30 @@ describe('stack (real Temporal dev server + FerretDB)', function () {
     const port = await freePort();
 
     const first = await startFerretDb({ dataDir, port, binary: ferretBin });
-    await withMongo(first.uri, (c) => c.db('wrs_test').collection('docs').insertOne({ _id: 'persist' as never, v: 1 }));
+    await withMongo(first.uri, (c) =>
+      c
+        .db('wrs_test')
+        .collection('docs')
+        .insertOne({ _id: 'persist' as never, v: 1 }),
+    );
     await first.stop();
     assert.equal(isPidAlive(first.pid), false);
 
     const second = await startFerretDb({ dataDir, port, binary: ferretBin });
     try {
-      const doc = await withMongo(second.uri, (c) => c.db('wrs_test').collection('docs').findOne({ _id: 'persist' as never }));
+      const doc = await withMongo(second.uri, (c) =>
+        c
+          .db('wrs_test')
+          .collection('docs')
+          .findOne({ _id: 'persist' as never }),
+      );
       assert.deepEqual(doc, { _id: 'persist', v: 1 });
-      await withMongo(second.uri, (c) => c.db('wrs_test').collection('docs').insertOne({ _id: 'crash' as never, v: 2 }));
+      await withMongo(second.uri, (c) =>
+        c
+          .db('wrs_test')
+          .collection('docs')
+          .insertOne({ _id: 'crash' as never, v: 2 }),
+      );
     } finally {
       await second.kill();
     }
@@ -105,7 +120,9 @@ describe('stack (real Temporal dev server + FerretDB)', function () {
 
     const third = await startFerretDb({ dataDir, port, binary: ferretBin });
     try {
-      const n = await withMongo(third.uri, (c) => c.db('wrs_test').collection('docs').countDocuments());
+      const n = await withMongo(third.uri, (c) =>
+        c.db('wrs_test').collection('docs').countDocuments(),
+      );
       assert.equal(n, 2);
     } finally {
       await third.stop();
@@ -115,7 +132,14 @@ describe('stack (real Temporal dev server + FerretDB)', function () {
   it('Temporal restarts on the same SQLite file with a custom namespace', async function () {
     const dataDir = path.join(root, 'temporal-restart');
     const port = await freePort();
-    const opts = { dataDir, port, headless: true, namespace: 'wrs-test', binary: temporalBin, searchAttributes: { WrsTestKeyword: 'Keyword' as const } };
+    const opts = {
+      dataDir,
+      port,
+      headless: true,
+      namespace: 'wrs-test',
+      binary: temporalBin,
+      searchAttributes: { WrsTestKeyword: 'Keyword' as const },
+    };
 
     const first = await startTemporal(opts);
     assert.equal(first.address, `127.0.0.1:${port}`);
@@ -141,11 +165,14 @@ describe('stack (real Temporal dev server + FerretDB)', function () {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as net.AddressInfo).port;
     try {
-      await assert.rejects(startFerretDb({ dataDir: path.join(root, 'ferret-busy'), port, binary: ferretBin }), (err: Error) => {
-        assert.match(err.message, /ferretdb exited .* before it was ready/);
-        assert.match(err.message, /address already in use/);
-        return true;
-      });
+      await assert.rejects(
+        startFerretDb({ dataDir: path.join(root, 'ferret-busy'), port, binary: ferretBin }),
+        (err: Error) => {
+          assert.match(err.message, /ferretdb exited .* before it was ready/);
+          assert.match(err.message, /address already in use/);
+          return true;
+        },
+      );
     } finally {
       blocker.close();
     }

@@ -12,7 +12,14 @@ import { insertRun } from '../../../store/runs';
 import type { RunFinal } from '../../../domain/run';
 import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
 import { BARE_TASK_QUEUE, BARE_WORKFLOW_TYPE } from '../baseline/constants';
-import { describeRpc, rpcDelta, type BenchContext, type BenchResult, type Idle, type Row } from '../context';
+import {
+  describeRpc,
+  rpcDelta,
+  type BenchContext,
+  type BenchResult,
+  type Idle,
+  type Row,
+} from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { closedLoop, fmt } from '../lib/stats';
 
@@ -61,8 +68,14 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     const workerBefore = await ctx.workerStats();
     end = ctx.monitor.begin();
     const service = await closedLoop({ concurrency: c, durationMs, warmupMs }, async () => {
-      const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body });
-      if (res.status !== 202) throw new Error(`POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
+      const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body,
+      });
+      if (res.status !== 202)
+        throw new Error(
+          `POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`,
+        );
     });
     const serviceUsage = end();
     const after = await ctx.apiStats();
@@ -86,9 +99,12 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       `- c=${c}, service phase (${service.count + service.errors} POSTs): Temporal RPCs by the API: ${describeRpc(rpcDelta(after, before))}. ` +
         `MongoDB by the API: ${describeRpc(rpcDelta(after, before, 'mongo'))}. MongoDB by the worker (finalizeRun of these runs, during the phase and the drain after it): ${describeRpc(rpcDelta(workerAfter, workerBefore, 'mongo'))}.`,
     );
-    if (service.errors) details.push(`- c=${c}: service errors: ${JSON.stringify(service.errorKinds)}`);
+    if (service.errors)
+      details.push(`- c=${c}: service errors: ${JSON.stringify(service.errorKinds)}`);
     if (bare.errors) details.push(`- c=${c}: bare errors: ${JSON.stringify(bare.errorKinds)}`);
-    ctx.log(`P1 service c=${c}: ${fmt(service.throughput)}/s p50 ${fmt(service.p50)} ms (×${fmt(ratio, 2)} of bare)`);
+    ctx.log(
+      `P1 service c=${c}: ${fmt(service.throughput)}/s p50 ${fmt(service.p50)} ms (×${fmt(ratio, 2)} of bare)`,
+    );
     if (c === 32) {
       bareAt32 = bare.throughput;
       serviceAt32 = service.throughput;
@@ -172,14 +188,20 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   return {
     id: 'p1',
     title: 'P1 — start throughput',
-    baseline: 'bare `client.workflow.start` of `bareHello` (tools/bench/baseline/workflows.ts: input → template → result) from the load process on the same Temporal server, same concurrency; ratio = service throughput / bare throughput',
+    baseline:
+      'bare `client.workflow.start` of `bareHello` (tools/bench/baseline/workflows.ts: input → template → result) from the load process on the same Temporal server, same concurrency; ratio = service throughput / bare throughput',
     unit: 'ms per start',
     rows,
     verdicts: concurrencies.includes(32)
       ? [
-          { target: '≥ 0.8× bare throughput at c=32', measured: `${fmt(ratio32, 2)}× (${fmt(serviceAt32)} vs ${fmt(bareAt32)} starts/s)`, met: ratio32 >= 0.8 },
           {
-            target: 'store-bound: at c=32 the service reaches ≥ 0.8× the runs/s the store alone takes (same run)',
+            target: '≥ 0.8× bare throughput at c=32',
+            measured: `${fmt(ratio32, 2)}× (${fmt(serviceAt32)} vs ${fmt(bareAt32)} starts/s)`,
+            met: ratio32 >= 0.8,
+          },
+          {
+            target:
+              'store-bound: at c=32 the service reaches ≥ 0.8× the runs/s the store alone takes (same run)',
             measured: `${fmt(serviceAt32 / ceiling, 2)}× (${fmt(serviceAt32)} vs ${fmt(ceiling)} runs/s of store writes alone; bare start ${fmt(bareAt32)}/s)`,
             met: serviceAt32 / ceiling >= 0.8,
           },
@@ -191,20 +213,47 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
 
 /** The final state of a finished hello run (one result item, the four events of its log), as finalizeRun stores it. */
 function helloFinal(runId: string, accountId: string, createdAtMs: number): RunFinal {
-  const item = { type: 'message' as const, id: `item_${runId.slice(4)}`, phase: 'final_answer' as const };
+  const item = {
+    type: 'message' as const,
+    id: `item_${runId.slice(4)}`,
+    phase: 'final_answer' as const,
+  };
   return {
     runId,
     accountId,
     status: 'completed',
-    output: { greeting: [{ id: item.id, item_index: 0, status: 'completed', parts: [{ type: 'text', text: 'Hello, Ada!' }] }] },
+    output: {
+      greeting: [
+        {
+          id: item.id,
+          item_index: 0,
+          status: 'completed',
+          parts: [{ type: 'text', text: 'Hello, Ada!' }],
+        },
+      ],
+    },
     error: null,
     totalCost: 0.001,
     completedAtMs: createdAtMs + 50,
     events: [
-      { type: 'response.created', sequence_number: 0, response: { id: runId, run_id: runId, created_at: Math.floor(createdAtMs / 1000), workflow_id: 'wf_bench_control', service_tier: null } },
+      {
+        type: 'response.created',
+        sequence_number: 0,
+        response: {
+          id: runId,
+          run_id: runId,
+          created_at: Math.floor(createdAtMs / 1000),
+          workflow_id: 'wf_bench_control',
+          service_tier: null,
+        },
+      },
       { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item },
       { type: 'response.output_item.done', sequence_number: 2, output_index: 0, item },
-      { type: 'response.completed', sequence_number: 3, response: { usage: null, service_tier: null } },
+      {
+        type: 'response.completed',
+        sequence_number: 3,
+        response: { usage: null, service_tier: null },
+      },
     ],
   };
 }

@@ -17,7 +17,8 @@ const BODY = { workflowId: 'hello', inputs: { name: 'Ada' } };
 
 function checkRun(view: any): void {
   if (view.status !== 'completed') throw new Error(`run ${view.status}: ${view.error}`);
-  if (view.output?.greeting?.[0]?.parts?.[0]?.text !== 'Hello, Ada!') throw new Error(`unexpected output ${JSON.stringify(view.output)}`);
+  if (view.output?.greeting?.[0]?.parts?.[0]?.text !== 'Hello, Ada!')
+    throw new Error(`unexpected output ${JSON.stringify(view.output)}`);
 }
 
 export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
@@ -25,37 +26,61 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   const agent = keepAliveAgent(2);
   const tag = randomUUID().slice(0, 8);
   const errorKinds: Record<string, number> = {};
-  const samples = { bare: [] as number[], wait: [] as number[], poll: [] as number[], server: [] as number[], gets: [] as number[] };
+  const samples = {
+    bare: [] as number[],
+    wait: [] as number[],
+    poll: [] as number[],
+    server: [] as number[],
+    gets: [] as number[],
+  };
   const errors = { wait: 0, poll: 0 };
 
   const runBare = async (i: number) => {
     const t0 = nowMs();
-    await ctx.temporal.workflow.execute(BARE_WORKFLOW_TYPE, { taskQueue: BARE_TASK_QUEUE, workflowId: `bare-e2e-${tag}-${i}`, args: [{ name: 'Ada' }] });
+    await ctx.temporal.workflow.execute(BARE_WORKFLOW_TYPE, {
+      taskQueue: BARE_TASK_QUEUE,
+      workflowId: `bare-e2e-${tag}-${i}`,
+      args: [{ name: 'Ada' }],
+    });
     return nowMs() - t0;
   };
   /** POST with `Prefer: wait=10`: null when the API does not honour it (202). */
   const runWait = async () => {
     const t0 = nowMs();
-    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: BODY, headers: { prefer: 'wait=10' } });
+    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: BODY,
+      headers: { prefer: 'wait=10' },
+    });
     const elapsed = nowMs() - t0;
     if (res.status === 202) return null;
-    if (res.status !== 200 || !TERMINAL.has(res.body.status)) throw new Error(`POST with Prefer: wait answered ${res.status}`);
+    if (res.status !== 200 || !TERMINAL.has(res.body.status))
+      throw new Error(`POST with Prefer: wait answered ${res.status}`);
     checkRun(res.body);
     return { elapsed, server: Date.parse(res.body.completed_at) - Date.parse(res.body.created_at) };
   };
   const runPoll = async () => {
     const t0 = nowMs();
-    const started = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: BODY });
+    const started = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: BODY,
+    });
     if (started.status !== 202) throw new Error(`POST answered ${started.status}`);
     const runId = started.body.run_id as string;
     for (let polls = 1; ; polls++) {
       await sleep(pollMs);
-      const res = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+      const res = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, {
+        key: ctx.key,
+      });
       if (res.status !== 200) throw new Error(`GET answered ${res.status}`);
       if (TERMINAL.has(res.body.status)) {
         const elapsed = nowMs() - t0;
         checkRun(res.body);
-        return { elapsed, polls, server: Date.parse(res.body.completed_at) - Date.parse(res.body.created_at) };
+        return {
+          elapsed,
+          polls,
+          server: Date.parse(res.body.completed_at) - Date.parse(res.body.created_at),
+        };
       }
       if (polls > 400) throw new Error(`run ${runId} not terminal after ${polls} polls`);
     }
@@ -108,10 +133,31 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
   const srv = summarize(samples.server, 1);
   const judged = waitSupported ? w : p;
   const ratio = judged.p50 / b.p50;
-  ctx.log(`P2: service p50 ${fmt(judged.p50)} ms (${waitSupported ? 'Prefer: wait' : 'polling'}), bare p50 ${fmt(b.p50)} ms (×${fmt(ratio, 2)}); polling p50 ${fmt(p.p50)} ms`);
-  const rows: Row[] = [{ case: 'bare client.workflow.execute', n: b.count, p50: b.p50, p95: b.p95, p99: b.p99, throughput: b.throughput }];
+  ctx.log(
+    `P2: service p50 ${fmt(judged.p50)} ms (${waitSupported ? 'Prefer: wait' : 'polling'}), bare p50 ${fmt(b.p50)} ms (×${fmt(ratio, 2)}); polling p50 ${fmt(p.p50)} ms`,
+  );
+  const rows: Row[] = [
+    {
+      case: 'bare client.workflow.execute',
+      n: b.count,
+      p50: b.p50,
+      p95: b.p95,
+      p99: b.p99,
+      throughput: b.throughput,
+    },
+  ];
   if (waitSupported) {
-    rows.push({ case: 'service: POST with `Prefer: wait=10` (D28)', n: w.count, p50: w.p50, p95: w.p95, p99: w.p99, throughput: w.throughput, ratio: w.p50 / b.p50, errors: errors.wait, usage });
+    rows.push({
+      case: 'service: POST with `Prefer: wait=10` (D28)',
+      n: w.count,
+      p50: w.p50,
+      p95: w.p95,
+      p99: w.p99,
+      throughput: w.throughput,
+      ratio: w.p50 / b.p50,
+      errors: errors.wait,
+      usage,
+    });
   }
   rows.push({
     case: `service: POST, then GET every ${pollMs} ms until terminal`,
@@ -141,14 +187,24 @@ export async function benchLatency(ctx: BenchContext): Promise<BenchResult> {
     unit: 'ms per run',
     rows,
     verdicts: [
-      { target: 'p50 ≤ 1.2× bare', measured: `${fmt(ratio, 2)}× (${fmt(judged.p50)} vs ${fmt(b.p50)} ms, ${mode})`, met: ratio <= 1.2 },
-      { target: 'p50 < 100 ms', measured: `${fmt(judged.p50)} ms (${mode})`, met: judged.p50 < 100 },
+      {
+        target: 'p50 ≤ 1.2× bare',
+        measured: `${fmt(ratio, 2)}× (${fmt(judged.p50)} vs ${fmt(b.p50)} ms, ${mode})`,
+        met: ratio <= 1.2,
+      },
+      {
+        target: 'p50 < 100 ms',
+        measured: `${fmt(judged.p50)} ms (${mode})`,
+        met: judged.p50 < 100,
+      },
     ],
     details: [
       `- \`Prefer: wait\` ${waitSupported ? 'is honoured (200 with the finished run)' : 'is not honoured (202): the service was measured by polling only'}.`,
       `- GETs per polled run: mean ${fmt(sum(samples.gets) / Math.max(1, samples.gets.length), 2)} (the first GET goes out ${pollMs} ms after the 202).`,
       `- Temporal RPCs made by the API over the measured runs: ${describeRpc(rpcDelta(after, before))}. MongoDB: ${describeRpc(rpcDelta(after, before, 'mongo'))}.`,
-      ...(Object.keys(errorKinds).length ? [`- service errors: ${JSON.stringify(errorKinds)}`] : []),
+      ...(Object.keys(errorKinds).length
+        ? [`- service errors: ${JSON.stringify(errorKinds)}`]
+        : []),
     ],
   };
 }

@@ -31,7 +31,11 @@ export const STREAM_WORKFLOW = () => ({
   ],
 });
 
-async function limit<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+async function limit<T>(
+  items: T[],
+  concurrency: number,
+  fn: (item: T, i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -46,8 +50,12 @@ async function limit<T>(items: T[], concurrency: number, fn: (item: T, i: number
 export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
   const { runs, clientsPerRun, steadyMs, releaseSpreadMs } = ctx.sizes.p3;
   const publishAgent = keepAliveAgent(10);
-  const published = await requestJson(publishAgent, ctx.apiUrl, 'POST', '/api/v1/workflows', { key: ctx.key, body: STREAM_WORKFLOW() });
-  if (published.status !== 201) throw new Error(`publish bench-stream: ${published.status} ${JSON.stringify(published.body)}`);
+  const published = await requestJson(publishAgent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
+    key: ctx.key,
+    body: STREAM_WORKFLOW(),
+  });
+  if (published.status !== 201)
+    throw new Error(`publish bench-stream: ${published.status} ${JSON.stringify(published.body)}`);
   await ctx.resetRuns();
 
   ctx.fake.counts.maxInFlight = 0;
@@ -61,7 +69,10 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
     Array.from({ length: runs }, (_, i) => `p3${tag}r${i}`),
     10,
     async (name) => {
-      const res = await requestJson(publishAgent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'bench-stream', inputs: { name } } });
+      const res = await requestJson(publishAgent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'bench-stream', inputs: { name } },
+      });
       if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body)}`);
       started.push({ runId: res.body.run_id, tag: name });
     },
@@ -70,18 +81,29 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
   publishAgent.destroy();
   // Every run's llm call is in flight (and held) before any client attaches.
   for (let i = 0; i < 600 && ctx.fake.held() < runs; i++) await sleep(100);
-  if (ctx.fake.held() < runs) ctx.log(`P3: only ${ctx.fake.held()}/${runs} llm calls are being held`);
+  if (ctx.fake.held() < runs)
+    ctx.log(`P3: only ${ctx.fake.held()}/${runs} llm calls are being held`);
 
   // 2. Attach the clients, each on its own socket.
   const sseAgent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
-  const clients: Array<{ stream: SseStream; run: (typeof started)[number]; openedAt: number; firstAt: number }> = [];
+  const clients: Array<{
+    stream: SseStream;
+    run: (typeof started)[number];
+    openedAt: number;
+    firstAt: number;
+  }> = [];
   const attachErrors: Record<string, number> = {};
   const t1 = nowMs();
   const wanted = started.flatMap((run) => Array.from({ length: clientsPerRun }, () => run));
   await limit(wanted, 100, async (run) => {
     const openedAt = Date.now();
     try {
-      const stream = await openSse(sseAgent, ctx.apiUrl, `/api/v1/runs/${run.runId}/stream?starting_after=0`, ctx.key);
+      const stream = await openSse(
+        sseAgent,
+        ctx.apiUrl,
+        `/api/v1/runs/${run.runId}/stream?starting_after=0`,
+        ctx.key,
+      );
       if (stream.status !== 200) throw new Error(`stream answered ${stream.status}`);
       // Wait for response.resumed: the stream is live from here on.
       for (let i = 0; i < 400 && stream.events.length === 0; i++) await sleep(25);
@@ -92,7 +114,9 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
     }
   });
   const attachMs = nowMs() - t1;
-  ctx.log(`P3: ${started.length} runs started in ${fmt(startedMs, 0)} ms, ${clients.length} clients attached in ${fmt(attachMs, 0)} ms`);
+  ctx.log(
+    `P3: ${started.length} runs started in ${fmt(startedMs, 0)} ms, ${clients.length} clients attached in ${fmt(attachMs, 0)} ms`,
+  );
 
   // 3. Steady state: every client attached, no answer yet. Count queries over it.
   const steady0 = await ctx.apiStats();
@@ -123,7 +147,10 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
   // 5. Lag: the state change (history) and the fake's answer → arrival of the item's done event (and the terminal event).
   const changedAt = new Map<string, number>();
   await limit(started, 10, async (run) => {
-    const at = stateChangeAfterActivity(await fetchEvents(ctx.temporal, run.runId).catch(() => []), 'runNodeChunk');
+    const at = stateChangeAfterActivity(
+      await fetchEvents(ctx.temporal, run.runId).catch(() => []),
+      'runNodeChunk',
+    );
     if (at !== undefined) changedAt.set(run.runId, at);
   });
   const intoWorkflow: number[] = [];
@@ -157,7 +184,9 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
   const attach = summarize(attachLatency, 1);
   const overallQueries = rpcDelta(allStats, steady0).queryWorkflow?.calls ?? 0;
   const peakRss = usage.peakRssMb.api;
-  ctx.log(`P3: ${fmt(perRunPerSecond, 2)} queries/run/s, API RSS peak ${fmt(peakRss, 0)} MB, lag p99 ${fmt(lag.p99, 0)} ms (from the answer ${fmt(lagFromAnswer.p99, 0)} ms)`);
+  ctx.log(
+    `P3: ${fmt(perRunPerSecond, 2)} queries/run/s, API RSS peak ${fmt(peakRss, 0)} MB, lag p99 ${fmt(lag.p99, 0)} ms (from the answer ${fmt(lagFromAnswer.p99, 0)} ms)`,
+  );
   // The count is over a window whose edges cut through poll ticks: one query per run of slack.
   const queryTarget = 1 + 1 / Math.max(1, steadySeconds);
 
@@ -168,11 +197,44 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
       'none in Temporal terms; the fixed targets are the yardstick. Lag = arrival of the item `done` event at the client − completion of the workflow task that appended it (history time); the same from the moment the fake LLM answered is shown as well',
     unit: 'ms',
     rows: [
-      { case: 'lag: state change in the workflow → `response.output_item.done` at client', n: lag.count, p50: lag.p50, p95: lag.p95, p99: lag.p99, usage },
-      { case: 'lag: fake LLM answer → `response.output_item.done` at client', n: lagFromAnswer.count, p50: lagFromAnswer.p50, p95: lagFromAnswer.p95, p99: lagFromAnswer.p99 },
-      { case: 'lag: fake LLM answer → `response.completed` at client', n: lagTerminal.count, p50: lagTerminal.p50, p95: lagTerminal.p95, p99: lagTerminal.p99 },
-      { case: 'of which: fake answer → state change in the workflow (per run)', n: answerToState.count, p50: answerToState.p50, p95: answerToState.p95, p99: answerToState.p99, note: 'activity completion + workflow task, in Temporal and the worker' },
-      { case: 'attach: GET …/stream → `response.resumed`', n: attach.count, p50: attach.p50, p95: attach.p95, p99: attach.p99, note: `${clients.length} clients opened 100 at a time in ${fmt(attachMs / 1000, 1)} s` },
+      {
+        case: 'lag: state change in the workflow → `response.output_item.done` at client',
+        n: lag.count,
+        p50: lag.p50,
+        p95: lag.p95,
+        p99: lag.p99,
+        usage,
+      },
+      {
+        case: 'lag: fake LLM answer → `response.output_item.done` at client',
+        n: lagFromAnswer.count,
+        p50: lagFromAnswer.p50,
+        p95: lagFromAnswer.p95,
+        p99: lagFromAnswer.p99,
+      },
+      {
+        case: 'lag: fake LLM answer → `response.completed` at client',
+        n: lagTerminal.count,
+        p50: lagTerminal.p50,
+        p95: lagTerminal.p95,
+        p99: lagTerminal.p99,
+      },
+      {
+        case: 'of which: fake answer → state change in the workflow (per run)',
+        n: answerToState.count,
+        p50: answerToState.p50,
+        p95: answerToState.p95,
+        p99: answerToState.p99,
+        note: 'activity completion + workflow task, in Temporal and the worker',
+      },
+      {
+        case: 'attach: GET …/stream → `response.resumed`',
+        n: attach.count,
+        p50: attach.p50,
+        p95: attach.p95,
+        p99: attach.p99,
+        note: `${clients.length} clients opened 100 at a time in ${fmt(attachMs / 1000, 1)} s`,
+      },
     ],
     verdicts: [
       {
@@ -180,8 +242,16 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
         measured: `${fmt(perRunPerSecond, 3)} (${steadyQueries} queries, ${runs} runs, ${fmt(steadySeconds, 1)} s steady state; window edges allow up to ${fmt(queryTarget, 3)})`,
         met: perRunPerSecond <= queryTarget,
       },
-      { target: 'API RSS ≤ 256 MB', measured: `peak ${fmt(peakRss, 0)} MB (before ${fmt(rssBefore, 0)} MB)`, met: peakRss <= 256 },
-      { target: 'p99 lag ≤ 1.2 s', measured: `${fmt(lag.p99, 0)} ms from the state change (max ${fmt(lag.max, 0)}); ${fmt(lagFromAnswer.p99, 0)} ms from the LLM's answer`, met: lag.p99 <= 1200 },
+      {
+        target: 'API RSS ≤ 256 MB',
+        measured: `peak ${fmt(peakRss, 0)} MB (before ${fmt(rssBefore, 0)} MB)`,
+        met: peakRss <= 256,
+      },
+      {
+        target: 'p99 lag ≤ 1.2 s',
+        measured: `${fmt(lag.p99, 0)} ms from the state change (max ${fmt(lag.max, 0)}); ${fmt(lagFromAnswer.p99, 0)} ms from the LLM's answer`,
+        met: lag.p99 <= 1200,
+      },
     ],
     details: [
       `- The ${runs} held LLM calls were answered spread over ${fmt(releaseSpreadMs / 1000, 1)} s after a ${fmt(steadyMs / 1000, 0)} s steady state.`,

@@ -35,8 +35,12 @@ export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
   const { cases, fakeMs, timeoutMs } = ctx.sizes.p4;
   const agent = keepAliveAgent(4);
   for (const concurrency of new Set(cases.map((c) => c.concurrency))) {
-    const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', { key: ctx.key, body: BATCH_WORKFLOW(fakeMs, concurrency) });
-    if (published.status !== 201) throw new Error(`publish bench-batch: ${published.status} ${JSON.stringify(published.body)}`);
+    const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
+      key: ctx.key,
+      body: BATCH_WORKFLOW(fakeMs, concurrency),
+    });
+    if (published.status !== 201)
+      throw new Error(`publish bench-batch: ${published.status} ${JSON.stringify(published.body)}`);
   }
   const rows: Row[] = [];
   const verdicts: BenchResult['verdicts'] = [];
@@ -51,11 +55,19 @@ export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
     const big = n >= 10_000;
     const end = ctx.monitor.begin();
     const t0 = nowMs();
-    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: `bench-batch-c${CONCURRENCY}`, inputs: { rows: input } } });
-    if (res.status !== 202) throw new Error(`start batch of ${n}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: `bench-batch-c${CONCURRENCY}`, inputs: { rows: input } },
+    });
+    if (res.status !== 202)
+      throw new Error(
+        `start batch of ${n}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
+      );
     const runId = res.body.run_id as string;
     // A caller following the big run live: every event must arrive, in order.
-    const stream = big ? await openSse(agent, ctx.apiUrl, `/api/v1/runs/${runId}/stream?starting_after=0`, ctx.key) : undefined;
+    const stream = big
+      ? await openSse(agent, ctx.apiUrl, `/api/v1/runs/${runId}/stream?starting_after=0`, ctx.key)
+      : undefined;
     const handle = ctx.temporal.workflow.getHandle(runId);
     let outcome: 'closed' | 'failed' | 'timeout' | 'stuck' = 'closed';
     let error = '';
@@ -74,7 +86,9 @@ export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
       await Promise.race([
         handle.result(),
         watchdog,
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
+        new Promise(
+          (_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)),
+        ),
       ]);
     } catch (err) {
       if (err instanceof WorkflowFailedError) {
@@ -104,7 +118,9 @@ export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
     // What a caller sees: the whole run in one GET, and (big runs) the stream that followed it.
     if (stream) await Promise.race([stream.closed, sleep(120_000)]);
     const tGet = nowMs();
-    const view = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    const view = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, {
+      key: ctx.key,
+    });
     const getMs = nowMs() - tGet;
     // Same-run baseline: the bare store read of the run's record and chunks that the GET streams from.
     const tBare = nowMs();
@@ -159,31 +175,69 @@ export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
     });
     if (stream) {
       stream.close();
-      const seq = stream.events.map((e) => e.event.sequence_number as number).filter((x) => typeof x === 'number');
+      const seq = stream.events
+        .map((e) => e.event.sequence_number as number)
+        .filter((x) => typeof x === 'number');
       const inOrder = seq.every((x, i) => i === 0 || x === seq[i - 1] + 1);
-      const itemEvents = stream.events.filter((e) => String(e.event.type).startsWith('response.output_item.')).length;
+      const itemEvents = stream.events.filter((e) =>
+        String(e.event.type).startsWith('response.output_item.'),
+      ).length;
       const rss = `API peak RSS ${fmt(usage.peakRssMb.api, 0)} MB, worker peak RSS ${fmt(usage.peakRssMb.worker, 0)} MB`;
-      rows.push({ case: `${n} rows: GET of the finished run (every item, streamed JSON)`, n: 1, p50: getMs, ratio: getMs / bareMs, note: `${rss}; largest history of the run's workflows ${historyLength} events; ratio against the bare store read of its record and chunks (${fmt(bareMs, 0)} ms)` });
-      details.push(`- ${n} rows: the live stream got ${itemEvents} item events (${2 * n} expected), ${inOrder ? 'in order with no gap' : '**out of order or with gaps**'}, ${stream.done ? 'then [DONE]' : '**no [DONE]**'}; GET took ${fmt(getMs, 0)} ms; ${rss}.`);
-      verdicts.push({ target: `${n} rows: the stream carries all ${2 * n} item events in order`, measured: `${itemEvents}, ${inOrder ? 'in order' : 'out of order'}`, met: itemEvents === 2 * n && inOrder });
-      verdicts.push({ target: `${n} rows: GET of the run ≤ 3 s`, measured: `${fmt(getMs / 1000, 2)} s; the bare store read of its record and chunks alone takes ${fmt(bareMs / 1000, 2)} s`, met: getMs <= 3_000 });
-      verdicts.push({ target: `${n} rows: worker RSS ≤ 1 GB, API RSS ≤ 512 MB`, measured: rss, met: usage.peakRssMb.worker <= 1024 && usage.peakRssMb.api <= 512 });
+      rows.push({
+        case: `${n} rows: GET of the finished run (every item, streamed JSON)`,
+        n: 1,
+        p50: getMs,
+        ratio: getMs / bareMs,
+        note: `${rss}; largest history of the run's workflows ${historyLength} events; ratio against the bare store read of its record and chunks (${fmt(bareMs, 0)} ms)`,
+      });
+      details.push(
+        `- ${n} rows: the live stream got ${itemEvents} item events (${2 * n} expected), ${inOrder ? 'in order with no gap' : '**out of order or with gaps**'}, ${stream.done ? 'then [DONE]' : '**no [DONE]**'}; GET took ${fmt(getMs, 0)} ms; ${rss}.`,
+      );
+      verdicts.push({
+        target: `${n} rows: the stream carries all ${2 * n} item events in order`,
+        measured: `${itemEvents}, ${inOrder ? 'in order' : 'out of order'}`,
+        met: itemEvents === 2 * n && inOrder,
+      });
+      verdicts.push({
+        target: `${n} rows: GET of the run ≤ 3 s`,
+        measured: `${fmt(getMs / 1000, 2)} s; the bare store read of its record and chunks alone takes ${fmt(bareMs / 1000, 2)} s`,
+        met: getMs <= 3_000,
+      });
+      verdicts.push({
+        target: `${n} rows: worker RSS ≤ 1 GB, API RSS ≤ 512 MB`,
+        measured: rss,
+        met: usage.peakRssMb.worker <= 1024 && usage.peakRssMb.api <= 512,
+      });
     }
     const perSlot = (wall * CONCURRENCY) / Math.max(1, calls);
     details.push(
       `- ${n} rows: ${calls} LLM calls, at most ${ctx.fake.counts.maxInFlight} in flight; ${timings.workflowTasks} workflow tasks; each of the ${CONCURRENCY} slots spent ${fmt(perSlot, 1)} ms per row (${fmt(perSlot - fakeMs, 1)} ms over the fake's ${fakeMs} ms); projected history for this graph ≈ ${fmt(historyLength / n, 2)} events per row.`,
     );
-    if (failures.length || error) details.push(`- ${n} rows: ${[error, ...failures].filter(Boolean).map((f) => `\`${f.slice(0, 400)}\``).join('; ')}`);
+    if (failures.length || error)
+      details.push(
+        `- ${n} rows: ${[error, ...failures]
+          .filter(Boolean)
+          .map((f) => `\`${f.slice(0, 400)}\``)
+          .join('; ')}`,
+      );
     if (!big) {
-      verdicts.push({ target: `P4: ${n} rows at c=${CONCURRENCY}: wall ≤ 1.3× ideal (${fmt((ideal * 1.3) / 1000, 2)} s)`, measured: ok ? `${fmt(ratio, 2)}× (${fmt(wall / 1000, 2)} s)` : 'did not complete', met: ok && ratio <= 1.3 });
+      verdicts.push({
+        target: `P4: ${n} rows at c=${CONCURRENCY}: wall ≤ 1.3× ideal (${fmt((ideal * 1.3) / 1000, 2)} s)`,
+        measured: ok ? `${fmt(ratio, 2)}× (${fmt(wall / 1000, 2)} s)` : 'did not complete',
+        met: ok && ratio <= 1.3,
+      });
     } else {
       verdicts.push({
         target: `P4b: ${n} rows at c=${CONCURRENCY} complete in ≤ 2× ideal (${fmt((ideal * 2) / 1000, 1)} s), history ≤ ${HISTORY_EVENT_LIMIT} events`,
-        measured: ok ? `completed in ${fmt(wall / 1000, 1)} s (${fmt(ratio, 2)}× ideal), ${historyLength} events${historySize ? `, ${fmt(historySize / 2 ** 20, 1)} MB` : ''}` : `did not complete (${status}, ${historyLength} events)`,
+        measured: ok
+          ? `completed in ${fmt(wall / 1000, 1)} s (${fmt(ratio, 2)}× ideal), ${historyLength} events${historySize ? `, ${fmt(historySize / 2 ** 20, 1)} MB` : ''}`
+          : `did not complete (${status}, ${historyLength} events)`,
         met: ok && ratio <= 2 && historyLength <= HISTORY_EVENT_LIMIT,
       });
     }
-    ctx.log(`P4 ${n} rows: ${ok ? 'completed' : `NOT completed (${outcome}, ${status})`} in ${fmt(wall / 1000, 2)} s (ideal ${fmt(ideal / 1000, 2)} s), ${historyLength} events`);
+    ctx.log(
+      `P4 ${n} rows: ${ok ? 'completed' : `NOT completed (${outcome}, ${status})`} in ${fmt(wall / 1000, 2)} s (ideal ${fmt(ideal / 1000, 2)} s), ${historyLength} events`,
+    );
   }
   agent.destroy();
   return {

@@ -18,7 +18,6 @@ import { keepAliveAgent, requestJson } from '../lib/http';
 import { addFiller } from '../lib/filler';
 import { closedLoop, fmt, sleep, type Summary } from '../lib/stats';
 
-
 export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
   const { concurrency, durationMs, warmupMs, runs, filler: FILLER } = ctx.sizes.p5;
   const agent = keepAliveAgent(concurrency);
@@ -29,25 +28,38 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
   const freshRuns = async (prefix: string): Promise<string[]> => {
     const started: string[] = [];
     for (let i = 0; i < runs; i++) {
-      const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name: `${prefix} ${i}` } } });
-      if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'hello', inputs: { name: `${prefix} ${i}` } },
+      });
+      if (res.status !== 202)
+        throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       started.push(res.body.run_id);
     }
     await Promise.all(started.map((id) => ctx.temporal.workflow.getHandle(id).result()));
     await ctx.waitIdle();
     for (let i = 0; i < 50; i++) {
-      const done = (await runsCollection.find({ _id: { $in: started } }, { projection: { finalized: 1 } }).toArray()).filter((d) => d.finalized).length;
+      const done = (
+        await runsCollection
+          .find({ _id: { $in: started } }, { projection: { finalized: 1 } })
+          .toArray()
+      ).filter((d) => d.finalized).length;
       if (done === started.length) break;
       await sleep(100);
     }
     return started;
   };
   let ids = await freshRuns('reader');
-  const finalized = (await runsCollection.find({ _id: { $in: ids } }, { projection: { finalized: 1 } }).toArray()).filter((d) => d.finalized).length;
+  const finalized = (
+    await runsCollection.find({ _id: { $in: ids } }, { projection: { finalized: 1 } }).toArray()
+  ).filter((d) => d.finalized).length;
   const pick = (seq: number) => ids[seq % ids.length];
 
   // `ops`: stop after that many (the grown collection makes every read slow), without warm-up.
-  const opts = (c: number, ms: number, ops?: number) => (ops ? { concurrency: c, durationMs: 60_000, maxOps: ops } : { concurrency: c, durationMs: ms, warmupMs });
+  const opts = (c: number, ms: number, ops?: number) =>
+    ops
+      ? { concurrency: c, durationMs: 60_000, maxOps: ops }
+      : { concurrency: c, durationMs: ms, warmupMs };
   const bareById = (c: number, ms: number, ops?: number) =>
     closedLoop(opts(c, ms, ops), async (_w, seq) => {
       const doc = await runsCollection.findOne({ _id: pick(seq) });
@@ -55,12 +67,16 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
     });
   const bareAsFindRun = (c: number, ms: number, ops?: number) =>
     closedLoop(opts(c, ms, ops), async (_w, seq) => {
-      if (!(await runsCollection.findOne({ _id: pick(seq), account_id: ctx.accountId }))) throw new Error('record not found');
+      if (!(await runsCollection.findOne({ _id: pick(seq), account_id: ctx.accountId })))
+        throw new Error('record not found');
     });
   const serviceGet = (c: number, ms: number, ops?: number) =>
     closedLoop(opts(c, ms, ops), async (_w, seq) => {
-      const res = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${pick(seq)}`, { key: ctx.key });
-      if (res.status !== 200 || res.body.status !== 'completed') throw new Error(`GET answered ${res.status} ${res.body?.status ?? ''}`);
+      const res = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${pick(seq)}`, {
+        key: ctx.key,
+      });
+      if (res.status !== 200 || res.body.status !== 'completed')
+        throw new Error(`GET answered ${res.status} ${res.body?.status ?? ''}`);
     });
   const row = (label: string, s: Summary & { errors: number }, extra: Partial<Row> = {}): Row => ({
     case: label,
@@ -87,13 +103,19 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
   const single = await serviceGet(1, Math.min(durationMs, 3_000));
   const singleBare = await bareById(1, Math.min(durationMs, 3_000));
   const ratio = service.p99 / bare.p99;
-  ctx.log(`P5 (${size1} runs stored) service GET: p99 ${fmt(service.p99)} ms, ${fmt(service.throughput, 0)}/s; findOne p99 ${fmt(bare.p99)} ms`);
+  ctx.log(
+    `P5 (${size1} runs stored) service GET: p99 ${fmt(service.p99)} ms, ${fmt(service.throughput, 0)}/s; findOne p99 ${fmt(bare.p99)} ms`,
+  );
 
   // 2. The same with FILLER older finished runs (another account's) in the collection, reading
   //    runs started after them, as new runs always are (FerretDB's scan stops at the first match).
   const template = await runsCollection.findOne({ _id: ids[0] });
   const fillerAccount = `acct_bench_filler_${Date.now()}`;
-  const filler = await addFiller(ctx.store, template!, { count: FILLER, tag: `p5${Date.now()}`, accountId: fillerAccount });
+  const filler = await addFiller(ctx.store, template!, {
+    count: FILLER,
+    tag: `p5${Date.now()}`,
+    accountId: fillerAccount,
+  });
   ctx.log(`P5: ${FILLER} filler runs inserted in ${fmt(filler.insertMs / 1000, 1)} s`);
   // New runs land behind the fillers; copies of the finished runs with fresh ids stand in for
   // them (finishing real ones here would make every finalize scan the grown collection too).
@@ -121,31 +143,72 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
   await filler.remove();
   await runsCollection.deleteMany({ _id: { $in: copies } });
   agent.destroy();
-  ctx.log(`P5 (${size2} runs stored) service GET: p99 ${fmt(grownService.p99)} ms, ${fmt(grownService.throughput, 0)}/s`);
+  ctx.log(
+    `P5 (${size2} runs stored) service GET: p99 ${fmt(grownService.p99)} ms, ${fmt(grownService.throughput, 0)}/s`,
+  );
 
   return {
     id: 'p5',
     title: `P5 — reads of completed runs (${concurrency} concurrent clients over ${ids.length} runs)`,
     baseline:
-      'a bare MongoDB `findOne({_id})` — the query store/runs.ts `findRun` makes — of the same records from the load process at the same concurrency: the floor, since a finalized run is served from MongoDB alone; ratio = service p99 / that findOne p99. (An in-process no-op Koa route was not chosen: it would measure only Node\'s HTTP stack, which is not where a read gets slow.) `findOne({_id, account_id})` is shown too: FerretDB 1.x scans the collection for it',
+      "a bare MongoDB `findOne({_id})` — the query store/runs.ts `findRun` makes — of the same records from the load process at the same concurrency: the floor, since a finalized run is served from MongoDB alone; ratio = service p99 / that findOne p99. (An in-process no-op Koa route was not chosen: it would measure only Node's HTTP stack, which is not where a read gets slow.) `findOne({_id, account_id})` is shown too: FerretDB 1.x scans the collection for it",
     unit: 'ms per request',
     rows: [
-      row(`bare findOne({_id}), c=${concurrency} — ${size1} runs stored`, bare, { usage: bareUsage }),
-      row(`service GET /runs/{id}, c=${concurrency} — ${size1} runs stored`, service, { ratio, usage, note: 'after its first read a run comes from the API\'s cache' }),
-      row(`bare findOne({_id, account_id}), c=${concurrency} — ${size1} runs stored`, withAccount, { note: 'not pushed down to SQLite: a scan' }),
+      row(`bare findOne({_id}), c=${concurrency} — ${size1} runs stored`, bare, {
+        usage: bareUsage,
+      }),
+      row(`service GET /runs/{id}, c=${concurrency} — ${size1} runs stored`, service, {
+        ratio,
+        usage,
+        note: "after its first read a run comes from the API's cache",
+      }),
+      row(`bare findOne({_id, account_id}), c=${concurrency} — ${size1} runs stored`, withAccount, {
+        note: 'not pushed down to SQLite: a scan',
+      }),
       row(`bare findOne({_id}), c=1 — ${size1} runs stored`, singleBare),
-      row(`service GET /runs/{id}, c=1 — ${size1} runs stored`, single, { ratio: single.p99 / singleBare.p99 }),
-      row(`bare findOne({_id}), c=${concurrency} — ${size2} runs stored`, grownBare, { note: `each of ${reads} runs once` }),
-      row(`service GET /runs/{id}, c=${concurrency} — ${size2} runs stored`, grownService, { ratio: grownService.p99 / grownBare.p99, usage: grownUsage, note: `each of ${reads} runs once: none cached` }),
-      row(`service GET /runs/{id} repeated, c=${concurrency} — ${size2} runs stored`, grownRepeated, { note: `the same ${reads} runs again: from the API's cache` }),
-      row(`bare findOne({_id}), c=1 — ${size2} runs stored`, grownSingleBare, { note: `each of ${reads} runs once` }),
-      row(`service GET /runs/{id}, c=1 — ${size2} runs stored`, grownSingle, { ratio: grownSingle.p99 / grownSingleBare.p99, note: 'none cached' }),
-      row(`bare findOne({_id, account_id}), c=1 — ${size2} runs stored`, grownWithAccount, { note: 'a scan of the grown collection; 10 reads' }),
+      row(`service GET /runs/{id}, c=1 — ${size1} runs stored`, single, {
+        ratio: single.p99 / singleBare.p99,
+      }),
+      row(`bare findOne({_id}), c=${concurrency} — ${size2} runs stored`, grownBare, {
+        note: `each of ${reads} runs once`,
+      }),
+      row(`service GET /runs/{id}, c=${concurrency} — ${size2} runs stored`, grownService, {
+        ratio: grownService.p99 / grownBare.p99,
+        usage: grownUsage,
+        note: `each of ${reads} runs once: none cached`,
+      }),
+      row(
+        `service GET /runs/{id} repeated, c=${concurrency} — ${size2} runs stored`,
+        grownRepeated,
+        { note: `the same ${reads} runs again: from the API's cache` },
+      ),
+      row(`bare findOne({_id}), c=1 — ${size2} runs stored`, grownSingleBare, {
+        note: `each of ${reads} runs once`,
+      }),
+      row(`service GET /runs/{id}, c=1 — ${size2} runs stored`, grownSingle, {
+        ratio: grownSingle.p99 / grownSingleBare.p99,
+        note: 'none cached',
+      }),
+      row(`bare findOne({_id, account_id}), c=1 — ${size2} runs stored`, grownWithAccount, {
+        note: 'a scan of the grown collection; 10 reads',
+      }),
     ],
     verdicts: [
-      { target: `p99 ≤ 20 ms at c=${concurrency}`, measured: `${fmt(service.p99)} ms with ${size1} runs stored (${fmt(service.throughput, 0)} reads/s); ${fmt(grownService.p99)} ms with ${size2}`, met: service.p99 <= 20 },
-      { target: `repeated reads p99 ≤ 20 ms at c=${concurrency} with ${size2} runs stored`, measured: `${fmt(grownRepeated.p99)} ms (${fmt(grownRepeated.throughput, 0)} reads/s)`, met: grownRepeated.p99 <= 20 },
-      { target: `cold reads ≤ 1.1× a bare findOne of the same records, c=${concurrency}, ${size2} runs stored`, measured: `${fmt(grownService.p99 / grownBare.p99, 2)}× (p99 ${fmt(grownService.p99)} vs ${fmt(grownBare.p99)} ms); c=1: ${fmt(grownSingle.p99 / grownSingleBare.p99, 2)}×`, met: grownService.p99 <= 1.1 * grownBare.p99 },
+      {
+        target: `p99 ≤ 20 ms at c=${concurrency}`,
+        measured: `${fmt(service.p99)} ms with ${size1} runs stored (${fmt(service.throughput, 0)} reads/s); ${fmt(grownService.p99)} ms with ${size2}`,
+        met: service.p99 <= 20,
+      },
+      {
+        target: `repeated reads p99 ≤ 20 ms at c=${concurrency} with ${size2} runs stored`,
+        measured: `${fmt(grownRepeated.p99)} ms (${fmt(grownRepeated.throughput, 0)} reads/s)`,
+        met: grownRepeated.p99 <= 20,
+      },
+      {
+        target: `cold reads ≤ 1.1× a bare findOne of the same records, c=${concurrency}, ${size2} runs stored`,
+        measured: `${fmt(grownService.p99 / grownBare.p99, 2)}× (p99 ${fmt(grownService.p99)} vs ${fmt(grownBare.p99)} ms); c=1: ${fmt(grownSingle.p99 / grownSingleBare.p99, 2)}×`,
+        met: grownService.p99 <= 1.1 * grownBare.p99,
+      },
     ],
     details: [
       `- ${finalized}/${ids.length} of the runs read were finalized. Temporal RPCs made by the API during the c=${concurrency} reads: ${describeRpc(rpcDelta(after, before))} (a finalized run needs none). MongoDB operations by the API: ${describeRpc(rpcDelta(after, before, 'mongo'))}.`,

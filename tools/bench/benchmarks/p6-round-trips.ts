@@ -20,7 +20,8 @@ const WRITES = /^(insert|update|delete|findAndModify) /;
 
 function delta(after: Counts, before: Counts): Counts {
   const out: Counts = {};
-  for (const [name, n] of Object.entries(after)) if (n - (before[name] ?? 0) > 0) out[name] = n - (before[name] ?? 0);
+  for (const [name, n] of Object.entries(after))
+    if (n - (before[name] ?? 0) > 0) out[name] = n - (before[name] ?? 0);
   return out;
 }
 
@@ -37,7 +38,12 @@ function perOp(counts: Counts, ops: number) {
   const list = Object.entries(counts)
     .map(([name, n]) => `${name} ×${fmt(n / ops, 2)}`)
     .join(', ');
-  return { writes: writes / ops, reads: reads / ops, rateLimit: rateLimit / ops, list: list || 'none' };
+  return {
+    writes: writes / ops,
+    reads: reads / ops,
+    rateLimit: rateLimit / ops,
+    list: list || 'none',
+  };
 }
 
 export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
@@ -45,12 +51,18 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
   const agent = keepAliveAgent(4);
   await ctx.resetRuns();
   const post = async (workflowId: string, inputs: object) => {
-    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId, inputs } });
-    if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId, inputs },
+    });
+    if (res.status !== 202)
+      throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
     return res.body.run_id as string;
   };
   const get = async (runId: string) => {
-    const res = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    const res = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, {
+      key: ctx.key,
+    });
     if (res.status !== 200) throw new Error(`GET: ${res.status}`);
     return res.body.status as string;
   };
@@ -79,12 +91,16 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
   const repeated = perOp(delta(await apiCommands(), before), ops);
 
   // Live GET: runs held in `running` by the fake LLM; started here, so this process knows them.
-  const publish = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', { key: ctx.key, body: STREAM_WORKFLOW() });
+  const publish = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
+    key: ctx.key,
+    body: STREAM_WORKFLOW(),
+  });
   if (publish.status !== 201) throw new Error(`publish: ${publish.status}`);
   const live: string[] = [];
   for (let i = 0; i < ops; i++) live.push(await post('bench-stream', { name: `p6live${i}` }));
   for (let i = 0; i < 600 && ctx.fake.held() < ops; i++) await sleep(100);
-  for (const id of live) for (let i = 0; i < 100 && (await get(id)) !== 'running'; i++) await sleep(100);
+  for (const id of live)
+    for (let i = 0; i < 100 && (await get(id)) !== 'running'; i++) await sleep(100);
   before = await apiCommands();
   for (const id of live) await get(id);
   const liveGet = perOp(delta(await apiCommands(), before), ops);
@@ -97,22 +113,37 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
     n: ops,
     note: `${note}; per operation: ${figures.list}`,
   });
-  const verdict = (target: string, figures: ReturnType<typeof perOp>, maxWrites: number): Verdict => ({
+  const verdict = (
+    target: string,
+    figures: ReturnType<typeof perOp>,
+    maxWrites: number,
+  ): Verdict => ({
     target,
     measured: `${fmt(figures.writes, 2)} writes, ${fmt(figures.reads, 2)} reads (+ ${fmt(figures.rateLimit, 2)} rate-limit writes)`,
     met: figures.writes <= maxWrites && figures.reads === 0 && figures.rateLimit <= 1,
   });
-  ctx.log(`P6 start ${start.list} | finalize ${finalize.list} | repeated GET ${repeated.list} | live GET ${liveGet.list}`);
+  ctx.log(
+    `P6 start ${start.list} | finalize ${finalize.list} | repeated GET ${repeated.list} | live GET ${liveGet.list}`,
+  );
   return {
     id: 'p6',
     title: `P6 — store round trips per operation (${ops} each, one at a time, warm processes)`,
-    baseline: 'the budget of issue 15 (docs/architecture.md "Store round trips"); counted with the MongoDB driver\'s command monitoring (`monitorCommands`, commandStarted) in the API and worker processes',
+    baseline:
+      'the budget of issue 15 (docs/architecture.md "Store round trips"); counted with the MongoDB driver\'s command monitoring (`monitorCommands`, commandStarted) in the API and worker processes',
     unit: 'round trips',
     rows: [
       row('start (API)', start, 'POST /api/v1/responses of hello, no Idempotency-Key'),
-      row('finalize (worker, per run)', finalize, 'everything the worker sends to the store for a small run, start to end'),
+      row(
+        'finalize (worker, per run)',
+        finalize,
+        'everything the worker sends to the store for a small run, start to end',
+      ),
       row('repeated GET of a finished run (API)', repeated, 'each run read once before'),
-      row('GET of a live run (API)', liveGet, 'runs this API started, held running by the fake LLM'),
+      row(
+        'GET of a live run (API)',
+        liveGet,
+        'runs this API started, held running by the fake LLM',
+      ),
     ],
     verdicts: [
       verdict('start: ≤ 1 write + the rate-limit write, 0 reads', start, 1),
@@ -121,8 +152,8 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
       verdict('GET of a live run: 0 (besides the rate-limit write)', liveGet, 0),
     ],
     details: [
-      '- Every authenticated request counts itself in its key\'s D16 window (one `findAndModify rate_limits`, shared by concurrent requests of one key): shown apart from the operation\'s own round trips.',
-      '- Finalize is the lead\'s (issue 14); this row only counts it.',
+      "- Every authenticated request counts itself in its key's D16 window (one `findAndModify rate_limits`, shared by concurrent requests of one key): shown apart from the operation's own round trips.",
+      "- Finalize is the lead's (issue 14); this row only counts it.",
     ],
   };
 }

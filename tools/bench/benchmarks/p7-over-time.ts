@@ -20,12 +20,19 @@ export async function benchOverTime(ctx: BenchContext): Promise<BenchResult> {
 
   const once = async (name: string): Promise<number> => {
     const t0 = nowMs();
-    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', { key: ctx.key, body: { workflowId: 'hello', inputs: { name } } });
-    if (res.status !== 202) throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+    const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hello', inputs: { name } },
+    });
+    if (res.status !== 202)
+      throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
     for (;;) {
-      const got = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${res.body.run_id}`, { key: ctx.key });
+      const got = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${res.body.run_id}`, {
+        key: ctx.key,
+      });
       if (got.body?.status === 'completed') return nowMs() - t0;
-      if (got.status !== 200 || got.body?.status === 'failed' || got.body?.status === 'cancelled') throw new Error(`run: ${got.status} ${got.body?.status}`);
+      if (got.status !== 200 || got.body?.status === 'failed' || got.body?.status === 'cancelled')
+        throw new Error(`run: ${got.status} ${got.body?.status}`);
       await sleep(50);
     }
   };
@@ -39,9 +46,16 @@ export async function benchOverTime(ctx: BenchContext): Promise<BenchResult> {
 
   const fresh = await measure('fresh');
   const freshStored = await ctx.store.collections.runs.countDocuments({});
-  const template = (await ctx.store.collections.runs.findOne({ finalized: true })) as StoredRunDoc | null;
+  const template = (await ctx.store.collections.runs.findOne({
+    finalized: true,
+  })) as StoredRunDoc | null;
   if (!template) throw new Error('no finished run to copy');
-  const seeded = await addFiller(ctx.store, template, { count: filler, tag: `p7${Date.now()}`, accountId: ctx.accountId, ledger: true });
+  const seeded = await addFiller(ctx.store, template, {
+    count: filler,
+    tag: `p7${Date.now()}`,
+    accountId: ctx.accountId,
+    ledger: true,
+  });
   ctx.log(`P7: ${filler} runs and debits inserted in ${fmt(seeded.insertMs / 1000, 1)} s`);
   const [apiBefore, workerBefore] = await Promise.all([ctx.apiStats(), ctx.workerStats()]);
   const grown = await measure('grown');
@@ -56,18 +70,38 @@ export async function benchOverTime(ctx: BenchContext): Promise<BenchResult> {
   agent.destroy();
 
   const ratio = grown.p50 / fresh.p50;
-  const row = (label: string, s: typeof fresh, extra: Partial<Row> = {}): Row => ({ case: label, n: s.count, p50: s.p50, p95: s.p95, p99: s.p99, throughput: s.throughput, ...extra });
-  ctx.log(`P7 POST → completed p50: ${fmt(fresh.p50)} ms fresh, ${fmt(grown.p50)} ms with ${grownStored} runs stored (${fmt(ratio, 2)}×)`);
+  const row = (label: string, s: typeof fresh, extra: Partial<Row> = {}): Row => ({
+    case: label,
+    n: s.count,
+    p50: s.p50,
+    p95: s.p95,
+    p99: s.p99,
+    throughput: s.throughput,
+    ...extra,
+  });
+  ctx.log(
+    `P7 POST → completed p50: ${fmt(fresh.p50)} ms fresh, ${fmt(grown.p50)} ms with ${grownStored} runs stored (${fmt(ratio, 2)}×)`,
+  );
   return {
     id: 'p7',
     title: 'P7 — the demo workflow over time: POST → completed, fresh store vs many runs stored',
-    baseline: 'the same sequence on the fresh store of the same run (the bench deletes finished runs before each benchmark); ratio = p50 grown / p50 fresh',
+    baseline:
+      'the same sequence on the fresh store of the same run (the bench deletes finished runs before each benchmark); ratio = p50 grown / p50 fresh',
     unit: 'ms per run',
     rows: [
       row(`hello, POST → completed (GET every 50 ms) — ${freshStored} runs stored`, fresh),
-      row(`hello, POST → completed (GET every 50 ms) — ${grownStored} runs stored`, grown, { ratio, note: `${filler} older finished runs of the account and their ledger debits` }),
+      row(`hello, POST → completed (GET every 50 ms) — ${grownStored} runs stored`, grown, {
+        ratio,
+        note: `${filler} older finished runs of the account and their ledger debits`,
+      }),
     ],
-    verdicts: [{ target: `≤ 2× the fresh store with ${filler} runs stored`, measured: `${fmt(ratio, 2)}× (p50 ${fmt(grown.p50)} vs ${fmt(fresh.p50)} ms)`, met: ratio <= 2 }],
+    verdicts: [
+      {
+        target: `≤ 2× the fresh store with ${filler} runs stored`,
+        measured: `${fmt(ratio, 2)}× (p50 ${fmt(grown.p50)} vs ${fmt(fresh.p50)} ms)`,
+        met: ratio <= 2,
+      },
+    ],
     details: [
       `- Inserting ${filler} run records and ${filler} ledger entries into FerretDB (insertMany, batches of 500) took ${fmt(seeded.insertMs / 1000, 1)} s.`,
       `- With ${grownStored} runs stored, a bare \`runs.findOne({_id})\` from the load process took ${fmt(bareFindMs)} ms (mean of 5): FerretDB 1.x scans the collection for it.`,

@@ -32,7 +32,13 @@ export async function startServerChild(opts: {
   const nodeArgs = ['--require', require.resolve('tsx/cjs')];
   if (opts.cpuProfDir) {
     fs.mkdirSync(opts.cpuProfDir, { recursive: true });
-    nodeArgs.push('--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir, '--cpu-prof-name', `${opts.role}-${Date.now()}.cpuprofile`);
+    nodeArgs.push(
+      '--cpu-prof',
+      '--cpu-prof-dir',
+      opts.cpuProfDir,
+      '--cpu-prof-name',
+      `${opts.role}-${Date.now()}.cpuprofile`,
+    );
   }
   const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', 'server.ts')], {
     env: { ...process.env, ...opts.env, BENCH_ROLE: opts.role },
@@ -44,7 +50,15 @@ export async function startServerChild(opts: {
   child.stderr!.pipe(log);
 
   const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${opts.role} server not ready after ${opts.timeoutMs ?? 180_000} ms; see ${logFile}`)), opts.timeoutMs ?? 180_000);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `${opts.role} server not ready after ${opts.timeoutMs ?? 180_000} ms; see ${logFile}`,
+          ),
+        ),
+      opts.timeoutMs ?? 180_000,
+    );
     const lines = readline.createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       log.write(`${line}\n`);
@@ -60,7 +74,11 @@ export async function startServerChild(opts: {
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`${opts.role} server exited (${code ?? signal}) before it was ready:\n${tail(logFile)}`));
+      reject(
+        new Error(
+          `${opts.role} server exited (${code ?? signal}) before it was ready:\n${tail(logFile)}`,
+        ),
+      );
     });
   });
 

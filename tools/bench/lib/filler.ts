@@ -18,16 +18,41 @@ export interface Filler {
 }
 
 /** Inserts `count` copies of `template` (ids `run_fill_<tag>_<i>`, owned by `accountId`), and with `ledger` a debit each. */
-export async function addFiller(store: Store, template: StoredRunDoc, opts: { count: number; tag: string; accountId: string; ledger?: boolean }): Promise<Filler> {
+export async function addFiller(
+  store: Store,
+  template: StoredRunDoc,
+  opts: { count: number; tag: string; accountId: string; ledger?: boolean },
+): Promise<Filler> {
   const { runs, ledger } = store.collections;
   const old = new Date(Date.now() - 24 * 3600_000);
   const t0 = nowMs();
   for (let i = 0; i < opts.count; i += BATCH) {
     const n = Math.min(BATCH, opts.count - i);
-    const ids = Array.from({ length: n }, (_, k) => `run_fill_${opts.tag}_${String(i + k).padStart(6, '0')}`);
-    await runs.insertMany(ids.map((id) => ({ ...template, _id: id, account_id: opts.accountId, created_at: old, completed_at: old })));
+    const ids = Array.from(
+      { length: n },
+      (_, k) => `run_fill_${opts.tag}_${String(i + k).padStart(6, '0')}`,
+    );
+    await runs.insertMany(
+      ids.map((id) => ({
+        ...template,
+        _id: id,
+        account_id: opts.accountId,
+        created_at: old,
+        completed_at: old,
+      })),
+    );
     if (opts.ledger) {
-      await ledger.insertMany(ids.map((id) => ({ _id: `led_${id.slice(4)}`, account_id: opts.accountId, kind: 'run' as const, run_id: id, amount_usd: 0, note: 'bench filler', created_at: old })));
+      await ledger.insertMany(
+        ids.map((id) => ({
+          _id: `led_${id.slice(4)}`,
+          account_id: opts.accountId,
+          kind: 'run' as const,
+          run_id: id,
+          amount_usd: 0,
+          note: 'bench filler',
+          created_at: old,
+        })),
+      );
     }
   }
   const insertMs = nowMs() - t0;

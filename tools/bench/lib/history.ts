@@ -1,7 +1,9 @@
 /** Reading a workflow's history from the load process: activity timings and why a workflow could not finish. */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 
-type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
+type HistoryEvent = NonNullable<
+  Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']
+>[number];
 
 /** temporal.api.enums.v1.WorkflowTaskFailedCause values we expect to meet (the proto package is not a direct dependency). */
 const TASK_FAILED_CAUSES: Record<number, string> = {
@@ -26,7 +28,11 @@ export async function fetchEvents(client: Client, workflowId: string): Promise<H
 }
 
 /** Per activity: schedule → start (queueing in Temporal and the worker) and start → close (the call itself). */
-export function activityTimings(events: HistoryEvent[]): { scheduleToStart: number[]; startToClose: number[]; workflowTasks: number } {
+export function activityTimings(events: HistoryEvent[]): {
+  scheduleToStart: number[];
+  startToClose: number[];
+  workflowTasks: number;
+} {
   const scheduled = new Map<string, number>();
   const started = new Map<string, number>();
   const scheduleToStart: number[] = [];
@@ -76,14 +82,24 @@ export function failuresIn(events: HistoryEvent[]): string[] {
  * When the run's state changed in the workflow: the completion time of the first workflow task
  * after the first activity of `activityType` completed (the task that appended the item's events).
  */
-export function stateChangeAfterActivity(events: HistoryEvent[], activityType: string): number | undefined {
+export function stateChangeAfterActivity(
+  events: HistoryEvent[],
+  activityType: string,
+): number | undefined {
   const scheduledType = new Map<string, string>();
   let completedAt: number | undefined;
   for (const e of events) {
     if (e.activityTaskScheduledEventAttributes) {
-      scheduledType.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+      scheduledType.set(
+        String(e.eventId),
+        e.activityTaskScheduledEventAttributes.activityType?.name ?? '',
+      );
     } else if (completedAt === undefined && e.activityTaskCompletedEventAttributes) {
-      if (scheduledType.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId)) === activityType) completedAt = ms(e.eventTime);
+      if (
+        scheduledType.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId)) ===
+        activityType
+      )
+        completedAt = ms(e.eventTime);
     } else if (completedAt !== undefined && e.workflowTaskCompletedEventAttributes) {
       return ms(e.eventTime);
     }

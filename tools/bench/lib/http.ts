@@ -12,7 +12,12 @@ export interface JsonResponse<T = any> {
 }
 
 export function keepAliveAgent(maxSockets: number): http.Agent {
-  return new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'fifo' });
+  return new http.Agent({
+    keepAlive: true,
+    maxSockets,
+    maxFreeSockets: maxSockets,
+    scheduling: 'fifo',
+  });
 }
 
 /** One JSON request; rejects on network errors only (any status resolves). */
@@ -33,21 +38,31 @@ export function requestJson<T = any>(
     headers['content-length'] = Buffer.byteLength(payload);
   }
   return new Promise((resolve, reject) => {
-    const req = http.request({ agent, hostname: url.hostname, port: url.port, path: url.pathname + url.search, method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = text ? JSON.parse(text) : null;
-        } catch {
-          // not JSON: keep the text
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: body as T });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        agent,
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        headers,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = text ? JSON.parse(text) : null;
+          } catch {
+            // not JSON: keep the text
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: body as T });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -76,7 +91,12 @@ export interface SseStream {
 }
 
 /** Opens a GET SSE stream on its own socket and records every data event with its arrival time. */
-export function openSse(agent: http.Agent, baseUrl: string, path: string, key: string): Promise<SseStream> {
+export function openSse(
+  agent: http.Agent,
+  baseUrl: string,
+  path: string,
+  key: string,
+): Promise<SseStream> {
   const url = new URL(path, baseUrl);
   assertLoopback(url);
   return new Promise((resolve, reject) => {
@@ -94,7 +114,13 @@ export function openSse(agent: http.Agent, baseUrl: string, path: string, key: s
         let buffer = '';
         let resolveClosed!: () => void;
         const closed = new Promise<void>((r) => (resolveClosed = r));
-        const stream: SseStream = { status: res.statusCode ?? 0, events, closed, done: false, close: () => req.destroy() };
+        const stream: SseStream = {
+          status: res.statusCode ?? 0,
+          events,
+          closed,
+          done: false,
+          close: () => req.destroy(),
+        };
         res.setEncoding('utf8');
         res.on('data', (text: string) => {
           buffer += text;

@@ -76,7 +76,9 @@ export class ProcessMonitor {
     this.peaks.clear();
     this.sample();
     const t0 = Date.now();
-    const cpu0 = Object.fromEntries(Object.entries(this.pids).map(([n, pid]) => [n, cpuSeconds(pid)]));
+    const cpu0 = Object.fromEntries(
+      Object.entries(this.pids).map(([n, pid]) => [n, cpuSeconds(pid)]),
+    );
     const machine0 = machineBusySeconds();
     return () => {
       this.sample();
@@ -90,7 +92,10 @@ export class ProcessMonitor {
         endRssMb[name] = rssMb(pid);
       }
       cores.machine = (machineBusySeconds() - machine0) / seconds;
-      cores.other = Math.max(0, cores.machine - Object.keys(this.pids).reduce((sum, n) => sum + (cores[n] || 0), 0));
+      cores.other = Math.max(
+        0,
+        cores.machine - Object.keys(this.pids).reduce((sum, n) => sum + (cores[n] || 0), 0),
+      );
       return { cores, peakRssMb, endRssMb, seconds };
     };
   }

@@ -53,7 +53,10 @@ export interface LoadOptions {
  * *start* inside the measured window give latencies; throughput is completions inside the window / window.
  * The first error message of each kind is kept so a failing run says why.
  */
-export async function closedLoop(opts: LoadOptions, op: (worker: number, seq: number) => Promise<void>): Promise<Summary & { errorKinds: Record<string, number> }> {
+export async function closedLoop(
+  opts: LoadOptions,
+  op: (worker: number, seq: number) => Promise<void>,
+): Promise<Summary & { errorKinds: Record<string, number> }> {
   const warmup = opts.warmupMs ?? 0;
   const start = nowMs();
   const windowStart = start + warmup;
