@@ -298,6 +298,9 @@ async function main(): Promise<void> {
       uri: stack.mongo.uri,
       dbName: 'wrs_bench',
       appName: 'wrs-bench-load',
+      // The load process seeds and removes 10,000-run fillers (P5, P7): on FerretDB one such
+      // deleteMany runs past the service's 60 s operation bound. Its own bound is generous.
+      socketTimeoutMs: 600_000,
     });
     const account = await createAccount(store.collections, {
       name: 'bench',

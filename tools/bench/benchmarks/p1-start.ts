@@ -140,8 +140,8 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
 
   // Control: the store writes one run costs in steady state (issue 15's budget: the run's insert
   // at start; its final record and its debit at finalize), through the same store functions, from
-  // the load process, without the API or Temporal. On FerretDB's single SQLite writer this is the
-  // ceiling of runs per second the store allows, whatever the service does around it.
+  // the load process, without the API or Temporal. On FerretDB's single SQLite writer this is how
+  // many runs per second the store can carry through to their end, whatever the service does.
   const c = ctx.store.collections;
   const controlAccount = `acct_bench_control_${tag}`;
   const endControl = ctx.monitor.begin();
@@ -168,18 +168,17 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     } as RunDoc);
     await recordRunEnd(c, helloFinal(runId, controlAccount, createdAt));
   });
-  const ceiling = storeOnly.throughput;
   rows.push({
     case: `control: one run's store writes alone (insert, final record, debit; no API, no Temporal), c=${top}`,
     n: storeOnly.count,
     p50: storeOnly.p50,
     p95: storeOnly.p95,
     p99: storeOnly.p99,
-    throughput: ceiling,
-    ratio: ceiling / bareAt32,
+    throughput: storeOnly.throughput,
+    ratio: storeOnly.throughput / bareAt32,
     errors: storeOnly.errors,
     usage: endControl(),
-    note: 'runs per second the store alone takes (each costs the API and the worker these three writes); ratio vs bare start',
+    note: 'complete runs per second the store alone takes (every run costs the API and the worker these three writes); the service starts faster than this only because finalize writes queue up behind the starts and drain after the phase; ratio vs bare start',
   });
   await c.runs.deleteMany({ account_id: controlAccount });
   await c.ledger.deleteMany({ account_id: controlAccount });
@@ -198,12 +197,6 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
             target: '≥ 0.8× bare throughput at c=32',
             measured: `${fmt(ratio32, 2)}× (${fmt(serviceAt32)} vs ${fmt(bareAt32)} starts/s)`,
             met: ratio32 >= 0.8,
-          },
-          {
-            target:
-              'store-bound: at c=32 the service reaches ≥ 0.8× the runs/s the store alone takes (same run)',
-            measured: `${fmt(serviceAt32 / ceiling, 2)}× (${fmt(serviceAt32)} vs ${fmt(ceiling)} runs/s of store writes alone; bare start ${fmt(bareAt32)}/s)`,
-            met: serviceAt32 / ceiling >= 0.8,
           },
         ]
       : [],
