@@ -80,18 +80,21 @@ export function createModelActivity(deps: {
     const values: Record<string, string> = {};
     for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
 
+    const fetchPrediction = async (id: string) =>
+      (await getJson(
+        deps.fetch,
+        providerName,
+        `${base}/predictions/${encodeURIComponent(id)}`,
+        auth,
+      )) as Prediction;
+
     let predictionId = resumedPredictionId();
     return heartbeating(
       async () => {
         let prediction: Prediction;
         try {
           if (predictionId) {
-            prediction = (await getJson(
-              deps.fetch,
-              providerName,
-              `${base}/predictions/${encodeURIComponent(predictionId)}`,
-              auth,
-            )) as Prediction;
+            prediction = await fetchPrediction(predictionId);
           } else {
             const target =
               node.version !== undefined ? { version: node.version } : { model: node.model };
@@ -112,12 +115,7 @@ export function createModelActivity(deps: {
           }
           while (!ENDED.has(prediction.status ?? '')) {
             await wait(pollMs);
-            prediction = (await getJson(
-              deps.fetch,
-              providerName,
-              `${base}/predictions/${encodeURIComponent(predictionId)}`,
-              auth,
-            )) as Prediction;
+            prediction = await fetchPrediction(predictionId);
           }
         } catch (err) {
           if (predictionId && cancelRequested())

@@ -170,6 +170,26 @@ const probe = (status: string, description: string) => ({
     },
   },
 });
+/** The query parameters of a signed link (D19 files, stream links): its expiry and its signature over `what` and the expiry. */
+function signedLinkParams(what: string) {
+  return [
+    {
+      name: 'expires',
+      in: 'query',
+      required: true,
+      schema: { type: 'string', pattern: '^\\d+$' },
+      description: 'Unix seconds.',
+    },
+    {
+      name: 'sig',
+      in: 'query',
+      required: true,
+      schema: { type: 'string' },
+      description: `HMAC-SHA256 of ${what} and expiry.`,
+    },
+  ];
+}
+
 const runIdParam = {
   name: 'runId',
   in: 'path',
@@ -398,20 +418,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           security: [],
           parameters: [
             runIdParam,
-            {
-              name: 'expires',
-              in: 'query',
-              required: true,
-              schema: { type: 'string', pattern: '^\\d+$' },
-              description: 'Unix seconds.',
-            },
-            {
-              name: 'sig',
-              in: 'query',
-              required: true,
-              schema: { type: 'string' },
-              description: 'HMAC-SHA256 of the run id and expiry.',
-            },
+            ...signedLinkParams('the run id'),
             {
               name: 'Last-Event-ID',
               in: 'header',
@@ -545,20 +552,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           security: [],
           parameters: [
             fileIdParam,
-            {
-              name: 'expires',
-              in: 'query',
-              required: true,
-              schema: { type: 'string', pattern: '^\\d+$' },
-              description: 'Unix seconds.',
-            },
-            {
-              name: 'sig',
-              in: 'query',
-              required: true,
-              schema: { type: 'string' },
-              description: 'HMAC-SHA256 of the id and expiry.',
-            },
+            ...signedLinkParams('the id'),
             {
               name: 'Range',
               in: 'header',

@@ -4,6 +4,7 @@ import type { Store } from '../../store/db';
 import type { FakeLlm } from './fake-llm';
 import type { ServerChild } from './lib/children';
 import type { PhaseUsage, ProcessMonitor } from './lib/proc';
+import type { Summary } from './lib/stats';
 
 export interface Sizes {
   /** `drainMs`: at most this long for a phase's runs to finish before the next phase. */
@@ -122,6 +123,20 @@ export interface Row {
   errors?: number;
   usage?: PhaseUsage;
   note?: string;
+}
+
+/** A table row from a latency summary (`extra` adds a ratio, a usage or a note). */
+export function summaryRow(label: string, s: Summary, extra: Partial<Row> = {}): Row {
+  return {
+    case: label,
+    n: s.count,
+    p50: s.p50,
+    p95: s.p95,
+    p99: s.p99,
+    throughput: s.throughput,
+    errors: s.errors,
+    ...extra,
+  };
 }
 
 export interface Verdict {

@@ -13,10 +13,17 @@
  * collection for anything more, which is why `findRun` checks the account in code.
  */
 import { generateId } from '../../../store/ids';
-import { describeRpc, rpcDelta, type BenchContext, type BenchResult, type Row } from '../context';
+import {
+  describeRpc,
+  rpcDelta,
+  summaryRow,
+  type BenchContext,
+  type BenchResult,
+  type Row,
+} from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { addFiller } from '../lib/filler';
-import { closedLoop, fmt, sleep, type Summary } from '../lib/stats';
+import { closedLoop, fmt, sleep } from '../lib/stats';
 
 export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
   const { concurrency, durationMs, warmupMs, runs, filler: FILLER } = ctx.sizes.p5;
@@ -78,16 +85,6 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
       if (res.status !== 200 || res.body.status !== 'completed')
         throw new Error(`GET answered ${res.status} ${res.body?.status ?? ''}`);
     });
-  const row = (label: string, s: Summary & { errors: number }, extra: Partial<Row> = {}): Row => ({
-    case: label,
-    n: s.count,
-    p50: s.p50,
-    p95: s.p95,
-    p99: s.p99,
-    throughput: s.throughput,
-    errors: s.errors,
-    ...extra,
-  });
 
   // 1. As the benchmark asks: the runs collection holds only these runs.
   const size1 = await runsCollection.countDocuments({});
@@ -154,42 +151,46 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
       "a bare MongoDB `findOne({_id})` — the query store/runs.ts `findRun` makes — of the same records from the load process at the same concurrency: the floor, since a finalized run is served from MongoDB alone; ratio = service p99 / that findOne p99. (An in-process no-op Koa route was not chosen: it would measure only Node's HTTP stack, which is not where a read gets slow.) `findOne({_id, account_id})` is shown too: FerretDB 1.x scans the collection for it",
     unit: 'ms per request',
     rows: [
-      row(`bare findOne({_id}), c=${concurrency} — ${size1} runs stored`, bare, {
+      summaryRow(`bare findOne({_id}), c=${concurrency} — ${size1} runs stored`, bare, {
         usage: bareUsage,
       }),
-      row(`service GET /runs/{id}, c=${concurrency} — ${size1} runs stored`, service, {
+      summaryRow(`service GET /runs/{id}, c=${concurrency} — ${size1} runs stored`, service, {
         ratio,
         usage,
         note: "after its first read a run comes from the API's cache",
       }),
-      row(`bare findOne({_id, account_id}), c=${concurrency} — ${size1} runs stored`, withAccount, {
-        note: 'not pushed down to SQLite: a scan',
-      }),
-      row(`bare findOne({_id}), c=1 — ${size1} runs stored`, singleBare),
-      row(`service GET /runs/{id}, c=1 — ${size1} runs stored`, single, {
+      summaryRow(
+        `bare findOne({_id, account_id}), c=${concurrency} — ${size1} runs stored`,
+        withAccount,
+        {
+          note: 'not pushed down to SQLite: a scan',
+        },
+      ),
+      summaryRow(`bare findOne({_id}), c=1 — ${size1} runs stored`, singleBare),
+      summaryRow(`service GET /runs/{id}, c=1 — ${size1} runs stored`, single, {
         ratio: single.p99 / singleBare.p99,
       }),
-      row(`bare findOne({_id}), c=${concurrency} — ${size2} runs stored`, grownBare, {
+      summaryRow(`bare findOne({_id}), c=${concurrency} — ${size2} runs stored`, grownBare, {
         note: `each of ${reads} runs once`,
       }),
-      row(`service GET /runs/{id}, c=${concurrency} — ${size2} runs stored`, grownService, {
+      summaryRow(`service GET /runs/{id}, c=${concurrency} — ${size2} runs stored`, grownService, {
         ratio: grownService.p99 / grownBare.p99,
         usage: grownUsage,
         note: `each of ${reads} runs once: none cached`,
       }),
-      row(
+      summaryRow(
         `service GET /runs/{id} repeated, c=${concurrency} — ${size2} runs stored`,
         grownRepeated,
         { note: `the same ${reads} runs again: from the API's cache` },
       ),
-      row(`bare findOne({_id}), c=1 — ${size2} runs stored`, grownSingleBare, {
+      summaryRow(`bare findOne({_id}), c=1 — ${size2} runs stored`, grownSingleBare, {
         note: `each of ${reads} runs once`,
       }),
-      row(`service GET /runs/{id}, c=1 — ${size2} runs stored`, grownSingle, {
+      summaryRow(`service GET /runs/{id}, c=1 — ${size2} runs stored`, grownSingle, {
         ratio: grownSingle.p99 / grownSingleBare.p99,
         note: 'none cached',
       }),
-      row(`bare findOne({_id, account_id}), c=1 — ${size2} runs stored`, grownWithAccount, {
+      summaryRow(`bare findOne({_id, account_id}), c=1 — ${size2} runs stored`, grownWithAccount, {
         note: 'a scan of the grown collection; 10 reads',
       }),
     ],

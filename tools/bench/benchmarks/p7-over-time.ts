@@ -7,7 +7,14 @@
  * FerretDB inserts slowly.
  */
 import type { StoredRunDoc } from '../../../store/documents';
-import { describeRpc, rpcDelta, type BenchContext, type BenchResult, type Row } from '../context';
+import {
+  describeRpc,
+  rpcDelta,
+  summaryRow,
+  type BenchContext,
+  type BenchResult,
+  type Row,
+} from '../context';
 import { addFiller } from '../lib/filler';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs, sleep, summarize } from '../lib/stats';
@@ -70,15 +77,6 @@ export async function benchOverTime(ctx: BenchContext): Promise<BenchResult> {
   agent.destroy();
 
   const ratio = grown.p50 / fresh.p50;
-  const row = (label: string, s: typeof fresh, extra: Partial<Row> = {}): Row => ({
-    case: label,
-    n: s.count,
-    p50: s.p50,
-    p95: s.p95,
-    p99: s.p99,
-    throughput: s.throughput,
-    ...extra,
-  });
   ctx.log(
     `P7 POST → completed p50: ${fmt(fresh.p50)} ms fresh, ${fmt(grown.p50)} ms with ${grownStored} runs stored (${fmt(ratio, 2)}×)`,
   );
@@ -89,8 +87,8 @@ export async function benchOverTime(ctx: BenchContext): Promise<BenchResult> {
       'the same sequence on the fresh store of the same run (the bench deletes finished runs before each benchmark); ratio = p50 grown / p50 fresh',
     unit: 'ms per run',
     rows: [
-      row(`hello, POST → completed (GET every 50 ms) — ${freshStored} runs stored`, fresh),
-      row(`hello, POST → completed (GET every 50 ms) — ${grownStored} runs stored`, grown, {
+      summaryRow(`hello, POST → completed (GET every 50 ms) — ${freshStored} runs stored`, fresh),
+      summaryRow(`hello, POST → completed (GET every 50 ms) — ${grownStored} runs stored`, grown, {
         ratio,
         note: `${filler} older finished runs of the account and their ledger debits`,
       }),
