@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
-import { completed, itemText } from '../domain/items';
+import { completed } from '../domain/items';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
@@ -23,6 +23,7 @@ import {
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
+import { templateValues } from './node-inputs';
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -40,8 +41,7 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
   const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: false };
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const { node } = req;
-    const values: Record<string, string> = {};
-    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+    const values = templateValues(req.ports);
     const url = renderTemplate(node.url, values);
     if (!/^https?:\/\//i.test(url)) {
       throw ApplicationFailure.nonRetryable(

@@ -4,12 +4,12 @@ import type { Config } from '../config';
 import type { Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
 import { fallbackName } from '../lib/files/names';
-import { completed, itemText } from '../domain/items';
-import { invalidNodeConfig } from './failures';
+import { completed } from '../domain/items';
 import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { postJson, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
+import { configuredProvider, templateValues } from './node-inputs';
 
 interface ImagesAnswer {
   data?: Array<{ b64_json?: string; url?: string }>;
@@ -24,12 +24,8 @@ export function createImageGenerationActivity(deps: {
   const call = async (req: NodeRequest<'image_generation'>): Promise<NodeResult> => {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
-    const provider = deps.config.providers[providerName];
-    if (!provider || provider.kind !== 'openai') {
-      throw invalidNodeConfig(`image provider '${providerName}' is not configured on this service`);
-    }
-    const values: Record<string, string> = {};
-    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+    const provider = configuredProvider(deps.config, 'image', providerName, 'openai');
+    const values = templateValues(req.ports);
     const n = node.n ?? 1;
     // No `response_format`: newer models refuse it and always answer b64_json; older ones answer URLs. Both are handled.
     const answer = (await postJson(

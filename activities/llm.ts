@@ -1,13 +1,13 @@
 /** The `llm` node: one OpenAI-compatible chat completion per iteration (docs/workflow-format.md). */
 import type { Config } from '../config';
 import { renderTemplate } from '../domain/templates';
-import { itemText, completed, valuePart } from '../domain/items';
+import { completed, valuePart } from '../domain/items';
 import { ApplicationFailure } from '@temporalio/activity';
-import { invalidNodeConfig } from './failures';
 import { heartbeating } from './heartbeat';
 import { postJson, type FetchFn } from './provider-http';
 import { tokenCost } from './pricing';
 import type { NodeRequest, NodeResult } from './types';
+import { configuredProvider, templateValues } from './node-inputs';
 
 interface ChatCompletion {
   choices?: Array<{ message?: { content?: string | null } }>;
@@ -22,12 +22,8 @@ export function createLlmActivity(deps: {
   return async function llm(req: NodeRequest<'llm'>): Promise<NodeResult> {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
-    const provider = deps.config.providers[providerName];
-    if (!provider || provider.kind !== 'openai') {
-      throw invalidNodeConfig(`llm provider '${providerName}' is not configured on this service`);
-    }
-    const values: Record<string, string> = {};
-    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+    const provider = configuredProvider(deps.config, 'llm', providerName, 'openai');
+    const values = templateValues(req.ports);
     const messages = [
       ...(node.system ? [{ role: 'system', content: renderTemplate(node.system, values) }] : []),
       { role: 'user', content: renderTemplate(node.prompt, values) },

@@ -7,12 +7,12 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
-import { completed, itemText } from '../domain/items';
-import { invalidNodeConfig } from './failures';
+import { completed } from '../domain/items';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
 import { getJson, postJson, type FetchFn } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
+import { configuredProvider, templateValues } from './node-inputs';
 
 interface Prediction {
   id?: string;
@@ -69,16 +69,12 @@ export function createModelActivity(deps: {
   return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
     const { node } = req;
     const providerName = node.provider ?? 'replicate';
-    const provider = deps.config.providers[providerName];
-    if (!provider || provider.kind !== 'replicate') {
-      throw invalidNodeConfig(`model provider '${providerName}' is not configured on this service`);
-    }
+    const provider = configuredProvider(deps.config, 'model', providerName, 'replicate');
     const base = provider.base_url.replace(/\/$/, '');
     const auth: Record<string, string> = provider.api_key
       ? { authorization: `Bearer ${provider.api_key}` }
       : {};
-    const values: Record<string, string> = {};
-    for (const [port, item] of Object.entries(req.ports)) values[port] = itemText(item);
+    const values = templateValues(req.ports);
 
     const fetchPrediction = async (id: string) =>
       (await getJson(

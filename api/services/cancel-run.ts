@@ -1,9 +1,6 @@
 /** D8: cancelling a run. The answer is the run record; its status turns `cancelled` once the request reached the run. */
-import type { Collections } from '../../store/db';
 import { InvalidRequestError } from '../../domain/errors';
-import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
-import type { FinishedRunCache } from './finished-run-cache';
 import { readRun, type ReadRunDeps } from './read-run';
 
 /** Cancels a pending or running run; a cancelled run is a no-op; a completed or failed one is 409. */

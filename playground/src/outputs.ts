@@ -4,7 +4,7 @@
  * items in place with their error.
  */
 import type { Part } from '../../domain/parts';
-import type { OutputItem, Run } from '../../clients/typescript';
+import type { Run } from '../../clients/typescript';
 import { h } from './dom';
 
 function renderPart(part: Part, label: string): HTMLElement {

@@ -11,7 +11,7 @@ import {
   expectError,
   expectRefusedWithin2s,
 } from '../support/api-assert';
-import { greetingWorkflow, publish } from '../support/fixtures';
+import { greetingWorkflow } from '../support/fixtures';
 import { call, readResponse, type ApiResponse } from '../support/http';
 import { useService } from '../support/use-service';
 import { rawRequest } from '../support/raw-http';

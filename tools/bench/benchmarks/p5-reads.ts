@@ -13,14 +13,7 @@
  * collection for anything more, which is why `findRun` checks the account in code.
  */
 import { generateId } from '../../../store/ids';
-import {
-  describeRpc,
-  rpcDelta,
-  summaryRow,
-  type BenchContext,
-  type BenchResult,
-  type Row,
-} from '../context';
+import { describeRpc, rpcDelta, summaryRow, type BenchContext, type BenchResult } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { addFiller } from '../lib/filler';
 import { closedLoop, fmt, sleep } from '../lib/stats';

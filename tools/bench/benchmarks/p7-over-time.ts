@@ -7,14 +7,7 @@
  * FerretDB inserts slowly.
  */
 import type { StoredRunDoc } from '../../../store/documents';
-import {
-  describeRpc,
-  rpcDelta,
-  summaryRow,
-  type BenchContext,
-  type BenchResult,
-  type Row,
-} from '../context';
+import { describeRpc, rpcDelta, summaryRow, type BenchContext, type BenchResult } from '../context';
 import { addFiller } from '../lib/filler';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs, sleep, summarize } from '../lib/stats';
