@@ -7,6 +7,7 @@
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { FERRETDB_MAX_POOL_SIZE } from '../../tools/stack/ferretdb-server';
 
 export interface MongoProxy {
   /** `mongodb://127.0.0.1:<port>/?directConnection=true` */
@@ -74,7 +75,7 @@ export async function startMongoProxy(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    uri: `mongodb://127.0.0.1:${port}/?directConnection=true&maxPoolSize=${FERRETDB_MAX_POOL_SIZE}`,
     frozen: frozenPromise,
     close: () =>
       new Promise<void>((resolve) => {

@@ -17,8 +17,19 @@ export interface StartFerretDbOptions {
   readyTimeoutMs?: number;
 }
 
+/**
+ * The most connections a client of ours opens to FerretDB. FerretDB 1.24's SQLite backend keeps
+ * at most 100 SQLite connections per database, and an `update` (or `findAndModify`) holds one for
+ * its query while it takes a second for the write: 100 concurrent updates of one database take
+ * all 100 and then wait for each other forever (every command on that database hangs). The API and
+ * the worker each got the driver's default pool of 100, so a burst of finalize writes under load
+ * froze the store (the 1,000-run load test, once in a few full-suite runs). With 16 per client, an
+ * API, a worker and a tool together stay far below it. On MongoDB the driver's default stands.
+ */
+export const FERRETDB_MAX_POOL_SIZE = 16;
+
 export interface FerretDbServer {
-  /** `mongodb://127.0.0.1:port/` */
+  /** `mongodb://127.0.0.1:port/?maxPoolSize=16` (FERRETDB_MAX_POOL_SIZE) */
   uri: string;
   dataDir: string;
   pid: number;
@@ -70,7 +81,7 @@ async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbSe
     cwd: dataDir,
     env: { ...process.env, DO_NOT_TRACK: '1' },
   });
-  const uri = `mongodb://127.0.0.1:${port}/`;
+  const uri = `mongodb://127.0.0.1:${port}/?maxPoolSize=${FERRETDB_MAX_POOL_SIZE}`;
 
   await waitUntilReady(
     proc,
