@@ -23,6 +23,7 @@ export interface RunningWorker {
  */
 const FORCE_AFTER_GRACE_MS = 10_000;
 
+/** Connects, creates the worker and runs it; resolves once it is running (its end is `done`). */
 export async function startWorker(
   config: Config,
   store: Pick<Store, 'collections' | 'db'>,
