@@ -9,7 +9,13 @@
 import type { Collections } from '../../store/db';
 import { findRunRecord } from '../../store/runs';
 import { recordChunkedRunEnd } from '../../store/run-end';
-import { failedEvent, type RunEvent, type RunFinal, type RunSnapshot } from '../../domain/run';
+import {
+  failedEvent,
+  isTerminalEvent,
+  type RunEvent,
+  type RunFinal,
+  type RunSnapshot,
+} from '../../domain/run';
 import { splitFinal } from '../../domain/run-chunks';
 
 /** Temporal's WorkflowExecutionStatus numbers, as a reason a person reads. */
@@ -42,7 +48,8 @@ export async function settleRun(
     if (page.events.length === 0 || events.length >= page.eventCount) break;
   }
   const error = `the run's workflow was ${CLOSED_AS[status] ?? 'closed'} outside the service before the run could finish`;
-  if (last && isTerminalEvent(events.at(-1))) events.pop(); // a run that ended but could not persist: this end replaces its own
+  const ended = events.at(-1);
+  if (last && ended && isTerminalEvent(ended)) events.pop(); // a run that ended but could not persist: this end replaces its own
   events.push(failedEvent(events.length, error));
   const final: RunFinal = {
     runId,
@@ -63,12 +70,4 @@ export async function settleRun(
 function firstItemId(events: RunEvent[]): string | undefined {
   for (const event of events) if ('item' in event && event.output_index === 0) return event.item.id;
   return undefined;
-}
-
-function isTerminalEvent(event: RunEvent | undefined): boolean {
-  return (
-    event?.type === 'response.completed' ||
-    event?.type === 'response.failed' ||
-    event?.type === 'response.cancelled'
-  );
 }
