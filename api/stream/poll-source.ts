@@ -9,7 +9,13 @@ export function createPollSource(
   collections: Pick<Collections, 'runs' | 'runChunks'>,
 ): PollSource {
   return {
-    snapshot: (runId, afterSequence) => gateway.snapshot(runId, afterSequence),
+    async snapshot(runId, afterSequence) {
+      const { snapshot, unanswered } = await gateway.probe(runId, afterSequence);
+      // A started run that did not answer in time (Temporal just restarted, its worker catching
+      // up) is not `pending`: a failed look, so a stream waits instead of going back to the record's status.
+      if (unanswered) throw new Error(`run ${runId} did not answer its query in time`);
+      return snapshot;
+    },
     async stored(runId) {
       const doc = await findRunRecord(collections, runId);
       return doc ? { status: doc.status, events: doc.finalized ? doc.events : null } : null;

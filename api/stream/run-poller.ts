@@ -14,7 +14,7 @@ import {
 
 /** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
 export interface PollSource {
-  /** The live snapshot after a sequence number, or null for "no news yet"; throws when Temporal cannot be reached. */
+  /** The live snapshot after a sequence number, or null for "no news yet"; throws when Temporal cannot be reached or a started run did not answer. */
   snapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null>;
   /** The stored record's status, and its whole event log once finalized. */
   stored(runId: string): Promise<{ status: RunStatus; events: RunEvent[] | null } | null>;

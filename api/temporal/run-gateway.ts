@@ -253,17 +253,18 @@ export class RunGateway {
   }
 
   /**
-   * snapshot(), and when there is none whether that is because the run is queued: Temporal
-   * holds its workflow but no worker has run its first task yet (so the run is `pending`).
+   * snapshot(), and when there is none why: `queued`, Temporal holds the workflow but no worker
+   * has run its first task yet (so the run is `pending`); `unanswered`, the run is open and
+   * started but its query got no answer in time (its state is unknown, not `pending`).
    */
   async probe(
     runId: string,
     afterSequence = -1,
-  ): Promise<{ snapshot: RunSnapshot | null; queued: boolean }> {
-    const { answer, queued } = await this.query(runId, (handle) =>
+  ): Promise<{ snapshot: RunSnapshot | null; queued: boolean; unanswered: boolean }> {
+    const { answer, queued, unanswered } = await this.query(runId, (handle) =>
       handle.query(snapshotQuery, afterSequence),
     );
-    return { snapshot: answer ? answer.value : null, queued };
+    return { snapshot: answer ? answer.value : null, queued, unanswered };
   }
 
   /**
@@ -285,21 +286,26 @@ export class RunGateway {
   private async query<T>(
     runId: string,
     ask: (handle: WorkflowHandle) => Promise<T>,
-  ): Promise<{ answer: { value: T } | null; queued: boolean }> {
+  ): Promise<{ answer: { value: T } | null; queued: boolean; unanswered: boolean }> {
     const stop = queryDuration.startTimer();
     let answer: { value: T } | null = null;
     let queued = false;
+    let unanswered = false;
     try {
       const state = await this.startState(runId);
       queued = state === 'queued';
       if (state === 'started') {
+        unanswered = true; // until it answers, or says it is closed or gone
         const value = await this.opts.connection.withDeadline(
           Date.now() + this.opts.queryTimeoutMs,
           () => ask(this.client.workflow.getHandle(runId)),
         );
         answer = { value };
+        unanswered = false;
       }
     } catch (err) {
+      if (err instanceof QueryRejectedError || err instanceof WorkflowNotFoundError)
+        unanswered = false;
       if (isTemporalUnreachable(err)) {
         stop({ outcome: 'unavailable' });
         throw new ServiceUnavailableError();
@@ -311,7 +317,7 @@ export class RunGateway {
       // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
     }
     stop({ outcome: answer ? 'ok' : 'no_news' });
-    return { answer, queued };
+    return { answer, queued, unanswered };
   }
 
   /** Runs one start or cancel call under the configured deadline. */
