@@ -118,7 +118,7 @@ export interface Row {
   p99?: number;
   /** Operations per second. */
   throughput?: number;
-  /** Measured value / baseline value (throughput for P1, p50 for P2, p99 for P5, wall time for P4). */
+  /** Measured value / baseline value (throughput for P1, p50 for P2, p99 lag for P3, p99 for P5, wall time for P4). */
   ratio?: number;
   errors?: number;
   usage?: PhaseUsage;

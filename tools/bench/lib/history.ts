@@ -106,3 +106,39 @@ export function stateChangeAfterActivity(
   }
   return undefined;
 }
+
+/** When the workflow closed (its last event, if that closed it), or undefined while it is open. */
+export function closedAt(events: HistoryEvent[]): number | undefined {
+  const last = events.at(-1);
+  if (
+    !last ||
+    !(
+      last.workflowExecutionCompletedEventAttributes ||
+      last.workflowExecutionFailedEventAttributes ||
+      last.workflowExecutionTerminatedEventAttributes ||
+      last.workflowExecutionCanceledEventAttributes ||
+      last.workflowExecutionTimedOutEventAttributes
+    )
+  )
+    return undefined;
+  return ms(last.eventTime);
+}
+
+/** The spans in which a workflow task was scheduled or running (ms): Temporal holds a query that arrives in one until the task ends. */
+export function workflowTaskSpans(events: HistoryEvent[]): Array<[number, number]> {
+  const spans: Array<[number, number]> = [];
+  let scheduled: number | undefined;
+  for (const e of events) {
+    if (e.workflowTaskScheduledEventAttributes) scheduled = ms(e.eventTime);
+    else if (
+      scheduled !== undefined &&
+      (e.workflowTaskCompletedEventAttributes ||
+        e.workflowTaskFailedEventAttributes ||
+        e.workflowTaskTimedOutEventAttributes)
+    ) {
+      spans.push([scheduled, ms(e.eventTime)]);
+      scheduled = undefined;
+    }
+  }
+  return spans;
+}
