@@ -216,7 +216,7 @@ export async function benchStream(ctx: BenchContext): Promise<BenchResult> {
         p50: bareSummary.p50,
         p95: bareSummary.p95,
         p99: bareSummary.p99,
-        note: `run after the clients' phase, with the same runs, hold and release; ${baseline.fromRecord} runs' item was read from the record (workflow already closed)`,
+        note: `run after the clients' phase on as many fresh runs, held and released the same way; ${baseline.fromRecord} runs' item was read from the record (workflow already closed)`,
       },
       {
         case: 'lag: fake LLM answer → `response.output_item.done` at client',
