@@ -56,6 +56,7 @@ export async function barePoll(opts: {
       const at = Date.now();
       next = at + opts.pollMs;
       let events: RunEvent[] = [];
+      let fromRecord = false;
       try {
         const snapshot = await handle.query(snapshotQuery, after);
         events = snapshot.events;
@@ -63,11 +64,12 @@ export async function barePoll(opts: {
         if (!(err instanceof QueryRejectedError)) throw err;
         const record = await findRunRecord(opts.collections, runId);
         events = (record?.finalized ? record.events : null) ?? [];
-        poll.fromRecord = true;
+        fromRecord = true;
       }
       poll.queries.push({ at, ms: Date.now() - at });
       if (events.some((event) => event.type === opts.eventType)) {
         poll.seenAt = Date.now();
+        poll.fromRecord = fromRecord;
         return poll;
       }
       after = events.at(-1)?.sequence_number ?? after;
