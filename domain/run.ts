@@ -144,6 +144,11 @@ export interface OutputPage {
  */
 export const SNAPSHOT_EVENTS = 5_000;
 export const SNAPSHOT_OUTPUT_BYTES = 1024 * 1024;
+/**
+ * Events at the end of the log that the `awaitEnd` update answers with: the last step's events
+ * and the terminal one, so a stream that had the rest delivers the end at once (api/stream).
+ */
+export const END_TAIL_EVENTS = 16;
 
 /** The terminal event of a failed run (spec "Events"). */
 export function failedEvent(sequenceNumber: number, message: string): RunEvent {

@@ -68,7 +68,8 @@ export const outputPageQuery = defineQuery<OutputPage | null, [string, string | 
 );
 
 /**
- * D28 `Prefer: wait`: completes with the terminal snapshot (no events) the moment the run ends,
- * before its record is written: one round trip instead of waiting for the workflow to close.
+ * Completes the moment the run ends, before its record is written, with the terminal snapshot
+ * whose `events` are the log's last END_TAIL_EVENTS: D28 `Prefer: wait` answers from it, and a
+ * stream's poller learns the end from it at once instead of on its next tick (D15).
  */
 export const awaitEndUpdate = defineUpdate<RunSnapshot, []>('awaitEnd');

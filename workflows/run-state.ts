@@ -10,6 +10,7 @@ import {
   createdEvent,
   failedEvent,
   SNAPSHOT_EVENTS,
+  END_TAIL_EVENTS,
   SNAPSHOT_OUTPUT_BYTES,
   type OutputItem,
   type OutputPage,
@@ -123,6 +124,11 @@ export class RunState {
       total_cost: this.totalCost(),
       completed_at_ms: terminal ? this.completedAtMs : null,
     };
+  }
+
+  /** Answer of the `awaitEnd` update: the terminal snapshot with the log's last END_TAIL_EVENTS. */
+  endSnapshot(): RunSnapshot {
+    return this.snapshot(this.events.length - 1 - END_TAIL_EVENTS);
   }
 
   /** Everything persistence needs, once the run has ended. */

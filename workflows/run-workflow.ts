@@ -49,7 +49,7 @@ export async function runWorkflow(
   setHandler(snapshotQuery, (afterSequence) => state.snapshot(afterSequence ?? -1));
   setHandler(awaitEndUpdate, async () => {
     await condition(() => state.status !== 'running');
-    return state.snapshot(Number.MAX_SAFE_INTEGER);
+    return state.endSnapshot();
   });
 
   const { options } = args;

@@ -15,8 +15,8 @@ export async function awaitRunEnd(
   ms: number,
 ): Promise<RunView | null> {
   const deadline = Date.now() + ms;
-  const ended = await deps.gateway.awaitEnd(run._id, ms);
-  if (ended === 'timeout') return null;
+  const ended = await deps.gateway.awaitEnd(run._id, AbortSignal.timeout(ms));
+  if (ended === 'aborted') return null;
   // An output too large for an update answer is read from the record once it is written.
   if (ended !== 'closed' && !ended.outputDeferred) return runView(run, ended);
   const left = deadline - Date.now();

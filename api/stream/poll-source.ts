@@ -16,6 +16,10 @@ export function createPollSource(
       if (unanswered) throw new Error(`run ${runId} did not answer its query in time`);
       return snapshot;
     },
+    async awaitEnd(runId, signal) {
+      const ended = await gateway.awaitEnd(runId, signal);
+      return typeof ended === 'string' ? null : ended;
+    },
     async stored(runId) {
       const doc = await findRunRecord(collections, runId);
       return doc ? { status: doc.status, events: doc.finalized ? doc.events : null } : null;

@@ -1,8 +1,11 @@
 /**
  * D15: one poller per run per API process, however many clients stream it. A poller asks the
  * run for news once per poll interval, keeps the run's event log as far as it knows it, and
- * hands every subscriber the events after its cursor. It stops when its last subscriber leaves
- * or has been given the terminal event: nothing outlives the clients.
+ * hands every subscriber the events after its cursor. It also waits for the run's end (the
+ * `awaitEnd` update, one per process and run): the end and the events of the run's last step
+ * reach the clients the moment the workflow gets there, not up to a poll interval later, with
+ * no extra query. It stops when its last subscriber leaves or has been given the terminal event:
+ * nothing outlives the clients.
  */
 import {
   isTerminal,
@@ -16,6 +19,11 @@ import {
 export interface PollSource {
   /** The live snapshot after a sequence number, or null for "no news yet"; throws when Temporal cannot be reached or a started run did not answer. */
   snapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null>;
+  /**
+   * The run's terminal snapshot, with the log's last events, once it ends; null when it cannot be
+   * waited for (closed already, unknown, Temporal unreachable) or `signal` fired.
+   */
+  awaitEnd(runId: string, signal: AbortSignal): Promise<RunSnapshot | null>;
   /** The stored record's status, and its whole event log once finalized. */
   stored(runId: string): Promise<{ status: RunStatus; events: RunEvent[] | null } | null>;
 }
@@ -44,6 +52,9 @@ interface Attached {
   cursor: number | null; // null until started
 }
 
+/** How long a poller waits before trying again to wait for a run's end that it could not wait for. */
+const END_WAIT_RETRY_MS = 30_000;
+
 export class RunPoller {
   status: RunStatus;
   readonly events: RunEvent[];
@@ -57,6 +68,9 @@ export class RunPoller {
   private looksBegun = 0;
   private lookWaiters: Array<{ from: number; resolve: (state: RunKnowledge | undefined) => void }> =
     [];
+  /** The wait for the run's end: under way, or when it may be tried again after failing. */
+  private endWait: AbortController | undefined;
+  private endWaitRetryAt = 0;
 
   constructor(
     readonly runId: string,
@@ -69,6 +83,7 @@ export class RunPoller {
     this.events = [...seed.events];
     // The first look happens at once, so a new stream learns the current status without waiting a tick.
     this.timer = setTimeout(() => void this.tick(), 0);
+    this.waitForEnd();
   }
 
   get subscriberCount(): number {
@@ -109,6 +124,7 @@ export class RunPoller {
     this.attached.clear();
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.endWait?.abort();
     this.onStop(this);
   }
 
@@ -172,6 +188,7 @@ export class RunPoller {
       }
     }
     if (this.attached.size === 0) return this.stop();
+    this.waitForEnd();
     // A run whose log has more events than one answer holds (a big run, a late reattach) is read
     // page after page at once; the once-a-second pace is for learning news, not for catching up.
     const wait = behind ? 0 : Math.max(0, started + this.pollMs - Date.now());
@@ -194,7 +211,8 @@ export class RunPoller {
     }
     if (snapshot) {
       this.merge(snapshot.events);
-      this.status = snapshot.status;
+      // An answer begun before the end arrived (below) is older than what the poller knows.
+      if (!this.terminal) this.status = snapshot.status;
       return snapshot.events.length > 0 && snapshot.eventCount > this.events.length;
     }
     // No news from Temporal: the run may not have a worker yet, or Temporal may have forgotten it.
@@ -203,6 +221,43 @@ export class RunPoller {
     if (stored.events) this.merge(stored.events);
     if (isTerminal(stored.status) || this.status === 'pending') this.status = stored.status;
     return false;
+  }
+
+  /**
+   * Waits for the run's end unless it is known, a wait is under way, or one failed lately (every
+   * wait of this process is one update, so trying again costs Temporal nothing new).
+   */
+  private waitForEnd(): void {
+    if (this.stopped || this.terminal || this.endWait || Date.now() < this.endWaitRetryAt) return;
+    const wait = new AbortController();
+    this.endWait = wait;
+    void this.source.awaitEnd(this.runId, wait.signal).then(
+      (end) => {
+        if (this.endWait === wait) this.endWait = undefined;
+        if (this.stopped) return;
+        if (end) this.ended(end);
+        else this.endWaitRetryAt = Date.now() + END_WAIT_RETRY_MS;
+      },
+      () => {
+        if (this.endWait === wait) this.endWait = undefined;
+        this.endWaitRetryAt = Date.now() + END_WAIT_RETRY_MS;
+      },
+    );
+  }
+
+  /**
+   * The run ended: its last events join the log if they follow on from it (else the next ticks
+   * page through the rest as usual), and the clients that were watching get them and the end at
+   * once. A client that attaches only now gets the terminal event on the next tick (spec rule 3).
+   */
+  private ended(end: RunSnapshot): void {
+    if (this.terminal) return; // a look got there first: the ticks deliver it as usual
+    this.merge(end.events);
+    if (!this.terminal) return;
+    this.status = end.status;
+    if (!this.ready) return;
+    for (const entry of [...this.attached]) this.deliver(entry, true);
+    if (this.attached.size === 0) this.stop();
   }
 
   private merge(events: readonly RunEvent[]): void {

@@ -1,4 +1,5 @@
 /** The API's window on Temporal: starting, cancelling, asking and awaiting a run's workflow (nothing else in the API holds a Temporal client). */
+import { randomUUID } from 'node:crypto';
 import {
   Client,
   Connection,
@@ -103,6 +104,8 @@ export class RunGateway {
   /** The client's payload codec, also served to operators by the codec server (routes/codec.ts). */
   readonly codec?: EncryptionCodec;
   private readonly started = new Set<string>();
+  /** This process's `awaitEnd` update id (see awaitEnd). */
+  private readonly endWaitId = `awaitEnd-${randomUUID()}`;
 
   /** Queries closed runs too (a worker replays them): for settling a run that could not finish. */
   private readonly replayClient: Client;
@@ -194,21 +197,22 @@ export class RunGateway {
   }
 
   /**
-   * D28 `Prefer: wait`: the run's terminal snapshot the moment it ends (the `awaitEnd` update,
-   * before its record is written); `timeout` when `ms` passed first; `closed` when the workflow
-   * cannot take the update (it closed already, or Temporal forgot it): wait for its record instead.
+   * The run's terminal snapshot (its last events included) the moment it ends, before its record
+   * is written: the `awaitEnd` update. `aborted` when `signal` fired first; `closed` when the
+   * workflow cannot take the update (it closed already, or Temporal forgot it, or refused it).
+   * Every wait of this process on one run is the same update (one id per process), which Temporal
+   * deduplicates: however many `Prefer: wait` starts and stream pollers wait, the run holds one
+   * update per API process, far below Temporal's limit of updates in flight per workflow.
    */
-  async awaitEnd(runId: string, ms: number): Promise<RunSnapshot | 'timeout' | 'closed'> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), ms);
+  async awaitEnd(runId: string, signal: AbortSignal): Promise<RunSnapshot | 'aborted' | 'closed'> {
     try {
-      return await this.opts.connection.withAbortSignal(controller.signal, () =>
-        this.client.workflow.getHandle(runId).executeUpdate(awaitEndUpdate),
+      return await this.opts.connection.withAbortSignal(signal, () =>
+        this.client.workflow
+          .getHandle(runId)
+          .executeUpdate(awaitEndUpdate, { updateId: this.endWaitId }),
       );
     } catch {
-      return controller.signal.aborted ? 'timeout' : 'closed';
-    } finally {
-      clearTimeout(timer);
+      return signal.aborted ? 'aborted' : 'closed';
     }
   }
 

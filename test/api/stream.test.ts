@@ -1,6 +1,6 @@
 // Issue 3: SSE on start and on reattach, with exact resume (spec "Events", D11–D15).
 import assert from 'node:assert/strict';
-import { greetingWorkflow } from '../support/fixtures';
+import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { events, openSse, type SseClient } from '../support/sse';
 import { findRunRecord } from '../../store/runs';
@@ -401,5 +401,35 @@ describe('streams (issue 3)', function () {
         what: 'pollers released',
       });
     });
+  });
+});
+
+describe("streams: a run's end (the awaitEnd update)", function () {
+  this.timeout(60_000);
+  // A poll interval far longer than the test: only the wait for the run's end can end the stream.
+  const ctx = useService({ fakeOpenAI: true, env: { STREAM_POLL_MS: '600000' } });
+
+  it('ends a watching stream the moment its run ends, with the last events, not on the next poll tick', async () => {
+    await publish(ctx.svc.url, ctx.key, slowBatch('slow1', ['slow:1500 x']));
+    const client = await openSse(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { workflowId: 'slow1', stream: true },
+    });
+    try {
+      await client.closed;
+      assert.deepEqual(
+        events(client).map((e) => [e.sequence_number, e.type]),
+        [
+          [0, 'response.created'],
+          [1, 'response.output_item.added'],
+          [2, 'response.output_item.done'],
+          [3, 'response.completed'],
+        ],
+      );
+      assert.match(client.raw(), /data: \[DONE\]\n\n$/);
+    } finally {
+      client.abort();
+    }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * api/stream/run-poller.ts through its seam, PollSource, with no Temporal: a fake source plays the
  * run (its event log grows as the test says), subscribers record what they get. Checks D15 (one
- * poll per run however many clients), ordering, the terminal event a tick later (spec rule 3),
+ * poll per run however many clients), ordering, the end at once for clients that watched the run
+ * (the `awaitEnd` update) but a tick later for one that comes back to a finished run (spec rule 3),
  * cleanup when clients leave, and the fallback to the stored record while Temporal is down.
  */
 import assert from 'node:assert/strict';
@@ -44,19 +45,27 @@ function fakeRun() {
     down: false,
     stored: null as { status: RunStatus; events: RunEvent[] | null } | null,
     snapshots: 0,
+    /** Answers the poller's wait for the end with the log's last `tail` events (the `awaitEnd` update). */
+    end: (_tail: number) => {},
   };
+  const answer = (events: RunEvent[]) =>
+    ({
+      status: run.status,
+      events,
+      eventCount: run.log.length,
+      output: null,
+    }) as unknown as RunSnapshot;
   const source: PollSource = {
     async snapshot(_runId, after) {
       run.snapshots++;
       if (run.down) throw new Error('Temporal unreachable');
-      const events = run.log.slice(after + 1);
-      return {
-        status: run.status,
-        events,
-        eventCount: run.log.length,
-        output: null,
-      } as unknown as RunSnapshot;
+      return answer(run.log.slice(after + 1));
     },
+    awaitEnd: (_runId, signal) =>
+      new Promise((resolve) => {
+        signal.addEventListener('abort', () => resolve(null));
+        run.end = (tail) => resolve(answer(run.log.slice(-tail)));
+      }),
     async stored() {
       return run.stored;
     },
@@ -137,11 +146,62 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     const c = client(0);
     const attachedAt = Date.now();
     registry.subscribe(RUN, seed, c.sub);
+    run.end(16); // the run's end is no news to a client that was away when it came
     await until(() => c.state.got.length >= 1, 'the missed event');
     assert.deepEqual(c.state.got, [1], 'the terminal event waits for the next tick');
     await until(() => c.state.ended, 'the end');
     assert.deepEqual(c.state.got, [1, 2]);
     assert.ok(Date.now() - attachedAt >= 250, 'about one poll interval later');
+  });
+
+  it("gives watching clients the run's last events and its end the moment it ends, with no extra query", async () => {
+    const { run, source } = fakeRun();
+    const registry = new PollerRegistry(source, 60_000);
+    const a = client(0);
+    const b = client(0);
+    registry.subscribe(RUN, seed, a.sub);
+    registry.subscribe(RUN, seed, b.sub);
+    await until(() => a.state.started && b.state.started, 'both started');
+    run.log.push(
+      itemEvent(1, 'response.output_item.added', 0),
+      itemEvent(2, 'response.output_item.done', 0),
+      completedEvent(3),
+    );
+    run.status = 'completed';
+    run.end(16);
+    await until(() => a.state.ended && b.state.ended, 'the end, long before the next tick');
+    assert.deepEqual(
+      [a.state.got, b.state.got],
+      [
+        [1, 2, 3],
+        [1, 2, 3],
+      ],
+    );
+    assert.equal(run.snapshots, 1, 'the first look only');
+    assert.equal(registry.size, 0);
+  });
+
+  it('leaves an end whose last events do not follow on from the log to the ticks, which page through the rest', async () => {
+    const { run, source } = fakeRun();
+    const registry = new PollerRegistry(source, 200);
+    const c = client(0);
+    registry.subscribe(RUN, seed, c.sub);
+    await until(() => c.state.started, 'started');
+    for (let i = 0; i < 10; i++)
+      run.log.push(
+        itemEvent(1 + 2 * i, 'response.output_item.added', i),
+        itemEvent(2 + 2 * i, 'response.output_item.done', i),
+      );
+    run.log.push(completedEvent(21));
+    run.status = 'completed';
+    run.end(4);
+    await sleep(50);
+    assert.deepEqual(c.state.got, [], 'nothing from an end with a gap before it');
+    await until(() => c.state.ended, 'the end, from the ticks');
+    assert.deepEqual(
+      c.state.got,
+      Array.from({ length: 21 }, (_, i) => i + 1),
+    );
   });
 
   it('tells nothing while Temporal is down, and serves the stored log of a run that ended meanwhile', async () => {
