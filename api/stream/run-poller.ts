@@ -231,18 +231,15 @@ export class RunPoller {
     if (this.stopped || this.terminal || this.endWait || Date.now() < this.endWaitRetryAt) return;
     const wait = new AbortController();
     this.endWait = wait;
-    void this.source.awaitEnd(this.runId, wait.signal).then(
-      (end) => {
+    void this.source
+      .awaitEnd(this.runId, wait.signal)
+      .catch(() => null)
+      .then((end) => {
         if (this.endWait === wait) this.endWait = undefined;
         if (this.stopped) return;
         if (end) this.ended(end);
         else this.endWaitRetryAt = Date.now() + END_WAIT_RETRY_MS;
-      },
-      () => {
-        if (this.endWait === wait) this.endWait = undefined;
-        this.endWaitRetryAt = Date.now() + END_WAIT_RETRY_MS;
-      },
-    );
+      });
   }
 
   /**
