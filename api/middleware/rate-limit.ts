@@ -1,7 +1,8 @@
 /**
  * D16 rate limits, applied right after `authenticate` on every authenticated route: per API key,
  * fixed one-minute windows kept in MongoDB (so every API process shares the count), one round
- * trip per request, or per burst of concurrent requests (RateCounter). Starts and all other
+ * trip per request, or per burst of concurrent requests, or per lease of a busy key's next
+ * requests (RateCounter). Starts and all other
  * requests are separate buckets. The `X-RateLimit-*`
  * headers are set before anything downstream runs, so every authenticated answer carries them,
  * errors and streams included; a refused request goes no further (a refused start starts and
@@ -37,7 +38,7 @@ export function rateLimit(deps: RateLimitDeps, bucket: RateLimitBucket): Middlew
     const auth: AuthContext = ctx.state.auth!; // mounted after authenticate
     const limit = limitFor(bucket, auth.rateLimits, deps.config.api.rateLimits);
     const now = Date.now();
-    const { count, windowEndMs } = await deps.rateCounter.count(auth.keyId, bucket, now);
+    const { count, windowEndMs } = await deps.rateCounter.count(auth.keyId, bucket, limit, now);
     // Whole seconds until the window resets, at least 1 so a client never retries at once.
     const resetSeconds = String(Math.max(1, Math.ceil((windowEndMs - now) / 1000)));
     ctx.set('X-RateLimit-Limit', String(limit));

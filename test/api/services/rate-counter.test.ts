@@ -1,9 +1,10 @@
-/** D16 counting by group commit: exact positions per request, one write per burst (api/services/rate-counter.ts). */
+/** D16 counting by group commit and leases: exact positions per request, few writes per burst (api/services/rate-counter.ts). */
 import assert from 'node:assert/strict';
 import type { Store } from '../../../store/db';
 import { WINDOW_MS, windowId } from '../../../store/rate-limits';
 import { RateCounter } from '../../../api/services/rate-counter';
 import { countingCalls } from '../../support/counting';
+import { waitFor } from '../../support/http';
 import { connectTestStore } from '../../support/store';
 
 /** The store's rate-limit collection with its writes counted. */
@@ -20,54 +21,59 @@ describe('RateCounter (D16)', () => {
   before(async () => (store = await connectTestStore()));
   after(async () => store?.close());
   const NOW = Date.UTC(2031, 5, 1, 10, 0, 5);
+  const LIMIT = 1200; // the default D16 limit of other requests
 
   it('gives sequential requests one write each and their exact positions', async () => {
     const { probe, collections } = countingWrites(store);
     const counter = new RateCounter(collections);
     const counts = [];
     for (let i = 0; i < 3; i++)
-      counts.push((await counter.count('key_seq', 'requests', NOW)).count);
+      counts.push((await counter.count('key_seq', 'requests', LIMIT, NOW)).count);
     assert.deepEqual(counts, [1, 2, 3]);
     assert.equal(probe.calls, 3);
     assert.equal(counter.size, 0, 'no lane left behind');
   });
 
-  it('counts 50 concurrent requests with a few writes, each request at its own position, the window at 50', async () => {
+  it('counts 50 concurrent requests with two writes, each at its own position, and gives the unused lease back', async () => {
     const { probe, collections } = countingWrites(store);
     const counter = new RateCounter(collections);
     const results = await Promise.all(
-      Array.from({ length: 50 }, () => counter.count('key_burst', 'starts', NOW)),
+      Array.from({ length: 50 }, () => counter.count('key_burst', 'requests', LIMIT, NOW)),
     );
     const positions = results.map((r) => r.count).sort((a, b) => a - b);
     assert.deepEqual(
       positions,
       Array.from({ length: 50 }, (_, i) => i + 1),
     );
-    // The first request writes alone; the 49 that arrived meanwhile share the second write.
+    // The first request writes alone; the 49 that arrived meanwhile share the second write, which
+    // also leases the next counts of this busy key. Unused, the lease is given back.
     assert.equal(probe.calls, 2);
-    const doc = await store.collections.rateLimits.findOne({
-      _id: windowId('key_burst', 'starts', NOW),
+    const window = () =>
+      store.collections.rateLimits.findOne({ _id: windowId('key_burst', 'requests', NOW) });
+    await waitFor(async () => ((await window())?.count === 50 ? true : undefined), {
+      what: 'the window back at 50',
+      intervalMs: 20,
     });
-    assert.equal(doc?.count, 50);
+    assert.equal(probe.calls, 3, 'the two writes, then the lease given back');
     const windowStart = Math.floor(NOW / WINDOW_MS) * WINDOW_MS;
     assert.ok(
       results.every(
         (r) => r.windowStartMs === windowStart && r.windowEndMs === windowStart + WINDOW_MS,
       ),
     );
-    assert.equal(counter.size, 0);
+    await waitFor(async () => (counter.size === 0 ? true : undefined), { what: 'no lane left' });
   });
 
   it('keeps keys, buckets and windows apart', async () => {
     const counter = new RateCounter(store.collections);
     const [a, b, c, d] = await Promise.all([
-      counter.count('key_a', 'starts', NOW),
-      counter.count('key_b', 'starts', NOW),
-      counter.count('key_a', 'requests', NOW),
-      counter.count('key_a', 'starts', NOW + WINDOW_MS),
+      counter.count('key_a', 'starts', LIMIT, NOW),
+      counter.count('key_b', 'starts', LIMIT, NOW),
+      counter.count('key_a', 'requests', LIMIT, NOW),
+      counter.count('key_a', 'starts', LIMIT, NOW + WINDOW_MS),
     ]);
     assert.deepEqual([a.count, b.count, c.count, d.count], [1, 1, 1, 1]);
-    assert.equal((await counter.count('key_a', 'starts', NOW)).count, 2);
+    assert.equal((await counter.count('key_a', 'starts', LIMIT, NOW)).count, 2);
   });
 
   it('shares the window with another process: counts alternate between two counters without a gap', async () => {
@@ -75,7 +81,7 @@ describe('RateCounter (D16)', () => {
     const two = new RateCounter(store.collections);
     const seen = [];
     for (let i = 0; i < 6; i++)
-      seen.push((await (i % 2 ? two : one).count('key_shared', 'requests', NOW)).count);
+      seen.push((await (i % 2 ? two : one).count('key_shared', 'requests', LIMIT, NOW)).count);
     assert.deepEqual(seen, [1, 2, 3, 4, 5, 6]);
   });
 
@@ -84,7 +90,7 @@ describe('RateCounter (D16)', () => {
     const counter = new RateCounter(collections);
     probe.fail = new Error('database is down');
     const failed = await Promise.allSettled(
-      Array.from({ length: 5 }, () => counter.count('key_fail', 'requests', NOW)),
+      Array.from({ length: 5 }, () => counter.count('key_fail', 'requests', LIMIT, NOW)),
     );
     assert.ok(
       failed.every(
@@ -94,7 +100,7 @@ describe('RateCounter (D16)', () => {
     assert.equal(counter.size, 0);
     probe.fail = null;
     assert.equal(
-      (await counter.count('key_fail', 'requests', NOW)).count,
+      (await counter.count('key_fail', 'requests', LIMIT, NOW)).count,
       1,
       'nothing was counted by the failed writes',
     );

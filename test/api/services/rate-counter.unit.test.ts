@@ -4,9 +4,12 @@
  * database. test/api/services/rate-counter.test.ts runs the same counter against FerretDB.
  */
 import assert from 'node:assert/strict';
-import { RateCounter } from '../../../api/services/rate-counter';
+import { LEASE_SHARE, RateCounter } from '../../../api/services/rate-counter';
+import { waitFor } from '../../support/http';
 
 const NOW = Date.UTC(2031, 5, 1, 10, 0, 5);
+/** The default D16 limit of other requests: far from the counts these tests reach. */
+const LIMIT = 1200;
 
 /** One window counter per _id; each findOneAndUpdate waits until `release()`; writes are recorded. */
 function scriptedCollection() {
@@ -36,26 +39,96 @@ describe('RateCounter group commit (D16, scripted collection)', () => {
   it('writes once for the first request and once for everything that arrived meanwhile, with exact positions', async () => {
     const db = scriptedCollection();
     const counter = new RateCounter(db.collections);
-    const all = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', NOW));
+    const all = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', LIMIT, NOW));
     await tick();
     assert.deepEqual(db.writes, [1], 'the first request writes alone');
     db.release();
     await tick();
     await tick();
-    assert.deepEqual(db.writes, [1, 9], 'the nine that waited share one $inc');
+    assert.equal(db.writes.length, 2, 'the nine that waited share one $inc');
     db.release();
     const positions = (await Promise.all(all)).map((r) => r.count);
     assert.deepEqual(positions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it('leases the counts of a busy key: the next requests take consecutive positions without a write', async () => {
+    const db = scriptedCollection();
+    const counter = new RateCounter(db.collections);
+    const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', LIMIT, NOW));
+    await tick();
+    db.release();
+    await tick();
+    await tick();
+    const [, second] = db.writes;
+    const lease = second - 9;
+    assert.ok(lease >= 1, `the concurrent batch of 9 reserved a lease too: $inc ${second}`);
+    db.release();
+    await Promise.all(burst);
+    const next = await Promise.all(
+      Array.from({ length: lease }, () => counter.count('key_a', 'requests', LIMIT, NOW)),
+    );
+    assert.deepEqual(
+      next.map((r) => r.count),
+      Array.from({ length: lease }, (_, i) => 11 + i),
+    );
+    assert.equal(db.writes.length, 2, 'served from the lease');
+    assert.equal(counter.size, 1, 'the lane holds its lease');
+  });
+
+  it('gives sequential requests one write each and no lease, so every process sees exact counts', async () => {
+    const db = scriptedCollection();
+    const counter = new RateCounter(db.collections);
+    const positions = [];
+    for (let i = 0; i < 5; i++) {
+      const pending = counter.count('key_a', 'requests', LIMIT, NOW);
+      await tick();
+      db.release();
+      positions.push((await pending).count);
+    }
+    assert.deepEqual(positions, [1, 2, 3, 4, 5]);
+    assert.deepEqual(db.writes, [1, 1, 1, 1, 1]);
     assert.equal(counter.size, 0, 'no lane left behind');
+  });
+
+  it('leases nothing once less than a share of the limit is left', async () => {
+    const db = scriptedCollection();
+    const counter = new RateCounter(db.collections);
+    const limit = 10 + LEASE_SHARE - 1; // after the burst of 10, fewer than LEASE_SHARE are left
+    const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', limit, NOW));
+    await tick();
+    db.release();
+    await tick();
+    await tick();
+    db.release();
+    await Promise.all(burst);
+    assert.deepEqual(db.writes, [1, 9]);
+    assert.equal(counter.size, 0);
+  });
+
+  it('gives an unused lease back once it expires, and forgets the lane', async () => {
+    const db = scriptedCollection();
+    const counter = new RateCounter(db.collections);
+    const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', LIMIT, NOW));
+    await tick();
+    db.release();
+    await tick();
+    await tick();
+    db.release();
+    await Promise.all(burst);
+    const lease = db.writes[1] - 9;
+    await waitFor(async () => (db.pending() > 0 ? true : undefined), { intervalMs: 10 });
+    db.release();
+    assert.deepEqual(db.writes.slice(2), [-lease], 'the whole lease is given back');
+    await waitFor(async () => (counter.size === 0 ? true : undefined), { intervalMs: 10 });
   });
 
   it('keeps keys and buckets apart', async () => {
     const db = scriptedCollection();
     const counter = new RateCounter(db.collections);
     const results = Promise.all([
-      counter.count('key_a', 'starts', NOW),
-      counter.count('key_b', 'starts', NOW),
-      counter.count('key_a', 'requests', NOW),
+      counter.count('key_a', 'starts', LIMIT, NOW),
+      counter.count('key_b', 'starts', LIMIT, NOW),
+      counter.count('key_a', 'requests', LIMIT, NOW),
     ]);
     await tick();
     assert.equal(db.pending(), 3, 'three windows, three concurrent writes');
@@ -77,9 +150,9 @@ describe('RateCounter group commit (D16, scripted collection)', () => {
       },
     };
     const counter = new RateCounter({ rateLimits } as never);
-    await assert.rejects(counter.count('key_a', 'requests', NOW), /database down/);
+    await assert.rejects(counter.count('key_a', 'requests', LIMIT, NOW), /database down/);
     fail = false;
-    assert.equal((await counter.count('key_a', 'requests', NOW)).count, 1);
+    assert.equal((await counter.count('key_a', 'requests', LIMIT, NOW)).count, 1);
     assert.equal(counter.size, 0);
   });
 });
