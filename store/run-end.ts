@@ -1,23 +1,28 @@
 /**
- * The end of a run, written exactly once whoever writes it: the workflow's finalizeRun activity
+ * The end of a run and its one debit, whoever writes them: the workflow's finalizeRun activity
  * (nearly always), or the API settling a run whose workflow Temporal closed without letting it
- * finish (terminated from outside, api/services/settle-run.ts). Every step is idempotent.
+ * finish (terminated from outside, api/services/settle-run.ts), which never writes over a
+ * finalized record. Every step is idempotent.
  */
 import type { RunFinal } from '../domain/run';
 import type { RunChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import { deriveId } from './ids';
 import { postEntry } from './ledger';
-import { finalizeRunRecord, saveRunChunk } from './runs';
+import { finalizeRunRecord, saveRunChunk, settleRunRecord } from './runs';
+
+/** Who writes the end: the workflow's finalize, or the API settling a run Temporal closed (store/runs.ts). */
+export type RunEndWriter = 'finalize' | 'settle';
 
 /** Writes the final record and books the run's one debit (D17); true when this call wrote the record. */
 export async function recordRunEnd(
   c: Pick<Collections, 'runs' | 'ledger'>,
   final: RunFinal,
+  writer: RunEndWriter = 'finalize',
 ): Promise<boolean> {
   // Nothing else updates a run record (the API only inserts it), so the write needs no read-back:
   // FerretDB loses an update only to a concurrent update of the same document.
-  const wrote = await finalizeRunRecord(c, final);
+  const wrote = await (writer === 'finalize' ? finalizeRunRecord : settleRunRecord)(c, final);
   if (final.totalCost > 0) {
     await postEntry(c, {
       _id: deriveId('led', final.runId), // one debit per run, whatever retries happen
@@ -36,7 +41,8 @@ export async function recordChunkedRunEnd(
   c: Pick<Collections, 'runs' | 'runChunks' | 'ledger'>,
   final: RunFinal,
   chunks: readonly RunChunk[],
+  writer: RunEndWriter,
 ): Promise<boolean> {
   for (const chunk of chunks) await saveRunChunk(c, chunk);
-  return recordRunEnd(c, final);
+  return recordRunEnd(c, final, writer);
 }

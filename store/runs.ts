@@ -1,5 +1,6 @@
 /**
- * Run records: created by the API, finalized exactly once by the workflow's last activity.
+ * Run records: created by the API, finalized by the workflow's last activity (or settled by the
+ * API when Temporal closed the workflow before it could finish).
  *
  * Every lookup filters by `_id` alone and checks the rest in code. On MongoDB that is the same
  * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
@@ -130,31 +131,49 @@ function chunkId(runId: string, index: number): string {
 }
 
 /**
- * Writes the end of a run once; later calls (activity retries) change nothing. Returns whether
- * this call wrote it. One round trip: the guard is in the filter. Only this write updates a run
- * document, and two overlapping attempts of it (a timed-out one still running) carry the same `final`.
+ * Writes the workflow's own end of its run (the finalizeRun activity). Returns whether this call
+ * changed the record: a retried attempt carries the same `final` (the workflow is deterministic),
+ * so it changes nothing. Filtered by `_id` alone, the one filter FerretDB 1.x pushes down to
+ * SQLite (a guard such as `finalized: {$ne: true}` made every finalize a scan of the collection
+ * decoded in Go, about 4× the cost). No guard is needed: the workflow's end is the run's truth,
+ * and the only other writer, settleRunRecord, never writes over it.
  */
 export async function finalizeRunRecord(
   c: Pick<Collections, 'runs'>,
   final: RunFinal,
 ): Promise<boolean> {
+  const res = await c.runs.updateOne({ _id: final.runId }, { $set: finalFields(final) });
+  return res.modifiedCount === 1;
+}
+
+/**
+ * Writes the end of a run whose workflow Temporal closed without letting it finish
+ * (api/services/settle-run.ts), unless the record is finalized already. Rare, so the guard in the
+ * filter costs nothing that matters. Returns whether this call wrote it.
+ */
+export async function settleRunRecord(
+  c: Pick<Collections, 'runs'>,
+  final: RunFinal,
+): Promise<boolean> {
   const res = await c.runs.updateOne(
     { _id: final.runId, finalized: { $ne: true } },
-    {
-      $set: {
-        status: final.status,
-        output_json: jsonOrNull(final.output),
-        error: final.error,
-        total_cost: final.totalCost,
-        completed_at: new Date(final.completedAtMs),
-        events_json: jsonOrNull(final.events),
-        chunks: final.chunks ?? 0,
-        item_id_base: final.itemIdBase ?? null,
-        finalized: true,
-      },
-    },
+    { $set: finalFields(final) },
   );
   return res.modifiedCount === 1;
+}
+
+function finalFields(final: RunFinal) {
+  return {
+    status: final.status,
+    output_json: jsonOrNull(final.output),
+    error: final.error,
+    total_cost: final.totalCost,
+    completed_at: new Date(final.completedAtMs),
+    events_json: jsonOrNull(final.events),
+    chunks: final.chunks ?? 0,
+    item_id_base: final.itemIdBase ?? null,
+    finalized: true,
+  } satisfies Partial<StoredRunDoc>;
 }
 
 /** Forgets a run whose workflow could not be started, so it never shows as pending forever. */

@@ -63,7 +63,7 @@ export async function settleRun(
     itemIdBase: firstItemId(events),
   };
   const { final: head, chunks } = splitFinal(final);
-  await recordChunkedRunEnd(collections, head, chunks);
+  await recordChunkedRunEnd(collections, head, chunks, 'settle');
 }
 
 /** Item 0's id is the base every other item id follows from (domain/ids.ts idAtOffset). */

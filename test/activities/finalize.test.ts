@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createActivities } from '../../activities';
 import { generateId, deriveId } from '../../store/ids';
 import { insertRun, finalizeRunRecord } from '../../store/runs';
+import { recordRunEnd } from '../../store/run-end';
 import type { Store } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { accountBalance } from '../../store/ledger';
@@ -88,13 +89,16 @@ describe('finalize activity: one record and one debit per run (D17)', function (
     assert.ok(Math.abs(balance - (CREDITS - final.totalCost)) < 1e-9, `balance ${balance}`);
   }
 
-  it('writes the record and one debit; calling it again changes nothing', async () => {
+  it('writes the record and one debit; a retry changes nothing, nor does a settle after it', async () => {
     const { accountId, final } = await pendingRun();
-    const { finalizeRun } = createActivities({ collections: store.collections, config: CONFIG });
+    const c = store.collections;
+    const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
     await finalizeRun(final);
     await assertSettled(accountId, final);
-    await finalizeRun(final);
-    await finalizeRun({ ...final, status: 'failed', output: null, error: 'other', totalCost: 3 });
+    await finalizeRun(final); // a retried attempt carries the same final
+    assert.equal(await finalizeRunRecord(c, final), false, 'the retry changed nothing');
+    const settled = { ...final, status: 'failed' as const, output: null, error: 'x', totalCost: 3 };
+    assert.equal(await recordRunEnd(c, settled, 'settle'), false);
     await assertSettled(accountId, final);
   });
 

@@ -29,6 +29,7 @@ import {
 } from '../stack';
 import { connectStore, type Store } from '../../store/db';
 import { payloadProtection } from '../../lib/codec/data-converter';
+import { deleteAll } from './lib/delete-all';
 import { createAccount, issueKey } from '../../store/accounts';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { FULL, QUICK, type ApiStats, type BenchContext, type BenchResult } from './context';
@@ -387,7 +388,7 @@ async function main(): Promise<void> {
           .find({ account_id: account._id, finalized: true }, { projection: { total_cost: 1 } })
           .toArray();
         tallyDebits(ctx.debitTally, await debitCheck(store!, finished));
-        await store!.collections.runs.deleteMany({ finalized: true });
+        await deleteAll(store!.collections.runs, { finalized: true });
         return idle;
       },
       debitTally: { runs: 0, missing: 0, wrong: 0 },

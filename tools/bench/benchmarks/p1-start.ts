@@ -9,6 +9,7 @@ import type { RunDoc } from '../../../store/documents';
 import { generateId } from '../../../store/ids';
 import { recordRunEnd } from '../../../store/run-end';
 import { insertRun } from '../../../store/runs';
+import { deleteAll } from '../lib/delete-all';
 import { RateCounter } from '../../../api/services/rate-counter';
 import type { RunFinal } from '../../../domain/run';
 import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
@@ -183,7 +184,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     usage: endControl(),
     note: 'complete runs per second the store alone takes (every run costs the API and the worker these three writes); the service starts faster than this only because finalize writes queue up behind the starts and drain after the phase; ratio vs bare start',
   });
-  await c.runs.deleteMany({ account_id: controlAccount });
+  await deleteAll(c.runs, { account_id: controlAccount });
   // Control: a start's own store writes alone (the run's insert and its share of the D16 count,
   // through the API's group commit), with no finalize writes competing: the store's start ceiling.
   const counter = new RateCounter(c);
@@ -204,9 +205,9 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     usage: endStarts(),
     note: 'starts per second the store alone takes when nothing else writes; ratio vs bare start',
   });
-  await c.rateLimits.deleteMany({ key_id: 'key_bench_control' });
-  await c.runs.deleteMany({ account_id: controlAccount });
-  await c.ledger.deleteMany({ account_id: controlAccount });
+  await deleteAll(c.rateLimits, { key_id: 'key_bench_control' });
+  await deleteAll(c.runs, { account_id: controlAccount });
+  await deleteAll(c.ledger, { account_id: controlAccount });
 
   const ratio32 = serviceAt32 / bareAt32;
   return {
