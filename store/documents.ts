@@ -105,6 +105,8 @@ export interface LedgerDoc {
   amount_usd: number;
   note: string | null;
   created_at: Date;
+  /** A run's debit: when the run ended, which tells a retried finalize from a second, different end (store/run-end.ts). */
+  run_ended_at?: Date;
 }
 
 /**

@@ -1,17 +1,20 @@
 /**
  * The end of a run and its one debit, whoever writes them: the workflow's finalizeRun activity
  * (nearly always), or the API settling a run whose workflow Temporal closed without letting it
- * finish (terminated from outside, api/services/settle-run.ts), which never writes over a
- * finalized record. Every step is idempotent.
+ * finish (terminated from outside, api/services/settle-run.ts). The end whose debit is booked
+ * first is the run's one end: a retry writes the same end again and changes nothing; a second,
+ * different end (a workflow reset by an operator re-running the run, a settle racing a finalize)
+ * is dropped, so the record and the debit agree once every attempt is done. Every step is
+ * idempotent.
  */
 import type { RunFinal } from '../domain/run';
 import type { RunChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import { deriveId } from './ids';
 import { postEntry } from './ledger';
-import { finalizeRunRecord, saveRunChunk, settleRunRecord } from './runs';
+import { finalizeRunRecord, finalizeRunRecordOnce, saveRunChunk } from './runs';
 
-/** Who writes the end: the workflow's finalize, or the API settling a run Temporal closed (store/runs.ts). */
+/** Who writes the end: the workflow's finalize, or the API settling a run Temporal closed. */
 export type RunEndWriter = 'finalize' | 'settle';
 
 /** Writes the final record and books the run's one debit (D17); true when this call wrote the record. */
@@ -20,20 +23,42 @@ export async function recordRunEnd(
   final: RunFinal,
   writer: RunEndWriter = 'finalize',
 ): Promise<boolean> {
-  // Nothing else updates a run record (the API only inserts it), so the write needs no read-back:
+  // Nothing else updates a run record (the API only inserts it), so no write needs a read-back:
   // FerretDB loses an update only to a concurrent update of the same document.
-  const wrote = await (writer === 'finalize' ? finalizeRunRecord : settleRunRecord)(c, final);
-  if (final.totalCost > 0) {
-    await postEntry(c, {
-      _id: deriveId('led', final.runId), // one debit per run, whatever retries happen
-      account_id: final.accountId,
-      kind: 'run',
-      run_id: final.runId,
-      amount_usd: -final.totalCost,
-      note: `run ${final.status}`,
-    });
+  if (writer === 'settle' || final.totalCost <= 0) {
+    // No debit to decide by (a free run), or the API's rare settle: the record's guard keeps the first end.
+    const wrote = await finalizeRunRecordOnce(c, final);
+    if (final.totalCost > 0) await postEntry(c, debitOf(final));
+    return wrote;
   }
-  return wrote;
+  // The debit first: its id is the run's, so booking it decides which end is the run's, and the
+  // record is then written by `_id` alone, the cheapest write on every store (store/runs.ts).
+  if (!(await postEntry(c, debitOf(final))) && !(await isBookedEnd(c, final))) return false;
+  return finalizeRunRecord(c, final);
+}
+
+/** The run's one debit (D17): its id derives from the run's, so it exists once however often it is posted. */
+function debitOf(final: RunFinal) {
+  return {
+    _id: deriveId('led', final.runId),
+    account_id: final.accountId,
+    kind: 'run' as const,
+    run_id: final.runId,
+    amount_usd: -final.totalCost,
+    note: `run ${final.status}`,
+    run_ended_at: new Date(final.completedAtMs),
+  };
+}
+
+/** Whether the debit booked for the run is this end's (an earlier attempt of it died before the record). */
+async function isBookedEnd(c: Pick<Collections, 'ledger'>, final: RunFinal): Promise<boolean> {
+  const entry = await c.ledger.findOne(
+    { _id: deriveId('led', final.runId) },
+    { projection: { run_ended_at: 1, amount_usd: 1 } },
+  );
+  return (
+    entry?.run_ended_at?.getTime() === final.completedAtMs && entry.amount_usd === -final.totalCost
+  );
 }
 
 /** A big run's chunks first, then the record that says how many there are (a record is never readable without its chunks). */

@@ -131,12 +131,12 @@ function chunkId(runId: string, index: number): string {
 }
 
 /**
- * Writes the workflow's own end of its run (the finalizeRun activity). Returns whether this call
- * changed the record: a retried attempt carries the same `final` (the workflow is deterministic),
- * so it changes nothing. Filtered by `_id` alone, the one filter FerretDB 1.x pushes down to
- * SQLite (a guard such as `finalized: {$ne: true}` made every finalize a scan of the collection
- * decoded in Go, about 4× the cost). No guard is needed: the workflow's end is the run's truth,
- * and the only other writer, settleRunRecord, never writes over it.
+ * Writes the end of a run over its record. Returns whether this call changed the record: a
+ * retried attempt carries the same `final`, so it changes nothing. Filtered by `_id` alone, the one
+ * filter FerretDB 1.x pushes down to SQLite (a guard such as `finalized: {$ne: true}` made every
+ * finalize a scan of the collection decoded in Go, about 4× the cost there; on MongoDB both use
+ * the `_id` index). So it does not check that no other end was written first: store/run-end.ts
+ * calls it only for the end whose debit it booked.
  */
 export async function finalizeRunRecord(
   c: Pick<Collections, 'runs'>,
@@ -147,11 +147,10 @@ export async function finalizeRunRecord(
 }
 
 /**
- * Writes the end of a run whose workflow Temporal closed without letting it finish
- * (api/services/settle-run.ts), unless the record is finalized already. Rare, so the guard in the
- * filter costs nothing that matters. Returns whether this call wrote it.
+ * Writes the end of a run unless its record is finalized already (the guard is in the filter):
+ * for the ends store/run-end.ts has no debit to decide by. Returns whether this call wrote it.
  */
-export async function settleRunRecord(
+export async function finalizeRunRecordOnce(
   c: Pick<Collections, 'runs'>,
   final: RunFinal,
 ): Promise<boolean> {

@@ -11,13 +11,13 @@
  *   is given back (`$inc` by minus that much), so an unused lease costs the key nothing.
  *
  * What this keeps of D16: the limit is never exceeded, since every position handed out was
- * counted in MongoDB first; sequential requests (no concurrency, so no lease) see exactly what one
- * write per request would show, across processes too; within one process, concurrent requests get
- * consecutive positions. What it gives up, only under concurrent load of one key: while another
- * process holds a lease, its unused part counts as used, so a request near the limit can be
- * refused up to LEASE_TTL_MS early (at most 1/LEASE_SHARE of what was left per lease, none once
- * fewer than LEASE_SHARE counts are left); and `X-RateLimit-Remaining` from a lease does not see
- * the other processes' counts of the last LEASE_TTL_MS.
+ * counted in MongoDB first; requests one at a time never start a lease, so they see exactly what
+ * one write per request would show, across processes too; within one process, concurrent
+ * requests get consecutive positions. What it gives up, only while a key is busy in several
+ * processes: another process's unused lease counts as used, so a request near the limit can be
+ * refused up to LEASE_TTL_MS early (by at most that lease's unused part, a lease being at most
+ * 1/LEASE_SHARE of what was left); and `X-RateLimit-Remaining` from a lease does not see the
+ * other processes' counts of the last LEASE_TTL_MS.
  *
  * Why: the window document is one hot document per key, and every authenticated request counts
  * itself there. On a database with one writer (FerretDB/SQLite here) that write queued behind

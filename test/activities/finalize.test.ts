@@ -95,31 +95,53 @@ describe('finalize activity: one record and one debit per run (D17)', function (
     const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
     await finalizeRun(final);
     await assertSettled(accountId, final);
-    await finalizeRun(final); // a retried attempt carries the same final
-    assert.equal(await finalizeRunRecord(c, final), false, 'the retry changed nothing');
+    assert.equal(await recordRunEnd(c, final), false, 'a retried attempt changes nothing');
     const settled = { ...final, status: 'failed' as const, output: null, error: 'x', totalCost: 3 };
     assert.equal(await recordRunEnd(c, settled, 'settle'), false);
     await assertSettled(accountId, final);
   });
 
+  it('keeps the first end booked: a second, different end (a reset workflow, a late finalize) writes nothing', async () => {
+    const c = store.collections;
+    const first = await pendingRun();
+    const settled = {
+      ...first.final,
+      status: 'failed' as const,
+      output: null,
+      error: 'closed',
+      completedAtMs: first.final.completedAtMs + 5,
+    };
+    await recordRunEnd(c, settled, 'settle');
+    assert.equal(await recordRunEnd(c, first.final), false, 'a finalize after a settle');
+    await assertSettled(first.accountId, settled);
+    const second = await pendingRun();
+    await recordRunEnd(c, second.final);
+    const rerun = { ...second.final, totalCost: 3, completedAtMs: second.final.completedAtMs + 1 };
+    assert.equal(await recordRunEnd(c, rerun), false, 'the end of a reset workflow');
+    await assertSettled(second.accountId, second.final);
+  });
+
   it('finishes the job whatever step an earlier attempt died after', async () => {
     const c = store.collections;
     const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
+    const debit = (final: RunFinal) =>
+      c.ledger.insertOne({
+        _id: deriveId('led', final.runId),
+        account_id: final.accountId,
+        kind: 'run',
+        run_id: final.runId,
+        amount_usd: -final.totalCost,
+        note: null,
+        created_at: new Date(),
+        run_ended_at: new Date(final.completedAtMs),
+      });
     const crashes: Record<string, (final: RunFinal) => Promise<void>> = {
-      'after the record': async (final) => {
-        await finalizeRunRecord(c, final);
-      },
       'after the debit': async (final) => {
+        await debit(final);
+      },
+      'after the debit and the record': async (final) => {
+        await debit(final);
         await finalizeRunRecord(c, final);
-        await c.ledger.insertOne({
-          _id: deriveId('led', final.runId),
-          account_id: final.accountId,
-          kind: 'run',
-          run_id: final.runId,
-          amount_usd: -final.totalCost,
-          note: null,
-          created_at: new Date(),
-        });
       },
     };
     for (const [when, crash] of Object.entries(crashes)) {

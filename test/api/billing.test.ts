@@ -96,20 +96,23 @@ describe('billing (D17): 402 at zero balance, one debit per run across a worker 
           ),
         ),
       ]);
-      // Mid-finalize: the record is final and the debit booked, but the activity never completed.
-      await waitFor(async () => ((await c.ledger.findOne({ _id: entryId })) ? true : undefined), {
-        what: 'the debit to land',
-      });
-      const run = (await c.runs.findOne({ _id: runId }))!;
-      assert.equal(run.finalized, true);
-      assert.equal(run.status, 'completed');
-      const cost = run.total_cost!;
+      // Mid-finalize: the debit is booked (it comes first, store/run-end.ts), the record is not
+      // written yet, and the activity never completes.
+      const entry = await waitFor(
+        async () => (await c.ledger.findOne({ _id: entryId })) ?? undefined,
+        {
+          what: 'the debit to land',
+        },
+      );
+      assert.equal((await c.runs.findOne({ _id: runId }))!.finalized, false);
+      const cost = -entry.amount_usd;
       assert.ok(cost > 0, `cost ${cost}`);
       assert.ok(Math.abs((await accountBalance(c, accountId)) - (opening - cost)) < 1e-9);
 
       await workers[0].kill();
       // Another worker, straight to the database: Temporal retries the finalize activity once the
-      // killed attempt times out, and the retry must find the debit booked and book nothing more.
+      // killed attempt times out, and the retry must find the debit booked, book nothing more and
+      // write the record.
       workers.push(startWorkerProcess(ctx.svc.config));
       // The workflow closes only once the retried finalize completed on the new worker.
       await temporalClient(ctx.svc).workflow.getHandle(runId).result();

@@ -195,7 +195,11 @@ describe('third-party stream clients (issue 16)', function () {
     );
     assert.equal(received[0].type, 'response.created');
     assert.equal(received.at(-1).type, 'response.completed');
-    const record = await findRunRecord(ctx.svc.store.collections, received[0].response.run_id);
-    assert.deepEqual(received, record!.events);
+    // The stream ends with the run's terminal state; the record is finalized just after.
+    const record = await waitFor(async () => {
+      const doc = await findRunRecord(ctx.svc.store.collections, received[0].response.run_id);
+      return doc?.finalized ? doc : undefined;
+    });
+    assert.deepEqual(received, record.events);
   });
 });

@@ -37,10 +37,10 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
       balance: await accountBalance(collections, accountId),
       record: (await findRunRecord(collections, run.id))!,
     });
-    // The debit lands just after the record is finalized (same activity, next step): wait for it.
+    // The run answers completed from its workflow; its finalize (debit, then record) may still be under way.
     const first = await waitFor(async () => {
       const state = await snapshotState();
-      return state.entries.length > 0 ? state : undefined;
+      return state.entries.length > 0 && state.record.finalized ? state : undefined;
     });
     assert.equal(first.entries.length, 1, JSON.stringify(first.entries));
     const [entry] = first.entries;
@@ -64,6 +64,7 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
       totalCost: first.record.total_cost!,
       completedAtMs: first.record.completed_at!.getTime(),
       events: first.record.events!,
+      itemIdBase: first.record.item_id_base ?? undefined,
     };
     await activities.finalizeRun(final);
     await activities.finalizeRun(final);

@@ -35,6 +35,21 @@ function scriptedCollection() {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** Ten concurrent requests of one key through both their writes (the first alone, then the nine that waited). */
+async function burstOfTen(
+  db: ReturnType<typeof scriptedCollection>,
+  counter: RateCounter,
+  limit = LIMIT,
+): Promise<number[]> {
+  const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', limit, NOW));
+  await tick();
+  db.release();
+  await tick();
+  await tick();
+  db.release();
+  return (await Promise.all(burst)).map((r) => r.count);
+}
+
 describe('RateCounter group commit (D16, scripted collection)', () => {
   it('writes once for the first request and once for everything that arrived meanwhile, with exact positions', async () => {
     const db = scriptedCollection();
@@ -54,16 +69,10 @@ describe('RateCounter group commit (D16, scripted collection)', () => {
   it('leases the counts of a busy key: the next requests take consecutive positions without a write', async () => {
     const db = scriptedCollection();
     const counter = new RateCounter(db.collections);
-    const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', LIMIT, NOW));
-    await tick();
-    db.release();
-    await tick();
-    await tick();
+    await burstOfTen(db, counter);
     const [, second] = db.writes;
     const lease = second - 9;
     assert.ok(lease >= 1, `the concurrent batch of 9 reserved a lease too: $inc ${second}`);
-    db.release();
-    await Promise.all(burst);
     const next = await Promise.all(
       Array.from({ length: lease }, () => counter.count('key_a', 'requests', LIMIT, NOW)),
     );
@@ -93,14 +102,8 @@ describe('RateCounter group commit (D16, scripted collection)', () => {
   it('leases nothing once less than a share of the limit is left', async () => {
     const db = scriptedCollection();
     const counter = new RateCounter(db.collections);
-    const limit = 10 + LEASE_SHARE - 1; // after the burst of 10, fewer than LEASE_SHARE are left
-    const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', limit, NOW));
-    await tick();
-    db.release();
-    await tick();
-    await tick();
-    db.release();
-    await Promise.all(burst);
+    // After the burst of 10, fewer than LEASE_SHARE are left.
+    await burstOfTen(db, counter, 10 + LEASE_SHARE - 1);
     assert.deepEqual(db.writes, [1, 9]);
     assert.equal(counter.size, 0);
   });
@@ -108,13 +111,7 @@ describe('RateCounter group commit (D16, scripted collection)', () => {
   it('gives an unused lease back once it expires, and forgets the lane', async () => {
     const db = scriptedCollection();
     const counter = new RateCounter(db.collections);
-    const burst = Array.from({ length: 10 }, () => counter.count('key_a', 'requests', LIMIT, NOW));
-    await tick();
-    db.release();
-    await tick();
-    await tick();
-    db.release();
-    await Promise.all(burst);
+    await burstOfTen(db, counter);
     const lease = db.writes[1] - 9;
     await waitFor(async () => (db.pending() > 0 ? true : undefined), { intervalMs: 10 });
     db.release();
