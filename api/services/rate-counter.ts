@@ -35,6 +35,8 @@ import {
 
 /** A lease reserves about this much of a busy key's recent traffic. */
 export const LEASE_MS = 100;
+/** The shortest stretch of traffic a rate is taken from, so one burst does not look like a flood. */
+const MIN_SAMPLE_MS = 10;
 /** The longest a lease is held; what is left of it then is given back. */
 export const LEASE_TTL_MS = 250;
 /** A lease takes at most 1/LEASE_SHARE of what the window has left. */
@@ -67,6 +69,8 @@ interface Lane {
   /** Requests since the last write began, and when it began (process clock): the recent rate. */
   arrivals: number;
   since: number;
+  /** When the last request came (process clock). */
+  lastArrival: number;
   /** The last write leased: keep leasing while the traffic lasts. */
   leasing: boolean;
   /** Gives an unused lease back once it expires with nobody asking. */
@@ -104,11 +108,13 @@ export class RateCounter {
         lastCount: 0,
         arrivals: 0,
         since: performance.now(),
+        lastArrival: 0,
         leasing: false,
       };
       this.lanes.set(id, lane);
     }
     lane.arrivals++;
+    lane.lastArrival = performance.now();
     const leased = this.takeLeased(lane);
     if (leased) return Promise.resolve(leased);
     const promise = new Promise<WindowCount>((resolve, reject) =>
@@ -184,32 +190,43 @@ export class RateCounter {
     return Math.max(0, unused);
   }
 
-  /** When the lease expires with the lane idle: give its rest back and forget the lane. */
+  /** Ends the lane's lease when it expires: see expire. */
   private armExpiry(lane: Lane): void {
     clearTimeout(lane.expiry);
     const delay = Math.max(0, lane.lease!.expiresAt - performance.now());
-    lane.expiry = setTimeout(() => {
-      if (lane.writing || lane.waiting.length > 0) return; // that write gives it back
-      const unused = this.dropLease(lane);
+    lane.expiry = setTimeout(() => this.expire(lane), delay);
+    lane.expiry.unref();
+  }
+
+  /**
+   * Gives back what is left of an expired lease, and forgets the lane once its key has been idle
+   * for LEASE_TTL_MS. A lane still in use is kept, so its next write leases at its current rate.
+   */
+  private expire(lane: Lane): void {
+    if (lane.writing || lane.waiting.length > 0) return; // that write gives the lease back
+    const unused = this.dropLease(lane);
+    // Best effort: a give-back that fails leaves those counts used, the safe side of the limit.
+    if (unused > 0)
+      countRequest(this.collections, lane.keyId, lane.bucket, lane.windowStartMs, -unused).catch(
+        () => {},
+      );
+    if (performance.now() - lane.lastArrival >= LEASE_TTL_MS) {
       this.lanes.delete(lane.id);
-      // Best effort: a give-back that fails leaves those counts used, the safe side of the limit.
-      if (unused > 0)
-        countRequest(this.collections, lane.keyId, lane.bucket, lane.windowStartMs, -unused).catch(
-          () => {},
-        );
-    }, delay);
+      return;
+    }
+    lane.expiry = setTimeout(() => this.expire(lane), LEASE_TTL_MS);
     lane.expiry.unref();
   }
 }
 
 /**
  * How many counts beyond the batch the next write reserves: none unless the key is busy in this
- * process (concurrent requests now, or a lease used up); else the requests of about the last
- * LEASE_MS, capped by a share of what the window has left, so near the limit every request writes.
+ * process (concurrent requests now, or a lease used up); else about LEASE_MS of its recent rate,
+ * capped by a share of what the window has left, so near the limit every request writes.
  */
 function leaseSize(lane: Lane, batch: number, limit: number, now: number): number {
   if (batch <= 1 && !lane.leasing) return 0;
-  const recent = (lane.arrivals * LEASE_MS) / Math.max(LEASE_MS, now - lane.since);
+  const recent = (lane.arrivals * LEASE_MS) / Math.max(MIN_SAMPLE_MS, now - lane.since);
   const left = limit - lane.lastCount - batch;
   return Math.max(0, Math.min(Math.floor(recent), Math.floor(left / LEASE_SHARE)));
 }
