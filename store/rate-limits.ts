@@ -17,6 +17,11 @@ export interface WindowCount {
   windowEndMs: number;
 }
 
+/** When the window holding `nowMs` began. */
+export function windowStartOf(nowMs: number): number {
+  return Math.floor(nowMs / WINDOW_MS) * WINDOW_MS;
+}
+
 /** The `_id` of the window document that counts `bucket` of `keyId` at `nowMs`. */
 export function windowId(keyId: string, bucket: RateLimitBucket, nowMs: number): string {
   return `${keyId}:${bucket}:${Math.floor(nowMs / WINDOW_MS)}`;
@@ -30,7 +35,7 @@ export async function countRequest(
   nowMs = Date.now(),
   n = 1,
 ): Promise<WindowCount> {
-  const windowStartMs = Math.floor(nowMs / WINDOW_MS) * WINDOW_MS;
+  const windowStartMs = windowStartOf(nowMs);
   const windowEndMs = windowStartMs + WINDOW_MS;
   const filter = { _id: windowId(keyId, bucket, nowMs) };
   const update = {

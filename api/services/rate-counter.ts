@@ -29,6 +29,7 @@ import {
   countRequest,
   WINDOW_MS,
   windowId,
+  windowStartOf,
   type RateLimitBucket,
   type WindowCount,
 } from '../../store/rate-limits';
@@ -101,7 +102,7 @@ export class RateCounter {
         id,
         keyId,
         bucket,
-        windowStartMs: Math.floor(nowMs / WINDOW_MS) * WINDOW_MS,
+        windowStartMs: windowStartOf(nowMs),
         writing: false,
         waiting: [],
         lease: null,
@@ -124,7 +125,7 @@ export class RateCounter {
     return promise;
   }
 
-  /** Lanes with a write under way, requests waiting or a lease held (tests assert none is left behind). */
+  /** Lanes with a write under way, requests waiting, a lease held or a key busy in the last LEASE_TTL_MS (tests assert none is left behind). */
   get size(): number {
     return this.lanes.size;
   }
