@@ -186,9 +186,9 @@ export class RateCounter {
   /** Ends the lane's lease; returns how many of its counts were never handed out. */
   private dropLease(lane: Lane): number {
     clearTimeout(lane.expiry);
-    const unused = lane.lease ? lane.lease.last - lane.lease.next + 1 : 0;
+    const unused = lane.lease ? lane.lease.last - lane.lease.next + 1 : 0; // next is at most last + 1
     lane.lease = null;
-    return Math.max(0, unused);
+    return unused;
   }
 
   /** Ends the lane's lease when it expires: see expire. */

@@ -1,7 +1,7 @@
 /** D16 counting by group commit and leases: exact positions per request, few writes per burst (api/services/rate-counter.ts). */
 import assert from 'node:assert/strict';
 import type { Store } from '../../../store/db';
-import { WINDOW_MS, windowId } from '../../../store/rate-limits';
+import { WINDOW_MS, windowId, windowStartOf } from '../../../store/rate-limits';
 import { RateCounter } from '../../../api/services/rate-counter';
 import { countingCalls } from '../../support/counting';
 import { waitFor } from '../../support/http';
@@ -55,7 +55,7 @@ describe('RateCounter (D16)', () => {
       intervalMs: 20,
     });
     assert.equal(probe.calls, 3, 'the two writes, then the lease given back');
-    const windowStart = Math.floor(NOW / WINDOW_MS) * WINDOW_MS;
+    const windowStart = windowStartOf(NOW);
     assert.ok(
       results.every(
         (r) => r.windowStartMs === windowStart && r.windowEndMs === windowStart + WINDOW_MS,
