@@ -13,7 +13,15 @@ export function createLogger(
     name,
     level,
     redact: {
-      paths: ['req.headers.authorization', 'authorization', '*.authorization', 'secret', 'api_key'],
+      paths: [
+        'req.headers.authorization',
+        'authorization',
+        '*.authorization',
+        'secret',
+        'api_key',
+        'token', // D32: the codec token, should a log call ever name it
+        '*.token',
+      ],
       censor: '[redacted]',
     },
   };

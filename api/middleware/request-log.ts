@@ -1,15 +1,31 @@
 /**
  * One debug line per request: method, path (never the query string, where a careless client
  * might put a key), status, duration and the caller's `key_` record id. Never headers, so the
- * secret of a key cannot reach a log line (D6).
+ * secret of a key cannot reach a log line (D6). A codec-server path (D32) is logged without
+ * whatever stands between `/codec/` and its operation, where a token may travel, even when the
+ * path is mistyped and no route matches.
  */
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger';
+
+const CODEC_OPERATIONS = new Set(['decode', 'encode']);
+
+/**
+ * D32: a codec path as it may be logged: `/codec/decode` or `/codec/encode` when it ends in one,
+ * else `/codec/[redacted]`; never a segment that might be the operators' token.
+ */
+export function codecLogPath(path: string): string {
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  return `/codec/${CODEC_OPERATIONS.has(last) ? last : '[redacted]'}`;
+}
 
 /** Koa middleware logging every request once it has been answered (or its stream opened). */
 export function requestLog(logger: Logger): Middleware {
   return async (ctx, next) => {
     const started = Date.now();
+    // Set before the inner middleware runs, so the error handler's log line uses it too.
+    if (ctx.path === '/codec' || ctx.path.startsWith('/codec/'))
+      ctx.state.logPath = codecLogPath(ctx.path);
     try {
       await next();
     } finally {

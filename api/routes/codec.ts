@@ -3,10 +3,10 @@
  * and CLI (`--codec-endpoint`). Only holders of the operators' token (CODEC_TOKEN) get answers:
  * these endpoints open every account's data. The token comes as `Authorization: Bearer <token>`
  * (the Temporal CLI's `--codec-auth`, a proxy in front of the UI) or as a path segment,
- * `/codec/<token>/decode`, for a Temporal UI that can be given an endpoint URL but no header
- * (the dev server's `--ui-codec-endpoint`: whoever can open that UI can then decode, which is
- * what a local operator wants; in production put the UI behind your SSO). The path form is
- * never logged (middleware/request-log.ts logs the route, not the path).
+ * `/codec/<token>/decode`, for a Temporal UI that can be given an endpoint URL but no header: its
+ * "Codec Server browser endpoint", kept in the operator's browser. Never a UI server's configured
+ * endpoint or a command-line flag: the UI serves the former to anyone and `ps` shows the latter
+ * (docs/deploy.md "The codec server"). The path form is never logged (codecLogPath).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
@@ -17,6 +17,7 @@ import { PayloadsJsonSchema, payloadsFromJson, payloadsToJson } from '../../lib/
 import type { EncryptionCodec } from '../../lib/codec/payload-codec';
 import { ApiError, InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import { jsonBody } from '../middleware/json-body';
+import { codecLogPath } from '../middleware/request-log';
 
 /** A page of history payloads can be large (each payload up to 2 MB); the UI sends one event's at a time. */
 const CODEC_BODY_BYTES = 16 * 1024 * 1024;
@@ -33,7 +34,7 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
 function requireCodecToken(token: string | undefined): Middleware {
   const expected = token ? digest(token) : undefined;
   return async (ctx, next) => {
-    ctx.state.logPath = `/codec/${ctx.path.slice(ctx.path.lastIndexOf('/') + 1)}`; // never the token form's path
+    ctx.state.logPath = codecLogPath(ctx.path); // never the token form's path
     const header = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
     const given = (ctx as { params?: Record<string, string> }).params?.token ?? header;
     if (!expected || !given || !timingSafeEqual(digest(given), expected)) {

@@ -222,10 +222,19 @@ describe("the codec server's token in logs (D32)", () => {
       const body = { payloads: [{ metadata: { encoding: b64('json/plain') }, data: b64('"x"') }] };
       assert.equal((await call(svc.url, 'POST', `/codec/${TOKEN}/encode`, { body })).status, 200);
       assert.equal((await call(svc.url, 'POST', `/codec/${TOKEN}x/decode`, { body })).status, 401);
+      // Mistyped paths match no route: still logged without the token.
+      assert.equal((await call(svc.url, 'GET', `/codec/${TOKEN}/decode`)).status, 405);
+      assert.equal((await call(svc.url, 'POST', `/codec/${TOKEN}/decod`, { body })).status, 404);
+      assert.equal((await call(svc.url, 'POST', `/codec/${TOKEN}`, { body })).status, 404);
+      assert.equal((await call(svc.url, 'POST', `/codec/decode/${TOKEN}`, { body })).status, 404);
       await waitFor(
         async () =>
-          lines.filter((l) => l.includes('"path":"/codec/')).length >= 2 ? true : undefined,
+          lines.filter((l) => l.includes('"path":"/codec/')).length >= 6 ? true : undefined,
         { what: 'the request log lines' },
+      );
+      assert.ok(
+        lines.some((l) => l.includes('"path":"/codec/[redacted]"')),
+        lines.join('\n'),
       );
       assert.ok(
         lines.some((l) => l.includes('"path":"/codec/encode"')),

@@ -1,6 +1,7 @@
-// Issue 17 as an operator sees it, in headless Chromium: the Temporal UI (of the dev server,
-// started as `npm start` starts it, with its codec endpoint pointed at the API) shows a run's
-// summary, details and event summaries (D33), and its payloads decoded through the codec server (D32).
+// An operator's view, in headless Chromium: the Temporal UI (of the dev server, started as
+// `npm start` starts it) shows a run's summary, details and event summaries (D33), and its
+// payloads decoded through the codec server (D32) once the operator has set the UI's "Codec Server
+// browser endpoint" (kept in the browser's localStorage, never in the UI's public settings).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -57,15 +58,10 @@ describe('the Temporal UI of a run (D32, D33)', function () {
   before(async function () {
     // Without the browser there is nothing to drive; .ci/run installs it, so CI always runs this.
     if (!existsSync(CHROMIUM)) this.skip();
-    // The UI needs its codec endpoint at start, so the API's port is chosen first.
     const apiPort = await freePort();
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-ui-'));
     const [server, shared] = await Promise.all([
-      startTemporal({
-        dataDir,
-        searchAttributes: SEARCH_ATTRIBUTE_TYPES,
-        uiCodecEndpoint: `http://127.0.0.1:${apiPort}/codec/${TOKEN}`,
-      }),
+      startTemporal({ dataDir, searchAttributes: SEARCH_ATTRIBUTE_TYPES }),
       testStack(),
     ]);
     temporal = server;
@@ -105,6 +101,16 @@ describe('the Temporal UI of a run (D32, D33)', function () {
         '--no-first-run',
       ],
     });
+    // What the operator does once in the UI's Codec Server settings: the UI keeps the endpoint in
+    // localStorage (JSON), read as its pages load.
+    const endpoint = `http://127.0.0.1:${apiPort}/codec/${TOKEN}`;
+    await browser.addInitScript(
+      ([origin, value]) => {
+        const g = globalThis as any;
+        if (g.location.origin === origin) g.localStorage.setItem('endpoint', JSON.stringify(value));
+      },
+      [temporal.uiUrl!, endpoint] as const,
+    );
   });
   after(async () => {
     await browser?.close();

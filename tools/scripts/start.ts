@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../config';
 import { devPorts, loadDevStackConfig, type DevPort } from '../../config/dev-stack';
@@ -19,6 +19,7 @@ import {
   ensureFerretDb,
   ensureTemporal,
   isPortFree,
+  privateDir,
   reapOrphans,
   registerChild,
   startFerretDb,
@@ -37,18 +38,23 @@ async function main(): Promise<void> {
   const dev = loadDevStackConfig(process.env, ROOT);
   const env = { ...process.env };
   const stops: Array<() => Promise<unknown>> = [];
-  mkdirSync(dev.dataDir, { recursive: true });
+  // DATA_DIR holds the codec token, the demo key, the servers' logs and databases (with the
+  // development payload key and file URL secret): the operator's only. Files this process and its
+  // children (Temporal, FerretDB, the worker) create are 0600, directories 0700.
+  process.umask(0o077);
+  privateDir(dev.dataDir);
 
   const orphans = reapOrphans();
   for (const orphan of orphans)
     log(`stopped ${orphan.command} (pid ${orphan.pid}), left running by a crashed start`);
   await refuseBusyPorts(devPorts(dev), orphans.length > 0 ? 10_000 : 0);
 
-  // D32: the embedded UI decodes payloads through the API's codec server; its token lives in DATA_DIR.
+  // D32: the embedded UI decodes payloads through the API's codec server; its token lives in
+  // DATA_DIR and reaches the UI only through the operator's browser (printWelcome), never the
+  // Temporal command line or the UI's public settings.
   env.CODEC_TOKEN ??= localCodecToken(path.join(dev.dataDir, 'codec-token'));
   if (dev.temporal)
     env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${dev.temporal.ui.port},http://localhost:${dev.temporal.ui.port}`;
-  const codecEndpoint = `http://127.0.0.1:${dev.api.port}/codec`;
 
   let temporalUi: string | null = null;
   if (dev.temporal) {
@@ -59,8 +65,6 @@ async function main(): Promise<void> {
       uiPort: dev.temporal.ui.port,
       searchAttributes: SEARCH_ATTRIBUTE_TYPES,
       binary: await ensureTemporal({ log }),
-      // The UI's browser sends no Authorization header to a codec server: the token goes in the URL.
-      uiCodecEndpoint: `${codecEndpoint}/${env.CODEC_TOKEN}`,
     });
     stops.push(() => temporal.stop());
     env.TEMPORAL_ADDRESS = temporal.address;
@@ -91,7 +95,7 @@ async function main(): Promise<void> {
   stops.unshift(() => api.close());
 
   const demo = await ensureDemo(store.collections, path.join(dev.dataDir, 'demo.json'));
-  printWelcome(api.url, temporalUi, demo.key, demo.slug);
+  printWelcome(api.url, temporalUi, demo.key, demo.slug, dev.dataDir);
 
   let stopping = false;
   const stop = async () => {
@@ -178,13 +182,22 @@ function superviseWorker(env: NodeJS.ProcessEnv): { stop(): Promise<void> } {
 
 /** The local operator's codec token (D32): made once, kept in DATA_DIR so the UI and the CLI keep working across restarts. */
 function localCodecToken(file: string): string {
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (existsSync(file)) {
+    chmodSync(file, 0o600); // one an older version wrote may be readable by all
+    return readFileSync(file, 'utf8').trim();
+  }
   const token = randomBytes(24).toString('base64url');
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   return token;
 }
 
-function printWelcome(apiUrl: string, uiUrl: string | null, key: string, slug: string): void {
+function printWelcome(
+  apiUrl: string,
+  uiUrl: string | null,
+  key: string,
+  slug: string,
+  dataDir: string,
+): void {
   const body = JSON.stringify({ workflowId: slug, inputs: { name: 'Ada' } });
   process.stdout.write(
     [
@@ -193,7 +206,13 @@ function printWelcome(apiUrl: string, uiUrl: string | null, key: string, slug: s
       `  API          ${apiUrl}`,
       `  Playground   ${apiUrl}/  (paste the demo key)`,
       `  Temporal UI  ${uiUrl ?? '(your own Temporal server)'}`,
-      `  Codec server ${apiUrl}/codec (payloads are encrypted; the UI decodes through it; token in DATA_DIR/codec-token)`,
+      `  Codec server ${apiUrl}/codec (payloads are encrypted; token in ${path.join(dataDir, 'codec-token')})`,
+      ...(uiUrl
+        ? [
+            '               To see payloads decoded in the Temporal UI, set its "Codec Server browser endpoint"',
+            `               (once per browser) to ${apiUrl}/codec/<that token>.`,
+          ]
+        : []),
       `  Demo API key ${key}`,
       '',
       'Start a run:',

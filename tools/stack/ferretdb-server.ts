@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { ensureFerretDb } from './binaries';
 import { freePort, retryPortRace } from './ports';
-import { spawnServer, waitForTcp, waitUntilReady } from './process';
+import { privateDir, spawnServer, waitForTcp, waitUntilReady } from './process';
 
 export interface StartFerretDbOptions {
   /** Holds the SQLite databases (data/), state.json, ferretdb.log and ferretdb.pid; reuse it to keep the data. */
@@ -68,8 +67,10 @@ export async function startFerretDb(opts: StartFerretDbOptions): Promise<FerretD
 async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbServer> {
   const binary = opts.binary ?? (await ensureFerretDb());
   const dataDir = path.resolve(opts.dataDir);
-  // FerretDB refuses to start unless the SQLite directory already exists.
-  fs.mkdirSync(path.join(dataDir, 'data'), { recursive: true });
+  // FerretDB refuses to start unless the SQLite directory already exists. The database holds
+  // key hashes and the development secrets (lib/codec/keys.ts): the operator's only.
+  privateDir(dataDir);
+  privateDir(path.join(dataDir, 'data'));
   const port = opts.port ?? (await freePort());
 
   const proc = spawnServer({

@@ -39,6 +39,12 @@ export interface SpawnServerOptions {
   registryDir?: string;
 }
 
+/** Makes `dir` (and missing parents) and keeps it the operator's only (0700), even if it existed. */
+export function privateDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dir, 0o700);
+}
+
 const running = new Set<{ pid: number; signal(sig: NodeJS.Signals): void }>();
 let hooksInstalled = false;
 const reapedDirs = new Set<string>();
@@ -56,10 +62,14 @@ export function spawnServer(opts: SpawnServerOptions): ServerProcess {
 
   // Remember where this run's output starts so error messages show only this run's log lines.
   const logStart = fileSize(opts.logFile);
+  // A server's log may hold what its users sent it: the operator's only (0600), even if an older
+  // version of this code created it readable by all.
   fs.appendFileSync(
     opts.logFile,
     `\n=== ${new Date().toISOString()} start: ${opts.command} ${opts.args.join(' ')}\n`,
+    { mode: 0o600 },
   );
+  fs.chmodSync(opts.logFile, 0o600);
   const fd = fs.openSync(opts.logFile, 'a');
   let child;
   try {

@@ -1,9 +1,8 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ensureTemporal } from './binaries';
 import { freePort, retryPortRace } from './ports';
-import { spawnServer, waitForTcp, waitUntilReady } from './process';
+import { privateDir, spawnServer, waitForTcp, waitUntilReady } from './process';
 
 export type SearchAttributeType =
   'Keyword' | 'Int' | 'Text' | 'Bool' | 'Double' | 'Datetime' | 'KeywordList';
@@ -23,12 +22,6 @@ export interface StartTemporalOptions {
   searchAttributes?: Record<string, SearchAttributeType>;
   /** Temporal CLI binary; built/cached via ensureTemporal() when omitted. */
   binary?: string;
-  /**
-   * D32: the codec server the Web UI decodes payloads through (`--ui-codec-endpoint`); the UI's
-   * browser POSTs to `<endpoint>/decode`, sending no Authorization header, so the endpoint URL
-   * carries the token (api/routes/codec.ts).
-   */
-  uiCodecEndpoint?: string;
   /** Readiness timeout, default 60 s. */
   readyTimeoutMs?: number;
 }
@@ -54,7 +47,6 @@ export function temporalArgs(o: {
   uiPort: number | null;
   namespace: string;
   searchAttributes: Record<string, SearchAttributeType>;
-  uiCodecEndpoint?: string;
 }): string[] {
   const args = [
     'server',
@@ -95,7 +87,10 @@ export function temporalArgs(o: {
   // HTTP API, metrics and internal service ports default to random free ports bound to --ip (127.0.0.1).
   if (o.uiPort === null) args.push('--headless');
   else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(o.uiPort));
-  if (o.uiPort !== null && o.uiCodecEndpoint) args.push('--ui-codec-endpoint', o.uiCodecEndpoint);
+  // No `--ui-codec-endpoint` (D32): the UI hands its codec endpoint to anyone who asks
+  // (`GET /api/v1/settings`, unauthenticated) and the argv is readable by every local user, so an
+  // endpoint holding the codec token would leak it. The operator sets the endpoint in the UI's
+  // "Codec Server browser endpoint" instead, kept in their browser only (docs/deploy.md).
   if (o.namespace !== 'default') args.push('--namespace', o.namespace); // "default" is always created
   for (const [name, type] of Object.entries(o.searchAttributes))
     args.push('--search-attribute', `${name}=${type}`);
@@ -111,7 +106,7 @@ export async function startTemporal(opts: StartTemporalOptions): Promise<Tempora
 async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalServer> {
   const binary = opts.binary ?? (await ensureTemporal());
   const dataDir = path.resolve(opts.dataDir);
-  fs.mkdirSync(dataDir, { recursive: true });
+  privateDir(dataDir); // the SQLite history and the log are the operator's only
   const namespace = opts.namespace ?? 'default';
   const port = opts.port ?? (await freePort());
   const uiPort = opts.headless ? null : (opts.uiPort ?? (await freePort()));
@@ -121,7 +116,6 @@ async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalSe
     uiPort,
     namespace,
     searchAttributes: opts.searchAttributes ?? {},
-    uiCodecEndpoint: opts.uiCodecEndpoint,
   });
 
   const proc = spawnServer({

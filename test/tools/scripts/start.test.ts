@@ -178,4 +178,51 @@ describe('npm start (tools/scripts/start.ts)', function () {
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);
   });
+
+  it('keeps the codec token out of argv, logs and the Temporal UI settings; DATA_DIR is private (D32)', async () => {
+    const p = npmStart({ ...env, LOG_LEVEL: 'debug' });
+    started.push(p);
+    await waitForOutput(p, /Workflow Run Service is running/, 'start up');
+    const token = fs.readFileSync(path.join(dataDir, 'codec-token'), 'utf8').trim();
+    assert.ok(token.length >= 32);
+
+    const temporalPid = fs.readFileSync(path.join(dataDir, 'temporal', 'temporal.pid'), 'utf8');
+    const argv = fs.readFileSync(`/proc/${temporalPid.trim()}/cmdline`, 'utf8');
+    assert.match(argv, /start-dev/, 'read the Temporal server command line');
+    assert.ok(!argv.includes(token), 'the Temporal command line holds the codec token');
+
+    const settings = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/api/v1/settings`);
+    assert.equal(settings.status, 200);
+    assert.ok(!(await settings.text()).includes(token), 'the UI settings hold the codec token');
+
+    // Mistyped codec paths carrying the token, as an operator might send them.
+    const api = `http://127.0.0.1:${env.API_PORT}`;
+    const answers = await Promise.all([
+      fetch(`${api}/codec/${token}/decode`),
+      fetch(`${api}/codec/${token}/decod`, { method: 'POST' }),
+      fetch(`${api}/codec/${token}`, { method: 'POST' }),
+      fetch(`${api}/codec/decode/${token}`, { method: 'POST' }),
+    ]);
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      [405, 404, 404, 404],
+    );
+    await waitFor(
+      async () => ((p.output().match(/"path":"\/codec\//g) ?? []).length >= 4 ? true : undefined),
+      { what: 'the request log lines of the codec paths' },
+    );
+    p.child.kill('SIGTERM');
+    assert.equal(await p.exited, 0);
+
+    assert.ok(!p.output().includes(token), 'the output of npm start holds the codec token');
+    for (const log of ['temporal/temporal.log', 'ferretdb/ferretdb.log']) {
+      const file = path.join(dataDir, log);
+      assert.ok(!fs.readFileSync(file, 'utf8').includes(token), `${log} holds the codec token`);
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600, `${log} mode`);
+    }
+    for (const file of ['codec-token', 'demo.json'])
+      assert.equal(fs.statSync(path.join(dataDir, file)).mode & 0o777, 0o600, `${file} mode`);
+    for (const dir of ['.', 'temporal', 'ferretdb', 'ferretdb/data'])
+      assert.equal(fs.statSync(path.join(dataDir, dir)).mode & 0o777, 0o700, `${dir} mode`);
+  });
 });
