@@ -13,7 +13,7 @@ import {
   type WorkflowDocument,
 } from './graph';
 import { inputValueProblem, isPlainObject } from './input-values';
-import { normalizeLabel } from './labels';
+import { keySkeleton, mixedScripts, normalizeLabel, unsafeCharacter } from './labels';
 import { describeProblems, type Problem } from './problems';
 import { unstorableJsonProblems } from './storable-json';
 import { placeholders } from './templates';
@@ -40,13 +40,17 @@ export function validateGraph(doc: unknown): GraphValidation {
       edges.map((value, index) => ({ index, value })),
       nodes,
     );
-    problems.push(...storeProblems);
+    problems.push(...storeProblems, ...nameProblems(parsed.data.name));
     if (problems.length === 0)
       return { ok: true, graph: parsed.data, contract: deriveContract(parsed.data) };
     return { ok: false, problems };
   }
 
-  const problems = [...zodIssuesToProblems(parsed.error.issues), ...storeProblems];
+  const problems = [
+    ...zodIssuesToProblems(parsed.error.issues),
+    ...storeProblems,
+    ...nameProblems(isPlainObject(doc) ? doc.name : undefined),
+  ];
   // Without a node list there is no graph to check.
   if (isPlainObject(doc) && Array.isArray(doc.nodes)) {
     const rawNodes: unknown[] = doc.nodes;
@@ -56,6 +60,12 @@ export function validateGraph(doc: unknown): GraphValidation {
     );
   }
   return { ok: false, problems };
+}
+
+/** The workflow's `name` holding a character no name may hold. */
+function nameProblems(name: unknown): Problem[] {
+  const bad = typeof name === 'string' ? unsafeCharacter(name) : undefined;
+  return bad ? [{ field: 'name', problem: unsafeProblem(bad) }] : [];
 }
 
 /** One message naming every problem of a workflow, for the error envelope's `message`. */
@@ -164,9 +174,27 @@ function graphProblems(
     user_input: new Map<string, At<GraphNode>>(),
     user_result: new Map<string, At<GraphNode>>(),
   };
+  const lookOwners = {
+    user_input: new Map<string, At<GraphNode>>(),
+    user_result: new Map<string, At<GraphNode>>(),
+  };
   for (const at of nodes) {
     const { index, value: node } = at;
     if (byId.get(node.id) !== at) continue; // duplicate id, reported above
+
+    // Ids and placeholders key the engine's value maps; `__proto__` is the one name such a map
+    // cannot hold as its own (assigning it replaces the prototype), so it would render empty.
+    if (node.id === RESERVED_NAME)
+      add(nodePath(index, 'id'), `is ${code(RESERVED_NAME)}, a name reserved by JavaScript`);
+    if (node.type !== 'user_result' && inputPorts(node).includes(RESERVED_NAME))
+      add(
+        nodePath(index, portField(node, RESERVED_NAME)),
+        `uses placeholder \`{{${RESERVED_NAME}}}\`, a name reserved by JavaScript (rename it)`,
+      );
+    if (node.name !== undefined) {
+      const bad = unsafeCharacter(node.name);
+      if (bad) add(nodePath(index, 'name'), unsafeProblem(bad));
+    }
 
     if (node.type === 'user_result') {
       const n = incoming.get(node.id) ?? 0;
@@ -184,7 +212,17 @@ function graphProblems(
 
     if (node.type === 'user_input' || node.type === 'user_result') {
       const key = normalizeLabel(node.label);
-      if (key === '') {
+      const bad = unsafeCharacter(node.label);
+      const mixed = mixedScripts(key);
+      if (bad) {
+        add(nodePath(index, 'label'), unsafeProblem(bad));
+      } else if (mixed) {
+        add(
+          nodePath(index, 'label'),
+          `${JSON.stringify(node.label)} of node ${code(node.id)} mixes ${mixed.join(' and ')} letters in one word ` +
+            '(they look alike: write each word in one script)',
+        );
+      } else if (key === '') {
         add(
           nodePath(index, 'label'),
           `${JSON.stringify(node.label)} of node ${code(node.id)} normalizes to an empty key (a label needs a letter or digit)`,
@@ -192,8 +230,21 @@ function graphProblems(
       } else {
         const owners = labelOwners[node.type];
         const first = owners.get(key);
-        if (first === undefined) owners.set(key, at);
-        else {
+        const look = keySkeleton(key);
+        const twin = lookOwners[node.type].get(look);
+        if (first === undefined) {
+          owners.set(key, at);
+          if (twin === undefined) lookOwners[node.type].set(look, at);
+          else {
+            const a = twin.value as { id: string; label: string };
+            add(
+              nodePath(index, 'label'),
+              `${JSON.stringify(node.label)} of node ${code(node.id)} looks like ${JSON.stringify(a.label)} of node ` +
+                `${code(a.id)} (nodes[${twin.index}]): their keys ${code(key)} and ${code(normalizeLabel(a.label))} ` +
+                'differ only in Greek or Cyrillic letters drawn like Latin ones (rename one)',
+            );
+          }
+        } else {
           const a = first.value as { id: string; label: string };
           add(
             nodePath(index, 'label'),
@@ -224,6 +275,12 @@ function graphProblems(
   );
   return problems;
 }
+
+/** The one name ids and placeholders may not take (see graphProblems). */
+const RESERVED_NAME = '__proto__';
+
+const unsafeProblem = (character: string) =>
+  `contains ${character}, a control, bidi or invisible character (labels and names are plain text)`;
 
 function portField(node: GraphNode, port: string): string {
   switch (node.type) {

@@ -326,6 +326,71 @@ describe('validateGraph', () => {
     expectProblem(problems, 'edges[1].from', 'user_result');
   });
 
+  it('refuses `__proto__` as a node id or a placeholder, which a value map cannot hold', () => {
+    const byId = hello();
+    byId.nodes[1].id = '__proto__';
+    byId.edges = [
+      { from: 'name', to: '__proto__', port: 'name' },
+      { from: '__proto__', to: 'greeting' },
+    ];
+    expectProblem(problemsOf(byId), 'nodes[1].id', '`__proto__`', 'reserved');
+    const byPlaceholder = hello();
+    byPlaceholder.nodes[1].template = 'Hello, {{__proto__}}!';
+    byPlaceholder.edges[0].port = '__proto__';
+    const problems = problemsOf(byPlaceholder);
+    expectProblem(problems, 'nodes[1].template', '{{__proto__}}', 'reserved');
+    assert.equal(problems.length, 1, JSON.stringify(problems));
+    // Other names of Object.prototype are ordinary names.
+    const ordinary = hello();
+    ordinary.nodes[1].id = 'constructor';
+    ordinary.nodes[1].template = '{{toString}} {{constructor}}';
+    ordinary.nodes.push({ id: 'n2', type: 'user_input', label: 'Constructor', input_type: 'text' });
+    ordinary.edges = [
+      { from: 'name', to: 'constructor', port: 'toString' },
+      { from: 'n2', to: 'constructor', port: 'constructor' },
+      { from: 'constructor', to: 'greeting' },
+    ];
+    assert.ok(validateGraph(ordinary).ok, JSON.stringify(validateGraph(ordinary)));
+  });
+
+  it('refuses control, bidi and invisible characters in labels and names', () => {
+    for (const [text, character] of [
+      ['Na\u0000me', 'U+0000'],
+      ['Name\u202Etxt.exe', 'U+202E'],
+      ['Na\u200Bme', 'U+200B'],
+      ['Line\nbreak', 'U+000A'],
+    ]) {
+      const doc = hello();
+      doc.nodes[0].label = text;
+      expectProblem(problemsOf(doc), 'nodes[0].label', character);
+      const named = hello();
+      named.nodes[1].name = text;
+      (named as Record<string, unknown>).name = text;
+      const problems = problemsOf(named);
+      expectProblem(problems, 'nodes[1].name', character);
+      expectProblem(problems, 'name', character);
+    }
+    const emoji = hello();
+    emoji.nodes[0].label = 'Family 👨‍👩‍👧'; // zero-width joiners inside an emoji stay allowed
+    assert.ok(validateGraph(emoji).ok);
+  });
+
+  it('refuses a label mixing Latin, Greek or Cyrillic letters in one word, and labels that look alike', () => {
+    const mixed = hello();
+    mixed.nodes[0].label = 'Nаme'; // Cyrillic а
+    expectProblem(problemsOf(mixed), 'nodes[0].label', 'Latin and Cyrillic');
+    const twins = hello();
+    twins.nodes.push({ id: 'cyr', type: 'user_input', label: 'а', input_type: 'text' }); // Cyrillic
+    twins.nodes.push({ id: 'lat', type: 'user_input', label: 'a', input_type: 'text' }); // Latin
+    twins.nodes.push({ id: 't2', type: 'text', template: '{{x}}{{y}}' });
+    twins.edges.push({ from: 'cyr', to: 't2', port: 'x' }, { from: 'lat', to: 't2', port: 'y' });
+    expectProblem(problemsOf(twins), 'nodes[4].label', 'looks like', '`cyr`', 'Cyrillic');
+    // One script per word is fine, in any script.
+    const scripts = hello();
+    scripts.nodes[0].label = 'Имя name 名前 όνομα';
+    assert.ok(validateGraph(scripts).ok);
+  });
+
   it('enforces size limits', () => {
     const doc = hello();
     (doc as { slug: string }).slug = 'x'.repeat(65);
