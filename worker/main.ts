@@ -15,8 +15,13 @@ async function main(): Promise<void> {
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
   const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
   const worker = await startWorker(config, store);
+  // Ready (the /readyz probe) while the worker polls: not from the drain's start (SIGTERM/SIGINT) on.
+  let polling = true;
+  const draining = () => (polling = false);
+  process.once('SIGTERM', draining).once('SIGINT', draining);
+  worker.done.then(draining, draining);
   const metrics = config.worker.metricsPort
-    ? await serveMetrics(config.worker.metricsPort)
+    ? await serveMetrics(config.worker.metricsPort, { ready: () => polling })
     : undefined;
   running = true;
   // The SDK's runtime handles SIGINT/SIGTERM: it drains the worker, and `done` settles after that.

@@ -12,6 +12,7 @@ import {
   FERRETDB_VERSION,
   HELM_VERSION,
   KUBECONFORM_VERSION,
+  PROMTOOL_VERSION,
   TEMPORAL_CLI_VERSION,
   composeCheckBinaryPath,
   defaultCacheDir,
@@ -19,10 +20,12 @@ import {
   ensureFerretDb,
   ensureHelm,
   ensureKubeconform,
+  ensurePromtool,
   ensureTemporal,
   ferretDbBinaryPath,
   helmBinaryPath,
   kubeconformBinaryPath,
+  promtoolBinaryPath,
   temporalBinaryPath,
 } from './binaries';
 import {
@@ -118,6 +121,12 @@ export async function installTools(opts: { serversOnly?: boolean } = {}): Promis
       {
         what: `the Compose Specification schema (compose-go ${COMPOSE_GO_VERSION})`,
         run: (log) => ensureComposeSpecSchema({ cacheDir, log }),
+      },
+      // What test/deploy checks and unit-tests the Prometheus alert rules with (`promtool test rules`).
+      {
+        what: `promtool ${PROMTOOL_VERSION}`,
+        done: () => fs.existsSync(promtoolBinaryPath(cacheDir)),
+        run: (log) => ensurePromtool({ cacheDir, log }),
       },
       {
         what: 'the compose-go checker',

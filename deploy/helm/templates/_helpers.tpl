@@ -38,12 +38,43 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
-{{/* Environment of the API and worker containers: the ConfigMap, X_FILE for each secret, Temporal's TLS files. */}}
+{{/*
+Mebibytes of a Kubernetes memory quantity (512Mi, 1Gi, 1G, 1073741824), as a whole number; empty when unset.
+*/}}
+{{- define "wrs.memoryMiB" -}}
+{{- $q := toString . -}}
+{{- if and . (ne $q "<nil>") -}}
+{{- $factor := 0.00000095367431640625 -}}
+{{- $number := $q -}}
+{{- range $suffix, $f := dict "Ki" 0.0009765625 "Mi" 1.0 "Gi" 1024.0 "Ti" 1048576.0 "k" 0.00095367431640625 "M" 0.95367431640625 "G" 953.67431640625 "T" 953674.31640625 -}}
+{{- if hasSuffix $suffix $q -}}{{- $factor = $f -}}{{- $number = trimSuffix $suffix $q -}}{{- end -}}
+{{- end -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?$" $number) -}}{{- fail (printf "cannot read the memory quantity %q" $q) -}}{{- end -}}
+{{- mulf (float64 $number) $factor | floor | int -}}
+{{- end -}}
+{{- end -}}
+
+{{/* NODE_OPTIONS capping V8's old space at `percent` of the container's memory limit (nothing without a limit). */}}
+{{- define "wrs.heapEnv" -}}
+{{- $mib := include "wrs.memoryMiB" .resources.limits.memory -}}
+{{- if $mib }}
+  - name: NODE_OPTIONS
+    value: "--max-old-space-size={{ div (mul (atoi $mib) .percent) 100 }}"
+{{- end -}}
+{{- end -}}
+
+{{/*
+Environment of the API and worker containers: the ConfigMap, X_FILE for each secret, Temporal's TLS files, and
+the heap cap. Called with (dict "root" $ "component" .Values.api).
+*/}}
 {{- define "wrs.env" -}}
+{{- $component := .component -}}
+{{- with .root -}}
 envFrom:
   - configMapRef:
       name: {{ include "wrs.fullname" . }}-config
 env:
+{{- include "wrs.heapEnv" (dict "resources" $component.resources "percent" (int $component.heapPercentOfLimit)) }}
 {{- range (include "wrs.secretKeys" . | splitList " " | compact) }}
   - name: {{ . }}_FILE
     value: /etc/wrs/secrets/{{ . }}
@@ -58,6 +89,7 @@ env:
     value: /etc/wrs/temporal-tls/tls.crt
   - name: TEMPORAL_TLS_KEY_FILE
     value: /etc/wrs/temporal-tls/tls.key
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}
@@ -102,5 +134,13 @@ securityContext:
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of the Prometheus Operator objects: the chart's and `monitoring.labels`. */}}
+{{- define "wrs.monitoringLabels" -}}
+{{ include "wrs.labels" . }}
+{{- with .Values.monitoring.labels }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
