@@ -25,6 +25,11 @@ create codec_token random 32
 # D32: the payload encryption key, `id:base64 of 32 bytes`; to rotate, append `,k2:...` (newest last).
 create payload_keys sh -c 'printf "k1:%s\n" "$(openssl rand -base64 32)"'
 create grafana_admin_password random 16
+# PostgreSQL's superuser (operators only; Temporal has its own role, TEMPORAL_DB_PASSWORD in .env).
+create postgresql_password random 24
+# Alertmanager's receiver (deploy/alertmanager/alertmanager.yml): your incoming-webhook URL. A placeholder that
+# delivers nowhere until you replace it (WRS_ALERT_WEBHOOK_URL=... when running this script writes yours).
+create alertmanager_webhook_url printf '%s\n' "${WRS_ALERT_WEBHOOK_URL:-http://alerts.invalid/replace-me}"
 # At most 1024 base64 characters; 512 random bytes -> 684 (plus line breaks, which MongoDB ignores).
 create mongodb_keyfile openssl rand -base64 512
 [ -e mongodb_uri ] || {
@@ -50,9 +55,13 @@ if [ ! -e proxy.crt ]; then
     -keyout proxy.key -out proxy.crt 2>/dev/null
   echo "created secrets/proxy.crt (self-signed for $domain: replace it with your certificate)"
 fi
-# The containers run as other users (mongodb 999, node 1000, caddy root, grafana 472): readable by all,
-# inside a directory only the owner can list. Tighten with your own ownership scheme where you can.
+# The containers run as other users (mongodb 999, node 1000, grafana 472): the passwords and certificates are
+# readable by all, inside a directory only the owner can list. Tighten with your own ownership scheme where you can.
 chmod 0644 ./*
-# Except the CA key, which no container needs: move it offline once the certificates are issued.
-[ ! -e ca.key ] || chmod 0600 ca.key
+# Private keys are for their owner only (0600): the CA key (no container needs it: move it offline once the
+# certificates are issued), the proxy's key (Caddy runs as root), MongoDB's server key and keyfile (the mongodb
+# service copies them to its own 0400 files as root before it starts).
+for key in ca.key proxy.key mongodb.pem mongodb_keyfile; do
+  [ ! -e "$key" ] || chmod 0600 "$key"
+done
 rm -f mongodb.crt

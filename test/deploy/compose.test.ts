@@ -12,6 +12,11 @@ import { COMPOSE_FILE, REPO, readYaml, runTool } from '../support/deploy';
 
 interface Service {
   image?: string;
+  read_only?: boolean;
+  cap_drop?: string[];
+  security_opt?: string[];
+  secrets?: string[];
+  depends_on?: Record<string, unknown>;
   ports?: string[];
   command?: string[];
   environment?: Record<string, unknown>;
@@ -123,9 +128,101 @@ describe('docker-compose.yml', function () {
       }
     }
     assert.equal(compose.services.api.ports, undefined);
+  });
+
+  describe('the proxy (deploy/compose/Caddyfile)', () => {
     const caddyfile = fs.readFileSync(path.join(REPO, 'deploy/compose/Caddyfile'), 'utf8');
-    assert.match(caddyfile, /@metrics path \/metrics/);
-    assert.match(caddyfile, /respond @metrics 404/);
+    /** The body of the site block whose address line is `address`, up to its closing brace at column 0. */
+    const site = (address: string) => {
+      const start = caddyfile.indexOf(`\n${address} {\n`);
+      assert.ok(start >= 0, `site ${address}`);
+      return caddyfile.slice(start, caddyfile.indexOf('\n}\n', start));
+    };
+    const publicSite = site('{$WRS_DOMAIN}');
+
+    it('routes only the public paths: not /codec (which decrypts every account), /metrics or the probes', () => {
+      const routed = /@public path (.+)/.exec(publicSite)?.[1].split(/\s+/);
+      assert.deepEqual(routed, ['/', '/api/*', '/files/*', '/streams/*', '/playground/*']);
+      // One proxy in the public site, behind the allowlist; everything else answers 404.
+      assert.equal(publicSite.match(/reverse_proxy/g)?.length, 1);
+      assert.match(publicSite, /handle @public \{\s*reverse_proxy/);
+      assert.match(publicSite, /handle \{\s*respond 404\s*\}/);
+    });
+
+    it('never logs a codec token: the public access log redacts /codec/<token>, the codec listener has no log', () => {
+      assert.match(publicSite, /request>uri regexp "\^\/codec\/\[\^\/\?\]\*" "\/codec\/REDACTED"/);
+      const codec = site('http://:8081');
+      assert.doesNotMatch(codec, /\blog\b/);
+      assert.match(codec, /@codec path \/codec\/\*/);
+      // Published on the host's loopback only.
+      assert.ok(compose.services.proxy.ports?.some((p) => /^127\.0\.0\.1:.*:8081$/.test(p)));
+    });
+
+    it('health-checks each API replica on /readyz (listed upstreams: Caddy does not health-check dynamic ones)', () => {
+      assert.doesNotMatch(caddyfile, /^\s*dynamic\s/m);
+      assert.match(caddyfile, /to \{\$WRS_API_UPSTREAMS\}/);
+      assert.match(caddyfile, /health_uri \/readyz/);
+      // The default upstream list names as many replicas as WRS_API_REPLICAS' default.
+      const upstreams = /\$\{WRS_API_UPSTREAMS:-([^}]+)\}/.exec(
+        String(compose.services.proxy.environment?.WRS_API_UPSTREAMS),
+      )?.[1];
+      const replicas = /\$\{WRS_API_REPLICAS:-(\d+)\}/.exec(
+        fs.readFileSync(COMPOSE_FILE, 'utf8'),
+      )?.[1];
+      assert.deepEqual(
+        upstreams?.split(' '),
+        Array.from({ length: Number(replicas) }, (_, i) => `wrs-api-${i + 1}:8080`),
+      );
+    });
+  });
+
+  it('runs the API and the workers read-only, without capabilities, with no-new-privileges', () => {
+    for (const name of ['api', 'worker']) {
+      const service = compose.services[name];
+      assert.equal(service.read_only, true, name);
+      assert.deepEqual(service.cap_drop, ['ALL'], name);
+      assert.deepEqual(service.security_opt, ['no-new-privileges:true'], name);
+    }
+  });
+
+  it('gives Temporal its own PostgreSQL role, not the superuser', () => {
+    const pg = compose.services.postgresql.environment ?? {};
+    const temporal = compose.services.temporal.environment ?? {};
+    assert.equal(pg.POSTGRES_USER, 'postgres');
+    assert.equal(pg.POSTGRES_PASSWORD_FILE, '/run/secrets/postgresql_password');
+    assert.equal(temporal.POSTGRES_USER, '${TEMPORAL_DB_USER:-temporal}');
+    assert.equal(pg.TEMPORAL_DB_USER, temporal.POSTGRES_USER);
+    const init = fs.readFileSync(path.join(REPO, 'deploy/compose/postgresql-init.sh'), 'utf8');
+    assert.match(init, /CREATE ROLE :"role" WITH LOGIN CREATEDB NOSUPERUSER NOCREATEROLE/);
+    assert.ok(
+      compose.services.postgresql.volumes?.includes(
+        './deploy/compose/postgresql-init.sh:/docker-entrypoint-initdb.d/temporal-role.sh:ro',
+      ),
+    );
+  });
+
+  it('sends alerts to Alertmanager, which has a receiver', () => {
+    assert.match(compose.services.alertmanager.image ?? '', /^prom\/alertmanager:v\d+\.\d+\.\d+$/);
+    const prometheus = readYaml<{
+      alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
+    }>(path.join(REPO, 'deploy/prometheus/prometheus.yml'));
+    assert.deepEqual(prometheus.alerting.alertmanagers[0].static_configs[0].targets, [
+      'alertmanager:9093',
+    ]);
+    const am = readYaml<{
+      route: { receiver: string };
+      receivers: { name: string; webhook_configs?: { url_file: string }[] }[];
+    }>(path.join(REPO, 'deploy/alertmanager/alertmanager.yml'));
+    const receiver = am.receivers.find((r) => r.name === am.route.receiver);
+    assert.equal(receiver?.webhook_configs?.[0].url_file, '/run/secrets/alertmanager_webhook_url');
+    assert.ok(compose.services.alertmanager.secrets?.includes('alertmanager_webhook_url'));
+  });
+
+  it('keeps backups/ out of git and out of the image build context', async () => {
+    const ignored = await runTool('git', ['check-ignore', '-q', 'backups/mongodb-x.archive.gz']);
+    assert.equal(ignored.code, 0, 'git ignores backups/');
+    const dockerignore = fs.readFileSync(path.join(REPO, '.dockerignore'), 'utf8').split('\n');
+    assert.ok(dockerignore.includes('backups'), '.dockerignore lists backups');
   });
 
   it('runs MongoDB with auth, a keyfile, TLS and a WiredTiger cache cap', () => {
@@ -168,6 +265,11 @@ describe('docker-compose.yml', function () {
       uri,
       `mongodb://wrs:${password}@mongodb:27017/wrs?replicaSet=rs0&authSource=admin&tls=true&tlsCAFile=/run/secrets/tls_ca`,
     );
+    // Private keys for their owner only; the rest readable by the containers' users.
+    const mode = (file: string) => fs.statSync(path.join(root, 'secrets', file)).mode & 0o777;
+    for (const key of ['ca.key', 'proxy.key', 'mongodb.pem', 'mongodb_keyfile'])
+      assert.equal(mode(key).toString(8), '600', key);
+    assert.equal(mode('mongodb_uri').toString(8), '644');
     const verify = await runTool('openssl', [
       'verify',
       '-CAfile',
@@ -181,7 +283,8 @@ describe('docker-compose.yml', function () {
     for (const [name, service] of Object.entries(compose.services)) {
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0];
-        if (source.startsWith('./'))
+        // ./backups is the operators' data (deploy/compose/backup.sh creates it), not part of the repository.
+        if (source.startsWith('./') && !source.startsWith('./backups/'))
           assert.ok(fs.existsSync(path.join(REPO, source)), `${name}: ${source} is missing`);
       }
     }
