@@ -10,6 +10,12 @@ import type { Part } from '../domain/parts';
 import type { FileLinks } from '../lib/files/links';
 import { fallbackName, remoteFileName, withExtension } from '../lib/files/names';
 import { partTypeOf } from '../lib/files/sniff';
+import {
+  guardedGet,
+  UrlRefusedError,
+  type GuardedResponse,
+  type GuardOptions,
+} from '../lib/net/ssrf';
 import type { Collections } from '../store/db';
 import {
   FileTooLargeError,
@@ -19,7 +25,7 @@ import {
   type StoreFileOptions,
 } from '../store/files';
 import { providerFailure } from './failures';
-import { activitySignal, rethrowIfCancelled, type FetchFn } from './provider-http';
+import { activitySignal, rethrowIfCancelled } from './provider-http';
 
 /** What an activity needs to store files and link to them. */
 export interface FileDeps {
@@ -83,13 +89,14 @@ export async function storeOutputBytes(
 }
 
 /**
- * Downloads a file a provider made (its host comes from configuration or from the provider's own
- * answer, so no SSRF guard, but the size and time limits hold) and stores it. `data:` URLs are
- * decoded in place.
+ * Downloads a file a provider made and stores it. The URL comes from the provider's answer, so it
+ * is untrusted input: it goes through the SSRF guard with the provider's guard (providerGuard:
+ * its configured origin is trusted exactly, any other URL and every redirect hop must be public),
+ * and the size and time limits hold. `data:` URLs are decoded in place.
  */
 export async function storeProviderFile(
   deps: FileDeps,
-  fetchFn: FetchFn,
+  guard: GuardOptions,
   provider: string,
   rawUrl: string,
   opts: { accountId: string; runId: string; stem: string },
@@ -108,31 +115,34 @@ export async function storeProviderFile(
   const signals = [AbortSignal.timeout(deps.config.files.fetchTimeoutMs), activitySignal()].filter(
     (s): s is AbortSignal => !!s,
   );
-  let res: Response;
+  let res: GuardedResponse;
   try {
-    res = await fetchFn(rawUrl, { signal: AbortSignal.any(signals) });
+    res = await guardedGet(rawUrl, { ...guard, signal: AbortSignal.any(signals) });
   } catch (err) {
     rethrowIfCancelled();
+    if (err instanceof UrlRefusedError)
+      throw ApplicationFailure.nonRetryable(
+        `${provider}: output URL refused: ${err.message}`,
+        'ProviderRejected',
+      );
     throw ApplicationFailure.retryable(
       `${provider}: downloading an output failed: ${(err as Error).message}`,
       'ProviderUnavailable',
     );
   }
-  if (!res.ok) {
-    await res.body?.cancel().catch(() => undefined);
-    throw providerFailure(
-      `${provider} output download`,
-      res.status,
-      res.statusText || 'no message',
-    );
-  }
-  const declared = Number(res.headers.get('content-length') ?? '0');
-  if (declared > deps.config.files.maxBytes)
-    storageFailure(new FileTooLargeError(deps.config.files.maxBytes), `${provider}'s output`);
-  const url = new URL(rawUrl);
-  const named = remoteFileName(url, res.headers.get('content-disposition'));
   try {
-    return await storeFile(deps.db, (res.body ?? emptyBody()) as AsyncIterable<Uint8Array>, {
+    if (res.status < 200 || res.status >= 300) {
+      throw providerFailure(
+        `${provider} output download`,
+        res.status,
+        res.body.statusMessage || 'no message',
+      );
+    }
+    const declared = Number(res.headers['content-length'] ?? '0');
+    if (declared > deps.config.files.maxBytes)
+      storageFailure(new FileTooLargeError(deps.config.files.maxBytes), `${provider}'s output`);
+    const named = remoteFileName(new URL(rawUrl), res.headers['content-disposition']);
+    return await storeFile(deps.db, res.body, {
       ...base,
       name: (mime) => withExtension(named ?? opts.stem, mime),
       maxBytes: deps.config.files.maxBytes,
@@ -140,6 +150,7 @@ export async function storeProviderFile(
     });
   } catch (err) {
     rethrowIfCancelled();
+    if (err instanceof ApplicationFailure) throw err;
     if (err instanceof FileTooLargeError) storageFailure(err, `${provider}'s output`);
     if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') {
       throw ApplicationFailure.retryable(
@@ -148,9 +159,7 @@ export async function storeProviderFile(
       );
     }
     throw err;
+  } finally {
+    res.body.destroy(); // an unread rest (an error answer, a file over the limit) must not hold the connection
   }
-}
-
-async function* emptyBody(): AsyncIterable<Uint8Array> {
-  // a 2xx without a body is an empty file
 }

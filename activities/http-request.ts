@@ -158,7 +158,7 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
   };
 }
 
-/** ALLOW_PRIVATE_NETWORK as the worker's file settings carry it; a worker without them refuses private addresses. */
+/** The host a URL names, for messages; never its path or query. */
 function hostOf(url: string): string {
   try {
     return new URL(url).host;

@@ -7,7 +7,7 @@ import { fallbackName } from '../lib/files/names';
 import { completed } from '../domain/items';
 import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
-import { postJson, type FetchFn } from './provider-http';
+import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 import { configuredProvider, templateValues } from './node-inputs';
 
@@ -19,17 +19,19 @@ interface ImagesAnswer {
 export function createImageGenerationActivity(deps: {
   config: Pick<Config, 'providers' | 'prices'>;
   files: () => FileDeps;
-  fetch: FetchFn;
+  guard: OutboundGuard;
 }) {
   const call = async (req: NodeRequest<'image_generation'>): Promise<NodeResult> => {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
     const provider = configuredProvider(deps.config, 'image', providerName, 'openai');
+    // Its configured origin is trusted; image URLs in its answer are checked like a caller's.
+    const guard = providerGuard(deps.guard, provider);
     const values = templateValues(req.ports);
     const n = node.n ?? 1;
     // No `response_format`: newer models refuse it and always answer b64_json; older ones answer URLs. Both are handled.
     const answer = (await postJson(
-      deps.fetch,
+      guard,
       providerName,
       `${provider.base_url.replace(/\/$/, '')}/images/generations`,
       {
@@ -60,7 +62,7 @@ export function createImageGenerationActivity(deps: {
           name: (mime) => fallbackName(stem, mime),
         });
       } else if (typeof image.url === 'string') {
-        doc = await storeProviderFile(files, deps.fetch, providerName, image.url, {
+        doc = await storeProviderFile(files, guard, providerName, image.url, {
           accountId,
           runId: req.runId,
           stem,

@@ -12,7 +12,7 @@ import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
 import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
-import type { FetchFn } from './provider-http';
+import type { OutboundGuard } from './provider-http';
 import { createRetentionActivity } from './retention';
 import { createWebhookActivities, type WebhookDeps } from './webhook';
 
@@ -22,14 +22,12 @@ export interface ActivityDeps {
   db?: Db;
   config: Pick<Config, 'providers' | 'prices'> &
     Partial<Pick<Config, 'api' | 'files' | 'predictions' | 'webhooks' | 'retention'>>;
-  fetch?: FetchFn;
-  /** Host resolution of webhook URLs (D20 SSRF guard); the system resolver otherwise. */
+  /** Host resolution of the SSRF guard (lib/net/ssrf.ts: webhooks, http_request nodes, provider answers); the system resolver otherwise. */
   resolve?: WebhookDeps['resolve'];
 }
 
 /** The activities object registered on a worker. */
 export function createActivities(deps: ActivityDeps) {
-  const fetchFn = deps.fetch ?? fetch;
   const { api, files: filesConfig } = deps.config;
   // Links made here point at PUBLIC_BASE_URL (else the API's own address): the worker has no request to take a host from.
   const fileDeps: FileDeps | undefined =
@@ -45,22 +43,30 @@ export function createActivities(deps: ActivityDeps) {
     if (!fileDeps) throw invalidNodeConfig('this worker has no file storage configured');
     return fileDeps;
   };
-  const llm = createLlmActivity({ config: deps.config, fetch: fetchFn });
   // The SSRF guard of URL inputs (ALLOW_PRIVATE_NETWORK) covers http_request nodes too.
+  const allowPrivate = filesConfig?.allowPrivateNetwork ?? false;
+  // Provider calls and the URLs in provider answers: a provider's configured origin is trusted,
+  // anything else is checked as a URL input's host is (ALLOW_PRIVATE_NETWORK, ALLOW_PRIVATE_HOSTS).
+  const providers: OutboundGuard = {
+    allowPrivate,
+    allowedHosts: filesConfig?.allowPrivateHosts,
+    resolve: deps.resolve,
+  };
+  const llm = createLlmActivity({ config: deps.config, guard: providers });
   const httpRequest = createHttpRequestActivity({
     files,
-    guard: { allowPrivate: deps.config.files?.allowPrivateNetwork ?? false, resolve: deps.resolve },
+    guard: { allowPrivate, resolve: deps.resolve },
   });
   const imageGeneration = createImageGenerationActivity({
     config: deps.config,
     files,
-    fetch: fetchFn,
+    guard: providers,
   });
   const model = createModelActivity({
     config: deps.config,
     pollMs: deps.config.predictions?.pollMs,
     files,
-    fetch: fetchFn,
+    guard: providers,
   });
   return {
     // Runs use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).

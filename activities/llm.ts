@@ -4,7 +4,7 @@ import { renderTemplate } from '../domain/templates';
 import { completed, valuePart } from '../domain/items';
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeating } from './heartbeat';
-import { postJson, type FetchFn } from './provider-http';
+import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import { tokenCost } from './pricing';
 import type { NodeRequest, NodeResult } from './types';
 import { configuredProvider, templateValues } from './node-inputs';
@@ -17,7 +17,7 @@ interface ChatCompletion {
 /** Builds the activity that runs one iteration of an llm node. */
 export function createLlmActivity(deps: {
   config: Pick<Config, 'providers' | 'prices'>;
-  fetch: FetchFn;
+  guard: OutboundGuard;
 }) {
   return async function llm(req: NodeRequest<'llm'>): Promise<NodeResult> {
     const { node } = req;
@@ -31,7 +31,7 @@ export function createLlmActivity(deps: {
     const output = node.output ?? 'text';
     const answer = (await heartbeating(() =>
       postJson(
-        deps.fetch,
+        providerGuard(deps.guard, provider),
         providerName,
         `${provider.base_url.replace(/\/$/, '')}/chat/completions`,
         {

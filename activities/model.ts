@@ -10,7 +10,14 @@ import { renderTemplate } from '../domain/templates';
 import { completed } from '../domain/items';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
-import { getJson, postJson, type FetchFn } from './provider-http';
+import {
+  getJson,
+  postJson,
+  providerGuard,
+  providerRequest,
+  type OutboundGuard,
+} from './provider-http';
+import type { GuardOptions } from '../lib/net/ssrf';
 import type { NodeRequest, NodeResult } from './types';
 import { configuredProvider, templateValues } from './node-inputs';
 
@@ -63,7 +70,7 @@ export function createModelActivity(deps: {
   config: Pick<Config, 'providers' | 'prices'>;
   pollMs?: number;
   files: () => FileDeps;
-  fetch: FetchFn;
+  guard: OutboundGuard;
 }) {
   const pollMs = deps.pollMs ?? 1_000;
   return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
@@ -75,10 +82,12 @@ export function createModelActivity(deps: {
       ? { authorization: `Bearer ${provider.api_key}` }
       : {};
     const values = templateValues(req.ports);
+    // Its configured origin is trusted; output URLs in its answers are checked like a caller's.
+    const guard = providerGuard(deps.guard, provider);
 
     const fetchPrediction = async (id: string) =>
       (await getJson(
-        deps.fetch,
+        guard,
         providerName,
         `${base}/predictions/${encodeURIComponent(id)}`,
         auth,
@@ -95,7 +104,7 @@ export function createModelActivity(deps: {
             const target =
               node.version !== undefined ? { version: node.version } : { model: node.model };
             prediction = (await postJson(
-              deps.fetch,
+              guard,
               providerName,
               `${base}/predictions`,
               { ...target, input: renderDeep(node.input, values) },
@@ -116,7 +125,8 @@ export function createModelActivity(deps: {
         } catch (err) {
           if (predictionId && cancelRequested())
             await cancelPrediction(
-              deps.fetch,
+              guard,
+              providerName,
               `${base}/predictions/${encodeURIComponent(predictionId)}/cancel`,
               auth,
             );
@@ -141,7 +151,7 @@ export function createModelActivity(deps: {
         const files = deps.files();
         const accountId = await runAccount(files, req);
         const parts = await outputParts(prediction.output, (url, i) =>
-          storeProviderFile(files, deps.fetch, providerName, url, {
+          storeProviderFile(files, guard, providerName, url, {
             accountId,
             runId: req.runId,
             stem: `output-${i + 1}`,
@@ -162,17 +172,17 @@ export function createModelActivity(deps: {
 
 /** Best effort: the run is being cancelled either way, so a provider that does not answer is not waited for long. */
 async function cancelPrediction(
-  fetchFn: FetchFn,
+  guard: GuardOptions,
+  provider: string,
   url: string,
   auth: Record<string, string>,
 ): Promise<void> {
   try {
-    const res = await fetchFn(url, {
+    await providerRequest(guard, provider, url, {
       method: 'POST',
       headers: auth,
       signal: AbortSignal.timeout(5_000),
     });
-    await res.body?.cancel().catch(() => undefined);
   } catch {
     // the provider bills what ran; nothing more to do here
   }

@@ -1,18 +1,44 @@
-/** The HTTP call every provider activity makes: cancellable, bounded, and classified into retryable or not. */
-import { Context } from '@temporalio/activity';
+/**
+ * The HTTP calls every provider activity makes: cancellable, bounded, classified into retryable
+ * or not, and made through the SSRF guard (lib/net/ssrf.ts) like every outbound request of the
+ * worker. A provider's base URL comes from configuration, so its origin is trusted exactly
+ * (scheme, host, port); the URLs inside its answers (output files, redirects) are untrusted
+ * input and are checked like a caller's (docs/workflow-format.md "Providers").
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Provider } from '../config';
+import {
+  guardedFetch,
+  UrlRefusedError,
+  type GuardedResponse,
+  type GuardOptions,
+} from '../lib/net/ssrf';
 import { errorMessage, providerFailure } from './failures';
 
-export type FetchFn = typeof fetch;
+/** Where the worker may send requests for URLs nobody configured, set once from configuration (activities/index.ts). */
+export type OutboundGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'>;
+
+/**
+ * The guard of one provider's calls and of the URLs in its answers: the configured origin is
+ * trusted exactly; any other URL must resolve to public addresses only (unless `guard` allows
+ * more). `http://` is accepted: the guard is about where a request goes, not how.
+ */
+export function providerGuard(
+  guard: OutboundGuard,
+  provider: Pick<Provider, 'base_url'>,
+): GuardOptions {
+  return { ...guard, allowHttp: true, trustedOrigins: [new URL(provider.base_url).origin] };
+}
 
 /** POSTs JSON to a provider and returns the parsed JSON answer, throwing the right failure for a non-2xx. */
 export async function postJson(
-  fetchFn: FetchFn,
+  guard: GuardOptions,
   provider: string,
   url: string,
   body: unknown,
   headers: Record<string, string>,
 ): Promise<unknown> {
-  return requestJson(fetchFn, provider, url, {
+  return requestJson(guard, provider, url, {
     method: 'POST',
     body: JSON.stringify(body),
     headers: { 'content-type': 'application/json', ...headers },
@@ -21,36 +47,59 @@ export async function postJson(
 
 /** GETs a provider's JSON resource (a prediction's state), failing the same way as postJson. */
 export function getJson(
-  fetchFn: FetchFn,
+  guard: GuardOptions,
   provider: string,
   url: string,
   headers: Record<string, string>,
 ): Promise<unknown> {
-  return requestJson(fetchFn, provider, url, { method: 'GET', headers });
+  return requestJson(guard, provider, url, { method: 'GET', headers });
+}
+
+/**
+ * One request to a provider through the guard; the answer's body is read whole. A URL the guard
+ * refuses (a redirect of the provider's to a private address) fails the item for good.
+ */
+export async function providerRequest(
+  guard: GuardOptions,
+  provider: string,
+  url: string,
+  init: { method: string; body?: string; headers: Record<string, string>; signal?: AbortSignal },
+): Promise<{ status: number; text: string }> {
+  const signal = init.signal ?? activitySignal() ?? new AbortController().signal;
+  let res: GuardedResponse | undefined;
+  try {
+    res = await guardedFetch(url, {
+      ...guard,
+      method: init.method,
+      headers: init.headers,
+      body: init.body,
+      // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
+      signal,
+    });
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body as AsyncIterable<Buffer>) chunks.push(chunk);
+    return { status: res.status, text: Buffer.concat(chunks).toString('utf8') };
+  } catch (err) {
+    rethrowIfCancelled();
+    if (err instanceof UrlRefusedError)
+      throw ApplicationFailure.nonRetryable(`${provider}: ${err.message}`, 'ProviderRejected');
+    throw err;
+  } finally {
+    res?.body.destroy();
+  }
 }
 
 async function requestJson(
-  fetchFn: FetchFn,
+  guard: GuardOptions,
   provider: string,
   url: string,
   init: { method: string; body?: string; headers: Record<string, string> },
 ): Promise<unknown> {
-  let text: string;
-  let res: Response;
-  try {
-    res = await fetchFn(url, {
-      method: init.method,
-      headers: { accept: 'application/json', ...init.headers },
-      body: init.body,
-      // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
-      signal: activitySignal(),
-    });
-    text = await res.text();
-  } catch (err) {
-    rethrowIfCancelled();
-    throw err;
-  }
-  if (!res.ok) throw providerFailure(provider, res.status, errorMessage(text));
+  const { status, text } = await providerRequest(guard, provider, url, {
+    ...init,
+    headers: { accept: 'application/json', ...init.headers },
+  });
+  if (status < 200 || status >= 300) throw providerFailure(provider, status, errorMessage(text));
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -1,9 +1,12 @@
 /**
- * Fetching caller-supplied URLs without Server-Side Request Forgery (D19 URL inputs, D20
- * webhooks, `http_request` nodes). A caller must not make our worker reach our own network: every host is
- * resolved here, every address checked, and the connection made to exactly the address that
- * was checked (so a DNS answer that changes between check and connect, "DNS rebinding", cannot
- * slip through). Redirects are followed by hand, up to 5, each hop checked the same way.
+ * Every outbound HTTP request of the worker goes through here (a lint rule in eslint.config.mjs
+ * refuses any other): URL inputs (D19), `http_request` nodes, webhooks (D20), provider calls and
+ * the URLs inside provider answers. Neither a caller nor a provider's answer may make our worker
+ * reach our own network: every host is resolved here, every address checked, and the connection
+ * made to exactly the address that was checked (so a DNS answer that changes between check and
+ * connect, "DNS rebinding", cannot slip through). Redirects are followed by hand, up to 5, each
+ * hop checked the same way. The only exemption is an origin the operator configured (a
+ * provider's base URL, `trustedOrigins`), matched exactly: scheme, host and port.
  */
 import dns from 'node:dns';
 import http from 'node:http';
@@ -157,11 +160,25 @@ export interface GuardOptions {
   allowPrivate: boolean;
   /** Host names (lower-case, as in the URL) exempt from the address check; a redirect elsewhere is checked again. */
   allowedHosts?: string[];
+  /**
+   * Origins from configuration (a provider's base URL), exempt from the scheme and address checks
+   * when a URL's origin is exactly one of them (scheme, host and port: another port of the same
+   * host is checked like any URL). A redirect elsewhere is checked again.
+   */
+  trustedOrigins?: string[];
   /** Resolves a host name to all its addresses; defaults to the system resolver. */
   resolve?: (host: string) => Promise<Array<{ address: string; family: number }>>;
 }
 
 const systemResolve = (host: string) => dns.promises.lookup(host, { all: true, verbatim: true });
+
+/** True when the URL's origin is exactly one the configuration trusts (http and https only: other schemes have no origin). */
+export function isTrustedOrigin(url: URL, opts: Pick<GuardOptions, 'trustedOrigins'>): boolean {
+  return (
+    (url.protocol === 'https:' || url.protocol === 'http:') &&
+    !!opts.trustedOrigins?.includes(url.origin)
+  );
+}
 
 /**
  * Resolves a URL's host and checks every address it has (an attacker's DNS may mix a public and a
@@ -179,7 +196,11 @@ export async function checkedAddress(
         throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
       });
   if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
-  if (!opts.allowPrivate && !opts.allowedHosts?.includes(host.toLowerCase())) {
+  if (
+    !opts.allowPrivate &&
+    !opts.allowedHosts?.includes(host.toLowerCase()) &&
+    !isTrustedOrigin(url, opts)
+  ) {
     for (const { address } of addresses) {
       const cls = classifyAddress(address);
       if (cls !== 'public') {
@@ -194,13 +215,17 @@ export async function checkedAddress(
 }
 
 /** Checks a URL's scheme against the options; returns the parsed URL. */
-export function checkedUrl(raw: string, opts: Pick<GuardOptions, 'allowHttp'>): URL {
+export function checkedUrl(
+  raw: string,
+  opts: Pick<GuardOptions, 'allowHttp' | 'trustedOrigins'>,
+): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new UrlRefusedError(`'${raw.slice(0, 200)}' is not a URL`);
   }
+  if (isTrustedOrigin(url, opts)) return url;
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && opts.allowHttp)) {
     throw new UrlRefusedError(`${url.protocol}// URLs are refused: use https://`);
   }
@@ -217,8 +242,8 @@ export interface GuardedResponse {
 
 export const MAX_REDIRECTS = 5;
 
-/** A `lookup` for http(s).request that answers with the address already checked, whatever DNS says now (also used by webhook delivery, D20). */
-export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
+/** A `lookup` for http(s).request that answers with the address already checked, whatever DNS says now. */
+function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     // Node 20 asks for all addresses when it may race IPv4 and IPv6 (autoSelectFamily).
     if (options?.all) callback(null, [{ address, family }]);
@@ -226,9 +251,14 @@ export function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
+/**
+ * One request. `pinned` (every URL but a trusted origin's) connects to the checked address on a
+ * socket of its own; a trusted origin's request, whose address is not checked, reuses pooled
+ * keep-alive sockets (provider calls are frequent, and a new TLS handshake each would cost).
+ */
 function requestOnce(
   url: URL,
-  pinned: { address: string; family: 4 | 6 },
+  pinned: { address: string; family: 4 | 6 } | undefined,
   init: { method: string; headers: Record<string, string>; body?: Buffer; signal: AbortSignal },
 ): Promise<http.IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
@@ -238,8 +268,12 @@ function requestOnce(
       headers: init.body
         ? { ...init.headers, 'content-length': String(init.body.length) }
         : init.headers,
-      lookup: pinnedLookup(pinned.address, pinned.family),
-      agent: false, // no pooled socket: each request connects to the address just checked
+      ...(pinned
+        ? {
+            lookup: pinnedLookup(pinned.address, pinned.family),
+            agent: false, // no pooled socket: each request connects to the address just checked
+          }
+        : {}),
       signal: init.signal,
     });
     req.once('response', resolve);
@@ -286,7 +320,8 @@ function withoutHeaders(
  * resolved and every address checked, and the connection pinned to the checked address. Up to
  * `maxRedirects` redirects (301, 302, 303, 307, 308) are followed by hand, each target checked
  * the same way, with fetch's rules: 303, and 301/302 after a POST, continue as a GET without the
- * body; 307/308 keep method and body; credentials never go to another origin. The answer's body
+ * body; 307/308 keep method and body; credentials never go to another origin. A hop on a
+ * trusted origin (opts.trustedOrigins) skips the checks, and only that hop. The answer's body
  * is left unread for the caller to stream (and to limit). Throws UrlRefusedError for anything
  * the guard refuses, other errors for network failures.
  */
@@ -306,7 +341,7 @@ export async function guardedFetch(
     TRANSPORT_HEADERS,
   );
   for (let hop = 0; ; hop++) {
-    const pinned = await checkedAddress(url, opts);
+    const pinned = isTrustedOrigin(url, opts) ? undefined : await checkedAddress(url, opts);
     const res = await requestOnce(url, pinned, { method, headers, body, signal: opts.signal });
     const status = res.statusCode ?? 0;
     const location = res.headers.location;

@@ -116,7 +116,6 @@ function request(
 const noFiles = (): FileDeps => {
   throw invalidNodeConfig('this worker has no file storage configured');
 };
-/** A worker whose configuration carries ALLOW_PRIVATE_NETWORK as given (only the setting is read on the text path). */
 /** The activity as a worker configured with ALLOW_PRIVATE_NETWORK=<allow> builds it (activities/index.ts). */
 const configured = (allow: boolean) =>
   createActivities({

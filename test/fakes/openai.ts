@@ -7,7 +7,8 @@
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
- * `b64_json`, or as `url`s served by the fake at /v1/image-files/* when the prompt says `as:url`.
+ * `b64_json`, or as `url`s served by the fake at /v1/image-files/* when the prompt says `as:url`;
+ * `url:<url>` in the prompt answers every image as that URL, as given (a hostile provider's answer).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -87,13 +88,16 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
           },
         });
       const origin = `http://${req.headers.host}`;
+      const given = /url:(\S+)/.exec(prompt)?.[1];
       const data = Array.from({ length: body.n ?? 1 }, (_, i) =>
-        prompt.includes('as:url')
-          ? { url: `${origin}/v1/image-files/${i}.png` }
-          : {
-              b64_json: png(IMAGE_COLOURS[i % IMAGE_COLOURS.length]).toString('base64'),
-              revised_prompt: prompt,
-            },
+        given
+          ? { url: given }
+          : prompt.includes('as:url')
+            ? { url: `${origin}/v1/image-files/${i}.png` }
+            : {
+                b64_json: png(IMAGE_COLOURS[i % IMAGE_COLOURS.length]).toString('base64'),
+                revised_prompt: prompt,
+              },
       );
       return send(200, { created: Math.floor(Date.now() / 1000), data });
     }

@@ -7,9 +7,11 @@
  *   - `forever`: never ends (for cancellation);
  *   - `fail`: ends `failed` with an error message;
  *   - `tokens`: a list of strings (a language model's streamed tokens);
- *   - `mixed`: a PDF URL, a plain string and an object.
+ *   - `mixed`: a PDF URL, a plain string and an object;
+ *   - `urls`: the URLs listed in `input.urls`, as given (a hostile or compromised provider's answer).
  * `input.flaky_poll: n` answers 503 to the n-th poll (once), as an overloaded provider would.
- * The output files are served at /files/* with misleading Content-Types, so typing by the bytes is tested.
+ * The output files are served at /files/* with misleading Content-Types, so typing by the bytes is tested;
+ * `GET /files/to?url=<url>` redirects (302) there, as a provider's storage link may.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -50,6 +52,10 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
       res.end(JSON.stringify(payload));
     };
     const url = req.url ?? '/';
+    if (req.method === 'GET' && url.startsWith('/files/to?')) {
+      res.writeHead(302, { location: new URL(url, origin).searchParams.get('url') ?? '/' });
+      return res.end();
+    }
     if (req.method === 'GET' && url.startsWith('/files/')) {
       const bytes =
         url === '/files/out.mp4'
@@ -119,6 +125,7 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
       if (scenario === 'tokens') output = ['Once', ' upon', ' a time'];
       else if (scenario === 'mixed')
         output = [`${origin}/files/report.pdf`, 'a caption', { score: 0.9 }];
+      else if (scenario === 'urls') output = p.body.input?.urls ?? [];
       else output = [`${origin}/files/out.mp4`, `${origin}/files/out.mp3`];
     }
     return {

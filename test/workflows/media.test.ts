@@ -1,8 +1,9 @@
 /**
  * Media in runs (issue 4) on the real stack: image generation in both answer shapes, a model
  * prediction that takes several polls and yields video plus audio, binary http_request
- * answers, file id and URL inputs, and the SSRF cases a URL input must not reach. Every file
- * part must carry a signed link of this service that serves the provider's real bytes.
+ * answers, file id and URL inputs, and the SSRF cases a URL input and a provider's answer must not
+ * reach. Every file part must carry a signed link of this service that serves the provider's real
+ * bytes.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -61,6 +62,22 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
   const { port } = server.address() as AddressInfo;
   return {
     origin: `http://${host}:${port}`,
+    hits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Stands for the Temporal UI on the same machine: its settings answer carries the codec token. */
+async function startSettingsServer(): Promise<Target> {
+  const hits: string[] = [];
+  const server = http.createServer((req, res) => {
+    hits.push(req.url ?? '/');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ Codec: { Endpoint: '/codec', AccessToken: 'codec-token-secret' } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     hits,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
@@ -518,6 +535,124 @@ describe('media in runs (issue 4)', function () {
         ['/to'],
         'the first, allowed hop was fetched',
       );
+    });
+  });
+
+  describe('SSRF: URLs in provider answers, on a service with the production default', () => {
+    // ALLOW_PRIVATE_NETWORK unset: the fakes are reachable only as configured providers (their exact
+    // origin), and the URLs their answers carry are as untrusted as a caller's.
+    let ui: Target;
+    before(async () => {
+      ui = await startSettingsServer(); // on 127.0.0.1 too, as the fake providers are
+    });
+    after(async () => ui?.close());
+    const guarded = useService({
+      fakeOpenAI: true,
+      credit: 100,
+      env: () => ({
+        PROVIDERS: JSON.stringify({
+          replicate: { kind: 'replicate', base_url: replicate.baseUrl, api_key: 'r8_test' },
+        }),
+        PRICES,
+        MODEL_POLL_MS: '100',
+        // On the old code the metadata address was dialled: bound that wait so the test fails quickly there.
+        FILE_FETCH_TIMEOUT_MS: '3000',
+        NODE_MAX_ATTEMPTS: '2',
+        RETRY_INITIAL_MS: '50',
+      }),
+    });
+    const settings = () => `${ui.origin}/api/v1/settings`;
+    const modelDoc = (slug: string, urls: string[]) => ({
+      slug,
+      nodes: [
+        { id: 'urls', type: 'batch', rows: urls },
+        {
+          id: 'predict',
+          type: 'model',
+          provider: 'replicate',
+          model: 'owner/video-model',
+          input: { scenario: 'urls', polls: 1, urls: ['{{u}}'] },
+        },
+        { id: 'out', type: 'user_result', label: 'Media' },
+      ],
+      edges: [
+        { from: 'urls', to: 'predict', port: 'u' },
+        { from: 'predict', to: 'out' },
+      ],
+    });
+    /** Asserts each item failed for good, as a provider_error without an HTTP status, with a message matching its pattern. */
+    const refusedItems = (run: any, label: string, patterns: RegExp[]) => {
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const items = run.output[label];
+      assert.equal(items.length, patterns.length, JSON.stringify(items));
+      for (const [i, why] of patterns.entries()) {
+        assert.equal(items[i].status, 'failed', JSON.stringify(items[i]));
+        assert.equal(items[i].error.type, 'provider_error');
+        assert.equal(items[i].error.code, undefined, 'a refusal is not an HTTP status');
+        assert.match(items[i].error.message, why);
+      }
+    };
+
+    it('still stores outputs served from the provider’s own configured origin (allowed exactly)', async () => {
+      const run = await runToEnd(
+        guarded.svc.url,
+        guarded.key,
+        modelDoc('provider-own-origin', [`${new URL(replicate.baseUrl).origin}/files/out.mp4`]),
+      );
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const part = run.output.media[0].parts[0];
+      assert.equal(part.mime_type, 'video/mp4');
+      assert.deepEqual((await download(guarded.svc, part)).bytes, replicate.files.video);
+    });
+
+    it('model: refuses an output URL on another loopback port and on the metadata address, naming it; nothing is fetched', async () => {
+      const hits = ui.hits.length;
+      const run = await runToEnd(
+        guarded.svc.url,
+        guarded.key,
+        modelDoc('provider-answer-ssrf', [
+          settings(),
+          'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+        ]),
+      );
+      refusedItems(run, 'media', [
+        /^replicate: output URL refused: http:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1, a loopback address$/,
+        /^replicate: output URL refused: http:\/\/169\.254\.169\.254 is refused: 169\.254\.169\.254, a cloud metadata address$/,
+      ]);
+      assert.equal(ui.hits.length, hits, 'the local service never saw a request');
+    });
+
+    it('image_generation: refuses an image URL on loopback outside the provider’s origin; nothing is fetched', async () => {
+      const hits = ui.hits.length;
+      const doc = {
+        slug: 'image-answer-ssrf',
+        nodes: [
+          { id: 'draw', type: 'image_generation', model: 'img-test', prompt: `url:${settings()}` },
+          { id: 'out', type: 'user_result', label: 'Images' },
+        ],
+        edges: [{ from: 'draw', to: 'out' }],
+      };
+      const run = await runToEnd(guarded.svc.url, guarded.key, doc);
+      refusedItems(run, 'images', [
+        /^openai: output URL refused: http:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1, a loopback address$/,
+      ]);
+      assert.equal(ui.hits.length, hits, 'the local service never saw a request');
+    });
+
+    it('checks every redirect: an output URL on the provider’s origin that redirects to loopback is refused', async () => {
+      const hits = ui.hits.length;
+      const hop = `${new URL(replicate.baseUrl).origin}/files/to?url=${encodeURIComponent(settings())}`;
+      const run = await runToEnd(
+        guarded.svc.url,
+        guarded.key,
+        modelDoc('provider-redirect-ssrf', [hop]),
+      );
+      refusedItems(run, 'media', [/127\.0\.0\.1, a loopback address$/]);
+      assert.ok(
+        replicate.log.some((line) => line.startsWith('GET /files/to?')),
+        'the first, allowed hop was fetched',
+      );
+      assert.equal(ui.hits.length, hits, 'the redirect target never saw a request');
     });
   });
 });

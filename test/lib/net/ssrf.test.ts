@@ -3,7 +3,8 @@
  * answer of a name counts), manual redirects checked hop by hop, connections pinned to the
  * checked address, and guardedFetch's redirect rules for other methods (those of fetch: 303
  * and a POST's 301/302 become GETs, 307/308 keep method and body, credentials stay with their
- * origin). Only loopback servers are contacted; the private and metadata addresses below are
+ * origin), and origins trusted by configuration (exact match, their own hops only). Only
+ * loopback servers are contacted; the private and metadata addresses below are
  * refused before any connection is attempted.
  */
 import assert from 'node:assert/strict';
@@ -313,6 +314,51 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
           allowedHosts: ['127.0.0.2'],
           signal: signal(),
         }),
+        /file:\/\/ URLs are refused/,
+      );
+    });
+
+    it('trusts a configured origin exactly (scheme, host and port), and only for its own hops', async () => {
+      const trusted = server.origin(); // http://127.0.0.1:<port>, as a provider's base URL in configuration
+      const opts = { allowHttp: false, allowPrivate: false, trustedOrigins: [trusted] };
+      const ok = await guardedGet(`${trusted}/ok`, { ...opts, signal: signal() });
+      assert.equal(ok.status, 200, 'neither http:// nor loopback is refused on the trusted origin');
+      await text(ok);
+      const before = server.hits.length;
+      // The same host on another port, the same port under another scheme, another loopback host: checked as any URL.
+      const port = Number(new URL(trusted).port);
+      await assert.rejects(
+        guardedGet(`${second.origin()}/ok`, { ...opts, allowHttp: true, signal: signal() }),
+        /127\.0\.0\.2, a loopback address/,
+      );
+      await assert.rejects(
+        guardedGet(`http://127.0.0.1:${port === 65535 ? port - 1 : port + 1}/ok`, {
+          ...opts,
+          allowHttp: true,
+          signal: signal(),
+        }),
+        /127\.0\.0\.1, a loopback address/,
+      );
+      await assert.rejects(
+        guardedGet(`https://127.0.0.1:${port}/ok`, { ...opts, signal: signal() }),
+        /127\.0\.0\.1, a loopback address/,
+      );
+      // A redirect from the trusted origin to anywhere else is checked before connecting.
+      const hits = second.hits.length;
+      await assert.rejects(
+        guardedGet(`${trusted}/to?url=${encodeURIComponent(`${second.origin()}/ok`)}`, {
+          ...opts,
+          allowHttp: true,
+          signal: signal(),
+        }),
+        (err: Error) =>
+          err instanceof UrlRefusedError && /127\.0\.0\.2, a loopback address/.test(err.message),
+      );
+      assert.equal(second.hits.length, hits, 'the redirect target was never contacted');
+      assert.deepEqual(server.hits.slice(before), ['/to'], 'only the trusted hop was fetched');
+      // Schemes without an origin never match, whatever the list says.
+      assert.throws(
+        () => checkedUrl('file:///etc/passwd', { allowHttp: true, trustedOrigins: ['null'] }),
         /file:\/\/ URLs are refused/,
       );
     });
