@@ -18,6 +18,56 @@ const boundary = (files, ...patterns) => ({
   rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
 });
 
+// Every outbound HTTP request of worker code goes through the SSRF guard, lib/net/ssrf.ts (the only
+// file exempt): URL inputs, http_request nodes, webhooks, provider calls and the URLs in provider
+// answers. No fetch, no http(s).request, no HTTP client library elsewhere (docs/workflow-format.md
+// "Providers"); test/lib/net/guard-lint.unit.test.ts proves these rules catch each form.
+const GUARD =
+  'Outbound requests go through the SSRF guard: guardedFetch/guardedGet of lib/net/ssrf.ts.';
+const GUARDED_FILES = [
+  'activities/**/*.ts',
+  'lib/**/*.ts',
+  'worker/**/*.ts',
+  'workflows/**/*.ts',
+  'store/**/*.ts',
+];
+const NETWORK_MODULES = ['http', 'https', 'http2', 'net', 'tls', 'dgram'];
+const HTTP_CLIENTS = [
+  'undici',
+  'node-fetch',
+  'cross-fetch',
+  'axios',
+  'got',
+  'ky',
+  'superagent',
+  'needle',
+  'request',
+  'openai',
+  'replicate',
+];
+const NETWORK = `/^(node:)?(${NETWORK_MODULES.join('|')}|${HTTP_CLIENTS.join('|')})$/`;
+const REQUEST_GLOBALS = ['fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource'];
+const guardRules = {
+  'no-restricted-globals': ['error', ...REQUEST_GLOBALS.map((name) => ({ name, message: GUARD }))],
+  'no-restricted-syntax': [
+    'error',
+    {
+      selector: `MemberExpression[object.name=/^(globalThis|global|self|window)$/][property.name=/^(${REQUEST_GLOBALS.join('|')})$/]`,
+      message: GUARD,
+    },
+    {
+      selector: `CallExpression[callee.name='require'] > Literal[value=${NETWORK}]`,
+      message: GUARD,
+    },
+    { selector: `ImportExpression > Literal[value=${NETWORK}]`, message: GUARD },
+    {
+      selector: `MemberExpression[object.name=/^(http|https|http2|net|tls)$/][property.name=/^(request|get|connect|createConnection|Agent)$/]`,
+      message: GUARD,
+    },
+  ],
+};
+const clientImports = HTTP_CLIENTS.map((name) => ({ name, message: GUARD }));
+
 export default tseslint.config(
   {
     ignores: [
@@ -102,6 +152,52 @@ export default tseslint.config(
           object: 'process',
           property: 'env',
           message: 'Read configuration from config/ (loadConfig), not process.env.',
+        },
+      ],
+    },
+  },
+  { files: GUARDED_FILES, ignores: ['lib/net/ssrf.ts'], rules: guardRules },
+  {
+    files: GUARDED_FILES,
+    ignores: ['lib/net/ssrf.ts', 'worker/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...NETWORK_MODULES.flatMap((m) => [m, `node:${m}`]).map((name) => ({
+              name,
+              message: GUARD,
+            })),
+            ...clientImports,
+          ],
+        },
+      ],
+    },
+  },
+  // The worker serves /metrics over node:http: servers are fine, client calls are not.
+  {
+    files: ['worker/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...['http', 'https', 'http2'].flatMap((m) =>
+              [m, `node:${m}`].map((name) => ({
+                name,
+                importNames: ['request', 'get', 'connect', 'Agent', 'ClientRequest'],
+                message: GUARD,
+              })),
+            ),
+            ...['net', 'tls', 'dgram']
+              .flatMap((m) => [m, `node:${m}`])
+              .map((name) => ({
+                name,
+                message: GUARD,
+              })),
+            ...clientImports,
+          ],
         },
       ],
     },
