@@ -166,6 +166,13 @@ export async function findLiveKey(
   return c.apiKeys.findOne({ hash: hashKey(secret), revoked_at: null });
 }
 
+/** True while key `keyId` exists and is not revoked (signed links and open streams minted with it, D6). */
+export async function isKeyLive(c: Pick<Collections, 'apiKeys'>, keyId: string): Promise<boolean> {
+  return (
+    (await c.apiKeys.findOne({ _id: keyId, revoked_at: null }, { projection: { _id: 1 } })) !== null
+  );
+}
+
 /** Revokes a key; every API process refuses it within 2 s (D6: the longest an API process remembers a key). */
 export async function revokeKey(c: Pick<Collections, 'apiKeys'>, keyId: string): Promise<boolean> {
   const res = await c.apiKeys.updateOne(

@@ -34,7 +34,7 @@ const ERROR_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid inputs (`invalid_request_error`).',
   401: 'Missing or invalid API key (`authentication_error` / `invalid_api_key`).',
   402: 'The account has no credit (`insufficient_credits`).',
-  403: 'The file or stream link is forged or altered (`invalid_signature`) or has expired (`url_expired`).',
+  403: 'The file or stream link is forged or altered (`invalid_signature`), has expired (`url_expired`) or was made for a key since revoked (`key_revoked`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
   409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`).',
@@ -181,11 +181,19 @@ function signedLinkParams(what: string) {
       description: 'Unix seconds.',
     },
     {
+      name: 'kid',
+      in: 'query',
+      required: false,
+      schema: { type: 'string', pattern: '^key_[A-Za-z0-9_-]{1,64}$' },
+      description:
+        'The API key the link was made for (D6): signed with the rest; once that key is revoked the link is 403 `key_revoked`.',
+    },
+    {
       name: 'sig',
       in: 'query',
       required: true,
       schema: { type: 'string' },
-      description: `HMAC-SHA256 of ${what} and expiry.`,
+      description: `HMAC-SHA256 of ${what}, expiry and key (when named).`,
     },
   ];
 }

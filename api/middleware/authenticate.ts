@@ -6,7 +6,7 @@
  */
 import type { Middleware } from 'koa';
 import type { Collections } from '../../store/db';
-import { findLiveKey, hashKey } from '../../store/accounts';
+import { findLiveKey, hashKey, isKeyLive } from '../../store/accounts';
 import type { ApiKeyDoc, RateLimitOverrides } from '../../store/documents';
 import { AuthenticationError } from '../../domain/errors';
 import { TtlCache } from '../services/ttl-cache';
@@ -24,15 +24,26 @@ export const KEY_CACHE_MS = 2_000;
 /** Per-process cache of live keys by secret hash (built once per API in createApp). */
 export class KeyCache {
   private readonly cache: TtlCache<ApiKeyDoc | null>;
+  private readonly liveIds: TtlCache<boolean>;
 
   constructor(
     private readonly collections: Pick<Collections, 'apiKeys'>,
     opts: { ttlMs?: number; maxEntries?: number } = {},
   ) {
-    this.cache = new TtlCache({
+    const cacheOptions = {
       ttlMs: Math.min(opts.ttlMs ?? KEY_CACHE_MS, KEY_CACHE_MS),
       maxEntries: opts.maxEntries ?? 10_000,
-    });
+    };
+    this.cache = new TtlCache(cacheOptions);
+    this.liveIds = new TtlCache(cacheOptions);
+  }
+
+  /**
+   * Whether key `keyId` is still live, remembered for at most KEY_CACHE_MS like `find`: a signed
+   * link or an open stream of a revoked key stops working within that time (D6).
+   */
+  isLive(keyId: string): Promise<boolean> {
+    return this.liveIds.get(keyId, () => isKeyLive(this.collections, keyId));
   }
 
   /** The live key of a presented secret, or null (unknown or revoked). */

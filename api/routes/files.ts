@@ -17,37 +17,46 @@ import { rateLimit } from '../middleware/rate-limit';
 import type { FileView } from '../contract/response-schemas';
 import { uploadFile } from '../services/upload-file';
 
-/** The file object of the API, with a fresh signed link. */
-async function fileView(links: FileLinks, doc: FileDoc, baseUrl: string): Promise<FileView> {
+/** The file object of the API, with a fresh signed link for the caller's key (D6: it dies with the key). */
+async function fileView(
+  links: FileLinks,
+  doc: FileDoc,
+  baseUrl: string,
+  keyId: string,
+): Promise<FileView> {
   return {
     id: doc._id,
     name: doc.metadata.name,
     mime_type: doc.metadata.mime_type,
     size: doc.length,
-    url: await links.url(doc._id, baseUrl),
+    url: await links.url(doc._id, baseUrl, keyId),
   };
 }
 
 /** 403 for a link that is not (or no longer) valid; the code says which (docs/api.md "Files"). */
 class LinkRefusedError extends ApiError {
-  constructor(code: 'invalid_signature' | 'url_expired') {
-    super(
-      403,
-      'invalid_request_error',
-      code === 'url_expired'
-        ? 'This file link has expired. Ask for a new one.'
-        : 'This file link is not valid.',
-      { code },
-    );
+  constructor(code: 'invalid_signature' | 'url_expired' | 'key_revoked') {
+    const message = {
+      invalid_signature: 'This file link is not valid.',
+      url_expired: 'This file link has expired. Ask for a new one.',
+      key_revoked: 'The API key this file link was made for has been revoked.',
+    }[code];
+    super(403, 'invalid_request_error', message, { code });
   }
 }
 
-/** Links in answers point where the caller reached us, unless PUBLIC_BASE_URL says otherwise. */
+/**
+ * Where links in answers point: PUBLIC_BASE_URL, else the address this connection reached the
+ * API on (the listening socket's, never the `Host` header: a caller must not be able to make our
+ * links point at a host of theirs). Behind a proxy, set PUBLIC_BASE_URL (docs/deploy.md).
+ */
 export function requestBaseUrl(ctx: Context, config: RouteDeps['config']): string {
-  return (
-    config.api.publicBaseUrl ??
-    (ctx.host ? `${ctx.protocol}://${ctx.host}` : defaultBaseUrl(config))
-  );
+  if (config.api.publicBaseUrl) return config.api.publicBaseUrl;
+  const { localAddress, localPort } = ctx.req.socket;
+  if (!localAddress || !localPort) return defaultBaseUrl(config);
+  const host = localAddress.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, ''); // IPv4-mapped IPv6
+  const scheme = config.api.tls ? 'https' : 'http';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${localPort}`;
 }
 
 /** Routes of the files resource. */
@@ -63,7 +72,7 @@ export function filesRoutes(deps: RouteDeps): Router {
       contentType: ctx.get('content-type'),
     });
     ctx.status = 201;
-    ctx.body = await fileView(links, doc, baseUrl(ctx));
+    ctx.body = await fileView(links, doc, baseUrl(ctx), ctx.state.auth!.keyId);
   });
 
   router.get(
@@ -75,14 +84,19 @@ export function filesRoutes(deps: RouteDeps): Router {
         ? await findFile(deps.db, ctx.params.fileId, ctx.state.auth!.accountId)
         : null;
       if (!doc) throw new NotFoundError(`No file \`${ctx.params.fileId.slice(0, 64)}\`.`);
-      ctx.body = await fileView(links, doc, baseUrl(ctx));
+      ctx.body = await fileView(links, doc, baseUrl(ctx), ctx.state.auth!.keyId);
     },
   );
 
   router.get('/files/:fileId/content', async (ctx) => {
     const { fileId } = ctx.params;
-    const check = await links.check(fileId, ctx.query.expires, ctx.query.sig);
+    const { expires, sig, kid } = ctx.query;
+    const check = await links.check(fileId, expires, sig, kid);
     if (check !== 'ok') throw new LinkRefusedError(check);
+    // A link made for a key (an upload's answer, GET /api/v1/files/{id}) dies with it, within
+    // KEY_CACHE_MS; links in run outputs are the run's, made by the worker, and name no key.
+    if (typeof kid === 'string' && !(await deps.keys.isLive(kid)))
+      throw new LinkRefusedError('key_revoked');
     const doc = await findFile(deps.db, fileId);
     if (!doc) throw new NotFoundError('This file no longer exists.'); // D29: removed after the retention period
     serveContent(ctx, deps, doc, Number(ctx.query.expires));
@@ -106,11 +120,9 @@ function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: numb
   const maxAge = Math.max(0, Math.min(86_400, expires - Math.floor(Date.now() / 1000)));
   ctx.set('Cache-Control', `private, max-age=${maxAge}`);
   // Uploaded bytes are served from the API's origin: never let a browser run them as a page
-  // (the sniffer never yields HTML or SVG; the sandbox is the second line, spared for PDFs,
-  // whose built-in browser viewers refuse to run sandboxed).
+  // (the sniffer never yields HTML or SVG; the sandbox is the second line, on every type).
   ctx.set('X-Content-Type-Options', 'nosniff');
-  if (doc.metadata.mime_type !== 'application/pdf')
-    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+  ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
   ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
   if (range.kind === 'unsatisfiable') {
     throw new InvalidRequestError(`The requested range is outside the file (${size} bytes).`, {
@@ -135,5 +147,9 @@ function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: numb
     ctx.length = size;
   }
   ctx.type = mime === 'text/plain' ? 'text/plain; charset=utf-8' : mime;
-  ctx.set('Content-Disposition', contentDisposition(doc.metadata.name));
+  // A browser's PDF viewer is a script that will not run sandboxed: PDFs are downloads, not pages.
+  ctx.set(
+    'Content-Disposition',
+    contentDisposition(doc.metadata.name, mime === 'application/pdf' ? 'attachment' : 'inline'),
+  );
 }

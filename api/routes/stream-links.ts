@@ -25,15 +25,13 @@ import { requestBaseUrl } from './files';
 
 /** 403 for a stream link that is not (or no longer) valid, like a refused file link. */
 class StreamLinkRefusedError extends ApiError {
-  constructor(code: 'invalid_signature' | 'url_expired') {
-    super(
-      403,
-      'invalid_request_error',
-      code === 'url_expired'
-        ? 'This stream link has expired. Ask your backend for a new one.'
-        : 'This stream link is not valid.',
-      { code },
-    );
+  constructor(code: 'invalid_signature' | 'url_expired' | 'key_revoked') {
+    const message = {
+      invalid_signature: 'This stream link is not valid.',
+      url_expired: 'This stream link has expired. Ask your backend for a new one.',
+      key_revoked: 'The API key this stream link was made for has been revoked.',
+    }[code];
+    super(403, 'invalid_request_error', message, { code });
   }
 }
 
@@ -63,6 +61,7 @@ export function streamLinkRoutes(deps: RouteDeps): Router {
         run._id,
         requestBaseUrl(ctx, deps.config),
         ttl_seconds,
+        ctx.state.auth!.keyId, // D6: the link, and a stream it opened, end with this key
       );
       ctx.set('Cache-Control', 'no-store');
       ctx.body = { url, expires_at: new Date(expires * 1000).toISOString() } satisfies StreamLink;
@@ -71,11 +70,16 @@ export function streamLinkRoutes(deps: RouteDeps): Router {
 
   router.get('/streams/:runId', async (ctx) => {
     const { runId } = ctx.params;
-    const check = await links.checkStream(runId, ctx.query.expires, ctx.query.sig);
+    const { expires, sig, kid } = ctx.query;
+    const check = await links.checkStream(runId, expires, sig, kid);
     if (check !== 'ok') throw new StreamLinkRefusedError(check);
+    // A link names the key that made it; one made before links did is bound to the run's key.
+    const keyId = typeof kid === 'string' ? kid : undefined;
     parseRequest(StreamQuerySchema, ctx.query, 'query');
     const run = await findRunRecord(deps.collections, runId);
     if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
+    if (!(await deps.keys.isLive(keyId ?? run.key_id)))
+      throw new StreamLinkRefusedError('key_revoked');
     await streamExistingRun(ctx, deps, run);
   });
   return router;

@@ -38,7 +38,7 @@ export async function listOutputItems(
 
   // A run that did not complete has no output (D9); its keys are still its workflow's, but it has no items.
   const labels = doc.output ?? {};
-  if (doc.status === 'completed' && !(key in labels)) throw unknownOutput(key);
+  if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
   const items: OutputItem[] = [];
   let found = after === null;
   const take = (list: readonly OutputItem[]): boolean => {
@@ -48,13 +48,21 @@ export async function listOutputItems(
     }
     return false;
   };
-  let full = take(labels[key] ?? []);
+  let full = take(ownItems(labels, key));
   for await (const chunk of chunksOf(deps.collections, doc)) {
     if (full) break;
-    full = take(chunk.output[key] ?? []);
+    full = take(ownItems(chunk.output, key));
   }
   if (!found) throw unknownCursor(after!);
   return page(items.slice(0, query.limit), items.length > query.limit);
+}
+
+/** The items of output `key`, by own property only: `constructor` or `__proto__` is an unknown key, not Object's. */
+function ownItems(
+  output: Readonly<Record<string, readonly OutputItem[]>>,
+  key: string,
+): readonly OutputItem[] {
+  return Object.hasOwn(output, key) ? output[key] : [];
 }
 
 function page(data: OutputItem[], hasMore: boolean): OutputItemList {

@@ -74,37 +74,56 @@ export class FileLinks {
     return this.secret;
   }
 
-  /** A signed link to `fileId` under `baseUrl` (default: PUBLIC_BASE_URL, else the API's own address). */
-  async url(fileId: string, baseUrl = defaultBaseUrl(this.config)): Promise<string> {
+  /**
+   * A signed link to `fileId` under `baseUrl` (default: PUBLIC_BASE_URL, else the API's own
+   * address); with `keyId` (a link handed to a caller), it works only while that key is live.
+   */
+  async url(
+    fileId: string,
+    baseUrl = defaultBaseUrl(this.config),
+    keyId?: string,
+  ): Promise<string> {
     return signFileUrl({
       baseUrl,
       secret: await this.key(),
       fileId,
       ttlSeconds: this.config.files.urlTtlSeconds,
+      keyId,
     });
   }
 
-  /** Checks a link's `expires` and `sig` query values for `fileId`. */
-  async check(fileId: string, expires: unknown, sig: unknown): Promise<LinkCheck> {
-    return checkFileSignature(await this.key(), fileId, expires, sig);
+  /** Checks a link's `expires`, `kid` and `sig` query values for `fileId` (not whether its key is live). */
+  async check(fileId: string, expires: unknown, sig: unknown, kid?: unknown): Promise<LinkCheck> {
+    return checkFileSignature(await this.key(), fileId, expires, sig, Date.now(), kid);
   }
 
-  /** D34: a signed link to a run's stream, valid for `ttlSeconds`, with the same secret as file links. */
+  /** D34: a signed link to a run's stream for key `keyId`, valid for `ttlSeconds`, with the same secret as file links. */
   async streamUrl(
     runId: string,
     baseUrl: string,
     ttlSeconds: number,
+    keyId: string,
     nowMs = Date.now(),
   ): Promise<{ url: string; expires: number }> {
     const expires = Math.floor(nowMs / 1000) + ttlSeconds;
-    return {
-      url: `${baseUrl.replace(/\/+$/, '')}${streamPath(runId)}?${signedQuery(await this.key(), streamSubject(runId), expires)}`,
-      expires,
-    };
+    const query = signedQuery(await this.key(), streamSubject(runId), expires, keyId);
+    return { url: `${baseUrl.replace(/\/+$/, '')}${streamPath(runId)}?${query}`, expires };
   }
 
-  /** Checks a stream link's `expires` and `sig` query values for `runId`. */
-  async checkStream(runId: string, expires: unknown, sig: unknown): Promise<LinkCheck> {
-    return checkFileSignature(await this.key(), streamSubject(runId), expires, sig);
+  /** Checks a stream link's `expires`, `kid` and `sig` query values for `runId` (not whether its key is live). */
+  async checkStream(
+    runId: string,
+    expires: unknown,
+    sig: unknown,
+    kid?: unknown,
+  ): Promise<LinkCheck> {
+    return checkFileSignature(
+      await this.key(),
+      streamSubject(runId),
+      expires,
+      sig,
+      Date.now(),
+      kid,
+    );
   }
 }

@@ -3,15 +3,23 @@ import { extensionOf } from './sniff';
 
 const MAX_NAME = 255;
 
-/** Drops directories, control characters and surrounding blanks; undefined when nothing usable is left. */
+/**
+ * What a file name may not hold: control characters (C0, DEL, C1), format characters (bidi
+ * overrides and isolates such as U+202E, which make `exe.pdf` read as `fdp.exe`, zero-width
+ * characters, soft hyphen), line and paragraph separators, unpaired surrogates and `"`.
+ */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}"]/gu;
+
+/**
+ * Drops directories, unsafe characters (UNSAFE) and surrounding blanks, NFC-normalized (one
+ * spelling per name); undefined when nothing usable is left.
+ */
 export function cleanFileName(raw: string | undefined | null): string | undefined {
   if (!raw) return undefined;
   const base = raw.split(/[\\/]/).pop() ?? '';
 
-  const clean = base
-    .replace(/[\u0000-\u001f\u007f"]/g, '')
-    .trim()
-    .slice(0, MAX_NAME);
+  // Cut by code points, so the cut never leaves half a surrogate pair.
+  const clean = [...base.normalize('NFC').replace(UNSAFE, '').trim()].slice(0, MAX_NAME).join('');
   return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
 }
 
@@ -54,8 +62,15 @@ export function withExtension(name: string, mime: string): string {
   return /\.[A-Za-z0-9]{1,8}$/.test(name) ? name : fallbackName(name, mime);
 }
 
-/** A Content-Disposition value naming the file (RFC 6266: ASCII fallback plus the UTF-8 form). */
-export function contentDisposition(name: string): string {
-  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  return `inline; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+/**
+ * A Content-Disposition value naming the file (RFC 6266: ASCII fallback plus the UTF-8 form).
+ * The name is cleaned again, so one stored before the rules tightened cannot smuggle a bidi override.
+ */
+export function contentDisposition(
+  name: string,
+  disposition: 'inline' | 'attachment' = 'inline',
+): string {
+  const clean = cleanFileName(name) ?? 'file';
+  const ascii = clean.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(clean)}`;
 }

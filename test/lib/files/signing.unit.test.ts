@@ -67,3 +67,33 @@ describe('webhook signatures (lib/webhooks/signature.ts, D20)', () => {
     assert.throws(() => new Webhook(secret).verify('{"a":2}', { ...headers }));
   });
 });
+
+describe('links made for a key (lib/files/signing.ts, D6)', () => {
+  const kidOf = (url: string) => new URL(url).searchParams.get('kid') ?? undefined;
+
+  it('names the key, and the signature covers it: no other key, and no key at all, verifies', () => {
+    const url = signFileUrl({
+      baseUrl: 'https://api.example',
+      secret: SECRET,
+      fileId: 'file_1',
+      ttlSeconds: 60,
+      nowMs: NOW,
+      keyId: 'key_abc',
+    });
+    const q = query(url);
+    assert.equal(kidOf(url), 'key_abc');
+    assert.equal(checkFileSignature(SECRET, 'file_1', q.expires, q.sig, NOW, 'key_abc'), 'ok');
+    for (const kid of ['key_abd', undefined, '', 'key_abc.x', ['key_abc']])
+      assert.equal(
+        checkFileSignature(SECRET, 'file_1', q.expires, q.sig, NOW, kid),
+        'invalid_signature',
+        String(kid),
+      );
+    // A keyless link does not verify with a key added.
+    const bare = query(signedUrlAt('https://api.example', SECRET, 'file_1', NOW / 1000 + 60));
+    assert.equal(
+      checkFileSignature(SECRET, 'file_1', bare.expires, bare.sig, NOW, 'key_abc'),
+      'invalid_signature',
+    );
+  });
+});
