@@ -4,6 +4,7 @@
  *   - `status:NNN` in the prompt answers that HTTP status with an OpenAI-style error body;
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
+ *   - `redirect:<url>` answers 307 to that URL (a hostile or compromised provider);
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
@@ -109,6 +110,11 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
           code: 'unknown_url',
         },
       });
+    }
+    const redirect = /redirect:(\S+)/.exec(prompt);
+    if (redirect) {
+      res.writeHead(307, { location: redirect[1] });
+      return res.end();
     }
     const slow = /slow:(\d+)/.exec(prompt);
     if (slow) await new Promise((r) => setTimeout(r, Number(slow[1])));

@@ -639,6 +639,23 @@ describe('media in runs (issue 4)', function () {
       assert.equal(ui.hits.length, hits, 'the local service never saw a request');
     });
 
+    it('llm: a redirect of the provider’s own API to loopback is refused before it is followed', async () => {
+      const hits = ui.hits.length;
+      const doc = {
+        slug: 'provider-api-redirect',
+        nodes: [
+          { id: 'ask', type: 'llm', model: 'gpt-test', prompt: `redirect:${settings()}` },
+          { id: 'out', type: 'user_result', label: 'Answer' },
+        ],
+        edges: [{ from: 'ask', to: 'out' }],
+      };
+      const run = await runToEnd(guarded.svc.url, guarded.key, doc);
+      refusedItems(run, 'answer', [
+        /^openai: http:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1, a loopback address$/,
+      ]);
+      assert.equal(ui.hits.length, hits, 'the redirect target never saw a request');
+    });
+
     it('checks every redirect: an output URL on the provider’s origin that redirects to loopback is refused', async () => {
       const hits = ui.hits.length;
       const hop = `${new URL(replicate.baseUrl).origin}/files/to?url=${encodeURIComponent(settings())}`;
