@@ -4,6 +4,7 @@ import Koa from 'koa';
 import cors from '@koa/cors';
 import { routeDeps, type AppDeps } from './deps';
 import { errorHandler } from './middleware/error-handler';
+import { httpMetrics } from './middleware/http-metrics';
 import { requestLog } from './middleware/request-log';
 import { filesRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
@@ -54,10 +55,11 @@ export function createApp(appDeps: AppDeps): Koa {
     }),
   );
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
+  app.use(httpMetrics()); // likewise: counts the status actually sent, by route template
   app.use(errorHandler(deps.logger));
   for (const router of [
     healthRoutes(deps),
-    metricsRoutes(),
+    metricsRoutes(deps),
     openapiRoutes(deps),
     workflowsRoutes(deps),
     responsesRoutes(deps),

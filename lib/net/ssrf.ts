@@ -336,8 +336,10 @@ export async function guardedFetch(
   const given = Object.fromEntries(
     Object.entries(opts.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
   );
+  // `identity` unless the caller asks otherwise: without Accept-Encoding a server may code the
+  // answer any way it likes, and callers here read the bytes as sent (fetch used to decode them).
   let headers = withoutHeaders(
-    { 'user-agent': 'wrs-fetch/1', accept: '*/*', ...given },
+    { 'user-agent': 'wrs-fetch/1', accept: '*/*', 'accept-encoding': 'identity', ...given },
     TRANSPORT_HEADERS,
   );
   for (let hop = 0; ; hop++) {

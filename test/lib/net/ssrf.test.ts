@@ -597,7 +597,7 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
       ok.body.resume();
     });
 
-    it('sets Host and Content-Length itself, whatever the caller says', async () => {
+    it('sets Host and Content-Length itself, whatever the caller says; asks for identity coding unless told otherwise', async () => {
       const res = await guardedFetch(`${a.origin}/final`, {
         ...open,
         method: 'POST',
@@ -612,6 +612,15 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
       assert.equal(last.headers['content-length'], '3');
       assert.equal(last.headers['transfer-encoding'], undefined);
       assert.equal(last.body, 'abc');
+      // Answers come as sent unless the caller asks for a coding (and decodes it itself).
+      assert.equal(last.headers['accept-encoding'], 'identity');
+      const coded = await guardedFetch(`${a.origin}/final`, {
+        ...open,
+        headers: { 'Accept-Encoding': 'gzip' },
+        signal: signal(),
+      });
+      coded.body.resume();
+      assert.equal(a.seen.at(-1)!.headers['accept-encoding'], 'gzip');
     });
   });
 });
