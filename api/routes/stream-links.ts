@@ -80,7 +80,7 @@ export function streamLinkRoutes(deps: RouteDeps): Router {
     if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
     if (!(await deps.keys.isLive(keyId ?? run.key_id)))
       throw new StreamLinkRefusedError('key_revoked');
-    await streamExistingRun(ctx, deps, run);
+    await streamExistingRun(ctx, deps, run, keyId);
   });
   return router;
 }

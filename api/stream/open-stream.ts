@@ -2,7 +2,14 @@
 import type { Context } from 'koa';
 import type { RunEvent, StreamEvent } from '../../domain/run';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
-import { DONE, KEEPALIVE, formatEvent, formatFirstEvent, writeSseHead } from './sse';
+import {
+  DONE,
+  KEEPALIVE,
+  formatErrorEvent,
+  formatEvent,
+  formatFirstEvent,
+  writeSseHead,
+} from './sse';
 import { activeStreams } from '../../lib/metrics';
 
 /** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
@@ -13,7 +20,12 @@ export interface StreamOptions {
   keepaliveMs: number;
   /** A client that stops reading is cut off once this much is queued for it (issue 8: bounded memory). */
   maxBufferedBytes: number;
+  /** D6: asked every KEY_CHECK_MS; false (the stream's key was revoked) ends the stream with an `error` event. */
+  keyIsLive?: () => Promise<boolean>;
 }
+
+/** How often an open stream asks whether its key is still live (answers are cached up to KEY_CACHE_MS). */
+const KEY_CHECK_MS = 1_000;
 
 /**
  * Takes over the response for the run's stream. `opening` makes the first event once the run's
@@ -30,6 +42,7 @@ export function openStream(
   const res = ctx.res;
   if (ctx.req.socket.destroyed) return; // the client left while the route was deciding (a resume's look)
   let keepalive: NodeJS.Timeout | undefined;
+  let keyCheck: NodeJS.Timeout | undefined;
   let closed = false;
   let opened = false;
   let unsubscribe: (() => void) | undefined;
@@ -39,6 +52,7 @@ export function openStream(
     closed = true;
     if (opened) activeStreams.dec();
     clearInterval(keepalive);
+    clearInterval(keyCheck);
     unsubscribe?.();
     if (!res.writableEnded) res.end();
   };
@@ -87,6 +101,26 @@ export function openStream(
   opened = true;
   activeStreams.inc();
   keepalive = setInterval(() => write(KEEPALIVE), opts.keepaliveMs);
+  const { keyIsLive } = opts;
+  if (keyIsLive) {
+    keyCheck = setInterval(() => {
+      keyIsLive().then(
+        (live) => {
+          if (live || closed) return;
+          // Not `[DONE]`: a client must not take it for the run's end. A reconnect is refused (401/403).
+          write(
+            formatErrorEvent({
+              message: 'The API key of this stream has been revoked.',
+              type: 'authentication_error',
+              code: 'key_revoked',
+            }),
+          );
+          close();
+        },
+        () => {}, // the store did not answer: ask again next time
+      );
+    }, KEY_CHECK_MS);
+  }
 
   unsubscribe = opts.pollers.subscribe(runId, seed, {
     start: (state) => {

@@ -6,15 +6,19 @@ import { createdEvent, isTerminalEvent, type RunEvent } from '../../domain/run';
 import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
+import type { KeyCache } from '../middleware/authenticate';
 
 export interface RunStreamDeps {
   pollers: PollerRegistry;
   config: Pick<Config, 'api'>;
+  /** D6: a stream ends when its key is revoked (within KEY_CACHE_MS plus a second). */
+  keys: Pick<KeyCache, 'isLive'>;
 }
 
-function options(deps: RunStreamDeps) {
+function options(deps: RunStreamDeps, keyId: string) {
   const { keepaliveMs, maxBufferedBytes } = deps.config.api.stream;
-  return { pollers: deps.pollers, keepaliveMs, maxBufferedBytes };
+  const keyIsLive = () => deps.keys.isLive(keyId);
+  return { pollers: deps.pollers, keepaliveMs, maxBufferedBytes, keyIsLive };
 }
 
 function created(run: RunDoc): RunEvent {
@@ -32,7 +36,10 @@ function seedOf(run: RunDoc): RunKnowledge {
 
 /** POST /responses with `stream: true`: `response.created` at once, then the run's events. */
 export function streamNewRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): void {
-  openStream(ctx, options(deps), run._id, seedOf(run), () => ({ event: created(run), cursor: 0 }));
+  openStream(ctx, options(deps, run.key_id), run._id, seedOf(run), () => ({
+    event: created(run),
+    cursor: 0,
+  }));
 }
 
 /**
@@ -46,6 +53,7 @@ export async function streamExistingRun(
   ctx: Context,
   deps: RunStreamDeps,
   run: RunDoc,
+  linkKeyId?: string, // a stream link's key (D34): the stream lives as long as that key
 ): Promise<void> {
   const given = cursorFrom(ctx);
   const seed = seedOf(run);
@@ -67,7 +75,8 @@ export async function streamExistingRun(
       ctx.status = 204; // nothing left to receive: an EventSource stops here instead of reconnecting
       return;
     }
-    openStream(ctx, options(deps), run._id, seed, (state) => {
+    const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
+    openStream(ctx, options(deps, keyId), run._id, seed, (state) => {
       const last = state.events.length - 1;
       // "From now on" still ends with the terminal event of a finished run (spec rule 3).
       const cursor =

@@ -23,6 +23,14 @@ export function formatFirstEvent(event: StreamEvent): string {
 }
 
 export const KEEPALIVE = ': keepalive\n\n';
+
+/**
+ * A stream's last words when it may not go on (D6: its key was revoked): an `error` event in the
+ * error envelope's shape, with no `id:` (it is not part of the run's log) and no `[DONE]`.
+ */
+export function formatErrorEvent(error: { message: string; type: string; code: string }): string {
+  return `data: ${JSON.stringify({ type: 'error', error })}\n\n`;
+}
 export const DONE = 'data: [DONE]\n\n';
 
 /** Writes the SSE status line and headers; nothing may compress or buffer the stream on its way. */
