@@ -14,6 +14,7 @@ import {
   type GuardOptions,
 } from '../lib/net/ssrf';
 import { errorMessage, providerFailure } from './failures';
+import { observeProviderCall } from '../lib/metrics';
 
 /** Where the worker may send requests for URLs nobody configured, set once from configuration (activities/index.ts). */
 export type OutboundGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'>;
@@ -66,6 +67,21 @@ export async function providerRequest(
   init: { method: string; body?: string; headers: Record<string, string>; signal?: AbortSignal },
 ): Promise<{ status: number; text: string }> {
   const signal = init.signal ?? activitySignal() ?? new AbortController().signal;
+  return observeProviderCall(
+    provider,
+    () => guardedProviderRequest(guard, provider, url, init, signal),
+    (answer) => (answer.status >= 200 && answer.status < 300 ? 'ok' : 'http_error'),
+    () => (signal.aborted ? 'cancelled' : 'network_error'),
+  );
+}
+
+async function guardedProviderRequest(
+  guard: GuardOptions,
+  provider: string,
+  url: string,
+  init: { method: string; body?: string; headers: Record<string, string> },
+  signal: AbortSignal,
+): Promise<{ status: number; text: string }> {
   let res: GuardedResponse | undefined;
   try {
     res = await guardedFetch(url, {

@@ -663,9 +663,15 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/readyz': {
         get: {
           operationId: 'ready',
-          summary: 'Readiness: MongoDB and Temporal answer',
+          summary: 'Readiness: MongoDB answers (Temporal reported in the body)',
           security: [],
-          responses: { '200': probe('ready', 'MongoDB and Temporal answer.'), ...errors(503) },
+          responses: {
+            '200': probe(
+              'ready',
+              'MongoDB answers. `temporal` says whether Temporal does (`ok`, `unavailable`): starts need it, reads of finished runs do not.',
+            ),
+            ...errors(503),
+          },
         },
       },
       ...codecPaths(),

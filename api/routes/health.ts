@@ -2,30 +2,43 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { ServiceUnavailableError } from '../../domain/errors';
+import { dependencyUp } from '../../lib/metrics';
 
-/** /healthz answers while the process runs; /readyz only when MongoDB and Temporal answer. */
+/**
+ * /healthz answers while the process runs. /readyz answers 200 while MongoDB answers: every key
+ * check, every read of a finished run and every listing needs it, and none of them needs Temporal,
+ * so a Temporal outage must not take the replica out of its load balancer (starts and live reads
+ * answer 503 with Retry-After by themselves then). Temporal's state is in the body, `temporal`:
+ * `ok` or `unavailable`, and in the `wrs_dependency_up` gauge, for monitoring.
+ */
 export function healthRoutes(deps: AppDeps): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
-    // Both are asked at once and both answers awaited, so the message names each one that is down
-    // (issue 8). Each is bounded: MongoDB by the driver's server selection (MONGODB_SERVER_SELECTION_TIMEOUT_MS),
+    // Both are asked at once and both answers awaited, so the answer names each one that is down.
+    // Each is bounded: MongoDB by the driver's server selection (MONGODB_SERVER_SELECTION_TIMEOUT_MS),
     // Temporal by this deadline (a refused connection fails in ~1 s, api/temporal/run-gateway.ts).
     const [mongo, temporal] = await Promise.allSettled([
       deps.db.command({ ping: 1 }),
       deps.gateway.ping(2_000),
     ]);
-    const down = [
-      mongo.status === 'rejected' ? 'MongoDB' : '',
-      temporal.status === 'rejected' ? 'Temporal' : '',
-    ].filter(Boolean);
-    if (down.length > 0)
+    const mongoUp = mongo.status === 'fulfilled';
+    const temporalUp = temporal.status === 'fulfilled';
+    dependencyUp.set({ dependency: 'mongodb' }, mongoUp ? 1 : 0);
+    dependencyUp.set({ dependency: 'temporal' }, temporalUp ? 1 : 0);
+    if (!mongoUp)
       throw new ServiceUnavailableError(
-        `Not ready: ${down.join(' and ')} ${down.length > 1 ? 'do' : 'does'} not answer.`,
+        temporalUp
+          ? 'Not ready: MongoDB does not answer.'
+          : 'Not ready: MongoDB and Temporal do not answer.',
       );
-    ctx.body = { status: 'ready' };
+    ctx.body = {
+      status: 'ready',
+      mongodb: 'ok',
+      temporal: temporalUp ? 'ok' : 'unavailable',
+    };
   });
   return router;
 }

@@ -191,6 +191,47 @@ export class RunGateway {
     );
   }
 
+  /**
+   * What monitoring needs from the server side (api/routes/metrics.ts): the run task queue's
+   * approximate backlog (count, and age of its oldest task) per task type, and how many run
+   * workflows are still open though started before `openBefore`. Each call is bounded by `ms`.
+   */
+  async operationalStats(
+    ms: number,
+    openBefore: Date,
+  ): Promise<{
+    backlog: { taskType: 'workflow' | 'activity'; count: number; ageSeconds: number }[];
+    openPastTimeout: number;
+  }> {
+    const deadline = Date.now() + ms;
+    const describe = async (taskType: 'workflow' | 'activity') => {
+      const res = await this.opts.connection.withDeadline(deadline, () =>
+        this.opts.connection.workflowService.describeTaskQueue({
+          namespace: this.opts.namespace,
+          taskQueue: { name: this.opts.taskQueue, kind: 1 /* NORMAL */ },
+          taskQueueType: taskType === 'workflow' ? 1 : 2,
+          reportStats: true,
+        }),
+      );
+      const age = res.stats?.approximateBacklogAge;
+      return {
+        taskType,
+        count: Number(res.stats?.approximateBacklogCount ?? 0),
+        ageSeconds: Number(age?.seconds ?? 0) + (age?.nanos ?? 0) / 1e9,
+      };
+    };
+    const [workflow, activity, open] = await Promise.all([
+      describe('workflow'),
+      describe('activity'),
+      this.opts.connection.withDeadline(deadline, () =>
+        this.client.workflow.count(
+          `WorkflowType = '${RUN_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND StartTime < '${openBefore.toISOString()}'`,
+        ),
+      ),
+    ]);
+    return { backlog: [workflow, activity], openPastTimeout: open.count };
+  }
+
   /** D29: creates the hourly retention schedule of this task queue unless it exists; returns its id. */
   ensureRetentionSchedule(): Promise<string> {
     return this.withDeadline(() => ensureRetentionSchedule(this.client, this.opts.taskQueue));

@@ -29,7 +29,10 @@ export const startDuration = new Histogram({
   help: 'Time to accept a start request (validation, record, Temporal start).',
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
 });
-export const activeStreams = new Gauge({ name: 'wrs_active_streams', help: 'Open SSE streams.' });
+export const activeStreams = new Gauge({
+  name: 'wrs_active_streams',
+  help: 'Open SSE streams of this API process.',
+});
 export const queryDuration = new Histogram({
   name: 'wrs_temporal_query_duration_seconds',
   help: 'Latency of run snapshot queries, by outcome (ok; no_news when Temporal had nothing to say; unavailable when it did not answer).',
@@ -45,6 +48,104 @@ export const nodeRetries = new Counter({
   name: 'wrs_node_retries_total',
   help: 'Node activity attempts that were retries, by node type.',
   labelNames: ['type'] as const,
+});
+
+export const runDuration = new Histogram({
+  name: 'wrs_run_duration_seconds',
+  help: "Duration of ended runs from their record's creation to their end, by final status.",
+  labelNames: ['status'] as const,
+  buckets: [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+});
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The creation time (ms) in a D5 id `<prefix>_<ULID>`: the ULID's first 10 characters. */
+function idTimeMs(id: string): number | undefined {
+  const ulid = id.slice(id.indexOf('_') + 1);
+  let ms = 0;
+  for (const ch of ulid.slice(0, 10)) {
+    const digit = CROCKFORD.indexOf(ch);
+    if (digit < 0) return undefined;
+    ms = ms * 32 + digit;
+  }
+  return ms;
+}
+
+/** Counts a run's end by status and observes its duration, from its id's creation time to its end. */
+export function observeRunEnd(runId: string, status: string, endedAtMs: number): void {
+  runsEnded.inc({ status });
+  const startedMs = idTimeMs(runId);
+  if (startedMs !== undefined && endedAtMs >= startedMs)
+    runDuration.observe({ status }, (endedAtMs - startedMs) / 1000);
+}
+
+// --- The API's HTTP requests (api/middleware/http-metrics.ts). `route` is the matched route's
+// template (/api/v1/runs/:id), never the raw path, so the series stay bounded; `unmatched` otherwise.
+export const httpRequests = new Counter({
+  name: 'wrs_http_requests_total',
+  help: 'HTTP requests answered by the API, by method, route template and status code.',
+  labelNames: ['method', 'route', 'code'] as const,
+});
+export const httpRequestDuration = new Histogram({
+  name: 'wrs_http_request_duration_seconds',
+  help: "Time from a request's arrival to its response head (a stream: to its SSE head), by method, route template and status class.",
+  labelNames: ['method', 'route', 'status_class'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+});
+
+// --- Model providers (activities/provider-http.ts): every HTTP call to a configured provider.
+export const providerRequests = new Counter({
+  name: 'wrs_provider_requests_total',
+  help: 'HTTP calls to model providers, by configured provider name and outcome (ok: 2xx; http_error: another status; network_error: no answer; cancelled).',
+  labelNames: ['provider', 'outcome'] as const,
+});
+export const providerRequestDuration = new Histogram({
+  name: 'wrs_provider_request_duration_seconds',
+  help: 'Duration of HTTP calls to model providers (until the whole answer is read), by configured provider name.',
+  labelNames: ['provider'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+});
+
+/** Times one provider call; `outcome` names how it ended. */
+export async function observeProviderCall<T>(
+  provider: string,
+  call: () => Promise<T>,
+  outcome: (result: T) => 'ok' | 'http_error',
+  failed: () => 'network_error' | 'cancelled',
+): Promise<T> {
+  const stop = providerRequestDuration.startTimer({ provider });
+  try {
+    const result = await call();
+    providerRequests.inc({ provider, outcome: outcome(result) });
+    return result;
+  } catch (err) {
+    providerRequests.inc({ provider, outcome: failed() });
+    throw err;
+  } finally {
+    stop();
+  }
+}
+
+// --- Server-side state, refreshed by the API on every scrape of its /metrics (api/routes/metrics.ts):
+// it stays right when no worker polls, which the SDK's schedule-to-start latency cannot.
+export const taskQueueBacklog = new Gauge({
+  name: 'wrs_task_queue_backlog',
+  help: 'Tasks waiting in the run task queue on the Temporal server (approximate backlog count of DescribeTaskQueue), by task type.',
+  labelNames: ['task_queue', 'task_type'] as const,
+});
+export const taskQueueBacklogAge = new Gauge({
+  name: 'wrs_task_queue_backlog_age_seconds',
+  help: 'Age of the oldest task waiting in the run task queue on the Temporal server, by task type.',
+  labelNames: ['task_queue', 'task_type'] as const,
+});
+export const runsOpenPastTimeout = new Gauge({
+  name: 'wrs_runs_open_past_timeout',
+  help: 'Run workflows still open in Temporal longer than RUN_TIMEOUT_MS plus 10 minutes (a run should have ended by its own timeout).',
+});
+export const dependencyUp = new Gauge({
+  name: 'wrs_dependency_up',
+  help: 'Whether this API process reaches a dependency (1) or not (0): mongodb, temporal. Set on every scrape and readiness probe.',
+  labelNames: ['dependency'] as const,
 });
 
 /** The exposition text and its content type, for a /metrics endpoint. */

@@ -49,9 +49,10 @@ describe('reliability: Temporal restart in the middle of a 12,000-row run (issue
     await t.kill();
     stack.temporal = undefined;
     const answeredAtKill = answered();
-    // Down for as long as it takes the API to notice: /readyz names Temporal.
+    // Down for as long as it takes the API to notice: /readyz reports Temporal unavailable.
     await waitFor(
-      async () => ((await call(svc.url, 'GET', '/readyz')).status === 503 ? true : undefined),
+      async () =>
+        (await call(svc.url, 'GET', '/readyz')).body?.temporal === 'unavailable' ? true : undefined,
       {
         timeoutMs: 20_000,
         what: 'the API to see Temporal down',

@@ -1,0 +1,125 @@
+// The metrics the dashboard and the alert rules query exist in what the service exports after a run: the API's
+// /metrics, the production worker's own port (WORKER_METRICS_PORT) and the Temporal SDK's (WORKER_SDK_METRICS_PORT).
+// The run calls the fake provider, so every family (HTTP requests, runs, provider calls, the server-side backlog
+// and dependency gauges) has samples; names that come from other exporters (the Temporal server, the certificate
+// probe, the backup textfile, Prometheus's own `up`) are listed below and checked by nothing here.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../tools/stack/ports';
+import { llmWorkflow } from '../support/fixtures';
+import { waitFor } from '../support/http';
+import { runToEnd } from '../support/runs';
+import { testStack } from '../support/stack';
+import { useService } from '../support/use-service';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { REPO, readYaml } from '../support/deploy';
+
+/** Series other exporters provide (docker-compose.yml / the Temporal server), not the API or the workers. */
+const EXTERNAL = new Set([
+  'up',
+  'service_requests',
+  'service_error_with_type',
+  'probe_ssl_earliest_cert_expiry',
+  'wrs_backup_last_success_timestamp_seconds',
+  // The SDK exports a counter only once it first counts: this one after a failed workflow task (a
+  // nondeterminism error), which a healthy run never has. Its name follows the SDK's counters above
+  // (temporal_request_total ...); its rule is unit-tested with promtool (alerts.test.ts).
+  'temporal_workflow_task_execution_failed_total',
+]);
+const PRICES = JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } });
+
+/** Metric names an expression reads: identifiers followed by `{`, `[` or `)` or standing alone, less PromQL words. */
+function metricNames(expr: string): string[] {
+  const words = new Set([
+    'sum', 'by', 'rate', 'histogram_quantile', 'max', 'min', 'absent', 'clamp_min', 'topk', 'time',
+    'le', 'and', 'or', 'unless', 'on', 'ignoring', 'without', 'increase', 'count', 'avg', 'bool',
+  ]); // prettier-ignore
+  const noLabels = expr.replace(/\{[^}]*\}/g, '{}').replace(/"[^"]*"/g, '""');
+  return [...noLabels.matchAll(/\b([a-z_][a-z0-9_]*)\b(?!\s*\()/g)]
+    .map((m) => m[1])
+    .filter((w) => !words.has(w) && !/^\d/.test(w) && w.includes('_') !== false)
+    .filter((w) => !/^(route|code|status|status_class|task_type|provider|outcome|mode|type|job|instance|dependency|worker_type|operation|error_type|severity)$/.test(w))
+    .map((w) => w.replace(/_(bucket|sum|count)$/, '')); // prettier-ignore
+}
+
+describe('metrics the dashboard and the alerts query, against a live API and worker', function () {
+  this.timeout(180_000);
+  const ctx = useService({ fakeOpenAI: true, worker: false, env: { PRICES } });
+  let worker: WorkerProcess;
+  let ports: { own: number; sdk: number };
+  after(() => worker?.kill());
+
+  it('every name is exported after a run that calls a provider', async () => {
+    const bundle = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-bundle-')), 'bundle.js');
+    fs.writeFileSync(bundle, (await testStack()).bundle.code);
+    ports = { own: await freePort(), sdk: await freePort() };
+    worker = startWorkerProcess(ctx.svc.config, {
+      env: {
+        WORKFLOW_BUNDLE_PATH: bundle,
+        WORKER_METRICS_PORT: String(ports.own),
+        WORKER_SDK_METRICS_PORT: String(ports.sdk),
+        OPENAI_BASE_URL: ctx.fake.baseUrl,
+        PRICES,
+      },
+    });
+    const run = await runToEnd(ctx.svc.url, ctx.key, llmWorkflow('metrics-live'), {
+      topic: 'metrics',
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\nworker stderr:\n${worker.stderr()}`);
+    });
+    assert.equal(run.status, 'completed');
+
+    const scrape = (url: string) => fetch(url).then((r) => r.text());
+    const families = (text: string) => [...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]);
+    // The worker counts the run's end after its last activity; the SDK exports on its own schedule.
+    const own = await waitFor(
+      async () => {
+        const text = await scrape(`http://127.0.0.1:${ports.own}/metrics`);
+        return /^wrs_provider_requests_total\{provider="openai",outcome="ok"\} 1$/m.test(text) &&
+          /^wrs_run_duration_seconds_count\{status="completed"\} 1$/m.test(text)
+          ? text
+          : undefined;
+      },
+      { what: 'the run and its provider call on WORKER_METRICS_PORT' },
+    ); // prettier-ignore
+    const sdk = await waitFor(
+      async () => {
+        const text = await scrape(`http://127.0.0.1:${ports.sdk}/metrics`).catch(() => '');
+        return /^temporal_workflow_task_schedule_to_start_latency_seconds_bucket/m.test(text)
+          ? text
+          : undefined;
+      },
+      { timeoutMs: 30_000, what: 'temporal_* metrics on WORKER_SDK_METRICS_PORT' },
+    );
+    const api = await scrape(`${ctx.svc.url}/metrics`);
+    // Samples of the API's own families, by route template (never a raw id) and code.
+    assert.match(
+      api,
+      /^wrs_http_requests_total\{method="POST",route="\/api\/v1\/responses",code="202"\} 1$/m,
+    );
+    assert.match(api, /^wrs_http_requests_total\{method="GET",route="\/api\/v1\/runs\/:runId"/m);
+    assert.doesNotMatch(api, /route="[^"]*run_[0-9A-Z]{26}/);
+    assert.match(api, /^wrs_task_queue_backlog\{task_queue="[^"]+",task_type="workflow"\} \d+$/m);
+    assert.match(api, /^wrs_runs_open_past_timeout 0$/m);
+    assert.match(api, /^wrs_dependency_up\{dependency="temporal"\} 1$/m);
+
+    const exported = new Set([...families(api), ...families(own), ...families(sdk)]);
+    const dashboard = JSON.parse(
+      fs.readFileSync(path.join(REPO, 'deploy/grafana/dashboards/wrs.json'), 'utf8'),
+    ) as { panels: { title: string; targets: { expr: string }[] }[] };
+    const rules = readYaml<{ groups: { rules: { alert: string; expr: string }[] }[] }>(
+      path.join(REPO, 'deploy/prometheus/alerts.yml'),
+    ).groups.flatMap((g) => g.rules);
+    const missing: string[] = [];
+    for (const [where, expr] of [
+      ...dashboard.panels.flatMap((p) => p.targets.map((t) => [`panel "${p.title}"`, t.expr])),
+      ...rules.map((r) => [`alert ${r.alert}`, r.expr]),
+    ]) {
+      for (const name of metricNames(expr))
+        if (!exported.has(name) && !EXTERNAL.has(name)) missing.push(`${where}: ${name}`);
+    }
+    assert.deepEqual(missing, [], `exported: ${[...exported].sort().join(' ')}`);
+  });
+});
