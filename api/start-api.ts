@@ -7,6 +7,7 @@ import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './temporal/run-gateway';
 import { settleRun } from './services/settle-run';
+import { CreditCheck } from './services/credit-check';
 import { listen, type RunningServer } from './server';
 import { createPollSource } from './stream/poll-source';
 import { PollerRegistry } from './stream/run-poller';
@@ -49,6 +50,7 @@ export async function startApi(
     createPollSource(gateway, store.collections),
     config.api.stream.pollMs,
   );
+  const credits = new CreditCheck(store.collections);
   const app = createApp({
     config,
     db: store.db,
@@ -56,6 +58,7 @@ export async function startApi(
     gateway,
     pollers,
     logger,
+    credits,
   });
   const running = await listen(app, config);
   return {
@@ -68,6 +71,7 @@ export async function startApi(
       const closing = running.close(graceMs);
       pollers.stopAll(); // open streams end now, without [DONE]: their clients reconnect elsewhere
       await closing;
+      await credits.close(); // D17: this process's unused lease goes back to the account
       await connection.close();
       await store.close();
     },

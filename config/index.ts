@@ -65,6 +65,8 @@ export const EnvSchema = z.object({
   PROVIDERS: jsonString(z.record(z.string(), ProviderSchema), '{}'),
   PRICES: jsonString(z.record(z.string(), PriceSchema), '{}'),
   START_FEE_USD: z.coerce.number().nonnegative().default(0.001),
+  // D17: the hold of one call priced by what the provider reports (tokens, seconds), unknown at start.
+  CREDIT_HOLD_PER_CALL_USD: z.coerce.number().nonnegative().default(0.01),
   RUN_CONCURRENCY: int(8),
   // A workflow may ask for more (its `concurrency`), up to this (issue 14: at least 64).
   RUN_MAX_CONCURRENCY: int(64),
@@ -197,6 +199,8 @@ export interface Config {
   };
   providers: Record<string, Provider>;
   prices: Record<string, Price>;
+  /** D17 holds (domain/run-hold.ts). */
+  credits: { holdPerCallUsd: number };
   runs: RunOptions;
   files: {
     /** D10: the largest upload, URL input or stored node output, in bytes. */
@@ -362,6 +366,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     providers,
     prices: e.PRICES,
+    credits: { holdPerCallUsd: e.CREDIT_HOLD_PER_CALL_USD },
     runs: {
       concurrency: e.RUN_CONCURRENCY,
       maxConcurrency: e.RUN_MAX_CONCURRENCY,

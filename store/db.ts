@@ -3,6 +3,7 @@ import { MongoClient, type Collection, type Db } from 'mongodb';
 import type {
   AccountDoc,
   ApiKeyDoc,
+  CreditHoldDoc,
   IdempotencyKeyDoc,
   LedgerCheckpointDoc,
   LedgerDoc,
@@ -24,6 +25,8 @@ export interface Collections {
   runChunks: Collection<RunChunkDoc>;
   ledger: Collection<LedgerDoc>;
   ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
+  /** D17 hold chains (store/credit-holds.ts); read and written by `_id` only. */
+  creditHolds: Collection<CreditHoldDoc>;
   rateLimits: Collection<RateLimitWindowDoc>;
   idempotencyKeys: Collection<IdempotencyKeyDoc>;
   webhookDeliveries: Collection<WebhookDeliveryDoc>;
@@ -89,6 +92,7 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     runChunks: db.collection('run_chunks'),
     ledger: db.collection('ledger'),
     ledgerCheckpoints: db.collection('ledger_checkpoints'),
+    creditHolds: db.collection('credit_holds'),
     rateLimits: db.collection('rate_limits'),
     idempotencyKeys: db.collection('idempotency_keys'),
     webhookDeliveries: db.collection('webhook_deliveries'),

@@ -78,6 +78,8 @@ export interface RunDoc {
   finalized: boolean;
   /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */
   webhook?: string | null;
+  /** D17: the credit held for the run from its start (store/credit-holds.ts); released by the run's one ledger entry. Absent: none. */
+  hold_usd?: number;
 }
 
 /** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */
@@ -99,7 +101,8 @@ export interface WebhookDeliveryDoc {
 export interface LedgerDoc {
   _id: string; // led_...; a run's debit reuses the run's ULID so it exists at most once
   account_id: string;
-  kind: 'run' | 'credit';
+  /** `release`: gives back a hold whose run never started (or a process's unused lease), amount 0. */
+  kind: 'run' | 'credit' | 'release';
   run_id: string | null;
   /** Signed: credits are positive, run debits negative. */
   amount_usd: number;
@@ -107,6 +110,8 @@ export interface LedgerDoc {
   created_at: Date;
   /** A run's debit: when the run ended, which tells a retried finalize from a second, different end (store/run-end.ts). */
   run_ended_at?: Date;
+  /** D17: the hold this entry gives back (a run's debit releases the run's hold); absent: none. */
+  released_usd?: number;
 }
 
 /**
@@ -119,6 +124,26 @@ export interface LedgerCheckpointDoc {
   n: number;
   up_to: Date;
   total_usd: number;
+  /** The sum of those entries' `released_usd` (absent in checkpoints written before holds existed: 0). */
+  released_usd?: number;
+  created_at: Date;
+}
+
+/**
+ * Entry n of an account's hold chain (store/credit-holds.ts): `_id` is `hold_<account id>_<n>`,
+ * inserted once and never updated, entry n only after entry n-1 exists, so the unique `_id` orders
+ * every reservation of the account on any MongoDB-compatible server (D17).
+ */
+export interface CreditHoldDoc {
+  _id: string;
+  account_id: string;
+  n: number;
+  /** What this entry reserves: the holds of the runs it admitted plus any lease for later starts. */
+  amount_usd: number;
+  /** The sum of `amount_usd` over entries 1..n: everything ever reserved for the account. */
+  reserved_usd: number;
+  /** The runs it admitted (for people reading the chain); a lease's runs are in their own records (`hold_usd`). */
+  runs: string[];
   created_at: Date;
 }
 

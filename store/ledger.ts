@@ -7,6 +7,11 @@
  * does not even isolate concurrent updates of one document, so such a field drifts there under
  * load. An insert with a unique `_id` is exact on every MongoDB-compatible server: a run's debit
  * is `led_<run ulid>`, so however often a crashed or retried worker posts it, it exists once.
+ *
+ * Holds (D17, store/credit-holds.ts) are reserved outside the ledger and given back in it: a run's
+ * debit carries `released_usd`, the hold it ends, and a hold whose run never started is given
+ * back by a `release` entry of amount 0. So every sum here has two parts: the balance (money) and
+ * the released total (holds given back).
  */
 import type { Collections } from './db';
 import type { LedgerCheckpointDoc, LedgerDoc } from './documents';
@@ -42,7 +47,7 @@ export function checkpointDue(newest: Checkpoint | null, nowMs = Date.now()): bo
   return !newest || newest.up_to.getTime() < nowMs - CHECKPOINT_LAG_MS - CHECKPOINT_PERIOD_MS;
 }
 
-export type Checkpoint = Pick<LedgerCheckpointDoc, 'n' | 'up_to' | 'total_usd'>;
+export type Checkpoint = Pick<LedgerCheckpointDoc, 'n' | 'up_to' | 'total_usd' | 'released_usd'>;
 
 /** The account's newest checkpoint, or null. */
 export function latestCheckpoint(
@@ -51,8 +56,14 @@ export function latestCheckpoint(
 ): Promise<Checkpoint | null> {
   return c.ledgerCheckpoints.findOne(
     { account_id: accountId },
-    { sort: { n: -1 }, projection: { _id: 0, n: 1, up_to: 1, total_usd: 1 } },
+    { sort: { n: -1 }, projection: { _id: 0, n: 1, up_to: 1, total_usd: 1, released_usd: 1 } },
   );
+}
+
+/** An account's ledger summed: its balance (money) and the holds its entries gave back (D17). */
+export interface LedgerSums {
+  balance: number;
+  released: number;
 }
 
 /** The account's balance from `checkpoint` on (null: from the first entry), counting entries created before `before` only if given. */
@@ -62,21 +73,53 @@ export async function balanceFrom(
   checkpoint: Checkpoint | null,
   before?: Date,
 ): Promise<number> {
+  const total = await sumField(c, entriesSince(accountId, checkpoint, before), 'amount_usd');
+  return roundUsd((checkpoint?.total_usd ?? 0) + total);
+}
+
+/** balanceFrom with the released total beside it. */
+export async function sumsFrom(
+  c: Pick<Collections, 'ledger'>,
+  accountId: string,
+  checkpoint: Checkpoint | null,
+  before?: Date,
+): Promise<LedgerSums> {
+  const match = entriesSince(accountId, checkpoint, before);
+  // Two aggregates, not two accumulators in one $group: FerretDB 1.24 computes only the first
+  // accumulator of a $group and answers 0 for the others.
+  const [total, released] = await Promise.all([
+    sumField(c, match, 'amount_usd'),
+    sumField(c, match, 'released_usd'),
+  ]);
+  return {
+    balance: roundUsd((checkpoint?.total_usd ?? 0) + total),
+    released: roundUsd((checkpoint?.released_usd ?? 0) + released),
+  };
+}
+
+function entriesSince(accountId: string, checkpoint: Checkpoint | null, before?: Date) {
   const created = {
     ...(checkpoint ? { $gte: checkpoint.up_to } : {}),
     ...(before ? { $lt: before } : {}),
   };
-  const match =
-    Object.keys(created).length > 0
-      ? { account_id: accountId, created_at: created }
-      : { account_id: accountId };
+  return Object.keys(created).length > 0
+    ? { account_id: accountId, created_at: created }
+    : { account_id: accountId };
+}
+
+/** The sum of one numeric field over the matched entries (absent counts 0). */
+async function sumField(
+  c: Pick<Collections, 'ledger'>,
+  match: object,
+  field: 'amount_usd' | 'released_usd',
+): Promise<number> {
   const [row] = await c.ledger
     .aggregate<{ total: number }>([
       { $match: match },
-      { $group: { _id: null, total: { $sum: '$amount_usd' } } },
+      { $group: { _id: null, total: { $sum: `$${field}` } } },
     ])
     .toArray();
-  return roundUsd((checkpoint?.total_usd ?? 0) + (row?.total ?? 0));
+  return row?.total ?? 0;
 }
 
 /**
@@ -91,13 +134,14 @@ export async function writeCheckpoint(
 ): Promise<Checkpoint | null> {
   if (!checkpointDue(previous, nowMs)) return previous;
   const upTo = new Date(nowMs - CHECKPOINT_LAG_MS);
-  const balance = await balanceFrom(c, accountId, previous, upTo);
+  const sums = await sumsFrom(c, accountId, previous, upTo);
   const next: LedgerCheckpointDoc = {
     _id: `chk_${accountId}_${(previous?.n ?? 0) + 1}`,
     account_id: accountId,
     n: (previous?.n ?? 0) + 1,
     up_to: upTo,
-    total_usd: balance,
+    total_usd: sums.balance,
+    released_usd: sums.released,
     created_at: new Date(nowMs),
   };
   try {
@@ -117,7 +161,34 @@ export async function accountBalance(
   return balanceFrom(c, accountId, await latestCheckpoint(c, accountId));
 }
 
-function roundUsd(value: number): number {
+/** The account's ledger summed now (exact; two reads). */
+export async function accountSums(
+  c: Pick<Collections, 'ledger' | 'ledgerCheckpoints'>,
+  accountId: string,
+): Promise<LedgerSums> {
+  return sumsFrom(c, accountId, await latestCheckpoint(c, accountId));
+}
+
+/**
+ * Gives back a hold that no run's debit will (a start that failed after reserving, a process's
+ * unused lease): an entry of amount 0 carrying `released_usd`, booked once under `id`.
+ */
+export function postRelease(
+  c: Pick<Collections, 'ledger'>,
+  release: { id: string; accountId: string; runId: string | null; usd: number; note: string },
+): Promise<boolean> {
+  return postEntry(c, {
+    _id: release.id,
+    account_id: release.accountId,
+    kind: 'release',
+    run_id: release.runId,
+    amount_usd: 0,
+    note: release.note,
+    released_usd: release.usd,
+  });
+}
+
+export function roundUsd(value: number): number {
   return Math.round(value * 1e9) / 1e9; // float sums drift; show what was booked
 }
 

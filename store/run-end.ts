@@ -6,6 +6,10 @@
  * different end (a workflow reset by an operator re-running the run, a settle racing a finalize)
  * is dropped, so the record and the debit agree once every attempt is done. Every step is
  * idempotent.
+ *
+ * The same entry gives back the credit held for the run at its start (D17, `released_usd`, read
+ * from the run record), so a hold is released exactly once, whichever end books the entry; a
+ * run that cost nothing but held credit books an entry of amount 0 for it.
  */
 import type { RunFinal } from '../domain/run';
 import type { RunChunk } from '../domain/run-chunks';
@@ -25,28 +29,36 @@ export async function recordRunEnd(
 ): Promise<boolean> {
   // Nothing else updates a run record (the API only inserts it), so no write needs a read-back:
   // FerretDB loses an update only to a concurrent update of the same document.
+  const hold = await holdOf(c, final.runId);
   if (writer === 'settle' || final.totalCost <= 0) {
     // No debit to decide by (a free run), or the API's rare settle: the record's guard keeps the first end.
     const wrote = await finalizeRunRecordOnce(c, final);
-    if (final.totalCost > 0) await postEntry(c, debitOf(final));
+    if (final.totalCost > 0 || hold > 0) await postEntry(c, debitOf(final, hold));
     return wrote;
   }
   // The debit first: its id is the run's, so booking it decides which end is the run's, and the
   // record is then written by `_id` alone, the cheapest write on every store (store/runs.ts).
-  if (!(await postEntry(c, debitOf(final))) && !(await isBookedEnd(c, final))) return false;
+  if (!(await postEntry(c, debitOf(final, hold))) && !(await isBookedEnd(c, final))) return false;
   return finalizeRunRecord(c, final);
 }
 
+/** The credit held for the run at its start (0: none, or a run started before holds existed). */
+async function holdOf(c: Pick<Collections, 'runs'>, runId: string): Promise<number> {
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { hold_usd: 1 } });
+  return doc?.hold_usd ?? 0;
+}
+
 /** The run's one debit (D17): its id derives from the run's, so it exists once however often it is posted. */
-function debitOf(final: RunFinal) {
+function debitOf(final: RunFinal, hold: number) {
   return {
     _id: deriveId('led', final.runId),
     account_id: final.accountId,
     kind: 'run' as const,
     run_id: final.runId,
-    amount_usd: -final.totalCost,
+    amount_usd: final.totalCost > 0 ? -final.totalCost : 0,
     note: `run ${final.status}`,
     run_ended_at: new Date(final.completedAtMs),
+    ...(hold > 0 ? { released_usd: hold } : {}),
   };
 }
 

@@ -175,7 +175,8 @@ function finalFields(final: RunFinal) {
   } satisfies Partial<StoredRunDoc>;
 }
 
-/** Forgets a run whose workflow could not be started, so it never shows as pending forever. */
-export async function deleteRun(c: Pick<Collections, 'runs'>, runId: string): Promise<void> {
-  await c.runs.deleteOne({ _id: runId, finalized: { $ne: true } });
+/** Forgets a run whose workflow could not be started, so it never shows as pending forever; true if this call removed it. */
+export async function deleteRun(c: Pick<Collections, 'runs'>, runId: string): Promise<boolean> {
+  const res = await c.runs.deleteOne({ _id: runId, finalized: { $ne: true } });
+  return res.deletedCount === 1;
 }

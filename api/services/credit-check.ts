@@ -1,90 +1,294 @@
 /**
- * The D17 start gate ("a balance at or below zero is 402") without summing the account's whole
- * ledger on every start: a positive balance is remembered for a couple of seconds per process,
- * and a balance is the account's newest ledger checkpoint plus the entries since (store/ledger.ts).
+ * The D17 start gate: reserves a run's hold (domain/run-hold.ts) before the run exists, so that
+ * however many starts race, in however many API processes, the credit held never exceeds the
+ * credit available by more than one run's hold.
  *
- * Why remembering is safe: the gate never promised exactness, since runs in flight are debited
- * only when they end, so an account can always start a few runs more than its credit covers.
- * Remembering "positive" briefly (and re-summing it off the path for a few seconds after) widens
- * that window a little. A balance at or below zero is never remembered, so a top-up takes effect
- * on the next start whose sum begins after it (concurrent starts of one account share one sum).
+ * The rule: a start is admitted while the account's available credit (ledger balance minus open
+ * holds) is above zero, and its hold is then booked in full. So only the last run admitted can
+ * take the available credit below zero, by at most its own hold; every start after it is 402
+ * until holds are released (the runs end) or credit is added.
+ *
+ * How it stays exact without transactions (store/credit-holds.ts): every reservation is an
+ * insert of the next entry of the account's hold chain, decided against the entry before it, so
+ * the unique `_id` serializes them. What is available is `S - R`: R, the chain's running sum of
+ * everything reserved, is exact at the head the insert follows; S, the ledger balance plus every
+ * hold given back, only grows (credits, releases, and debits never above their run's hold), so
+ * a sum from a few seconds ago is a lower bound and a decision made with it errs on the safe
+ * side. Sums are therefore shared and remembered; only a refusal needs a sum begun after the
+ * start arrived (so a top-up counts at once).
+ *
+ * Starts of one account in one process are committed together: those that arrive while an
+ * insert is under way wait for the next, one insert for all of them. A rich account also takes
+ * a lease: the insert reserves a block beyond the admitted holds (at most 1/16 of what stays
+ * available, and room for LEASE_HOLDS runs like the largest admitted), from which this process
+ * admits the next starts with no store round trip while each fits entirely; after LEASE_MS the
+ * unused rest is given back by a `release` ledger entry. A lease never admits a hold it cannot
+ * cover, so it never adds to the one-hold bound.
  */
 import type { Collections } from '../../store/db';
+import { appendHold, findChainHead, type ChainHead } from '../../store/credit-holds';
+import { generateId } from '../../store/ids';
 import {
-  balanceFrom,
   checkpointDue,
   latestCheckpoint,
+  postRelease,
+  roundUsd,
+  sumsFrom,
   writeCheckpoint,
   type Checkpoint,
+  type LedgerSums,
 } from '../../store/ledger';
 import { InsufficientCreditsError } from '../../domain/errors';
 
-/** Accounts whose positive balance or checkpoint a process remembers. */
+/** Accounts whose state a process remembers. */
 const MAX_ACCOUNTS = 10_000;
+/** How long a lease admits starts before its unused rest is given back. */
+export const LEASE_MS = 1_000;
+/** A lease leaves room for this many runs like the largest hold of the starts that took it. */
+export const LEASE_HOLDS = 64;
 
-/** How long past its time to live a positive balance still admits starts while it is re-summed off the path. */
-export const STALE_LIMIT_MS = 10_000;
+type CreditCollections = Pick<Collections, 'ledger' | 'ledgerCheckpoints' | 'creditHolds'>;
+
+interface Pending {
+  runId: string;
+  holdUsd: number;
+  arrivedAt: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+interface Lease {
+  /** The `release` entry that gives back its unused rest. */
+  releaseId: string;
+  remaining: number;
+  until: number;
+}
+
+interface AccountState {
+  head?: ChainHead;
+  sums?: LedgerSums & { startedAt: number };
+  summing?: Promise<void>;
+  queue: Pending[];
+  committing: boolean;
+  lease?: Lease;
+}
 
 /** Per-process gate on an account's credit, built once per API (createApp). */
 export class CreditCheck {
-  /** Until when each account's positive balance is fresh. */
-  private readonly positiveUntil = new Map<string, number>();
-  /** Sums under way: concurrent starts of one account share one (32 parallel sums queued for ~0.8 s each in bench P1). */
-  private readonly summing = new Map<string, Promise<number>>();
+  private readonly accounts = new Map<string, AccountState>();
   /** The newest checkpoint known per account (null: it has none); an older one only makes a sum longer, never wrong. */
   private readonly checkpoints = new Map<string, Checkpoint | null>();
   private readonly advancing = new Set<string>();
+  private readonly releasing = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly collections: Pick<Collections, 'ledger' | 'ledgerCheckpoints'>,
+    private readonly collections: CreditCollections,
+    /** How old a remembered sum may grow before it is refreshed off the start path. */
     private readonly ttlMs = 2_000,
   ) {}
 
   /**
-   * Throws 402 `insufficient_credits` unless the account's balance is above zero (D17). A fresh
-   * positive balance admits at once. One gone stale less than STALE_LIMIT_MS ago admits too,
-   * while a new sum runs off the request's path (on FerretDB a sum scans the ledger: ~0.6 s
-   * at 10,000 entries, bench P7); the first start after that sum sees its answer.
+   * Reserves `holdUsd` for run `runId` of the account, or throws 402 `insufficient_credits` when
+   * its available credit is at or below zero (D17). The caller must give the hold back with
+   * `release` if the run then never starts; a started run's end gives it back (store/run-end.ts).
    */
-  async assertCanStart(accountId: string, nowMs = Date.now()): Promise<void> {
-    const until = this.positiveUntil.get(accountId);
-    if (until !== undefined && until > nowMs) return;
-    if (until !== undefined && until + STALE_LIMIT_MS > nowMs) {
-      void this.balance(accountId, nowMs).catch(() => undefined);
+  reserve(accountId: string, runId: string, holdUsd: number): Promise<void> {
+    const state = this.state(accountId);
+    const now = Date.now();
+    if (state.queue.length === 0 && this.takeFromLease(state, holdUsd, now)) {
+      this.refreshIfOld(accountId, state, now);
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      state.queue.push({ runId, holdUsd, arrivedAt: now, resolve, reject });
+      if (!state.committing) void this.commitAll(accountId, state);
+    });
+  }
+
+  /** Gives back the hold of a run that will not start (recorded by another request, refused by Temporal). */
+  async release(accountId: string, runId: string, holdUsd: number, why: string): Promise<void> {
+    if (holdUsd <= 0) return;
+    await postRelease(this.collections, {
+      id: generateId('led'),
+      accountId,
+      runId,
+      usd: holdUsd,
+      note: `hold released: ${why}`,
+    });
+  }
+
+  /** Gives back every lease's unused rest now (the API is stopping). */
+  async close(): Promise<void> {
+    for (const [accountId, state] of this.accounts) this.endLease(accountId, state);
+    await Promise.allSettled([...this.releasing]);
+  }
+
+  /** Checkpoint writes and lease releases under way (tests wait for them). */
+  get checkpointing(): number {
+    return this.advancing.size + this.releasing.size;
+  }
+
+  private state(accountId: string): AccountState {
+    let state = this.accounts.get(accountId);
+    if (!state) {
+      if (this.accounts.size >= MAX_ACCOUNTS) this.forgetIdle();
+      state = { queue: [], committing: false };
+      this.accounts.set(accountId, state);
+    }
+    return state;
+  }
+
+  /** Bounded memory: drops accounts with nothing under way (a miss only costs a sum and a head lookup). */
+  private forgetIdle(): void {
+    for (const [id, s] of this.accounts) {
+      if (!s.committing && s.queue.length === 0 && !s.summing) {
+        this.endLease(id, s);
+        this.accounts.delete(id);
+      }
+    }
+  }
+
+  private async commitAll(accountId: string, state: AccountState): Promise<void> {
+    state.committing = true;
+    try {
+      while (state.queue.length > 0) {
+        const batch = state.queue.splice(0);
+        try {
+          await this.commit(accountId, state, batch);
+        } catch (err) {
+          state.head = undefined; // unknown after a failed write: look it up again
+          for (const p of batch) p.reject(err as Error);
+        }
+      }
+    } finally {
+      state.committing = false;
+    }
+  }
+
+  /** Admits a hold from the process's lease when it fits entirely (no store round trip). */
+  private takeFromLease(state: AccountState, holdUsd: number, now: number): boolean {
+    const lease = state.lease;
+    if (!lease || lease.until <= now || lease.remaining <= 0 || lease.remaining < holdUsd)
+      return false;
+    lease.remaining = roundUsd(lease.remaining - holdUsd);
+    return true;
+  }
+
+  /** Decides `pending` in arrival order: what the lease covers at once, the rest with one chain insert. */
+  private async commit(accountId: string, state: AccountState, pending: Pending[]): Promise<void> {
+    const now = Date.now();
+    const batch: Pending[] = [];
+    for (const p of pending) {
+      if (batch.length === 0 && this.takeFromLease(state, p.holdUsd, now)) p.resolve();
+      else batch.push(p);
+    }
+    if (batch.length === 0) return;
+    this.endLease(accountId, state); // what it has left does not fit the next start
+    let sums = state.sums ?? (await this.sum(accountId, state));
+    for (;;) {
+      const head = (state.head ??= await findChainHead(this.collections, accountId));
+      let available = roundUsd(sums.balance + sums.released - head.reserved_usd);
+      const admitted: Pending[] = [];
+      const refused: Pending[] = [];
+      for (const p of batch) {
+        if (available > 0) {
+          admitted.push(p);
+          available = roundUsd(available - p.holdUsd);
+        } else refused.push(p);
+      }
+      // Refuse only on a sum begun after the start arrived: a top-up or a release since counts.
+      if (refused.some((p) => p.arrivedAt > sums.startedAt)) {
+        sums = await this.sum(accountId, state, true);
+        continue;
+      }
+      const largest = Math.max(0, ...admitted.map((p) => p.holdUsd));
+      const lease = largest > 0 ? roundUsd(Math.min(available / 16, LEASE_HOLDS * largest)) : 0;
+      const leased = lease >= largest && lease > 0 ? lease : 0;
+      const amount = roundUsd(admitted.reduce((sum, p) => sum + p.holdUsd, 0) + leased);
+      if (amount > 0) {
+        const runs = admitted.map((p) => p.runId);
+        const next = await appendHold(this.collections, accountId, head, amount, runs);
+        if (!next) {
+          // Another reservation took this place: decide again after it.
+          state.head = await findChainHead(this.collections, accountId, head);
+          continue;
+        }
+        state.head = next;
+        if (leased > 0) {
+          state.lease = {
+            releaseId: generateId('led'),
+            remaining: leased,
+            until: Date.now() + LEASE_MS,
+          };
+          const timer = setTimeout(() => this.endLease(accountId, state), LEASE_MS);
+          timer.unref();
+        }
+      }
+      this.refreshIfOld(accountId, state, Date.now());
+      for (const p of admitted) p.resolve();
+      for (const p of refused) p.reject(insufficient(sums, head.reserved_usd));
       return;
     }
-    await this.balance(accountId, nowMs);
   }
 
-  /** Checkpoint writes under way (tests wait for them). */
-  get checkpointing(): number {
-    return this.advancing.size;
+  /** Closes the account's lease: nothing more is admitted from it, and its unused rest is given back. */
+  private endLease(accountId: string, state: AccountState): void {
+    const lease = state.lease;
+    if (!lease) return;
+    state.lease = undefined;
+    const rest = lease.remaining;
+    lease.remaining = 0;
+    if (rest <= 0) return;
+    const posting = postRelease(this.collections, {
+      id: lease.releaseId,
+      accountId,
+      runId: null,
+      usd: rest,
+      note: 'unused lease of a process',
+    })
+      .catch(() => undefined) // the rest stays held: safe, and visible as held in `wrs ledger`
+      .finally(() => this.releasing.delete(posting));
+    this.releasing.add(posting);
   }
 
-  /** The account's balance (from the sum already under way for it if there is one), remembered; 402 at or below zero. */
-  private async balance(accountId: string, nowMs: number): Promise<void> {
-    let sum = this.summing.get(accountId);
-    if (!sum) {
-      sum = this.sum(accountId).finally(() => this.summing.delete(accountId));
-      this.summing.set(accountId, sum);
-    }
-    const balance = await sum;
-    if (balance <= 0) {
-      this.positiveUntil.delete(accountId);
-      throw new InsufficientCreditsError();
-    }
-    if (this.positiveUntil.size >= MAX_ACCOUNTS) this.positiveUntil.clear(); // bounded; a miss only costs one sum
-    this.positiveUntil.set(accountId, nowMs + this.ttlMs);
+  /** Starts a new sum off the path once the remembered one is older than the time to live. */
+  private refreshIfOld(accountId: string, state: AccountState, now: number): void {
+    if (state.sums && now - state.sums.startedAt > this.ttlMs && !state.summing)
+      void this.sum(accountId, state).catch(() => undefined);
   }
 
-  private async sum(accountId: string): Promise<number> {
+  /**
+   * The account's ledger sums, remembered; concurrent callers share one sum (on FerretDB a sum
+   * scans the entries since the newest checkpoint: ~0.6 s at 10,000 entries, bench P7). `fresh`:
+   * one begun now, not one already under way.
+   */
+  private async sum(
+    accountId: string,
+    state: AccountState,
+    fresh = false,
+  ): Promise<LedgerSums & { startedAt: number }> {
+    if (fresh || !state.summing) {
+      const startedAt = Date.now();
+      const summing = this.sumLedger(accountId).then((sums) => {
+        if (!state.sums || state.sums.startedAt <= startedAt) state.sums = { ...sums, startedAt };
+      });
+      const shared = summing.finally(() => {
+        if (state.summing === shared) state.summing = undefined;
+      });
+      state.summing = shared;
+      await shared;
+    } else await state.summing;
+    return state.sums!;
+  }
+
+  private async sumLedger(accountId: string): Promise<LedgerSums> {
     let checkpoint = this.checkpoints.get(accountId);
     if (checkpoint === undefined) {
       checkpoint = await latestCheckpoint(this.collections, accountId);
       this.remember(accountId, checkpoint);
     }
     if (checkpointDue(checkpoint)) this.advance(accountId, checkpoint);
-    return balanceFrom(this.collections, accountId, checkpoint);
+    return sumsFrom(this.collections, accountId, checkpoint);
   }
 
   /** Writes the next checkpoint off the request's path; a failure only leaves the sums longer. */
@@ -103,4 +307,15 @@ export class CreditCheck {
     if (this.checkpoints.size >= MAX_ACCOUNTS) this.checkpoints.clear();
     this.checkpoints.set(accountId, checkpoint);
   }
+}
+
+/** 402 saying what the account has and what runs in flight hold of it. */
+function insufficient(sums: LedgerSums, reservedUsd: number): InsufficientCreditsError {
+  const held = Math.max(0, roundUsd(reservedUsd - sums.released));
+  const usd = (v: number) => `$${v.toFixed(6).replace(/0{1,4}$/, '')}`;
+  return new InsufficientCreditsError(
+    held > 0
+      ? `This account has no credit available: its balance is ${usd(sums.balance)}, and ${usd(held)} of it is held by runs in progress until they end. Add credits or wait for them to finish.`
+      : `This account has no credit left (balance ${usd(sums.balance)}). Add credits to start runs.`,
+  );
 }

@@ -6,6 +6,7 @@ import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
+import { runHold } from '../../domain/run-hold';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
@@ -28,13 +29,13 @@ export interface StartRunDeps {
   /** Where the GridFS files live: file inputs are checked against their owner (D19). */
   db: Db;
   gateway: RunGateway;
-  /** The per-process D17 credit gate. */
+  /** The per-process D17 credit gate: reserves each run's hold. */
   credits: CreditCheck;
   /** Workflows and versions (per-process cache: WorkflowCatalog; or the store itself, storeLookup). */
   catalog: WorkflowLookup;
   /** Runs this process has seen (the start records their owner, so reads of the live run need no store round trip). */
   knownRuns?: KnownRuns;
-  config: Pick<Config, 'runs' | 'files'> & Partial<Pick<Config, 'webhooks'>>;
+  config: Pick<Config, 'runs' | 'files' | 'prices' | 'credits'> & Partial<Pick<Config, 'webhooks'>>;
 }
 
 /** The run id was recorded by another request already (an idempotent start finishing a stalled one's work, D18). */
@@ -85,11 +86,18 @@ export async function startRun(
     throw new InvalidInputsError(describeProblems(problems), problems);
   checkRunSize(version.graph, inputs.values);
 
-  await deps.credits.assertCanStart(auth.accountId); // D17
+  const runId = opts.runId ?? generateId('run');
+  // D17: the run's worst case is held before it exists; 402 when the account has nothing available.
+  const hold = runHold(version.graph, inputs.values, {
+    prices: deps.config.prices,
+    startFeeUsd: deps.config.runs.startFeeUsd,
+    perCallUsd: deps.config.credits.holdPerCallUsd,
+  }).usd;
+  await deps.credits.reserve(auth.accountId, runId, hold);
 
   const createdAt = new Date();
   const run: RunDoc = {
-    _id: opts.runId ?? generateId('run'),
+    _id: runId,
     account_id: auth.accountId,
     key_id: auth.keyId,
     published_workflow_id: workflow._id,
@@ -105,25 +113,39 @@ export async function startRun(
     events: null,
     finalized: false,
     webhook: request.webhook ?? null,
+    ...(hold > 0 ? { hold_usd: hold } : {}),
   };
   const args = runArgs(run, version.graph, deps.config.runs);
-  // The record comes first so the run is readable the moment its id is returned.
+  // The record comes first so the run is readable the moment its id is returned. From here on the
+  // hold is given back by the run's end (store/run-end.ts, which reads it from the record), or
+  // below when the run surely never starts; when that is unsure (a write whose outcome is
+  // unknown) it stays held, the safe side.
   try {
     await insertRun(collections, run);
   } catch (err) {
-    if (isDuplicateKey(err)) throw new RunIdTakenError(run._id);
-    throw err;
+    if (!isDuplicateKey(err)) throw err;
+    await releaseHold(deps, run, 'its run id was taken by another request');
+    throw new RunIdTakenError(run._id);
   }
   try {
     await deps.gateway.start(args, workflow.slug);
   } catch (err) {
-    await deleteRun(collections, run._id).catch(() => undefined);
+    // Removed, the record can no longer give the hold back: this request does.
+    if (await deleteRun(collections, run._id).catch(() => false))
+      await releaseHold(deps, run, 'the run could not be started');
     throw err;
   }
   deps.knownRuns?.remember(run);
   // Counted here, not in the route, so an idempotent replay (D18) is not a second start.
   runsStarted.inc({ mode: request.stream ? 'stream' : 'async' });
   return run;
+}
+
+/** Gives back the hold of a run that will not start; a failure leaves it held (the safe side). */
+async function releaseHold(deps: StartRunDeps, run: RunDoc, why: string): Promise<void> {
+  await deps.credits
+    .release(run.account_id, run._id, run.hold_usd ?? 0, why)
+    .catch(() => undefined);
 }
 
 /** The workflow arguments of a recorded run (also used to start the workflow of a run recorded by a request that then died). */

@@ -1,14 +1,21 @@
-/** D17's start gate: 402 at or below zero, positive balances remembered briefly, zero never remembered. */
+/**
+ * D17's start gate on the real store: holds reserved through the account's hold chain, exact
+ * across processes (each CreditCheck is one API process's), 402 once nothing is available, a
+ * top-up seen at once, leases for rich accounts, and the ledger's checkpoints carrying releases.
+ */
 import assert from 'node:assert/strict';
-import { CreditCheck, STALE_LIMIT_MS } from '../../../api/services/credit-check';
+import { CreditCheck, LEASE_HOLDS } from '../../../api/services/credit-check';
 import { InsufficientCreditsError } from '../../../domain/errors';
 import { addCredits, createAccount } from '../../../store/accounts';
+import { accountCredit, findChainHead } from '../../../store/credit-holds';
 import {
   accountBalance,
   balanceFrom,
   CHECKPOINT_LAG_MS,
   latestCheckpoint,
   postEntry,
+  postRelease,
+  sumsFrom,
   writeCheckpoint,
 } from '../../../store/ledger';
 import type { Store } from '../../../store/db';
@@ -16,7 +23,15 @@ import { countingCalls } from '../../support/counting';
 import { waitFor } from '../../support/http';
 import { connectTestStore } from '../../support/store';
 
-describe('CreditCheck (D17)', () => {
+/** Settles every promise: how many were admitted, and that every refusal is the 402. */
+async function outcomes(starts: Promise<void>[]): Promise<number> {
+  const settled = await Promise.allSettled(starts);
+  for (const s of settled)
+    if (s.status === 'rejected') assert.ok(s.reason instanceof InsufficientCreditsError, s.reason);
+  return settled.filter((s) => s.status === 'fulfilled').length;
+}
+
+describe('CreditCheck (D17 holds)', () => {
   let store: Store;
   before(async () => (store = await connectTestStore()));
   after(async () => store?.close());
@@ -24,82 +39,135 @@ describe('CreditCheck (D17)', () => {
   it('refuses an account at zero and lets it start the moment it is topped up', async () => {
     const account = await createAccount(store.collections, { name: 'broke', creditsUsd: 0 });
     const check = new CreditCheck(store.collections);
-    await assert.rejects(check.assertCanStart(account._id), InsufficientCreditsError);
+    const refused = await check.reserve(account._id, 'run_a', 0.001).catch((err) => err);
+    assert.ok(refused instanceof InsufficientCreditsError);
+    assert.match(refused.message, /no credit left \(balance \$0\.00\)/);
     await addCredits(store.collections, account._id, 1);
-    await check.assertCanStart(account._id);
+    await check.reserve(account._id, 'run_b', 0.001);
   });
 
-  it('remembers a positive balance for its time to live, re-sums it off the path a while after, then sees the debit', async () => {
-    const account = await createAccount(store.collections, { name: 'spender', creditsUsd: 1 });
-    const { collection: ledger, probe } = countingCalls(store.collections.ledger, 'aggregate');
-    const check = new CreditCheck(
-      { ledger, ledgerCheckpoints: store.collections.ledgerCheckpoints },
-      1_000,
+  it('admits, across two processes racing 80 starts, exactly what $0.005 covers at $0.001 a hold', async () => {
+    const account = await createAccount(store.collections, { name: 'race', creditsUsd: 0.005 });
+    const [a, b] = [new CreditCheck(store.collections), new CreditCheck(store.collections)];
+    const admitted = await outcomes(
+      Array.from({ length: 80 }, (_, i) => (i % 2 ? a : b).reserve(account._id, `run_${i}`, 0.001)),
     );
-    await check.assertCanStart(account._id, 0);
-    await waitFor(async () => (check.checkpointing === 0 ? true : undefined), {
-      what: 'the first checkpoint',
+    assert.equal(admitted, 5);
+    assert.deepEqual(await accountCredit(store.collections, account._id), {
+      balance_usd: 0.005,
+      held_usd: 0.005,
+      available_usd: 0,
     });
-    const sums = probe.calls;
-    await postEntry(store.collections, {
-      _id: 'led_spent_all',
-      account_id: account._id,
-      kind: 'run',
-      run_id: null,
-      amount_usd: -1,
-      note: null,
-    });
-    await check.assertCanStart(account._id, 999); // fresh: no ledger read
-    assert.equal(probe.calls, sums);
-    await check.assertCanStart(account._id, 1_000); // stale: admitted while a new sum runs
-    assert.equal(probe.calls, sums + 1);
-    await waitFor(
-      async () =>
-        (await check.assertCanStart(account._id, 1_001).then(
-          () => undefined,
-          (err) => err,
-        )) as Error | undefined,
-      { what: 'the debit to be seen' },
-    );
-    await assert.rejects(check.assertCanStart(account._id, 1_002), InsufficientCreditsError);
+    // A refusal explains itself: what is held, and until when.
+    const refused = await a.reserve(account._id, 'run_late', 0.001).catch((err) => err);
+    assert.ok(refused instanceof InsufficientCreditsError);
+    assert.match(refused.message, /\$0\.005 of it is held by runs in progress/);
   });
 
-  it('waits for the sum once a positive balance is more than STALE_LIMIT_MS past its time to live', async () => {
-    const account = await createAccount(store.collections, { name: 'idle', creditsUsd: 1 });
-    const check = new CreditCheck(store.collections, 1_000);
-    await check.assertCanStart(account._id, 0);
+  it('lets only the last admitted hold pass zero: a hold larger than what is left still starts, then nothing', async () => {
+    const account = await createAccount(store.collections, { name: 'over', creditsUsd: 0.005 });
+    const check = new CreditCheck(store.collections);
+    const admitted = await outcomes(
+      Array.from({ length: 10 }, (_, i) => check.reserve(account._id, `run_${i}`, 0.003)),
+    );
+    assert.equal(admitted, 2);
+    const credit = await accountCredit(store.collections, account._id);
+    assert.equal(credit.available_usd, -0.001); // below zero by less than one hold
+  });
+
+  it('sees a release at once when refusing: the freed credit admits the next start', async () => {
+    const account = await createAccount(store.collections, { name: 'cycle', creditsUsd: 0.002 });
+    const check = new CreditCheck(store.collections);
+    await check.reserve(account._id, 'run_1', 0.002);
+    await assert.rejects(check.reserve(account._id, 'run_2', 0.002), InsufficientCreditsError);
+    // The run ends: its debit gives the hold back (store/run-end.ts); it cost half its hold.
     await postEntry(store.collections, {
-      _id: 'led_spent_idle',
+      _id: 'led_cycle_1',
       account_id: account._id,
       kind: 'run',
-      run_id: null,
-      amount_usd: -1,
+      run_id: 'run_1',
+      amount_usd: -0.001,
       note: null,
+      released_usd: 0.002,
     });
-    await assert.rejects(
-      check.assertCanStart(account._id, 1_000 + STALE_LIMIT_MS),
-      InsufficientCreditsError,
+    await check.reserve(account._id, 'run_3', 0.002);
+    await assert.rejects(check.reserve(account._id, 'run_4', 0.002), InsufficientCreditsError);
+    // A start that never ran gives its hold back with a release entry.
+    await check.release(account._id, 'run_3', 0.002, 'test');
+    assert.deepEqual(await accountCredit(store.collections, account._id), {
+      balance_usd: 0.001,
+      held_usd: 0,
+      available_usd: 0.001,
+    });
+  });
+
+  it('a rich account: concurrent starts share one chain insert, the next ones use the lease with no store write, and close() gives the rest back', async () => {
+    const account = await createAccount(store.collections, { name: 'rich', creditsUsd: 100 });
+    const { collection: creditHolds, probe } = countingCalls(
+      store.collections.creditHolds,
+      'insertOne',
+    );
+    const check = new CreditCheck({ ...store.collections, creditHolds });
+    await Promise.all(
+      Array.from({ length: 32 }, (_, i) => check.reserve(account._id, `r${i}`, 0.01)),
+    );
+    assert.equal(
+      probe.calls,
+      1,
+      'the first start took a lease that covered the 31 waiting behind it',
+    );
+    for (let i = 0; i < LEASE_HOLDS; i++) await check.reserve(account._id, `l${i}`, 0.01);
+    assert.equal(probe.calls, 2, 'one more lease for 64 more starts');
+    await check.close();
+    // Held now: exactly the 32 + 64 admitted holds; the lease's unused rest went back.
+    const credit = await accountCredit(store.collections, account._id);
+    assert.equal(credit.held_usd, 0.96);
+    assert.equal(credit.available_usd, 99.04);
+  });
+
+  it('a stale sum in one process never over-admits: the chain carries what another process reserved', async () => {
+    const account = await createAccount(store.collections, { name: 'stale', creditsUsd: 0.003 });
+    const a = new CreditCheck(store.collections, 60_000);
+    const b = new CreditCheck(store.collections, 60_000);
+    await a.reserve(account._id, 'run_a1', 0.001); // a remembers the sum: 0.003
+    await b.reserve(account._id, 'run_b1', 0.001);
+    await b.reserve(account._id, 'run_b2', 0.001);
+    await assert.rejects(a.reserve(account._id, 'run_a2', 0.001), InsufficientCreditsError);
+    assert.equal((await findChainHead(store.collections, account._id)).reserved_usd, 0.003);
+  });
+
+  it('finds the chain head by galloping over ids from any known entry', async () => {
+    // Too little for a lease (store/credit-holds.ts): every start is its own entry.
+    const account = await createAccount(store.collections, {
+      name: 'long chain',
+      creditsUsd: 0.15,
+    });
+    const check = new CreditCheck(store.collections);
+    for (let i = 0; i < 13; i++) await check.reserve(account._id, `run_${i}`, 0.01);
+    const head = await findChainHead(store.collections, account._id);
+    assert.deepEqual(head, { n: 13, reserved_usd: 0.13 });
+    assert.deepEqual(
+      await findChainHead(store.collections, account._id, { n: 5, reserved_usd: 0.05 }),
+      head,
     );
   });
 
   it('sums the ledger once for many concurrent starts of one account', async () => {
     const account = await createAccount(store.collections, { name: 'busy', creditsUsd: 1 });
     const { collection: ledger, probe } = countingCalls(store.collections.ledger, 'aggregate');
-    const check = new CreditCheck({
-      ledger,
-      ledgerCheckpoints: store.collections.ledgerCheckpoints,
-    });
-    await Promise.all(Array.from({ length: 32 }, () => check.assertCanStart(account._id, 0)));
-    assert.equal(probe.calls, 2); // one sum, and the one of the account's first checkpoint (written once, off the path)
+    const check = new CreditCheck({ ...store.collections, ledger });
+    await Promise.all(
+      Array.from({ length: 32 }, (_, i) => check.reserve(account._id, `r${i}`, 0.001)),
+    );
+    // One sum (two aggregates: balance and released), and the one of the account's first checkpoint (written once, off the path).
+    assert.equal(probe.calls, 4);
     await waitFor(async () => (check.checkpointing === 0 ? true : undefined), {
       what: 'the checkpoint write',
     });
-    // The shared sum is gone once answered: after the time to live the next start sums afresh.
-    await check.assertCanStart(account._id, 5_000);
-    assert.equal(probe.calls, 3);
+    await check.close();
   });
 
-  it('sums only the entries after the newest checkpoint, and writes the next one off the start path', async () => {
+  it('sums only the entries after the newest checkpoint, releases included, and writes the next one off the start path', async () => {
     const account = await createAccount(store.collections, { name: 'long ledger', creditsUsd: 0 });
     const old = new Date(Date.now() - 2 * CHECKPOINT_LAG_MS);
     const entries = Array.from({ length: 500 }, (_, i) => ({
@@ -112,6 +180,16 @@ describe('CreditCheck (D17)', () => {
       created_at: old,
     }));
     await store.collections.ledger.insertMany(entries);
+    await store.collections.ledger.insertOne({
+      _id: `led_oldrel_${account._id}`,
+      account_id: account._id,
+      kind: 'release',
+      run_id: null,
+      amount_usd: 0,
+      note: null,
+      released_usd: 0.25,
+      created_at: old,
+    });
     await postEntry(store.collections, {
       _id: `led_new_${account._id}`,
       account_id: account._id,
@@ -119,16 +197,22 @@ describe('CreditCheck (D17)', () => {
       run_id: null,
       amount_usd: -0.5,
       note: null,
+      released_usd: 0.5,
     });
     const check = new CreditCheck(store.collections, 0);
-    await check.assertCanStart(account._id); // 5 - 0.5 > 0; the account has no checkpoint yet: one is written
+    await check.reserve(account._id, 'run_1', 0); // 5 - 0.5 > 0; the account has no checkpoint yet: one is written
     await waitFor(async () => (check.checkpointing === 0 ? true : undefined), {
       what: 'the checkpoint write',
     });
     const chk = await latestCheckpoint(store.collections, account._id);
     assert.equal(chk?.n, 1);
     assert.equal(chk?.total_usd, 5); // the old entries, not the recent debit (newer than the checkpoint's lag)
-    // Now a sum covers the debit alone, and still says the same balance.
+    assert.equal(chk?.released_usd, 0.25);
+    // Now a sum covers the debit alone, and still says the same.
+    assert.deepEqual(await sumsFrom(store.collections, account._id, chk), {
+      balance: 4.5,
+      released: 0.75,
+    });
     assert.equal(await balanceFrom(store.collections, account._id, chk), 4.5);
     assert.equal(await accountBalance(store.collections, account._id), 4.5);
     // Another process writing checkpoint 1 again loses the id and adopts the winner's.
@@ -143,12 +227,22 @@ describe('CreditCheck (D17)', () => {
       account_id: account._id,
       kind: 'run',
       run_id: null,
-      amount_usd: -4.5,
+      amount_usd: -5.25, // what is left, and the 0.75 released above without holds of this test
       note: null,
     });
     await assert.rejects(
-      new CreditCheck(store.collections).assertCanStart(account._id),
+      new CreditCheck(store.collections).reserve(account._id, 'run_2', 0.001),
       InsufficientCreditsError,
     );
+    // A release entry is booked once, however often it is posted.
+    const release = {
+      id: `led_rel_${account._id}`,
+      accountId: account._id,
+      runId: null,
+      usd: 1,
+      note: 'x',
+    };
+    assert.equal(await postRelease(store.collections, release), true);
+    assert.equal(await postRelease(store.collections, release), false);
   });
 });

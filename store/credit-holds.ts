@@ -1,0 +1,125 @@
+/**
+ * An account's hold chain (D17): the one place where credit is reserved for runs, exact on every
+ * MongoDB-compatible server without transactions.
+ *
+ * Entry n (`hold_<account id>_<n>`) carries `reserved_usd`, the sum of everything ever reserved
+ * for the account up to it. A reservation is decided against the chain's head n and committed by
+ * inserting entry n+1: the unique `_id` lets exactly one decision follow each head, and a loser
+ * (duplicate key) reads the winner's entry and decides again. FerretDB 1.x loses concurrent
+ * updates of one document and pushes only an exact `{_id}` filter down to SQLite, so the chain
+ * is never updated and is read by `_id` alone: the head is found by galloping over ids from a
+ * known entry (entries are contiguous: n+1 is written only by someone who read n).
+ *
+ * Releases live in the ledger (`released_usd` on a run's debit, or a `release` entry), so the
+ * credit held right now is `reserved_usd` of the head minus the ledger's released sum, and the
+ * credit available is the ledger balance minus that (store/ledger.ts creditSums).
+ */
+import type { Collections } from './db';
+import type { CreditHoldDoc } from './documents';
+import { accountSums, isDuplicateKey, roundUsd } from './ledger';
+
+/** The head of an account's chain: its newest entry's number and running sum (n 0: no entry yet). */
+export interface ChainHead {
+  n: number;
+  reserved_usd: number;
+}
+
+export const EMPTY_CHAIN: ChainHead = { n: 0, reserved_usd: 0 };
+
+/** The `_id` of entry `n` of an account's chain. */
+export function holdEntryId(accountId: string, n: number): string {
+  return `hold_${accountId}_${n}`;
+}
+
+type Holds = Pick<Collections, 'creditHolds'>;
+
+/** Entry `n` as a head, or null when it does not exist (yet). */
+async function readEntry(c: Holds, accountId: string, n: number): Promise<ChainHead | null> {
+  if (n === 0) return EMPTY_CHAIN;
+  const doc = await c.creditHolds.findOne(
+    { _id: holdEntryId(accountId, n) },
+    { projection: { _id: 0, n: 1, reserved_usd: 1 } },
+  );
+  return doc ? { n: doc.n, reserved_usd: doc.reserved_usd } : null;
+}
+
+/**
+ * The newest entry at or after `from` (a head known to exist): ids n+1, n+2, n+4 ... until one
+ * is missing, then a binary search between the last found and the first missing. O(log k) `_id`
+ * reads for k entries written since `from`.
+ */
+export async function findChainHead(
+  c: Holds,
+  accountId: string,
+  from: ChainHead = EMPTY_CHAIN,
+): Promise<ChainHead> {
+  let found = from;
+  let step = 1;
+  let missing: number;
+  for (;;) {
+    const next = await readEntry(c, accountId, found.n + step);
+    if (!next) {
+      missing = found.n + step;
+      break;
+    }
+    found = next;
+    step *= 2;
+  }
+  while (missing - found.n > 1) {
+    const mid = Math.floor((found.n + missing) / 2);
+    const entry = await readEntry(c, accountId, mid);
+    if (entry) found = entry;
+    else missing = mid;
+  }
+  return found;
+}
+
+/**
+ * Commits a reservation of `amountUsd` right after `head`: the new head, or null when another
+ * reservation took that place first (decide again from the head findChainHead gives).
+ */
+export async function appendHold(
+  c: Holds,
+  accountId: string,
+  head: ChainHead,
+  amountUsd: number,
+  runs: string[],
+): Promise<ChainHead | null> {
+  const entry: CreditHoldDoc = {
+    _id: holdEntryId(accountId, head.n + 1),
+    account_id: accountId,
+    n: head.n + 1,
+    amount_usd: amountUsd,
+    reserved_usd: roundUsd(head.reserved_usd + amountUsd),
+    runs,
+    created_at: new Date(),
+  };
+  try {
+    await c.creditHolds.insertOne(entry);
+    return { n: entry.n, reserved_usd: entry.reserved_usd };
+  } catch (err) {
+    if (isDuplicateKey(err)) return null;
+    throw err;
+  }
+}
+
+/** What an account has (D17): its ledger balance, the part of it held by runs in progress, and the rest. */
+export interface AccountCredit {
+  balance_usd: number;
+  held_usd: number;
+  available_usd: number;
+}
+
+/** The account's credit now: the ledger's sums and its chain's head (a few reads, for people: the CLI). */
+export async function accountCredit(
+  c: Pick<Collections, 'ledger' | 'ledgerCheckpoints' | 'creditHolds'>,
+  accountId: string,
+): Promise<AccountCredit> {
+  const [sums, head] = await Promise.all([accountSums(c, accountId), findChainHead(c, accountId)]);
+  const held = roundUsd(head.reserved_usd - sums.released);
+  return {
+    balance_usd: sums.balance,
+    held_usd: held,
+    available_usd: roundUsd(sums.balance - held),
+  };
+}
