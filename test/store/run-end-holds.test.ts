@@ -1,0 +1,103 @@
+/**
+ * D17: a run's end gives back the credit held for it exactly once, in the same ledger entry as
+ * its debit, whichever end books it (finalize, a retry, the API's settle, all at once), and a run
+ * that cost nothing gives its hold back with an entry of amount 0.
+ */
+import assert from 'node:assert/strict';
+import { CreditCheck } from '../../api/services/credit-check';
+import type { RunFinal } from '../../domain/run';
+import { accountCredit } from '../../store/credit-holds';
+import type { Store } from '../../store/db';
+import { generateId, deriveId } from '../../store/ids';
+import { recordRunEnd } from '../../store/run-end';
+import { insertRun } from '../../store/runs';
+import { newAccount } from '../support/accounts';
+import { connectTestStore } from '../support/store';
+
+describe('run end: the hold is released once (D17)', function () {
+  this.timeout(60_000);
+  let store: Store;
+  before(async () => (store = await connectTestStore()));
+  after(async () => store?.close());
+
+  /** An account holding `credit`, a run of it whose hold was reserved as a start does, and its final. */
+  async function heldRun(credit: number, holdUsd: number, totalCost: number) {
+    const c = store.collections;
+    const { accountId, keyId } = await newAccount(c, credit);
+    const runId = generateId('run');
+    const credits = new CreditCheck(c);
+    await credits.reserve(accountId, runId, holdUsd);
+    await credits.close(); // a lease's unused rest goes back: only the run's hold stays held
+    await insertRun(c, {
+      _id: runId,
+      account_id: accountId,
+      key_id: keyId,
+      published_workflow_id: generateId('wf'),
+      published_workflow_version_id: generateId('wfv'),
+      version: 1,
+      status: 'pending',
+      inputs: {},
+      created_at: new Date(),
+      completed_at: null,
+      output: null,
+      error: null,
+      total_cost: null,
+      events: null,
+      finalized: false,
+      hold_usd: holdUsd,
+    });
+    const final: RunFinal = {
+      runId,
+      accountId,
+      status: 'completed',
+      output: {},
+      error: null,
+      totalCost,
+      completedAtMs: Date.now(),
+      events: [],
+    };
+    return { accountId, final };
+  }
+
+  it('finalize, a retry and a settle racing it release the hold once, with the debit', async () => {
+    const c = store.collections;
+    const { accountId, final } = await heldRun(0.005, 0.003, 0.002);
+    assert.deepEqual(await accountCredit(c, accountId), {
+      balance_usd: 0.005,
+      held_usd: 0.003,
+      available_usd: 0.002,
+    });
+    await Promise.all([
+      recordRunEnd(c, final),
+      recordRunEnd(c, final),
+      recordRunEnd(
+        c,
+        { ...final, status: 'failed', error: 'late', completedAtMs: Date.now() + 1 },
+        'settle',
+      ),
+    ]);
+    await recordRunEnd(c, final);
+    const entries = await c.ledger.find({ run_id: final.runId }).toArray();
+    assert.equal(entries.length, 1, JSON.stringify(entries));
+    assert.equal(entries[0]._id, deriveId('led', final.runId));
+    assert.equal(entries[0].released_usd, 0.003);
+    assert.deepEqual(await accountCredit(c, accountId), {
+      balance_usd: 0.003,
+      held_usd: 0,
+      available_usd: 0.003,
+    });
+  });
+
+  it('a run that cost nothing books an entry of amount 0 that gives its hold back', async () => {
+    const c = store.collections;
+    const { accountId, final } = await heldRun(1, 0.011, 0);
+    await recordRunEnd(c, final);
+    await recordRunEnd(c, final);
+    const entries = await c.ledger.find({ run_id: final.runId }).toArray();
+    assert.deepEqual(
+      entries.map((e) => [e.kind, e.amount_usd, e.released_usd]),
+      [['run', 0, 0.011]],
+    );
+    assert.equal((await accountCredit(c, accountId)).held_usd, 0);
+  });
+});
