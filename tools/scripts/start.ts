@@ -89,7 +89,8 @@ async function main(): Promise<void> {
     appName: 'wrs-start',
   });
   stops.unshift(() => store.close());
-  const worker = superviseWorker(env);
+  // The worker serves no codec endpoint: it does not get the token (D32).
+  const worker = superviseWorker({ ...env, CODEC_TOKEN: undefined });
   stops.unshift(() => worker.stop());
   const api = await startApi(config, createLogger(config.logLevel, 'wrs-api'));
   stops.unshift(() => api.close());

@@ -190,6 +190,10 @@ describe('npm start (tools/scripts/start.ts)', function () {
     const argv = fs.readFileSync(`/proc/${temporalPid.trim()}/cmdline`, 'utf8');
     assert.match(argv, /start-dev/, 'read the Temporal server command line');
     assert.ok(!argv.includes(token), 'the Temporal command line holds the codec token');
+    const [workerPid] = pidsOf(/worker started \(pid (\d+)\)/, p.output());
+    const workerEnv = fs.readFileSync(`/proc/${workerPid}/environ`, 'utf8');
+    assert.match(workerEnv, /DATA_DIR=/, "read the worker's environment");
+    assert.ok(!workerEnv.includes(token), "the worker's environment holds the codec token");
 
     const settings = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/api/v1/settings`);
     assert.equal(settings.status, 200);
