@@ -215,12 +215,16 @@ export class CreditCheck {
         }
         state.head = next;
         if (leased > 0) {
-          state.lease = {
+          const lease = {
             releaseId: generateId('led'),
             remaining: leased,
             until: Date.now() + LEASE_MS,
           };
-          const timer = setTimeout(() => this.endLease(accountId, state), LEASE_MS);
+          state.lease = lease;
+          // Ends this lease only: a newer one has its own timer.
+          const timer = setTimeout(() => {
+            if (state.lease === lease) this.endLease(accountId, state);
+          }, LEASE_MS);
           timer.unref();
         }
       }
