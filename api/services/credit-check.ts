@@ -43,7 +43,7 @@ import { InsufficientCreditsError } from '../../domain/errors';
 /** Accounts whose state a process remembers. */
 const MAX_ACCOUNTS = 10_000;
 /** How long a lease admits starts before its unused rest is given back. */
-export const LEASE_MS = 1_000;
+export const LEASE_MS = 5_000;
 /** A lease leaves room for this many runs like the largest hold of the starts that took it. */
 export const LEASE_HOLDS = 64;
 

@@ -4,7 +4,8 @@
  * by command and collection. Operations run one at a time in a warm process, so each count is
  * that operation's own. The budget (docs/architecture.md "Store round trips"):
  *   start          ≤ 1 write (the run) + the shared rate-limit write, 0 reads;
- *   finalize       ≤ 2 writes (+1 per extra chunk of a big run), counted in the worker per run;
+ *   finalize       ≤ 2 writes (+1 per extra chunk of a big run) and 1 `_id` read (the run's D17
+ *                  hold, given back with its debit), counted in the worker per run;
  *   repeated GET   0 (a finished run read before in this process), besides the rate-limit write;
  *   live GET       0 (the workflow's query answers), besides the rate-limit write.
  */
@@ -117,10 +118,11 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
     target: string,
     figures: ReturnType<typeof perOp>,
     maxWrites: number,
+    maxReads = 0,
   ): Verdict => ({
     target,
     measured: `${fmt(figures.writes, 2)} writes, ${fmt(figures.reads, 2)} reads (+ ${fmt(figures.rateLimit, 2)} rate-limit writes)`,
-    met: figures.writes <= maxWrites && figures.reads === 0 && figures.rateLimit <= 1,
+    met: figures.writes <= maxWrites && figures.reads <= maxReads && figures.rateLimit <= 1,
   });
   ctx.log(
     `P6 start ${start.list} | finalize ${finalize.list} | repeated GET ${repeated.list} | live GET ${liveGet.list}`,
@@ -147,7 +149,7 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
     ],
     verdicts: [
       verdict('start: ≤ 1 write + the rate-limit write, 0 reads', start, 1),
-      verdict('finalize: ≤ 2 writes, 0 reads (small run)', finalize, 2),
+      verdict('finalize: ≤ 2 writes, ≤ 1 `_id` read (small run)', finalize, 2, 1),
       verdict('repeated GET of a finished run: 0 (besides the rate-limit write)', repeated, 0),
       verdict('GET of a live run: 0 (besides the rate-limit write)', liveGet, 0),
     ],
