@@ -3,6 +3,7 @@ import './koa-state';
 import Koa from 'koa';
 import cors from '@koa/cors';
 import { routeDeps, type AppDeps } from './deps';
+import { closeUnreadBodies } from './middleware/close-unread';
 import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { requestLog } from './middleware/request-log';
@@ -54,6 +55,7 @@ export function createApp(appDeps: AppDeps): Koa {
       maxAge: 600,
     }),
   );
+  app.use(closeUnreadBodies()); // an answer before the body arrived closes the connection
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(httpMetrics()); // likewise: counts the status actually sent, by route template
   app.use(errorHandler(deps.logger));

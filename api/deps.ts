@@ -8,6 +8,7 @@ import type { Collections } from '../store/db';
 import type { Logger } from './logger';
 import type { RunGateway } from './temporal/run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
+import { StreamCap } from './stream/stream-cap';
 import { CreditCheck } from './services/credit-check';
 import { FinishedRunCache } from './services/finished-run-cache';
 import { RateCounter } from './services/rate-counter';
@@ -29,12 +30,16 @@ export interface AppDeps {
   keys?: KeyCache;
   catalog?: WorkflowCatalog;
   knownRuns?: KnownRuns;
+  streams?: StreamCap;
 }
 
 /** The dependencies routes see: AppDeps with the per-process caches made. */
 export type RouteDeps = AppDeps &
   Required<
-    Pick<AppDeps, 'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns'>
+    Pick<
+      AppDeps,
+      'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns' | 'streams'
+    >
   >;
 
 /** AppDeps with every per-process cache made (those a test passed in are kept). */
@@ -50,5 +55,7 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     keys: appDeps.keys ?? new KeyCache(appDeps.collections),
     catalog: appDeps.catalog ?? new WorkflowCatalog(appDeps.collections),
     knownRuns: appDeps.knownRuns ?? new KnownRuns(),
+    // Open streams per key in this process (docs/api.md "Connections").
+    streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
   };
 }

@@ -5,6 +5,7 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type Koa from 'koa';
 import type { Config } from '../config';
+import { requestScope } from './last-resort';
 
 export interface RunningServer {
   server: http.Server;
@@ -15,18 +16,34 @@ export interface RunningServer {
 
 /** Listens on the configured host and port (0 picks a free one) and resolves with the base URL. */
 export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<RunningServer> {
-  const handler = app.callback();
+  const koaHandler = app.callback();
+  // Each request runs in its scope, so an error that escapes it is still answered (api/last-resort.ts).
+  const handler: http.RequestListener = (req, res) =>
+    requestScope.run({ req, res }, koaHandler, req, res);
   const { tls } = config.api;
+  const { headersMs, requestMs, idleMs } = config.api.timeouts;
+  // Connection bounds (docs/api.md "Connections"). Node's requestTimeout covers receiving the
+  // request, headers and body, and ends once the body is complete: an answer that lasts (an SSE
+  // stream, a download) is not bound by it. It is checked every `connectionsCheckingInterval`.
+  const options: http.ServerOptions = {
+    headersTimeout: headersMs,
+    requestTimeout: requestMs,
+    connectionsCheckingInterval: Math.max(
+      100,
+      Math.min(5_000, Math.floor(Math.min(headersMs, requestMs || headersMs) / 4)),
+    ),
+  };
   const server = tls
     ? https.createServer(
-        { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
+        { ...options, cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
         handler,
       )
-    : http.createServer(handler);
+    : http.createServer(options, handler);
   server.on('clientError', answerClientError);
-  // SSE streams are long-lived; the socket must not be cut by Node's default request timeout.
-  server.requestTimeout = 0;
-  server.headersTimeout = 30_000;
+  // Inactivity (no byte either way) while a request is received or a plain answer is sent: a
+  // client that stalls its body or stops reading a download. Streams turn it off for their
+  // socket (api/stream/open-stream.ts): they have keepalives and a buffer limit of their own.
+  if (idleMs > 0) server.setTimeout(idleMs, answerIdle);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -49,7 +66,8 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
 
 /**
  * Requests Node's parser refuses before the app sees them (a request line or headers over
- * `maxHeaderSize`, malformed HTTP) get the envelope and CORS too (D22), not Node's bare status line.
+ * `maxHeaderSize`, malformed HTTP, a request not received within the request timeout) get the
+ * envelope and CORS too (D22), not Node's bare status line.
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   // Node's own handler does the same check: nothing can be written on a reset or half-answered socket.
@@ -66,9 +84,9 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
           'The request line and headers are larger than the server accepts.',
         ]
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'request_timeout', 'The request was not received in time.']
+        ? [408, 'request_timeout', REQUEST_TIMEOUT_MESSAGE]
         : [400, 'malformed_request', 'The request is not valid HTTP.'];
-  const body = JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
+  const body = errorBody(message, code);
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +
@@ -77,4 +95,34 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       'Connection: close\r\n\r\n' +
       body,
   );
+}
+
+const REQUEST_TIMEOUT_MESSAGE = 'The request was not received in time.';
+
+function errorBody(message: string, code: string): string {
+  return JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
+}
+
+/**
+ * A socket idle past the idle timeout. A request still arriving (its body stalled) is answered
+ * 408 in the envelope and the connection closed; anything else (an answer the client stopped
+ * reading, an idle kept-alive connection) is cut.
+ */
+function answerIdle(socket: Socket): void {
+  const res = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
+  const req = res?.req;
+  if (!res || !req || req.complete || res.headersSent || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = errorBody(REQUEST_TIMEOUT_MESSAGE, 'request_timeout');
+  res.writeHead(408, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Access-Control-Allow-Origin': '*',
+    Connection: 'close',
+  });
+  res.end(body);
+  // Closed once the answer is written, also if the client never reads it.
+  socket.setTimeout(1_000, () => socket.destroy());
 }

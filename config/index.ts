@@ -79,6 +79,14 @@ export const EnvSchema = z.object({
   STREAM_POLL_MS: int(1_000),
   STREAM_KEEPALIVE_MS: int(15_000),
   STREAM_MAX_BUFFERED_BYTES: int(1_048_576),
+  // Open streams (SSE) per API key in one API process; more is a 429 `too_many_streams`.
+  STREAM_MAX_PER_KEY: int(100),
+  // Connection bounds (docs/api.md "Connections"): request line and headers, then the whole
+  // request (headers and body; not the answer, so streams are not cut), and inactivity on the
+  // socket while a request is received or a non-stream answer is sent (0: off).
+  API_HEADERS_TIMEOUT_MS: int(30_000),
+  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(300_000),
+  API_IDLE_TIMEOUT_MS: z.coerce.number().int().min(0).default(120_000),
   QUERY_TIMEOUT_MS: int(3_000),
   // How long an API process serves a finished run from memory (0: never); a run removed by retention (D29) may show that long.
   FINISHED_RUN_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
@@ -171,7 +179,9 @@ export interface Config {
     queryTimeoutMs: number;
     /** Time to live of a finished run's view in an API process's cache (0 disables it). */
     finishedRunCacheMs: number;
-    stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number };
+    stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number; maxPerKey: number };
+    /** Connection bounds (api/server.ts); 0 turns the request or idle timeout off. */
+    timeouts: { headersMs: number; requestMs: number; idleMs: number };
     /** D16 defaults per key and one-minute window; an account's `rate_limits` override them. */
     rateLimits: { startsPerMinute: number; requestsPerMinute: number };
   };
@@ -307,6 +317,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'Invalid configuration:\n  FILE_URL_SECRET is required when NODE_ENV=production (at least 32 random characters)',
     );
   }
+  if (e.API_REQUEST_TIMEOUT_MS > 0 && e.API_HEADERS_TIMEOUT_MS > e.API_REQUEST_TIMEOUT_MS) {
+    // Node refuses a headers timeout longer than the whole request's.
+    throw new Error(
+      'Invalid configuration:\n  API_HEADERS_TIMEOUT_MS must not exceed API_REQUEST_TIMEOUT_MS',
+    );
+  }
   const temporalAddresses = e.TEMPORAL_ADDRESS.split(',')
     .map((a) => a.trim())
     .filter(Boolean);
@@ -342,6 +358,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         pollMs: e.STREAM_POLL_MS,
         keepaliveMs: e.STREAM_KEEPALIVE_MS,
         maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES,
+        maxPerKey: e.STREAM_MAX_PER_KEY,
+      },
+      timeouts: {
+        headersMs: e.API_HEADERS_TIMEOUT_MS,
+        requestMs: e.API_REQUEST_TIMEOUT_MS,
+        idleMs: e.API_IDLE_TIMEOUT_MS,
       },
       rateLimits: {
         startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE,

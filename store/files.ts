@@ -110,19 +110,29 @@ export async function storeFile(
   source: AsyncIterable<Uint8Array>,
   opts: StoreFileOptions,
 ): Promise<FileDoc> {
-  await ensureIndexes(db);
+  // The source is read before anything else is awaited: a stream's first `next()` attaches its
+  // error listener, and a source that fails (a truncated multipart part) while nothing listens
+  // would be an unhandled 'error' event that takes the whole process down.
   const iterator = source[Symbol.asyncIterator]();
+  const indexes = ensureIndexes(db);
+  indexes.catch(() => undefined); // awaited below; a source failing first must not leave it unhandled
   const head: Buffer[] = [];
   let headBytes = 0;
   let ended = false;
-  while (headBytes < SNIFF_BYTES) {
-    const next = await iterator.next();
-    if (next.done) {
-      ended = true;
-      break;
+  try {
+    while (headBytes < SNIFF_BYTES) {
+      const next = await iterator.next();
+      if (next.done) {
+        ended = true;
+        break;
+      }
+      head.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
+      headBytes += next.value.byteLength;
     }
-    head.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
-    headBytes += next.value.byteLength;
+    await indexes;
+  } catch (err) {
+    await iterator.return?.().catch(() => undefined);
+    throw err;
   }
   const first = Buffer.concat(head);
   const mime = sniffMime(first, ended);

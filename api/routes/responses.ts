@@ -32,12 +32,20 @@ export function responsesRoutes(deps: RouteDeps): Router {
       const waitSeconds = parsePreferWait(ctx.get('prefer'));
       const request = parseRequest(StartRequestSchema, ctx.request.body);
       // Everything that can refuse the start happens before the stream opens, so refusals are plain JSON errors.
-      // D18: with a key, a repeat gets the first request's run (the same 202 body, or its stream from event 0).
-      const run = idempotencyKey
-        ? await startIdempotent(deps, ctx.state.auth!, request, idempotencyKey)
-        : await startRun(deps, ctx.state.auth!, request);
+      // The key's stream cap first: a 429 `too_many_streams` starts and bills nothing.
+      const release = request.stream ? deps.streams.take(ctx.state.auth!.keyId) : undefined;
+      let run;
+      try {
+        // D18: with a key, a repeat gets the first request's run (the same 202 body, or its stream from event 0).
+        run = idempotencyKey
+          ? await startIdempotent(deps, ctx.state.auth!, request, idempotencyKey)
+          : await startRun(deps, ctx.state.auth!, request);
+      } catch (err) {
+        release?.();
+        throw err;
+      }
       timer();
-      if (request.stream) return streamNewRun(ctx, deps, run);
+      if (release) return streamNewRun(ctx, deps, run, release);
       // D28: hold the answer until the run ends or the wait is over; an ended run answers 200 with its record.
       const ended = waitSeconds > 0 ? await awaitRunEnd(deps, run, waitSeconds * 1000) : null;
       if (ended) {

@@ -63,7 +63,7 @@ export async function uploadFile(
   let doc: FileDoc;
   try {
     doc = /^multipart\/form-data\b/i.test(opts.contentType)
-      ? await storeMultipart(req, req.headers, store)
+      ? await storeMultipart(req, req.headers, store, (d) => deleteFile(deps.db, d._id))
       : await store(req);
   } catch (err) {
     if (err instanceof FileTooLargeError) throw uploadTooLarge(limit);
@@ -84,13 +84,24 @@ export async function uploadFile(
 /**
  * Streams the first file part of a multipart body into `store`; other parts are skipped.
  * busboy is a streaming parser: it hands the part over as a stream while the body still arrives.
+ *
+ * Every stream here has its error listener before it is handed on (the request before it is
+ * piped, the parser before it is written to, each part before it is stored or skipped): a
+ * truncated body makes busboy fail the parser *and* the part, and an 'error' event nobody
+ * listens for is thrown out of the event loop and ends the process. The promise settles only
+ * after the store has settled too, so when the error answer goes out no partial file is left.
  */
 function storeMultipart(
   req: IncomingMessage,
   headers: IncomingHttpHeaders,
   store: (source: AsyncIterable<Uint8Array>, partName?: string) => Promise<FileDoc>,
+  remove: (doc: FileDoc) => Promise<void>,
 ): Promise<FileDoc> {
   return new Promise((resolve, reject) => {
+    const malformed = (err: Error) =>
+      new InvalidRequestError(`Malformed multipart request: ${err.message}.`, {
+        code: 'invalid_multipart',
+      });
     let parser: busboy.Busboy;
     try {
       parser = busboy({
@@ -98,43 +109,50 @@ function storeMultipart(
         limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 40 },
       });
     } catch (err) {
-      reject(
-        new InvalidRequestError(`Malformed multipart request: ${(err as Error).message}.`, {
-          code: 'invalid_multipart',
-        }),
-      );
+      reject(malformed(err as Error));
       return;
     }
     let stored: Promise<FileDoc> | undefined;
+    let part: NodeJS.ReadableStream | undefined;
+    let failed = false;
     const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
       req.unpipe(parser); // stop reading: the answer (an error) goes out with `Connection: close`
-      reject(err);
+      // The part ends with the error too, so the store stops and removes what it wrote; a part the
+      // store had already finished is removed here. Then the answer.
+      (part as { destroy?: (e: Error) => void } | undefined)?.destroy?.(err as Error);
+      if (!stored) return reject(err);
+      stored
+        .then(remove, () => undefined)
+        .then(
+          () => reject(err),
+          () => reject(err),
+        );
     };
+    req.on('error', fail);
+    parser.on('error', (err: Error) => fail(malformed(err)));
     parser.on('file', (_field, stream, info) => {
-      if (stored) {
+      // busboy ends a part cut off by the body's end with an error ("Unexpected end of file").
+      stream.on('error', (err: Error) => fail(interrupted(err) ? err : malformed(err)));
+      if (stored || failed) {
         stream.resume(); // only the first file counts
         return;
       }
+      part = stream;
       stored = store(stream, info.filename);
       stored.catch(fail);
     });
-    parser.on('error', (err: Error) =>
-      fail(
-        new InvalidRequestError(`Malformed multipart request: ${err.message}.`, {
-          code: 'invalid_multipart',
-        }),
-      ),
-    );
     parser.on('close', () => {
+      if (failed) return;
       if (!stored)
         reject(
           new InvalidRequestError('The multipart request has no file part.', {
             code: 'invalid_multipart',
           }),
         );
-      else stored.then(resolve, reject);
+      else stored.then(resolve, fail);
     });
-    req.on('error', fail);
     req.pipe(parser);
   });
 }

@@ -22,6 +22,8 @@ export interface StreamOptions {
   maxBufferedBytes: number;
   /** D6: asked every KEY_CHECK_MS; false (the stream's key was revoked) ends the stream with an `error` event. */
   keyIsLive?: () => Promise<boolean>;
+  /** Gives back the stream's slot of its key's cap (stream-cap.ts) when the stream ends. */
+  release?: () => void;
 }
 
 /** How often an open stream asks whether its key is still live (answers are cached up to KEY_CACHE_MS). */
@@ -40,7 +42,10 @@ export function openStream(
 ): void {
   ctx.respond = false; // from here on this function owns the socket
   const res = ctx.res;
-  if (ctx.req.socket.destroyed) return; // the client left while the route was deciding (a resume's look)
+  if (ctx.req.socket.destroyed) return void opts.release?.(); // the client left while the route was deciding (a resume's look)
+  // A stream is a long answer with keepalives and a buffer limit of its own: the socket's idle
+  // timeout (api/server.ts) is for requests and plain answers, not for it.
+  ctx.req.socket.setTimeout(0);
   let keepalive: NodeJS.Timeout | undefined;
   let keyCheck: NodeJS.Timeout | undefined;
   let closed = false;
@@ -54,6 +59,7 @@ export function openStream(
     clearInterval(keepalive);
     clearInterval(keyCheck);
     unsubscribe?.();
+    opts.release?.();
     if (!res.writableEnded) res.end();
   };
   // A client catching up (a reattach deep into a 100,000-row run) is handed tens of thousands of

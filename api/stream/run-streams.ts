@@ -7,12 +7,15 @@ import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
 import type { KeyCache } from '../middleware/authenticate';
+import type { StreamCap } from './stream-cap';
 
 export interface RunStreamDeps {
   pollers: PollerRegistry;
   config: Pick<Config, 'api'>;
   /** D6: a stream ends when its key is revoked (within KEY_CACHE_MS plus a second). */
   keys: Pick<KeyCache, 'isLive'>;
+  /** Open streams per key in this process: one more than the cap is a 429 before any byte. */
+  streams: StreamCap;
 }
 
 function options(deps: RunStreamDeps, keyId: string) {
@@ -34,9 +37,17 @@ function seedOf(run: RunDoc): RunKnowledge {
   return { status: run.status, events: run.finalized && run.events ? run.events : [created(run)] };
 }
 
-/** POST /responses with `stream: true`: `response.created` at once, then the run's events. */
-export function streamNewRun(ctx: Context, deps: RunStreamDeps, run: RunDoc): void {
-  openStream(ctx, options(deps, run.key_id), run._id, seedOf(run), () => ({
+/**
+ * POST /responses with `stream: true`: `response.created` at once, then the run's events.
+ * `release` gives back the cap's slot the route took before it started the run.
+ */
+export function streamNewRun(
+  ctx: Context,
+  deps: RunStreamDeps,
+  run: RunDoc,
+  release: () => void,
+): void {
+  openStream(ctx, { ...options(deps, run.key_id), release }, run._id, seedOf(run), () => ({
     event: created(run),
     cursor: 0,
   }));
@@ -57,6 +68,10 @@ export async function streamExistingRun(
 ): Promise<void> {
   const given = cursorFrom(ctx);
   const seed = seedOf(run);
+  // The stream's key: the caller's, a stream link's (D34), else the one that started the run.
+  const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
+  const freeSlot = deps.streams.take(keyId); // D35: over the key's cap, a 429 before any byte
+  let opened = false;
   let release: (() => void) | undefined;
   try {
     let spent = false;
@@ -75,8 +90,8 @@ export async function streamExistingRun(
       ctx.status = 204; // nothing left to receive: an EventSource stops here instead of reconnecting
       return;
     }
-    const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
-    openStream(ctx, options(deps, keyId), run._id, seed, (state) => {
+    opened = true; // the stream gives the slot back when it ends
+    openStream(ctx, { ...options(deps, keyId), release: freeSlot }, run._id, seed, (state) => {
       const last = state.events.length - 1;
       // "From now on" still ends with the terminal event of a finished run (spec rule 3).
       const cursor =
@@ -91,6 +106,7 @@ export async function streamExistingRun(
       };
     });
   } finally {
+    if (!opened) freeSlot(); // a 204, a 400 or a failed look: no stream holds the slot
     release?.(); // after openStream subscribed: the poller (and what it knows) carries over
   }
 }

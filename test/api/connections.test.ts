@@ -1,0 +1,268 @@
+/**
+ * Bounded connections (docs/api.md "Connections"): a body that stalls or trickles is answered 408
+ * `request_timeout` in the envelope; an answer sent before the body arrived (a 401 to an upload)
+ * closes the connection, so a client trickling bytes cannot hold it; streams outlive the request
+ * and idle timeouts; and one key holds at most STREAM_MAX_PER_KEY open streams in an API process
+ * (429 `too_many_streams` with `Retry-After`, before a streaming start creates its run).
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { expectError } from '../support/api-assert';
+import { greetingWorkflow, publish } from '../support/fixtures';
+import { call, waitFor, type ApiResponse } from '../support/http';
+import { openSse, type SseClient } from '../support/sse';
+import { startRun } from '../support/runs';
+import { useService } from '../support/use-service';
+
+/** What a raw connection saw: the first answer (once complete), and when the server closed it. */
+interface Trickle {
+  answer: Promise<ApiResponse>;
+  /** Resolves when the server ends or resets the connection. */
+  closed: Promise<void>;
+  /** Bytes of body written so far. */
+  sent(): number;
+  stop(): void;
+}
+
+/**
+ * Sends `head`, then `first` bytes of body, then one more byte every `everyMs` (if given) until
+ * the server closes the connection or `stop()`: a client that trickles its body.
+ */
+function trickle(url: string, head: string, first: string, everyMs?: number): Trickle {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  let sent = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    clearInterval(timer);
+    socket.destroy();
+  };
+  socket.on('connect', () => {
+    socket.write(head + first);
+    sent = first.length;
+    if (everyMs)
+      timer = setInterval(() => {
+        if (socket.writable) {
+          socket.write('a');
+          sent++;
+        }
+      }, everyMs);
+  });
+  const closed = new Promise<void>((resolve) => {
+    socket.on('end', () => resolve());
+    socket.on('close', () => resolve());
+  });
+  socket.on('error', () => undefined); // a reset is a way to be closed
+  void closed.then(() => clearInterval(timer));
+  const answer = new Promise<ApiResponse>((resolve, reject) => {
+    let data = '';
+    const onData = (chunk: Buffer) => {
+      data += chunk.toString('utf8');
+      const split = data.indexOf('\r\n\r\n');
+      if (split < 0) return;
+      const [statusLine, ...lines] = data.slice(0, split).split('\r\n');
+      const headers = new Headers();
+      for (const line of lines) {
+        const colon = line.indexOf(':');
+        headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+      }
+      const body = data.slice(split + 4);
+      if (Buffer.byteLength(body) < Number(headers.get('content-length') ?? 0)) return;
+      socket.off('data', onData);
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) });
+    };
+    socket.on('data', onData);
+    void closed.then(() => reject(new Error(`closed without a complete answer: ${data}`)));
+  });
+  answer.catch(() => undefined); // awaited by the test that wants it
+  return { answer, closed, sent: () => sent, stop };
+}
+
+/** Resolves with how long `promise` took, or fails after `ms`. */
+async function within(promise: Promise<unknown>, ms: number, what: string): Promise<number> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  return Date.now() - started;
+}
+
+describe('connections: request timeouts', function () {
+  this.timeout(60_000);
+  // Idle (no byte) after 800 ms; the whole request within 2 s; keepalives only every 3 s.
+  const ctx = useService({
+    worker: false,
+    env: {
+      API_HEADERS_TIMEOUT_MS: '1000',
+      API_REQUEST_TIMEOUT_MS: '2000',
+      API_IDLE_TIMEOUT_MS: '800',
+      STREAM_KEEPALIVE_MS: '3000',
+    },
+  });
+  let head: (path: string, length: number) => string;
+
+  before(async () => {
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
+    const host = new URL(ctx.svc.url).host;
+    head = (path, length) =>
+      `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+  });
+
+  it('a body that stalls is answered 408 request_timeout in the envelope and the connection is closed', async () => {
+    const client = trickle(ctx.svc.url, head('/api/v1/responses', 100), '{"workflowId":');
+    try {
+      await within(client.answer, 10_000, 'an answer');
+      const answer = await client.answer;
+      expectError(answer, { status: 408, type: 'invalid_request_error', code: 'request_timeout' });
+      assert.equal(answer.headers.get('connection'), 'close');
+      await within(client.closed, 5_000, 'the connection closed');
+    } finally {
+      client.stop();
+    }
+  });
+
+  it('a body that trickles (a byte every 100 ms) is answered 408 once the request timeout is over', async () => {
+    const started = Date.now();
+    const client = trickle(ctx.svc.url, head('/api/v1/files', 1_000_000), 'ab', 100);
+    try {
+      await within(client.answer, 10_000, 'an answer');
+      const answer = await client.answer;
+      const tookMs = Date.now() - started;
+      expectError(answer, { status: 408, type: 'invalid_request_error', code: 'request_timeout' });
+      // Never idle (a byte every 100 ms < 800 ms): the whole request's 2 s ended it.
+      assert.ok(tookMs >= 1_900, `answered after ${tookMs} ms, before the request timeout`);
+      await within(client.closed, 5_000, 'the connection closed');
+    } finally {
+      client.stop();
+    }
+  });
+
+  it('streams outlive the idle and request timeouts (POST stream:true and GET …/stream)', async () => {
+    const posted = await openSse(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { workflowId: 'greet', stream: true, inputs: { name: 'a' } },
+    });
+    const runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'b' });
+    const attached = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream`, { key: ctx.key });
+    try {
+      for (const stream of [posted, attached]) {
+        assert.equal(stream.status, 200);
+        // The first keepalive comes after 3 s of silence: past both timeouts, the stream is still open.
+        const keepalive = await stream.until((f) => f.comment === 'keepalive', 10_000);
+        assert.ok(keepalive.at - stream.frames[0].at >= 2_500);
+      }
+    } finally {
+      posted.abort();
+      attached.abort();
+    }
+  });
+});
+
+describe('connections: early answers and the per-key stream cap', function () {
+  this.timeout(60_000);
+  const ctx = useService({ worker: false, env: { STREAM_MAX_PER_KEY: '2' } });
+  const open: SseClient[] = [];
+
+  before(async () => {
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
+  });
+  afterEach(() => {
+    for (const stream of open.splice(0)) stream.abort();
+  });
+
+  it('an unauthenticated upload gets its 401 and its connection is closed while the client still trickles', async () => {
+    const host = new URL(ctx.svc.url).host;
+    const client = trickle(
+      ctx.svc.url,
+      `POST /api/v1/files HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n`,
+      'x'.repeat(1024),
+      50,
+    );
+    try {
+      await within(client.answer, 10_000, 'an answer');
+      const answer = await client.answer;
+      expectError(answer, { status: 401, type: 'authentication_error', code: 'invalid_api_key' });
+      assert.equal(answer.headers.get('connection'), 'close');
+      // The request timeout is 5 minutes here: only the early answer's close can end it this soon.
+      await within(client.closed, 5_000, 'the server closed the trickling connection');
+    } finally {
+      client.stop();
+    }
+  });
+
+  /** Opens a stream of the run and keeps it for the test's end. */
+  async function attach(runId: string, key = ctx.key): Promise<SseClient & { json?: any }> {
+    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream`, { key });
+    open.push(stream);
+    return stream;
+  }
+
+  function expectCapped(res: ApiResponse): void {
+    expectError(res, { status: 429, type: 'rate_limit_error', code: 'too_many_streams' });
+    assert.equal(res.headers.get('retry-after'), '5');
+  }
+
+  it('a key holds at most STREAM_MAX_PER_KEY streams: one more is a 429 too_many_streams with Retry-After, on every kind of stream', async () => {
+    const posted = await openSse(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { workflowId: 'greet', stream: true, inputs: { name: 'a' } },
+    });
+    open.push(posted);
+    assert.equal(posted.status, 200);
+    const runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'b' });
+    assert.equal((await attach(runId)).status, 200);
+
+    // The third: a reattach, a streaming start, a stream link.
+    const third = await attach(runId);
+    expectCapped({ status: third.status, headers: third.headers, body: third.json });
+    const runsBefore = await ctx.svc.store.collections.runs.countDocuments({
+      account_id: ctx.accountId,
+    });
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'greet', stream: true, inputs: { name: 'c' } },
+    });
+    expectCapped(start);
+    assert.equal(
+      await ctx.svc.store.collections.runs.countDocuments({ account_id: ctx.accountId }),
+      runsBefore,
+      'a refused streaming start created a run',
+    );
+    const link = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {
+      key: ctx.key,
+    });
+    assert.equal(link.status, 200, JSON.stringify(link.body));
+    expectCapped(await call(link.body.url, 'GET', ''));
+
+    // Not streams: an async start and a read go on as usual.
+    await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'd' });
+    assert.equal(
+      (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).status,
+      200,
+    );
+    // Another key has a cap of its own.
+    const other = await ctx.newAccount();
+    await publish(ctx.svc.url, other.key, greetingWorkflow('greet'));
+    const otherRun = await startRun(ctx.svc.url, other.key, 'greet', { name: 'e' });
+    assert.equal((await attach(otherRun, other.key)).status, 200);
+
+    // A stream that ends gives its slot back.
+    posted.abort();
+    await posted.closed;
+    const again = await waitFor(
+      async () => {
+        const stream = await attach(runId);
+        return stream.status === 200 ? stream : undefined;
+      },
+      { what: 'a stream to open after one closed' },
+    );
+    assert.equal(again.status, 200);
+  });
+});
