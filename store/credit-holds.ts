@@ -8,7 +8,8 @@
  * (duplicate key) reads the winner's entry and decides again. FerretDB 1.x loses concurrent
  * updates of one document and pushes only an exact `{_id}` filter down to SQLite, so the chain
  * is never updated and is read by `_id` alone: the head is found by galloping over ids from a
- * known entry (entries are contiguous: n+1 is written only by someone who read n).
+ * known entry (entries are contiguous: n+1 is written only by someone who read n). So entries
+ * are never deleted: without entry 1 a process new to the account would start the chain again.
  *
  * Releases live in the ledger (`released_usd` on a run's debit, or a `release` entry), so the
  * credit held right now is `reserved_usd` of the head minus the ledger's released sum, and the

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { startApi, type ApiHandle } from '../../api/start-api';
 import { createLogger } from '../../api/logger';
+import { runCli } from '../../cli/run-cli';
 import { accountCredit } from '../../store/credit-holds';
 import { expectError } from '../support/api-assert';
 import { publish, waitForRun } from '../support/fixtures';
@@ -56,6 +57,18 @@ describe('billing holds (D17): concurrent starts cannot overspend, every hold is
     other = await startApi(ctx.svc.config, createLogger('silent'));
   });
   after(async () => other?.close());
+
+  /** What `wrs credits ACCOUNT_ID` prints. */
+  async function credits(accountId: string): Promise<string> {
+    const out: string[] = [];
+    const code = await runCli(['credits', accountId], {
+      collections: ctx.svc.store.collections,
+      out: (line) => out.push(line),
+      err: (line) => out.push(line),
+    });
+    assert.equal(code, 0, out.join('\n'));
+    return out.join('\n');
+  }
 
   /** Held and available once every run ended and every process gave its lease back. */
   const settled = (accountId: string) =>
@@ -153,6 +166,11 @@ describe('billing holds (D17): concurrent starts cannot overspend, every hold is
     assert.equal(holdOf.get(slowId), START_FEE_USD + svc.config.credits.holdPerCallUsd); // an estimate per call
     const held = await accountCredit(c, accountId);
     assert.ok(held.held_usd >= IMAGE_HOLD_USD + holdOf.get(slowId)!, JSON.stringify(held));
+    // The operator sees it: `wrs credits ACCOUNT_ID`.
+    const shown = await credits(accountId);
+    assert.match(shown, /^Balance: \$10\.00$/m);
+    assert.match(shown, /^Held by runs in progress: \$0\.\d+$/m);
+    assert.match(shown, /^Available to start runs: \$9\.\d+$/m);
 
     await waitFor(
       async () => (ctx.fake.requestsWith('hold-cancel').length === 1 ? true : undefined),
@@ -174,6 +192,7 @@ describe('billing holds (D17): concurrent starts cannot overspend, every hold is
       held_usd: 0,
       available_usd: round(10 - spent),
     });
+    assert.doesNotMatch(await credits(accountId), /Held/);
     const entries = await c.ledger.find({ run_id: { $in: [failedId, slowId] } }).toArray();
     assert.deepEqual(
       entries.map((e) => [e.run_id, e.released_usd]).sort(),
