@@ -14,6 +14,7 @@ import path from 'node:path';
 import { loadConfig } from '../../config';
 import { devPorts, loadDevStackConfig, type DevPort } from '../../config/dev-stack';
 import { createLogger } from '../../api/logger';
+import { installLastResort } from '../../api/last-resort';
 import { startApi } from '../../api/start-api';
 import {
   ensureFerretDb,
@@ -92,7 +93,10 @@ async function main(): Promise<void> {
   // The worker serves no codec endpoint: it does not get the token (D32).
   const worker = superviseWorker({ ...env, CODEC_TOKEN: undefined });
   stops.unshift(() => worker.stop());
-  const api = await startApi(config, createLogger(config.logLevel, 'wrs-api'));
+  const apiLogger = createLogger(config.logLevel, 'wrs-api');
+  const api = await startApi(config, apiLogger);
+  // As in the API's own entry (api/main.ts): no request can take this process down (D35).
+  installLastResort(apiLogger);
   stops.unshift(() => api.close());
 
   const demo = await ensureDemo(store.collections, path.join(dev.dataDir, 'demo.json'));
