@@ -202,4 +202,37 @@ describe('billing holds (D17): concurrent starts cannot overspend, every hold is
       ].sort(),
     );
   });
+
+  it('gives the hold back when the run cannot be started (its Temporal connection closed): no record, nothing held', async () => {
+    const { svc } = ctx;
+    const c = svc.store.collections;
+    const { accountId, key } = await ctx.newAccount(0.005);
+    await publish(svc.url, key, imageWorkflow('hold-no-temporal'));
+    // An API process whose Temporal connection is gone: its starts reserve, record, then fail.
+    const cut = await startApi(svc.config, createLogger('silent'));
+    try {
+      await cut.connection.close();
+      const res = await call(cut.url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: 'hold-no-temporal', inputs: { subject: 'x' } },
+      });
+      // A closed client answers 500 (the gateway maps only unreachable servers to 503); either way the start failed.
+      assert.ok([500, 503].includes(res.status), JSON.stringify(res.body));
+    } finally {
+      await cut.close().catch(() => undefined);
+    }
+    assert.equal(await c.runs.countDocuments({ account_id: accountId }), 0);
+    const releases = await c.ledger.find({ account_id: accountId, kind: 'release' }).toArray();
+    assert.deepEqual(
+      releases.map((e) => [e.amount_usd, e.released_usd]),
+      [[0, IMAGE_HOLD_USD]],
+    );
+    assert.deepEqual(await accountCredit(c, accountId), {
+      balance_usd: 0.005,
+      held_usd: 0,
+      available_usd: 0.005,
+    });
+    // The credit is there for a start that works.
+    await startRun(svc.url, key, 'hold-no-temporal', { subject: 'y' });
+  });
 });
