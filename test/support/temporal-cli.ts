@@ -28,12 +28,23 @@ export async function showHistory(
     '--output',
     'json',
     '--disable-config-file',
-    '--disable-config-env',
   ];
-  if (codec) args.push('--codec-endpoint', codec.endpoint, '--codec-auth', `Bearer ${codec.token}`);
+  // The token goes in the CLI's environment (TEMPORAL_CODEC_AUTH), not its argv, which every local
+  // user can read (D32). The CLI reads it only with environment config on, so the environment is
+  // ours alone: no TEMPORAL_* of the user's reaches it either way.
+  if (codec) args.push('--codec-endpoint', codec.endpoint);
+  else args.push('--disable-config-env');
+  const env = codec
+    ? {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TEMPORAL_CODEC_AUTH: `Bearer ${codec.token}`,
+      }
+    : undefined;
   const { stdout } = await promisify(execFile)(temporalBinaryPath(), args, {
     maxBuffer: 64 * 1024 * 1024,
     timeout: 60_000,
+    env,
   });
   return stdout;
 }
