@@ -63,6 +63,9 @@ export const RunSchema = z.object({
   created_at: dateTime.nullable(),
   completed_at: dateTime.nullable(),
   webhook: WebhookStateSchema.nullable(),
+  metadata: z
+    .record(z.string(), z.string())
+    .describe('D37: the key/value pairs the run was started with (`{}` when none).'),
 });
 export type RunView = z.infer<typeof RunSchema>;
 
@@ -78,6 +81,8 @@ export interface RunViewSource {
   created_at: Date;
   completed_at: Date | null;
   webhook?: string | null;
+  /** D37: absent in records written before metadata existed. */
+  metadata?: Record<string, string>;
 }
 
 /** The fields of a webhook delivery record the view shows (store/documents.ts WebhookDeliveryDoc). */
@@ -111,6 +116,7 @@ export function runView(
     created_at: doc.created_at.toISOString(),
     completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
     webhook: doc.webhook ? webhookState(delivery ?? null) : null,
+    metadata: doc.metadata ?? {},
   };
 }
 

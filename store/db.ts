@@ -15,6 +15,7 @@ import type {
   WorkflowVersionDoc,
 } from './documents';
 import { ensureExpiryIndexes, startSweeper } from './expiry';
+import { RUN_SEARCH_INDEXES } from './run-search';
 
 export interface Collections {
   accounts: Collection<AccountDoc>;
@@ -107,7 +108,9 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
       { workflow_id: 1, version: 1 },
       { unique: true, name: 'workflow_version_unique' },
     ),
-    collections.runs.createIndex({ account_id: 1, _id: -1 }, { name: 'account_newest' }),
+    // D23, D37: the run list's filters (store/run-search.ts). One createIndex each: FerretDB 1.24
+    // drops the connection when createIndexes of several indexes races another process's.
+    ...RUN_SEARCH_INDEXES.map(({ key, ...options }) => collections.runs.createIndex(key, options)),
     collections.ledger.createIndex({ account_id: 1, _id: 1 }, { name: 'account_entries' }),
     // The credit gate sums only the entries after the account's newest checkpoint (store/ledger.ts).
     collections.ledger.createIndex({ account_id: 1, created_at: 1 }, { name: 'account_created' }),

@@ -80,6 +80,8 @@ export interface RunDoc {
   webhook?: string | null;
   /** D17: the credit held for the run from its start (store/credit-holds.ts); released by the run's one ledger entry. Absent: none. */
   hold_usd?: number;
+  /** D37: the caller's key/value pairs (stored as `metadata_tags`, store/run-metadata.ts). Absent: none. */
+  metadata?: Record<string, string>;
 }
 
 /** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */
@@ -192,7 +194,9 @@ export interface RunChunkDoc {
  * refuses keys that start with `$` or contain `.` and arrays directly inside arrays; stored as
  * documents, such a run could never be finalized. Nothing queries inside them, so text loses nothing.
  */
-export type StoredRunDoc = Omit<RunDoc, 'output' | 'events'> & {
+export type StoredRunDoc = Omit<RunDoc, 'output' | 'events' | 'metadata'> & {
+  /** D37: the run's metadata as `<key>=<value>` strings, in the caller's order (store/run-metadata.ts). */
+  metadata_tags?: string[];
   /** JSON of `RunOutput`, or null before the run ends (and for runs that end without one). */
   output_json: string | null;
   /** JSON of `RunEvent[]`, or null before the run ends. */

@@ -11,6 +11,7 @@ import { joinChunks, type RunChunk, type StoredChunk } from '../domain/run-chunk
 import type { Collections } from './db';
 import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
 import { isDuplicateKey } from './ledger';
+import { metadataFromTags, metadataTags } from './run-metadata';
 
 /** Stores a new run as `pending` (D7) before its workflow starts. */
 export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Promise<void> {
@@ -20,14 +21,28 @@ export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Prom
 /** The run a stored document holds, its output and events parsed (StoredRunDoc says why they are text). */
 export function fromStored<T extends Partial<StoredRunDoc>>(
   stored: T,
-): Omit<T, 'output_json' | 'events_json'> & Pick<RunDoc, 'output' | 'events'> {
-  const { output_json, events_json, ...rest } = stored;
-  return { ...rest, output: parseOrNull(output_json), events: parseOrNull(events_json) };
+): Omit<T, 'output_json' | 'events_json' | 'metadata_tags'> &
+  Pick<RunDoc, 'output' | 'events'> &
+  Required<Pick<RunDoc, 'metadata'>> {
+  const { output_json, events_json, metadata_tags, ...rest } = stored;
+  return {
+    ...rest,
+    output: parseOrNull(output_json),
+    events: parseOrNull(events_json),
+    metadata: metadataFromTags(metadata_tags),
+  };
 }
 
 function toStored(run: RunDoc): StoredRunDoc {
-  const { output, events, ...rest } = run;
-  return { ...rest, output_json: jsonOrNull(output), events_json: jsonOrNull(events) };
+  const { output, events, metadata, ...rest } = run;
+  return {
+    ...rest,
+    output_json: jsonOrNull(output),
+    events_json: jsonOrNull(events),
+    ...(metadata && Object.keys(metadata).length > 0
+      ? { metadata_tags: metadataTags(metadata) }
+      : {}),
+  };
 }
 
 function jsonOrNull(value: unknown): string | null {

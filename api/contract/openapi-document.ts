@@ -42,7 +42,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'Content-Type is not application/json.',
   416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',
   422: 'The published graph cannot run (`workflow_graph_corrupt`).',
-  429: 'Rate limit exceeded (`rate_limit_error`); see `Retry-After`.',
+  429: 'Rate limit exceeded (`rate_limit_error` / `rate_limit_exceeded`), or, for a stream, the key already holds its most open streams (`too_many_streams`, D35); see `Retry-After`.',
   500: 'Unexpected server error (`server_error`).',
   503: 'Temporal or MongoDB unreachable (`server_error` / `service_unavailable`); retry.',
 };
@@ -82,14 +82,15 @@ function requestSchema(schema: z.ZodType): Json {
   return strip(schemaOf(schema, 'input')) as Json;
 }
 
-/** One query parameter per property of a query schema. */
-function queryParameters(schema: z.ZodObject): Json[] {
+/** One query parameter per property of a query schema; an object one (D37 `metadata`) is `metadata[<key>]=<value>`. */
+function queryParameters(schema: z.ZodType): Json[] {
   const { properties = {} } = schemaOf(schema, 'input') as { properties?: Record<string, Json> };
   return Object.entries(properties).map(([name, property]) => ({
     name,
     in: 'query',
     required: false,
     schema: property,
+    ...(property.type === 'object' ? { style: 'deepObject', explode: true } : {}),
   }));
 }
 
@@ -439,7 +440,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           responses: {
             '200': sse('As streamRun answers.'),
             ...resumeDone,
-            ...errors(400, 403, 404, 500),
+            ...errors(400, 403, 404, 429, 500),
           },
         },
       },

@@ -7,6 +7,48 @@ import { zodIssuesToProblems } from '../../domain/zod-problems';
 import { describeProblems } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 
+/** D37: how many metadata keys a run may carry, and how long a value may be. */
+export const METADATA_MAX_KEYS = 16;
+export const METADATA_MAX_VALUE = 512;
+/** D37: a metadata key, 1–64 letters, digits, `_`, `-`, `.`. */
+const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * D37: the caller's own key/value pairs on a run (order ids, customer ids), returned on every
+ * read of it. `__proto__` fits the characters, but JSON parsing makes it an own key that zod's
+ * record (like any object built by assignment) silently drops: refused, never lost unseen.
+ */
+export const MetadataSchema = z.preprocess(
+  (raw, ctx) => {
+    if (raw && typeof raw === 'object' && Object.hasOwn(raw, '__proto__'))
+      ctx.addIssue({
+        code: 'custom',
+        message: 'is a reserved key',
+        path: ['__proto__'],
+        input: raw,
+      });
+    return raw;
+  },
+  z
+    .record(
+      z.string().regex(METADATA_KEY, 'keys are 1–64 letters, digits, `_`, `-` or `.`'),
+      z
+        .string()
+        .max(METADATA_MAX_VALUE, `values are strings of at most ${METADATA_MAX_VALUE} characters`),
+    )
+    .refine((m) => Object.keys(m).length <= METADATA_MAX_KEYS, {
+      message: `at most ${METADATA_MAX_KEYS} keys`,
+    })
+    .meta({
+      maxProperties: METADATA_MAX_KEYS,
+      description: `D37: at most ${METADATA_MAX_KEYS} keys of 1–64 letters, digits, \`_\`, \`-\`, \`.\`; string values of at most ${METADATA_MAX_VALUE} characters.`,
+    }),
+);
+export type Metadata = z.infer<typeof MetadataSchema>;
+
+/** Fields whose problems carry their own error `code` (docs/api.md "Errors"), whatever else is wrong. */
+const FIELD_CODES: Record<string, string> = { metadata: 'invalid_metadata' };
+
 export const StartRequestSchema = z
   .object({
     workflowId: z
@@ -34,6 +76,9 @@ export const StartRequestSchema = z
           'signed the Standard Webhooks way with your account’s `whsec_` secret (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`). ' +
           'Retried with backoff for 24 hours; redirects are not followed; private and loopback addresses are refused.',
       ),
+    metadata: MetadataSchema.optional().describe(
+      `D37: your own key/value pairs (at most ${METADATA_MAX_KEYS} keys of 1–64 letters, digits, \`_\`, \`-\`, \`.\`; string values of at most ${METADATA_MAX_VALUE} characters), returned on the run and its webhook, and searchable with \`GET /api/v1/runs?metadata[key]=value\`.`,
+    ),
   })
   .strict();
 export type StartRequest = z.infer<typeof StartRequestSchema>;
@@ -47,24 +92,67 @@ export const AsyncStartResponseSchema = z.object({
 });
 export type AsyncStartResponse = z.infer<typeof AsyncStartResponseSchema>;
 
-/** D23: the query of GET /api/v1/runs (cursor pagination, newest first). */
-export const ListRunsQuerySchema = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(100).default(20),
-    starting_after: z
-      .string()
-      .regex(/^run_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a run id')
-      .optional()
-      .describe('Return runs older than this one.'),
-    status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']).optional(),
-    workflowId: z
-      .string()
-      .min(1)
-      .max(256)
-      .optional()
-      .describe('A `wf_...` id or a slug of your account.'),
-  })
-  .strict();
+/** An ISO 8601 time: a date-time with `Z` or an offset, or a date (its midnight UTC). */
+const isoTime = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .transform((text) => new Date(text));
+
+/**
+ * D23, D37: the query of GET /api/v1/runs (cursor pagination, newest first; every filter AND-ed).
+ * `metadata[<key>]=<value>` arrives as flat query keys; they are gathered into `metadata` first.
+ */
+export const ListRunsQuerySchema = z.preprocess(
+  gatherMetadataFilters,
+  z
+    .object({
+      limit: z.coerce.number().int().min(1).max(100).default(20),
+      starting_after: z
+        .string()
+        .regex(/^run_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a run id')
+        .optional()
+        .describe('Return runs older than this one.'),
+      status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']).optional(),
+      workflow_id: z
+        .string()
+        .min(1)
+        .max(256)
+        .optional()
+        .describe('A `wf_...` id or a slug of your account.'),
+      workflowId: z
+        .string()
+        .min(1)
+        .max(256)
+        .optional()
+        .describe('The same as `workflow_id` (its older spelling).'),
+      created_after: isoTime
+        .optional()
+        .describe('Only runs created after this time (ISO 8601, e.g. `2026-01-31T12:00:00Z`).'),
+      created_before: isoTime.optional().describe('Only runs created before this time (ISO 8601).'),
+      metadata: MetadataSchema.optional().describe(
+        'D37: `metadata[<key>]=<value>`, once per key: only runs whose metadata has every one of these pairs.',
+      ),
+    })
+    .strict()
+    .refine((q) => !q.workflow_id || !q.workflowId || q.workflow_id === q.workflowId, {
+      message: 'give `workflow_id` or `workflowId`, not two different ones',
+      path: ['workflow_id'],
+    }),
+);
+
+/** Moves `metadata[<key>]` query keys into one `metadata` object (D37); anything else stays as it is. */
+function gatherMetadataFilters(raw: unknown): unknown {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const out: Record<string, unknown> = {};
+  const metadata: [string, unknown][] = [];
+  for (const [name, value] of Object.entries(raw)) {
+    const key = /^metadata\[(.*)\]$/s.exec(name)?.[1];
+    if (key === undefined) out[name] = value;
+    else metadata.push([key, value]);
+  }
+  // A plain `metadata` key as well: left as it came, for the schema to refuse.
+  if (metadata.length === 0 || 'metadata' in out) return raw;
+  return { ...out, metadata: Object.fromEntries(metadata) };
+}
 export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
 
 /** D31: the query of GET /api/v1/runs/{runId}/outputs/{key}. */
@@ -146,8 +234,11 @@ export function parseRequest<T extends z.ZodType>(
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const details = zodIssuesToProblems(result.error.issues);
+  // A field with a code of its own (D37 `invalid_metadata`) names that code and that field.
+  const coded = details.find((d) => FIELD_CODES[d.field.split(/[.[]/)[0]]);
   throw new InvalidRequestError(describeProblems(details, `Invalid ${what}`), {
-    param: details[0]?.field,
+    param: coded?.field ?? details[0]?.field,
     details,
+    ...(coded ? { code: FIELD_CODES[coded.field.split(/[.[]/)[0]] } : {}),
   });
 }

@@ -1,6 +1,6 @@
 /**
  * Runs this API process has seen and not yet seen finished: their owner and the parts of their
- * record that never change (ids, version, created_at). With it, a GET of a live run is answered
+ * record that never change (ids, version, created_at, metadata). With it, a GET of a live run is answered
  * by the workflow's query alone, no store round trip, and ownership is still checked: an entry
  * comes only from this process's own start (the caller's account) or from the stored record, so
  * it can never name the wrong account. A run this process has not seen is read from the store
@@ -21,6 +21,7 @@ export type RunSkeleton = Pick<
   | 'version'
   | 'created_at'
   | 'webhook'
+  | 'metadata'
 >;
 
 /** Entries held (a few hundred bytes each; the oldest seen go first). */
@@ -48,6 +49,7 @@ export class KnownRuns {
       version: run.version,
       created_at: run.created_at,
       webhook: run.webhook,
+      metadata: run.metadata,
     });
     if (this.runs.size > this.maxRuns) this.runs.delete(this.runs.keys().next().value!);
   }

@@ -1,8 +1,7 @@
-/** D23: the caller's runs, newest first, cursor paginated. */
-import type { Filter } from 'mongodb';
+/** D23, D37: the caller's runs, newest first, cursor paginated, filtered by status, workflow, time and metadata. */
 import type { Collections } from '../../store/db';
-import type { StoredRunDoc } from '../../store/documents';
 import { fromStored } from '../../store/runs';
+import { searchRuns, type RunSearch } from '../../store/run-search';
 import { findWorkflow } from '../../store/workflows';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
@@ -44,25 +43,27 @@ export async function listRuns(
   accountId: string,
   query: ListRunsQuery,
 ): Promise<RunList> {
-  const filter: Filter<StoredRunDoc> = { account_id: accountId };
-  if (query.starting_after) filter._id = { $lt: query.starting_after };
   // The stored status of a live run stays `pending` until it ends (only finalize updates a run
   // document), so the live statuses are filtered after asking the runs themselves.
-  const liveFilter =
-    query.status === 'pending' || query.status === 'running' ? query.status : undefined;
-  if (liveFilter) filter.finalized = { $ne: true };
-  else if (query.status) filter.status = query.status;
-  if (query.workflowId) {
-    const workflow = await findWorkflow(deps.collections, accountId, query.workflowId);
+  const { status } = query;
+  const liveFilter = status === 'pending' || status === 'running' ? status : undefined;
+  const search: RunSearch = {
+    accountId,
+    limit: query.limit,
+    startingAfter: query.starting_after,
+    createdAfter: query.created_after,
+    createdBefore: query.created_before,
+    metadata: query.metadata,
+    ...(status === 'pending' || status === 'running' ? { unfinished: true } : { status }),
+  };
+  const workflowRef = query.workflow_id ?? query.workflowId;
+  if (workflowRef) {
+    const workflow = await findWorkflow(deps.collections, accountId, workflowRef);
     if (!workflow)
       return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
-    filter.published_workflow_id = workflow._id;
+    search.publishedWorkflowId = workflow._id;
   }
-  const docs = await deps.collections.runs
-    .find(filter, { projection: { events_json: 0, inputs: 0 } })
-    .sort({ _id: -1 })
-    .limit(query.limit + 1)
-    .toArray();
+  const docs = await searchRuns(deps.collections, search);
   const page = docs.slice(0, query.limit);
   const deliveries = await webhookDeliveries(
     deps.collections,

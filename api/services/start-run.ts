@@ -114,6 +114,8 @@ export async function startRun(
     finalized: false,
     webhook: request.webhook ?? null,
     ...(hold > 0 ? { hold_usd: hold } : {}),
+    // D37: kept on the record only, never in the workflow's arguments: reads and webhooks render it from here.
+    ...(request.metadata ? { metadata: request.metadata } : {}),
   };
   const args = runArgs(run, version.graph, deps.config.runs);
   // The record comes first so the run is readable the moment its id is returned. From here on the

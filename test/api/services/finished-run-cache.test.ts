@@ -16,6 +16,7 @@ function view(id: string, items = 1): RunView {
     created_at: '2026-11-22T00:00:00.000Z',
     completed_at: '2026-11-22T00:00:01.000Z',
     webhook: null,
+    metadata: {},
   };
 }
 
