@@ -18,11 +18,14 @@ export const KUBECONFORM_VERSION = '0.8.0';
  * of the `prom/prometheus:v3.5.0` image Compose runs (Prometheus 3.x tags its module v0.3xx.y).
  */
 export const PROMTOOL_VERSION = '0.305.0';
+/** Alertmanager release of the Compose file's `prom/alertmanager:v0.28.1` (test/deploy's end-to-end alert check). */
+export const ALERTMANAGER_VERSION = '0.28.1';
 
 const TEMPORAL_MODULE = 'github.com/temporalio/cli/cmd/temporal';
 const HELM_MODULE = 'helm.sh/helm/v3/cmd/helm';
 const KUBECONFORM_MODULE = 'github.com/yannh/kubeconform/cmd/kubeconform';
 const PROMETHEUS_MODULE = 'github.com/prometheus/prometheus';
+const ALERTMANAGER_MODULE = 'github.com/prometheus/alertmanager';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
 
 export interface EnsureOptions {
@@ -132,28 +135,77 @@ export function promtoolBinaryPath(cacheDir = defaultCacheDir()): string {
 }
 
 /**
- * Returns the promtool binary path, building it with `go install` only when it is missing. A large build (every
- * service discovery of Prometheus, about 15 minutes of CPU), run at low priority so it does not starve the tests.
+ * Returns the promtool binary path, building it only when it is missing. A large build (every service discovery
+ * of Prometheus, 8 minutes on 2 busy cores), run at low priority so it does not starve the tests.
  */
 export async function ensurePromtool(opts: EnsureOptions = {}): Promise<string> {
+  return buildFromModuleSource(
+    promtoolBinaryPath(opts.cacheDir),
+    PROMETHEUS_MODULE,
+    PROMTOOL_VERSION,
+    './cmd/promtool',
+    opts,
+  );
+}
+
+/** Path where the Prometheus server binary (same release as promtool) lives in the cache. */
+export function prometheusBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `prometheus-${PROMTOOL_VERSION}`, 'prometheus');
+}
+
+/** Returns the Prometheus server binary (for the end-to-end alert check), building it only when it is missing. */
+export async function ensurePrometheus(opts: EnsureOptions = {}): Promise<string> {
+  return buildFromModuleSource(
+    prometheusBinaryPath(opts.cacheDir),
+    PROMETHEUS_MODULE,
+    PROMTOOL_VERSION,
+    './cmd/prometheus',
+    opts,
+  );
+}
+
+/** Path where the Alertmanager binary lives in the cache. */
+export function alertmanagerBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `alertmanager-${ALERTMANAGER_VERSION}`, 'alertmanager');
+}
+
+/** Returns the Alertmanager binary (for the end-to-end alert check), building it only when it is missing. */
+export async function ensureAlertmanager(opts: EnsureOptions = {}): Promise<string> {
+  return buildFromModuleSource(
+    alertmanagerBinaryPath(opts.cacheDir),
+    ALERTMANAGER_MODULE,
+    ALERTMANAGER_VERSION,
+    './cmd/alertmanager',
+    opts,
+  );
+}
+
+/**
+ * Builds `pkg` of `module@v<version>` into `target` at nice 15: `go install module/pkg@version` refuses the
+ * Prometheus modules (their go.mod has replace directives), so the module source is downloaded and the command
+ * built inside it as the main module, with its own go.mod and go.sum.
+ */
+function buildFromModuleSource(
+  target: string,
+  module: string,
+  version: string,
+  pkg: string,
+  opts: EnsureOptions,
+): Promise<string> {
   const log = opts.log ?? noop;
-  return ensureBinary(promtoolBinaryPath(opts.cacheDir), log, async (tmpDir) => {
-    log(`building promtool v${PROMTOOL_VERSION} from the Prometheus module source`);
-    // `go install ...@version` refuses the module (its go.mod has replace directives), so download the module
-    // source and build the command inside it as the main module, with its own go.mod and go.sum.
+  return ensureBinary(target, log, async (tmpDir) => {
+    log(`building ${pkg} of ${module} v${version} from the module source`);
     const dlDir = path.join(tmpDir, 'download');
     fs.mkdirSync(dlDir);
-    const out = await runGo(
-      ['mod', 'download', '-json', `${PROMETHEUS_MODULE}@v${PROMTOOL_VERSION}`],
-      { cwd: dlDir, log },
-    );
+    const out = await runGo(['mod', 'download', '-json', `${module}@v${version}`], {
+      cwd: dlDir,
+      log,
+    });
     const info = JSON.parse(out) as { Dir?: string; Error?: string };
     if (!info.Dir)
-      throw new Error(
-        `go mod download ${PROMETHEUS_MODULE}@v${PROMTOOL_VERSION} failed: ${info.Error ?? out}`,
-      );
-    const bin = path.join(tmpDir, 'promtool');
-    await runGo(['build', '-trimpath', '-buildvcs=false', '-o', bin, './cmd/promtool'], {
+      throw new Error(`go mod download ${module}@v${version} failed: ${info.Error ?? out}`);
+    const bin = path.join(tmpDir, path.basename(target));
+    await runGo(['build', '-trimpath', '-buildvcs=false', '-o', bin, pkg], {
       cwd: info.Dir,
       log,
       nice: true,

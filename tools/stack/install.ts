@@ -9,22 +9,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  ALERTMANAGER_VERSION,
   FERRETDB_VERSION,
   HELM_VERSION,
   KUBECONFORM_VERSION,
   PROMTOOL_VERSION,
   TEMPORAL_CLI_VERSION,
+  alertmanagerBinaryPath,
   composeCheckBinaryPath,
   defaultCacheDir,
+  ensureAlertmanager,
   ensureComposeCheck,
   ensureFerretDb,
   ensureHelm,
   ensureKubeconform,
+  ensurePrometheus,
   ensurePromtool,
   ensureTemporal,
   ferretDbBinaryPath,
   helmBinaryPath,
   kubeconformBinaryPath,
+  prometheusBinaryPath,
   promtoolBinaryPath,
   temporalBinaryPath,
 } from './binaries';
@@ -127,6 +132,17 @@ export async function installTools(opts: { serversOnly?: boolean } = {}): Promis
         what: `promtool ${PROMTOOL_VERSION}`,
         done: () => fs.existsSync(promtoolBinaryPath(cacheDir)),
         run: (log) => ensurePromtool({ cacheDir, log }),
+      },
+      // The end-to-end alert check (test/deploy/alert-e2e.test.ts): a real Prometheus and Alertmanager.
+      {
+        what: `Prometheus ${PROMTOOL_VERSION}`,
+        done: () => fs.existsSync(prometheusBinaryPath(cacheDir)),
+        run: (log) => ensurePrometheus({ cacheDir, log }),
+      },
+      {
+        what: `Alertmanager ${ALERTMANAGER_VERSION}`,
+        done: () => fs.existsSync(alertmanagerBinaryPath(cacheDir)),
+        run: (log) => ensureAlertmanager({ cacheDir, log }),
       },
       {
         what: 'the compose-go checker',
