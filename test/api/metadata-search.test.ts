@@ -15,11 +15,10 @@ describe('metadata and run search (D37)', function () {
     env: { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true' },
   });
   let receiver: WebhookReceiver;
-  let workflowId: string;
 
   before(async () => {
     receiver = await startWebhookReceiver();
-    workflowId = (await publish(ctx.svc.url, ctx.key, greetingWorkflow('meta-a'))).workflow_id;
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('meta-a'));
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('meta-b'));
   });
   after(async () => receiver?.close());
