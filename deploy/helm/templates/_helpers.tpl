@@ -56,7 +56,7 @@ Mebibytes of a Kubernetes memory quantity (512Mi, 1Gi, 1G, 1073741824), as a who
 
 {{/* NODE_OPTIONS capping V8's old space at `percent` of the container's memory limit (nothing without a limit). */}}
 {{- define "wrs.heapEnv" -}}
-{{- $mib := include "wrs.memoryMiB" .resources.limits.memory -}}
+{{- $mib := include "wrs.memoryMiB" (dig "limits" "memory" "" (default dict .resources)) -}}
 {{- if $mib }}
   - name: NODE_OPTIONS
     value: "--max-old-space-size={{ div (mul (atoi $mib) .percent) 100 }}"
