@@ -1,12 +1,13 @@
 // The alert rules (deploy/helm/files/alerts.yml, linked as deploy/prometheus/alerts.yml) pass `promtool check
 // rules` and their unit tests (deploy/prometheus/alerts.test.yml, `promtool test rules`), in which every rule has a
-// case that fires and one that does not; Compose's Prometheus configuration passes `promtool check config`.
+// case that fires and one that does not; Compose's Prometheus configuration passes `promtool check config` and its
+// Alertmanager's `amtool check-config` (a route to a receiver).
 // promtool is built from the Prometheus Go module of the Compose image's release (tools/stack/binaries.ts).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensurePromtool } from '../../tools/stack/binaries';
+import { ensureAmtool, ensurePromtool } from '../../tools/stack/binaries';
 import { REPO, readYaml, runTool } from '../support/deploy';
 
 const RULES = path.join(REPO, 'deploy/helm/files/alerts.yml');
@@ -22,9 +23,21 @@ interface RuleTests {
 
 describe('alert rules (promtool)', function () {
   let promtool: string;
+  let amtool: string;
   before(async function () {
-    this.timeout(40 * 60_000); // a Go build of promtool when tools/stack/install.ts has not built it yet
+    this.timeout(40 * 60_000); // Go builds of promtool and amtool when tools/stack/install.ts has not yet
     promtool = await ensurePromtool();
+    amtool = await ensureAmtool();
+  });
+
+  it("Alertmanager's configuration passes amtool check-config and routes to a receiver", async function () {
+    this.timeout(60_000);
+    const result = await runTool(amtool, [
+      'check-config',
+      path.join(REPO, 'deploy/alertmanager/alertmanager.yml'),
+    ]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /SUCCESS[\s\S]*1 receivers/);
   });
 
   it('the rule file passes promtool check rules, and the Prometheus configuration check config', async function () {

@@ -27,6 +27,14 @@ const KUBECONFORM_MODULE = 'github.com/yannh/kubeconform/cmd/kubeconform';
 const PROMETHEUS_MODULE = 'github.com/prometheus/prometheus';
 const ALERTMANAGER_MODULE = 'github.com/prometheus/alertmanager';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
+const TEMPORAL_SERVER_MODULE = 'go.temporal.io/server';
+
+/**
+ * The production Temporal server release Compose runs (`temporalio/server:1.29.1`, the same server the dev server
+ * of Temporal CLI 1.5.1 embeds). test/deploy builds the server and its SQL schema tool from this module version
+ * as stand-ins for the `temporalio/server` and `temporalio/admin-tools` images.
+ */
+export const TEMPORAL_SERVER_VERSION = '1.29.1';
 
 export interface EnsureOptions {
   /** Where built binaries live; defaults to `defaultCacheDir()`. */
@@ -176,6 +184,85 @@ export async function ensureAlertmanager(opts: EnsureOptions = {}): Promise<stri
     ALERTMANAGER_MODULE,
     ALERTMANAGER_VERSION,
     './cmd/alertmanager',
+    opts,
+  );
+}
+
+/** Path where the production Temporal server binary (not the CLI's dev server) lives in the cache. */
+export function temporalServerBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `temporal-server-${TEMPORAL_SERVER_VERSION}`, 'temporal-server');
+}
+
+/** Path where Temporal's SQL schema tool (`temporal-sql-tool` of the admin-tools image) lives in the cache. */
+export function temporalSqlToolBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `temporal-server-${TEMPORAL_SERVER_VERSION}`, 'temporal-sql-tool');
+}
+
+/** The server module's schema directory (`schema/postgresql/v12/...`), as the admin-tools image ships it. */
+export async function temporalServerSchemaDir(opts: EnsureOptions = {}): Promise<string> {
+  // An empty working dir keeps any surrounding go.mod out of the download.
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-go-'));
+  try {
+    const dir = await downloadModule(
+      TEMPORAL_SERVER_MODULE,
+      TEMPORAL_SERVER_VERSION,
+      cwd,
+      opts.log ?? noop,
+    );
+    return path.join(dir, 'schema');
+  } finally {
+    fs.rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+/** Returns the production Temporal server binary, building it (cmd/server, at nice 15) only when it is missing. */
+export async function ensureTemporalServer(opts: EnsureOptions = {}): Promise<string> {
+  return buildFromModuleSource(
+    temporalServerBinaryPath(opts.cacheDir),
+    TEMPORAL_SERVER_MODULE,
+    TEMPORAL_SERVER_VERSION,
+    './cmd/server',
+    opts,
+  );
+}
+
+/** Returns `temporal-sql-tool` (cmd/tools/sql), the schema tool the Compose jobs run, building it only when missing. */
+export async function ensureTemporalSqlTool(opts: EnsureOptions = {}): Promise<string> {
+  return buildFromModuleSource(
+    temporalSqlToolBinaryPath(opts.cacheDir),
+    TEMPORAL_SERVER_MODULE,
+    TEMPORAL_SERVER_VERSION,
+    './cmd/tools/sql',
+    opts,
+  );
+}
+
+/** `go mod download` of one module version into the module cache; returns its (read-only) source directory. */
+async function downloadModule(
+  module: string,
+  version: string,
+  cwd: string,
+  log: (line: string) => void,
+): Promise<string> {
+  const out = await runGo(['mod', 'download', '-json', `${module}@v${version}`], { cwd, log });
+  const info = JSON.parse(out) as { Dir?: string; Error?: string };
+  if (!info.Dir)
+    throw new Error(`go mod download ${module}@v${version} failed: ${info.Error ?? out}`);
+  return info.Dir;
+}
+
+/** Path where amtool (Alertmanager's configuration checker, same release) lives in the cache. */
+export function amtoolBinaryPath(cacheDir = defaultCacheDir()): string {
+  return path.join(cacheDir, `amtool-${ALERTMANAGER_VERSION}`, 'amtool');
+}
+
+/** Returns amtool (`amtool check-config` of deploy/alertmanager), building it only when it is missing. */
+export async function ensureAmtool(opts: EnsureOptions = {}): Promise<string> {
+  return buildFromModuleSource(
+    amtoolBinaryPath(opts.cacheDir),
+    ALERTMANAGER_MODULE,
+    ALERTMANAGER_VERSION,
+    './cmd/amtool',
     opts,
   );
 }

@@ -16,9 +16,11 @@ import {
   PROMTOOL_VERSION,
   TEMPORAL_CLI_VERSION,
   alertmanagerBinaryPath,
+  amtoolBinaryPath,
   composeCheckBinaryPath,
   defaultCacheDir,
   ensureAlertmanager,
+  ensureAmtool,
   ensureComposeCheck,
   ensureFerretDb,
   ensureHelm,
@@ -143,6 +145,11 @@ export async function installTools(opts: { serversOnly?: boolean } = {}): Promis
         what: `Alertmanager ${ALERTMANAGER_VERSION}`,
         done: () => fs.existsSync(alertmanagerBinaryPath(cacheDir)),
         run: (log) => ensureAlertmanager({ cacheDir, log }),
+      },
+      {
+        what: `amtool ${ALERTMANAGER_VERSION}`,
+        done: () => fs.existsSync(amtoolBinaryPath(cacheDir)),
+        run: (log) => ensureAmtool({ cacheDir, log }),
       },
       {
         what: 'the compose-go checker',
