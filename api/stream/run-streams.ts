@@ -70,7 +70,7 @@ export async function streamExistingRun(
   const seed = seedOf(run);
   // The stream's key: the caller's, a stream link's (D34), else the one that started the run.
   const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
-  const freeSlot = deps.streams.take(keyId); // D35: over the key's cap, a 429 before any byte
+  const freeSlot = deps.streams.take(keyId); // D40: over the key's cap, a 429 before any byte
   let opened = false;
   let release: (() => void) | undefined;
   try {

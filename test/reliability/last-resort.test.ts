@@ -1,5 +1,5 @@
 /**
- * D35: an error that escapes a request does not take the API process down. The API's server and
+ * D40: an error that escapes a request does not take the API process down. The API's server and
  * last resort run in a child process (test/reliability/last-resort-server.ts) around routes that
  * let an error escape as a bug would; each such request is answered 500 in the envelope while its
  * answer has not begun (else its connection is cut), every error is logged with
@@ -13,7 +13,7 @@ import { call, waitFor } from '../support/http';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-describe('reliability: the last resort keeps the API process serving (D35)', function () {
+describe('reliability: the last resort keeps the API process serving (D40)', function () {
   this.timeout(60_000);
   let child: ChildProcess;
   let url: string;

@@ -95,7 +95,7 @@ async function main(): Promise<void> {
   stops.unshift(() => worker.stop());
   const apiLogger = createLogger(config.logLevel, 'wrs-api');
   const api = await startApi(config, apiLogger);
-  // As in the API's own entry (api/main.ts): no request can take this process down (D35).
+  // As in the API's own entry (api/main.ts): no request can take this process down (D40).
   installLastResort(apiLogger);
   stops.unshift(() => api.close());
 
