@@ -1,0 +1,53 @@
+/**
+ * The workflow versioning policy: a change to workflow code that is not replay-safe ships behind a
+ * patch (`patched()`), registered here, and leaves through a deprecation cycle. Workflow code calls
+ * `isPatched` / `deprecated` from this module only (test/workflows/patches.unit.test.ts enforces it),
+ * so every patch in the code is listed with the release that added it and its stage.
+ *
+ * Why patches and not Worker Versioning (runs pinned to the build that started them), which the
+ * pinned Temporal server 1.29.1 (deployment versions on by default), the CLI 1.5.1 dev server and
+ * SDK 1.24 (`workerDeploymentOptions`) all support: a pinned run only ever runs on workers of its
+ * build, so every build must keep its own workers polling until its last run closes (24 h for a
+ * webhook delivery, D20) and each release needs a `temporal worker deployment set-current-version`
+ * step. Compose's `up` and the chart's one worker Deployment (rolling update) replace the workers
+ * instead. With patches, old and new workers share one task queue during a rollout and any worker
+ * can continue any run; the replay test (test/workflows/replay.unit.test.ts) proves the saved
+ * histories of earlier releases still replay. docs/deploy.md "Changing workflow code safely"
+ * is the step-by-step guide.
+ *
+ * The cycle of one patch (releases N < N+1 < N+2):
+ *  - `patched` (release N): `if (isPatched(id)) { new } else { old }`. Runs started before N keep
+ *    the old path; runs started on N record a marker and take the new one.
+ *  - `deprecated` (release N+1, deployed only once no run started before N is open, i.e. N has
+ *    been live longer than the longest workflow: 24 h, the webhook delivery window, D20):
+ *    `deprecated(id); new`. Its histories without the marker are deleted from
+ *    test/workflows/histories in the same commit (they can no longer be open).
+ *  - removed (release N+2, again once no run started before N+1 is open): the call and the entry go.
+ */
+import { deprecatePatch, patched } from '@temporalio/workflow';
+
+export type PatchStage = 'patched' | 'deprecated';
+
+export interface PatchEntry {
+  /** The release (package.json version) that first shipped the patch. */
+  since: string;
+  /** Where the patch is in its cycle; the entry is deleted when its calls are. */
+  stage: PatchStage;
+  /** What changed, for whoever advances the cycle. */
+  change: string;
+}
+
+/** Every patch id in use. Empty: no release so far changed workflow code in a way that needs one. */
+export const PATCHES = {} as const satisfies Record<string, PatchEntry>;
+
+export type PatchId = keyof typeof PATCHES;
+
+/** `patched()` for a registered patch: true on new runs and on runs that took the new path before. */
+export function isPatched(id: PatchId): boolean {
+  return patched(id);
+}
+
+/** `deprecatePatch()` for a registered patch in its `deprecated` stage: the new path only, still marked. */
+export function deprecated(id: PatchId): void {
+  deprecatePatch(id);
+}
