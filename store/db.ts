@@ -16,6 +16,7 @@ import type {
 } from './documents';
 import { ensureExpiryIndexes, startSweeper } from './expiry';
 import { RUN_SEARCH_INDEXES } from './run-search';
+import { ensureEraseIndexes } from './erase-run';
 
 export interface Collections {
   accounts: Collection<AccountDoc>;
@@ -120,6 +121,8 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     collections.webhookDeliveries.createIndex({ created_at: 1 }, { name: 'created_at' }),
     // A big run's chunks are read in one ordered query (store/runs.ts chunksOf) and removed by run (retention).
     collections.runChunks.createIndex({ run_id: 1, index: 1 }, { name: 'run_chunks' }),
+    // D39: a deleted run's idempotency keys and files are found by run id (store/erase-run.ts).
+    ensureEraseIndexes(collections, db),
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).

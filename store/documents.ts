@@ -82,6 +82,8 @@ export interface RunDoc {
   hold_usd?: number;
   /** D37: the caller's key/value pairs (stored as `metadata_tags`, store/run-metadata.ts). Absent: none. */
   metadata?: Record<string, string>;
+  /** D39: base64 of the 32 random bytes its Temporal payloads' key derives from (lib/codec/run-keys.ts); never shown. Absent: runs recorded before. */
+  payload_secret?: string;
 }
 
 /** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */

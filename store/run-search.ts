@@ -76,7 +76,10 @@ export function runSearchFilter(s: RunSearch): Filter<StoredRunDoc> {
   return filter;
 }
 
-/** Up to `limit + 1` runs of the search, newest first, without their inputs and event logs (the extra one tells `has_more`). */
+/**
+ * Up to `limit + 1` runs of the search, newest first, without their inputs and event logs (the
+ * extra one tells `has_more`); with `payload_secret`, so asking a live run's workflow needs no second read (D39).
+ */
 export function searchRuns(
   c: Pick<Collections, 'runs'>,
   s: RunSearch,

@@ -19,6 +19,7 @@ import {
   FileSchema,
   PublishResponseSchema,
   RunListSchema,
+  DeletedRunSchema,
   OutputItemListSchema,
   StreamEventSchema,
   StreamLinkSchema,
@@ -345,6 +346,19 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
               ...json('Run', 'The run record.'),
               headers: rateHeaders,
               links: runLinks('id'),
+            },
+            ...errors(401, 404, 429, 500, 503),
+          },
+        },
+        delete: {
+          operationId: 'deleteRun',
+          summary:
+            'Delete a run (D39): a live run is cancelled first; then its inputs, outputs, event log and files are gone for good and every read of it is 404',
+          parameters: [runIdParam],
+          responses: {
+            '200': {
+              ...json('DeletedRun', 'Deleted.'),
+              headers: rateHeaders,
             },
             ...errors(401, 404, 429, 500, 503),
           },
@@ -694,6 +708,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         Error: schemaOf(ErrorEnvelopeSchema),
         PublishedWorkflow: schemaOf(PublishResponseSchema),
         RunList: schemaOf(RunListSchema),
+        DeletedRun: schemaOf(DeletedRunSchema),
         OutputItemList: schemaOf(OutputItemListSchema),
         WorkflowContract: schemaOf(WorkflowContractSchema),
         WorkflowList: schemaOf(WorkflowListSchema),

@@ -74,6 +74,13 @@ const listOf = <T extends z.ZodType>(item: T) =>
 /** D23: a page of runs. */
 export const RunListSchema = listOf(RunSchema);
 
+/** D39: the answer of DELETE /api/v1/runs/{runId}. */
+export const DeletedRunSchema = z.object({
+  id: z.string().describe('The deleted run’s id (`run_...`).'),
+  object: z.literal('run'),
+  deleted: z.literal(true),
+});
+
 /** D31: a page of one output's items, in output order. */
 export const OutputItemListSchema = z.object({
   object: z.literal('list'),

@@ -73,7 +73,8 @@ export function codecRoutes(deps: CodecRouteDeps): Router {
       try {
         const payloads = payloadsFromJson(parsed.data);
         ctx.body = payloadsToJson(
-          await (op === 'decode' ? codec.decode(payloads) : codec.encode(payloads)),
+          // D39: a deleted run's payloads come back still sealed; the rest of its history reads.
+          await (op === 'decode' ? codec.decodeForOperators(payloads) : codec.encode(payloads)),
         );
       } catch (err) {
         // An unknown key id or a payload that fails authentication: the operator's input, not our fault.

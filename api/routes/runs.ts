@@ -1,10 +1,11 @@
-/** GET /api/v1/runs/{runId} (the run record, safe to poll) and GET /api/v1/runs/{runId}/stream (reattach). */
+/** GET /api/v1/runs/{runId} (the run record, safe to poll), GET /api/v1/runs/{runId}/stream (reattach), DELETE /api/v1/runs/{runId} (D39). */
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { RouteDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../services/cancel-run';
+import { deleteRun } from '../services/delete-run';
 import { listRuns } from '../services/list-runs';
 import {
   ListRunsQuerySchema,
@@ -58,6 +59,15 @@ export function runsRoutes(deps: RouteDeps): Router {
     async (ctx) => {
       ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
       ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
+    },
+  );
+  router.delete(
+    '/api/v1/runs/:runId',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      // D39: 200 `{id, object: "run", deleted: true}`; a live run is cancelled first.
+      ctx.body = await deleteRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
     },
   );
   router.get(

@@ -65,6 +65,12 @@ export class FinishedRunCache {
     }
   }
 
+  /** D39: drops a deleted run's view at once. */
+  forget(runId: string): void {
+    const entry = this.entries.get(runId);
+    if (entry) this.remove(runId, entry);
+  }
+
   /** Entries held (for tests and metrics). */
   get size(): number {
     return this.entries.size;

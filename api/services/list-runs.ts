@@ -7,6 +7,7 @@ import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
 import type { ListRunsQuery } from '../contract/request-schemas';
 import { runView } from '../../domain/run-view';
+import { rememberSecret } from './read-run';
 import type { WebhookDeliveryDoc } from '../../store/documents';
 import { webhookMessageId } from '../../domain/run';
 
@@ -73,6 +74,7 @@ export async function listRuns(
     page.map(async (stored) => {
       const doc = fromStored(stored);
       if (doc.finalized) return runView(doc, undefined, deliveries.get(doc._id));
+      rememberSecret(deps, doc);
       const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
       return runView(doc, live ?? undefined);
     }),

@@ -93,8 +93,18 @@ async function read(
     return view;
   }
   deps.knownRuns?.remember(doc);
+  rememberSecret(deps, doc);
   // A known run's workflow was asked already: it had no news.
   return (known ? undefined : await liveView(deps, runId, doc)) ?? runView(doc);
+}
+
+/** D39: the record read carries the secret of its payloads' key: asking its workflow next needs no second read. */
+export function rememberSecret(
+  deps: Pick<ReadRunDeps, 'gateway'>,
+  doc: Pick<RunDoc, '_id' | 'payload_secret'>,
+): void {
+  if (doc.payload_secret)
+    deps.gateway.codec?.runSecrets?.remember(doc._id, Buffer.from(doc.payload_secret, 'base64'));
 }
 
 /**

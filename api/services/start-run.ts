@@ -12,6 +12,7 @@ import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
 import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
+import { newPayloadSecret } from '../../store/run-secrets';
 import type { RunArgs } from '../../workflows/definitions';
 import { InvalidInputsError, InvalidRequestError } from '../../domain/errors';
 import type { RunGateway } from '../temporal/run-gateway';
@@ -116,6 +117,8 @@ export async function startRun(
     ...(hold > 0 ? { hold_usd: hold } : {}),
     // D37: kept on the record only, never in the workflow's arguments: reads and webhooks render it from here.
     ...(request.metadata ? { metadata: request.metadata } : {}),
+    // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
+    payload_secret: newPayloadSecret(),
   };
   const args = runArgs(run, version.graph, deps.config.runs);
   // The record comes first so the run is readable the moment its id is returned. From here on the
@@ -129,6 +132,8 @@ export async function startRun(
     await releaseHold(deps, run, 'its run id was taken by another request');
     throw new RunIdTakenError(run._id);
   }
+  // This process seals the start with it: no store read for a secret it just made.
+  deps.gateway.codec?.runSecrets?.remember(run._id, Buffer.from(run.payload_secret!, 'base64'));
   try {
     await deps.gateway.start(args, workflow.slug);
   } catch (err) {

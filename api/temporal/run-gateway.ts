@@ -276,6 +276,34 @@ export class RunGateway {
     }
   }
 
+  /**
+   * D39: ends a workflow at once (a live run being deleted that did not stop when cancelled, or
+   * its webhook child); a workflow that is closed or unknown is left as it is.
+   */
+  async terminate(workflowId: string, reason: string): Promise<void> {
+    try {
+      await this.withDeadline(() => this.client.workflow.getHandle(workflowId).terminate(reason));
+    } catch (err) {
+      if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      // Already closed or forgotten: nothing left to end.
+    }
+  }
+
+  /**
+   * D39: asks Temporal to delete a closed workflow's execution (history and visibility), so a
+   * deleted run leaves no trace in the UI. Asynchronous on Temporal's side and not reaching
+   * archives, so only tidiness: the run's destroyed key is what makes its history unreadable.
+   * Best effort: failures are ignored (retention removes the history within a day anyway).
+   */
+  async deleteExecution(workflowId: string): Promise<void> {
+    await this.withDeadline(() =>
+      this.opts.connection.workflowService.deleteWorkflowExecution({
+        namespace: this.opts.namespace,
+        workflowExecution: { workflowId },
+      }),
+    ).catch(() => undefined);
+  }
+
   /** Requests cancellation (D8); a run that has just ended is left as it is (the caller re-reads it). */
   async cancel(runId: string): Promise<void> {
     try {

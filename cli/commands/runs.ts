@@ -14,7 +14,7 @@ async function runsShow(ctx: CommandContext): Promise<number> {
   if (!run) throw new CliError(`no run ${ctx.args[0]}`);
   const withEvents = ctx.values.events === true;
   if (ctx.json) {
-    const { _id, events, ...rest } = run;
+    const { _id, events, payload_secret: _secret, ...rest } = run; // the D39 secret is never shown
     printJson(ctx, {
       id: _id,
       ...rest,

@@ -3,7 +3,9 @@ import type { DataConverter } from '@temporalio/common';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import { loadKeyRing } from './keys';
+import { runPayloadSecret } from '../../store/run-secrets';
 import { EncryptionCodec } from './payload-codec';
+import { RunSecrets } from './run-keys';
 
 /** Path of the failure converter module, for the workflow bundle (bundleWorkflowCode's failureConverterPath). */
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
@@ -19,7 +21,11 @@ export function payloadProtection(config: Pick<Config, 'codec'>, db: Db): Payloa
   // The failure converter stays even without the codec: the workflow bundle always carries it (worker/create-worker.ts).
   if (!config.codec.enabled)
     return { dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH } };
-  const codec = new EncryptionCodec(() => loadKeyRing(config, db));
+  // D39: each run's payloads under its own key, derived from the secret on its record.
+  const codec = new EncryptionCodec(
+    () => loadKeyRing(config, db),
+    new RunSecrets((runId) => runPayloadSecret(db, runId)),
+  );
   return {
     codec,
     dataConverter: { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH },

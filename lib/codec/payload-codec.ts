@@ -13,14 +13,18 @@ import {
   ValueError,
   type Payload,
   type PayloadCodec,
+  type SerializationContext,
 } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { PayloadKey } from '../../config';
+import { runOfWorkflowId, runPayloadKey, type RunSecrets } from './run-keys';
 
 /** The `encoding` of a sealed payload (the same value as Temporal's sample, so its tooling recognises it). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 /** Metadata entry naming the key a payload was sealed with. */
 export const KEY_ID_METADATA = 'encryption-key-id';
+/** D39: metadata entry naming the run whose own key (lib/codec/run-keys.ts) sealed the payload. */
+export const RUN_ID_METADATA = 'encryption-run-id';
 
 const IV_BYTES = 12; // GCM's standard nonce; random per payload (2^32 payloads per key stay far below the collision bound)
 const TAG_BYTES = 16;
@@ -41,20 +45,45 @@ const utf8 = (text: string) => new TextEncoder().encode(text);
 const text = (bytes: Uint8Array | null | undefined) =>
   bytes ? Buffer.from(bytes).toString('utf8') : '';
 
-/** Seals one payload (metadata and data together) under `key`; the key id is also authenticated (AAD). */
-export function encryptPayload(payload: Payload, key: PayloadKey): Payload {
+/** What a run-keyed payload is sealed with: the run and its key derived from `key` (D39). */
+export interface RunSeal {
+  runId: string;
+  key: Buffer;
+}
+
+/** The authenticated data of a payload: the key id, and the run id of a run-keyed one. */
+const aad = (keyId: string, runId?: string) => Buffer.from(runId ? `${keyId}/${runId}` : keyId);
+
+/**
+ * Seals one payload (metadata and data together) under `key`, or under the run's own key derived
+ * from it; the key id (and run id) are also authenticated (AAD).
+ */
+export function encryptPayload(payload: Payload, key: PayloadKey, run?: RunSeal): Payload {
   const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key.key, iv);
-  cipher.setAAD(Buffer.from(key.id));
+  const cipher = createCipheriv('aes-256-gcm', run ? run.key : key.key, iv);
+  cipher.setAAD(aad(key.id, run?.runId));
   const plain = temporal.api.common.v1.Payload.encode(payload).finish();
   const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
   return {
     metadata: {
       [METADATA_ENCODING_KEY]: utf8(ENCRYPTED_ENCODING),
       [KEY_ID_METADATA]: utf8(key.id),
+      ...(run ? { [RUN_ID_METADATA]: utf8(run.runId) } : {}),
     },
     data: sealed,
   };
+}
+
+/** The run whose own key sealed a payload, or null. */
+export function sealedForRun(payload: Payload): string | null {
+  return text(payload.metadata?.[RUN_ID_METADATA]) || null;
+}
+
+/** D39: a payload of a deleted run: its key is gone with it, nothing can open it. */
+export class RunDeletedError extends ValueError {
+  constructor(readonly runId: string) {
+    super(`payload of run ${runId} cannot be opened: the run was deleted and its key with it`);
+  }
 }
 
 /** Whether a payload was sealed by this codec. */
@@ -62,19 +91,25 @@ export function isEncrypted(payload: Payload): boolean {
   return text(payload.metadata?.[METADATA_ENCODING_KEY]) === ENCRYPTED_ENCODING;
 }
 
-/** Opens a sealed payload; any other payload is returned as it is (runs started before D32). */
-export function decryptPayload(payload: Payload, ring: KeyRing): Payload {
+/**
+ * Opens a sealed payload; any other payload is returned as it is (runs started before D32). A
+ * run-keyed payload needs its run's secret (`runSecret`, D39).
+ */
+export function decryptPayload(payload: Payload, ring: KeyRing, runSecret?: Buffer): Payload {
   if (!isEncrypted(payload)) return payload;
   const keyId = text(payload.metadata?.[KEY_ID_METADATA]);
-  const key = ring.byId.get(keyId);
+  const configured = ring.byId.get(keyId);
   // A retired key that is still needed: the worker retries the task until an operator adds it back.
-  if (!key)
+  if (!configured)
     throw new ValueError(`payload sealed with unknown key '${keyId}': add it to PAYLOAD_KEYS`);
+  const runId = sealedForRun(payload) ?? undefined;
+  if (runId && !runSecret) throw new RunDeletedError(runId);
+  const key = runId && runSecret ? runPayloadKey(configured, runSecret, runId) : configured;
   const data = Buffer.from(payload.data ?? new Uint8Array());
   if (data.length < IV_BYTES + TAG_BYTES) throw new ValueError('sealed payload is truncated');
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
-    decipher.setAAD(Buffer.from(keyId));
+    decipher.setAAD(aad(keyId, runId));
     decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
     const plain = Buffer.concat([
       decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),
@@ -92,8 +127,17 @@ export function decryptPayload(payload: Payload, ring: KeyRing): Payload {
  */
 export class EncryptionCodec implements PayloadCodec {
   private ring?: Promise<KeyRing>;
+  /** Derived run keys by `<key id>/<run id>` (HKDF per payload would cost more than the cipher). */
+  private readonly runKeys = new Map<string, Buffer>();
 
-  constructor(private readonly loadKeys: () => Promise<KeyRing>) {}
+  /**
+   * `runSecrets` (D39): with it, payloads of a run's workflows and activities are sealed under
+   * that run's own key; without it (tools that never touch runs) everything uses the configured key.
+   */
+  constructor(
+    private readonly loadKeys: () => Promise<KeyRing>,
+    readonly runSecrets?: RunSecrets,
+  ) {}
 
   /** The key ring, loaded on first use; a failed load is retried on the next call. */
   keys(): Promise<KeyRing> {
@@ -104,13 +148,66 @@ export class EncryptionCodec implements PayloadCodec {
     return this.ring;
   }
 
-  async encode(payloads: Payload[]): Promise<Payload[]> {
+  async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
     const { current } = await this.keys();
-    return payloads.map((p) => encryptPayload(p, current));
+    const runId = this.runSecrets ? runOfWorkflowId(context?.workflowId) : null;
+    if (!runId) return payloads.map((p) => encryptPayload(p, current));
+    const secret = await this.runSecrets!.get(runId);
+    // A deleted run's workflow must not write anything new under a key that outlives it.
+    if (secret === null) throw new RunDeletedError(runId);
+    // A run recorded before per-run keys: the configured key, as before.
+    if (secret === undefined) return payloads.map((p) => encryptPayload(p, current));
+    const seal = { runId, key: this.runKey(current.id, current.key, secret, runId) };
+    return payloads.map((p) => encryptPayload(p, current, seal));
   }
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
     const ring = await this.keys();
-    return payloads.map((p) => decryptPayload(p, ring));
+    const secrets = await this.secretsOf(payloads);
+    return payloads.map((p) => {
+      const runId = sealedForRun(p);
+      return decryptPayload(p, ring, runId ? (secrets.get(runId) ?? undefined) : undefined);
+    });
+  }
+
+  /**
+   * The codec server's decode (D32, D39): like `decode`, but a payload of a deleted run is
+   * answered as it is, still sealed, so the rest of that history still reads in the UI.
+   */
+  async decodeForOperators(payloads: Payload[]): Promise<Payload[]> {
+    const ring = await this.keys();
+    const secrets = await this.secretsOf(payloads);
+    return payloads.map((p) => {
+      const runId = sealedForRun(p);
+      const secret = runId ? secrets.get(runId) : undefined;
+      if (runId && !secret) return p;
+      return decryptPayload(p, ring, secret ?? undefined);
+    });
+  }
+
+  /** D39: forgets a deleted run's secret and derived keys in this process at once. */
+  forgetRun(runId: string): void {
+    this.runSecrets?.forget(runId);
+    for (const id of this.runKeys.keys()) if (id.endsWith(`/${runId}`)) this.runKeys.delete(id);
+  }
+
+  /** The secrets of the runs whose own keys sealed any of `payloads` (null: deleted). */
+  private async secretsOf(payloads: Payload[]): Promise<Map<string, Buffer | null | undefined>> {
+    const runIds = [...new Set(payloads.map(sealedForRun).filter((r): r is string => !!r))];
+    const secrets = new Map<string, Buffer | null | undefined>();
+    for (const runId of runIds)
+      secrets.set(runId, this.runSecrets ? await this.runSecrets.get(runId) : null);
+    return secrets;
+  }
+
+  private runKey(keyId: string, configured: Buffer, secret: Buffer, runId: string): Buffer {
+    const id = `${keyId}/${runId}`;
+    let key = this.runKeys.get(id);
+    if (!key) {
+      key = runPayloadKey(configured, secret, runId);
+      this.runKeys.set(id, key);
+      if (this.runKeys.size > 20_000) this.runKeys.delete(this.runKeys.keys().next().value!);
+    }
+    return key;
   }
 }

@@ -425,6 +425,16 @@ describe('OpenAPI document conformance (D25)', function () {
       ).status,
       404,
     );
+    // D39: the cancelled run deleted, then a second delete of it.
+    for (const status of [200, 404])
+      assert.equal(
+        (
+          await op('DELETE', '/api/v1/runs/{runId}', `/api/v1/runs/${slow.body.run_id}`, {
+            key: ctx.key,
+          })
+        ).status,
+        status,
+      );
 
     assert.equal(
       (
@@ -633,7 +643,7 @@ describe('OpenAPI document conformance (D25)', function () {
   it('a method a path does not serve is 405 with the error envelope and `Allow` naming the documented methods', async () => {
     for (const [path, template] of [
       ['/api/v1/responses', '/api/v1/responses'],
-      [`/api/v1/runs/${NO_RUN}`, '/api/v1/runs/{runId}'],
+      [`/api/v1/runs/${NO_RUN}/cancel`, '/api/v1/runs/{runId}/cancel'],
       ['/api/v1/workflows', '/api/v1/workflows'],
     ]) {
       const res = await call(ctx.svc.url, 'DELETE', path, { key: ctx.key });
