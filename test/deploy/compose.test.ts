@@ -16,6 +16,7 @@ interface Service {
   cap_drop?: string[];
   security_opt?: string[];
   secrets?: string[];
+  expose?: string[];
   depends_on?: Record<string, unknown>;
   ports?: string[];
   command?: string[];
@@ -156,6 +157,12 @@ describe('docker-compose.yml', function () {
       assert.match(codec, /@codec path \/codec\/\*/);
       // Published on the host's loopback only.
       assert.ok(compose.services.proxy.ports?.some((p) => /^127\.0\.0\.1:.*:8081$/.test(p)));
+    });
+
+    it('serves its own metrics on an internal listener only (exposed, not published)', () => {
+      assert.match(site('http://:9180'), /^\s*metrics \/metrics\s*$/m);
+      assert.ok(compose.services.proxy.expose?.includes('9180'));
+      assert.ok(!compose.services.proxy.ports?.some((p) => p.includes('9180')));
     });
 
     it('health-checks each API replica on /readyz (listed upstreams: Caddy does not health-check dynamic ones)', () => {

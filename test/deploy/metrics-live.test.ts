@@ -23,6 +23,8 @@ const EXTERNAL = new Set([
   'service_error_with_type',
   'probe_ssl_earliest_cert_expiry',
   'wrs_backup_last_success_timestamp_seconds',
+  'caddy_reverse_proxy_upstreams_healthy',
+  'pg_up',
   // The SDK exports a counter only once it first counts: this one after a failed workflow task (a
   // nondeterminism error), which a healthy run never has. Its name follows the SDK's counters above
   // (temporal_request_total ...); its rule is unit-tested with promtool (alerts.test.ts).
