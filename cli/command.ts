@@ -3,7 +3,9 @@
  * command runs in, its two kinds of failure, the exit codes and the argument helpers. The command
  * groups (cli/commands/*) build on this; cli/run-cli.ts parses, dispatches and reports.
  */
+import type { Db } from 'mongodb';
 import type { Collections } from '../store/db';
+import type { RunStopper } from './run-stopper';
 import type { AccountDoc } from '../store/documents';
 
 /** Exit codes: 0 ok, 1 the operation failed, 2 the command line was wrong. */
@@ -23,6 +25,7 @@ export const CLI_OPTIONS = {
   starts: { type: 'string' },
   requests: { type: 'string' },
   rotate: { type: 'boolean' },
+  yes: { type: 'boolean' },
 } as const;
 
 export type CliOptionName = keyof typeof CLI_OPTIONS;
@@ -36,6 +39,10 @@ export interface CommandContext {
   values: CliOptionValues;
   json: boolean;
   collections: () => Promise<Collections>;
+  /** The database (GridFS files), connected on first use like `collections`. */
+  db: () => Promise<Db>;
+  /** D39: Temporal, to stop a live run's workflows before deleting it; connected on first use. */
+  runStopper: () => Promise<RunStopper>;
   out: (line: string) => void;
   err: (line: string) => void;
 }

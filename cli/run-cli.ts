@@ -4,6 +4,7 @@
  * the groups under cli/commands, runs it and turns the outcome into an exit code; tests call it
  * directly. cli/wrs.ts only wires process.env, the database connection and stdout/stderr.
  */
+import type { Db } from 'mongodb';
 import { parseArgs } from 'node:util';
 import { ApiError } from '../domain/errors';
 import type { Collections } from '../store/db';
@@ -22,11 +23,16 @@ import { accountCommands } from './commands/accounts';
 import { creditCommands } from './commands/credits';
 import { keyCommands } from './commands/keys';
 import { runCommands } from './commands/runs';
+import type { RunStopper } from './run-stopper';
 import { workflowCommands } from './commands/workflows';
 
 export interface CliDeps {
   /** The service's collections, or a function that connects on first use (so `--help` needs no database). */
   collections: Collections | (() => Promise<Collections>);
+  /** The database (GridFS files), or a function that connects on first use. */
+  db?: Db | (() => Promise<Db>);
+  /** D39: stops live runs before they are deleted (Temporal); connected on first use. */
+  runStopper?: RunStopper | (() => Promise<RunStopper>);
   out: (line: string) => void;
   err: (line: string) => void;
 }
@@ -55,6 +61,9 @@ Credits (D17)
 Workflows and runs
   workflows publish ACCOUNT_ID FILE.json        validate and publish a workflow, as POST /api/v1/workflows does
   runs show RUN_ID [--events]                   the stored run record (status, output, error, cost, times)
+  runs delete RUN_ID                            delete a run and everything kept of it (D39); a live run is
+                                                cancelled first (terminated after 15 s); needs TEMPORAL_ADDRESS
+  accounts delete-runs ACCOUNT_ID --yes         delete every run of the account, as \`runs delete\` does
 
 Options
   --json    machine-readable output (one JSON document on stdout)
@@ -179,9 +188,28 @@ function resolve(
     connected ??= typeof source === 'function' ? source() : Promise.resolve(source);
     return connected;
   };
+  const lazy = <T>(source: T | (() => Promise<T>) | undefined, what: string) => {
+    let made: Promise<T> | undefined;
+    return () =>
+      (made ??=
+        source === undefined
+          ? Promise.reject(new Error(`${what} is not available here`))
+          : typeof source === 'function'
+            ? (source as () => Promise<T>)()
+            : Promise.resolve(source));
+  };
   return {
     command,
-    ctx: { args, values, json: values.json === true, collections, out: deps.out, err: deps.err },
+    ctx: {
+      args,
+      values,
+      json: values.json === true,
+      collections,
+      db: lazy(deps.db, 'the database'),
+      runStopper: lazy(deps.runStopper, 'Temporal'),
+      out: deps.out,
+      err: deps.err,
+    },
   };
 }
 

@@ -5,27 +5,35 @@
 import { loadConfig } from '../config';
 import { connectStore, type Store } from '../store/db';
 import { runCli } from './run-cli';
+import { temporalRunStopper, type RunStopper } from './run-stopper';
 
 async function main(): Promise<number> {
-  let store: Store | undefined;
+  let store: Promise<Store> | undefined;
+  let stopper: RunStopper | undefined;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const err = (line: string) => process.stderr.write(`${line}\n`);
   try {
     return await runCli(process.argv.slice(2), {
       out,
       err,
-      collections: async () => {
-        const config = loadConfig(process.env);
-        store = await connectStore({
-          uri: config.mongo.uri,
-          dbName: config.mongo.dbName,
-          appName: 'wrs-cli',
-        });
-        return store.collections;
-      },
+      collections: async () => (await connect()).collections,
+      db: async () => (await connect()).db,
+      runStopper: async () =>
+        (stopper = await temporalRunStopper(loadConfig(process.env).temporal)),
     });
   } finally {
-    await store?.close().catch(() => undefined);
+    await (await store?.catch(() => undefined))?.close().catch(() => undefined);
+    await stopper?.close().catch(() => undefined);
+  }
+
+  function connect(): Promise<Store> {
+    const config = loadConfig(process.env);
+    store ??= connectStore({
+      uri: config.mongo.uri,
+      dbName: config.mongo.dbName,
+      appName: 'wrs-cli',
+    });
+    return store;
   }
 }
 

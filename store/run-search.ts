@@ -90,3 +90,20 @@ export function searchRuns(
     .limit(s.limit + 1)
     .toArray();
 }
+
+/** D39: a page of an account's run ids with whether each has ended, newest first, older than `before` (the `account_newest` index). */
+export function accountRunIds(
+  c: Pick<Collections, 'runs'>,
+  accountId: string,
+  before: string | undefined,
+  limit: number,
+): Promise<Pick<StoredRunDoc, '_id' | 'finalized'>[]> {
+  return c.runs
+    .find(
+      { account_id: accountId, ...(before ? { _id: { $lt: before } } : {}) },
+      { projection: { _id: 1, finalized: 1 } },
+    )
+    .sort({ _id: -1 })
+    .limit(limit)
+    .toArray();
+}

@@ -1,12 +1,74 @@
-/** The `runs` command: the stored run record (status, output, error, cost, times, optionally events). */
+/**
+ * The `runs` commands: the stored run record (status, output, error, cost, times, optionally
+ * events), and deleting a run or every run of an account (D39).
+ */
 import type { RunDoc } from '../../store/documents';
 import { findRunRecord } from '../../store/runs';
-import { CliError, EXIT_OK, printJson, type Command, type CommandContext } from '../command';
+import { eraseRun } from '../../store/erase-run';
+import { accountRunIds } from '../../store/run-search';
+import {
+  CliError,
+  EXIT_OK,
+  UsageError,
+  printJson,
+  requireAccount,
+  type Command,
+  type CommandContext,
+} from '../command';
 import { fields, formatDate, formatUsd } from '../format';
 
 export const runCommands: Command[] = [
   { words: ['runs', 'show'], args: ['RUN_ID'], options: ['events'], run: runsShow },
+  { words: ['runs', 'delete'], args: ['RUN_ID'], options: [], run: runsDelete },
+  {
+    words: ['accounts', 'delete-runs'],
+    args: ['ACCOUNT_ID'],
+    options: ['yes'],
+    run: accountRunsDelete,
+  },
 ];
+
+/** Runs read per page when deleting an account's runs, and deleted at once (each live one waits for its cancel). */
+const PAGE = 100;
+const AT_ONCE = 8;
+
+/** D39: stops the run if it is live (Temporal), then erases everything of it from the store. */
+async function deleteOne(ctx: CommandContext, runId: string, finalized: boolean): Promise<void> {
+  if (!finalized) await (await ctx.runStopper()).stop(runId);
+  await eraseRun(await ctx.collections(), await ctx.db(), runId);
+}
+
+async function runsDelete(ctx: CommandContext): Promise<number> {
+  const c = await ctx.collections();
+  const run = await c.runs.findOne({ _id: ctx.args[0] }, { projection: { finalized: 1 } });
+  if (!run) throw new CliError(`no run ${ctx.args[0]}`);
+  await deleteOne(ctx, run._id, run.finalized);
+  if (ctx.json) printJson(ctx, { id: run._id, object: 'run', deleted: true });
+  else ctx.out(`Deleted run ${run._id}.`);
+  return EXIT_OK;
+}
+
+async function accountRunsDelete(ctx: CommandContext): Promise<number> {
+  const c = await ctx.collections();
+  const account = await requireAccount(c, ctx.args[0]);
+  if (ctx.values.yes !== true)
+    throw new UsageError(
+      'accounts delete-runs: deletes every run of the account for good; add --yes to confirm',
+    );
+  let deleted = 0;
+  let before: string | undefined;
+  for (;;) {
+    const page = await accountRunIds(c, account._id, before, PAGE);
+    if (page.length === 0) break;
+    for (let i = 0; i < page.length; i += AT_ONCE)
+      await Promise.all(page.slice(i, i + AT_ONCE).map((r) => deleteOne(ctx, r._id, r.finalized)));
+    deleted += page.length;
+    before = page.at(-1)!._id;
+  }
+  if (ctx.json) printJson(ctx, { account_id: account._id, deleted });
+  else ctx.out(`Deleted ${deleted} run${deleted === 1 ? '' : 's'} of ${account._id}.`);
+  return EXIT_OK;
+}
 
 async function runsShow(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
