@@ -20,15 +20,23 @@ import {
   type GuardedResponse,
   type GuardOptions,
 } from '../lib/net/ssrf';
+import {
+  AnswerTooLargeError,
+  DEFAULT_MAX_ANSWER_BYTES,
+  readLimited,
+} from '../lib/net/read-limited';
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 import { templateValues } from './node-inputs';
 
-const MAX_BODY_BYTES = 10 * 1024 * 1024;
-
-/** Where an http_request node may go, beyond public addresses. */
-export type HttpRequestGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'>;
+/**
+ * Where an http_request node may go, beyond public addresses, and how much of a JSON or text
+ * answer it reads into memory (MAX_ANSWER_BYTES; default DEFAULT_MAX_ANSWER_BYTES).
+ */
+export type HttpRequestGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'> & {
+  maxAnswerBytes?: number;
+};
 
 export interface HttpRequestDeps {
   files: () => FileDeps;
@@ -39,6 +47,7 @@ export interface HttpRequestDeps {
 /** Builds the activity that runs one iteration of an http_request node. */
 export function createHttpRequestActivity(deps: HttpRequestDeps) {
   const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: false };
+  const maxAnswerBytes = () => deps.guard?.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const { node } = req;
     const values = templateValues(req.ports);
@@ -130,7 +139,18 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
       });
       return { items: [completed(await filePart(files.links, doc))], costUsd: 0 };
     }
-    const text = new TextDecoder().decode(await readLimited(res, body));
+    // JSON and text (and error answers) are held whole: read up to the cap, cut off past it.
+    const bytes = await readLimited(body, maxAnswerBytes(), res.headers['content-length']).catch(
+      (err: unknown) => {
+        if (err instanceof AnswerTooLargeError)
+          throw ApplicationFailure.nonRetryable(
+            `http ${res.url.host}: ${err.message}`,
+            'ProviderRejected',
+          );
+        throw err;
+      },
+    );
+    const text = new TextDecoder().decode(bytes);
     if (!ok)
       throw providerFailure(
         `http ${res.url.host}`,
@@ -183,26 +203,4 @@ function decoded(res: GuardedResponse): Readable {
   if (!decoder) return res.body;
   // pipeline destroys both streams on an error, which the reader of the decoder then sees.
   return pipeline(res.body, decoder, () => undefined);
-}
-
-async function readLimited(res: GuardedResponse, body: Readable): Promise<Uint8Array> {
-  // The declared length is the coded one, at most the decoded size: a cheap early refusal only.
-  const declared = Number(res.headers['content-length'] ?? '0');
-  if (declared > MAX_BODY_BYTES)
-    throw ApplicationFailure.nonRetryable(
-      `answer of ${declared} bytes is over the ${MAX_BODY_BYTES} byte limit`,
-      'ProviderRejected',
-    );
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES)
-      throw ApplicationFailure.nonRetryable(
-        `answer is over the ${MAX_BODY_BYTES} byte limit`,
-        'ProviderRejected',
-      );
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }

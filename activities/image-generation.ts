@@ -7,6 +7,7 @@ import { fallbackName } from '../lib/files/names';
 import { completed } from '../domain/items';
 import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
+import { DEFAULT_MAX_ANSWER_BYTES } from '../lib/net/read-limited';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 import { configuredProvider, templateValues } from './node-inputs';
@@ -30,8 +31,10 @@ export function createImageGenerationActivity(deps: {
     const values = templateValues(req.ports);
     const n = node.n ?? 1;
     // No `response_format`: newer models refuse it and always answer b64_json; older ones answer URLs. Both are handled.
+    // The images come inline (b64_json) in this one JSON answer: each of the n may fill the cap.
+    const cap = (guard.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES) * n;
     const answer = (await postJson(
-      guard,
+      { ...guard, maxAnswerBytes: cap },
       providerName,
       `${provider.base_url.replace(/\/$/, '')}/images/generations`,
       {

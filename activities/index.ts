@@ -51,11 +51,12 @@ export function createActivities(deps: ActivityDeps) {
     allowPrivate,
     allowedHosts: filesConfig?.allowPrivateHosts,
     resolve: deps.resolve,
+    maxAnswerBytes: filesConfig?.maxAnswerBytes,
   };
   const llm = createLlmActivity({ config: deps.config, guard: providers });
   const httpRequest = createHttpRequestActivity({
     files,
-    guard: { allowPrivate, resolve: deps.resolve },
+    guard: { allowPrivate, resolve: deps.resolve, maxAnswerBytes: filesConfig?.maxAnswerBytes },
   });
   const imageGeneration = createImageGenerationActivity({
     config: deps.config,

@@ -16,8 +16,8 @@ import {
   providerGuard,
   providerRequest,
   type OutboundGuard,
+  type ProviderGuard,
 } from './provider-http';
-import type { GuardOptions } from '../lib/net/ssrf';
 import type { NodeRequest, NodeResult } from './types';
 import { configuredProvider, templateValues } from './node-inputs';
 
@@ -172,7 +172,7 @@ export function createModelActivity(deps: {
 
 /** Best effort: the run is being cancelled either way, so a provider that does not answer is not waited for long. */
 async function cancelPrediction(
-  guard: GuardOptions,
+  guard: ProviderGuard,
   provider: string,
   url: string,
   auth: Record<string, string>,

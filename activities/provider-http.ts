@@ -3,7 +3,9 @@
  * or not, and made through the SSRF guard (lib/net/ssrf.ts) like every outbound request of the
  * worker. A provider's base URL comes from configuration, so its origin is trusted exactly
  * (scheme, host, port); the URLs inside its answers (output files, redirects) are untrusted
- * input and are checked like a caller's (docs/workflow-format.md "Providers").
+ * input and are checked like a caller's (docs/workflow-format.md "Providers"). An answer is read
+ * into memory only up to MAX_ANSWER_BYTES (lib/net/read-limited.ts): a provider cannot exhaust the
+ * worker's memory with an endless body.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Provider } from '../config';
@@ -13,11 +15,25 @@ import {
   type GuardedResponse,
   type GuardOptions,
 } from '../lib/net/ssrf';
+import {
+  AnswerTooLargeError,
+  DEFAULT_MAX_ANSWER_BYTES,
+  readLimited,
+} from '../lib/net/read-limited';
 import { errorMessage, providerFailure } from './failures';
 import { observeProviderCall } from '../lib/metrics';
 
-/** Where the worker may send requests for URLs nobody configured, set once from configuration (activities/index.ts). */
-export type OutboundGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'>;
+/**
+ * Where the worker may send requests for URLs nobody configured, and how much of an answer it
+ * reads into memory (MAX_ANSWER_BYTES; default DEFAULT_MAX_ANSWER_BYTES), set once from
+ * configuration (activities/index.ts).
+ */
+export type OutboundGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'> & {
+  maxAnswerBytes?: number;
+};
+
+/** The guard of one provider's calls (providerGuard), with the answer cap they read under. */
+export type ProviderGuard = GuardOptions & { maxAnswerBytes?: number };
 
 /**
  * The guard of one provider's calls and of the URLs in its answers: the configured origin is
@@ -27,13 +43,13 @@ export type OutboundGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' |
 export function providerGuard(
   guard: OutboundGuard,
   provider: Pick<Provider, 'base_url'>,
-): GuardOptions {
+): ProviderGuard {
   return { ...guard, allowHttp: true, trustedOrigins: [new URL(provider.base_url).origin] };
 }
 
 /** POSTs JSON to a provider and returns the parsed JSON answer, throwing the right failure for a non-2xx. */
 export async function postJson(
-  guard: GuardOptions,
+  guard: ProviderGuard,
   provider: string,
   url: string,
   body: unknown,
@@ -48,7 +64,7 @@ export async function postJson(
 
 /** GETs a provider's JSON resource (a prediction's state), failing the same way as postJson. */
 export function getJson(
-  guard: GuardOptions,
+  guard: ProviderGuard,
   provider: string,
   url: string,
   headers: Record<string, string>,
@@ -57,11 +73,12 @@ export function getJson(
 }
 
 /**
- * One request to a provider through the guard; the answer's body is read whole. A URL the guard
- * refuses (a redirect of the provider's to a private address) fails the item for good.
+ * One request to a provider through the guard; the answer's body is read whole, up to the guard's
+ * maxAnswerBytes. A URL the guard refuses (a redirect of the provider's to a private address), or
+ * an answer over the cap (cut off while reading), fails the item for good.
  */
 export async function providerRequest(
-  guard: GuardOptions,
+  guard: ProviderGuard,
   provider: string,
   url: string,
   init: { method: string; body?: string; headers: Record<string, string>; signal?: AbortSignal },
@@ -76,7 +93,7 @@ export async function providerRequest(
 }
 
 async function guardedProviderRequest(
-  guard: GuardOptions,
+  guard: ProviderGuard,
   provider: string,
   url: string,
   init: { method: string; body?: string; headers: Record<string, string> },
@@ -92,12 +109,15 @@ async function guardedProviderRequest(
       // Aborted when the activity is cancelled (a run cancel, or the attempt timing out).
       signal,
     });
-    const chunks: Buffer[] = [];
-    for await (const chunk of res.body as AsyncIterable<Buffer>) chunks.push(chunk);
-    return { status: res.status, text: Buffer.concat(chunks).toString('utf8') };
+    const bytes = await readLimited(
+      res.body,
+      guard.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+      res.headers['content-length'],
+    );
+    return { status: res.status, text: bytes.toString('utf8') };
   } catch (err) {
     rethrowIfCancelled();
-    if (err instanceof UrlRefusedError)
+    if (err instanceof UrlRefusedError || err instanceof AnswerTooLargeError)
       throw ApplicationFailure.nonRetryable(`${provider}: ${err.message}`, 'ProviderRejected');
     throw err;
   } finally {
@@ -106,7 +126,7 @@ async function guardedProviderRequest(
 }
 
 async function requestJson(
-  guard: GuardOptions,
+  guard: ProviderGuard,
   provider: string,
   url: string,
   init: { method: string; body?: string; headers: Record<string, string> },

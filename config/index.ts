@@ -100,6 +100,8 @@ export const EnvSchema = z.object({
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
   FILE_URL_TTL_SECONDS: int(604_800),
   FILE_FETCH_TIMEOUT_MS: int(60_000),
+  // The largest answer the worker reads into memory: a provider's JSON, an http_request node's JSON or text (lib/net/read-limited.ts).
+  MAX_ANSWER_BYTES: int(16_777_216),
   ALLOW_HTTP_URLS: flag,
   ALLOW_PRIVATE_NETWORK: flag,
   ALLOW_PRIVATE_HOSTS: z.string().default(''),
@@ -229,6 +231,11 @@ export interface Config {
     allowPrivateNetwork: boolean;
     /** Host names (lower-case) whose private addresses URL inputs may reach, e.g. an internal asset server. */
     allowPrivateHosts: string[];
+    /**
+     * The largest answer read into memory (a provider's JSON, an http_request node's JSON or text);
+     * larger ones are cut off while reading and fail their item. Files stream into storage under maxBytes.
+     */
+    maxAnswerBytes: number;
   };
   /** How often a `model` node asks for its prediction's state. */
   predictions: { pollMs: number };
@@ -409,6 +416,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       allowPrivateHosts: e.ALLOW_PRIVATE_HOSTS.split(',')
         .map((h) => h.trim().toLowerCase())
         .filter(Boolean),
+      maxAnswerBytes: e.MAX_ANSWER_BYTES,
     },
     predictions: { pollMs: e.MODEL_POLL_MS },
     webhooks: {

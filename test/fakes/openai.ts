@@ -5,6 +5,8 @@
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
  *   - `redirect:<url>` answers 307 to that URL (a hostile or compromised provider);
+ *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
+ *     streamed as the client reads it (a hostile provider's answer; also for images);
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
@@ -13,6 +15,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { streamHugeJson } from './huge-body';
 import { png } from './media';
 
 /** The colour of the i-th generated image. */
@@ -34,6 +37,8 @@ export interface RecordedRequest {
   aborted: boolean;
   /** Set once the answer was handed to the connection: a request neither answered nor aborted is in flight. */
   answered: boolean;
+  /** Bytes of a `huge:` answer written so far. */
+  sentBytes: number;
 }
 
 export interface FakeOpenAI {
@@ -61,6 +66,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       prompt,
       aborted: false,
       answered: false,
+      sentBytes: 0,
     };
     requests.push(record);
     res.on('finish', () => {
@@ -77,6 +83,13 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     if (req.method === 'GET' && imageFile) {
       res.writeHead(200, { 'content-type': 'image/png' });
       return res.end(png(IMAGE_COLOURS[Number(imageFile[1]) % IMAGE_COLOURS.length]));
+    }
+    const huge = /huge:(\d+|endless)/.exec(prompt);
+    if (req.method === 'POST' && huge) {
+      await streamHugeJson(res, huge[1] === 'endless' ? 'endless' : Number(huge[1]), (sent) => {
+        record.sentBytes = sent;
+      });
+      return;
     }
     if (req.method === 'POST' && req.url === '/v1/images/generations') {
       const status = /status:(\d{3})/.exec(prompt);

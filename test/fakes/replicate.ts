@@ -8,13 +8,16 @@
  *   - `fail`: ends `failed` with an error message;
  *   - `tokens`: a list of strings (a language model's streamed tokens);
  *   - `mixed`: a PDF URL, a plain string and an object;
- *   - `urls`: the URLs listed in `input.urls`, as given (a hostile or compromised provider's answer).
+ *   - `urls`: the URLs listed in `input.urls`, as given (a hostile or compromised provider's answer);
+ *   - `huge`: every poll answers a JSON body of `input.bytes` bytes (`endless` by default), streamed
+ *     as the client reads it (a hostile provider's answer); `sentBytes` counts what was written.
  * `input.flaky_poll: n` answers 503 to the n-th poll (once), as an overloaded provider would.
  * The output files are served at /files/* with misleading Content-Types, so typing by the bytes is tested;
  * `GET /files/to?url=<url>` redirects (302) there, as a provider's storage link may.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { streamHugeJson } from './huge-body';
 import { mp3, mp4, pdf } from './media';
 
 export interface FakePrediction {
@@ -23,6 +26,8 @@ export interface FakePrediction {
   polls: number;
   status: string;
   cancelled: boolean;
+  /** Bytes of `huge` poll answers written so far. */
+  sentBytes: number;
 }
 
 export interface FakeReplicate {
@@ -84,6 +89,7 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
         polls: 0,
         status: 'starting',
         cancelled: false,
+        sentBytes: 0,
       };
       predictions.set(prediction.id, prediction);
       list.push(prediction);
@@ -101,6 +107,14 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
       prediction.polls++;
       if (prediction.polls === Number(prediction.body.input?.flaky_poll))
         return send(503, { detail: 'Service Unavailable' });
+      if (prediction.body.input?.scenario === 'huge') {
+        const bytes = prediction.body.input?.bytes;
+        const before = prediction.sentBytes;
+        await streamHugeJson(res, bytes ? Number(bytes) : 'endless', (sent) => {
+          prediction.sentBytes = before + sent;
+        });
+        return;
+      }
       advance(prediction);
       return send(200, view(prediction));
     }
