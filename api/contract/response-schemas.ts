@@ -80,6 +80,7 @@ export const DeletedRunSchema = z.object({
   object: z.literal('run'),
   deleted: z.literal(true),
 });
+export type DeletedRun = z.infer<typeof DeletedRunSchema>;
 
 /** D31: a page of one output's items, in output order. */
 export const OutputItemListSchema = z.object({

@@ -4,12 +4,13 @@
  * reconnect with GET /runs/{id}/stream and Last-Event-ID — never repeat the POST.
  */
 import type { AsyncStartResponse, StartRequest } from '../../api/contract/request-schemas';
-import type { OutputItemList, StreamLink } from '../../api/contract/response-schemas';
+import type { DeletedRun, OutputItemList, StreamLink } from '../../api/contract/response-schemas';
 import type { RunView } from '../../domain/run-view';
 import { isTerminal, isTerminalEvent, type OutputItem, type StreamEvent } from '../../domain/run';
 
 export type {
   AsyncStartResponse,
+  DeletedRun,
   OutputItem,
   OutputItemList,
   RunView as Run,
@@ -19,6 +20,30 @@ export type {
 export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & {
   idempotencyKey?: string;
 };
+
+/** The filters of `list` (D23, D37); times as Date or ISO 8601 text. */
+export interface ListRunsOptions {
+  limit?: number;
+  starting_after?: string;
+  status?: 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+  /** A `wf_...` id or a slug. */
+  workflow_id?: string;
+  /** The older spelling of `workflow_id`. */
+  workflowId?: string;
+  created_after?: Date | string;
+  created_before?: Date | string;
+  /** Runs whose metadata holds every one of these pairs. */
+  metadata?: Record<string, string>;
+}
+
+/** A page of runs. */
+export interface RunList {
+  object: 'list';
+  data: RunView[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
 
 /** An error answer of the API, with the envelope's fields. */
 export class WrsApiError extends Error {
@@ -92,16 +117,48 @@ export class WrsClient {
     return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}`);
   }
 
-  /** Lists runs, newest first (D23). */
-  list(
-    query: { limit?: number; starting_after?: string; status?: string; workflowId?: string } = {},
-  ): Promise<{ data: RunView[]; has_more: boolean }> {
+  /**
+   * Lists runs, newest first (D23), filtered (D37, all AND-ed) by status, workflow (id or slug),
+   * creation time and metadata pairs (`metadata: {order_id: 'ord_1'}` → `metadata[order_id]=ord_1`).
+   */
+  list(query: ListRunsOptions = {}): Promise<RunList> {
+    const { metadata, created_after, created_before, ...rest } = query;
+    const time = (t: Date | string | undefined) => (t instanceof Date ? t.toISOString() : t);
     const params = new URLSearchParams(
-      Object.entries(query)
+      [
+        ...Object.entries({
+          ...rest,
+          created_after: time(created_after),
+          created_before: time(created_before),
+        }),
+        ...Object.entries(metadata ?? {}).map(([k, v]) => [`metadata[${k}]`, v]),
+      ]
         .filter(([, v]) => v !== undefined)
-        .map(([k, v]): [string, string] => [k, String(v)]),
+        .map(([k, v]): [string, string] => [String(k), String(v)]),
     );
     return this.json('GET', `/api/v1/runs${params.size ? `?${params}` : ''}`);
+  }
+
+  /** Every run of the filter, page by page (`pageSize` 1–100). */
+  async *runs(
+    query: Omit<ListRunsOptions, 'starting_after' | 'limit'> & { pageSize?: number } = {},
+  ): AsyncGenerator<RunView> {
+    const { pageSize, ...filters } = query;
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.list({ ...filters, limit: pageSize ?? 100, starting_after: after });
+      yield* page.data;
+      if (!page.has_more || !page.last_id) return;
+      after = page.last_id;
+    }
+  }
+
+  /**
+   * D39: deletes a run (a live one is cancelled first): afterwards every read of it is 404 and
+   * its inputs and outputs are gone from the service for good.
+   */
+  delete(runId: string): Promise<DeletedRun> {
+    return this.json('DELETE', `/api/v1/runs/${encodeURIComponent(runId)}`);
   }
 
   /** D31: one page of a run's output `key` (live or finished), in output order. */

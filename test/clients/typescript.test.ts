@@ -106,6 +106,42 @@ describe('typed client', function () {
     );
   });
 
+  it('starts with metadata, lists by metadata and time (D37), and deletes a run (D39)', async () => {
+    const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
+    const since = new Date();
+    const order = `ord_${Date.now()}`;
+    const started = await client.start({
+      workflowId: 'batch',
+      metadata: { order, 'src.app': 'ts' },
+    });
+    const other = await client.start({ workflowId: 'batch', metadata: { order: 'other' } });
+    assert.deepEqual((await client.wait(started.run_id)).metadata, { order, 'src.app': 'ts' });
+    await client.wait(other.run_id);
+    const page = await client.list({
+      metadata: { order },
+      created_after: since,
+      workflow_id: 'batch',
+    });
+    assert.deepEqual(
+      page.data.map((r) => r.id),
+      [started.run_id],
+    );
+    const all = [];
+    for await (const run of client.runs({ created_after: since, pageSize: 1 })) all.push(run.id);
+    assert.deepEqual(all, [other.run_id, started.run_id]);
+    await assert.rejects(
+      client.start({ workflowId: 'batch', metadata: { 'no spaces': 'x' } }),
+      (err: WrsApiError) => err.status === 400 && err.code === 'invalid_metadata',
+    );
+    assert.deepEqual(await client.delete(started.run_id), {
+      id: started.run_id,
+      object: 'run',
+      deleted: true,
+    });
+    await assert.rejects(client.get(started.run_id), (err: WrsApiError) => err.status === 404);
+    await assert.rejects(client.delete(started.run_id), (err: WrsApiError) => err.status === 404);
+  });
+
   it('stream() survives a forced disconnect: reconnects with Last-Event-ID, never repeats the POST, yields each event once', async () => {
     const proxy = await startCuttingProxy(ctx.svc.url);
     try {
