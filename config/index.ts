@@ -227,7 +227,7 @@ export interface Config {
     fetchTimeoutMs: number;
     /** D19: `http://` URL inputs (default: https only). */
     allowHttpUrls: boolean;
-    /** D19: URL inputs and http_request nodes on private, loopback, link-local or metadata addresses (tests only). */
+    /** D19: URL inputs and http_request nodes on private, loopback, link-local or metadata addresses (tests only: refused in production). */
     allowPrivateNetwork: boolean;
     /** Host names (lower-case) whose private addresses URL inputs may reach, e.g. an internal asset server. */
     allowPrivateHosts: string[];
@@ -243,7 +243,7 @@ export interface Config {
   webhooks: {
     /** `http://` webhook URLs (default: https only). */
     allowHttp: boolean;
-    /** Webhooks to private, loopback, link-local or metadata addresses (tests only). */
+    /** Webhooks to private, loopback, link-local or metadata addresses (tests, or an internal receiver: allowed in production). */
     allowPrivateNetwork: boolean;
     /** Time limit of one delivery attempt. */
     timeoutMs: number;
@@ -342,6 +342,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     // D32: every process must encrypt with the same key; a per-database default is for development only.
     throw new Error(
       'Invalid configuration:\n  PAYLOAD_KEYS is required, and PAYLOAD_ENCRYPTION cannot be false, when NODE_ENV=production (see docs/deploy.md)',
+    );
+  }
+  if (e.NODE_ENV === 'production' && e.ALLOW_PRIVATE_NETWORK) {
+    // D19: it turns the SSRF guard off for URL inputs, http_request nodes and provider answers, so
+    // any caller or provider could reach the internal network and the cloud metadata service.
+    // WEBHOOK_ALLOW_PRIVATE_NETWORK stays allowed: an internal webhook receiver is an operator's choice.
+    throw new Error(
+      'Invalid configuration:\n  ALLOW_PRIVATE_NETWORK cannot be true when NODE_ENV=production: it turns the SSRF guard off for URL inputs, http_request nodes and provider answers (tests only; name internal hosts in ALLOW_PRIVATE_HOSTS instead)',
     );
   }
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
