@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from datetime import datetime, timezone
 from typing import Dict, List
 
 import httpx
@@ -156,6 +157,36 @@ def test_list_runs_pages_with_a_cursor(client: WrsClient, workflows: dict) -> No
     every = [r["id"] for r in client.iter_runs(page_size=2, workflow_id=workflows["greet"])]
     assert every[:3] == list(reversed(ids))  # newest first
     assert len(every) == len(set(every))
+
+
+def test_metadata_filters_and_delete(client: WrsClient, base_url: str, api_key: str, workflows: dict) -> None:
+    """D37: start with metadata, list by metadata, time and workflow; D39: delete, then 404."""
+    since = datetime.now(timezone.utc)
+    order = f"ord_{time.time_ns()}"
+    mine = client.start(workflows["greet"], {"name": "Meta"}, metadata={"order": order, "src.lang": "py"})
+    other = client.start(workflows["greet"], {"name": "Other"}, metadata={"order": "other"})
+    run = client.wait(mine["run_id"])
+    client.wait(other["run_id"])
+    assert run["metadata"] == {"order": order, "src.lang": "py"}
+    page = client.list_runs(metadata={"order": order}, created_after=since, workflow_id=workflows["greet"])
+    assert [r["id"] for r in page["data"]] == [mine["run_id"]]
+    assert [r["id"] for r in client.iter_runs(page_size=1, created_after=since.isoformat())] == [other["run_id"], mine["run_id"]]
+    with pytest.raises(InvalidRequestError) as refused:
+        client.start(workflows["greet"], {"name": "x"}, metadata={"no spaces": "x"})
+    assert refused.value.code == "invalid_metadata"
+    assert client.delete_run(mine["run_id"]) == {"id": mine["run_id"], "object": "run", "deleted": True}
+    with pytest.raises(NotFoundError):
+        client.get(mine["run_id"])
+
+    async def async_side() -> None:
+        async with AsyncWrsClient(base_url, api_key) as aclient:
+            listed = await aclient.list_runs(metadata={"order": "other"}, created_after=since)
+            assert [r["id"] for r in listed["data"]] == [other["run_id"]]
+            assert (await aclient.delete_run(other["run_id"]))["deleted"] is True
+            with pytest.raises(NotFoundError):
+                await aclient.delete_run(other["run_id"])
+
+    asyncio.run(async_side())
 
 
 def test_output_items_pages(client: WrsClient, workflows: dict) -> None:

@@ -11,7 +11,7 @@ from ._errors import (
     WebhookVerificationError,
     WrsError,
 )
-from ._types import AsyncStart, File, OutputItem, Page, Part, Run, RunStatus, StreamEvent, StreamLink, WorkflowContract
+from ._types import AsyncStart, DeletedRun, File, OutputItem, Page, Part, Run, RunStatus, StreamEvent, StreamLink, WorkflowContract
 from .webhooks import verify_webhook
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "StreamError",
     "WebhookVerificationError",
     "AsyncStart",
+    "DeletedRun",
     "File",
     "OutputItem",
     "Page",

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import time
+from datetime import datetime
 from typing import Any, AsyncIterator, Dict, Iterator, Mapping, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
@@ -20,6 +21,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._errors import APIError, StreamError, error_from_response
 from ._types import (
+    DeletedRun,
     TERMINAL_EVENTS,
     TERMINAL_STATUSES,
     AsyncStart,
@@ -55,15 +57,33 @@ def _clamp_interval(seconds: float) -> float:
     return min(3.0, max(1.0, seconds))
 
 
-def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: Union[int, str, None], webhook: Optional[str], stream: bool) -> Dict[str, Any]:
+def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: Union[int, str, None], webhook: Optional[str], stream: bool, metadata: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     body: Dict[str, Any] = {"workflowId": workflow_id, "inputs": dict(inputs or {})}
     if version is not None:
         body["version"] = version
     if webhook is not None:
         body["webhook"] = webhook
+    if metadata is not None:
+        body["metadata"] = dict(metadata)
     if stream:
         body["stream"] = True
     return body
+
+
+def _time(value: Union[datetime, str, None]) -> Optional[str]:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("a created_after/created_before datetime needs a timezone")
+        return value.isoformat()
+    return value
+
+
+def _runs_query(limit: Optional[int], starting_after: Optional[str], status: Optional[str], workflow_id: Optional[str], created_after: Union[datetime, str, None], created_before: Union[datetime, str, None], metadata: Optional[Mapping[str, str]]) -> Query:
+    """The list's query (D23, D37): every filter AND-ed; metadata pairs as `metadata[<key>]=<value>`."""
+    params = _query(limit=limit, starting_after=starting_after, status=status, workflow_id=workflow_id, created_after=_time(created_after), created_before=_time(created_before))
+    for key, value in (metadata or {}).items():
+        params[f"metadata[{key}]"] = value
+    return params
 
 
 def _upload_args(name: Optional[str], file: Any, mime_type: Optional[str]) -> Tuple[Query, Dict[str, str]]:
@@ -160,10 +180,10 @@ class WrsClient(_Base):
         return self._send(method, path, **kwargs).json()
 
     # -- runs -----------------------------------------------------------------------------------
-    def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None) -> AsyncStart:
+    def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None) -> AsyncStart:
         """Starts a run (async mode): the 202 answer with its `run_id`."""
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False), headers=headers))
+        return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata), headers=headers))
 
     def get(self, run_id: str) -> Run:
         """Reads a run: its status, and its output once completed."""
@@ -172,6 +192,10 @@ class WrsClient(_Base):
     def cancel(self, run_id: str) -> Run:
         """Asks a run to stop; it turns `cancelled` once it has."""
         return cast(Run, self._json("POST", _path("runs", run_id, "cancel")))
+
+    def delete_run(self, run_id: str) -> DeletedRun:
+        """Deletes a run (D39; a live one is cancelled first): afterwards every read of it is 404."""
+        return cast(DeletedRun, self._json("DELETE", _path("runs", run_id)))
 
     def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None) -> Run:
         """Polls until the run ends (every `interval` s, kept within 1-3 s); 429/503 are waited out."""
@@ -196,16 +220,16 @@ class WrsClient(_Base):
         timeout = kwargs.pop("timeout", None)
         return self.wait(self.start(workflow_id, inputs, **kwargs)["run_id"], timeout=timeout)
 
-    def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> "Page[Run]":
+    def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None, created_after: Union[datetime, str, None] = None, created_before: Union[datetime, str, None] = None, metadata: Optional[Mapping[str, str]] = None) -> "Page[Run]":
         """One page of your runs, newest first."""
-        params = _query(limit=limit, starting_after=starting_after, status=status, workflowId=workflow_id)
+        params = _runs_query(limit, starting_after, status, workflow_id, created_after, created_before, metadata)
         return cast("Page[Run]", self._json("GET", _path("runs"), params=params))
 
-    def iter_runs(self, *, page_size: Optional[int] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> Iterator[Run]:
+    def iter_runs(self, *, page_size: Optional[int] = None, status: Optional[str] = None, workflow_id: Optional[str] = None, created_after: Union[datetime, str, None] = None, created_before: Union[datetime, str, None] = None, metadata: Optional[Mapping[str, str]] = None) -> Iterator[Run]:
         """Every run, newest first, fetching pages as needed."""
         after: Optional[str] = None
         while True:
-            page = self.list_runs(limit=page_size, starting_after=after, status=status, workflow_id=workflow_id)
+            page = self.list_runs(limit=page_size, starting_after=after, status=status, workflow_id=workflow_id, created_after=created_after, created_before=created_before, metadata=metadata)
             yield from page["data"]
             if not page["has_more"] or page["last_id"] is None:
                 return
@@ -226,14 +250,14 @@ class WrsClient(_Base):
             after = page["last_id"]
 
     # -- streams --------------------------------------------------------------------------------
-    def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
+    def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
         """
         Starts a run in stream mode and yields its events, `response.created` first and the terminal
         event last. A dropped connection is resumed with Last-Event-ID: every event comes once, and
         the start is never sent twice.
         """
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        body = _start_body(workflow_id, inputs, version, webhook, True)
+        body = _start_body(workflow_id, inputs, version, webhook, True, metadata)
         yield from self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay)
 
     def follow(self, run_id: str, *, after: Optional[int] = 0, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
@@ -315,15 +339,18 @@ class AsyncWrsClient(_Base):
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return (await self._send(method, path, **kwargs)).json()
 
-    async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None) -> AsyncStart:
+    async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None) -> AsyncStart:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False), headers=headers))
+        return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata), headers=headers))
 
     async def get(self, run_id: str) -> Run:
         return cast(Run, await self._json("GET", _path("runs", run_id)))
 
     async def cancel(self, run_id: str) -> Run:
         return cast(Run, await self._json("POST", _path("runs", run_id, "cancel")))
+
+    async def delete_run(self, run_id: str) -> DeletedRun:
+        return cast(DeletedRun, await self._json("DELETE", _path("runs", run_id)))
 
     async def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None) -> Run:
         every = _clamp_interval(interval)
@@ -347,14 +374,14 @@ class AsyncWrsClient(_Base):
         started = await self.start(workflow_id, inputs, **kwargs)
         return await self.wait(started["run_id"], timeout=timeout)
 
-    async def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> "Page[Run]":
-        params = _query(limit=limit, starting_after=starting_after, status=status, workflowId=workflow_id)
+    async def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None, created_after: Union[datetime, str, None] = None, created_before: Union[datetime, str, None] = None, metadata: Optional[Mapping[str, str]] = None) -> "Page[Run]":
+        params = _runs_query(limit, starting_after, status, workflow_id, created_after, created_before, metadata)
         return cast("Page[Run]", await self._json("GET", _path("runs"), params=params))
 
-    async def iter_runs(self, *, page_size: Optional[int] = None, status: Optional[str] = None, workflow_id: Optional[str] = None) -> AsyncIterator[Run]:
+    async def iter_runs(self, *, page_size: Optional[int] = None, status: Optional[str] = None, workflow_id: Optional[str] = None, created_after: Union[datetime, str, None] = None, created_before: Union[datetime, str, None] = None, metadata: Optional[Mapping[str, str]] = None) -> AsyncIterator[Run]:
         after: Optional[str] = None
         while True:
-            page = await self.list_runs(limit=page_size, starting_after=after, status=status, workflow_id=workflow_id)
+            page = await self.list_runs(limit=page_size, starting_after=after, status=status, workflow_id=workflow_id, created_after=created_after, created_before=created_before, metadata=metadata)
             for run in page["data"]:
                 yield run
             if not page["has_more"] or page["last_id"] is None:
@@ -374,9 +401,9 @@ class AsyncWrsClient(_Base):
                 return
             after = page["last_id"]
 
-    async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
+    async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        body = _start_body(workflow_id, inputs, version, webhook, True)
+        body = _start_body(workflow_id, inputs, version, webhook, True, metadata)
         async for event in self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay):
             yield event
 

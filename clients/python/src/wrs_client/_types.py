@@ -53,6 +53,15 @@ class Run(TypedDict):
     total_cost: Any
     created_at: str
     completed_at: Optional[str]
+    metadata: Dict[str, str]
+
+
+class DeletedRun(TypedDict):
+    """The answer of `DELETE /api/v1/runs/{run_id}` (D39)."""
+
+    id: str
+    object: str
+    deleted: bool
 
 
 class AsyncStart(TypedDict):
