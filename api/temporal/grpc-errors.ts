@@ -19,13 +19,25 @@ export function grpcCode(err: unknown): number | undefined {
   return grpc?.code;
 }
 
-/** True when a Temporal call failed because the server could not be reached (not because it was slow or said no). */
+// grpc-js refuses a call on a closed channel (a Connection closed, as during a shutdown) with a
+// bare Error of this message and no gRPC status; the Temporal client wraps it in a ServiceError.
+const CHANNEL_CLOSED = 'Channel has been shut down';
+
+/** True when the call never left: its Temporal connection is closed. */
+export function isChannelClosed(err: unknown): boolean {
+  const inner = err instanceof ServiceError ? err.cause : err;
+  return inner instanceof Error && inner.message === CHANNEL_CLOSED;
+}
+
+/**
+ * True when a Temporal call failed because the server could not be reached (not because it was
+ * slow or said no): UNAVAILABLE, or a closed connection, which reaches nothing either.
+ */
 export function isTemporalUnreachable(err: unknown): boolean {
-  return grpcCode(err) === UNAVAILABLE;
+  return grpcCode(err) === UNAVAILABLE || isChannelClosed(err);
 }
 
 /** True when Temporal could not be reached or did not answer in time: the request answers 503 (retry later). */
 export function isTemporalUnavailable(err: unknown): boolean {
-  const code = grpcCode(err);
-  return code === UNAVAILABLE || code === DEADLINE_EXCEEDED;
+  return isTemporalUnreachable(err) || grpcCode(err) === DEADLINE_EXCEEDED;
 }

@@ -216,8 +216,10 @@ describe('billing holds (D17): concurrent starts cannot overspend, every hold is
         key,
         body: { workflowId: 'hold-no-temporal', inputs: { subject: 'x' } },
       });
-      // A closed client answers 500 (the gateway maps only unreachable servers to 503); either way the start failed.
-      assert.ok([500, 503].includes(res.status), JSON.stringify(res.body));
+      // A closed connection reaches no server: 503 with Retry-After, as an unreachable one (api/temporal/grpc-errors.ts).
+      assert.equal(res.status, 503, JSON.stringify(res.body));
+      assert.equal(res.body.error.code, 'service_unavailable');
+      assert.equal(res.headers.get('retry-after'), '2');
     } finally {
       await cut.close().catch(() => undefined);
     }
