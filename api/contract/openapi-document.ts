@@ -34,7 +34,7 @@ type Json = Record<string, unknown>;
 const ERROR_TEXT: Record<number, string> = {
   400: 'Malformed request or invalid inputs (`invalid_request_error`).',
   401: 'Missing or invalid API key (`authentication_error` / `invalid_api_key`).',
-  402: 'The account has no credit (`insufficient_credits`).',
+  402: "The account's available credit — its balance minus what its runs in progress hold — is at or below zero (`insufficient_credits`); the message gives the balance and what is held.",
   403: 'The file or stream link is forged or altered (`invalid_signature`), has expired (`url_expired`) or was made for a key since revoked (`key_revoked`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
