@@ -44,7 +44,11 @@ export function errorAnswer(status: number, text: string): ErrorAnswer {
 }
 
 /** A JSON call with the key; throws ErrorAnswer on any non-2xx answer. */
-export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+export async function api<T>(
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<T> {
   const res = await fetch(path, {
     method,
     headers: {

@@ -1,6 +1,7 @@
 /**
  * The playground page (issue 19): pick a workflow and version, fill the form its contract
- * describes, stream a run with a live event timeline, see its outputs, cancel it, reopen
+ * describes (and the run's metadata, D37), stream a run with a live event timeline, see its
+ * outputs, cancel or delete it (D39), reopen
  * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.
  */
 import { api, apiKey, ErrorAnswer } from './api';
@@ -42,6 +43,10 @@ const el = {
   formError: byId('form-error'),
   run: byId<HTMLButtonElement>('run'),
   cancel: byId<HTMLButtonElement>('cancel'),
+  deleteRun: byId<HTMLButtonElement>('delete'),
+  metadata: byId<HTMLTextAreaElement>('metadata'),
+  metadataError: byId('metadata-error'),
+  runMetadata: byId('run-metadata'),
   runStatus: byId('run-status'),
   runId: byId('run-id'),
   outputs: byId('outputs'),
@@ -169,15 +174,40 @@ el.version.addEventListener(
 
 // ---- code snippets ------------------------------------------------------------------------
 
+/**
+ * D37: the metadata field: absent when empty, else a JSON object (the server checks its keys and
+ * values and answers `invalid_metadata` naming the one at fault).
+ */
+function readMetadata(): { metadata?: Record<string, string>; problem?: string } {
+  const text = el.metadata.value.trim();
+  if (text === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { problem: 'must be JSON, e.g. {"order_id": "ord_123"}' };
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    return { problem: 'must be a JSON object of strings' };
+  return { metadata: value as Record<string, string> };
+}
+
+function showMetadataProblem(problem: string | undefined): void {
+  say(el.metadataError, problem ?? '');
+  el.metadata.setAttribute('aria-invalid', problem ? 'true' : 'false');
+}
+
 /** The request the form describes now (problems left out: the snippet shows what is filled in). */
 function currentRequest(): RunRequest | undefined {
   const contract = state.contract;
   if (!contract || !state.form) return undefined;
   const latest = state.workflows.find((w) => w.workflow_id === contract.workflow_id)?.version;
+  const { metadata } = readMetadata();
   return {
     workflowId: contract.slug,
     version: contract.version === latest ? undefined : contract.version,
     inputs: state.form.read(false).inputs,
+    ...(metadata ? { metadata } : {}),
   };
 }
 
@@ -199,6 +229,10 @@ el.codeTabs.addEventListener('click', (e) => {
   renderCode();
 });
 el.fields.addEventListener('input', () => renderCode());
+el.metadata.addEventListener('input', () => {
+  showMetadataProblem(undefined);
+  renderCode();
+});
 el.fields.addEventListener('change', () => renderCode());
 el.copy.addEventListener('click', async () => {
   renderCode();
@@ -219,8 +253,9 @@ function setStatus(status: string, detail = ''): void {
     h('span', { class: `badge ${status}` }, status),
     detail ? ` ${detail}` : '',
   );
-  const live = status !== 'idle' && !isTerminal(status as RunStatus);
+  const live = status !== 'idle' && status !== 'deleted' && !isTerminal(status as RunStatus);
   el.cancel.disabled = !live || !state.current?.id;
+  el.deleteRun.disabled = !state.current?.id || status === 'deleted';
   el.run.disabled = status === 'starting';
 }
 
@@ -274,6 +309,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
   state.current = current;
   el.timeline.replaceChildren();
   el.outputs.replaceChildren();
+  say(el.runMetadata, '');
   say(el.runId, current.id ?? '');
   setStatus('runId' in target ? 'pending' : 'starting');
   try {
@@ -311,6 +347,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     }
     if (state.current !== current) return;
     setStatus(run.status);
+    showRunMetadata(run);
     renderRun(
       el.outputs,
       run,
@@ -320,7 +357,9 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
   } catch (err) {
     if (current.follow.signal.aborted) return;
     setStatus(current.id ? 'disconnected' : 'idle'); // the run itself may still go on: Recent runs can reattach it
-    if (err instanceof ErrorAnswer && err.details.length)
+    if (err instanceof ErrorAnswer && err.code === 'invalid_metadata')
+      showMetadataProblem(err.message);
+    else if (err instanceof ErrorAnswer && err.details.length)
       state.form?.showProblems(
         new Map(
           err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem]),
@@ -336,9 +375,11 @@ el.runForm.addEventListener('submit', (e) => {
   const contract = state.contract;
   if (!contract || !state.form) return;
   const { problems } = state.form.read();
-  if (problems.size > 0) {
+  const metadata = readMetadata();
+  showMetadataProblem(metadata.problem);
+  if (problems.size > 0 || metadata.problem) {
     say(el.formError, 'Fix the marked fields first.');
-    (el.fields.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus();
+    (el.runForm.querySelector('[aria-invalid="true"]') as HTMLElement | null)?.focus();
     return;
   }
   void follow({ start: currentRequest()! });
@@ -353,6 +394,35 @@ el.cancel.addEventListener('click', async () => {
     addEvent('cancellation requested', 'note');
   } catch (err) {
     el.cancel.disabled = false;
+    say(el.formError, (err as Error).message);
+  }
+});
+
+/** D37: the run's metadata under its status (none: hidden). */
+function showRunMetadata(run: Run): void {
+  const pairs = Object.entries(run.metadata ?? {});
+  say(
+    el.runMetadata,
+    pairs.length ? `Metadata: ${pairs.map(([k, v]) => `${k}=${v}`).join(' · ')}` : '',
+  );
+}
+
+el.deleteRun.addEventListener('click', async () => {
+  const current = state.current;
+  const id = current?.id;
+  if (!current || !id) return;
+  if (!confirm(`Delete run ${id}? Its inputs, outputs and files are removed for good.`)) return;
+  el.deleteRun.disabled = true;
+  try {
+    await api('DELETE', `/api/v1/runs/${id}`);
+    current.follow.abort();
+    el.outputs.replaceChildren();
+    say(el.runMetadata, '');
+    addEvent('deleted: every read of it is now 404', 'note');
+    setStatus('deleted');
+    void loadRuns();
+  } catch (err) {
+    el.deleteRun.disabled = false;
     say(el.formError, (err as Error).message);
   }
 });

@@ -7,6 +7,8 @@ export interface RunRequest {
   workflowId: string;
   version?: number;
   inputs: Record<string, unknown>;
+  /** D37: the caller's own key/value pairs. */
+  metadata?: Record<string, string>;
 }
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -17,6 +19,7 @@ export function curlSnippet(base: string, r: RunRequest): string {
     ...(r.version ? { version: r.version } : {}),
     stream: true,
     inputs: r.inputs,
+    ...(r.metadata ? { metadata: r.metadata } : {}),
   });
   return [
     `curl -N ${base}/api/v1/responses`,
@@ -28,7 +31,12 @@ export function curlSnippet(base: string, r: RunRequest): string {
 
 export function typescriptSnippet(base: string, r: RunRequest): string {
   const request = JSON.stringify(
-    { workflowId: r.workflowId, ...(r.version ? { version: r.version } : {}), inputs: r.inputs },
+    {
+      workflowId: r.workflowId,
+      ...(r.version ? { version: r.version } : {}),
+      inputs: r.inputs,
+      ...(r.metadata ? { metadata: r.metadata } : {}),
+    },
     null,
     2,
   );
@@ -60,11 +68,12 @@ function py(value: unknown, indent = ''): string {
 /** The Python client's shape (clients/python): WrsClient(base_url, api_key=...), start(workflow_id, inputs=...), wait(run_id). */
 export function pythonSnippet(base: string, r: RunRequest): string {
   const version = r.version ? `, version=${r.version}` : '';
+  const metadata = r.metadata ? `, metadata=${py(r.metadata, '    ')}` : '';
   return `import os
 from wrs_client import WrsClient
 
 with WrsClient(${JSON.stringify(base)}, api_key=os.environ["WRS_API_KEY"]) as client:
-    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version})
+    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata})
     run = client.wait(started["run_id"])
     print(run["status"], run.get("output"))
 `;

@@ -367,6 +367,39 @@ describe('playground page (issue 19)', function () {
     assert.equal(events.at(-1), 'completed');
   });
 
+  it('starts a run with metadata and shows it (D37), then deletes the run (D39)', async () => {
+    await chooseWorkflow(page, 'hello');
+    await page.getByLabel('Name').fill('Meta');
+    await page.getByLabel('Metadata').fill('not json');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('#metadata-error', { hasText: 'must be JSON' }).waitFor();
+    await page.getByLabel('Metadata').fill('{"order_id": "ord_42", "team.name": "blue"}');
+    assert.match(
+      (await page.locator('#code').textContent())!,
+      /"metadata":\{"order_id":"ord_42","team.name":"blue"\}/,
+      'the code shows the metadata',
+    );
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page
+      .locator('#run-metadata', { hasText: 'Metadata: order_id=ord_42 · team.name=blue' })
+      .waitFor();
+    const runId = (await page.locator('#run-id').textContent())!;
+    assert.deepEqual((await waitForRun(svc.url, key, runId)).metadata, {
+      order_id: 'ord_42',
+      'team.name': 'blue',
+    });
+    await page.getByLabel('Metadata').fill('');
+
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete run' }).click();
+    await page.locator('#run-status .badge', { hasText: 'deleted' }).waitFor();
+    assert.ok(await page.getByRole('button', { name: 'Delete run' }).isDisabled());
+    assert.equal((await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key })).status, 404);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.getByRole('button', { name: `Open run ${helloRunId}` }).waitFor();
+    assert.equal(await page.getByRole('button', { name: `Open run ${runId}` }).count(), 0);
+  });
+
   it('works at 375 px wide, from the keyboard, with a label on every control', async () => {
     const phone = await openPage({ width: 375, height: 812 });
     try {
@@ -379,6 +412,8 @@ describe('playground page (issue 19)', function () {
       assert.deepEqual(unlabelled, []);
       await phone.getByLabel('Name').focus();
       await phone.keyboard.type('Keyboard');
+      await phone.keyboard.press('Tab'); // to the metadata field (D37)
+      assert.equal(await phone.evaluate('document.activeElement.id'), 'metadata');
       await phone.keyboard.press('Tab'); // to Run
       assert.equal(await phone.evaluate('document.activeElement.id'), 'run');
       await phone.keyboard.press('Enter');
