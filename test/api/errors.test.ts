@@ -73,8 +73,8 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       ['PUT', '/api/v1/responses', 'POST'],
       ['PATCH', '/api/v1/workflows', 'POST'],
       ['DELETE', '/api/v1/workflows', 'GET'],
-      ['POST', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'GET'],
-      ['DELETE', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'GET'],
+      ['POST', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN', 'DELETE'],
+      ['DELETE', '/api/v1/runs/run_01M80PPBY8DSJEHN3X944NVJTN/cancel', 'POST'],
     ];
     for (const [method, path, allowed] of cases) {
       const res = await call(ctx.svc.url, method, path, { key: ctx.key });

@@ -12,6 +12,7 @@ const RUN_FIELDS = [
   'created_at',
   'error',
   'id',
+  'metadata', // D37
   'output',
   'published_workflow_id',
   'published_workflow_version_id',
@@ -191,6 +192,7 @@ describe('API runs: reading a run nobody has picked up yet', function () {
       created_at: start.body.created_at,
       completed_at: null,
       webhook: null,
+      metadata: {},
     });
 
     // Once a worker comes, the same run goes on to completion.
