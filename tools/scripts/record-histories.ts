@@ -1,0 +1,315 @@
+/**
+ * `npm run record-histories`: records real workflow histories for the replay test
+ * (test/workflows/replay.unit.test.ts, the versioning policy of workflows/patches.ts). It starts
+ * the real stack (Temporal dev server, FerretDB) with the API and a worker in this process, runs
+ * every workflow type in every shape against local fakes (provider, webhook receiver), and saves
+ * each history as Temporal's JSON into test/workflows/histories/<version>-<commit>/, with the run
+ * secrets that open its payloads (D39) and a manifest. Payloads are sealed by the production codec
+ * under the public test key REPLAY_PAYLOAD_KEYS (D32); the script refuses to save a history in
+ * which the test data appears in plaintext.
+ *
+ *   npm run record-histories                 # adds this release's directory
+ *   npm run record-histories -- --replace    # and removes every other release's directory
+ *
+ * Record from a committed tree: the directory is named after HEAD (and marked `-dirty` when
+ * workflows/ has uncommitted changes). The patch example's histories are recorded once, when missing.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { runOfWorkflowId } from '../../lib/codec/run-keys';
+import { runPayloadSecret } from '../../store/run-secrets';
+import { RETENTION_WORKFLOW_TYPE, webhookWorkflowId } from '../../workflows/definitions';
+import { FAILURE_CONVERTER_PATH } from '../../lib/codec/data-converter';
+import { startFakeOpenAI } from '../../test/fakes/openai';
+import { startWebhookReceiver } from '../../test/fakes/webhook-receiver';
+import { newAccount } from '../../test/support/accounts';
+import {
+  batchWorkflow,
+  llmWorkflow,
+  publish,
+  rowsWorkflow,
+  waitForRun,
+} from '../../test/support/fixtures';
+import {
+  HISTORIES_DIR,
+  MANIFEST_FILE,
+  PATCH_EXAMPLE_DIR,
+  REPLAY_PAYLOAD_KEYS,
+  RUN_SECRETS_FILE,
+  historyToJSON,
+  releaseDirs,
+  replayDataConverter,
+} from '../../test/support/histories';
+import { call, waitFor } from '../../test/support/http';
+import { startRun } from '../../test/support/runs';
+import { startService, temporalClient, type TestService } from '../../test/support/service';
+import { openSse } from '../../test/support/sse';
+import { stopTestStack, testStack } from '../../test/support/stack';
+import { patchExampleActivities } from '../../test/workflows/fixtures/patch-example/activities';
+
+const ROOT = path.join(__dirname, '..', '..');
+/** In every input: a history that shows it anywhere, even base64-encoded, is customer data in plaintext. */
+const MARKER = 'Plaintext-Marker-7f3a';
+const PRICES = JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } });
+
+interface Recorded {
+  shape: string;
+  workflowId: string;
+  service: TestService;
+}
+
+function release(): { name: string; version: string; commit: string; dirty: boolean } {
+  const version = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  const commit = git('rev-parse', '--short=12', 'HEAD').trim();
+  const dirty = git('status', '--porcelain', '--', 'workflows').trim() !== '';
+  return { name: `${version}-${commit}${dirty ? '-dirty' : ''}`, version, commit, dirty };
+}
+
+/** Every base64 string of a history JSON decoded, with the JSON itself: where plaintext would show. */
+function assertNoPlaintext(file: string, json: string): void {
+  const texts = [json];
+  for (const m of json.matchAll(/"([A-Za-z0-9+/]{16,}={0,2})"/g))
+    texts.push(Buffer.from(m[1], 'base64').toString('latin1'));
+  assert.ok(!texts.some((t) => t.includes(MARKER)), `${file}: test data in plaintext (D32)`);
+}
+
+async function main(): Promise<void> {
+  const replace = process.argv.includes('--replace');
+  const rel = release();
+  const outDir = path.join(HISTORIES_DIR, rel.name);
+  const log = (line: string) => console.log(`[record-histories] ${line}`);
+  log(
+    `recording into ${path.relative(ROOT, outDir)}${rel.dirty ? ' (workflows/ has uncommitted changes)' : ''}`,
+  );
+
+  const fake = await startFakeOpenAI();
+  const receiver = await startWebhookReceiver();
+  const base = { PAYLOAD_KEYS: REPLAY_PAYLOAD_KEYS, PRICES, OPENAI_BASE_URL: fake.baseUrl };
+  const svc = await startService({
+    env: {
+      ...base,
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true',
+      WEBHOOK_RETRY_INITIAL_MS: '100',
+    },
+  });
+  const timing = await startService({ env: { ...base, RUN_TIMEOUT_MS: '1500' } });
+  const recorded: Recorded[] = [];
+  try {
+    const { key } = await newAccount(svc.store.collections, 100);
+    const { key: timingKey } = await newAccount(timing.store.collections, 10);
+    await publish(svc.url, key, llmWorkflow('small'));
+    await publish(svc.url, key, rowsWorkflow('big', '{{row}}', { concurrency: 8 }));
+    await publish(svc.url, key, batchWorkflow('items', ['a', `b ${MARKER} status:400`, 'c']));
+    await publish(timing.url, timingKey, llmWorkflow('small'));
+    const run = async (shape: string, s: TestService, k: string, slug: string, inputs: object) => {
+      const runId = await startRun(s.url, k, slug, inputs as Record<string, unknown>);
+      recorded.push({ shape, workflowId: runId, service: s });
+      return runId;
+    };
+
+    log('small run, retried node, failed item, failed node');
+    const done = await Promise.all([
+      run('run-small', svc, key, 'small', { topic: `${MARKER} small` }),
+      run('run-retried', svc, key, 'small', { topic: `${MARKER} flaky:rec:1` }),
+      run('run-failed-item', svc, key, 'items', {}),
+      run('run-failed-node', svc, key, 'small', { topic: `${MARKER} status:503` }),
+    ]);
+    const ends = await Promise.all(done.map((id) => waitForRun(svc.url, key, id, 120_000)));
+    assert.deepEqual(
+      ends.map((r) => r.status),
+      ['completed', 'completed', 'completed', 'failed'],
+    );
+
+    log('big chunked run (400 rows, concurrency 8: chunks of rows)');
+    const rows = Array.from({ length: 400 }, (_, i) => `${MARKER} row ${i}`);
+    const big = await run('run-big-chunked', svc, key, 'big', { rows });
+    assert.equal((await waitForRun(svc.url, key, big, 300_000)).status, 'completed');
+
+    log('streamed run');
+    const stream = await openSse(`${svc.url}/api/v1/responses`, {
+      method: 'POST',
+      key,
+      body: { workflowId: 'small', stream: true, inputs: { topic: `${MARKER} streamed` } },
+    });
+    assert.equal(stream.status, 200);
+    const created = await stream.until((f) => f.event?.type === 'response.created');
+    const streamed = created.event.response.run_id as string;
+    recorded.push({ shape: 'run-streamed', workflowId: streamed, service: svc });
+    await stream.closed;
+    assert.equal(stream.frames.at(-1)?.data, '[DONE]');
+
+    log('cancelled run');
+    const cancelled = await run('run-cancelled', svc, key, 'small', {
+      topic: `${MARKER} slow:60000 cancel-me`,
+    });
+    await waitFor(async () => fake.requestsWith('cancel-me').length > 0 || undefined, {
+      what: 'the provider call of the run to cancel',
+    });
+    const res = await call(svc.url, 'POST', `/api/v1/runs/${cancelled}/cancel`, { key });
+    assert.ok(res.status < 300, JSON.stringify(res.body));
+    assert.equal((await waitForRun(svc.url, key, cancelled)).status, 'cancelled');
+
+    log('timed-out run (RUN_TIMEOUT_MS=1500)');
+    const timedOut = await run('run-timed-out', timing, timingKey, 'small', {
+      topic: `${MARKER} slow:20000`,
+    });
+    const timedOutRun = await waitForRun(timing.url, timingKey, timedOut);
+    assert.equal(timedOutRun.status, 'failed');
+
+    log('run with a webhook delivered on the third attempt');
+    receiver.script('/hook', [{ status: 500 }, { status: 503 }]);
+    const hooked = await startRun(
+      svc.url,
+      key,
+      'small',
+      { topic: `${MARKER} hooked` },
+      { body: { webhook: `${receiver.url}/hook` } },
+    );
+    recorded.push({ shape: 'run-webhook', workflowId: hooked, service: svc });
+    recorded.push({
+      shape: 'webhook-delivery',
+      workflowId: webhookWorkflowId(hooked),
+      service: svc,
+    });
+    await waitForRun(svc.url, key, hooked);
+    // The delivery starts once the run's record is final, just before the run's workflow ends.
+    await temporalClient(svc).workflow.getHandle(hooked).result();
+    const delivery = await temporalClient(svc)
+      .workflow.getHandle(webhookWorkflowId(hooked))
+      .result();
+    assert.deepEqual(delivery, { delivered: true });
+    assert.equal(receiver.hitsOn('/hook').length, 3);
+
+    log('retention');
+    const retentionId = `retention-record-${Date.now()}`;
+    await temporalClient(svc).workflow.execute(RETENTION_WORKFLOW_TYPE, {
+      taskQueue: svc.config.temporal.taskQueue,
+      workflowId: retentionId,
+      args: [],
+    });
+    recorded.push({ shape: 'retention', workflowId: retentionId, service: svc });
+
+    // Every workflow closed, then its history and the secret of its run.
+    fs.rmSync(outDir, { recursive: true, force: true });
+    fs.mkdirSync(outDir, { recursive: true });
+    const secrets: Record<string, string> = {};
+    for (const r of recorded) {
+      const handle = temporalClient(r.service).workflow.getHandle(r.workflowId);
+      await handle.result().catch(() => undefined);
+      const json = historyToJSON(await handle.fetchHistory());
+      const file = `${r.shape}@${r.workflowId}.json`;
+      assertNoPlaintext(file, json);
+      fs.writeFileSync(path.join(outDir, file), json);
+      const runId = runOfWorkflowId(r.workflowId);
+      if (runId) {
+        const secret = await runPayloadSecret(r.service.store.db, runId);
+        if (secret) secrets[runId] = secret.toString('base64');
+      }
+    }
+    fs.writeFileSync(path.join(outDir, RUN_SECRETS_FILE), `${JSON.stringify(secrets, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(outDir, MANIFEST_FILE),
+      `${JSON.stringify(
+        {
+          release: rel.name,
+          version: rel.version,
+          commit: rel.commit,
+          workflowsDirty: rel.dirty,
+          recordedAt: new Date().toISOString(),
+          histories: recorded.map((r) => `${r.shape}@${r.workflowId}.json`),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    log(`saved ${recorded.length} histories`);
+
+    await recordPatchExample(log);
+
+    if (replace) {
+      for (const dir of releaseDirs()) {
+        if (dir === outDir) continue;
+        log(`removing ${path.relative(ROOT, dir)}`);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await svc.close();
+    await timing.close();
+    await fake.close();
+    await receiver.close();
+  }
+}
+
+/** The patch example's versions whose histories the replay test replays (docs/deploy.md "Changing workflow code safely"). */
+const PATCH_EXAMPLE_RECORDED = ['v1', 'v2-patched', 'v3-deprecated'];
+
+async function recordPatchExample(log: (line: string) => void): Promise<void> {
+  const missing = PATCH_EXAMPLE_RECORDED.filter(
+    (v) => !fs.existsSync(path.join(PATCH_EXAMPLE_DIR, `${v}@patch-example-${v}.json`)),
+  );
+  if (missing.length === 0) return;
+  fs.mkdirSync(PATCH_EXAMPLE_DIR, { recursive: true });
+  const { stack } = await testStack();
+  const connection = await NativeConnection.connect({ address: stack.temporal.address });
+  const clientConnection = await Connection.connect({ address: stack.temporal.address });
+  const dataConverter = replayDataConverter();
+  const client = new Client({ connection: clientConnection, dataConverter });
+  try {
+    for (const version of missing) {
+      log(`patch example ${version}`);
+      const taskQueue = `patch-example-${version}-${Date.now()}`;
+      const worker = await Worker.create({
+        connection,
+        taskQueue,
+        workflowBundle: await bundleWorkflowCode({
+          workflowsPath: path.join(
+            ROOT,
+            'test',
+            'workflows',
+            'fixtures',
+            'patch-example',
+            `${version}.ts`,
+          ),
+          failureConverterPath: FAILURE_CONVERTER_PATH,
+          logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error },
+        }),
+        activities: patchExampleActivities,
+        dataConverter,
+      });
+      const workflowId = `patch-example-${version}`;
+      const handle = await worker.runUntil(async () => {
+        const h = await client.workflow.start('patchExample', {
+          taskQueue,
+          workflowId,
+          args: [MARKER],
+        });
+        await h.result();
+        return h;
+      });
+      const json = historyToJSON(await handle.fetchHistory());
+      assertNoPlaintext(workflowId, json);
+      fs.writeFileSync(path.join(PATCH_EXAMPLE_DIR, `${version}@${workflowId}.json`), json);
+    }
+  } finally {
+    await clientConnection.close();
+    await connection.close();
+  }
+}
+
+main()
+  .then(async () => {
+    await stopTestStack();
+    process.exit(0);
+  })
+  .catch(async (err: unknown) => {
+    console.error(err);
+    await stopTestStack().catch(() => undefined);
+    process.exit(1);
+  });
