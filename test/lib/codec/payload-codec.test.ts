@@ -7,9 +7,12 @@ import {
   ENCRYPTED_ENCODING,
   EncryptionCodec,
   KEY_ID_METADATA,
+  RUN_ID_METADATA,
+  RunDeletedError,
   decryptPayload,
   keyRing,
 } from '../../../lib/codec/payload-codec';
+import { RunSecrets, runOfWorkflowId } from '../../../lib/codec/run-keys';
 
 const converter = new DefaultPayloadConverter();
 const secret = {
@@ -106,5 +109,99 @@ describe('payload codec (D32)', () => {
       /PAYLOAD_ENCRYPTION cannot be false/,
     );
     assert.equal(loadConfig({ ...production, PAYLOAD_KEYS: `k:${a}` }).codec.enabled, true);
+  });
+});
+
+describe('per-run payload keys (D39)', () => {
+  const RUN = 'run_01M89R6523JD45ACPBHPF7940W';
+  const context = (workflowId: string) => ({
+    type: 'workflow' as const,
+    namespace: 'default',
+    workflowId,
+  });
+
+  function setup() {
+    const secrets = new Map<string, Buffer | undefined>([[RUN, randomBytes(32)]]);
+    const lookups: string[] = [];
+    const runSecrets = new RunSecrets(async (runId) => {
+      lookups.push(runId);
+      return secrets.has(runId) ? secrets.get(runId) : null;
+    });
+    const k1 = key('k1');
+    const codec = new EncryptionCodec(async () => keyRing([k1]), runSecrets);
+    return { secrets, lookups, codec, k1 };
+  }
+
+  it("seals a run's payloads (its own workflow and its webhook child) under the run's key, not the configured one", async () => {
+    const { codec, k1 } = setup();
+    for (const workflowId of [RUN, `${RUN}-webhook`]) {
+      const [sealed] = await codec.encode([converter.toPayload(secret)], context(workflowId));
+      assert.equal(meta(sealed, RUN_ID_METADATA), RUN);
+      assert.equal(meta(sealed, KEY_ID_METADATA), 'k1');
+      assert.throws(
+        () => decryptPayload(sealed, keyRing([k1])),
+        RunDeletedError,
+        'the configured key alone opens nothing',
+      );
+      assert.deepEqual(converter.fromPayload((await codec.decode([sealed]))[0]), secret);
+    }
+    // Other workflows (the retention schedule) and payloads without a context keep the configured key.
+    const [other] = await codec.encode([converter.toPayload(secret)], context('wrs-retention'));
+    assert.equal(meta(other, RUN_ID_METADATA), '');
+    assert.deepEqual(converter.fromPayload(decryptPayload(other, keyRing([k1]))), secret);
+  });
+
+  it('once the run is deleted, nothing opens its payloads and nothing new is sealed for it', async () => {
+    const { secrets, codec } = setup();
+    const [sealed] = await codec.encode([converter.toPayload(secret)], context(RUN));
+    secrets.delete(RUN); // the record, and with it the secret, is gone
+    codec.forgetRun(RUN);
+    await assert.rejects(codec.decode([sealed]), RunDeletedError);
+    const [forOperators] = await codec.decodeForOperators([sealed]);
+    assert.deepEqual(forOperators, sealed, 'the codec server hands it back still sealed');
+    await assert.rejects(
+      codec.encode([converter.toPayload(secret)], context(RUN)),
+      RunDeletedError,
+    );
+    // A fresh process that never knew the secret cannot open it either.
+    const fresh = setup();
+    fresh.secrets.delete(RUN);
+    await assert.rejects(fresh.codec.decode([sealed]), RunDeletedError);
+  });
+
+  it('a run recorded before per-run keys keeps the configured key', async () => {
+    const { secrets, codec, k1 } = setup();
+    secrets.set(RUN, undefined);
+    const [sealed] = await codec.encode([converter.toPayload(secret)], context(RUN));
+    assert.equal(meta(sealed, RUN_ID_METADATA), '');
+    assert.deepEqual(converter.fromPayload(decryptPayload(sealed, keyRing([k1]))), secret);
+  });
+
+  it('asks the store for a secret once per TTL, and keeps a cached one through a failed lookup', async () => {
+    let calls = 0;
+    let fail = false;
+    const s = randomBytes(32);
+    const runSecrets = new RunSecrets(async () => {
+      calls++;
+      if (fail) throw new Error('store down');
+      return s;
+    }, 50);
+    assert.equal(await runSecrets.get(RUN), s);
+    assert.equal(await runSecrets.get(RUN), s);
+    assert.equal(calls, 1);
+    await new Promise((r) => setTimeout(r, 60));
+    fail = true;
+    assert.equal(await runSecrets.get(RUN), s, 'stale beats failing during a blip');
+    assert.equal(calls, 2);
+    runSecrets.forget(RUN);
+    assert.equal(await runSecrets.get(RUN), null);
+  });
+
+  it('maps only run workflow ids to their run', () => {
+    assert.equal(runOfWorkflowId(RUN), RUN);
+    assert.equal(runOfWorkflowId(`${RUN}-webhook`), RUN);
+    assert.equal(runOfWorkflowId('wrs-retention'), null);
+    assert.equal(runOfWorkflowId(`${RUN}x`), null);
+    assert.equal(runOfWorkflowId(undefined), null);
   });
 });
