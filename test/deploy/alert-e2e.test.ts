@@ -6,16 +6,18 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { ensureAlertmanager, ensurePrometheus } from '../../tools/stack/binaries';
-import { freePort } from '../../tools/stack/ports';
-import { spawnServer, waitForTcp, type ServerProcess } from '../../tools/stack/process';
 import { startApiProcess, type ApiProcess } from '../support/api-process';
 import { waitFor } from '../support/http';
 import { useService } from '../support/use-service';
 import { REPO } from '../support/deploy';
+import {
+  queryPrometheus,
+  startAlertmanager,
+  startPrometheus,
+  type RunningServer,
+} from './prometheus-support';
 
 interface WebhookAlert {
   status: string;
@@ -25,7 +27,7 @@ interface WebhookAlert {
 describe('alerts end to end: Prometheus sees the API killed, the alert reaches a webhook through Alertmanager', function () {
   this.timeout(10 * 60_000);
   const ctx = useService({ worker: false, account: false });
-  const servers: ServerProcess[] = [];
+  const servers: RunningServer[] = [];
   let api: ApiProcess | undefined;
   let receiver: http.Server | undefined;
   const received: WebhookAlert[] = [];
@@ -33,9 +35,6 @@ describe('alerts end to end: Prometheus sees the API killed, the alert reaches a
 
   before(async function () {
     this.timeout(40 * 60_000); // Go builds of Prometheus and Alertmanager when tools/stack/install.ts has not
-    const [prometheus, alertmanager] = [await ensurePrometheus(), await ensureAlertmanager()];
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-alert-e2e-'));
-
     receiver = http.createServer((req, res) => {
       let body = '';
       req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
@@ -60,69 +59,31 @@ describe('alerts end to end: Prometheus sees the API killed, the alert reaches a
     am.receivers[0].webhook_configs = [
       { url: `http://127.0.0.1:${receiverPort}/`, send_resolved: true },
     ];
-    fs.writeFileSync(path.join(dir, 'alertmanager.yml'), yaml.dump(am));
-    const amPort = await freePort();
-    servers.push(
-      spawnServer({
-        name: 'alertmanager',
-        command: alertmanager,
-        args: [
-          `--config.file=${path.join(dir, 'alertmanager.yml')}`,
-          `--storage.path=${path.join(dir, 'am-data')}`,
-          `--web.listen-address=127.0.0.1:${amPort}`,
-          '--cluster.listen-address=',
-        ],
-        logFile: path.join(dir, 'alertmanager.log'),
-        cwd: dir,
-      }),
-    );
+    const alertmanager = await startAlertmanager(am);
+    servers.push(alertmanager);
 
     // Prometheus: the shipped rules, the API as job wrs-api, scraped and evaluated every second.
-    const promPort = await freePort();
-    fs.writeFileSync(
-      path.join(dir, 'prometheus.yml'),
-      yaml.dump({
-        global: { scrape_interval: '1s', evaluation_interval: '1s' },
-        rule_files: [path.join(REPO, 'deploy/helm/files/alerts.yml')],
-        alerting: {
-          alertmanagers: [{ static_configs: [{ targets: [`127.0.0.1:${amPort}`] }] }],
-        },
-        scrape_configs: [
-          {
-            job_name: 'wrs-api',
-            static_configs: [{ targets: [new URL(api.url).host] }],
-          },
-        ],
-      }),
-    );
-    servers.push(
-      spawnServer({
-        name: 'prometheus',
-        command: prometheus,
-        args: [
-          `--config.file=${path.join(dir, 'prometheus.yml')}`,
-          `--storage.tsdb.path=${path.join(dir, 'prom-data')}`,
-          `--web.listen-address=127.0.0.1:${promPort}`,
-        ],
-        logFile: path.join(dir, 'prometheus.log'),
-        cwd: dir,
-      }),
-    );
-    await waitForTcp('127.0.0.1', amPort, 30_000);
-    await waitForTcp('127.0.0.1', promPort, 30_000);
-    prometheusUrl = `http://127.0.0.1:${promPort}`;
+    const prometheus = await startPrometheus({
+      global: { scrape_interval: '1s', evaluation_interval: '1s' },
+      rule_files: [path.join(REPO, 'deploy/helm/files/alerts.yml')],
+      alerting: {
+        alertmanagers: [{ static_configs: [{ targets: [`127.0.0.1:${alertmanager.port}`] }] }],
+      },
+      scrape_configs: [
+        { job_name: 'wrs-api', static_configs: [{ targets: [new URL(api.url).host] }] },
+      ],
+    });
+    servers.push(prometheus);
+    prometheusUrl = prometheus.url;
   });
 
   after(async () => {
     await api?.kill();
-    for (const s of servers) await s.kill();
+    for (const s of servers) await s.server.kill();
     receiver?.close();
   });
 
-  const query = async (promql: string) => {
-    const res = await fetch(`${prometheusUrl}/api/v1/query?query=${encodeURIComponent(promql)}`);
-    return ((await res.json()) as { data: { result: { value: [number, string] }[] } }).data.result;
-  };
+  const query = (promql: string) => queryPrometheus(prometheusUrl, promql);
 
   it('WrsApiAbsent fires at the webhook receiver after the API is killed, and not before', async () => {
     // The API is scraped and up; the rule is quiet.

@@ -15,6 +15,7 @@ import { testStack } from '../support/stack';
 import { useService } from '../support/use-service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 import { REPO, readYaml } from '../support/deploy';
+import { queryPrometheus, startPrometheus, type RunningServer } from './prometheus-support';
 
 /** Series other exporters provide (docker-compose.yml / the Temporal server), not the API or the workers. */
 const EXTERNAL = new Set([
@@ -46,14 +47,34 @@ function metricNames(expr: string): string[] {
     .map((w) => w.replace(/_(bucket|sum|count)$/, '')); // prettier-ignore
 }
 
+/**
+ * Panels (by title, and target index) that have no series on a healthy stack of this test: the Temporal server's
+ * own metrics (the dev server's metrics port is not scraped here), and retries (none happen).
+ */
+const EMPTY_HERE = new Set([
+  'Temporal server requests /s by operation#0',
+  'Temporal server errors /s by type#0',
+  'Node attempts and retries /s by type#1',
+]);
+
+const dashboard = () =>
+  JSON.parse(fs.readFileSync(path.join(REPO, 'deploy/grafana/dashboards/wrs.json'), 'utf8')) as {
+    panels: { title: string; targets: { expr: string }[] }[];
+  };
+
 describe('metrics the dashboard and the alerts query, against a live API and worker', function () {
   this.timeout(180_000);
   const ctx = useService({ fakeOpenAI: true, worker: false, env: { PRICES } });
   let worker: WorkerProcess;
   let ports: { own: number; sdk: number };
-  after(() => worker?.kill());
+  let prometheus: RunningServer | undefined;
+  after(async () => {
+    await worker?.kill();
+    await prometheus?.server.kill();
+  });
 
-  it('every name is exported after a run that calls a provider', async () => {
+  before(async function () {
+    this.timeout(40 * 60_000); // a Go build of Prometheus when tools/stack/install.ts has not built it yet
     const bundle = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-bundle-')), 'bundle.js');
     fs.writeFileSync(bundle, (await testStack()).bundle.code);
     ports = { own: await freePort(), sdk: await freePort() };
@@ -66,6 +87,28 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
         PRICES,
       },
     });
+    // A real Prometheus scrapes the three endpoints under the job names of deploy/prometheus/prometheus.yml,
+    // from before the run on, so the panels' rates and quantiles see it happen.
+    const job = (name: string, target: string) => ({
+      job_name: name,
+      static_configs: [{ targets: [target] }],
+    });
+    prometheus = await startPrometheus({
+      global: { scrape_interval: '1s', evaluation_interval: '1s' },
+      scrape_configs: [
+        job('wrs-api', new URL(ctx.svc.url).host),
+        job('wrs-worker', `127.0.0.1:${ports.own}`),
+        job('wrs-worker-sdk', `127.0.0.1:${ports.sdk}`),
+      ],
+    });
+    await waitFor(
+      async () =>
+        (await queryPrometheus(prometheus!.url, 'up == 1')).length === 3 ? true : undefined,
+      { timeoutMs: 60_000, what: 'Prometheus to scrape the API and both worker ports' },
+    );
+  });
+
+  it('every name is exported after a run that calls a provider', async () => {
     const run = await runToEnd(ctx.svc.url, ctx.key, llmWorkflow('metrics-live'), {
       topic: 'metrics',
     }).catch((err: Error) => {
@@ -109,20 +152,54 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
     assert.match(api, /^wrs_dependency_up\{dependency="temporal"\} 1$/m);
 
     const exported = new Set([...families(api), ...families(own), ...families(sdk)]);
-    const dashboard = JSON.parse(
-      fs.readFileSync(path.join(REPO, 'deploy/grafana/dashboards/wrs.json'), 'utf8'),
-    ) as { panels: { title: string; targets: { expr: string }[] }[] };
     const rules = readYaml<{ groups: { rules: { alert: string; expr: string }[] }[] }>(
       path.join(REPO, 'deploy/prometheus/alerts.yml'),
     ).groups.flatMap((g) => g.rules);
     const missing: string[] = [];
     for (const [where, expr] of [
-      ...dashboard.panels.flatMap((p) => p.targets.map((t) => [`panel "${p.title}"`, t.expr])),
+      ...dashboard().panels.flatMap((p) => p.targets.map((t) => [`panel "${p.title}"`, t.expr])),
       ...rules.map((r) => [`alert ${r.alert}`, r.expr]),
     ]) {
       for (const name of metricNames(expr))
         if (!exported.has(name) && !EXTERNAL.has(name)) missing.push(`${where}: ${name}`);
     }
     assert.deepEqual(missing, [], `exported: ${[...exported].sort().join(' ')}`);
+  });
+
+  it("every dashboard panel's expression has data in a real Prometheus scraping them", async () => {
+    // The first run created the labelled series (a series is born at its first count); once Prometheus holds
+    // them, a second run moves them between two scrapes, as traffic does, so rates are above 0 and quantiles
+    // are numbers.
+    const held = (promql: string) => async () =>
+      (await queryPrometheus(prometheus!.url, promql)).length ? true : undefined;
+    await waitFor(held('wrs_run_duration_seconds_count{job="wrs-worker"} == 1'), {
+      timeoutMs: 30_000,
+      what: "the first run's end in Prometheus",
+    });
+    await waitFor(held('wrs_provider_requests_total{job="wrs-worker"} == 1'), {
+      timeoutMs: 30_000,
+      what: "the first run's provider call in Prometheus",
+    });
+    const run = await runToEnd(ctx.svc.url, ctx.key, llmWorkflow('metrics-live-2'), {
+      topic: 'again',
+    });
+    assert.equal(run.status, 'completed');
+    await waitFor(held('sum(rate(wrs_run_duration_seconds_count[5m])) > 0'), {
+      timeoutMs: 30_000,
+      what: "the second run's end in Prometheus",
+    });
+    await waitFor(held('sum(rate(wrs_provider_requests_total[5m])) > 0'), {
+      timeoutMs: 30_000,
+      what: "the second run's provider call in Prometheus",
+    });
+    const empty: string[] = [];
+    for (const panel of dashboard().panels)
+      for (const [i, target] of panel.targets.entries()) {
+        const result = await queryPrometheus(prometheus!.url, target.expr);
+        const hasData = result.some((r) => r.value[1] !== 'NaN');
+        if (!hasData && !EMPTY_HERE.has(`${panel.title}#${i}`))
+          empty.push(`${panel.title}#${i}: ${target.expr}`);
+      }
+    assert.deepEqual(empty, []);
   });
 });
