@@ -10,6 +10,15 @@ import yaml from 'js-yaml';
 import { ensureAlertmanager, ensurePrometheus } from '../../tools/stack/binaries';
 import { freePort } from '../../tools/stack/ports';
 import { spawnServer, waitForTcp, type ServerProcess } from '../../tools/stack/process';
+import { waitFor } from '../support/http';
+
+/** Both answer 503 on their APIs until they have started (Prometheus: its TSDB); /-/ready says when. */
+async function untilReady(url: string, what: string): Promise<void> {
+  await waitFor(
+    async () => ((await fetch(`${url}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
+    { timeoutMs: 30_000, intervalMs: 100, what },
+  );
+}
 
 export interface RunningServer {
   url: string;
@@ -35,7 +44,9 @@ export async function startPrometheus(config: unknown): Promise<RunningServer> {
     cwd: dir,
   });
   await waitForTcp('127.0.0.1', port, 30_000);
-  return { url: `http://127.0.0.1:${port}`, port, server };
+  const url = `http://127.0.0.1:${port}`;
+  await untilReady(url, `${server.name} ready (${server.logTail(5)})`);
+  return { url, port, server };
 }
 
 /** Starts Alertmanager with `config` (the alertmanager.yml document), clustering off. */
@@ -57,7 +68,9 @@ export async function startAlertmanager(config: unknown): Promise<RunningServer>
     cwd: dir,
   });
   await waitForTcp('127.0.0.1', port, 30_000);
-  return { url: `http://127.0.0.1:${port}`, port, server };
+  const url = `http://127.0.0.1:${port}`;
+  await untilReady(url, `${server.name} ready (${server.logTail(5)})`);
+  return { url, port, server };
 }
 
 /** An instant query's result vector. */
