@@ -28,6 +28,11 @@ import {
   ensurePrometheus,
   ensurePromtool,
   ensureTemporal,
+  ensureTemporalServer,
+  ensureTemporalSqlTool,
+  temporalServerBinaryPath,
+  temporalSqlToolBinaryPath,
+  TEMPORAL_SERVER_VERSION,
   ferretDbBinaryPath,
   helmBinaryPath,
   kubeconformBinaryPath,
@@ -150,6 +155,17 @@ export async function installTools(opts: { serversOnly?: boolean } = {}): Promis
         what: `amtool ${ALERTMANAGER_VERSION}`,
         done: () => fs.existsSync(amtoolBinaryPath(cacheDir)),
         run: (log) => ensureAmtool({ cacheDir, log }),
+      },
+      // The production Temporal of docker-compose.yml (test/deploy/temporal-postgres.test.ts, rolling-upgrade.test.ts).
+      {
+        what: `temporal-sql-tool ${TEMPORAL_SERVER_VERSION}`,
+        done: () => fs.existsSync(temporalSqlToolBinaryPath(cacheDir)),
+        run: (log) => ensureTemporalSqlTool({ cacheDir, log }),
+      },
+      {
+        what: `temporal-server ${TEMPORAL_SERVER_VERSION}`,
+        done: () => fs.existsSync(temporalServerBinaryPath(cacheDir)),
+        run: (log) => ensureTemporalServer({ cacheDir, log }),
       },
       {
         what: 'the compose-go checker',
