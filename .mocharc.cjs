@@ -7,5 +7,6 @@ module.exports = {
   extension: ['ts'],
   reporter: 'test/reporter.cjs',
   timeout: 60000,
+  forbidPending: true, // a skipped test fails (no .skip, no silent gaps such as a missing browser)
   exit: true,
 };

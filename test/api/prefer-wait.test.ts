@@ -1,8 +1,7 @@
-// D28: `Prefer: wait=N` on an async start.
+// D28: `Prefer: wait=N` on an async start (its parsing: prefer-wait.unit.test.ts).
 import assert from 'node:assert/strict';
 import { llmWorkflow } from '../support/fixtures';
 import { call } from '../support/http';
-import { parsePreferWait } from '../../api/routes/responses';
 import { useService } from '../support/use-service';
 
 const workflow = llmWorkflow('echo');
@@ -41,12 +40,5 @@ describe('Prefer: wait (D28)', function () {
     assert.equal(res.status, 202);
     assert.equal(res.body.status, 'pending');
     assert.equal(res.headers.get('preference-applied'), null);
-  });
-
-  it('parses the preference, capping it at 60 seconds', () => {
-    assert.equal(parsePreferWait('wait=5'), 5);
-    assert.equal(parsePreferWait('respond-async, wait=100'), 60);
-    assert.equal(parsePreferWait('return=minimal'), 0);
-    assert.equal(parsePreferWait(''), 0);
   });
 });

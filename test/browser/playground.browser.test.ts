@@ -4,11 +4,12 @@
 // reopened from the list, and the page at 375 px and from the keyboard. Screenshots go to
 // $TMPDIR/wrs-playground-screenshots; docs/playground-desktop.png and -mobile.png are copies.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, requireChromium } from '../support/browser';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { llmWorkflow, publish, waitForRun } from '../support/fixtures';
@@ -16,7 +17,6 @@ import { call } from '../support/http';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { png } from '../fakes/media';
 
-const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
 const SHOTS = path.join(os.tmpdir(), 'wrs-playground-screenshots');
 const hello = JSON.parse(readFileSync(path.join(__dirname, '../../examples/hello.json'), 'utf8'));
 const typed = {
@@ -117,24 +117,14 @@ describe('playground page (issue 19)', function () {
   }
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) this.skip();
+    requireChromium(); // fails in one line without it, never a silent skip
     mkdirSync(SHOTS, { recursive: true });
     openai = await startFakeOpenAI();
     svc = await startService({ env: { OPENAI_BASE_URL: openai.baseUrl } });
     ({ key } = await newAccount(svc.store.collections));
     for (const doc of [hello, echoPhoto, typed, llmWorkflow('slow-answer')])
       await publish(svc.url, key, doc);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-background-networking',
-        '--disable-gpu',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     page = await openPage({ width: 1280, height: 900 });
   });
   after(async () => {

@@ -3,18 +3,17 @@
 // Issue 16 (D34): the browser's native EventSource follows a stream link a backend minted, with no
 // key, to [DONE], and stops there (its reconnect at the terminal event is answered 204).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchChromiumProfile, requireChromium } from '../support/browser';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { greetingWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
-
-const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
 
 const page = (apiUrl: string, key: string) => `<!doctype html>
 <meta charset="utf-8"><title>stream</title>
@@ -49,8 +48,7 @@ describe('browser streaming (issue 3)', function () {
   let profile: string;
 
   before(async function () {
-    // Without the browser there is nothing to drive; .ci/run installs it, so CI always runs this.
-    if (!existsSync(CHROMIUM)) this.skip();
+    requireChromium(); // fails in one line without it, never a silent skip
     svc = await startService();
   });
   after(async () => {
@@ -75,17 +73,7 @@ describe('browser streaming (issue 3)', function () {
     // localhost vs 127.0.0.1 and another port: a different origin, so the browser enforces CORS.
     const origin = `http://localhost:${(site.address() as AddressInfo).port}`;
     profile = mkdtempSync(path.join(os.tmpdir(), 'wrs-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-background-networking',
-        '--disable-gpu',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromiumProfile(profile);
     const preflights: string[] = [];
     svc.api.server.on('request', (req: http.IncomingMessage) => {
       if (req.method === 'OPTIONS')
@@ -120,7 +108,7 @@ describe('browser streaming (issue 3)', function () {
   });
 
   it('a native EventSource follows a D34 stream link without a key, to [DONE], and stops', async function () {
-    if (!browser) this.skip(); // the first test launched it
+    assert.ok(browser, 'the first test launched the browser');
     const { key } = await newAccount(svc.store.collections);
     await call(svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow('linked') });
     const start = await call(svc.url, 'POST', '/api/v1/responses', {

@@ -3,12 +3,13 @@
 // payloads decoded through the codec server (D32) once the operator has set the UI's "Codec Server
 // browser endpoint" (kept in the browser's localStorage, never in the UI's public settings).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { freePort, startTemporal, type TemporalServer } from '../../tools/stack';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
+import { launchChromiumProfile, requireChromium } from '../support/browser';
 import { startService, type TestService, temporalClient } from '../support/service';
 import { testStack } from '../support/stack';
 import { newAccount } from '../support/accounts';
@@ -16,7 +17,6 @@ import { promptWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call } from '../support/http';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 
-const CHROMIUM = '/usr/bin/chromium'; // Debian's package; .ci/run installs it
 const TOKEN = 'ui-codec-token-'.padEnd(40, 'u');
 
 /** The visible text of the page and of its frames (the UI renders summaries and details as markdown in iframes). */
@@ -56,8 +56,7 @@ describe('the Temporal UI of a run (D32, D33)', function () {
   const input = `INPUT-${Date.now().toString(36)}`;
 
   before(async function () {
-    // Without the browser there is nothing to drive; .ci/run installs it, so CI always runs this.
-    if (!existsSync(CHROMIUM)) this.skip();
+    requireChromium(); // fails in one line without it, never a silent skip
     const apiPort = await freePort();
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'wrs-ui-'));
     const [server, shared] = await Promise.all([
@@ -90,17 +89,7 @@ describe('the Temporal UI of a run (D32, D33)', function () {
     assert.equal((await waitForRun(svc.url, key, runId)).status, 'completed');
     temporalRunId = (await temporalClient(svc).workflow.getHandle(runId).describe()).runId;
     const profile = path.join(dataDir, 'chromium');
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-background-networking',
-        '--disable-gpu',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromiumProfile(profile);
     // What the operator does once in the UI's Codec Server settings: the UI keeps the endpoint in
     // localStorage (JSON), read as its pages load.
     const endpoint = `http://127.0.0.1:${apiPort}/codec/${TOKEN}`;

@@ -149,7 +149,7 @@ describe('validateInputs (D4)', () => {
     });
   }
 
-  it('accepts any JSON value the store can hold for a json input (test/domain/storable-json.test.ts: what it cannot)', () => {
+  it('accepts any JSON value the store can hold for a json input (test/domain/storable-json.unit.test.ts: what it cannot)', () => {
     for (const value of [null, 0, 'text', false, [], {}, [{ a: [{ b: null }] }]]) {
       const r = validateInputs(contract, { product_name: 'x', options: value });
       assert.ok(r.ok && r.values.options === value);
