@@ -47,7 +47,7 @@ export const MetadataSchema = z.preprocess(
 export type Metadata = z.infer<typeof MetadataSchema>;
 
 /** Fields whose problems carry their own error `code` (docs/api.md "Errors"), whatever else is wrong. */
-const FIELD_CODES: Record<string, string> = { metadata: 'invalid_metadata' };
+const FIELD_CODES = new Map([['metadata', 'invalid_metadata']]);
 
 export const StartRequestSchema = z
   .object({
@@ -123,7 +123,9 @@ export const ListRunsQuerySchema = z.preprocess(
         .min(1)
         .max(256)
         .optional()
-        .describe('The same as `workflow_id` (its older spelling).'),
+        .describe(
+          'The older spelling of `workflow_id`; when both are given, runs must match both.',
+        ),
       created_after: isoTime
         .optional()
         .describe('Only runs created after this time (ISO 8601, e.g. `2026-01-31T12:00:00Z`).'),
@@ -132,11 +134,7 @@ export const ListRunsQuerySchema = z.preprocess(
         'D37: `metadata[<key>]=<value>`, once per key: only runs whose metadata has every one of these pairs.',
       ),
     })
-    .strict()
-    .refine((q) => !q.workflow_id || !q.workflowId || q.workflow_id === q.workflowId, {
-      message: 'give `workflow_id` or `workflowId`, not two different ones',
-      path: ['workflow_id'],
-    }),
+    .strict(),
 );
 
 /** Moves `metadata[<key>]` query keys into one `metadata` object (D37); anything else stays as it is. */
@@ -235,10 +233,11 @@ export function parseRequest<T extends z.ZodType>(
   if (result.success) return result.data;
   const details = zodIssuesToProblems(result.error.issues);
   // A field with a code of its own (D37 `invalid_metadata`) names that code and that field.
-  const coded = details.find((d) => FIELD_CODES[d.field.split(/[.[]/)[0]]);
+  const codeOf = (field: string) => FIELD_CODES.get(field.split(/[.[]/)[0]);
+  const coded = details.find((d) => codeOf(d.field));
   throw new InvalidRequestError(describeProblems(details, `Invalid ${what}`), {
     param: coded?.field ?? details[0]?.field,
     details,
-    ...(coded ? { code: FIELD_CODES[coded.field.split(/[.[]/)[0]] } : {}),
+    ...(coded ? { code: codeOf(coded.field) } : {}),
   });
 }

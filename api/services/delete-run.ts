@@ -53,11 +53,17 @@ export async function deleteRun(
   const run = isId('run', runId) ? await findRunHead(deps.collections, accountId, runId) : null;
   if (!run) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
   if (!run.finalized) await stopRun(deps, accountId, runId);
-  // Its webhook child (D20) may still be delivering the record: it ends before the record goes.
+  // A finalized run's workflow may not have closed yet (it starts its webhook child after
+  // finalizing): once the key is gone it could never take another task, so it ends here. Its
+  // webhook child (D20) may still be delivering the record: it ends before the record goes.
+  // Both are no-ops for workflows that closed (or that Temporal has forgotten).
+  await deps.gateway.terminate(runId, 'run deleted (D39)');
   await deps.gateway.terminate(webhookWorkflowId(runId), 'run deleted (D39)');
   deps.knownRuns?.forget(runId);
-  deps.finishedRuns?.forget(runId);
   await eraseRun(deps.collections, deps.db, runId);
+  // After the erase too: a read racing it may have cached the view it read just before.
+  deps.knownRuns?.forget(runId);
+  deps.finishedRuns?.forget(runId);
   deps.gateway.codec?.forgetRun(runId);
   // Tidiness only (the key is gone): the UI stops listing the run's workflows.
   await Promise.all([

@@ -57,11 +57,19 @@ export async function listRuns(
     metadata: query.metadata,
     ...(status === 'pending' || status === 'running' ? { unfinished: true } : { status }),
   };
-  const workflowRef = query.workflow_id ?? query.workflowId;
-  if (workflowRef) {
-    const workflow = await findWorkflow(deps.collections, accountId, workflowRef);
-    if (!workflow)
-      return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
+  // Both spellings given are two filters, AND-ed like the rest: they must name the same workflow.
+  const empty: RunList = {
+    object: 'list',
+    data: [],
+    first_id: null,
+    last_id: null,
+    has_more: false,
+  };
+  for (const ref of [query.workflow_id, query.workflowId]) {
+    if (!ref) continue;
+    const workflow = await findWorkflow(deps.collections, accountId, ref);
+    if (!workflow || (search.publishedWorkflowId && search.publishedWorkflowId !== workflow._id))
+      return empty;
     search.publishedWorkflowId = workflow._id;
   }
   const docs = await searchRuns(deps.collections, search);

@@ -32,17 +32,20 @@ export const runCommands: Command[] = [
 const PAGE = 100;
 const AT_ONCE = 8;
 
-/** D39: stops the run if it is live (Temporal), then erases everything of it from the store. */
-async function deleteOne(ctx: CommandContext, runId: string, finalized: boolean): Promise<void> {
-  if (!finalized) await (await ctx.runStopper()).stop(runId);
+/**
+ * D39: stops the run's workflows if they are open (Temporal; a finalized run's may not have closed
+ * yet), then erases everything of it from the store.
+ */
+async function deleteOne(ctx: CommandContext, runId: string): Promise<void> {
+  await (await ctx.runStopper()).stop(runId);
   await eraseRun(await ctx.collections(), await ctx.db(), runId);
 }
 
 async function runsDelete(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
-  const run = await c.runs.findOne({ _id: ctx.args[0] }, { projection: { finalized: 1 } });
+  const run = await c.runs.findOne({ _id: ctx.args[0] }, { projection: { _id: 1 } });
   if (!run) throw new CliError(`no run ${ctx.args[0]}`);
-  await deleteOne(ctx, run._id, run.finalized);
+  await deleteOne(ctx, run._id);
   if (ctx.json) printJson(ctx, { id: run._id, object: 'run', deleted: true });
   else ctx.out(`Deleted run ${run._id}.`);
   return EXIT_OK;
@@ -61,7 +64,7 @@ async function accountRunsDelete(ctx: CommandContext): Promise<number> {
     const page = await accountRunIds(c, account._id, before, PAGE);
     if (page.length === 0) break;
     for (let i = 0; i < page.length; i += AT_ONCE)
-      await Promise.all(page.slice(i, i + AT_ONCE).map((r) => deleteOne(ctx, r._id, r.finalized)));
+      await Promise.all(page.slice(i, i + AT_ONCE).map((r) => deleteOne(ctx, r._id)));
     deleted += page.length;
     before = page.at(-1)!._id;
   }

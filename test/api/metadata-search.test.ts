@@ -182,6 +182,11 @@ describe('metadata and run search (D37)', function () {
       const b = (await list(ctx.svc.url, key, { workflow_id: 'meta-b', limit: '1' })).body.data[0];
       assert.deepEqual(await ids({ workflow_id: b.published_workflow_id }), ['r2']);
       assert.deepEqual(await ids({ workflow_id: 'no-such-flow' }), []);
+      // Both spellings are two filters, AND-ed.
+      assert.deepEqual(await ids({ workflow_id: 'meta-b', workflowId: b.published_workflow_id }), [
+        'r2',
+      ]);
+      assert.deepEqual(await ids({ workflow_id: 'meta-a', workflowId: 'meta-b' }), []);
       assert.deepEqual(await ids({ status: 'failed' }), ['r5']);
       assert.deepEqual(await ids({ status: 'cancelled' }), []);
       assert.deepEqual(await ids({ status: 'completed', 'metadata[customer]': 'c1' }), [
@@ -229,7 +234,6 @@ describe('metadata and run search (D37)', function () {
         [{ created_before: '2026-13-01T00:00:00Z' }, undefined, 'created_before'],
         [{ 'metadata[bad key]': 'x' }, 'invalid_metadata', 'metadata["bad key"]'],
         [{ 'metadata[k]': 'x'.repeat(513) }, 'invalid_metadata', 'metadata.k'],
-        [{ workflow_id: 'meta-a', workflowId: 'meta-b' }, undefined, 'workflow_id'],
         [{ status: 'done' }, undefined, 'status'],
         [{ color: 'red' }, undefined, 'color'],
       ] as const) {
@@ -244,6 +248,11 @@ describe('metadata and run search (D37)', function () {
       });
       assert.equal(repeated.status, 400);
       assert.equal(repeated.body.error.code, 'invalid_metadata');
+      // A query key named like an Object.prototype member names no code of its own.
+      const proto = await call(ctx.svc.url, 'GET', '/api/v1/runs?__proto__=x', { key });
+      assert.equal(proto.status, 400);
+      assert.equal(proto.body.error.code, undefined, JSON.stringify(proto.body));
+      assert.equal(proto.body.error.param, '__proto__');
     });
 
     it('never shows another account’s runs', async () => {
