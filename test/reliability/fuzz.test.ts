@@ -224,6 +224,8 @@ describe('reliability: fuzzing every route never takes the API process down', fu
       ['GET', `/api/v1/runs/${runId}`, auth],
       ['GET', `/api/v1/runs/${runId}/outputs/greeting`, auth],
       ['POST', `/api/v1/runs/${runId}/cancel`, auth],
+      // D39: an id of no run, so the fuzzing deletes nothing the other routes read.
+      ['DELETE', '/api/v1/runs/run_01J00000000000000000000000', auth],
       ['GET', `/api/v1/runs/${runId}/stream`, auth],
       ['POST', `/api/v1/runs/${runId}/stream-link`, json],
       ['POST', '/api/v1/files', auth],
