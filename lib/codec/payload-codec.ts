@@ -17,7 +17,7 @@ import {
 } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { PayloadKey } from '../../config';
-import { runOfWorkflowId, runPayloadKey, type RunSecrets } from './run-keys';
+import { SECRET_TTL_MS, runOfWorkflowId, runPayloadKey, type RunSecrets } from './run-keys';
 
 /** The `encoding` of a sealed payload (the same value as Temporal's sample, so its tooling recognises it). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -95,7 +95,12 @@ export function isEncrypted(payload: Payload): boolean {
  * Opens a sealed payload; any other payload is returned as it is (runs started before D32). A
  * run-keyed payload needs its run's secret (`runSecret`, D39).
  */
-export function decryptPayload(payload: Payload, ring: KeyRing, runSecret?: Buffer): Payload {
+export function decryptPayload(
+  payload: Payload,
+  ring: KeyRing,
+  runSecret?: Buffer,
+  deriveKey: typeof runPayloadKey = runPayloadKey,
+): Payload {
   if (!isEncrypted(payload)) return payload;
   const keyId = text(payload.metadata?.[KEY_ID_METADATA]);
   const configured = ring.byId.get(keyId);
@@ -104,7 +109,7 @@ export function decryptPayload(payload: Payload, ring: KeyRing, runSecret?: Buff
     throw new ValueError(`payload sealed with unknown key '${keyId}': add it to PAYLOAD_KEYS`);
   const runId = sealedForRun(payload) ?? undefined;
   if (runId && !runSecret) throw new RunDeletedError(runId);
-  const key = runId && runSecret ? runPayloadKey(configured, runSecret, runId) : configured;
+  const key = runId && runSecret ? deriveKey(configured, runSecret, runId, keyId) : configured;
   const data = Buffer.from(payload.data ?? new Uint8Array());
   if (data.length < IV_BYTES + TAG_BYTES) throw new ValueError('sealed payload is truncated');
   try {
@@ -128,7 +133,7 @@ export function decryptPayload(payload: Payload, ring: KeyRing, runSecret?: Buff
 export class EncryptionCodec implements PayloadCodec {
   private ring?: Promise<KeyRing>;
   /** Derived run keys by `<key id>/<run id>` (HKDF per payload would cost more than the cipher). */
-  private readonly runKeys = new Map<string, Buffer>();
+  private readonly runKeys = new Map<string, { key: Buffer; at: number }>();
 
   /**
    * `runSecrets` (D39): with it, payloads of a run's workflows and activities are sealed under
@@ -157,7 +162,7 @@ export class EncryptionCodec implements PayloadCodec {
     if (secret === null) throw new RunDeletedError(runId);
     // A run recorded before per-run keys: the configured key, as before.
     if (secret === undefined) return payloads.map((p) => encryptPayload(p, current));
-    const seal = { runId, key: this.runKey(current.id, current.key, secret, runId) };
+    const seal = { runId, key: this.derive(current.key, secret, runId, current.id) };
     return payloads.map((p) => encryptPayload(p, current, seal));
   }
 
@@ -166,7 +171,12 @@ export class EncryptionCodec implements PayloadCodec {
     const secrets = await this.secretsOf(payloads);
     return payloads.map((p) => {
       const runId = sealedForRun(p);
-      return decryptPayload(p, ring, runId ? (secrets.get(runId) ?? undefined) : undefined);
+      return decryptPayload(
+        p,
+        ring,
+        runId ? (secrets.get(runId) ?? undefined) : undefined,
+        this.derive,
+      );
     });
   }
 
@@ -181,7 +191,7 @@ export class EncryptionCodec implements PayloadCodec {
       const runId = sealedForRun(p);
       const secret = runId ? secrets.get(runId) : undefined;
       if (runId && !secret) return p;
-      return decryptPayload(p, ring, secret ?? undefined);
+      return decryptPayload(p, ring, secret ?? undefined, this.derive);
     });
   }
 
@@ -200,14 +210,21 @@ export class EncryptionCodec implements PayloadCodec {
     return secrets;
   }
 
-  private runKey(keyId: string, configured: Buffer, secret: Buffer, runId: string): Buffer {
+  /** A run's key under one configured key, derived once per process (cached by key id and run). */
+  private readonly derive = (
+    configured: Buffer,
+    secret: Buffer,
+    runId: string,
+    keyId = '',
+  ): Buffer => {
     const id = `${keyId}/${runId}`;
-    let key = this.runKeys.get(id);
-    if (!key) {
-      key = runPayloadKey(configured, secret, runId);
-      this.runKeys.set(id, key);
-      if (this.runKeys.size > 20_000) this.runKeys.delete(this.runKeys.keys().next().value!);
-    }
+    const cached = this.runKeys.get(id);
+    // Kept no longer than the secret it comes from (lib/codec/run-keys.ts SECRET_TTL_MS).
+    if (cached && Date.now() - cached.at < SECRET_TTL_MS) return cached.key;
+    const key = runPayloadKey(configured, secret, runId);
+    this.runKeys.delete(id);
+    this.runKeys.set(id, { key, at: Date.now() });
+    if (this.runKeys.size > 20_000) this.runKeys.delete(this.runKeys.keys().next().value!);
     return key;
-  }
+  };
 }

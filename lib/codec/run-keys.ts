@@ -32,7 +32,12 @@ export function runOfWorkflowId(workflowId: string | undefined): string | null {
 }
 
 /** The AES-256 key of one run under one configured key. */
-export function runPayloadKey(configured: Buffer, secret: Buffer, runId: string): Buffer {
+export function runPayloadKey(
+  configured: Buffer,
+  secret: Buffer,
+  runId: string,
+  _keyId?: string, // the configured key's id: callers that cache derived keys key them by it
+): Buffer {
   return Buffer.from(hkdfSync('sha256', configured, secret, `wrs run payloads ${runId}`, 32));
 }
 
