@@ -31,7 +31,7 @@ export function createApp(appDeps: AppDeps): Koa {
           ? codecCorsOrigin(deps.config.codec.corsOrigins, ctx.get('origin'))
           : '*',
       credentials: (ctx) => isCodecPath(ctx.path),
-      allowMethods: ['GET', 'POST', 'OPTIONS'],
+      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'], // DELETE: a browser app deletes a run (D39)
       // `Range` and the Content-* answers: browsers seek in and name files served by signed links (D19).
       allowHeaders: [
         'Authorization',

@@ -358,7 +358,7 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       const methods = (res.headers.get('access-control-allow-methods') ?? '')
         .toUpperCase()
         .split(/\s*,\s*/);
-      for (const m of ['GET', 'POST'])
+      for (const m of ['GET', 'POST', 'DELETE'])
         assert.ok(methods.includes(m), `${path}: allow-methods lacks ${m}`);
       assert.equal(await res.text(), '');
     }
