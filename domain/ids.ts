@@ -61,3 +61,23 @@ export function idAtOffset(base: string, offset: number): string {
   }
   return base.slice(0, cut) + text;
 }
+
+/** The offset of `id` from `base` (the inverse of idAtOffset), or -1 when `id` is not of the same sequence. */
+export function offsetOf(base: string, id: string): number {
+  const cut = base.length - RANDOM_CHARS;
+  if (id.length !== base.length || id.slice(0, cut) !== base.slice(0, cut)) return -1;
+  const value = (text: string) => {
+    let n = 0n;
+    for (const ch of text) {
+      const digit = CROCKFORD.indexOf(ch);
+      if (digit < 0) return -1n;
+      n = n * 32n + BigInt(digit);
+    }
+    return n;
+  };
+  const a = value(base.slice(cut));
+  const b = value(id.slice(cut));
+  if (a < 0n || b < 0n) return -1;
+  const offset = (b - a + RANDOM_SPACE) % RANDOM_SPACE;
+  return offset > BigInt(Number.MAX_SAFE_INTEGER) ? -1 : Number(offset);
+}

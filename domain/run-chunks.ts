@@ -7,7 +7,9 @@
  * event (last) is an output item's `added` or `done`, and an item's id follows from the run's
  * first item id and its output index (domain/ids.ts idAtOffset). So an event is one number,
  * `output_index * 2 + (done ? 1 : 0)` in base 36: ~6 bytes instead of ~150, and a 100,000-row
- * run's log is 1.3 MB instead of 30 MB. Small runs (nearly all) stay one piece: `chunks` is empty.
+ * run's log is 1.3 MB instead of 30 MB. Consecutive items' events of one type (a block's rows, D35)
+ * are one token `code*count`, so a 1,000,000-row run's log is a few KB. Small runs (nearly all)
+ * stay one piece: `chunks` is empty.
  */
 import { idAtOffset } from './ids';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './run';
@@ -79,13 +81,24 @@ export function splitFinal(
     bytes += needed;
     return chunks.length - 1;
   };
+  // D35: a run of events of one type for consecutive items (a block's rows) is one token, `code*n`.
+  let run: { code: number; n: number } | null = null;
+  const put = () => {
+    if (!run) return;
+    const token =
+      run.n === 1 ? run.code.toString(36) : `${run.code.toString(36)}*${run.n.toString(36)}`;
+    codes[room(token.length + 1)].push(token);
+    run = null;
+  };
   for (const event of inner as ItemEvent[]) {
-    const code = (
-      event.output_index * 2 +
-      (event.type === 'response.output_item.done' ? 1 : 0)
-    ).toString(36);
-    codes[room(code.length + 1)].push(code);
+    const code = event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
+    if (run && code === run.code + 2 * run.n) run.n++;
+    else {
+      put();
+      run = { code, n: 1 };
+    }
   }
+  put();
   for (const { label, item, bytes: needed } of items)
     (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
   chunks.forEach((chunk, i) => (chunk.itemEvents = codes[i].join(',')));
@@ -111,8 +124,11 @@ export function joinChunks<T extends ChunkedRecord>(record: T, chunks: readonly 
   for (const chunk of sorted) {
     if (chunk.events) events.push(...chunk.events); // written before item events were compact: whole events
     if (chunk.itemEvents)
-      for (const code of chunk.itemEvents.split(','))
-        events.push(itemEvent(record.item_id_base!, parseInt(code, 36), events.length));
+      for (const token of chunk.itemEvents.split(',')) {
+        const [code, n] = token.split('*').map((part) => parseInt(part, 36));
+        for (let k = 0; k < (n ?? 1); k++)
+          events.push(itemEvent(record.item_id_base!, code + 2 * k, events.length));
+      }
     for (const [label, items] of Object.entries(chunk.output))
       if (output) (output[label] ??= []).push(...items);
   }

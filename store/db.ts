@@ -8,6 +8,7 @@ import type {
   LedgerDoc,
   RateLimitWindowDoc,
   RunChunkDoc,
+  ItemBlockDoc,
   StoredRunDoc,
   WebhookDeliveryDoc,
   WorkflowDoc,
@@ -22,6 +23,7 @@ export interface Collections {
   workflowVersions: Collection<WorkflowVersionDoc>;
   runs: Collection<StoredRunDoc>;
   runChunks: Collection<RunChunkDoc>;
+  itemBlocks: Collection<ItemBlockDoc>;
   ledger: Collection<LedgerDoc>;
   ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
   rateLimits: Collection<RateLimitWindowDoc>;
@@ -87,6 +89,7 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     workflowVersions: db.collection('workflow_versions'),
     runs: db.collection('runs'),
     runChunks: db.collection('run_chunks'),
+    itemBlocks: db.collection('item_blocks'),
     ledger: db.collection('ledger'),
     ledgerCheckpoints: db.collection('ledger_checkpoints'),
     rateLimits: db.collection('rate_limits'),
@@ -113,6 +116,8 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     collections.webhookDeliveries.createIndex({ created_at: 1 }, { name: 'created_at' }),
     // A big run's chunks are read in one ordered query (store/runs.ts chunksOf) and removed by run (retention).
     collections.runChunks.createIndex({ run_id: 1, index: 1 }, { name: 'run_chunks' }),
+    // D35: blocks are read by `_id` only; retention removes them by run.
+    collections.itemBlocks.createIndex({ run_id: 1 }, { name: 'run_blocks' }),
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).

@@ -6,6 +6,7 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
 import { type RunArgs } from './definitions';
+import type { StoredOutput } from '../domain/item-blocks';
 import {
   createdEvent,
   failedEvent,
@@ -50,6 +51,8 @@ export class RunState {
   readonly itemIdBase: string;
   /** Items done out of the items opened so far, for progress (D33). */
   itemsDone = 0;
+  /** D35: user_result node id → its items kept in the store (no slots: ids follow the reserved offset). */
+  private readonly storedResults = new Map<string, StoredOutput>();
 
   constructor(
     private readonly args: RunArgs,
@@ -93,6 +96,62 @@ export class RunState {
     }
   }
 
+  /**
+   * D35: a node of `count` rows keeps its items in the store. Every result it feeds reserves
+   * `count` output indices at once, so item `k` is output index `idOffset + k` and its id follows
+   * from the run's base (domain/ids.ts idAtOffset): no per-item state beyond the event log.
+   */
+  reserveStored(nodeId: string, count: number, blockRows: number): void {
+    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+      if (this.storedResults.has(resultId)) continue;
+      this.storedResults.set(resultId, {
+        node: nodeId,
+        count,
+        blockRows,
+        idOffset: this.outputIndex,
+      });
+      this.outputIndex += count;
+    }
+  }
+
+  /** D13 for stored rows [first, first + n): their items open. */
+  storedStarted(nodeId: string, first: number, n: number): void {
+    this.storedEvents(nodeId, [[first, first + n]], 'response.output_item.added');
+  }
+
+  /** D13 for stored rows: their items are done (written to the store). */
+  storedDone(nodeId: string, ranges: Array<[number, number]>): void {
+    this.storedEvents(nodeId, ranges, 'response.output_item.done');
+  }
+
+  private storedEvents(
+    nodeId: string,
+    ranges: Array<[number, number]>,
+    type: 'response.output_item.added' | 'response.output_item.done',
+  ): void {
+    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+      const stored = this.storedResults.get(resultId);
+      if (!stored || stored.node !== nodeId) continue;
+      for (const [from, to] of ranges)
+        for (let k = from; k < to; k++) {
+          const outputIndex = stored.idOffset + k;
+          if (type === 'response.output_item.done') this.itemsDone++;
+          this.itemEvent(type, { id: idAtOffset(this.itemIdBase, outputIndex), outputIndex });
+        }
+    }
+  }
+
+  /** D35: the results whose items are in the store, by label. */
+  storedOutputs(): Record<string, StoredOutput> | undefined {
+    if (this.storedResults.size === 0) return undefined;
+    const out: Record<string, StoredOutput> = {};
+    for (const node of this.args.graph.nodes) {
+      const stored = this.storedResults.get(node.id);
+      if (node.type === 'user_result' && stored) out[normalizeLabel(node.label)] = stored;
+    }
+    return out;
+  }
+
   addCost(usd: number): void {
     this.cost += usd;
   }
@@ -113,7 +172,9 @@ export class RunState {
   snapshot(afterSequence: number): RunSnapshot {
     const terminal = this.status !== 'running';
     const from = Math.max(0, afterSequence + 1);
-    const deferred = this.status === 'completed' && this.outputBytes > SNAPSHOT_OUTPUT_BYTES;
+    const deferred =
+      this.status === 'completed' &&
+      (this.outputBytes > SNAPSHOT_OUTPUT_BYTES || this.storedResults.size > 0);
     return {
       status: this.status,
       events: this.events.slice(from, from + SNAPSHOT_EVENTS),
@@ -145,6 +206,7 @@ export class RunState {
       completedAtMs: this.completedAtMs!,
       events: this.events,
       itemIdBase: this.itemIdBase,
+      ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
     };
   }
 
@@ -162,6 +224,8 @@ export class RunState {
       (n) => n.type === 'user_result' && normalizeLabel(n.label) === label,
     );
     if (!node) return null;
+    const stored = this.storedResults.get(node.id);
+    if (stored) return { items: [], has_more: false, stored, itemIdBase: this.itemIdBase };
     const ordered = this.orderedSlots(node.id);
     let from = 0;
     if (afterItemId !== null) {
@@ -188,6 +252,10 @@ export class RunState {
     const output: RunOutput = {};
     for (const node of this.args.graph.nodes) {
       if (node.type !== 'user_result') continue;
+      if (this.storedResults.has(node.id)) {
+        output[normalizeLabel(node.label)] = []; // D35: in the store (storedOutputs)
+        continue;
+      }
       const ordered = this.orderedSlots(node.id);
       const items: OutputItem[] = [];
       for (const slot of ordered) {

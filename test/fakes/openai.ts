@@ -4,6 +4,7 @@
  *   - `status:NNN` in the prompt answers that HTTP status with an OpenAI-style error body;
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
+ *   - `pad:<n>` pads a text answer with `x` to n characters (answers of a real size);
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
@@ -138,6 +139,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       content = JSON.stringify({ echo: user });
     } else {
       content = `echo: ${user}`;
+      const pad = /pad:(\d+)/.exec(prompt);
+      if (pad) content = content.padEnd(Number(pad[1]), 'x');
     }
     send(200, {
       id: `chatcmpl-${requests.length}`,
