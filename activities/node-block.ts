@@ -3,25 +3,51 @@
  * list that came with the request, from the activity's input), the items go to the store, and the
  * answer carries only counts and cost, so no row or answer ever enters Temporal's history.
  *
- * Finished rows are written to the node's block document (by `_id`) at most every second and at
- * the end, one write at a time; a retried attempt (worker killed, provider down for a while) reads
- * that block and runs only the rows it lacks, so a finished row is never called again. The
- * heartbeat carries only the checkpoints of rows in flight (a model's prediction id). The run is
- * billed from the block's answer (or, after a failure or cancel, from the stored block), which
- * counts every finished row once whichever attempt ran it.
+ * A block spans whole pages (domain/item-blocks.ts), so each page has one writer. Every second the
+ * pages that became complete are inserted (one round trip); when the attempt stops (done, failed,
+ * cancelled) the pages left incomplete are written too. A retried attempt (worker killed, provider
+ * down for a while) reads the block's pages and runs only the rows they lack: a finished row is
+ * called again only if its page was not yet complete when a worker died. The heartbeat carries
+ * only the checkpoints of rows in flight (a model's prediction id). The run is billed from the
+ * block's answer (or, after a failure or cancel, from the stored pages), which counts every stored
+ * row once whichever attempt ran it.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
-import { blocksOf, oneItem, toRanges, type StoredRow } from '../domain/item-blocks';
+import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
-import { readBlock, writeBlock } from '../store/item-blocks';
+import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import type { RowExecutors } from './node-chunk';
 import { executeRow, refusedItem } from './node-chunk';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
 
 type C = Pick<Collections, 'itemBlocks'>;
+
+/** The stored rows [first, first + count) of a node, by position (null: not stored), and which pages exist. */
+async function readRows(
+  c: C,
+  runId: string,
+  nodeId: string,
+  first: number,
+  count: number,
+): Promise<{ rows: Array<StoredRow | null>; existing: Set<number> }> {
+  const rows: Array<StoredRow | null> = Array.from({ length: count }, () => null);
+  const existing = new Set<number>();
+  const pages = pagesOf(first, first + count);
+  const read = await Promise.all(pages.map((p) => readPage(c, runId, nodeId, p)));
+  pages.forEach((p, i) => {
+    const stored = read[i];
+    if (!stored) return;
+    existing.add(p);
+    stored.forEach((row, k) => {
+      const at = p * PAGE_ROWS + k - first;
+      if (row && at >= 0 && at < count) rows[at] = row;
+    });
+  });
+  return { rows, existing };
+}
 
 /** Builds the activity that runs one block of a node's rows. */
 export function createNodeBlockActivity(executors: RowExecutors, collections: C) {
@@ -32,9 +58,13 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         ([index, details]) => [Number(index), details],
       ),
     );
-    const saved = await readBlock(collections, req.runId, req.node.id, req.block);
-    const rows: Array<StoredRow | null> =
-      saved?.rows ?? Array.from({ length: req.count }, () => null);
+    const { rows, existing } = await readRows(
+      collections,
+      req.runId,
+      req.node.id,
+      req.first,
+      req.count,
+    );
     const inputs = await readPorts(collections, req);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {
@@ -60,16 +90,34 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       } else queue.push({ index, ports });
     }
 
-    let dirty = saved === null || queue.length < req.count;
+    // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
+    const pages = pagesOf(req.first, req.first + req.count);
+    const rowsOf = (page: number): Array<StoredRow | null> => {
+      const from = page * PAGE_ROWS - req.first;
+      return rows.slice(Math.max(0, from), from + PAGE_ROWS);
+    };
+    const done = new Set<number>(
+      pages.filter((p) => existing.has(p) && rowsOf(p).every((row) => row !== null)),
+    );
     let writing: Promise<void> = Promise.resolve();
-    const flush = (): Promise<void> => {
-      if (!dirty) return writing;
-      dirty = false;
-      const snapshot = rows.slice();
+    const flush = (final: boolean): Promise<void> => {
+      const inserts: PageWrite[] = [];
+      const replaces: PageWrite[] = [];
+      for (const page of pages) {
+        if (done.has(page)) continue;
+        const pageRows = rowsOf(page);
+        const complete = pageRows.every((row) => row !== null);
+        if (!complete && !(final && pageRows.some((row) => row !== null))) continue;
+        (existing.has(page) ? replaces : inserts).push({ page, rows: pageRows });
+        existing.add(page);
+        if (complete) done.add(page);
+      }
+      if (inserts.length === 0 && replaces.length === 0) return writing;
       // One write at a time: FerretDB does not isolate concurrent writes of one document.
-      writing = writing.then(() =>
-        writeBlock(collections, req.runId, req.node.id, req.block, snapshot),
-      );
+      writing = writing.then(async () => {
+        await insertPages(collections, req.runId, req.node.id, inserts);
+        await replacePages(collections, req.runId, req.node.id, replaces);
+      });
       return writing;
     };
     const signal = context.cancellationSignal;
@@ -77,7 +125,6 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     const record = (index: number, item: Item, cost: number): void => {
       rows[index - req.first] = { item, cost };
       pending.delete(index);
-      dirty = true;
     };
     const lane = async (): Promise<void> => {
       for (;;) {
@@ -99,8 +146,10 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         }
       }
     };
+    let flushFailed: unknown;
     const beat = () => {
-      flush().catch(() => undefined); // a failed flush is retried by the next beat and the last write
+      // A failed write is tried again by the next beat and by the last flush.
+      flush(false).catch((err: unknown) => (flushFailed = err));
       context.heartbeat(Object.fromEntries(pending));
     };
     beat();
@@ -112,8 +161,15 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     } finally {
       clearInterval(timer);
     }
-    dirty = true;
-    await flush().catch(() => flush());
+    await writing.catch(() => undefined);
+    if (flushFailed === undefined) await flush(true);
+    else {
+      // A write failed on the way: which pages got through is unknown, so replace every page with rows.
+      const all = pages
+        .map((page) => ({ page, rows: rowsOf(page) }))
+        .filter((page) => page.rows.some((row) => row !== null));
+      await replacePages(collections, req.runId, req.node.id, all);
+    }
     if (stopped !== undefined && !signal.aborted) {
       context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
       throw stopped;
@@ -122,16 +178,16 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
   };
 }
 
-/** Builds the activity that counts what a block holds: the rows a failed or cancelled block finished are billed from it. */
+/** Builds the activity that counts what a block's pages hold: a failed or cancelled block is billed from it. */
 export function createTallyBlockActivity(collections: C) {
   return async function tallyBlock(req: {
     runId: string;
     nodeId: string;
-    block: number;
     first: number;
+    count: number;
   }): Promise<NodeBlockResult> {
-    const saved = await readBlock(collections, req.runId, req.nodeId, req.block);
-    return tally(req.first, saved?.rows ?? []);
+    const { rows } = await readRows(collections, req.runId, req.nodeId, req.first, req.count);
+    return tally(req.first, rows);
   };
 }
 
@@ -147,7 +203,7 @@ function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
   return { done: done.length, ranges: all ? [] : toRanges(done), costUsd };
 }
 
-/** Every port's items for the block's rows: a stored list's block read by `_id`, inline ones as given. */
+/** Every port's items for the block's rows: a stored list's pages read by `_id`, inline ones as given. */
 async function readPorts(c: C, req: NodeBlockRequest): Promise<Record<string, Item[]>> {
   const out: Record<string, Item[]> = {};
   await Promise.all(
@@ -155,28 +211,26 @@ async function readPorts(c: C, req: NodeBlockRequest): Promise<Record<string, It
       if ('item' in source) out[name] = [source.item];
       else if ('items' in source) out[name] = source.items;
       else {
-        // The producer's blocks that hold this block's rows (a list of one row is every row's).
+        // A list of one row is every row's.
         const [from, n] = source.count === 1 ? [0, 1] : [req.first, req.count];
-        const blocks = blocksOf(from, from + n, source.blockRows);
-        const read = await Promise.all(
-          blocks.map((b) => readBlock(c, req.runId, source.ref, b).then((got) => ({ b, got }))),
-        );
+        const pages = pagesOf(from, from + n);
+        const read = await Promise.all(pages.map((p) => readPage(c, req.runId, source.ref, p)));
         const items: Item[] = [];
-        for (const { b, got } of read) {
-          if (!got)
+        pages.forEach((p, i) => {
+          const stored = read[i];
+          if (!stored)
             throw ApplicationFailure.retryable(
-              `rows of node '${source.ref}' block ${b} are not in the store`,
+              `rows of node '${source.ref}' page ${p} are not in the store`,
               'RowsMissing',
             );
-          for (let k = 0; k < got.rows.length; k++) {
-            const index = b * source.blockRows + k;
-            if (index < from || index >= from + n) continue;
-            const row = got.rows[k];
+          stored.forEach((row, k) => {
+            const index = p * PAGE_ROWS + k;
+            if (index < from || index >= from + n) return;
             items.push(
               row?.item ?? failed({ message: 'the row did not finish', type: 'upstream_failed' }),
             );
-          }
-        }
+          });
+        });
         out[name] = items;
       }
     }),

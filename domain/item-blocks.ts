@@ -1,23 +1,25 @@
 /**
  * D35 claim check: the items of a big list live in the store, not in Temporal's history. A list
- * of `count` rows produced by one node is kept in blocks of BLOCK_ROWS rows, each one document
- * whose `_id` is `<run id>:<node id>:<block>` (the one filter FerretDB pushes down to SQLite), so
- * any row is one `_id` read away and a reader holds one block at a time. History carries only the
- * reference (`ItemRef`), counts and costs.
+ * of `count` rows produced by one node is kept in pages of PAGE_ROWS rows, each one document whose
+ * `_id` is `<run id>:<node id>:<page>` (an exact `_id` filter is the one FerretDB pushes down to
+ * SQLite), so any row is one `_id` read away and a reader holds one page at a time. History
+ * carries only the reference (`ItemRef`), counts and costs.
  */
 import type { Item } from './parts';
 
-/** Rows per block at most: one activity runs one block, so 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */
-export const BLOCK_ROWS = 1_000;
+/** Rows per stored page: a page of 2 KB answers is ~200 KB, written once when it is complete. */
+export const PAGE_ROWS = 100;
 
-/** A list whose items are stored (D35): the node that produced it, how many rows it has, and its rows per block. */
+/** Rows per activity at most: 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */
+export const MAX_BLOCK_ROWS = 1_000;
+
+/** A list whose items are stored (D35): the node that produced it and how many rows it has. */
 export interface ItemRef {
   ref: string;
   count: number;
-  blockRows: number;
 }
 
-/** One row of a stored block: its item, and what producing it cost (billed once, D17). */
+/** One row of a stored page: its item, and what producing it cost (billed once, D17). */
 export interface StoredRow {
   item: Item;
   cost: number;
@@ -27,7 +29,8 @@ export interface StoredRow {
 export interface StoredOutput {
   node: string;
   count: number;
-  blockRows: number;
+  /** Rows per stored page (PAGE_ROWS when it was written). */
+  pageRows: number;
   idOffset: number;
 }
 
@@ -35,14 +38,14 @@ export function isItemRef(value: unknown): value is ItemRef {
   return typeof value === 'object' && value !== null && 'ref' in value && 'count' in value;
 }
 
-export function blockId(runId: string, nodeId: string, block: number): string {
-  return `${runId}:${nodeId}:${block}`;
+export function pageId(runId: string, nodeId: string, page: number): string {
+  return `${runId}:${nodeId}:${page}`;
 }
 
-/** The blocks holding rows [from, to). */
-export function blocksOf(from: number, to: number, blockRows: number): number[] {
+/** The pages holding rows [from, to). */
+export function pagesOf(from: number, to: number, pageRows = PAGE_ROWS): number[] {
   const out: number[] = [];
-  for (let b = Math.floor(from / blockRows); b * blockRows < to; b++) out.push(b);
+  for (let p = Math.floor(from / pageRows); p * pageRows < to; p++) out.push(p);
   return out;
 }
 

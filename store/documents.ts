@@ -164,13 +164,13 @@ export interface RunChunkDoc {
   created_at: Date;
 }
 
-/** A block of stored items (domain/item-blocks.ts, D35): `_id` is `<run id>:<node id>:<block>`. */
+/** A page of stored items (domain/item-blocks.ts, D35): `_id` is `<run id>:<node id>:<page>`. */
 export interface ItemBlockDoc {
   _id: string;
   run_id: string;
   node_id: string;
-  block: number;
-  /** JSON of `(StoredRow | null)[]`, the block's rows in order (null: not finished). */
+  page: number;
+  /** JSON of `(StoredRow | null)[]`, the page's rows in order (null: not finished). */
   rows_json: string;
   created_at: Date;
 }

@@ -1,10 +1,12 @@
 /**
- * Blocks of stored items (domain/item-blocks.ts, D35): written whole by the one activity that owns
- * a block (replace by `_id`, so a retry or a later flush simply overwrites), read by `_id` alone.
+ * Pages of stored items (domain/item-blocks.ts, D35), read by `_id` alone. A page is written by
+ * the one activity that owns its rows: inserted once when complete (an insert is the cheap write
+ * on FerretDB 1.x, where a replace of a large document was measured to cost ~0.3–1.3 s and grow
+ * with the collection); a page left incomplete by an attempt that stops is replaced by `_id`.
  * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc).
  */
 import type { AnyBulkWriteOperation } from 'mongodb';
-import { blockId, type StoredOutput, type StoredRow } from '../domain/item-blocks';
+import { pageId, type StoredOutput, type StoredRow } from '../domain/item-blocks';
 import { idAtOffset } from '../domain/ids';
 import type { OutputItem } from '../domain/run';
 import type { Collections } from './db';
@@ -12,63 +14,77 @@ import type { ItemBlockDoc } from './documents';
 
 type C = Pick<Collections, 'itemBlocks'>;
 
-/** A block's rows by position (null: not finished), as read back. */
-export interface Block {
+/** One page to write: its rows by position (null: not finished). */
+export interface PageWrite {
+  page: number;
   rows: Array<StoredRow | null>;
 }
 
-function toDoc(runId: string, nodeId: string, block: number, rows: Array<StoredRow | null>) {
+function toDoc(runId: string, nodeId: string, { page, rows }: PageWrite): ItemBlockDoc {
   return {
-    _id: blockId(runId, nodeId, block),
+    _id: pageId(runId, nodeId, page),
     run_id: runId,
     node_id: nodeId,
-    block,
+    page,
     rows_json: JSON.stringify(rows),
     created_at: new Date(),
-  } satisfies ItemBlockDoc;
+  };
 }
 
-/** Writes (or overwrites) one block. */
-export async function writeBlock(
+/** Inserts pages in one round trip; a page already there (a retry) is left as it is. */
+export async function insertPages(
   c: C,
   runId: string,
   nodeId: string,
-  block: number,
-  rows: Array<StoredRow | null>,
+  pages: PageWrite[],
 ): Promise<void> {
-  const doc = toDoc(runId, nodeId, block, rows);
-  await c.itemBlocks.replaceOne({ _id: doc._id }, doc, { upsert: true });
+  if (pages.length === 0) return;
+  try {
+    await c.itemBlocks.insertMany(
+      pages.map((page) => toDoc(runId, nodeId, page)),
+      { ordered: false },
+    );
+  } catch (err) {
+    const errors = (err as { writeErrors?: Array<{ code?: number }> | { code?: number } })
+      .writeErrors;
+    const list = Array.isArray(errors) ? errors : errors ? [errors] : [];
+    const duplicatesOnly =
+      list.length > 0
+        ? list.every((e) => e.code === 11000)
+        : (err as { code?: unknown }).code === 11000;
+    if (!duplicatesOnly) throw err;
+  }
 }
 
-/** Writes many blocks in one round trip (a file's rows). */
-export async function writeBlocks(
+/** Writes (or overwrites) pages by `_id` in one round trip. */
+export async function replacePages(
   c: C,
   runId: string,
   nodeId: string,
-  blocks: Array<{ block: number; rows: StoredRow[] }>,
+  pages: PageWrite[],
 ): Promise<void> {
-  if (blocks.length === 0) return;
-  const ops: AnyBulkWriteOperation<ItemBlockDoc>[] = blocks.map(({ block, rows }) => {
-    const doc = toDoc(runId, nodeId, block, rows);
+  if (pages.length === 0) return;
+  const ops: AnyBulkWriteOperation<ItemBlockDoc>[] = pages.map((page) => {
+    const doc = toDoc(runId, nodeId, page);
     return { replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } };
   });
   await c.itemBlocks.bulkWrite(ops, { ordered: false });
 }
 
-/** One block, or null when nothing of it was written yet. */
-export async function readBlock(
+/** One page's rows, or null when nothing of it was written yet. */
+export async function readPage(
   c: C,
   runId: string,
   nodeId: string,
-  block: number,
-): Promise<Block | null> {
-  const doc = await c.itemBlocks.findOne({ _id: blockId(runId, nodeId, block) });
-  return doc && { rows: JSON.parse(doc.rows_json) as Array<StoredRow | null> };
+  page: number,
+): Promise<Array<StoredRow | null> | null> {
+  const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, page) });
+  return doc && (JSON.parse(doc.rows_json) as Array<StoredRow | null>);
 }
 
 /**
- * A stored output's items from row `from` on, in order, one block in memory at a time (D35):
- * rows not finished are skipped, or shown `running` while the run is live.
+ * A stored output's items from row `from` on, in order, one page in memory at a time (the next
+ * is read while this one is handed out): rows not finished are skipped, or `running` while live.
  */
 export async function* storedItems(
   c: C,
@@ -78,12 +94,19 @@ export async function* storedItems(
   from: number,
   live: boolean,
 ): AsyncGenerator<OutputItem> {
-  for (let b = Math.floor(from / stored.blockRows); b * stored.blockRows < stored.count; b++) {
-    const block = await readBlock(c, runId, stored.node, b);
-    const first = b * stored.blockRows;
-    const end = Math.min(first + stored.blockRows, stored.count);
+  const size = stored.pageRows;
+  const last = Math.ceil(stored.count / size);
+  let page = Math.floor(from / size);
+  let next = page < last ? readPage(c, runId, stored.node, page) : null;
+  while (next) {
+    const rows = await next;
+    const first = page * size;
+    page++;
+    next = page < last ? readPage(c, runId, stored.node, page) : null;
+    next?.catch(() => undefined); // awaited on the next round; an early return must not leave it unhandled
+    const end = Math.min(first + size, stored.count);
     for (let k = Math.max(first, from); k < end; k++) {
-      const row = block?.rows[k - first];
+      const row = rows?.[k - first];
       const id = idAtOffset(itemIdBase, stored.idOffset + k);
       if (row) {
         const { status, parts, error } = row.item;

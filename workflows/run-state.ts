@@ -6,7 +6,7 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
 import { type RunArgs } from './definitions';
-import type { StoredOutput } from '../domain/item-blocks';
+import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
 import {
   createdEvent,
   failedEvent,
@@ -101,13 +101,13 @@ export class RunState {
    * `count` output indices at once, so item `k` is output index `idOffset + k` and its id follows
    * from the run's base (domain/ids.ts idAtOffset): no per-item state beyond the event log.
    */
-  reserveStored(nodeId: string, count: number, blockRows: number): void {
+  reserveStored(nodeId: string, count: number): void {
     for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
       if (this.storedResults.has(resultId)) continue;
       this.storedResults.set(resultId, {
         node: nodeId,
         count,
-        blockRows,
+        pageRows: PAGE_ROWS,
         idOffset: this.outputIndex,
       });
       this.outputIndex += count;

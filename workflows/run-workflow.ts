@@ -21,7 +21,7 @@ import type {
   NodeRow,
   PortSource,
 } from '../activities/types';
-import { BLOCK_ROWS, type ItemRef } from '../domain/item-blocks';
+import { MAX_BLOCK_ROWS, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
 import { MAX_ROWS } from '../domain/run-size';
 import { isId } from '../domain/ids';
 import { normalizeLabel } from '../domain/labels';
@@ -146,11 +146,15 @@ export async function runWorkflow(
     sources: Record<string, string>,
     count: number,
   ): Promise<ItemRef> => {
-    const inner = Math.max(1, Math.ceil(options.concurrency / 2));
-    const blockRows = Math.min(BLOCK_ROWS, Math.max(2 * inner, Math.ceil(count / 16)));
-    state.reserveStored(node.id, count, blockRows);
-    for (let i = 0; i < count; i++) progress.itemStarted();
+    // Blocks span whole pages (each page has one writer); two blocks in flight share the run's
+    // concurrency, a node of one block uses all of it.
+    const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
+    const blockRows = Math.max(1, perBlock) * PAGE_ROWS;
     const blocks = Math.ceil(count / blockRows);
+    const inner =
+      blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / 2));
+    state.reserveStored(node.id, count);
+    for (let i = 0; i < count; i++) progress.itemStarted();
     const scope = new CancellationScope();
     const outcomes = await scope.run(() =>
       Promise.allSettled(
@@ -168,7 +172,7 @@ export async function runWorkflow(
       o.status === 'rejected' ? [o.reason as unknown] : [],
     );
     if (failures.length > 0) throw failures.find((err) => !isCancellation(err)) ?? failures[0];
-    return { ref: node.id, count, blockRows };
+    return { ref: node.id, count };
   };
 
   const runBlock = async (
@@ -226,7 +230,7 @@ export async function runWorkflow(
       } catch (err) {
         // D35: what the block finished before it failed or was cancelled stays readable and is billed.
         const tally = await CancellationScope.nonCancellable(() =>
-          persistence.tallyBlock({ runId: args.runId, nodeId: node.id, block, first }),
+          persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
         );
         apply(tally);
         throw nodeFailureOf(node, err);
@@ -262,7 +266,7 @@ export async function runWorkflow(
         .catch((err: unknown) => {
           throw nodeFailureOf({ id: nodeId, type: 'batch' }, err);
         });
-      return { ref: nodeId, count, blockRows: BLOCK_ROWS };
+      return { ref: nodeId, count };
     };
   };
 
@@ -363,7 +367,7 @@ export async function runWorkflow(
           runStoredRows,
           fileRows,
           onStoredList: (nodeId, list) => {
-            state.reserveStored(nodeId, list.count, list.blockRows);
+            state.reserveStored(nodeId, list.count);
             state.storedStarted(nodeId, 0, list.count);
             state.storedDone(nodeId, [[0, list.count]]);
           },

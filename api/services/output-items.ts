@@ -11,7 +11,7 @@ import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
 import { chunksOf, findRunHead } from '../../store/runs';
 import type { OutputItem } from '../../domain/run';
-import { InvalidRequestError, NotFoundError } from '../../domain/errors';
+import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../../domain/errors';
 import type { OutputItemList } from '../contract/response-schemas';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { OutputItemsQuery } from '../contract/request-schemas';
@@ -36,17 +36,21 @@ export async function listOutputItems(
   key: string,
   query: OutputItemsQuery,
 ): Promise<OutputItemList> {
-  const doc = await headOf(deps, accountId, runId);
+  let doc = await headOf(deps, accountId, runId);
   const after = query.starting_after ?? null;
 
   if (!doc.finalized) {
     const live = await deps.gateway.outputPage(runId, key, after, query.limit);
-    if (live && live.value === null) throw unknownOutput(key);
-    const value = live?.value;
-    if (value?.stored && value.itemIdBase)
-      return storedPage(deps, runId, value.itemIdBase, value.stored, after, query.limit, true);
-    if (value?.unknown_cursor) throw unknownCursor(after!);
-    return page(value?.items ?? [], value?.has_more ?? false);
+    // No news from the workflow: it may have just ended, its record written meanwhile.
+    if (!live) doc = await headOf(deps, accountId, runId);
+    if (live || !doc.finalized) {
+      if (live && live.value === null) throw unknownOutput(key);
+      const value = live?.value;
+      if (value?.stored && value.itemIdBase)
+        return storedPage(deps, runId, value.itemIdBase, value.stored, after, query.limit, true);
+      if (value?.unknown_cursor) throw unknownCursor(after!);
+      return page(value?.items ?? [], value?.has_more ?? false);
+    }
   }
 
   const stored = doc.stored_outputs?.[key];
@@ -107,14 +111,21 @@ export async function outputItemLines(
   runId: string,
   key: string,
 ): Promise<AsyncIterable<string>> {
-  const doc = await headOf(deps, accountId, runId);
+  let doc = await headOf(deps, accountId, runId);
   if (!doc.finalized) {
     const first = await deps.gateway.outputPage(runId, key, null, 1_000);
-    if (first && first.value === null) throw unknownOutput(key);
-    const value = first?.value;
-    if (value?.stored && value.itemIdBase)
-      return lines(storedItems(deps.collections, runId, value.itemIdBase, value.stored, 0, true));
-    return lines(livePages(deps, runId, key, value?.items ?? [], value?.has_more ?? false));
+    if (first) {
+      if (first.value === null) throw unknownOutput(key);
+      const value = first.value;
+      if (value.stored && value.itemIdBase)
+        return lines(storedItems(deps.collections, runId, value.itemIdBase, value.stored, 0, true));
+      return lines(livePages(deps, runId, key, value.items, value.has_more));
+    }
+    // No news from the workflow: it may have just ended, its record written meanwhile; else an
+    // empty file would be a wrong answer, so the caller is asked to retry.
+    doc = await headOf(deps, accountId, runId);
+    if (!doc.finalized)
+      throw new ServiceUnavailableError('The run did not answer in time. Retry shortly.');
   }
   const stored = doc.stored_outputs?.[key];
   if (stored && doc.item_id_base)
