@@ -13,10 +13,15 @@ export const PAGE_ROWS = 100;
 /** Rows per activity at most: 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */
 export const MAX_BLOCK_ROWS = 1_000;
 
-/** A list whose items are stored (D35): the node that produced it and how many rows it has. */
+/**
+ * A list whose items are stored (D35): the node that produced it and how many rows it has. While
+ * the node still runs (inside the workflow only, never in an activity's input), `ready(from, to)`
+ * resolves once rows [from, to) are stored, and rejects if they never will be.
+ */
 export interface ItemRef {
   ref: string;
   count: number;
+  ready?: (from: number, to: number) => Promise<void>;
 }
 
 /** One row of a stored page: its item, and what producing it cost (billed once, D17). */

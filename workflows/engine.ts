@@ -25,13 +25,17 @@ export type NodeValue = Item[] | ItemRef;
 export interface EngineHooks {
   /** D35: whether an I/O node of this many rows keeps its items in the store (run in blocks). */
   isBig?(count: number): boolean;
-  /** D35: runs a big I/O node in blocks whose items go to the store; resolves with the stored list. */
+  /**
+   * D35: starts a big I/O node in blocks whose items go to the store. Its stored list is handed
+   * on at once, so the next node of a chain starts each block as soon as the rows it reads are
+   * done (`ItemRef.ready`, per-row pipelining); `done` settles when every block has.
+   */
   runStoredRows?(
     node: IoNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     count: number,
-  ): Promise<ItemRef>;
+  ): { list: ItemRef; done: Promise<void> };
   /** D31/D35: the loader of a list node's rows from a file, when its rows come from one. */
   fileRows?(nodeId: string): (() => Promise<ItemRef>) | undefined;
   /** A list node produced a stored list (its items are all done). */
@@ -70,6 +74,8 @@ export async function executeGraph(
     incoming.set(edge.to, list);
   }
   const results = new Map<string, Promise<NodeValue>>();
+  /** Nodes whose value was handed on before they finished (D35 pipelining): awaited at the end. */
+  const streaming: Promise<void>[] = [];
 
   const evaluate = (id: string): Promise<NodeValue> => {
     let result = results.get(id);
@@ -92,6 +98,7 @@ export async function executeGraph(
       }),
     );
     const items = await runNode(node, ports, sources);
+    if (isIoNode(node) && isItemRef(items) && items.ready) return items; // streamed: done when its blocks are
     if (isItemRef(items)) {
       if (!isIoNode(node) && node.type !== 'user_result') hooks.onStoredList?.(node.id, items);
     } else if (!isIoNode(node) && node.type !== 'text') hooks.onIterationDone(node.id, 0, items);
@@ -126,8 +133,18 @@ export async function executeGraph(
         if (
           hooks.runStoredRows &&
           (Object.values(ports).some(isItemRef) || hooks.isBig?.(lengthOf(node, ports)))
-        )
-          return hooks.runStoredRows(node, portSources(ports), sources, lengthOf(node, ports));
+        ) {
+          const { list, done } = hooks.runStoredRows(
+            node,
+            portSources(ports),
+            sources,
+            lengthOf(node, ports),
+          );
+          const finished = done.then(() => hooks.onNodeDone?.(node.id));
+          finished.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+          streaming.push(finished);
+          return list;
+        }
         return iterate(node, inline(node, ports), sources, hooks, (rows, report) =>
           hooks.runIoRows(node, rows, {
             started: (i) => hooks.onIterationStart(node.id, i),
@@ -138,6 +155,7 @@ export async function executeGraph(
   }
 
   await Promise.all(graph.nodes.map((node) => evaluate(node.id)));
+  await Promise.all(streaming);
   const out = new Map<string, NodeValue>();
   for (const [id, promise] of results) out.set(id, await promise);
   return out;

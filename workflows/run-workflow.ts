@@ -140,12 +140,12 @@ export async function runWorkflow(
    * carries the references, counts and costs only. Every block is waited for; the first that fails
    * cancels the others, and the rows a failed or cancelled block finished are billed from the store.
    */
-  const runStoredRows = async (
+  const runStoredRows = (
     node: IoNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     count: number,
-  ): Promise<ItemRef> => {
+  ): { list: ItemRef; done: Promise<void> } => {
     // Blocks span whole pages (each page has one writer); two blocks in flight share the run's
     // concurrency, a node of one block uses all of it.
     const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
@@ -155,24 +155,53 @@ export async function runWorkflow(
       blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / 2));
     state.reserveStored(node.id, count);
     for (let i = 0; i < count; i++) progress.itemStarted();
+    // D35 pipelining: a block's rows are ready for the next node of the chain once it is done.
+    const ready = Array.from({ length: blocks }, () => {
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      promise.catch(() => undefined); // a block nobody waits for may fail unobserved
+      return { promise, resolve, reject };
+    });
     const scope = new CancellationScope();
-    const outcomes = await scope.run(() =>
-      Promise.allSettled(
-        Array.from({ length: blocks }, async (_, block) => {
+    const done = (async () => {
+      // Two lanes take the node's blocks in order, so at most two of its blocks wait for the run's
+      // slots at once and a next node's ready block is not queued behind all of this node's.
+      let next = 0;
+      const failures: unknown[] = [];
+      const lane = async () => {
+        while (failures.length === 0) {
+          const block = next++;
+          if (block >= blocks) return;
           try {
             await runBlock(node, ports, sources, block, blockRows, count, inner);
+            ready[block].resolve();
           } catch (err) {
+            failures.push(err);
             if (!isCancellation(err)) scope.cancel();
-            throw err;
+            return;
           }
-        }),
-      ),
-    );
-    const failures = outcomes.flatMap((o) =>
-      o.status === 'rejected' ? [o.reason as unknown] : [],
-    );
-    if (failures.length > 0) throw failures.find((err) => !isCancellation(err)) ?? failures[0];
-    return { ref: node.id, count };
+        }
+      };
+      await scope.run(() => Promise.all([lane(), lane()]));
+      if (failures.length > 0) {
+        const failure = failures.find((err) => !isCancellation(err)) ?? failures[0];
+        for (const block of ready) block.reject(failure);
+        throw failure;
+      }
+    })();
+    const list: ItemRef = {
+      ref: node.id,
+      count,
+      ready: async (from, to) => {
+        const last = Math.min(blocks - 1, Math.floor((to - 1) / blockRows));
+        for (let b = Math.floor(from / blockRows); b <= last; b++) await ready[b].promise;
+      },
+    };
+    return { list, done };
   };
 
   const runBlock = async (
@@ -187,8 +216,15 @@ export async function runWorkflow(
     const first = block * blockRows;
     const count = Math.min(blockRows, total - first);
     const own: Record<string, PortSource> = {};
-    for (const [name, source] of Object.entries(ports))
-      own[name] = 'items' in source ? { items: source.items.slice(first, first + count) } : source;
+    for (const [name, source] of Object.entries(ports)) {
+      if ('items' in source) own[name] = { items: source.items.slice(first, first + count) };
+      else if ('ref' in source) {
+        // D35 pipelining: wait for the rows this block reads; the activity gets the reference only.
+        if (source.ready)
+          await (source.count === 1 ? source.ready(0, 1) : source.ready(first, first + count));
+        own[name] = { ref: source.ref, count: source.count };
+      } else own[name] = source;
+    }
     const concurrency = Math.min(inner, count);
     const waves = Math.ceil(count / concurrency);
     const proxy = proxyActivities<Activities>({

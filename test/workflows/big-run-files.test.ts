@@ -164,6 +164,46 @@ describe('big runs from files, no items in history (D35)', function () {
     assert.match(run.output.answers[12_345].parts[0].text, /^echo: pad:\d+ r12345x/);
   });
 
+  it('a chain pipelines: rows go on to the second llm while the first still works (D35)', async () => {
+    await publish(ctx.svc.url, ctx.key, {
+      slug: 'chain',
+      concurrency: 8,
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+        { id: 'split', type: 'batch' },
+        { id: 'first', type: 'llm', model: 'gpt-test', prompt: 'A {{row}}' },
+        { id: 'second', type: 'llm', model: 'gpt-test', prompt: 'B {{row}}' },
+        { id: 'out', type: 'user_result', label: 'Answers' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'first', port: 'row' },
+        { from: 'first', to: 'second', port: 'row' },
+        { from: 'second', to: 'out' },
+      ],
+    });
+    const before = ctx.fake.requests.length;
+    const rows = Array.from({ length: 2_000 }, (_, i) => `q${i}`);
+    const runId = await startRun(ctx.svc.url, ctx.key, 'chain', { rows });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 300_000);
+    assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+    assert.equal(run.output.answers.length, 2_000);
+    run.output.answers.forEach((item: any, i: number) =>
+      assert.equal(item.parts[0].text, `echo: B echo: A q${i}`),
+    );
+    const prompts = ctx.fake.requests.slice(before).map((r) => r.prompt);
+    const firstOfSecond = prompts.findIndex((p) => p.startsWith('B '));
+    const lastOfFirst = prompts.findLastIndex((p) => p.startsWith('A '));
+    assert.ok(
+      firstOfSecond >= 0 && firstOfSecond < lastOfFirst,
+      `the second node began at call ${firstOfSecond}, the first node ended at call ${lastOfFirst}`,
+    );
+    assert.ok(
+      lastOfFirst - firstOfSecond > 1_000,
+      `overlap of ${lastOfFirst - firstOfSecond} calls`,
+    );
+  });
+
   it('a CSV file given to a json input feeds its rows as objects', async () => {
     const csv = ['name,city', ...Array.from({ length: 300 }, (_, i) => `n${i},"c, ${i}"`)].join(
       '\n',
