@@ -55,19 +55,29 @@ const ITEM_EVENT_BYTES = 150;
  * fails a workflow task that holds its thread for seconds).
  */
 export function splitFinal(
-  final: RunFinal,
+  whole: RunFinal,
   maxBytes = CHUNK_BYTES,
 ): { final: RunFinal; chunks: RunChunk[] } {
-  const inner = final.events.slice(1, -1);
+  // D35: a big run's state hands its item events as numbers already (RunFinal.itemCodes).
+  const { itemCodes, ...final } = whole;
+  const inner = itemCodes ? [] : final.events.slice(1, -1);
   // Every event between the first and the last is an item event whose id RunState derived from the base.
   const compactable =
-    final.itemIdBase !== undefined && final.events.length >= 2 && inner.every(isItemEvent);
+    final.itemIdBase !== undefined &&
+    final.events.length >= 2 &&
+    (itemCodes !== undefined || inner.every(isItemEvent));
+  const innerCount = itemCodes?.length ?? inner.length;
   const items = Object.entries(final.output ?? {}).flatMap(([label, list]) =>
     list.map((item) => ({ label, item, bytes: JSON.stringify(item).length + 1 })),
   );
   const outputBytes = items.reduce((sum, entry) => sum + entry.bytes, 0);
-  if (!compactable || inner.length * ITEM_EVENT_BYTES + outputBytes <= maxBytes)
-    return { final: { ...final, chunks: 0 }, chunks: [] };
+  if (!compactable || innerCount * ITEM_EVENT_BYTES + outputBytes <= maxBytes) {
+    if (!itemCodes) return { final: { ...final, chunks: 0 }, chunks: [] };
+    const events: RunEvent[] = [final.events[0]];
+    for (const code of itemCodes) events.push(itemEvent(final.itemIdBase!, code, events.length));
+    events.push({ ...final.events.at(-1)!, sequence_number: events.length });
+    return { final: { ...final, events, chunks: 0 }, chunks: [] };
+  }
 
   const chunks: RunChunk[] = [];
   const codes: string[][] = [];
@@ -90,8 +100,9 @@ export function splitFinal(
     codes[room(token.length + 1)].push(token);
     run = null;
   };
-  for (const event of inner as ItemEvent[]) {
-    const code = event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
+  const codeOf = (event: ItemEvent) =>
+    event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
+  for (const code of itemCodes ?? (inner as ItemEvent[]).map(codeOf)) {
     if (run && code === run.code + 2 * run.n) run.n++;
     else {
       put();

@@ -129,6 +129,11 @@ export interface RunFinal {
   chunks?: number;
   /** The id of output item 0; the others follow it (domain/ids.ts idAtOffset), so chunks store item events without ids. */
   itemIdBase?: string;
+  /**
+   * D35: with `events` holding only the first and last event, the item events between as numbers
+   * (`output_index × 2 + done`), for domain/run-chunks.ts splitFinal; never stored as such.
+   */
+  itemCodes?: number[];
   /** D35: outputs whose items are in the store (domain/item-blocks.ts), by label; `output` lists them empty. */
   storedOutputs?: Record<string, StoredOutput>;
 }
