@@ -97,16 +97,23 @@ describe('big runs from files, no items in history (D35)', function () {
   it('20,000 JSON Lines rows with 2 KB answers: completed, billed once each, history far under 10 MB, every item readable', async () => {
     const lines = Array.from({ length: ROWS }, (_, i) => JSON.stringify(prompt(i))).join('\n');
     const fileId = await upload('rows.jsonl', `${lines}\n`);
+    // API, worker and test share this process: its peak RSS bounds each of them.
+    let peakRss = 0;
+    const sampler = setInterval(
+      () => (peakRss = Math.max(peakRss, process.memoryUsage().rss)),
+      250,
+    );
     const started = Date.now();
     const runId = await startRun(ctx.svc.url, ctx.key, 'file-rows', { rows: fileId });
     const run = await waitForRun(ctx.svc.url, ctx.key, runId, 540_000);
     const seconds = (Date.now() - started) / 1000;
+    clearInterval(sampler);
     assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
     assert.equal(run.output.answers.length, ROWS);
     assert.equal(run.total_cost, Math.round((START_FEE + ROWS * ROW_COST) * 1e9) / 1e9);
     const h = await history(runId);
     console.log(
-      `      ${ROWS} file rows, ${ANSWER} B answers: workflow ${h.seconds} s (${seconds.toFixed(1)} s to the answer), history ${h.events} events, ${h.bytes} bytes`,
+      `      ${ROWS} file rows, ${ANSWER} B answers: workflow ${h.seconds} s (${seconds.toFixed(1)} s to the answer), history ${h.events} events, ${h.bytes} bytes, peak RSS of the test process (API + worker + test) ${Math.round(peakRss / 2 ** 20)} MB`,
     );
     assert.ok(h.bytes > 0 && h.bytes < HISTORY_BYTES, `history of ${h.bytes} bytes`);
     assert.ok(h.events < 20_000, `history of ${h.events} events`);
