@@ -46,10 +46,10 @@ describe('big runs from files, no items in history (D35)', function () {
     env: { PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) },
   });
 
-  const upload = async (name: string, text: string): Promise<string> => {
+  const upload = async (name: string, text: string, key = ctx.key): Promise<string> => {
     const res = await fetch(`${ctx.svc.url}/api/v1/files?name=${encodeURIComponent(name)}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/octet-stream' },
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' },
       body: Buffer.from(text),
     });
     const body = (await res.json()) as { id: string };
@@ -234,6 +234,18 @@ describe('big runs from files, no items in history (D35)', function () {
     assert.match(run.error, /line 3/);
     assert.equal(ctx.fake.requests.length, before, 'no provider call');
     assert.equal(run.total_cost, START_FEE);
+  });
+
+  it("another account's file id given to a json input is refused: the run fails, nothing of the file read", async () => {
+    const other = await ctx.newAccount(1);
+    const theirs = await upload('theirs.jsonl', '"their secret row"\n', other.key);
+    const before = ctx.fake.requests.length;
+    const runId = await startRun(ctx.svc.url, ctx.key, 'json-file-rows', { rows: theirs });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, new RegExp(`input 'rows': file ${theirs} does not exist`));
+    assert.equal(ctx.fake.requests.length, before, 'no provider call');
+    assert.equal(await ctx.svc.store.collections.itemBlocks.countDocuments({ run_id: runId }), 0);
   });
 
   it('cancel: the items the run finished stay readable, and only they are billed', async () => {
