@@ -82,9 +82,12 @@ export async function readPage(
   return doc && (JSON.parse(doc.rows_json) as Array<StoredRow | null>);
 }
 
+/** Pages read ahead of the one handed out: a reader waits on one round trip in four, not every one. */
+const READ_AHEAD = 4;
+
 /**
- * A stored output's items from row `from` on, in order, one page in memory at a time (the next
- * is read while this one is handed out): rows not finished are skipped, or `running` while live.
+ * A stored output's items from row `from` on, in order, a few pages in memory at a time (the next
+ * ones are read while one is handed out): rows not finished are skipped, or `running` while live.
  */
 export async function* storedItems(
   c: C,
@@ -96,14 +99,21 @@ export async function* storedItems(
 ): AsyncGenerator<OutputItem> {
   const size = stored.pageRows;
   const last = Math.ceil(stored.count / size);
-  let page = Math.floor(from / size);
-  let next = page < last ? readPage(c, runId, stored.node, page) : null;
-  while (next) {
-    const rows = await next;
+  let next = Math.floor(from / size);
+  const ahead: Array<{ page: number; rows: Promise<Array<StoredRow | null> | null> }> = [];
+  const fill = () => {
+    while (ahead.length < READ_AHEAD && next < last) {
+      const rows = readPage(c, runId, stored.node, next);
+      rows.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
+      ahead.push({ page: next++, rows });
+    }
+  };
+  fill();
+  while (ahead.length > 0) {
+    const { page, rows: pending } = ahead.shift()!;
+    const rows = await pending;
+    fill();
     const first = page * size;
-    page++;
-    next = page < last ? readPage(c, runId, stored.node, page) : null;
-    next?.catch(() => undefined); // awaited on the next round; an early return must not leave it unhandled
     const end = Math.min(first + size, stored.count);
     for (let k = Math.max(first, from); k < end; k++) {
       const row = rows?.[k - first];
