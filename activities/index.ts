@@ -12,6 +12,8 @@ import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
 import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
+import { createNodeBlockActivity, createTallyBlockActivity } from './node-block';
+import { createFileRowsActivity } from './file-rows';
 import type { OutboundGuard } from './provider-http';
 import { createRetentionActivity } from './retention';
 import { createWebhookActivities, type WebhookDeps } from './webhook';
@@ -69,14 +71,14 @@ export function createActivities(deps: ActivityDeps) {
     files,
     guard: providers,
   });
+  const executors = { llm, http_request: httpRequest, image_generation: imageGeneration, model };
   return {
-    // Runs use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
-    runNodeChunk: createNodeChunkActivity({
-      llm,
-      http_request: httpRequest,
-      image_generation: imageGeneration,
-      model,
-    }),
+    // D35: a big node's blocks of rows, read from and written to the store.
+    runNodeBlock: createNodeBlockActivity(executors, deps.collections),
+    tallyBlock: createTallyBlockActivity(deps.collections),
+    loadFileRows: createFileRowsActivity({ files, collections: deps.collections }),
+    // Small nodes use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
+    runNodeChunk: createNodeChunkActivity(executors),
     llm,
     httpRequest,
     imageGeneration,

@@ -77,7 +77,7 @@ export function createNodeChunkActivity(executors: RowExecutors) {
             resumed: pending.get(row.index),
             checkpoint: (details: unknown) => pending.set(row.index, details),
           };
-          const result = await inRow(scope, () => execute(executors, req, row));
+          const result = await inRow(scope, () => executeRow(executors, req, row));
           record(row.index, result.items, result.costUsd);
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
@@ -107,9 +107,10 @@ export function createNodeChunkActivity(executors: RowExecutors) {
   };
 }
 
-function execute(
+/** Runs one row of a node with the executor of its type. */
+export function executeRow(
   executors: RowExecutors,
-  req: NodeChunkRequest,
+  req: Pick<NodeChunkRequest, 'runId' | 'accountId' | 'node'>,
   row: NodeRow,
 ): Promise<NodeResult> {
   const base = {
@@ -132,7 +133,7 @@ function execute(
 }
 
 /** A provider's refusal of one item (non-retryable `ProviderRejected`) becomes that item, failed in place (D9). */
-function refusedItem(err: unknown): Item | undefined {
+export function refusedItem(err: unknown): Item | undefined {
   if (!(err instanceof ApplicationFailure) || err.type !== 'ProviderRejected') return undefined;
   const status = (err.details?.[0] as { status?: number } | undefined)?.status;
   return failed({

@@ -11,7 +11,10 @@ const DAY_MS = 86_400_000;
 const DEFAULT_RETENTION_DAYS = 30;
 
 export interface RetentionDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'idempotencyKeys' | 'webhookDeliveries'>;
+  collections: Pick<
+    Collections,
+    'runs' | 'runChunks' | 'itemBlocks' | 'idempotencyKeys' | 'webhookDeliveries'
+  >;
   /** The database of the GridFS `files` bucket; without it files are left (a worker without file storage). */
   db?: Db;
   config: Partial<Pick<Config, 'retention'>>;

@@ -1,6 +1,7 @@
 /** What the workflow hands the node activities and what they answer: activity types only, safe for workflow code. */
 import type { NodeOfType } from '../domain/graph';
 import type { Item } from '../domain/parts';
+import type { ItemRef } from '../domain/item-blocks';
 
 /** Node types that do I/O or cost money, so they run in activities (docs/architecture.md "Where nodes run"). */
 export type IoNodeType = 'llm' | 'http_request' | 'image_generation' | 'model';
@@ -57,5 +58,36 @@ export interface RowResult {
 export interface NodeChunkResult {
   rows: RowResult[];
   /** True when the run's cancel stopped the chunk: the rows given are the ones that finished. */
+  cancelled?: boolean;
+}
+
+/** Where one input port of a stored-mode node takes its items (D35): one item for every row, the block's own rows, or a stored list. */
+export type PortSource = { item: Item } | { items: Item[] } | ItemRef;
+
+/**
+ * One block of a big I/O node's rows (D35): the activity reads its input rows from the store (or
+ * the few given inline), runs them, and writes its items to the store as block `block` of the node.
+ * Rows `first` … `first + count - 1`; `first` is `block × blockRows`.
+ */
+export interface NodeBlockRequest {
+  runId: string;
+  accountId?: string;
+  node: IoNode;
+  block: number;
+  first: number;
+  count: number;
+  ports: Record<string, PortSource>;
+  /** The node feeding each port, for the message of an upstream failure. */
+  sources: Record<string, string>;
+  concurrency: number;
+}
+
+/** What a block answers: counts and cost only; its items are in the store. */
+export interface NodeBlockResult {
+  /** Rows of the block finished (done or failed in place), and which ones when not all: [from, to) ranges. */
+  done: number;
+  ranges: Array<[number, number]>;
+  /** What the block's finished rows cost, whichever attempt ran them: billed once, from this answer. */
+  costUsd: number;
   cancelled?: boolean;
 }

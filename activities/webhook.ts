@@ -24,7 +24,10 @@ import { type WebhookArgs } from '../workflows/definitions';
 import { webhookMessageId } from '../domain/run';
 
 export interface WebhookDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'accounts' | 'webhookDeliveries'>;
+  collections: Pick<
+    Collections,
+    'runs' | 'runChunks' | 'itemBlocks' | 'accounts' | 'webhookDeliveries'
+  >;
   /** Absent: https to public addresses only, 10 s per attempt (the production defaults). */
   webhooks?: Config['webhooks'];
   /** Host resolution for the guard (tests); the system resolver otherwise. */
@@ -64,7 +67,7 @@ export function createWebhookActivities(deps: WebhookDeps) {
 
   async function deliverWebhook(args: WebhookArgs): Promise<{ status: number }> {
     const delivery = ref(args);
-    const run = await findRunRecord(deps.collections, args.runId);
+    const run = await findRunRecord(deps.collections, args.runId, true);
     if (!run?.finalized)
       throw ApplicationFailure.nonRetryable(
         `run ${args.runId} has no final record to deliver`,

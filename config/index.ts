@@ -96,7 +96,7 @@ export const EnvSchema = z.object({
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
-  MAX_UPLOAD_BYTES: int(104_857_600),
+  MAX_UPLOAD_BYTES: int(268_435_456), // 256 MiB: a million 200-byte rows as JSON Lines (D35); streamed, memory stays flat
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
   FILE_URL_TTL_SECONDS: int(604_800),
   FILE_FETCH_TIMEOUT_MS: int(60_000),

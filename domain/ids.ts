@@ -50,14 +50,48 @@ const RANDOM_SPACE = 32n ** BigInt(RANDOM_CHARS);
  * output index, and a 100,000-item event log can be stored without 100,000 ids (D31).
  */
 export function idAtOffset(base: string, offset: number): string {
+  // Two 40-bit halves in plain numbers (exact below 2^53): a big run's log derives millions of ids.
   const cut = base.length - RANDOM_CHARS;
-  let random = 0n;
-  for (const ch of base.slice(cut)) random = random * 32n + BigInt(CROCKFORD.indexOf(ch));
-  random = (random + BigInt(offset)) % RANDOM_SPACE;
+  const half = (from: number) => {
+    let n = 0;
+    for (let i = from; i < from + HALF_CHARS; i++) n = n * 32 + CROCKFORD.indexOf(base[i]);
+    return n;
+  };
+  let low = half(cut + HALF_CHARS) + offset;
+  const carry = Math.floor(low / HALF_SPACE);
+  low -= carry * HALF_SPACE;
+  const high = (half(cut) + carry) % HALF_SPACE;
+  return base.slice(0, cut) + encodeHalf(high) + encodeHalf(low);
+}
+
+const HALF_CHARS = RANDOM_CHARS / 2;
+const HALF_SPACE = 32 ** HALF_CHARS;
+
+function encodeHalf(n: number): string {
   let text = '';
-  for (let i = 0; i < RANDOM_CHARS; i++) {
-    text = CROCKFORD[Number(random % 32n)] + text;
-    random /= 32n;
+  for (let i = 0; i < HALF_CHARS; i++) {
+    text = CROCKFORD[n % 32] + text;
+    n = Math.floor(n / 32);
   }
-  return base.slice(0, cut) + text;
+  return text;
+}
+
+/** The offset of `id` from `base` (the inverse of idAtOffset), or -1 when `id` is not of the same sequence. */
+export function offsetOf(base: string, id: string): number {
+  const cut = base.length - RANDOM_CHARS;
+  if (id.length !== base.length || id.slice(0, cut) !== base.slice(0, cut)) return -1;
+  const value = (text: string) => {
+    let n = 0n;
+    for (const ch of text) {
+      const digit = CROCKFORD.indexOf(ch);
+      if (digit < 0) return -1n;
+      n = n * 32n + BigInt(digit);
+    }
+    return n;
+  };
+  const a = value(base.slice(cut));
+  const b = value(id.slice(cut));
+  if (a < 0n || b < 0n) return -1;
+  const offset = (b - a + RANDOM_SPACE) % RANDOM_SPACE;
+  return offset > BigInt(Number.MAX_SAFE_INTEGER) ? -1 : Number(offset);
 }

@@ -7,7 +7,9 @@
  * event (last) is an output item's `added` or `done`, and an item's id follows from the run's
  * first item id and its output index (domain/ids.ts idAtOffset). So an event is one number,
  * `output_index * 2 + (done ? 1 : 0)` in base 36: ~6 bytes instead of ~150, and a 100,000-row
- * run's log is 1.3 MB instead of 30 MB. Small runs (nearly all) stay one piece: `chunks` is empty.
+ * run's log is 1.3 MB instead of 30 MB. Consecutive items' events of one type (a block's rows, D35)
+ * are one token `code*count`, so a 1,000,000-row run's log is a few KB. Small runs (nearly all)
+ * stay one piece: `chunks` is empty.
  */
 import { idAtOffset } from './ids';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './run';
@@ -53,19 +55,29 @@ const ITEM_EVENT_BYTES = 150;
  * fails a workflow task that holds its thread for seconds).
  */
 export function splitFinal(
-  final: RunFinal,
+  whole: RunFinal,
   maxBytes = CHUNK_BYTES,
 ): { final: RunFinal; chunks: RunChunk[] } {
-  const inner = final.events.slice(1, -1);
+  // D35: a big run's state hands its item events as numbers already (RunFinal.itemCodes).
+  const { itemCodes, ...final } = whole;
+  const inner = itemCodes ? [] : final.events.slice(1, -1);
   // Every event between the first and the last is an item event whose id RunState derived from the base.
   const compactable =
-    final.itemIdBase !== undefined && final.events.length >= 2 && inner.every(isItemEvent);
+    final.itemIdBase !== undefined &&
+    final.events.length >= 2 &&
+    (itemCodes !== undefined || inner.every(isItemEvent));
+  const innerCount = itemCodes?.length ?? inner.length;
   const items = Object.entries(final.output ?? {}).flatMap(([label, list]) =>
     list.map((item) => ({ label, item, bytes: JSON.stringify(item).length + 1 })),
   );
   const outputBytes = items.reduce((sum, entry) => sum + entry.bytes, 0);
-  if (!compactable || inner.length * ITEM_EVENT_BYTES + outputBytes <= maxBytes)
-    return { final: { ...final, chunks: 0 }, chunks: [] };
+  if (!compactable || innerCount * ITEM_EVENT_BYTES + outputBytes <= maxBytes) {
+    if (!itemCodes) return { final: { ...final, chunks: 0 }, chunks: [] };
+    const events: RunEvent[] = [final.events[0]];
+    for (const code of itemCodes) events.push(itemEvent(final.itemIdBase!, code, events.length));
+    events.push({ ...final.events.at(-1)!, sequence_number: events.length });
+    return { final: { ...final, events, chunks: 0 }, chunks: [] };
+  }
 
   const chunks: RunChunk[] = [];
   const codes: string[][] = [];
@@ -79,13 +91,25 @@ export function splitFinal(
     bytes += needed;
     return chunks.length - 1;
   };
-  for (const event of inner as ItemEvent[]) {
-    const code = (
-      event.output_index * 2 +
-      (event.type === 'response.output_item.done' ? 1 : 0)
-    ).toString(36);
-    codes[room(code.length + 1)].push(code);
+  // D35: a run of events of one type for consecutive items (a block's rows) is one token, `code*n`.
+  let run: { code: number; n: number } | null = null;
+  const put = () => {
+    if (!run) return;
+    const token =
+      run.n === 1 ? run.code.toString(36) : `${run.code.toString(36)}*${run.n.toString(36)}`;
+    codes[room(token.length + 1)].push(token);
+    run = null;
+  };
+  const codeOf = (event: ItemEvent) =>
+    event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
+  for (const code of itemCodes ?? (inner as ItemEvent[]).map(codeOf)) {
+    if (run && code === run.code + 2 * run.n) run.n++;
+    else {
+      put();
+      run = { code, n: 1 };
+    }
   }
+  put();
   for (const { label, item, bytes: needed } of items)
     (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
   chunks.forEach((chunk, i) => (chunk.itemEvents = codes[i].join(',')));
@@ -111,8 +135,11 @@ export function joinChunks<T extends ChunkedRecord>(record: T, chunks: readonly 
   for (const chunk of sorted) {
     if (chunk.events) events.push(...chunk.events); // written before item events were compact: whole events
     if (chunk.itemEvents)
-      for (const code of chunk.itemEvents.split(','))
-        events.push(itemEvent(record.item_id_base!, parseInt(code, 36), events.length));
+      for (const token of chunk.itemEvents.split(',')) {
+        const [code, n] = token.split('*').map((part) => parseInt(part, 36));
+        for (let k = 0; k < (n ?? 1); k++)
+          events.push(itemEvent(record.item_id_base!, code + 2 * k, events.length));
+      }
     for (const [label, items] of Object.entries(chunk.output))
       if (output) (output[label] ??= []).push(...items);
   }

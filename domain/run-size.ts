@@ -1,5 +1,5 @@
 /**
- * D31 limits known before a run starts: a list of more than 100,000 rows would end the run
+ * D31 limits known before a run starts: a list of more than 1,000,000 rows (D35) would end the run
  * anyway, so a start that clearly carries one is refused at once (400 `run_too_large`) instead of
  * being billed a start fee for a run that must fail. Rows that only appear while the run works
  * (an llm's list output, a file read by a node) are checked by the run itself.
@@ -8,7 +8,7 @@ import type { WorkflowDocument } from './graph';
 import { normalizeLabel } from './labels';
 
 /** Rows per list node and items per output at most (D31). */
-export const MAX_ROWS = 100_000;
+export const MAX_ROWS = 1_000_000;
 
 /** The batch nodes whose rows are known at start and number more than MAX_ROWS, with their counts. */
 export function oversizedBatches(

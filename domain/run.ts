@@ -4,6 +4,7 @@
  * Pure types and functions: safe in the workflow sandbox, the API, the worker and the client.
  */
 import type { ItemError, Part } from './parts';
+import type { StoredOutput } from './item-blocks';
 
 export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
@@ -128,6 +129,13 @@ export interface RunFinal {
   chunks?: number;
   /** The id of output item 0; the others follow it (domain/ids.ts idAtOffset), so chunks store item events without ids. */
   itemIdBase?: string;
+  /**
+   * D35: with `events` holding only the first and last event, the item events between as numbers
+   * (`output_index × 2 + done`), for domain/run-chunks.ts splitFinal; never stored as such.
+   */
+  itemCodes?: number[];
+  /** D35: outputs whose items are in the store (domain/item-blocks.ts), by label; `output` lists them empty. */
+  storedOutputs?: Record<string, StoredOutput>;
 }
 
 /** D31: one page of one result's items, answered by a live run (`outputPage` query). */
@@ -136,6 +144,10 @@ export interface OutputPage {
   has_more: boolean;
   /** The `starting_after` item is not (yet) one of this result's items. */
   unknown_cursor?: boolean;
+  /** D35: the result's items are in the store: read them there (rows not written yet are running). */
+  stored?: StoredOutput;
+  /** With `stored`: the id of the run's output item 0 (domain/ids.ts idAtOffset). */
+  itemIdBase?: string;
 }
 
 /**

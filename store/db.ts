@@ -9,6 +9,7 @@ import type {
   LedgerDoc,
   RateLimitWindowDoc,
   RunChunkDoc,
+  ItemBlockDoc,
   StoredRunDoc,
   WebhookDeliveryDoc,
   WorkflowDoc,
@@ -25,6 +26,7 @@ export interface Collections {
   workflowVersions: Collection<WorkflowVersionDoc>;
   runs: Collection<StoredRunDoc>;
   runChunks: Collection<RunChunkDoc>;
+  itemBlocks: Collection<ItemBlockDoc>;
   ledger: Collection<LedgerDoc>;
   ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
   /** D17 hold chains (store/credit-holds.ts); read and written by `_id` only. */
@@ -92,6 +94,7 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     workflowVersions: db.collection('workflow_versions'),
     runs: db.collection('runs'),
     runChunks: db.collection('run_chunks'),
+    itemBlocks: db.collection('item_blocks'),
     ledger: db.collection('ledger'),
     ledgerCheckpoints: db.collection('ledger_checkpoints'),
     creditHolds: db.collection('credit_holds'),
@@ -123,6 +126,8 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     collections.runChunks.createIndex({ run_id: 1, index: 1 }, { name: 'run_chunks' }),
     // D39: a deleted run's idempotency keys and files are found by run id (store/erase-run.ts).
     ensureEraseIndexes(collections, db),
+    // D35: blocks are read by `_id` only; retention and erasure remove them by run.
+    collections.itemBlocks.createIndex({ run_id: 1 }, { name: 'run_blocks' }),
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).

@@ -2,6 +2,7 @@
 import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import type { RunEvent, RunOutput, RunStatus } from '../domain/run';
+import type { StoredOutput } from '../domain/item-blocks';
 
 export interface AccountDoc {
   _id: string; // acct_...
@@ -74,6 +75,8 @@ export interface RunDoc {
   chunks?: number;
   /** The id of output item 0 of a chunked run; the chunks' compact item events derive every item id from it. */
   item_id_base?: string | null;
+  /** D35: outputs whose items are stored in blocks (domain/item-blocks.ts), by label. */
+  stored_outputs?: Record<string, StoredOutput> | null;
   /** True once the final state has been written; the write happens exactly once. */
   finalized: boolean;
   /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */
@@ -187,6 +190,17 @@ export interface RunChunkDoc {
   events_json?: string;
   /** JSON of `RunOutput`. */
   output_json: string;
+  created_at: Date;
+}
+
+/** A page of stored items (domain/item-blocks.ts, D35): `_id` is `<run id>:<node id>:<page>`. */
+export interface ItemBlockDoc {
+  _id: string;
+  run_id: string;
+  node_id: string;
+  page: number;
+  /** JSON of `(StoredRow | null)[]`, the page's rows in order (null: not finished). */
+  rows_json: string;
   created_at: Date;
 }
 

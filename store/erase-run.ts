@@ -1,11 +1,11 @@
 /**
  * D39: everything the service keeps of a run, removed by its id: the one place that knows what a
- * run leaves behind. Extend it when a run gains a new kind of stored data (store blocks of items:
- * add them to `eraseRun` before the record).
+ * run leaves behind. Extend it when a run gains a new kind of stored data.
  *
  * What goes: its idempotency keys (they bind a caller's key to the run id and a hash of the body),
  * its webhook delivery (the URL and outcome), the files it produced or fetched as inputs (GridFS),
- * its stored chunks (big runs' outputs and events), and last its record (inputs, metadata, output,
+ * its stored chunks (big runs' outputs and events), its item blocks (D35: the rows it read from
+ * files and the items its nodes made), and last its record (inputs, metadata, output,
  * event log, and the secret its Temporal payloads' key derives from, lib/codec/run-keys.ts). The
  * record goes last so a delete that failed half-way is found and finished by the next one. What
  * stays: ledger entries and the hold chain, which hold amounts, the run id and its status only.
@@ -21,6 +21,7 @@ export interface ErasedRun {
   /** Whether a record was there to remove (false: unknown, or erased before). */
   record: boolean;
   chunks: number;
+  itemBlocks: number;
   files: number;
   idempotencyKeys: number;
   webhookDeliveries: number;
@@ -28,7 +29,7 @@ export interface ErasedRun {
 
 type EraseCollections = Pick<
   Collections,
-  'runs' | 'runChunks' | 'idempotencyKeys' | 'webhookDeliveries'
+  'runs' | 'runChunks' | 'itemBlocks' | 'idempotencyKeys' | 'webhookDeliveries'
 >;
 
 /** The indexes erasing uses on MongoDB besides `_id` (created at start-up by store/db.ts). */
@@ -59,6 +60,14 @@ export async function eraseRun(c: EraseCollections, db: Db, runId: string): Prom
       c.runChunks,
       Array.from({ length: count }, (_, i) => `${runId}.${i}`),
     )) + (await deleteAll(c.runChunks, { run_id: runId }));
+  const itemBlocks = await deleteAll(c.itemBlocks, { run_id: runId });
   const removed = (await c.runs.deleteOne({ _id: runId })).deletedCount === 1;
-  return { record: removed, chunks, files: fileIds.length, idempotencyKeys, webhookDeliveries };
+  return {
+    record: removed,
+    chunks,
+    itemBlocks,
+    files: fileIds.length,
+    idempotencyKeys,
+    webhookDeliveries,
+  };
 }

@@ -17,7 +17,7 @@ export interface RemovedRuns {
 
 type RetentionCollections = Pick<
   Collections,
-  'runs' | 'runChunks' | 'idempotencyKeys' | 'webhookDeliveries'
+  'runs' | 'runChunks' | 'itemBlocks' | 'idempotencyKeys' | 'webhookDeliveries'
 >;
 
 /** Removes finalized runs created before `cutoff` and what belongs to them; `onBatch` is called between rounds. */
@@ -44,6 +44,7 @@ export async function removeRunsOlderThan(
     const runs = (await c.runs.deleteMany({ _id: { $in: ids }, finalized: true })).deletedCount;
     // After the record: a record must never be readable without its chunks (domain/run-chunks.ts).
     await c.runChunks.deleteMany({ run_id: { $in: ids } });
+    await c.itemBlocks.deleteMany({ run_id: { $in: ids } });
     removed.runs += runs;
     onBatch();
     if (runs === 0) break; // nothing matched after all (removed by a concurrent job): do not spin
@@ -57,5 +58,6 @@ export async function removeRunsOlderThan(
   ).deletedCount;
   // Chunks whose record went in an earlier round that died before removing them.
   await c.runChunks.deleteMany({ created_at: { $lt: cutoff } });
+  await c.itemBlocks.deleteMany({ created_at: { $lt: cutoff } });
   return removed;
 }

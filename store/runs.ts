@@ -6,7 +6,8 @@
  * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
  * scans the whole collection for anything more (tools/bench/FINDINGS.md P5: ~8× cheaper per read).
  */
-import type { RunEvent, RunFinal, RunOutput } from '../domain/run';
+import type { OutputItem, RunEvent, RunFinal, RunOutput } from '../domain/run';
+import { storedItems } from './item-blocks';
 import { joinChunks, type RunChunk, type StoredChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
@@ -55,12 +56,12 @@ function parseOrNull<T>(json: string | null | undefined): T | null {
 
 /** The caller's run, whole, or null: another account's run is indistinguishable from a missing one. */
 export async function findRun(
-  c: Pick<Collections, 'runs' | 'runChunks'>,
+  c: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc)) : null;
+  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc), true) : null;
 }
 
 /**
@@ -95,13 +96,18 @@ export async function* chunksOf(
   if (index !== doc.chunks) throw new Error(`chunk ${index} of run ${doc._id} is missing`);
 }
 
-/** Any account's run, whole (events and output joined from its chunks), or null: for the worker and operators. */
+/**
+ * Any account's run, whole (events and output joined from its chunks), or null: for the worker and
+ * operators. D35: the items of stored outputs are joined in only when `c` has `itemBlocks` and
+ * `withItems` is set (a webhook's body); readers of the event log leave them where they are.
+ */
 export async function findRunRecord(
-  c: Pick<Collections, 'runs' | 'runChunks'>,
+  c: Pick<Collections, 'runs' | 'runChunks'> & Partial<Pick<Collections, 'itemBlocks'>>,
   runId: string,
+  withItems = false,
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && withChunks(c, fromStored(doc));
+  return doc && withChunks(c, fromStored(doc), withItems);
 }
 
 /** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
@@ -123,12 +129,32 @@ export async function saveRunChunk(
   }
 }
 
-/** Joins a finalized record's chunks back in; `_id` lookups only (the one filter FerretDB pushes down). */
-async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promise<RunDoc> {
-  if (!doc.finalized || !doc.chunks) return doc;
-  const chunks: StoredChunk[] = [];
-  for await (const chunk of chunksOf(c, doc)) chunks.push(chunk);
-  return joinChunks(doc, chunks);
+/** Joins a finalized record's chunks and stored outputs (D35) back in, for the readers that want it whole (webhooks, operators). */
+async function withChunks(
+  c: Pick<Collections, 'runChunks'> & Partial<Pick<Collections, 'itemBlocks'>>,
+  doc: RunDoc,
+  withItems: boolean,
+): Promise<RunDoc> {
+  if (!doc.finalized) return doc;
+  let joined = doc;
+  if (doc.chunks) {
+    const chunks: StoredChunk[] = [];
+    for await (const chunk of chunksOf(c, doc)) chunks.push(chunk);
+    joined = joinChunks(doc, chunks);
+  }
+  const stored = doc.stored_outputs;
+  if (withItems && c.itemBlocks && stored && joined.output && doc.item_id_base) {
+    const blocks = { itemBlocks: c.itemBlocks };
+    const output = { ...joined.output };
+    for (const [label, ref] of Object.entries(stored)) {
+      const items: OutputItem[] = [];
+      for await (const item of storedItems(blocks, doc._id, doc.item_id_base, ref, 0, false))
+        items.push(item);
+      output[label] = items;
+    }
+    joined = { ...joined, output };
+  }
+  return joined;
 }
 
 function parseChunk(chunk: RunChunkDoc): StoredChunk {
@@ -186,6 +212,7 @@ function finalFields(final: RunFinal) {
     events_json: jsonOrNull(final.events),
     chunks: final.chunks ?? 0,
     item_id_base: final.itemIdBase ?? null,
+    stored_outputs: final.storedOutputs ?? null,
     finalized: true,
   } satisfies Partial<StoredRunDoc>;
 }

@@ -3,7 +3,8 @@
  * ready (independent branches run in parallel), item nodes iterate over their inputs
  * (docs/workflow-format.md "Values and iteration"), and failed items keep their place.
  */
-import type { IoNode, NodeRow } from '../activities/types';
+import type { IoNode, NodeRow, PortSource } from '../activities/types';
+import { isItemRef, type ItemRef } from '../domain/item-blocks';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
@@ -17,8 +18,28 @@ export interface RowProgress {
   done(index: number, items: Item[]): void;
 }
 
+/** What a node produces: its items, or (D35) a reference to items kept in the store. */
+export type NodeValue = Item[] | ItemRef;
+
 /** What the engine needs from the workflow around it. */
 export interface EngineHooks {
+  /** D35: whether an I/O node of this many rows keeps its items in the store (run in blocks). */
+  isBig?(count: number): boolean;
+  /**
+   * D35: starts a big I/O node in blocks whose items go to the store. Its stored list is handed
+   * on at once, so the next node of a chain starts each block as soon as the rows it reads are
+   * done (`ItemRef.ready`, per-row pipelining); `done` settles when every block has.
+   */
+  runStoredRows?(
+    node: IoNode,
+    ports: Record<string, PortSource>,
+    sources: Record<string, string>,
+    count: number,
+  ): { list: ItemRef; done: Promise<void> };
+  /** D31/D35: the loader of a list node's rows from a file, when its rows come from one. */
+  fileRows?(nodeId: string): (() => Promise<ItemRef>) | undefined;
+  /** A list node produced a stored list (its items are all done). */
+  onStoredList?(nodeId: string, list: ItemRef): void;
   /**
    * Runs the given iterations of an I/O node (as activities, in whatever grouping suits), reporting
    * every row through `progress`; resolves when each row has reported done.
@@ -44,7 +65,7 @@ export async function executeGraph(
   graph: WorkflowDocument,
   inputs: Record<string, unknown>,
   hooks: EngineHooks,
-): Promise<Map<string, Item[]>> {
+): Promise<Map<string, NodeValue>> {
   const nodes = new Map(graph.nodes.map((node) => [node.id, node]));
   const incoming = new Map<string, GraphEdge[]>();
   for (const edge of graph.edges) {
@@ -52,9 +73,11 @@ export async function executeGraph(
     list.push(edge);
     incoming.set(edge.to, list);
   }
-  const results = new Map<string, Promise<Item[]>>();
+  const results = new Map<string, Promise<NodeValue>>();
+  /** Nodes whose value was handed on before they finished (D35 pipelining): awaited at the end. */
+  const streaming: Promise<void>[] = [];
 
-  const evaluate = (id: string): Promise<Item[]> => {
+  const evaluate = (id: string): Promise<NodeValue> => {
     let result = results.get(id);
     if (!result) {
       result = run(nodes.get(id)!);
@@ -63,9 +86,9 @@ export async function executeGraph(
     return result;
   };
 
-  async function run(node: GraphNode): Promise<Item[]> {
+  async function run(node: GraphNode): Promise<NodeValue> {
     const edges = incoming.get(node.id) ?? [];
-    const ports: Record<string, Item[]> = {};
+    const ports: Record<string, NodeValue> = {};
     const sources: Record<string, string> = {};
     await Promise.all(
       edges.map(async (edge) => {
@@ -75,33 +98,54 @@ export async function executeGraph(
       }),
     );
     const items = await runNode(node, ports, sources);
-    if (!isIoNode(node) && node.type !== 'text') hooks.onIterationDone(node.id, 0, items);
+    if (isIoNode(node) && isItemRef(items) && items.ready) return items; // streamed: done when its blocks are
+    if (isItemRef(items)) {
+      if (!isIoNode(node) && node.type !== 'user_result') hooks.onStoredList?.(node.id, items);
+    } else if (!isIoNode(node) && node.type !== 'text') hooks.onIterationDone(node.id, 0, items);
     hooks.onNodeDone?.(node.id);
     return items;
   }
 
   async function runNode(
     node: GraphNode,
-    ports: Record<string, Item[]>,
+    ports: Record<string, NodeValue>,
     sources: Record<string, string>,
-  ): Promise<Item[]> {
+  ): Promise<NodeValue> {
     switch (node.type) {
       case 'user_input':
         return userInputItems(node, inputs[normalizeLabel(node.label)]);
       case 'user_result':
         return ports.in ?? [];
-      case 'batch':
-        return batchItems(node, ports.rows);
+      case 'batch': {
+        const fromFile = hooks.fileRows?.(node.id);
+        if (fromFile) return fromFile();
+        return batchItems(node, inline(node, ports).rows);
+      }
       case 'select':
-        return selectItems(node, ports.in ?? []);
+        return selectItems(node, inline(node, ports).in ?? []);
       case 'join':
-        return joinItems(node, ports.in ?? [], sources.in);
+        return joinItems(node, inline(node, ports).in ?? [], sources.in);
       case 'text':
-        return iterate(node, ports, sources, hooks, async (rows, report) => {
+        return iterate(node, inline(node, ports), sources, hooks, async (rows, report) => {
           for (const row of rows) report(row.index, [textItem(node, row.ports)]);
         });
       default:
-        return iterate(node, ports, sources, hooks, (rows, report) =>
+        if (
+          hooks.runStoredRows &&
+          (Object.values(ports).some(isItemRef) || hooks.isBig?.(lengthOf(node, ports)))
+        ) {
+          const { list, done } = hooks.runStoredRows(
+            node,
+            portSources(ports),
+            sources,
+            lengthOf(node, ports),
+          );
+          const finished = done.then(() => hooks.onNodeDone?.(node.id));
+          finished.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+          streaming.push(finished);
+          return list;
+        }
+        return iterate(node, inline(node, ports), sources, hooks, (rows, report) =>
           hooks.runIoRows(node, rows, {
             started: (i) => hooks.onIterationStart(node.id, i),
             done: report,
@@ -111,8 +155,50 @@ export async function executeGraph(
   }
 
   await Promise.all(graph.nodes.map((node) => evaluate(node.id)));
-  const out = new Map<string, Item[]>();
+  await Promise.all(streaming);
+  const out = new Map<string, NodeValue>();
   for (const [id, promise] of results) out.set(id, await promise);
+  return out;
+}
+
+/** The ports as item lists; a stored list (D35) reaches only I/O nodes and results for now. */
+function inline(node: GraphNode, ports: Record<string, NodeValue>): Record<string, Item[]> {
+  const out: Record<string, Item[]> = {};
+  for (const [name, value] of Object.entries(ports)) {
+    if (isItemRef(value))
+      throw new NodeFailure(
+        node.id,
+        node.type,
+        `cannot take the ${value.count} rows of node '${value.ref}', which are read from a file; only llm, http_request, image_generation, model and user_result nodes can`,
+      );
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Iterations of a node: the length its port lists agree on (single items broadcast); unequal lengths fail it. */
+function lengthOf(node: GraphNode, ports: Record<string, NodeValue>): number {
+  const names = Object.keys(ports);
+  const len = (p: string) => {
+    const v = ports[p];
+    return isItemRef(v) ? v.count : v.length;
+  };
+  const lengths = [...new Set(names.map(len).filter((n) => n !== 1))];
+  if (lengths.length > 1) {
+    const detail = names.map((p) => `${p}: ${len(p)}`).join(', ');
+    throw new NodeFailure(node.id, node.type, `inputs have unequal lengths (${detail})`);
+  }
+  return lengths[0] ?? 1;
+}
+
+/** Where each port of a big node takes its items from (D35). */
+function portSources(ports: Record<string, NodeValue>): Record<string, PortSource> {
+  const out: Record<string, PortSource> = {};
+  for (const [name, value] of Object.entries(ports)) {
+    if (isItemRef(value)) out[name] = value;
+    else if (value.length === 1) out[name] = { item: value[0] };
+    else out[name] = { items: value };
+  }
   return out;
 }
 

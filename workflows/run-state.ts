@@ -6,6 +6,7 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
 import { type RunArgs } from './definitions';
+import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
 import {
   createdEvent,
   failedEvent,
@@ -33,9 +34,17 @@ interface Slot {
   item?: Item;
 }
 
+/** Item events above which the final log goes to persistence as numbers (RunFinal.itemCodes). */
+const COMPACT_LOG_AFTER = 1_000;
+
 export class RunState {
   status: RunStatus = 'running';
-  readonly events: RunEvent[];
+  /**
+   * The event log (D11). An output item's event is kept as one number, `output_index × 2 + done`
+   * (its id follows from the base, domain/ids.ts idAtOffset), made into the event when it is read:
+   * a 1,000,000-row run's two million item events take ~16 MB of the worker instead of ~500 MB.
+   */
+  private readonly log: Array<RunEvent | number>;
   private cost: number;
   private error: string | null = null;
   private completedAtMs: number | null = null;
@@ -50,12 +59,14 @@ export class RunState {
   readonly itemIdBase: string;
   /** Items done out of the items opened so far, for progress (D33). */
   itemsDone = 0;
+  /** D35: user_result node id → its items kept in the store (no slots: ids follow the reserved offset). */
+  private readonly storedResults = new Map<string, StoredOutput>();
 
   constructor(
     private readonly args: RunArgs,
     private readonly clock: { now(): number; random(): number },
   ) {
-    this.events = [createdEvent(args)];
+    this.log = [createdEvent(args)];
     this.itemIdBase = newId('item', clock.now(), clock.random);
     this.cost = args.options.startFeeUsd; // D17: the fixed start fee
     for (const node of args.graph.nodes)
@@ -93,6 +104,62 @@ export class RunState {
     }
   }
 
+  /**
+   * D35: a node of `count` rows keeps its items in the store. Every result it feeds reserves
+   * `count` output indices at once, so item `k` is output index `idOffset + k` and its id follows
+   * from the run's base (domain/ids.ts idAtOffset): no per-item state beyond the event log.
+   */
+  reserveStored(nodeId: string, count: number): void {
+    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+      if (this.storedResults.has(resultId)) continue;
+      this.storedResults.set(resultId, {
+        node: nodeId,
+        count,
+        pageRows: PAGE_ROWS,
+        idOffset: this.outputIndex,
+      });
+      this.outputIndex += count;
+    }
+  }
+
+  /** D13 for stored rows [first, first + n): their items open. */
+  storedStarted(nodeId: string, first: number, n: number): void {
+    this.storedEvents(nodeId, [[first, first + n]], 'response.output_item.added');
+  }
+
+  /** D13 for stored rows: their items are done (written to the store). */
+  storedDone(nodeId: string, ranges: Array<[number, number]>): void {
+    this.storedEvents(nodeId, ranges, 'response.output_item.done');
+  }
+
+  private storedEvents(
+    nodeId: string,
+    ranges: Array<[number, number]>,
+    type: 'response.output_item.added' | 'response.output_item.done',
+  ): void {
+    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+      const stored = this.storedResults.get(resultId);
+      if (!stored || stored.node !== nodeId) continue;
+      for (const [from, to] of ranges)
+        for (let k = from; k < to; k++) {
+          const outputIndex = stored.idOffset + k;
+          if (type === 'response.output_item.done') this.itemsDone++;
+          this.itemEvent(type, { id: idAtOffset(this.itemIdBase, outputIndex), outputIndex });
+        }
+    }
+  }
+
+  /** D35: the results whose items are in the store, by label. */
+  storedOutputs(): Record<string, StoredOutput> | undefined {
+    if (this.storedResults.size === 0) return undefined;
+    const out: Record<string, StoredOutput> = {};
+    for (const node of this.args.graph.nodes) {
+      const stored = this.storedResults.get(node.id);
+      if (node.type === 'user_result' && stored) out[normalizeLabel(node.label)] = stored;
+    }
+    return out;
+  }
+
   addCost(usd: number): void {
     this.cost += usd;
   }
@@ -106,18 +173,20 @@ export class RunState {
     const usage = { usage: null, service_tier: null } as const;
     if (status === 'completed') this.push({ type: 'response.completed', response: usage });
     else if (status === 'cancelled') this.push({ type: 'response.cancelled', response: usage });
-    else this.events.push(failedEvent(this.events.length, this.error!));
+    else this.log.push(failedEvent(this.log.length, this.error!));
   }
 
   /** Answer of the snapshot query: events after `afterSequence`, results only once terminal. */
   snapshot(afterSequence: number): RunSnapshot {
     const terminal = this.status !== 'running';
     const from = Math.max(0, afterSequence + 1);
-    const deferred = this.status === 'completed' && this.outputBytes > SNAPSHOT_OUTPUT_BYTES;
+    const deferred =
+      this.status === 'completed' &&
+      (this.outputBytes > SNAPSHOT_OUTPUT_BYTES || this.storedResults.size > 0);
     return {
       status: this.status,
-      events: this.events.slice(from, from + SNAPSHOT_EVENTS),
-      eventCount: this.events.length,
+      events: this.eventsBetween(from, from + SNAPSHOT_EVENTS),
+      eventCount: this.log.length,
       output: this.status === 'completed' && !deferred ? this.output() : null,
       ...(deferred ? { outputDeferred: true } : {}),
       error: this.error,
@@ -128,7 +197,7 @@ export class RunState {
 
   /** Answer of the `awaitEnd` update: the terminal snapshot with the log's last END_TAIL_EVENTS. */
   endSnapshot(): RunSnapshot {
-    return this.snapshot(this.events.length - 1 - END_TAIL_EVENTS);
+    return this.snapshot(this.log.length - 1 - END_TAIL_EVENTS);
   }
 
   /** Everything persistence needs, once the run has ended. */
@@ -143,8 +212,9 @@ export class RunState {
       error: this.error,
       totalCost: this.totalCost(),
       completedAtMs: this.completedAtMs!,
-      events: this.events,
+      ...this.finalLog(),
       itemIdBase: this.itemIdBase,
+      ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
     };
   }
 
@@ -162,6 +232,8 @@ export class RunState {
       (n) => n.type === 'user_result' && normalizeLabel(n.label) === label,
     );
     if (!node) return null;
+    const stored = this.storedResults.get(node.id);
+    if (stored) return { items: [], has_more: false, stored, itemIdBase: this.itemIdBase };
     const ordered = this.orderedSlots(node.id);
     let from = 0;
     if (afterItemId !== null) {
@@ -188,6 +260,10 @@ export class RunState {
     const output: RunOutput = {};
     for (const node of this.args.graph.nodes) {
       if (node.type !== 'user_result') continue;
+      if (this.storedResults.has(node.id)) {
+        output[normalizeLabel(node.label)] = []; // D35: in the store (storedOutputs)
+        continue;
+      }
       const ordered = this.orderedSlots(node.id);
       const items: OutputItem[] = [];
       for (const slot of ordered) {
@@ -225,10 +301,60 @@ export class RunState {
   }
 
   private push(body: EventBody): void {
+    if (body.type === 'response.output_item.added' || body.type === 'response.output_item.done') {
+      this.log.push(body.output_index * 2 + (body.type === 'response.output_item.done' ? 1 : 0));
+      return;
+    }
     // `type` then `sequence_number` lead every event, so the wire format reads the same for every type.
-    this.events.push(
-      Object.assign({ type: body.type, sequence_number: this.events.length }, body) as RunEvent,
+    this.log.push(
+      Object.assign({ type: body.type, sequence_number: this.log.length }, body) as RunEvent,
     );
+  }
+
+  /** The whole log (D11), events made from their numbers. */
+  get events(): RunEvent[] {
+    return this.eventsBetween(0, this.log.length);
+  }
+
+  /** Events [from, to) of the log. */
+  private eventsBetween(from: number, to: number): RunEvent[] {
+    const out: RunEvent[] = [];
+    for (let i = Math.max(0, from); i < Math.min(to, this.log.length); i++) {
+      const entry = this.log[i];
+      out.push(typeof entry === 'number' ? this.itemEventAt(i, entry) : entry);
+    }
+    return out;
+  }
+
+  private itemEventAt(sequence: number, code: number): RunEvent {
+    const outputIndex = Math.floor(code / 2);
+    return {
+      type: code % 2 === 1 ? 'response.output_item.done' : 'response.output_item.added',
+      sequence_number: sequence,
+      output_index: outputIndex,
+      item: {
+        type: 'message',
+        id: idAtOffset(this.itemIdBase, outputIndex),
+        phase: 'final_answer',
+      },
+    };
+  }
+
+  /**
+   * The log for persistence: whole when small; a big one (D35) as its first and last events and
+   * the numbers of the item events between, which domain/run-chunks.ts stores without making
+   * two million events of them.
+   */
+  private finalLog(): Pick<RunFinal, 'events' | 'itemCodes'> {
+    const inner = this.log.length - 2;
+    const compact =
+      inner > COMPACT_LOG_AFTER &&
+      this.log.slice(1, -1).every((entry) => typeof entry === 'number');
+    if (!compact) return { events: this.events };
+    return {
+      events: [this.log[0] as RunEvent, this.log.at(-1) as RunEvent],
+      itemCodes: this.log.slice(1, -1) as number[],
+    };
   }
 }
 

@@ -14,7 +14,17 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { IoNode, NodeChunkResult, NodeRow } from '../activities/types';
+import type {
+  IoNode,
+  NodeBlockResult,
+  NodeChunkResult,
+  NodeRow,
+  PortSource,
+} from '../activities/types';
+import { MAX_BLOCK_ROWS, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
+import { MAX_ROWS } from '../domain/run-size';
+import { isId } from '../domain/ids';
+import { normalizeLabel } from '../domain/labels';
 import { executeGraph, type RowProgress } from './engine';
 import { planChunks } from './chunk-plan';
 import { resolveFileInputs } from './file-inputs';
@@ -105,18 +115,195 @@ export async function runWorkflow(
         { runId: args.runId, accountId: args.accountId, node, rows, concurrency },
       ]);
     } catch (err) {
-      const cause = err instanceof ActivityFailure ? err.cause : undefined;
-      if (cause instanceof ApplicationFailure && cause.nonRetryable)
-        throw new NodeFailure(node.id, node.type, cause.message);
-      if (cause && !isCancellation(err)) {
-        throw new NodeFailure(
-          node.id,
-          node.type,
-          `gave up after ${options.nodeMaxAttempts} attempt(s): ${cause.message}`,
-        );
-      }
-      throw err;
+      throw nodeFailureOf(node, err);
     }
+  };
+
+  /** An activity's failure that ends the run, as a NodeFailure naming the node; a cancel stays one. */
+  const nodeFailureOf = (node: { id: string; type: string }, err: unknown): unknown => {
+    const cause = err instanceof ActivityFailure ? err.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.nonRetryable)
+      return new NodeFailure(node.id, node.type, cause.message);
+    if (cause && !isCancellation(err)) {
+      return new NodeFailure(
+        node.id,
+        node.type,
+        `gave up after ${options.nodeMaxAttempts} attempt(s): ${cause.message}`,
+      );
+    }
+    return err;
+  };
+
+  /**
+   * D35: a big I/O node runs in blocks of rows, each an activity that reads its rows from the store
+   * (or takes its slice of a list that came with the request) and writes its items there. History
+   * carries the references, counts and costs only. Every block is waited for; the first that fails
+   * cancels the others, and the rows a failed or cancelled block finished are billed from the store.
+   */
+  const runStoredRows = (
+    node: IoNode,
+    ports: Record<string, PortSource>,
+    sources: Record<string, string>,
+    count: number,
+  ): { list: ItemRef; done: Promise<void> } => {
+    // Blocks span whole pages (each page has one writer); two blocks in flight share the run's
+    // concurrency, a node of one block uses all of it.
+    const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
+    const blockRows = Math.max(1, perBlock) * PAGE_ROWS;
+    const blocks = Math.ceil(count / blockRows);
+    const inner =
+      blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / 2));
+    state.reserveStored(node.id, count);
+    for (let i = 0; i < count; i++) progress.itemStarted();
+    // D35 pipelining: a block's rows are ready for the next node of the chain once it is done.
+    const ready = Array.from({ length: blocks }, () => {
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      promise.catch(() => undefined); // a block nobody waits for may fail unobserved
+      return { promise, resolve, reject };
+    });
+    const scope = new CancellationScope();
+    const done = (async () => {
+      // Two lanes take the node's blocks in order, so at most two of its blocks wait for the run's
+      // slots at once and a next node's ready block is not queued behind all of this node's.
+      let next = 0;
+      const failures: unknown[] = [];
+      const lane = async () => {
+        while (failures.length === 0) {
+          const block = next++;
+          if (block >= blocks) return;
+          try {
+            await runBlock(node, ports, sources, block, blockRows, count, inner);
+            ready[block].resolve();
+          } catch (err) {
+            failures.push(err);
+            if (!isCancellation(err)) scope.cancel();
+            return;
+          }
+        }
+      };
+      await scope.run(() => Promise.all([lane(), lane()]));
+      if (failures.length > 0) {
+        const failure = failures.find((err) => !isCancellation(err)) ?? failures[0];
+        for (const block of ready) block.reject(failure);
+        throw failure;
+      }
+    })();
+    const list: ItemRef = {
+      ref: node.id,
+      count,
+      ready: async (from, to) => {
+        const last = Math.min(blocks - 1, Math.floor((to - 1) / blockRows));
+        for (let b = Math.floor(from / blockRows); b <= last; b++) await ready[b].promise;
+      },
+    };
+    return { list, done };
+  };
+
+  const runBlock = async (
+    node: IoNode,
+    ports: Record<string, PortSource>,
+    sources: Record<string, string>,
+    block: number,
+    blockRows: number,
+    total: number,
+    inner: number,
+  ): Promise<void> => {
+    const first = block * blockRows;
+    const count = Math.min(blockRows, total - first);
+    const own: Record<string, PortSource> = {};
+    for (const [name, source] of Object.entries(ports)) {
+      if ('items' in source) own[name] = { items: source.items.slice(first, first + count) };
+      else if ('ref' in source) {
+        // D35 pipelining: wait for the rows this block reads; the activity gets the reference only.
+        if (source.ready)
+          await (source.count === 1 ? source.ready(0, 1) : source.ready(first, first + count));
+        own[name] = { ref: source.ref, count: source.count };
+      } else own[name] = source;
+    }
+    const concurrency = Math.min(inner, count);
+    const waves = Math.ceil(count / concurrency);
+    const proxy = proxyActivities<Activities>({
+      ...nodeOptions,
+      startToCloseTimeout: options.nodeAttemptTimeoutMs * waves,
+    });
+    const apply = (result: NodeBlockResult) => {
+      state.addCost(result.costUsd);
+      const ranges: Array<[number, number]> =
+        result.done === 0
+          ? []
+          : result.ranges.length > 0
+            ? result.ranges
+            : [[first, first + count]];
+      state.storedDone(node.id, ranges);
+      for (let i = 0; i < result.done; i++) progress.itemDone();
+    };
+    await slots.with(async () => {
+      if (CancellationScope.current().consideredCancelled)
+        throw new CancelledFailure('run cancelled');
+      guardHistory(node);
+      state.storedStarted(node.id, first, count);
+      const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33
+      let result: NodeBlockResult;
+      try {
+        result = await proxy.runNodeBlock.executeWithOptions({ summary }, [
+          {
+            runId: args.runId,
+            accountId: args.accountId,
+            node,
+            block,
+            first,
+            count,
+            ports: own,
+            sources,
+            concurrency,
+          },
+        ]);
+      } catch (err) {
+        // D35: what the block finished before it failed or was cancelled stays readable and is billed.
+        const tally = await CancellationScope.nonCancellable(() =>
+          persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
+        );
+        apply(tally);
+        throw nodeFailureOf(node, err);
+      }
+      apply(result);
+      if (result.cancelled) throw new CancelledFailure('run cancelled');
+    }, concurrency);
+  };
+
+  /** D31/D35: list nodes whose rows come from an uploaded file (a `file` input, or a `json` input given a file id). */
+  const fileRows = (nodeId: string): (() => Promise<ItemRef>) | undefined => {
+    const feed = args.graph.edges.find((edge) => edge.to === nodeId && edge.port === 'rows');
+    const input = feed && args.graph.nodes.find((n) => n.id === feed.from);
+    if (!input || input.type !== 'user_input') return undefined;
+    if (input.input_type !== 'json' && input.input_type !== 'file') return undefined;
+    const key = normalizeLabel(input.label);
+    const fileId = args.inputs[key];
+    if (!isId('file', fileId)) return undefined;
+    return async () => {
+      const { count } = await slots
+        .with(() =>
+          nodes.loadFileRows.executeWithOptions({ summary: fileInputSummary(nodeId) }, [
+            {
+              runId: args.runId,
+              accountId: args.accountId,
+              nodeId,
+              key,
+              fileId,
+              maxRows: MAX_ROWS,
+            },
+          ]),
+        )
+        .catch((err: unknown) => {
+          throw nodeFailureOf({ id: nodeId, type: 'batch' }, err);
+        });
+      return { ref: nodeId, count };
+    };
   };
 
   /**
@@ -211,6 +398,15 @@ export async function runWorkflow(
         await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts),
         {
           runIoRows,
+          // D35: a node bigger than its run's concurrency can serve at once keeps its items in the store.
+          isBig: (count) => count > 2 * options.concurrency,
+          runStoredRows,
+          fileRows,
+          onStoredList: (nodeId, list) => {
+            state.reserveStored(nodeId, list.count);
+            state.storedStarted(nodeId, 0, list.count);
+            state.storedDone(nodeId, [[0, list.count]]);
+          },
           onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
           onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
           onNodeDone: () => progress.nodeDone(),

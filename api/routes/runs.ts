@@ -13,7 +13,7 @@ import {
   parseRequest,
   StreamQuerySchema,
 } from '../contract/request-schemas';
-import { listOutputItems } from '../services/output-items';
+import { listOutputItems, outputItemLines } from '../services/output-items';
 import { loadRun, readRunBody } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
@@ -42,6 +42,18 @@ export function runsRoutes(deps: RouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
+      // D35: the results file, every item as JSON Lines, when asked for by Accept.
+      if (/\bapplication\/x-ndjson\b/i.test(ctx.get('Accept'))) {
+        const lines = await outputItemLines(
+          deps,
+          ctx.state.auth!.accountId,
+          ctx.params.runId,
+          ctx.params.key,
+        );
+        ctx.type = 'application/x-ndjson';
+        ctx.body = Readable.from(lines, { objectMode: false });
+        return;
+      }
       const query = parseRequest(OutputItemsQuerySchema, ctx.query, 'query');
       ctx.body = await listOutputItems(
         deps,

@@ -33,7 +33,7 @@ export interface DeletedRun {
 export interface DeleteRunDeps {
   collections: Pick<
     Collections,
-    'runs' | 'runChunks' | 'webhookDeliveries' | 'idempotencyKeys' | 'ledger'
+    'runs' | 'runChunks' | 'itemBlocks' | 'webhookDeliveries' | 'idempotencyKeys' | 'ledger'
   >;
   db: Db;
   gateway: RunGateway;

@@ -1,20 +1,31 @@
 /**
- * D31: one output of a run, a page at a time (the D23 list shape), for runs live or finished.
- * A finished big run is read chunk by chunk from its record; a live run answers from the workflow.
+ * D31/D35: one output of a run, a page at a time (the D23 list shape) or whole as JSON Lines (the
+ * results file), for runs live or finished. A stored output (D35) is read from its blocks by `_id`,
+ * so a page costs the same at any offset; a finished big run's other outputs are read chunk by
+ * chunk from its record; a live run's other outputs answer from the workflow.
  */
-import { isId } from '../../domain/ids';
+import { idAtOffset, isId, offsetOf } from '../../domain/ids';
+import type { StoredOutput } from '../../domain/item-blocks';
 import type { Collections } from '../../store/db';
+import type { RunDoc } from '../../store/documents';
+import { storedItems } from '../../store/item-blocks';
 import { chunksOf, findRunHead } from '../../store/runs';
 import type { OutputItem } from '../../domain/run';
-import { InvalidRequestError, NotFoundError } from '../../domain/errors';
+import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../../domain/errors';
 import type { OutputItemList } from '../contract/response-schemas';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { OutputItemsQuery } from '../contract/request-schemas';
 
 /** What paging an output needs. */
 export interface OutputItemsDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks'>;
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>;
   gateway: RunGateway;
+}
+
+async function headOf(deps: OutputItemsDeps, accountId: string, runId: string): Promise<RunDoc> {
+  const doc = isId('run', runId) ? await findRunHead(deps.collections, accountId, runId) : null;
+  if (!doc) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
+  return doc;
 }
 
 /** A page of the caller's run's output `key`: 404 for an unknown run or key, 400 for a cursor that is not one of its items. */
@@ -25,17 +36,26 @@ export async function listOutputItems(
   key: string,
   query: OutputItemsQuery,
 ): Promise<OutputItemList> {
-  const doc = isId('run', runId) ? await findRunHead(deps.collections, accountId, runId) : null;
-  if (!doc) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
+  let doc = await headOf(deps, accountId, runId);
   const after = query.starting_after ?? null;
 
   if (!doc.finalized) {
     const live = await deps.gateway.outputPage(runId, key, after, query.limit);
-    if (live && live.value === null) throw unknownOutput(key);
-    if (live?.value?.unknown_cursor) throw unknownCursor(after!);
-    return page(live?.value?.items ?? [], live?.value?.has_more ?? false);
+    // No news from the workflow: it may have just ended, its record written meanwhile.
+    if (!live) doc = await headOf(deps, accountId, runId);
+    if (live || !doc.finalized) {
+      if (live && live.value === null) throw unknownOutput(key);
+      const value = live?.value;
+      if (value?.stored && value.itemIdBase)
+        return storedPage(deps, runId, value.itemIdBase, value.stored, after, query.limit, true);
+      if (value?.unknown_cursor) throw unknownCursor(after!);
+      return page(value?.items ?? [], value?.has_more ?? false);
+    }
   }
 
+  const stored = storedOutput(doc, key);
+  if (stored && doc.item_id_base)
+    return storedPage(deps, runId, doc.item_id_base, stored, after, query.limit, false);
   // A run that did not complete has no output (D9); its keys are still its workflow's, but it has no items.
   const labels = doc.output ?? {};
   if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
@@ -58,11 +78,115 @@ export async function listOutputItems(
 }
 
 /** The items of output `key`, by own property only: `constructor` or `__proto__` is an unknown key, not Object's. */
+/** A stored output (D35) of the run, by own property only, like `ownItems`. */
+function storedOutput(doc: RunDoc, key: string): StoredOutput | undefined {
+  const outputs = doc.stored_outputs;
+  return outputs && Object.hasOwn(outputs, key) ? outputs[key] : undefined;
+}
+
 function ownItems(
   output: Readonly<Record<string, readonly OutputItem[]>>,
   key: string,
 ): readonly OutputItem[] {
   return Object.hasOwn(output, key) ? output[key] : [];
+}
+
+/** A page of a stored output (D35): the cursor's row follows from its id, and only the blocks of the page are read. */
+async function storedPage(
+  deps: OutputItemsDeps,
+  runId: string,
+  base: string,
+  stored: StoredOutput,
+  after: string | null,
+  limit: number,
+  live: boolean,
+): Promise<OutputItemList> {
+  let from = 0;
+  if (after !== null) {
+    const row = offsetOf(base, after) - stored.idOffset;
+    if (row < 0 || row >= stored.count || idAtOffset(base, stored.idOffset + row) !== after)
+      throw unknownCursor(after);
+    from = row + 1;
+  }
+  const items: OutputItem[] = [];
+  for await (const item of storedItems(deps.collections, runId, base, stored, from, live))
+    if (items.push(item) > limit) break;
+  return page(items.slice(0, limit), items.length > limit);
+}
+
+/**
+ * D35: every item of output `key`, in order, for `Accept: application/x-ndjson` (the results file).
+ * The run, the key and the caller are checked before the first item, so a refusal is still a JSON
+ * error; then items are read a block (or a chunk, or a page of a live run) at a time.
+ */
+export async function outputItemLines(
+  deps: OutputItemsDeps,
+  accountId: string,
+  runId: string,
+  key: string,
+): Promise<AsyncIterable<string>> {
+  let doc = await headOf(deps, accountId, runId);
+  if (!doc.finalized) {
+    const first = await deps.gateway.outputPage(runId, key, null, 1_000);
+    if (first) {
+      if (first.value === null) throw unknownOutput(key);
+      const value = first.value;
+      if (value.stored && value.itemIdBase)
+        return lines(storedItems(deps.collections, runId, value.itemIdBase, value.stored, 0, true));
+      return lines(livePages(deps, runId, key, value.items, value.has_more));
+    }
+    // No news from the workflow: it may have just ended, its record written meanwhile; else an
+    // empty file would be a wrong answer, so the caller is asked to retry.
+    doc = await headOf(deps, accountId, runId);
+    if (!doc.finalized)
+      throw new ServiceUnavailableError('The run did not answer in time. Retry shortly.');
+  }
+  const stored = storedOutput(doc, key);
+  if (stored && doc.item_id_base)
+    return lines(storedItems(deps.collections, runId, doc.item_id_base, stored, 0, false));
+  const labels = doc.output ?? {};
+  if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
+  return lines(recordItems(deps, doc, key));
+}
+
+async function* recordItems(
+  deps: OutputItemsDeps,
+  doc: RunDoc,
+  key: string,
+): AsyncGenerator<OutputItem> {
+  yield* ownItems(doc.output ?? {}, key);
+  for await (const chunk of chunksOf(deps.collections, doc)) yield* ownItems(chunk.output, key);
+}
+
+async function* livePages(
+  deps: OutputItemsDeps,
+  runId: string,
+  key: string,
+  first: OutputItem[],
+  more: boolean,
+): AsyncGenerator<OutputItem> {
+  let items = first;
+  let hasMore = more;
+  for (;;) {
+    yield* items;
+    const last = items.at(-1);
+    if (!hasMore || !last) return;
+    const next = await deps.gateway.outputPage(runId, key, last.id, 1_000);
+    items = next?.value?.items ?? [];
+    hasMore = next?.value?.has_more ?? false;
+  }
+}
+
+async function* lines(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
+  let piece = '';
+  for await (const item of items) {
+    piece += `${JSON.stringify(item)}\n`;
+    if (piece.length >= 64 * 1024) {
+      yield piece;
+      piece = '';
+    }
+  }
+  if (piece) yield piece;
 }
 
 function page(data: OutputItem[], hasMore: boolean): OutputItemList {

@@ -16,7 +16,7 @@ import { streamRunView } from './run-view-stream';
 
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
 export async function loadRun(
-  collections: Pick<Collections, 'runs' | 'runChunks'>,
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc> {
@@ -31,7 +31,7 @@ function notFound(runId: string): NotFoundError {
 
 /** What reading a run needs. */
 export interface ReadRunDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'webhookDeliveries'>;
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks' | 'webhookDeliveries'>;
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
   knownRuns?: KnownRuns;
@@ -86,10 +86,11 @@ async function read(
     const delivery = doc.webhook
       ? await findDelivery(deps.collections, webhookMessageId(doc._id))
       : null;
-    if (doc.chunks && streamBig) return streamRunView(deps.collections, doc, delivery);
+    const big = !!doc.chunks || !!doc.stored_outputs;
+    if (big && streamBig) return streamRunView(deps.collections, doc, delivery);
     const view = runView(doc, undefined, delivery);
     // Cached once nothing can change it (a delivery's progress is never served stale), and not a big run's view.
-    if (!doc.chunks && isSettled(view)) deps.finishedRuns?.set(accountId, view);
+    if (!big && isSettled(view)) deps.finishedRuns?.set(accountId, view);
     return view;
   }
   deps.knownRuns?.remember(doc);

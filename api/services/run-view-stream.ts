@@ -1,19 +1,22 @@
 /**
  * D31: a finished big run's view as a JSON byte stream. The record holds every output label (with
  * no items) and its chunks hold the items, label by label in output order, so the answer is written
- * as the chunks are read: one chunk (about 1 MB) in memory at a time, whatever the run's size.
+ * as the chunks are read: one chunk (about 1 MB) in memory at a time, whatever the run's size. A
+ * stored output's items (D35) are read from its blocks, one block at a time.
  */
 import { Readable } from 'node:stream';
 import type { Collections } from '../../store/db';
 import type { RunDoc, WebhookDeliveryDoc } from '../../store/documents';
 import { runView } from '../../domain/run-view';
 import { chunksOf } from '../../store/runs';
+import { storedItems } from '../../store/item-blocks';
+import type { StoredChunk } from '../../domain/run-chunks';
 
 const OUTPUT_MARK = '\u0000output\u0000';
 
 /** The run view of a finalized, chunked record, streamed. */
 export function streamRunView(
-  collections: Pick<Collections, 'runChunks'>,
+  collections: Pick<Collections, 'runChunks' | 'itemBlocks'>,
   doc: RunDoc,
   delivery?: WebhookDeliveryDoc | null,
 ): Readable {
@@ -21,7 +24,7 @@ export function streamRunView(
 }
 
 async function* render(
-  collections: Pick<Collections, 'runChunks'>,
+  collections: Pick<Collections, 'runChunks' | 'itemBlocks'>,
   doc: RunDoc,
   delivery?: WebhookDeliveryDoc | null,
 ): AsyncGenerator<string> {
@@ -31,30 +34,45 @@ async function* render(
   const at = text.indexOf(JSON.stringify(OUTPUT_MARK));
   yield `${text.slice(0, at)}{`;
   const labels = Object.keys(view.output);
-  let open = -1; // index of the label whose array is open
-  let first = true; // no item written yet in the open array
-  const openUpTo = function* (index: number): Generator<string> {
-    while (open < index) {
-      if (open >= 0) yield ']';
-      open++;
-      yield `${open > 0 ? ',' : ''}${JSON.stringify(labels[open])}:[`;
-      first = true;
-    }
-  };
-  for await (const chunk of chunksOf(collections, doc)) {
-    let piece = '';
-    for (const [label, items] of Object.entries(chunk.output)) {
-      const index = labels.indexOf(label);
-      if (index < open || index < 0) continue; // cannot happen: chunks keep output order
-      for (const part of openUpTo(index)) piece += part;
-      for (const item of items) {
-        piece += `${first ? '' : ','}${JSON.stringify(item)}`;
-        first = false;
+  const stored = doc.stored_outputs ?? {};
+  // Chunks hold the items of the labels that are not stored, label by label in output order.
+  const chunks = chunksOf(collections, doc)[Symbol.asyncIterator]();
+  let current: StoredChunk | null | undefined; // undefined: the next is not read yet; null: none left
+  for (let i = 0; i < labels.length; i++) {
+    const label = labels[i];
+    let piece = `${i > 0 ? ',' : ''}${JSON.stringify(label)}:[`;
+    let first = true;
+    const add = (item: unknown) => {
+      piece += `${first ? '' : ','}${JSON.stringify(item)}`;
+      first = false;
+    };
+    const ref = stored[label];
+    if (ref && doc.item_id_base) {
+      // D35: read from its blocks, one block in memory at a time.
+      for await (const item of storedItems(collections, doc._id, doc.item_id_base, ref, 0, false)) {
+        add(item);
+        if (piece.length >= 64 * 1024) {
+          yield piece;
+          piece = '';
+        }
+      }
+    } else {
+      for (const item of view.output[label]) add(item);
+      for (;;) {
+        if (current === undefined) {
+          const next = await chunks.next();
+          current = next.done ? null : next.value;
+        }
+        if (!current) break;
+        for (const item of current.output[label] ?? []) add(item);
+        const later = Object.keys(current.output).some((l) => labels.indexOf(l) > i);
+        if (later) break; // the chunk goes on with the next labels
+        if (piece) yield piece;
+        piece = '';
+        current = undefined;
       }
     }
-    if (piece) yield piece;
+    yield `${piece}]`;
   }
-  let tail = '';
-  for (const part of openUpTo(labels.length - 1)) tail += part;
-  yield `${tail}${labels.length > 0 ? ']' : ''}}${text.slice(at + JSON.stringify(OUTPUT_MARK).length)}`;
+  yield `}${text.slice(at + JSON.stringify(OUTPUT_MARK).length)}`;
 }

@@ -44,7 +44,9 @@ export async function settleRun(
     const page = await closedSnapshot(runId, events.length - 1);
     if (!page) break;
     last = page;
-    events.push(...page.events.filter((event) => event.sequence_number === events.length));
+    // Every event that continues the log (a filter would compare against the length before the push: one event a page).
+    for (const event of page.events)
+      if (event.sequence_number === events.length) events.push(event);
     if (page.events.length === 0 || events.length >= page.eventCount) break;
   }
   const error = `the run's workflow was ${CLOSED_AS[status] ?? 'closed'} outside the service before the run could finish`;

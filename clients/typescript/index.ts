@@ -200,6 +200,35 @@ export class WrsClient {
     }
   }
 
+  /**
+   * D35: the results file: every item of a run's output `key` in order, streamed as JSON Lines
+   * (`Accept: application/x-ndjson`) and parsed line by line, so a 1,000,000-item output is never
+   * held whole. Also for a run that failed or was cancelled: the items it finished.
+   */
+  async *exportItems(
+    runId: string,
+    key: string,
+    opts: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<OutputItem> {
+    const res = await this.request(
+      'GET',
+      `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`,
+      undefined,
+      { accept: 'application/x-ndjson' },
+      opts.signal,
+    );
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let carry = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      const lines = (carry + decoder.decode(chunk, { stream: true })).split('\n');
+      carry = lines.pop()!;
+      for (const line of lines) if (line) yield JSON.parse(line) as OutputItem;
+    }
+    carry += decoder.decode();
+    if (carry) yield JSON.parse(carry) as OutputItem;
+  }
+
   /** Requests cancellation (D8); the run turns `cancelled` once it has stopped. */
   cancel(runId: string): Promise<RunView> {
     return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);

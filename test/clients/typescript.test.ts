@@ -96,6 +96,10 @@ describe('typed client', function () {
     for await (const item of client.items(started.run_id, 'answers', { pageSize: 1 }))
       items.push(item);
     assert.deepEqual(items, run.output!.answers);
+    // D35: the results file, JSON Lines, parsed line by line.
+    const exported = [];
+    for await (const item of client.exportItems(started.run_id, 'answers')) exported.push(item);
+    assert.deepEqual(exported, run.output!.answers);
     await assert.rejects(
       client.cancel(started.run_id),
       (err: WrsApiError) => err.status === 409 && err.code === 'run_not_cancellable',

@@ -190,9 +190,9 @@ describe('deploy/helm chart', function () {
     assert.equal(heap('-worker'), '--max-old-space-size=716'); // 1Gi
   });
 
-  it('lets the ingress pass 100 MiB uploads and long streams', () => {
+  it('lets the ingress pass 256 MiB uploads and long streams', () => {
     const annotations = find(manifests, 'Ingress')[0].metadata.annotations ?? {};
-    assert.equal(annotations['nginx.ingress.kubernetes.io/proxy-body-size'], '101m');
+    assert.equal(annotations['nginx.ingress.kubernetes.io/proxy-body-size'], '257m');
     assert.equal(annotations['nginx.ingress.kubernetes.io/proxy-request-buffering'], 'off');
   });
 

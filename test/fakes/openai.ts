@@ -7,6 +7,7 @@
  *   - `redirect:<url>` answers 307 to that URL (a hostile or compromised provider);
  *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
  *     streamed as the client reads it (a hostile provider's answer; also for images);
+ *   - `pad:<n>` pads a text answer with `x` to n characters (answers of a real size);
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
@@ -161,6 +162,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       content = JSON.stringify({ echo: user });
     } else {
       content = `echo: ${user}`;
+      const pad = /pad:(\d+)/.exec(prompt);
+      if (pad) content = content.padEnd(Number(pad[1]), 'x');
     }
     send(200, {
       id: `chatcmpl-${requests.length}`,

@@ -63,7 +63,10 @@ function deferred<T>() {
 describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
   it('runs a pure graph: the input reaches the template and the result', async () => {
     const { hooks, log } = fakeHooks(async () => assert.fail('no I/O node in this graph'));
-    const out = await executeGraph(example('hello'), { name: 'Ada' }, hooks);
+    const out = (await executeGraph(example('hello'), { name: 'Ada' }, hooks)) as Map<
+      string,
+      Item[]
+    >;
     assert.deepEqual(texts(out.get('greeting')), ['Hello, Ada!']);
     assert.deepEqual([...log].sort(), ['done greet#0', 'done greeting#0', 'done name#0']);
   });
@@ -80,7 +83,7 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(started.sort(), [0, 1, 2], 'all three rows started before any answered');
     for (const i of [2, 0, 1]) gates[i].resolve();
-    const out = await running;
+    const out = (await running) as Map<string, Item[]>;
     assert.deepEqual(texts(out.get('summaries')), ['summarize(a)', 'summarize(b)', 'summarize(c)']);
     assert.deepEqual(texts(out.get('all_result')), [
       'summarize(a)\n\nsummarize(b)\n\nsummarize(c)',
@@ -98,7 +101,11 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
         ? [failed({ message: 'provider said no', type: 'provider_error', code: 400 })]
         : [completed({ type: 'text', text: itemText(ports.row) })],
     );
-    const out = await executeGraph(example('batch-summaries'), { rows: ['a', 'b', 'c'] }, hooks);
+    const out = (await executeGraph(
+      example('batch-summaries'),
+      { rows: ['a', 'b', 'c'] },
+      hooks,
+    )) as Map<string, Item[]>;
     const summaries = out.get('summaries')!;
     assert.deepEqual(
       summaries.map((s) => s.status),
@@ -139,7 +146,7 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(started.sort(), ['left', 'right']);
     gate.resolve();
-    const out = await running;
+    const out = (await running) as Map<string, Item[]>;
     assert.deepEqual([texts(out.get('l_out')), texts(out.get('r_out'))], [['left'], ['right']]);
   });
 
@@ -182,7 +189,7 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
       executeGraph(graph, { a: [1, 2], b: [1, 2, 3] }, hooks),
       /node 'pair' \(text\): inputs have unequal lengths \(x: 2, y: 3\)/,
     );
-    const ok = await executeGraph(graph, { a: [1, 2], b: ['z'] }, hooks);
+    const ok = (await executeGraph(graph, { a: [1, 2], b: ['z'] }, hooks)) as Map<string, Item[]>;
     assert.deepEqual(
       texts(ok.get('out')),
       ['1 z', '2 z'],

@@ -14,6 +14,15 @@ export interface Sizes {
   p3: { runs: number; clientsPerRun: number; steadyMs: number; releaseSpreadMs: number };
   /** Batch sizes and the per-run concurrency each runs at (the workflow's own `concurrency`). */
   p4: { cases: Array<{ rows: number; concurrency: number }>; fakeMs: number; timeoutMs: number };
+  /** P4b: rows of a JSON Lines file through batch → llm → llm (answers of `answerBytes`), pipelined (D35). */
+  p4b: {
+    rows: number;
+    concurrency: number;
+    fakeMs: number;
+    promptBytes: number;
+    answerBytes: number;
+    timeoutMs: number;
+  };
   /** `filler`: older finished runs added for the second half of P5. */
   p5: { concurrency: number; durationMs: number; warmupMs: number; runs: number; filler: number };
 }
@@ -23,12 +32,17 @@ export const FULL: Sizes = {
   p2: { iterations: 100, warmup: 5, pollMs: 50 },
   p3: { runs: 100, clientsPerRun: 10, steadyMs: 10_000, releaseSpreadMs: 2_000 },
   p4: {
-    cases: [
-      { rows: 1_000, concurrency: 8 },
-      { rows: 100_000, concurrency: 64 },
-    ],
+    cases: [{ rows: 1_000, concurrency: 8 }],
     fakeMs: 50,
     timeoutMs: 400_000,
+  },
+  p4b: {
+    rows: 100_000,
+    concurrency: 64,
+    fakeMs: 50,
+    promptBytes: 200,
+    answerBytes: 2_000,
+    timeoutMs: 900_000,
   },
   p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 10_000 },
 };
@@ -38,12 +52,17 @@ export const QUICK: Sizes = {
   p2: { iterations: 20, warmup: 3, pollMs: 50 },
   p3: { runs: 10, clientsPerRun: 10, steadyMs: 4_000, releaseSpreadMs: 500 },
   p4: {
-    cases: [
-      { rows: 100, concurrency: 8 },
-      { rows: 2_000, concurrency: 64 },
-    ],
+    cases: [{ rows: 100, concurrency: 8 }],
     fakeMs: 50,
     timeoutMs: 60_000,
+  },
+  p4b: {
+    rows: 2_000,
+    concurrency: 64,
+    fakeMs: 50,
+    promptBytes: 200,
+    answerBytes: 2_000,
+    timeoutMs: 120_000,
   },
   p5: { concurrency: 50, durationMs: 2_000, warmupMs: 500, runs: 20, filler: 500 },
 };

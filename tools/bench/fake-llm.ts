@@ -2,6 +2,7 @@
  * A lean fake of the OpenAI chat completions API for load (test/fakes/openai.ts keeps every
  * request, which 10,000 rows would not thank us for). Directives in the prompt:
  *   `slow:<ms>`  answer after that delay;
+ *   `pad:<n>`    pad the answer with `x` to n characters (answers of a real size, P4b);
  *   `hold`       answer only when `release()` is called (or after 10 minutes);
  *   `tag:<word>` remember when the answer for that tag was sent (P3 measures lag from it).
  * Listens on 127.0.0.1 only.
@@ -54,7 +55,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
               index: 0,
               message: {
                 role: 'assistant',
-                content: `echo: ${body.messages?.at(-1)?.content ?? ''}`,
+                content: padded(`echo: ${body.messages?.at(-1)?.content ?? ''}`, prompt),
               },
               finish_reason: 'stop',
             },
@@ -101,4 +102,11 @@ export async function startFakeLlm(): Promise<FakeLlm> {
         server.closeAllConnections();
       }),
   };
+}
+
+/** An answer padded to the size the prompt's `pad:<n>` asks for (only the last `pad:` counts). */
+function padded(text: string, prompt: string): string {
+  const sizes = [...prompt.matchAll(/pad:(\d+)/g)];
+  const size = Number(sizes.at(-1)?.[1] ?? 0);
+  return size > 0 ? text.slice(0, size).padEnd(size, 'x') : text;
 }

@@ -5,6 +5,7 @@
  *
  *   npm run bench                         everything, full size → tools/bench/RESULTS.md
  *   npm run bench -- --only p1 --quick    one benchmark (or p1,p3), small → tools/bench/results-partial.md
+ *   npm run bench -- --only p4b --chain-rows 20000   P4b (a file through batch → llm → llm) at another size
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in tools/bench/profiles/
  *   --out <file>                          write the report elsewhere
  *   --rows 1000,100000                    P4 batch sizes (runs of 10,000 rows or more at concurrency 64)
@@ -45,6 +46,7 @@ import { benchStart } from './benchmarks/p1-start';
 import { benchLatency } from './benchmarks/p2-latency';
 import { benchStream } from './benchmarks/p3-stream';
 import { benchBatch } from './benchmarks/p4-batch';
+import { benchFileChain } from './benchmarks/p4b-file-chain';
 import { benchReads } from './benchmarks/p5-reads';
 import { benchRoundTrips } from './benchmarks/p6-round-trips';
 import { benchOverTime } from './benchmarks/p7-over-time';
@@ -56,7 +58,8 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   p5: benchReads,
   p6: benchRoundTrips,
   p7: benchOverTime,
-  p4: benchBatch, // last: the 10,000-row run is the heaviest, and may leave a stuck workflow behind
+  p4: benchBatch,
+  p4b: benchFileChain, // last: the 100,000-row chain is the heaviest
 };
 
 interface Args {
@@ -68,6 +71,8 @@ interface Args {
   render?: string;
   /** P4 batch sizes instead of the mode's. */
   rows?: number[];
+  /** P4b's row count instead of the mode's (e.g. 1000000 for P4c's size through the chain). */
+  chainRows?: number;
   /** The service without its payload codec (D32), to measure what encryption costs. */
   plaintext: boolean;
 }
@@ -94,6 +99,7 @@ function parseArgs(argv: string[]): Args {
           .map((s) => s.trim().toLowerCase()),
       );
     else if (a === '--out') args.out = argv[++i];
+    else if (a === '--chain-rows') args.chainRows = Number(argv[++i]);
     else if (a === '--rows')
       args.rows = (argv[++i] ?? '')
         .split(',')
@@ -222,9 +228,11 @@ async function main(): Promise<void> {
   const sizes = structuredClone(args.quick ? QUICK : FULL);
   if (args.rows?.length)
     sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
+  if (args.chainRows) sizes.p4b.rows = args.chainRows;
   const fullRun =
     !args.quick &&
     !args.rows &&
+    !args.chainRows &&
     !args.plaintext &&
     selected.length === Object.keys(BENCHMARKS).length;
   const outFile = path.resolve(

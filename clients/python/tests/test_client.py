@@ -196,6 +196,7 @@ def test_output_items_pages(client: WrsClient, workflows: dict) -> None:
     page = client.output_items(run["id"], "answers", limit=3)
     assert page["object"] == "list" and page["data"] == items[:3] and page["has_more"]
     assert [i["id"] for i in client.iter_output_items(run["id"], "answers", page_size=3)] == [i["id"] for i in items]
+    assert list(client.export_items(run["id"], "answers")) == items  # D35: the results file, JSON Lines
     with pytest.raises(NotFoundError):
         client.output_items(run["id"], "nothing")
 

@@ -249,6 +249,16 @@ class WrsClient(_Base):
                 return
             after = page["last_id"]
 
+    def export_items(self, run_id: str, key: str) -> Iterator[OutputItem]:
+        """The results file (D35): every item of one output, in order, streamed as JSON Lines; also the finished items of a failed or cancelled run."""
+        response = self._send("GET", _path("runs", run_id, "outputs", key), headers={"accept": "application/x-ndjson"}, stream=True)
+        try:
+            for line in response.iter_lines():
+                if line:
+                    yield cast(OutputItem, json.loads(line))
+        finally:
+            response.close()
+
     # -- streams --------------------------------------------------------------------------------
     def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
         """
@@ -400,6 +410,15 @@ class AsyncWrsClient(_Base):
             if not page["has_more"] or page["last_id"] is None:
                 return
             after = page["last_id"]
+
+    async def export_items(self, run_id: str, key: str) -> AsyncIterator[OutputItem]:
+        response = await self._send("GET", _path("runs", run_id, "outputs", key), headers={"accept": "application/x-ndjson"}, stream=True)
+        try:
+            async for line in response.aiter_lines():
+                if line:
+                    yield cast(OutputItem, json.loads(line))
+        finally:
+            await response.aclose()
 
     async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}

@@ -1,0 +1,239 @@
+/**
+ * One block of a big I/O node's rows (D35 claim check): the rows come from the store (or, for a
+ * list that came with the request, from the activity's input), the items go to the store, and the
+ * answer carries only counts and cost, so no row or answer ever enters Temporal's history.
+ *
+ * A block spans whole pages (domain/item-blocks.ts), so each page has one writer. Every second the
+ * pages that became complete are inserted (one round trip); when the attempt stops (done, failed,
+ * cancelled) the pages left incomplete are written too. A retried attempt (worker killed, provider
+ * down for a while) reads the block's pages and runs only the rows they lack: a finished row is
+ * called again only if its page was not yet complete when a worker died. The heartbeat carries
+ * only the checkpoints of rows in flight (a model's prediction id). The run is billed from the
+ * block's answer (or, after a failure or cancel, from the stored pages), which counts every stored
+ * row once whichever attempt ran it.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Item } from '../domain/parts';
+import { failed } from '../domain/items';
+import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain/item-blocks';
+import type { Collections } from '../store/db';
+import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
+import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import type { RowExecutors } from './node-chunk';
+import { executeRow, refusedItem } from './node-chunk';
+import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
+
+type C = Pick<Collections, 'itemBlocks'>;
+
+/** The stored rows [first, first + count) of a node, by position (null: not stored), and which pages exist. */
+async function readRows(
+  c: C,
+  runId: string,
+  nodeId: string,
+  first: number,
+  count: number,
+): Promise<{ rows: Array<StoredRow | null>; existing: Set<number> }> {
+  const rows: Array<StoredRow | null> = Array.from({ length: count }, () => null);
+  const existing = new Set<number>();
+  const pages = pagesOf(first, first + count);
+  const read = await Promise.all(pages.map((p) => readPage(c, runId, nodeId, p)));
+  pages.forEach((p, i) => {
+    const stored = read[i];
+    if (!stored) return;
+    existing.add(p);
+    stored.forEach((row, k) => {
+      const at = p * PAGE_ROWS + k - first;
+      if (row && at >= 0 && at < count) rows[at] = row;
+    });
+  });
+  return { rows, existing };
+}
+
+/** Builds the activity that runs one block of a node's rows. */
+export function createNodeBlockActivity(executors: RowExecutors, collections: C) {
+  return async function runNodeBlock(req: NodeBlockRequest): Promise<NodeBlockResult> {
+    const context = Context.current();
+    const pending = new Map<number, unknown>(
+      Object.entries((context.info.heartbeatDetails as Record<string, unknown>) ?? {}).map(
+        ([index, details]) => [Number(index), details],
+      ),
+    );
+    const { rows, existing } = await readRows(
+      collections,
+      req.runId,
+      req.node.id,
+      req.first,
+      req.count,
+    );
+    const inputs = await readPorts(collections, req);
+    const queue: NodeRow[] = [];
+    for (let p = 0; p < req.count; p++) {
+      if (rows[p]) continue;
+      const index = req.first + p;
+      const ports: Record<string, Item> = {};
+      let broken: string | undefined;
+      for (const [name, items] of Object.entries(inputs)) {
+        const item = items.length === 1 && req.count !== 1 ? items[0] : items[p];
+        ports[name] = item ?? failed({ message: 'no item', type: 'upstream_failed' });
+        if (ports[name].status === 'failed') broken ??= name;
+      }
+      if (broken !== undefined) {
+        const reason = ports[broken].error?.message ?? 'unknown error';
+        const at = inputs[broken].length === 1 && req.count !== 1 ? 0 : index;
+        rows[p] = {
+          item: failed({
+            message: `input '${broken}' item ${at} from node '${req.sources[broken]}' failed: ${reason}`,
+            type: 'upstream_failed',
+          }),
+          cost: 0,
+        };
+      } else queue.push({ index, ports });
+    }
+
+    // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
+    const pages = pagesOf(req.first, req.first + req.count);
+    const rowsOf = (page: number): Array<StoredRow | null> => {
+      const from = page * PAGE_ROWS - req.first;
+      return rows.slice(Math.max(0, from), from + PAGE_ROWS);
+    };
+    const done = new Set<number>(
+      pages.filter((p) => existing.has(p) && rowsOf(p).every((row) => row !== null)),
+    );
+    let writing: Promise<void> = Promise.resolve();
+    const flush = (final: boolean): Promise<void> => {
+      const inserts: PageWrite[] = [];
+      const replaces: PageWrite[] = [];
+      for (const page of pages) {
+        if (done.has(page)) continue;
+        const pageRows = rowsOf(page);
+        const complete = pageRows.every((row) => row !== null);
+        if (!complete && !(final && pageRows.some((row) => row !== null))) continue;
+        (existing.has(page) ? replaces : inserts).push({ page, rows: pageRows });
+        existing.add(page);
+        if (complete) done.add(page);
+      }
+      if (inserts.length === 0 && replaces.length === 0) return writing;
+      // One write at a time: FerretDB does not isolate concurrent writes of one document.
+      writing = writing.then(async () => {
+        await insertPages(collections, req.runId, req.node.id, inserts);
+        await replacePages(collections, req.runId, req.node.id, replaces);
+      });
+      return writing;
+    };
+    const signal = context.cancellationSignal;
+    let stopped: unknown;
+    const record = (index: number, item: Item, cost: number): void => {
+      rows[index - req.first] = { item, cost };
+      pending.delete(index);
+    };
+    const lane = async (): Promise<void> => {
+      for (;;) {
+        if (stopped !== undefined || signal.aborted) return;
+        const row = queue.shift();
+        if (!row) return;
+        try {
+          const scope = {
+            resumed: pending.get(row.index),
+            checkpoint: (details: unknown) => pending.set(row.index, details),
+          };
+          const result = await inRow(scope, () => executeRow(executors, req, row));
+          record(row.index, oneItem(result.items), result.costUsd);
+        } catch (err) {
+          if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
+          const refusal = refusedItem(err);
+          if (refusal) record(row.index, refusal, 0);
+          else stopped ??= err;
+        }
+      }
+    };
+    let flushFailed: unknown;
+    const beat = () => {
+      // A failed write is tried again by the next beat and by the last flush.
+      flush(false).catch((err: unknown) => (flushFailed = err));
+      context.heartbeat(Object.fromEntries(pending));
+    };
+    beat();
+    const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
+    try {
+      await Promise.all(
+        Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    await writing.catch(() => undefined);
+    if (flushFailed === undefined) await flush(true);
+    else {
+      // A write failed on the way: which pages got through is unknown, so replace every page with rows.
+      const all = pages
+        .map((page) => ({ page, rows: rowsOf(page) }))
+        .filter((page) => page.rows.some((row) => row !== null));
+      await replacePages(collections, req.runId, req.node.id, all);
+    }
+    if (stopped !== undefined && !signal.aborted) {
+      context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
+      throw stopped;
+    }
+    return { ...tally(req.first, rows), ...(signal.aborted ? { cancelled: true } : {}) };
+  };
+}
+
+/** Builds the activity that counts what a block's pages hold: a failed or cancelled block is billed from it. */
+export function createTallyBlockActivity(collections: C) {
+  return async function tallyBlock(req: {
+    runId: string;
+    nodeId: string;
+    first: number;
+    count: number;
+  }): Promise<NodeBlockResult> {
+    const { rows } = await readRows(collections, req.runId, req.nodeId, req.first, req.count);
+    return tally(req.first, rows);
+  };
+}
+
+function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
+  const done: number[] = [];
+  let costUsd = 0;
+  rows.forEach((row, p) => {
+    if (!row) return;
+    done.push(first + p);
+    costUsd += row.cost;
+  });
+  const all = done.length === rows.length;
+  return { done: done.length, ranges: all ? [] : toRanges(done), costUsd };
+}
+
+/** Every port's items for the block's rows: a stored list's pages read by `_id`, inline ones as given. */
+async function readPorts(c: C, req: NodeBlockRequest): Promise<Record<string, Item[]>> {
+  const out: Record<string, Item[]> = {};
+  await Promise.all(
+    Object.entries(req.ports).map(async ([name, source]: [string, PortSource]) => {
+      if ('item' in source) out[name] = [source.item];
+      else if ('items' in source) out[name] = source.items;
+      else {
+        // A list of one row is every row's.
+        const [from, n] = source.count === 1 ? [0, 1] : [req.first, req.count];
+        const pages = pagesOf(from, from + n);
+        const read = await Promise.all(pages.map((p) => readPage(c, req.runId, source.ref, p)));
+        const items: Item[] = [];
+        pages.forEach((p, i) => {
+          const stored = read[i];
+          if (!stored)
+            throw ApplicationFailure.retryable(
+              `rows of node '${source.ref}' page ${p} are not in the store`,
+              'RowsMissing',
+            );
+          stored.forEach((row, k) => {
+            const index = p * PAGE_ROWS + k;
+            if (index < from || index >= from + n) return;
+            items.push(
+              row?.item ?? failed({ message: 'the row did not finish', type: 'upstream_failed' }),
+            );
+          });
+        });
+        out[name] = items;
+      }
+    }),
+  );
+  return out;
+}

@@ -1,0 +1,75 @@
+/**
+ * D35 claim check: the items of a big list live in the store, not in Temporal's history. A list
+ * of `count` rows produced by one node is kept in pages of PAGE_ROWS rows, each one document whose
+ * `_id` is `<run id>:<node id>:<page>` (an exact `_id` filter is the one FerretDB pushes down to
+ * SQLite), so any row is one `_id` read away and a reader holds one page at a time. History
+ * carries only the reference (`ItemRef`), counts and costs.
+ */
+import type { Item } from './parts';
+
+/** Rows per stored page: a page of 2 KB answers is ~200 KB, written once when it is complete. */
+export const PAGE_ROWS = 100;
+
+/** Rows per activity at most: 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */
+export const MAX_BLOCK_ROWS = 1_000;
+
+/**
+ * A list whose items are stored (D35): the node that produced it and how many rows it has. While
+ * the node still runs (inside the workflow only, never in an activity's input), `ready(from, to)`
+ * resolves once rows [from, to) are stored, and rejects if they never will be.
+ */
+export interface ItemRef {
+  ref: string;
+  count: number;
+  ready?: (from: number, to: number) => Promise<void>;
+}
+
+/** One row of a stored page: its item, and what producing it cost (billed once, D17). */
+export interface StoredRow {
+  item: Item;
+  cost: number;
+}
+
+/** A stored output of a run: the items of node `node`, output item ids from `idOffset` (domain/ids.ts idAtOffset). */
+export interface StoredOutput {
+  node: string;
+  count: number;
+  /** Rows per stored page (PAGE_ROWS when it was written). */
+  pageRows: number;
+  idOffset: number;
+}
+
+export function isItemRef(value: unknown): value is ItemRef {
+  return typeof value === 'object' && value !== null && 'ref' in value && 'count' in value;
+}
+
+export function pageId(runId: string, nodeId: string, page: number): string {
+  return `${runId}:${nodeId}:${page}`;
+}
+
+/** The pages holding rows [from, to). */
+export function pagesOf(from: number, to: number, pageRows = PAGE_ROWS): number[] {
+  const out: number[] = [];
+  for (let p = Math.floor(from / pageRows); p * pageRows < to; p++) out.push(p);
+  return out;
+}
+
+/** Several items of one row as the one item a stored list keeps per row: every part, failed if any failed. */
+export function oneItem(items: Item[]): Item {
+  if (items.length === 1) return items[0];
+  const broken = items.find((item) => item.status === 'failed');
+  if (broken) return broken;
+  return { status: 'completed', parts: items.flatMap((item) => item.parts) };
+}
+
+/** Compact row ranges [from, to) from row indices (what a block's answer says it finished). */
+export function toRanges(indices: Iterable<number>): Array<[number, number]> {
+  const sorted = [...indices].sort((a, b) => a - b);
+  const out: Array<[number, number]> = [];
+  for (const i of sorted) {
+    const last = out.at(-1);
+    if (last && last[1] === i) last[1] = i + 1;
+    else out.push([i, i + 1]);
+  }
+  return out;
+}

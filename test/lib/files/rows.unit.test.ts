@@ -1,0 +1,60 @@
+/** The rows of an uploaded file (lib/files/rows.ts, D31/D35): JSON array, JSON Lines, CSV, cut at any byte, errors naming the line. */
+import assert from 'node:assert/strict';
+import { formatOf, readRows, type RowsFormat } from '../../../lib/files/rows';
+
+/** The rows of `text` fed `size` bytes at a time (so tokens and UTF-8 characters are cut across chunks). */
+async function rows(
+  text: string,
+  format?: RowsFormat,
+  size = 3,
+  maxRows = 1_000,
+): Promise<unknown[]> {
+  const bytes = Buffer.from(text);
+  const source = (async function* () {
+    for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+  })();
+  const out: unknown[] = [];
+  for await (const row of readRows(source, format, maxRows)) out.push(row);
+  return out;
+}
+
+describe('file rows (lib/files/rows.ts)', () => {
+  it('reads a JSON array element by element: strings with brackets and escapes, nesting, é cut across chunks', async () => {
+    const text = '\uFEFF[1, "a,]b\\"é", {"x": [1, {"y": "}"}]},\n null, []]';
+    assert.deepEqual(await rows(text), [1, 'a,]b"é', { x: [1, { y: '}' }] }, null, []]);
+    assert.deepEqual(await rows(' [ ] '), []);
+  });
+
+  it('reads JSON Lines, skipping blank lines, with or without a last newline', async () => {
+    assert.deepEqual(await rows('{"a":1}\n\n"s"\r\n3'), [{ a: 1 }, 's', 3]);
+    assert.deepEqual(await rows('"x"\n', 'jsonl'), ['x']);
+  });
+
+  it('reads CSV with a header row: quoted commas and newlines', async () => {
+    assert.deepEqual(await rows('name,city\nAda,"London, UK"\n"B\nC",Paris\n', 'csv'), [
+      { name: 'Ada', city: 'London, UK' },
+      { name: 'B\nC', city: 'Paris' },
+    ]);
+  });
+
+  it('names the line of a malformed row in every format', async () => {
+    await assert.rejects(rows('"a"\n"b"\n{"broken": \n"d"\n'), /^RowsError: line 3: /);
+    await assert.rejects(rows('[1,\n2,\n{x}]'), /line 3: /);
+    await assert.rejects(rows('[1,2] x'), /line 1: unexpected 'x' after the end of the array/);
+    await assert.rejects(rows('[1,\n2'), /line 2: the array is not closed/);
+    await assert.rejects(rows('a,b\n1,2\n3\n', 'csv'), /line 3: /);
+  });
+
+  it('stops past the row limit, naming it', async () => {
+    await assert.rejects(rows('1\n2\n3\n', undefined, 3, 2), /more than 2 rows/);
+    assert.equal((await rows('1\n2\n', undefined, 3, 2)).length, 2);
+  });
+
+  it('takes the format from the name or type, else from the first byte', async () => {
+    assert.equal(formatOf('rows.CSV', 'text/plain'), 'csv');
+    assert.equal(formatOf('rows.jsonl', 'text/plain'), 'jsonl');
+    assert.equal(formatOf('rows.json', 'text/plain'), 'json');
+    assert.equal(formatOf('rows', 'application/octet-stream'), undefined);
+    assert.deepEqual(await rows('a,b\n1,2'), [{ a: '1', b: '2' }]);
+  });
+});

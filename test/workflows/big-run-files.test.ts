@@ -1,0 +1,277 @@
+/**
+ * D35 end to end: rows from an uploaded file (JSON Lines, CSV), answers of a real size (2 KB),
+ * no rows or answers in Temporal's history (its size read from Temporal), the results file as
+ * JSON Lines, and the items a cancelled run finished readable and billed.
+ */
+import assert from 'node:assert/strict';
+import { publish, waitForRun } from '../support/fixtures';
+import { call, waitFor } from '../support/http';
+import { startRun } from '../support/runs';
+import { temporalClient } from '../support/service';
+import { useService } from '../support/use-service';
+
+const ROWS = 20_000;
+const ANSWER = 2_000;
+const PRICE = { input_per_mtok: 1, output_per_mtok: 2 }; // the fake answers 100 tokens in, 50 out
+const ROW_COST = (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6;
+const START_FEE = 0.001;
+const HISTORY_BYTES = 10 * 1024 * 1024;
+
+/** A prompt of ~200 bytes, as a spreadsheet row would be. */
+const prompt = (i: number) => `row ${i}: ${'p'.repeat(190)}`;
+
+function fileWorkflow(slug: string, template: string, inputType: 'file' | 'json' = 'file') {
+  return {
+    slug,
+    concurrency: 64,
+    nodes: [
+      { id: 'rows', type: 'user_input', label: 'Rows', input_type: inputType },
+      { id: 'split', type: 'batch' },
+      { id: 'ask', type: 'llm', model: 'gpt-test', prompt: template },
+      { id: 'out', type: 'user_result', label: 'Answers' },
+    ],
+    edges: [
+      { from: 'rows', to: 'split', port: 'rows' },
+      { from: 'split', to: 'ask', port: 'row' },
+      { from: 'ask', to: 'out' },
+    ],
+  };
+}
+
+describe('big runs from files, no items in history (D35)', function () {
+  this.timeout(600_000);
+  const ctx = useService({
+    fakeOpenAI: true,
+    credit: 1_000,
+    env: { PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) },
+  });
+
+  const upload = async (name: string, text: string, key = ctx.key): Promise<string> => {
+    const res = await fetch(`${ctx.svc.url}/api/v1/files?name=${encodeURIComponent(name)}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' },
+      body: Buffer.from(text),
+    });
+    const body = (await res.json()) as { id: string };
+    assert.equal(res.status, 201, JSON.stringify(body));
+    return body.id;
+  };
+
+  const history = async (runId: string) => {
+    const { historyLength, historySize, startTime, closeTime } = await temporalClient(ctx.svc)
+      .workflow.getHandle(runId)
+      .describe();
+    const seconds = closeTime ? (closeTime.getTime() - startTime.getTime()) / 1000 : NaN;
+    return { events: historyLength, bytes: historySize ?? 0, seconds };
+  };
+
+  /** The results file; a 503 (the run ended a moment ago and its record is being written) is retried as its Retry-After says. */
+  const ndjson = async (runId: string, key: string) => {
+    const res = await waitFor(
+      async () => {
+        const answer = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/outputs/${key}`, {
+          headers: { authorization: `Bearer ${ctx.key}`, accept: 'application/x-ndjson' },
+        });
+        if (answer.status !== 503) return answer;
+        assert.equal(answer.headers.get('retry-after'), '2');
+        await answer.body?.cancel();
+        return undefined;
+      },
+      { timeoutMs: 30_000, what: 'the results file' },
+    );
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /application\/x-ndjson/);
+    const text = await res.text();
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+  };
+
+  before(async () => {
+    await publish(ctx.svc.url, ctx.key, fileWorkflow('file-rows', `pad:${ANSWER} {{row}}`));
+    await publish(ctx.svc.url, ctx.key, fileWorkflow('json-file-rows', '{{row}}', 'json'));
+    await publish(ctx.svc.url, ctx.key, fileWorkflow('slow-file-rows', 'slow:20 {{row}}'));
+  });
+
+  it('20,000 JSON Lines rows with 2 KB answers: completed, billed once each, history far under 10 MB, every item readable', async () => {
+    const lines = Array.from({ length: ROWS }, (_, i) => JSON.stringify(prompt(i))).join('\n');
+    const fileId = await upload('rows.jsonl', `${lines}\n`);
+    // API, worker and test share this process: its peak RSS bounds each of them.
+    let peakRss = 0;
+    const sampler = setInterval(
+      () => (peakRss = Math.max(peakRss, process.memoryUsage().rss)),
+      250,
+    );
+    const started = Date.now();
+    const runId = await startRun(ctx.svc.url, ctx.key, 'file-rows', { rows: fileId });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 540_000);
+    const seconds = (Date.now() - started) / 1000;
+    clearInterval(sampler);
+    assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+    assert.equal(run.output.answers.length, ROWS);
+    assert.equal(run.total_cost, Math.round((START_FEE + ROWS * ROW_COST) * 1e9) / 1e9);
+    const h = await history(runId);
+    console.log(
+      `      ${ROWS} file rows, ${ANSWER} B answers: workflow ${h.seconds} s (${seconds.toFixed(1)} s to the answer), history ${h.events} events, ${h.bytes} bytes, peak RSS of the test process (API + worker + test) ${Math.round(peakRss / 2 ** 20)} MB`,
+    );
+    assert.ok(h.bytes > 0 && h.bytes < HISTORY_BYTES, `history of ${h.bytes} bytes`);
+    assert.ok(h.events < 20_000, `history of ${h.events} events`);
+
+    // The results file: every item, in order.
+    const items = await ndjson(runId, 'answers');
+    assert.equal(items.length, ROWS);
+    items.forEach((item, i) => {
+      assert.equal(item.item_index, i);
+      assert.equal(item.status, 'completed');
+      assert.ok(
+        item.parts[0].text.startsWith(`echo: pad:${ANSWER} row ${i}: p`),
+        item.parts[0].text.slice(0, 40),
+      );
+      assert.equal(item.parts[0].text.length, ANSWER);
+    });
+    assert.equal(items[0].id, run.output.answers[0].id);
+    assert.equal(items[ROWS - 1].id, run.output.answers[ROWS - 1].id);
+
+    // A page deep inside reads only its blocks and agrees with the file.
+    const page = await call(
+      ctx.svc.url,
+      'GET',
+      `/api/v1/runs/${runId}/outputs/answers?limit=3&starting_after=${items[17_344].id}`,
+      { key: ctx.key },
+    );
+    assert.equal(page.status, 200);
+    assert.deepEqual(
+      page.body.data.map((item: any) => item.id),
+      [items[17_345].id, items[17_346].id, items[17_347].id],
+    );
+    const stranger = await call(
+      ctx.svc.url,
+      'GET',
+      `/api/v1/runs/${runId}/outputs/answers?starting_after=item_01JAAAAAAAAAAAAAAAAAAAAAAA`,
+      { key: ctx.key },
+    );
+    assert.equal(stranger.status, 400);
+    assert.equal(stranger.body.error.param, 'starting_after');
+  });
+
+  it('a JSON Lines body list of 20,000 rows with 2 KB answers stays far under the history limit', async () => {
+    await publish(ctx.svc.url, ctx.key, {
+      ...fileWorkflow('body-rows', `pad:${ANSWER} {{row}}`, 'json'),
+    });
+    const rows = Array.from({ length: ROWS }, (_, i) => `r${i}`);
+    const runId = await startRun(ctx.svc.url, ctx.key, 'body-rows', { rows });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 540_000);
+    assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+    const h = await history(runId);
+    console.log(
+      `      ${ROWS} body rows, ${ANSWER} B answers: workflow ${h.seconds} s, history ${h.events} events, ${h.bytes} bytes`,
+    );
+    assert.ok(h.bytes < HISTORY_BYTES, `history of ${h.bytes} bytes`);
+    assert.match(run.output.answers[12_345].parts[0].text, /^echo: pad:\d+ r12345x/);
+  });
+
+  it('a chain pipelines: rows go on to the second llm while the first still works (D35)', async () => {
+    await publish(ctx.svc.url, ctx.key, {
+      slug: 'chain',
+      concurrency: 8,
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+        { id: 'split', type: 'batch' },
+        { id: 'first', type: 'llm', model: 'gpt-test', prompt: 'A {{row}}' },
+        { id: 'second', type: 'llm', model: 'gpt-test', prompt: 'B {{row}}' },
+        { id: 'out', type: 'user_result', label: 'Answers' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'first', port: 'row' },
+        { from: 'first', to: 'second', port: 'row' },
+        { from: 'second', to: 'out' },
+      ],
+    });
+    const before = ctx.fake.requests.length;
+    const rows = Array.from({ length: 2_000 }, (_, i) => `q${i}`);
+    const runId = await startRun(ctx.svc.url, ctx.key, 'chain', { rows });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 300_000);
+    assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+    assert.equal(run.output.answers.length, 2_000);
+    run.output.answers.forEach((item: any, i: number) =>
+      assert.equal(item.parts[0].text, `echo: B echo: A q${i}`),
+    );
+    const prompts = ctx.fake.requests.slice(before).map((r) => r.prompt);
+    const firstOfSecond = prompts.findIndex((p) => p.startsWith('B '));
+    const lastOfFirst = prompts.findLastIndex((p) => p.startsWith('A '));
+    assert.ok(
+      firstOfSecond >= 0 && firstOfSecond < lastOfFirst,
+      `the second node began at call ${firstOfSecond}, the first node ended at call ${lastOfFirst}`,
+    );
+    assert.ok(
+      lastOfFirst - firstOfSecond > 1_000,
+      `overlap of ${lastOfFirst - firstOfSecond} calls`,
+    );
+  });
+
+  it('a CSV file given to a json input feeds its rows as objects', async () => {
+    const csv = ['name,city', ...Array.from({ length: 300 }, (_, i) => `n${i},"c, ${i}"`)].join(
+      '\n',
+    );
+    const fileId = await upload('people.csv', csv);
+    const runId = await startRun(ctx.svc.url, ctx.key, 'json-file-rows', { rows: fileId });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 120_000);
+    assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+    assert.equal(run.output.answers.length, 300);
+    assert.match(run.output.answers[299].parts[0].text, /n299/);
+    assert.match(run.output.answers[299].parts[0].text, /c, 299/);
+  });
+
+  it('a malformed file fails the run naming the input and the line, before any provider call', async () => {
+    const before = ctx.fake.requests.length;
+    const fileId = await upload('bad.jsonl', '"a"\n"b"\n{"broken": \n"d"\n');
+    const runId = await startRun(ctx.svc.url, ctx.key, 'file-rows', { rows: fileId });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /input 'rows'/);
+    assert.match(run.error, /line 3/);
+    assert.equal(ctx.fake.requests.length, before, 'no provider call');
+    assert.equal(run.total_cost, START_FEE);
+  });
+
+  it("another account's file id given to a json input is refused: the run fails, nothing of the file read", async () => {
+    const other = await ctx.newAccount(1);
+    const theirs = await upload('theirs.jsonl', '"their secret row"\n', other.key);
+    const before = ctx.fake.requests.length;
+    const runId = await startRun(ctx.svc.url, ctx.key, 'json-file-rows', { rows: theirs });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, new RegExp(`input 'rows': file ${theirs} does not exist`));
+    assert.equal(ctx.fake.requests.length, before, 'no provider call');
+    assert.equal(await ctx.svc.store.collections.itemBlocks.countDocuments({ run_id: runId }), 0);
+  });
+
+  it('cancel: the items the run finished stay readable, and only they are billed', async () => {
+    const lines = Array.from({ length: ROWS }, (_, i) => JSON.stringify(`c${i}`)).join('\n');
+    const fileId = await upload('slow.jsonl', lines);
+    const before = ctx.fake.requests.length;
+    const runId = await startRun(ctx.svc.url, ctx.key, 'slow-file-rows', { rows: fileId });
+    await waitFor(async () => (ctx.fake.requests.length - before > 1_500 ? true : undefined), {
+      timeoutMs: 240_000,
+      what: '1,500 calls',
+    });
+    const cancelled = Date.now();
+    const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, {
+      key: ctx.key,
+    });
+    assert.equal(cancel.status, 202);
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+    console.log(`      cancel ended the run in ${Date.now() - cancelled} ms`);
+    assert.equal(run.status, 'cancelled');
+    const items = await ndjson(runId, 'answers');
+    const billedRows = Math.round((run.total_cost - START_FEE) / ROW_COST);
+    assert.ok(items.length >= 1_000, `${items.length} items readable`);
+    assert.equal(items.length, billedRows, 'the readable items are the billed ones');
+    for (const item of items) {
+      assert.equal(item.status, 'completed');
+      assert.equal(item.parts[0].text, `echo: slow:20 c${item.item_index}`);
+    }
+  });
+});

@@ -1,0 +1,86 @@
+/** The run's event log kept compact (workflows/run-state.ts, D35): item events as numbers, made into events when read or stored. */
+import assert from 'node:assert/strict';
+import { RunState } from '../../workflows/run-state';
+import type { RunArgs } from '../../workflows/definitions';
+import { joinChunks, splitFinal } from '../../domain/run-chunks';
+
+const args = {
+  runId: 'run_1',
+  accountId: 'acct_1',
+  publishedWorkflowId: 'wf_1',
+  versionId: 'wfv_1',
+  version: 1,
+  createdAtMs: 0,
+  graph: {
+    slug: 'x',
+    nodes: [
+      { id: 'ask', type: 'llm', model: 'm', prompt: 'x' },
+      { id: 'out', type: 'user_result', label: 'Out' },
+    ],
+    edges: [{ from: 'ask', to: 'out' }],
+  },
+  inputs: {},
+  options: { startFeeUsd: 0 },
+} as unknown as RunArgs;
+
+/** A finished run of `rows` stored rows, started and done a block of `block` at a time. */
+function storedRun(rows: number, block: number): RunState {
+  const state = new RunState(args, { now: () => 0, random: () => 0.5 });
+  state.reserveStored('ask', rows);
+  for (let first = 0; first < rows; first += block) {
+    const n = Math.min(block, rows - first);
+    state.storedStarted('ask', first, n);
+    state.storedDone('ask', [[first, first + n]]);
+  }
+  state.finish('completed');
+  return state;
+}
+
+describe('run state: a compact event log (D35)', () => {
+  it('reads the same events as before: numbered, typed, ids from the base', () => {
+    const state = storedRun(3, 2);
+    const events = state.snapshot(-1).events;
+    assert.deepEqual(
+      events.map((e) => [e.sequence_number, e.type, 'output_index' in e ? e.output_index : null]),
+      [
+        [0, 'response.created', null],
+        [1, 'response.output_item.added', 0],
+        [2, 'response.output_item.added', 1],
+        [3, 'response.output_item.done', 0],
+        [4, 'response.output_item.done', 1],
+        [5, 'response.output_item.added', 2],
+        [6, 'response.output_item.done', 2],
+        [7, 'response.completed', null],
+      ],
+    );
+    const first = events[1] as { item: { id: string } };
+    assert.equal(first.item.id, state.itemIdBase);
+    assert.deepEqual(Object.keys(events[1]), ['type', 'sequence_number', 'output_index', 'item']);
+  });
+
+  it('stores a 1,000,000-row log in a few KB and joins it back exactly', () => {
+    const state = storedRun(1_000_000, 1_000);
+    const final = state.final();
+    assert.equal(final.events.length, 2, 'only the first and last events as objects');
+    assert.equal(final.itemCodes?.length, 2_000_000);
+    const { final: head, chunks } = splitFinal(final);
+    assert.equal(head.itemCodes, undefined, 'the numbers never reach the record');
+    const stored = JSON.stringify(chunks).length;
+    assert.ok(stored < 100_000, `${stored} bytes of chunks`);
+    const joined = joinChunks(
+      { events: head.events, output: head.output, item_id_base: head.itemIdBase },
+      chunks,
+    );
+    assert.equal(joined.events!.length, 2_000_002);
+    const sample = [0, 1, 1_000, 1_999, 2_000, 1_999_999, 2_000_001];
+    for (const i of sample)
+      assert.deepEqual(joined.events![i], state.snapshot(i - 1).events[0], `event ${i}`);
+  });
+
+  it('a small compact log is stored whole', () => {
+    const state = storedRun(1_500, 100); // 3,000 item events: compact in the state, whole in the record
+    const { final, chunks } = splitFinal(state.final());
+    assert.equal(chunks.length, 0);
+    assert.deepEqual(final.events, state.events);
+  });
+});
