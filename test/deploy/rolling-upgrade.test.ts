@@ -9,14 +9,12 @@
  * task fails, and runs cross the upgrade (their workflow tasks ran on an old and a new worker).
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
 import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
-import { HISTORIES_DIR, MANIFEST_FILE, releaseDirs } from '../support/histories';
+import { HISTORIES_DIR, readManifest, releaseDirs } from '../support/histories';
 import { call, waitFor } from '../support/http';
 import { startService, temporalClient, type TestService } from '../support/service';
 import { openSse, type SseClient } from '../support/sse';
@@ -44,7 +42,7 @@ function upgradeFrom(): string {
   if (process.env.WRS_UPGRADE_FROM) return process.env.WRS_UPGRADE_FROM;
   const dir = releaseDirs().at(-1);
   assert.ok(dir, `no saved histories under ${HISTORIES_DIR}`);
-  return JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')).commit;
+  return readManifest(dir).commit;
 }
 
 describe('rolling upgrade of the workers under 200 runs (production Temporal on PostgreSQL)', function () {

@@ -75,14 +75,30 @@ export function replayDataConverter(secrets: Record<string, string> = {}) {
   return { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH };
 }
 
-/** The release directories (everything but the patch example's), oldest name first. */
+/** What a release directory's manifest says (written by tools/scripts/record-histories.ts). */
+export interface HistoryManifest {
+  release: string;
+  commit: string;
+  recordedAt: string;
+  histories: string[];
+  /** Histories a later release could not replay, retired before any deployment, with the reason. */
+  retired?: Record<string, string>;
+}
+
+export function readManifest(dir: string): HistoryManifest {
+  return JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as HistoryManifest;
+}
+
+/** The release directories (everything but the patch example's), oldest recording first (names are not ordered: they end in a commit). */
 export function releaseDirs(): string[] {
   if (!fs.existsSync(HISTORIES_DIR)) return [];
   return fs
     .readdirSync(HISTORIES_DIR, { withFileTypes: true })
     .filter((e) => e.isDirectory() && e.name !== path.basename(PATCH_EXAMPLE_DIR))
     .map((e) => path.join(HISTORIES_DIR, e.name))
-    .sort();
+    .map((dir) => ({ dir, at: readManifest(dir).recordedAt }))
+    .sort((a, b) => a.at.localeCompare(b.at))
+    .map(({ dir }) => dir);
 }
 
 /** The histories of one directory (every `*.json` but the manifest and the secrets). */
