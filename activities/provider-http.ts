@@ -7,6 +7,7 @@
  * into memory only up to MAX_ANSWER_BYTES (lib/net/read-limited.ts): a provider cannot exhaust the
  * worker's memory with an endless body.
  */
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Provider } from '../config';
 import {
@@ -84,11 +85,50 @@ export async function providerRequest(
   init: { method: string; body?: string; headers: Record<string, string>; signal?: AbortSignal },
 ): Promise<{ status: number; text: string }> {
   const signal = init.signal ?? activitySignal() ?? new AbortController().signal;
-  return observeProviderCall(
-    provider,
-    () => guardedProviderRequest(guard, provider, url, init, signal),
-    (answer) => (answer.status >= 200 && answer.status < 300 ? 'ok' : 'http_error'),
-    () => (signal.aborted ? 'cancelled' : 'network_error'),
+  return tracedProviderCall(provider, init.method, url, () =>
+    observeProviderCall(
+      provider,
+      () => guardedProviderRequest(guard, provider, url, init, signal),
+      (answer) => (answer.status >= 200 && answer.status < 300 ? 'ok' : 'http_error'),
+      () => (signal.aborted ? 'cancelled' : 'network_error'),
+    ),
+  );
+}
+
+/**
+ * A client span around one provider request, child of the activity's (no-op while tracing is
+ * off): the configured provider's name, the method and the URL's origin only (a path may name a
+ * prediction), never the body or headers.
+ */
+async function tracedProviderCall<T extends { status: number }>(
+  provider: string,
+  method: string,
+  url: string,
+  call: () => Promise<T>,
+): Promise<T> {
+  return trace.getTracer('wrs-worker').startActiveSpan(
+    `provider ${method}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'wrs.provider': provider,
+        'http.request.method': method,
+        'server.address': URL.canParse(url) ? new URL(url).origin : 'invalid',
+      },
+    },
+    async (span) => {
+      try {
+        const answer = await call();
+        span.setAttribute('http.response.status_code', answer.status);
+        if (answer.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+        return answer;
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
   );
 }
 

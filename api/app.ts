@@ -7,6 +7,7 @@ import { closeUnreadBodies } from './middleware/close-unread';
 import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { requestLog } from './middleware/request-log';
+import { tracing } from './middleware/tracing';
 import { filesRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
 import { openapiRoutes } from './routes/openapi';
@@ -56,6 +57,7 @@ export function createApp(appDeps: AppDeps): Koa {
     }),
   );
   app.use(closeUnreadBodies()); // an answer before the body arrived closes the connection
+  app.use(tracing()); // a server span per request, parent of the workflow start's (no-op while tracing is off)
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(httpMetrics()); // likewise: counts the status actually sent, by route template
   app.use(errorHandler(deps.logger));

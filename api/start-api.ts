@@ -3,6 +3,7 @@ import type { Connection } from '@temporalio/client';
 import type { Config } from '../config';
 import { connectStore, type Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
+import { startTracing } from '../lib/observability/tracing';
 import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './temporal/run-gateway';
@@ -28,6 +29,7 @@ export async function startApi(
   /** monitorCommands: the driver emits command events on `store.client` (tests and the bench count store round trips). */
   opts: { monitorCommands?: boolean } = {},
 ): Promise<ApiHandle> {
+  const stopTracing = startTracing(config.tracing, 'wrs-api');
   const store = await connectStore({
     ...config.mongo,
     appName: 'wrs-api',
@@ -74,6 +76,7 @@ export async function startApi(
       await credits.close(); // D17: this process's unused lease goes back to the account
       await connection.close();
       await store.close();
+      await stopTracing();
     },
   };
 }

@@ -135,6 +135,8 @@ export const EnvSchema = z.object({
   CODEC_TOKEN: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
   // D32: browser origins (the Temporal UI's) allowed to call the codec server, comma-separated.
   CODEC_CORS_ORIGINS: z.string().default(''),
+  // OpenTelemetry traces over OTLP/HTTP to this base URL (`/v1/traces` is appended); unset: tracing is off.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
 });
 
 /** One payload encryption key (D32): its id travels in every encrypted payload's metadata. */
@@ -272,6 +274,8 @@ export interface Config {
     /** Origins (the Temporal UI's) whose browsers may call the codec server. */
     corsOrigins: string[];
   };
+  /** OpenTelemetry traces (lib/observability/tracing.ts); no endpoint: off. */
+  tracing: { otlpEndpoint?: string };
 }
 
 /**
@@ -448,6 +452,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         .map((o) => o.trim())
         .filter(Boolean),
     },
+    tracing: { otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
   };
 }
 

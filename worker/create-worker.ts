@@ -3,9 +3,19 @@ import {
   NativeConnection,
   Worker,
   bundleWorkflowCode,
+  type InjectedSinks,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import type { Context } from '@temporalio/activity';
+import {
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+  makeWorkflowExporter,
+  type OpenTelemetryWorkflowExporter,
+} from '@temporalio/interceptors-opentelemetry';
+import type { WorkflowInfo } from '@temporalio/workflow';
 import { createActivities, type ActivityDeps } from '../activities';
+import { tracingResource, workflowSpanProcessor } from '../lib/observability/tracing';
 import { countAttempts } from './metrics-interceptor';
 import { FAILURE_CONVERTER_PATH, type PayloadProtection } from '../lib/codec/data-converter';
 
@@ -33,6 +43,7 @@ export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
     failureConverterPath: FAILURE_CONVERTER_PATH,
+    workflowInterceptorModules: [TRACING_INTERCEPTORS],
     logger: quietLogger,
   });
 }
@@ -48,10 +59,53 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     dataConverter: opts.payloads.dataConverter,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
     ...(opts.shutdownForceTimeMs ? { shutdownForceTime: opts.shutdownForceTimeMs } : {}),
-    interceptors: { activity: [countAttempts] },
+    interceptors: {
+      activity: [countAttempts, traceActivities],
+      // Used only when bundling at start; a prebuilt bundle carries them (bundleWorkflows).
+      workflowModules: [TRACING_INTERCEPTORS],
+    },
+    // The workflow sandbox's spans leave it through this sink (a no-op while tracing is off).
+    sinks: { exporter: workflowSpanSink() },
     // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
     maxHeartbeatThrottleInterval: '1s',
   });
+}
+
+/** Traces workflows started with a trace context (workflows/tracing-interceptors.ts says why only those). */
+const TRACING_INTERCEPTORS = require.resolve('../workflows/tracing-interceptors');
+
+/** A span per activity attempt, child of the workflow's (no-op while tracing is off). */
+const traceActivities = (ctx: Context) => ({
+  inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+  outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+});
+
+/**
+ * The SDK's sink copies the whole WorkflowInfo onto every workflow span: memo, search attributes
+ * (the account), last result and failure. Only these identify a span and are kept; nothing a
+ * customer wrote reaches a span.
+ */
+function workflowSpanSink(): InjectedSinks<{
+  exporter: OpenTelemetryWorkflowExporter;
+}>['exporter'] {
+  const sink = makeWorkflowExporter(workflowSpanProcessor, tracingResource());
+  return {
+    export: {
+      ...sink.export,
+      fn: (info, spans) =>
+        sink.export.fn(
+          {
+            workflowType: info.workflowType,
+            workflowId: info.workflowId,
+            runId: info.runId,
+            taskQueue: info.taskQueue,
+            namespace: info.namespace,
+            attempt: info.attempt,
+          } as WorkflowInfo,
+          spans,
+        ),
+    },
+  };
 }
 
 function workflowSource(

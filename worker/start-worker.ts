@@ -8,6 +8,7 @@ import type { Config } from '../config';
 import { connectFirst } from '../config/temporal-connection';
 import type { Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
+import { startTracing } from '../lib/observability/tracing';
 import { createRunWorker } from './create-worker';
 
 export interface RunningWorker {
@@ -34,9 +35,13 @@ export async function startWorker(
     shutdownGraceMs?: number;
   } = {},
 ): Promise<RunningWorker> {
+  const stopTracing = startTracing(config.tracing, 'wrs-worker');
   const connection = await connectFirst(config.temporal, (options) =>
     NativeConnection.connect(options),
-  );
+  ).catch(async (err: unknown) => {
+    await stopTracing();
+    throw err;
+  });
   const shutdownGraceTimeMs = opts.shutdownGraceMs ?? config.worker.shutdownGraceMs;
   let worker;
   try {
@@ -57,10 +62,11 @@ export async function startWorker(
     });
   } catch (err) {
     await connection.close();
+    await stopTracing();
     throw err;
   }
   const running = worker.run();
-  const done = running.finally(() => connection.close());
+  const done = running.finally(() => connection.close()).finally(stopTracing);
   return {
     done,
     async stop() {

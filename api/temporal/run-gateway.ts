@@ -1,4 +1,5 @@
 /** The API's window on Temporal: starting, cancelling, asking and awaiting a run's workflow (nothing else in the API holds a Temporal client). */
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { randomUUID } from 'node:crypto';
 import {
   Client,
@@ -120,6 +121,8 @@ export class RunGateway {
       namespace: opts.namespace,
       dataConverter: opts.payloads.dataConverter,
       workflow: { queryRejectCondition: 'NOT_OPEN' },
+      // A span per start, cancel, query…; its context travels in the workflow's headers (no-op while tracing is off).
+      interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
     });
     this.replayClient = new Client({
       connection: opts.connection,
