@@ -11,11 +11,12 @@ import { contentDisposition } from '../../lib/files/names';
 import { parseRange } from '../../lib/files/range';
 import { findFile, openFileContent, type FileDoc } from '../../store/files';
 import type { RouteDeps } from '../deps';
-import { InvalidRequestError, NotFoundError, ApiError } from '../../domain/errors';
+import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import type { FileView } from '../contract/response-schemas';
 import { uploadFile } from '../services/upload-file';
+import { LinkRefusedError } from './link-refused';
 
 /** The file object of the API, with a fresh signed link for the caller's key (D6: it dies with the key). */
 async function fileView(
@@ -31,18 +32,6 @@ async function fileView(
     size: doc.length,
     url: await links.url(doc._id, baseUrl, keyId),
   };
-}
-
-/** 403 for a link that is not (or no longer) valid; the code says which (docs/api.md "Files"). */
-class LinkRefusedError extends ApiError {
-  constructor(code: 'invalid_signature' | 'url_expired' | 'key_revoked') {
-    const message = {
-      invalid_signature: 'This file link is not valid.',
-      url_expired: 'This file link has expired. Ask for a new one.',
-      key_revoked: 'The API key this file link was made for has been revoked.',
-    }[code];
-    super(403, 'invalid_request_error', message, { code });
-  }
 }
 
 /**
@@ -92,11 +81,11 @@ export function filesRoutes(deps: RouteDeps): Router {
     const { fileId } = ctx.params;
     const { expires, sig, kid } = ctx.query;
     const check = await links.check(fileId, expires, sig, kid);
-    if (check !== 'ok') throw new LinkRefusedError(check);
+    if (check !== 'ok') throw new LinkRefusedError('file', check);
     // A link made for a key (an upload's answer, GET /api/v1/files/{id}) dies with it, within
     // KEY_CACHE_MS; links in run outputs are the run's, made by the worker, and name no key.
     if (typeof kid === 'string' && !(await deps.keys.isLive(kid)))
-      throw new LinkRefusedError('key_revoked');
+      throw new LinkRefusedError('file', 'key_revoked');
     const doc = await findFile(deps.db, fileId);
     if (!doc) throw new NotFoundError('This file no longer exists.'); // D29: removed after the retention period
     serveContent(ctx, deps, doc, Number(ctx.query.expires));

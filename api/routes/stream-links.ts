@@ -9,7 +9,7 @@ import Router from '@koa/router';
 import { FileLinks } from '../../lib/files/links';
 import { findRunRecord } from '../../store/runs';
 import type { RouteDeps } from '../deps';
-import { ApiError, NotFoundError } from '../../domain/errors';
+import { NotFoundError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
@@ -22,18 +22,7 @@ import type { StreamLink } from '../contract/response-schemas';
 import { loadRun } from '../services/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 import { requestBaseUrl } from './files';
-
-/** 403 for a stream link that is not (or no longer) valid, like a refused file link. */
-class StreamLinkRefusedError extends ApiError {
-  constructor(code: 'invalid_signature' | 'url_expired' | 'key_revoked') {
-    const message = {
-      invalid_signature: 'This stream link is not valid.',
-      url_expired: 'This stream link has expired. Ask your backend for a new one.',
-      key_revoked: 'The API key this stream link was made for has been revoked.',
-    }[code];
-    super(403, 'invalid_request_error', message, { code });
-  }
-}
+import { LinkRefusedError } from './link-refused';
 
 /** Routes minting and serving stream links. */
 export function streamLinkRoutes(deps: RouteDeps): Router {
@@ -72,14 +61,14 @@ export function streamLinkRoutes(deps: RouteDeps): Router {
     const { runId } = ctx.params;
     const { expires, sig, kid } = ctx.query;
     const check = await links.checkStream(runId, expires, sig, kid);
-    if (check !== 'ok') throw new StreamLinkRefusedError(check);
+    if (check !== 'ok') throw new LinkRefusedError('stream', check);
     // A link names the key that made it; one made before links did is bound to the run's key.
     const keyId = typeof kid === 'string' ? kid : undefined;
     parseRequest(StreamQuerySchema, ctx.query, 'query');
     const run = await findRunRecord(deps.collections, runId);
     if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
     if (!(await deps.keys.isLive(keyId ?? run.key_id)))
-      throw new StreamLinkRefusedError('key_revoked');
+      throw new LinkRefusedError('stream', 'key_revoked');
     await streamExistingRun(ctx, deps, run, keyId);
   });
   return router;

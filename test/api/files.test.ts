@@ -519,7 +519,7 @@ describe('files (D19)', function () {
       assert.equal(config.files.allowHttpUrls, false);
       assert.equal(config.files.allowPrivateNetwork, false);
       assert.deepEqual(config.files.allowPrivateHosts, ['assets.internal', 'cdn.local']);
-      assert.equal(config.files.maxBytes, 100 * 1024 * 1024); // D10
+      assert.equal(config.files.maxBytes, 256 * 1024 * 1024); // D10, D35: a million 200-byte rows
       assert.equal(config.files.urlTtlSeconds, 7 * 86_400); // D19: 7 days
       assert.throws(() => loadConfig({ ALLOW_PRIVATE_NETWORK: 'yes' }), /ALLOW_PRIVATE_NETWORK/);
     });
