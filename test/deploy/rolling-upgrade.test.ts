@@ -2,9 +2,10 @@
  * A rolling upgrade of the workers under 200 runs in flight, on the production Temporal
  * (temporal-server 1.29.1 on PostgreSQL, test/deploy/support/production-stack.ts): two workers
  * of another commit (by default the one that recorded the newest saved histories, the release
- * before; WRS_UPGRADE_FROM names another) are replaced one at a time by workers of this tree, as
- * the chart's rolling update does (the new one ready first, then SIGTERM to an old one, which
- * drains). Every run completes, none stays running, each is billed once, every stream ends with
+ * before; WRS_UPGRADE_FROM names another) are replaced by workers of this tree: the new ones come
+ * up while the runs start (a surge; on a loaded machine a worker takes many seconds to start, and
+ * the runs must still be in flight when the old ones go), then each old one gets SIGTERM in turn
+ * and drains. Every run completes, none stays running, each is billed once, every stream ends with
  * [DONE] (resumed with Last-Event-ID if it is cut), the webhook is delivered once, no workflow
  * task fails, and runs cross the upgrade (their workflow tasks ran on an old and a new worker).
  */
@@ -107,6 +108,12 @@ describe('rolling upgrade of the workers under 200 runs (production Temporal on 
     workers.push(...old);
     const oldIdentities = new Set(old.map((w) => `${w.child.pid}@`));
 
+    // The new workers start while the runs do (as a surge would): on a loaded machine a worker
+    // takes many seconds to come up, and the runs must still be in flight when the old ones go.
+    const surge = Promise.all([
+      startWorkerOf(newBuild, workerEnv),
+      startWorkerOf(newBuild, workerEnv),
+    ]);
     // 200 runs: 198 of 3 rows (20 of them streamed by their start), a 400-row chunked run, a webhook run.
     const started = Date.now();
     const rows = (i: number, n: number, ms: (k: number) => number) =>
@@ -167,10 +174,8 @@ describe('rolling upgrade of the workers under 200 runs (production Temporal on 
     // Open runs: their record is final only once the run has ended (store/run-end.ts).
     const running = () => svc.store.collections.runs.countDocuments({ finalized: false });
     const inFlightAtRoll = await running();
-    for (const w of old) {
-      workers.push(await startWorkerOf(newBuild, workerEnv));
-      assert.equal(await w.terminate(), 0, `old worker exit:\n${w.stderr()}`);
-    }
+    workers.push(...(await surge));
+    for (const w of old) assert.equal(await w.terminate(), 0, `old worker exit:\n${w.stderr()}`);
     const rollSeconds = (Date.now() - rollStarted) / 1000;
 
     // Every run to its end, exactly as billed.
