@@ -15,8 +15,11 @@ import {
   type ProductionTemporal,
   type SchemaJobs,
 } from '../../../tools/stack/production-temporal';
+import { Client, Connection } from '@temporalio/client';
 import type { ServiceStack } from '../../support/service';
 import { testStack } from '../../support/stack';
+import { waitFor } from '../../support/http';
+import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
 
 export interface ProductionStack {
   pg: Postgres;
@@ -59,6 +62,7 @@ export function useProductionStack(): ProductionStack {
       pg: ctx.pg,
       db: TEMPORAL_DB,
     });
+    await untilStartsAccepted(ctx.temporal.address, ctx.temporal.namespace);
     const { stack, bundle } = await testStack();
     ctx.stack = { temporalAddress: ctx.temporal.address, mongoUri: stack.mongo.uri, bundle };
   });
@@ -68,4 +72,42 @@ export function useProductionStack(): ProductionStack {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
   return ctx;
+}
+
+/**
+ * Waits until the new server accepts a start that carries our search attributes: they reach the
+ * frontend's caches some seconds after the namespace job registered them, and a run started
+ * meanwhile was refused (seen as a 500 when the previous file's server had just stopped).
+ */
+async function untilStartsAccepted(address: string, namespace: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const client = new Client({ connection, namespace });
+    await waitFor(
+      async () => {
+        const id = `probe-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+        try {
+          const handle = await client.workflow.start('probe', {
+            workflowId: id,
+            taskQueue: 'wrs-probe',
+            typedSearchAttributes: [
+              { key: SEARCH_ATTRIBUTES.accountId, value: 'acct_probe' },
+              { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: 'wf_probe' },
+              { key: SEARCH_ATTRIBUTES.workflowVersion, value: 1 },
+            ],
+          });
+          await handle.terminate('probe');
+          return true;
+        } catch {
+          return undefined;
+        }
+      },
+      {
+        timeoutMs: 60_000,
+        what: 'the production Temporal accepting starts with search attributes',
+      },
+    );
+  } finally {
+    await connection.close();
+  }
 }
