@@ -46,6 +46,7 @@ export async function startApi(
     onClosedUnfinished: (runId, status) =>
       settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
     payloads: payloadProtection(config, store.db),
+    traced: config.tracing.otlpEndpoint !== undefined,
   });
   await gateway.ensureRetentionSchedule(); // D29
   const pollers = new PollerRegistry(

@@ -53,6 +53,11 @@ export interface RunGatewayOptions {
   onClosedUnfinished?: (runId: string, status: number) => Promise<void>;
   /** D32: seals every payload the API sends to Temporal and opens every answer. */
   payloads: PayloadProtection;
+  /**
+   * Whether traces are exported (lib/observability/tracing.ts): only then does a start carry the
+   * trace header, so with tracing off no plaintext header (even an empty one) enters a history.
+   */
+  traced?: boolean;
 }
 
 /**
@@ -121,8 +126,8 @@ export class RunGateway {
       namespace: opts.namespace,
       dataConverter: opts.payloads.dataConverter,
       workflow: { queryRejectCondition: 'NOT_OPEN' },
-      // A span per start, cancel, query…; its context travels in the workflow's headers (no-op while tracing is off).
-      interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+      // A span per start, cancel, query…; its context travels in the workflow's headers.
+      interceptors: { workflow: opts.traced ? [new OpenTelemetryWorkflowClientInterceptor()] : [] },
     });
     this.replayClient = new Client({
       connection: opts.connection,
