@@ -192,6 +192,15 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
       timeoutMs: 60_000,
       what: "the second run's provider call in Prometheus",
     });
+    // The SDK's port is a target of its own, scraped on its own beat: wait for its histograms too.
+    for (const task of ['workflow_task', 'activity'])
+      await waitFor(
+        held(`sum(rate(temporal_${task}_schedule_to_start_latency_seconds_count[5m])) > 0`),
+        {
+          timeoutMs: 60_000,
+          what: `the second run's ${task} schedule-to-start in Prometheus`,
+        },
+      );
     const empty: string[] = [];
     for (const panel of dashboard().panels)
       for (const [i, target] of panel.targets.entries()) {
