@@ -9,11 +9,10 @@ import { generateId, deriveId } from '../../store/ids';
 import { insertRun, finalizeRunRecord } from '../../store/runs';
 import { recordRunEnd } from '../../store/run-end';
 import type { Store } from '../../store/db';
-import type { RunDoc } from '../../store/documents';
 import { accountBalance } from '../../store/ledger';
 import type { RunFinal } from '../../domain/run';
 import { newAccount } from '../support/accounts';
-import { connectTestStore } from '../support/store';
+import { connectTestStore, pendingRun as pendingRunDoc } from '../support/store';
 import { findRunRecord } from '../../store/runs';
 
 const CONFIG = { providers: {}, prices: {} };
@@ -31,23 +30,7 @@ describe('finalize activity: one record and one debit per run (D17)', function (
   async function pendingRun(totalCost = 0.0014): Promise<{ accountId: string; final: RunFinal }> {
     const c = store.collections;
     const { accountId, keyId } = await newAccount(c, CREDITS);
-    const run: RunDoc = {
-      _id: generateId('run'),
-      account_id: accountId,
-      key_id: keyId,
-      published_workflow_id: generateId('wf'),
-      published_workflow_version_id: generateId('wfv'),
-      version: 1,
-      status: 'pending',
-      inputs: {},
-      created_at: new Date(),
-      completed_at: null,
-      output: null,
-      error: null,
-      total_cost: null,
-      events: null,
-      finalized: false,
-    };
+    const run = pendingRunDoc({ _id: generateId('run'), account_id: accountId, key_id: keyId });
     await insertRun(c, run);
     const final: RunFinal = {
       runId: run._id,

@@ -12,7 +12,7 @@ import { generateId, deriveId } from '../../store/ids';
 import { recordRunEnd } from '../../store/run-end';
 import { insertRun } from '../../store/runs';
 import { newAccount } from '../support/accounts';
-import { connectTestStore } from '../support/store';
+import { connectTestStore, pendingRun } from '../support/store';
 
 describe('run end: the hold is released once (D17)', function () {
   this.timeout(60_000);
@@ -28,24 +28,10 @@ describe('run end: the hold is released once (D17)', function () {
     const credits = new CreditCheck(c);
     await credits.reserve(accountId, runId, holdUsd);
     await credits.close(); // a lease's unused rest goes back: only the run's hold stays held
-    await insertRun(c, {
-      _id: runId,
-      account_id: accountId,
-      key_id: keyId,
-      published_workflow_id: generateId('wf'),
-      published_workflow_version_id: generateId('wfv'),
-      version: 1,
-      status: 'pending',
-      inputs: {},
-      created_at: new Date(),
-      completed_at: null,
-      output: null,
-      error: null,
-      total_cost: null,
-      events: null,
-      finalized: false,
-      hold_usd: holdUsd,
-    });
+    await insertRun(
+      c,
+      pendingRun({ _id: runId, account_id: accountId, key_id: keyId, hold_usd: holdUsd }),
+    );
     const final: RunFinal = {
       runId,
       accountId,

@@ -1,5 +1,7 @@
 /** A fresh MongoDB database on the shared test stack, for tests of store and activity code without an API or worker. */
+import { generateId } from '../../store/ids';
 import { connectStore, type Store } from '../../store/db';
+import type { RunDoc } from '../../store/documents';
 import { testStack } from './stack';
 
 let counter = 0;
@@ -11,4 +13,25 @@ export async function connectTestStore(): Promise<Store> {
     uri: stack.mongo.uri,
     dbName: `wrs_unit_${process.pid}_${++counter}_${Date.now()}`,
   });
+}
+
+/** A run record as a start writes it (`pending`, nothing finished), for store and activity tests; `fields` override. */
+export function pendingRun(
+  fields: Pick<RunDoc, '_id' | 'account_id' | 'key_id'> & Partial<RunDoc>,
+): RunDoc {
+  return {
+    published_workflow_id: generateId('wf'),
+    published_workflow_version_id: generateId('wfv'),
+    version: 1,
+    status: 'pending',
+    inputs: {},
+    created_at: new Date(),
+    completed_at: null,
+    output: null,
+    error: null,
+    total_cost: null,
+    events: null,
+    finalized: false,
+    ...fields,
+  };
 }
