@@ -6,6 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type Koa from 'koa';
 import type { Config } from '../config';
 import { requestScope } from './last-resort';
+import type { ErrorCode } from './errors/codes';
 
 export interface RunningServer {
   server: http.Server;
@@ -76,7 +77,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     socket.destroy();
     return;
   }
-  const [status, code, message] =
+  const [status, code, message]: [number, ErrorCode, string] =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? [
           431,
@@ -99,7 +100,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
 
 const REQUEST_TIMEOUT_MESSAGE = 'The request was not received in time.';
 
-function errorBody(message: string, code: string): string {
+function errorBody(message: string, code: ErrorCode): string {
   return JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
 }
 

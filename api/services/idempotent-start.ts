@@ -95,7 +95,6 @@ export async function startIdempotent(
       throw new InvalidRequestError(
         'This Idempotency-Key was used with a different request body in the last 24 hours.',
         {
-          status: 409,
           code: 'idempotency_key_reused',
           param: 'Idempotency-Key',
         },

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { isTemporalUnavailable, isTemporalUnreachable } from '../../api/temporal/grpc-errors';
-import { toApiError } from '../../api/middleware/error-handler';
+import { errorAnswer } from '../../api/errors/error-answer';
 
 describe('Temporal errors: a closed connection is unreachable', () => {
   it('maps the closed channel of a start, a describe and a raw call to 503 service_unavailable', async () => {
@@ -24,14 +24,14 @@ describe('Temporal errors: a closed connection is unreachable', () => {
       );
       assert.ok(isTemporalUnreachable(err), String(err));
       assert.ok(isTemporalUnavailable(err), String(err));
-      const api = toApiError(err);
+      const api = errorAnswer(err);
       assert.equal(api.status, 503);
-      assert.equal(api.code, 'service_unavailable');
+      assert.equal(api.error.code, 'service_unavailable');
     }
   });
 
   it('leaves other errors alone', () => {
     assert.equal(isTemporalUnavailable(new Error('something else')), false);
-    assert.equal(toApiError(new Error('Channel has been shut down!')).status, 500);
+    assert.equal(errorAnswer(new Error('Channel has been shut down!')).status, 500);
   });
 });

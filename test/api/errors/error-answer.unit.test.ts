@@ -1,12 +1,12 @@
-/** toApiError: a database that refuses a write for now is 503 (retry later), not 500 (issue 8, load test). */
+/** errorAnswer: a database that refuses a write for now is 503 (retry later), not 500 (found by the load test). */
 import assert from 'node:assert/strict';
 import { MongoServerError } from 'mongodb';
-import { isDatabaseBusy, toApiError } from '../../../api/middleware/error-handler';
+import { errorAnswer, isDatabaseBusy } from '../../../api/errors/error-answer';
 
 const serverError = (fields: Record<string, unknown>) =>
   new MongoServerError({ message: 'x', ...fields } as any);
 
-describe('toApiError: transient database refusals', () => {
+describe('errorAnswer: transient database refusals', () => {
   it("maps FerretDB's SQLite writer lock and MongoDB's transient lock errors to 503", () => {
     for (const err of [
       serverError({
@@ -18,18 +18,18 @@ describe('toApiError: transient database refusals', () => {
       serverError({ code: 24, codeName: 'LockTimeout' }),
     ]) {
       assert.equal(isDatabaseBusy(err), true, err.message);
-      const api = toApiError(err);
+      const api = errorAnswer(err);
       assert.equal(api.status, 503);
-      assert.equal(api.code, 'service_unavailable');
+      assert.equal(api.error.code, 'service_unavailable');
     }
   });
 
   it('leaves other server errors as 500', () => {
     const err = serverError({ code: 2, codeName: 'BadValue', message: 'bad value' });
     assert.equal(isDatabaseBusy(err), false);
-    assert.equal(toApiError(err).status, 500);
+    assert.equal(errorAnswer(err).status, 500);
     assert.equal(
-      toApiError(new Error('database is locked')).status,
+      errorAnswer(new Error('database is locked')).status,
       500,
       'only a server error of the driver counts',
     );
