@@ -110,6 +110,20 @@ export async function findRunRecord(
   return doc && withChunks(c, fromStored(doc), withItems);
 }
 
+/** True when a run record `runId` exists (any account's: for operators). */
+export async function runExists(c: Pick<Collections, 'runs'>, runId: string): Promise<boolean> {
+  return (await c.runs.findOne({ _id: runId }, { projection: { _id: 1 } })) !== null;
+}
+
+/** The account a run belongs to, whoever asks (the worker), or null when it has no record. */
+export async function runAccountId(
+  c: Pick<Collections, 'runs'>,
+  runId: string,
+): Promise<string | null> {
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { account_id: 1 } });
+  return doc?.account_id ?? null;
+}
+
 /** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
 export async function saveRunChunk(
   c: Pick<Collections, 'runChunks'>,

@@ -37,6 +37,7 @@ import {
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
 import { findRun } from '../../store/runs';
+import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../middleware/authenticate';
 import type { StartRequest } from '../contract/request-schemas';
@@ -161,17 +162,12 @@ async function resumeAbandoned(
 ): Promise<void> {
   if (run.finalized || run.status !== 'pending' || !isStale(claim)) return;
   if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
-  const version = await deps.collections.workflowVersions.findOne({
-    _id: run.published_workflow_version_id,
-  });
+  const version = await findVersionById(deps.collections, run.published_workflow_version_id);
   if (!version?.graph) return;
-  const workflow = await deps.collections.workflows.findOne(
-    { _id: run.published_workflow_id },
-    { projection: { slug: 1 } },
-  );
+  const slug = await workflowSlug(deps.collections, run.published_workflow_id);
   await deps.gateway.start(
     runArgs(run, version.graph, deps.config.runs),
-    workflow?.slug ?? run.published_workflow_id,
+    slug ?? run.published_workflow_id,
   );
 }
 

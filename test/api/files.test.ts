@@ -14,7 +14,7 @@ import { bareMp3, mp3, mp4, pdf, png } from '../fakes/media';
 import { loadConfig } from '../../config';
 import { isId } from '../../domain/ids';
 import { sniffMime } from '../../lib/files/sniff';
-import { sharedDevSecret } from '../../lib/files/links';
+import { sharedDevSecret } from '../../store/settings';
 import { signedUrlAt } from '../../lib/files/signing';
 import { parseRange } from '../../lib/files/range';
 import { deleteFilesOlderThan, filesCollection, storeFile } from '../../store/files';
