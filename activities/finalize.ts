@@ -1,4 +1,4 @@
-/** The last step of every run: its record and its debit, each written exactly once (D17, issue 2 item 7). */
+/** The last step of every run: its record and its debit, each written exactly once (D17). */
 import type { Collections } from '../store/db';
 import { recordRunEnd } from '../store/run-end';
 import { saveRunChunk as saveRunChunkDoc } from '../store/runs';

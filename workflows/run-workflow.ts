@@ -47,7 +47,7 @@ import { withNamedTimeout } from './timers';
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 
-/** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; issue 14 asks for at most 20,000). */
+/** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; D35 keeps a run's history under 20,000 events). */
 export const HISTORY_EVENTS_LIMIT = 18_000;
 export const HISTORY_BYTES_LIMIT = 40 * 1024 * 1024;
 

@@ -170,7 +170,7 @@ export function runArgs(
     createdAtMs: run.created_at.getTime(),
     graph,
     inputs: run.inputs,
-    // A workflow's own concurrency (issue 14), within the operator's cap.
+    // A workflow's own concurrency, within the operator's cap.
     options: {
       ...options,
       concurrency: Math.min(

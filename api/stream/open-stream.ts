@@ -18,7 +18,7 @@ const PUMP_HIGH_WATER = 256 * 1024;
 export interface StreamOptions {
   pollers: PollerRegistry;
   keepaliveMs: number;
-  /** A client that stops reading is cut off once this much is queued for it (issue 8: bounded memory). */
+  /** A client that stops reading is cut off once this much is queued for it: the API's memory stays bounded. */
   maxBufferedBytes: number;
   /** D6: asked every KEY_CHECK_MS; false (the stream's key was revoked) ends the stream with an `error` event. */
   keyIsLive?: () => Promise<boolean>;
@@ -101,7 +101,7 @@ export function openStream(
   res.on('close', close);
 
   // The head and the keepalives go out at once, before the run's state is known: while Temporal is
-  // down the first event waits for the poller's first successful look (issue 8), and the client
+  // down the first event waits for the poller's first successful look, and the client
   // (an EventSource gives up for good on a non-200 answer) stays attached meanwhile.
   writeSseHead(res);
   opened = true;

@@ -171,7 +171,7 @@ export class RunPoller {
       this.ticking = false;
     }
     if (this.stopped) return;
-    // Until one look succeeded the run's state is unknown (Temporal down, issue 8): clients wait,
+    // Until one look succeeded the run's state is unknown (Temporal down): clients wait,
     // with keepalives, instead of being told the stale `pending` of the stored record.
     if (looked) {
       const state = { status: this.status, events: [...this.events] };

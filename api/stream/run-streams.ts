@@ -81,7 +81,7 @@ export async function streamExistingRun(
       const look = deps.pollers.look(run._id, seed, deps.config.api.stream.keepaliveMs);
       release = look.release;
       const state = await look.state;
-      // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor (issue 8).
+      // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor.
       spent = state !== undefined && isSpent(state, given);
     } else if (given !== undefined) {
       spent = isSpent(seed, given);

@@ -1,5 +1,5 @@
 /**
- * The playground page (issue 19): pick a workflow and version, fill the form its contract
+ * The playground page: pick a workflow and version, fill the form its contract
  * describes (and the run's metadata, D37), stream a run with a live event timeline, see its
  * outputs, cancel or delete it (D39), reopen
  * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.

@@ -1,5 +1,5 @@
 /**
- * Issue 5, credits (D17) end to end: a start at zero balance is 402 and starts no Temporal
+ * Credits (D17) end to end: a start at zero balance is 402 and starts no Temporal
  * workflow; a run's cost is debited exactly once even when the worker is SIGKILLed in the
  * middle of the debit and a new worker finishes it.
  */

@@ -1,4 +1,4 @@
-// Issue 6 item 1: cancelling runs (D8) and the cancelled stream (D14).
+// Cancelling runs (D8) and the cancelled stream (D14).
 import assert from 'node:assert/strict';
 import { llmWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';

@@ -91,7 +91,7 @@ describe('codec and summaries (D32, D33)', function () {
           assert.ok(!texts.some((t) => t.includes(secret)), `${name} history shows ${secret}`);
         }
       }
-      // The search attributes stay readable for filtering (issue 2).
+      // The search attributes stay readable for filtering in the Temporal UI.
       const attributes =
         events(plain)[0].workflowExecutionStartedEventAttributes.searchAttributes.indexedFields;
       assert.equal(payloadValue(attributes.WrsAccountId), ctx.accountId);

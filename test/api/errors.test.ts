@@ -1,5 +1,5 @@
 /**
- * Issue 2, API surface: the error envelope and CORS (spec "Errors", D22, the status-code table),
+ * API surface: the error envelope and CORS (spec "Errors", D22, the status-code table),
  * and authentication (spec "Authentication", D6), on the real stack.
  */
 import assert from 'node:assert/strict';

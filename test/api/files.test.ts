@@ -1,5 +1,5 @@
 /**
- * Files (issue 4, D19): uploads (raw and multipart, streamed into GridFS), MIME sniffing, the
+ * Files (D19): uploads (raw and multipart, streamed into GridFS), MIME sniffing, the
  * upload limit (D10), signed links (ok, tampered, expired), range requests, file inputs checked
  * at start (a cross-account or unknown file id is a D4 input error), and D29 retention.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 5, HTTPS (D21): with TLS_CERT_FILE and TLS_KEY_FILE the API itself serves HTTPS
+ * HTTPS (D21): with TLS_CERT_FILE and TLS_KEY_FILE the API itself serves HTTPS
  * (HTTP/1.1, SSE included). A self-signed certificate made with openssl stands in for a real one.
  */
 import assert from 'node:assert/strict';

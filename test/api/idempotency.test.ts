@@ -1,5 +1,5 @@
 /**
- * Issue 5, idempotent starts (D18): `Idempotency-Key` on POST /api/v1/responses, async and
+ * Idempotent starts (D18): `Idempotency-Key` on POST /api/v1/responses, async and
  * stream alike. Same key and body: the same run, billed once; another body: 409; concurrent
  * requests: one run; and the crash cases of api/services/idempotent-start.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 5, API keys (D6): revoking a key takes effect on the very next request of every API
+ * API keys (D6): revoking a key takes effect on the very next request of every API
  * process (nothing caches keys), and no log line ever holds a key's secret, only its `key_` id.
  */
 import assert from 'node:assert/strict';

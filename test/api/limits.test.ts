@@ -1,5 +1,5 @@
 /**
- * Issue 5, limits (D10): bodies over 1 MiB are 413 before they are read; deeply nested or huge
+ * Limits (D10): bodies over 1 MiB are 413 before they are read; deeply nested or huge
  * inputs cannot exhaust the server; the run duration and a node's attempt time are enforced and
  * reported (`failed`, "run timed out").
  */

@@ -1,4 +1,4 @@
-// Issue 6 item 6: Prometheus metrics change after a run.
+// Prometheus metrics change after a run.
 import assert from 'node:assert/strict';
 import { llmWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';

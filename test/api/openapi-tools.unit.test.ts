@@ -1,4 +1,4 @@
-// Issue 16: the OpenAPI document (D25) as third-party tools read it. Redocly (recommended rules) and
+// The OpenAPI document (D25) as third-party tools read it. Redocly (recommended rules) and
 // Spectral (`spectral:oas`) find no error in it, and openapi-typescript on default options turns it
 // into types that compile under `tsc --strict` with a typed openapi-fetch use of the operations
 // (a start without its defaulted `stream`, its 202/200, a run, a page, a stream link).
@@ -60,7 +60,7 @@ export async function use(): Promise<Run['status'] | undefined> {
 }
 `;
 
-describe('OpenAPI document through third-party tools (issue 16)', function () {
+describe('OpenAPI document through third-party tools', function () {
   this.timeout(180_000);
   let dir: string;
   let file: string;

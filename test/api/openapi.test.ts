@@ -1,4 +1,4 @@
-// Issue 6 item 4: the OpenAPI document (D25) against the running server. Every route the app
+// The OpenAPI document (D25) against the running server. Every route the app
 // serves is documented and every documented operation is served; each operation is called for
 // real, and every answer must have a documented status whose schema (ajv, draft 2020-12) its
 // JSON body matches; streams are checked event by event against the StreamEvent schema.

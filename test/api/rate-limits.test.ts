@@ -1,5 +1,5 @@
 /**
- * Issue 5, rate limits (D16): per key, fixed one-minute windows shared by every API process
+ * Rate limits (D16): per key, fixed one-minute windows shared by every API process
  * through MongoDB; starts and other requests counted apart; `X-RateLimit-*` on every
  * authenticated answer and `Retry-After` on 429; limits configurable per account.
  */

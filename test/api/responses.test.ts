@@ -1,5 +1,5 @@
 /**
- * Issue 2, API surface: starting runs through POST /api/v1/responses on the real stack: the
+ * API surface: starting runs through POST /api/v1/responses on the real stack: the
  * async 202 (spec), workflow and version resolution (D1, D2), D4 input errors and credits (D17).
  */
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 6 item 9: retention (D29). Runs with their event logs, idempotency keys, webhook
+// Retention (D29). Runs with their event logs, idempotency keys, webhook
 // deliveries and files older than the retention are removed by an hourly Temporal Schedule's
 // activity; reads after that are 404. Ledger entries stay.
 import assert from 'node:assert/strict';

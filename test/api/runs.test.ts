@@ -1,4 +1,4 @@
-/** Issue 2, API surface: reading runs through GET /api/v1/runs/{runId} on the real stack (spec "Run", D5, ownership). */
+/** API surface: reading runs through GET /api/v1/runs/{runId} on the real stack (spec "Run", D5, ownership). */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { assertCors, expectError, ISO_DATE_TIME } from '../support/api-assert';

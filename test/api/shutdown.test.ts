@@ -1,4 +1,4 @@
-// Issue 6 item 7: an API process that shuts down ends its streams (no [DONE]); the client
+// An API process that shuts down ends its streams (no [DONE]); the client
 // reconnects to another API process with Last-Event-ID and gets every event exactly once.
 import assert from 'node:assert/strict';
 import { startPeerService, startService, type TestService } from '../support/service';

@@ -1,4 +1,4 @@
-// Issue 3: SSE on start and on reattach, with exact resume (spec "Events", D11–D15).
+// SSE on start and on reattach, with exact resume (spec "Events", D11–D15).
 import assert from 'node:assert/strict';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
@@ -41,7 +41,7 @@ const unequal = {
   ],
 };
 
-describe('streams (issue 3)', function () {
+describe('streams (D11–D15)', function () {
   this.timeout(60_000);
   const ctx = useService({
     fakeOpenAI: true,

@@ -1,4 +1,4 @@
-// Issue 16: third-party clients work unchanged against the real service. npm `eventsource` 4 (what a
+// Third-party clients work unchanged against the real service. npm `eventsource` 4 (what a
 // browser's EventSource does) stops after `[DONE]` because its reconnect at the terminal event is
 // answered 204, and follows a D34 stream link with no Authorization header; the OpenAI Node SDK's
 // generic streaming request parses every event and stops at `[DONE]`.
@@ -47,7 +47,7 @@ function follow(url: string, headers: Record<string, string> = {}): Promise<Foll
   });
 }
 
-describe('third-party stream clients (issue 16)', function () {
+describe('third-party stream clients', function () {
   this.timeout(60_000);
   const ctx = useService();
 

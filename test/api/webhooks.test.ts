@@ -1,4 +1,4 @@
-// Issue 6 item 2: webhooks (D20): Standard Webhooks signatures, retries with one webhook-id,
+// Webhooks (D20): Standard Webhooks signatures, retries with one webhook-id,
 // no redirects, the SSRF guard, and a delivery that never holds up or fails its run.
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';

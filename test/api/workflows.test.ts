@@ -1,4 +1,4 @@
-/** Issue 2, API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
+/** API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
 import assert from 'node:assert/strict';
 import { detailFor, expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtures';

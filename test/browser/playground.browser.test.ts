@@ -1,4 +1,4 @@
-// Issue 19: the playground page at `/`, driven in real Chromium against the real stack: the
+// The playground page at `/`, driven in real Chromium against the real stack: the
 // hello form streamed to its greeting, a PNG uploaded (with progress) and shown from its signed
 // link, a slow run cancelled, a dropped stream resumed with Last-Event-ID, a finished run
 // reopened from the list, and the page at 375 px and from the keyboard. Screenshots go to
@@ -62,7 +62,7 @@ const echoPhoto = {
   ],
 };
 
-describe('playground page (issue 19)', function () {
+describe('playground page', function () {
   this.timeout(120_000);
   let svc: TestService;
   let openai: FakeOpenAI;

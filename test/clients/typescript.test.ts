@@ -1,4 +1,4 @@
-// Issue 6 item 8: the typed client — start, get, cancel, wait(), and stream() surviving a forced disconnect.
+// The typed client — start, get, cancel, wait(), and stream() surviving a forced disconnect.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

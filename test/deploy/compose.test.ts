@@ -1,4 +1,4 @@
-// Issue 20: docker-compose.yml is valid against the Compose Specification schema (the one compose-go, the
+// docker-compose.yml is valid against the Compose Specification schema (the one compose-go, the
 // loader of `docker compose`, ships) and has the production properties the issue lists. Docker itself cannot
 // run here: what `docker compose up` would do beyond this is not tested (docs/deploy.md says what).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 20: the Helm chart in deploy/helm lints, renders, and every rendered object is valid against the
+// The Helm chart in deploy/helm lints, renders, and every rendered object is valid against the
 // Kubernetes JSON schemas (kubeconform -strict) of the oldest and newest Kubernetes the chart supports.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
