@@ -2,7 +2,7 @@
  * Two accounts. Every endpoint that takes a run, file or workflow id answers
  * 404 (or an input error) for the other account's ids, exactly as for an unknown id, so ids
  * reveal nothing. Another account's file id as a start input (400 invalid_input_fields) and a
- * link whose signature was made for another file (403) are in test/api/files.test.ts; here the
+ * link whose signature was made for another file (403) are in test/api/routes/files.test.ts; here the
  * cross-account variants.
  */
 import assert from 'node:assert/strict';

@@ -4,14 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { runCli } from '../../cli/run-cli';
-import { hashKey, issueKey, revokeKey } from '../../store/accounts';
-import { newAccount } from '../support/accounts';
-import { expectError, expectRefusedWithin2s } from '../support/api-assert';
-import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call } from '../support/http';
-import { openSse } from '../support/sse';
-import { startPeerService, startService, type TestService } from '../support/service';
+import { runCli } from '../../../cli/run-cli';
+import { hashKey, issueKey, revokeKey } from '../../../store/accounts';
+import { newAccount } from '../../support/accounts';
+import { expectError, expectRefusedWithin2s } from '../../support/api-assert';
+import { greetingWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { openSse } from '../../support/sse';
+import { startPeerService, startService, type TestService } from '../../support/service';
 
 const expect401 = (res: Awaited<ReturnType<typeof call>>) =>
   expectError(res, { status: 401, type: 'authentication_error', code: 'invalid_api_key' });

@@ -1,8 +1,8 @@
-// D28: `Prefer: wait=N` on an async start (its parsing: prefer-wait.unit.test.ts).
+// D28: `Prefer: wait=N` on an async start (its parsing: test/api/routes/responses-prefer-wait.unit.test.ts).
 import assert from 'node:assert/strict';
-import { llmWorkflow } from '../support/fixtures';
-import { call } from '../support/http';
-import { useService } from '../support/use-service';
+import { llmWorkflow } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { useService } from '../../support/use-service';
 
 const workflow = llmWorkflow('echo');
 

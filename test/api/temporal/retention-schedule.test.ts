@@ -2,19 +2,19 @@
 // deliveries and files older than the retention are removed by an hourly Temporal Schedule's
 // activity; reads after that are 404. Ledger entries stay.
 import assert from 'node:assert/strict';
-import { createRetentionActivity } from '../../activities/retention';
+import { createRetentionActivity } from '../../../activities/retention';
 import {
   ensureRetentionSchedule,
   retentionScheduleId,
-} from '../../api/temporal/retention-schedule';
-import { storeBytes } from '../../store/files';
-import { RETENTION_WORKFLOW_TYPE } from '../../workflows/definitions';
-import { temporalClient } from '../support/service';
-import { expectError } from '../support/api-assert';
-import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { openSse } from '../support/sse';
-import { useService } from '../support/use-service';
+} from '../../../api/temporal/retention-schedule';
+import { storeBytes } from '../../../store/files';
+import { RETENTION_WORKFLOW_TYPE } from '../../../workflows/definitions';
+import { temporalClient } from '../../support/service';
+import { expectError } from '../../support/api-assert';
+import { greetingWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { openSse } from '../../support/sse';
+import { useService } from '../../support/use-service';
 
 const ONE_MS_IN_DAYS = 1 / 86_400_000;
 

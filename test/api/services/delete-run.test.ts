@@ -2,15 +2,15 @@
 // in the store, and its Temporal history, decoded through the codec server, no longer yields them.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { publish, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { startRun } from '../support/runs';
-import { showHistory } from '../support/temporal-cli';
-import { useService } from '../support/use-service';
-import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
-import { webhookWorkflowId } from '../../workflows/definitions';
-import { deriveId } from '../../store/ids';
-import { filesCollection } from '../../store/files';
+import { publish, waitForRun } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { startRun } from '../../support/runs';
+import { showHistory } from '../../support/temporal-cli';
+import { useService } from '../../support/use-service';
+import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-receiver';
+import { webhookWorkflowId } from '../../../workflows/definitions';
+import { deriveId } from '../../../store/ids';
+import { filesCollection } from '../../../store/files';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'y');
 

@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { EventSource, type FetchLike } from 'eventsource';
 import OpenAI from 'openai';
-import { WrsClient } from '../../clients/typescript';
-import { RETRY_MS } from '../../api/stream/sse';
-import { findRunRecord } from '../../store/runs';
-import { greetingWorkflow, publish } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { useService } from '../support/use-service';
+import { WrsClient } from '../../../clients/typescript';
+import { RETRY_MS } from '../../../api/stream/sse';
+import { findRunRecord } from '../../../store/runs';
+import { greetingWorkflow, publish } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { useService } from '../../support/use-service';
 
 /** What one EventSource saw: its messages, each connection's status and Authorization, how it ended. */
 interface Followed {

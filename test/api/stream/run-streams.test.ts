@@ -1,11 +1,11 @@
 // SSE on start and on reattach, with exact resume (spec "Events", D11–D15).
 import assert from 'node:assert/strict';
-import { greetingWorkflow, publish } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { events, openSse, type SseClient } from '../support/sse';
-import { findRunRecord } from '../../store/runs';
-import { RETRY_MS } from '../../api/stream/sse';
-import { useService } from '../support/use-service';
+import { greetingWorkflow, publish } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { events, openSse, type SseClient } from '../../support/sse';
+import { findRunRecord } from '../../../store/runs';
+import { RETRY_MS } from '../../../api/stream/sse';
+import { useService } from '../../support/use-service';
 
 const POLL_MS = 1_000;
 

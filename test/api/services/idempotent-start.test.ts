@@ -4,18 +4,18 @@
  * requests: one run; and the crash cases of api/services/idempotent-start.ts.
  */
 import assert from 'node:assert/strict';
-import { addCredits } from '../../store/accounts';
-import type { IdempotencyKeyDoc, RunDoc } from '../../store/documents';
-import { generateId, deriveId } from '../../store/ids';
-import { idempotencyId, requestHash } from '../../store/idempotency';
-import { insertRun } from '../../store/runs';
-import { expectError } from '../support/api-assert';
-import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
-import { rawRequest } from '../support/raw-http';
-import { call, waitFor, type ApiResponse } from '../support/http';
-import { events, openSse } from '../support/sse';
-import { startPeerService, type TestService, temporalClient } from '../support/service';
-import { useService } from '../support/use-service';
+import { addCredits } from '../../../store/accounts';
+import type { IdempotencyKeyDoc, RunDoc } from '../../../store/documents';
+import { generateId, deriveId } from '../../../store/ids';
+import { idempotencyId, requestHash } from '../../../store/idempotency';
+import { insertRun } from '../../../store/runs';
+import { expectError } from '../../support/api-assert';
+import { firstText, greetingWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { rawRequest } from '../../support/raw-http';
+import { call, waitFor, type ApiResponse } from '../../support/http';
+import { events, openSse } from '../../support/sse';
+import { startPeerService, type TestService, temporalClient } from '../../support/service';
+import { useService } from '../../support/use-service';
 
 const HOUR = 60 * 60_000;
 

@@ -1,11 +1,11 @@
 /** API surface: reading runs through GET /api/v1/runs/{runId} on the real stack (spec "Run", D5, ownership). */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { assertCors, expectError, ISO_DATE_TIME } from '../support/api-assert';
-import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call, readResponse, type ApiResponse } from '../support/http';
-import { useService } from '../support/use-service';
-import { startRun } from '../support/runs';
+import { assertCors, expectError, ISO_DATE_TIME } from '../../support/api-assert';
+import { greetingWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { call, readResponse, type ApiResponse } from '../../support/http';
+import { useService } from '../../support/use-service';
+import { startRun } from '../../support/runs';
 
 const RUN_FIELDS = [
   'completed_at',

@@ -1,9 +1,9 @@
 // Cancelling runs (D8) and the cancelled stream (D14).
 import assert from 'node:assert/strict';
-import { llmWorkflow } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { events, openSse } from '../support/sse';
-import { useService } from '../support/use-service';
+import { llmWorkflow } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { events, openSse } from '../../support/sse';
+import { useService } from '../../support/use-service';
 
 const slowLlm = llmWorkflow('slow');
 

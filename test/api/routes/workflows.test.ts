@@ -1,9 +1,9 @@
 /** API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
 import assert from 'node:assert/strict';
-import { detailFor, expectError } from '../support/api-assert';
-import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtures';
-import { call } from '../support/http';
-import { useService } from '../support/use-service';
+import { detailFor, expectError } from '../../support/api-assert';
+import { greetingWorkflow, publish, typedInputsWorkflow } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { useService } from '../../support/use-service';
 
 const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
 const WF_ID = new RegExp(`^wf_${ULID}$`);

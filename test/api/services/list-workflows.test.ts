@@ -1,11 +1,11 @@
 // D30: GET /api/v1/workflows lists the caller's published workflows, newest first, paginated
 // like D23, each as its latest version's contract (the D24 shape), in two queries per page.
 import assert from 'node:assert/strict';
-import { listWorkflows } from '../../api/services/list-workflows';
-import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtures';
-import { call } from '../support/http';
-import { countingCalls } from '../support/counting';
-import { useService } from '../support/use-service';
+import { listWorkflows } from '../../../api/services/list-workflows';
+import { greetingWorkflow, publish, typedInputsWorkflow } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { countingCalls } from '../../support/counting';
+import { useService } from '../../support/use-service';
 
 describe('listing published workflows (D30)', function () {
   this.timeout(60_000);

@@ -4,17 +4,17 @@
  * middle of the debit and a new worker finishes it.
  */
 import assert from 'node:assert/strict';
-import { addCredits } from '../../store/accounts';
-import { deriveId } from '../../store/ids';
-import { accountBalance } from '../../store/ledger';
-import { newAccount } from '../support/accounts';
-import { expectError } from '../support/api-assert';
-import { greetingWorkflow, publish } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { hasStringElement, startMongoProxy, type MongoProxy } from '../support/mongo-proxy';
-import { type TestService, temporalClient } from '../support/service';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
-import { useService } from '../support/use-service';
+import { addCredits } from '../../../store/accounts';
+import { deriveId } from '../../../store/ids';
+import { accountBalance } from '../../../store/ledger';
+import { newAccount } from '../../support/accounts';
+import { expectError } from '../../support/api-assert';
+import { greetingWorkflow, publish } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { hasStringElement, startMongoProxy, type MongoProxy } from '../../support/mongo-proxy';
+import { type TestService, temporalClient } from '../../support/service';
+import { startWorkerProcess, type WorkerProcess } from '../../support/worker-process';
+import { useService } from '../../support/use-service';
 
 /** The Temporal workflows of an account, by its search attribute (as an operator would filter). */
 async function workflowsOf(svc: TestService, accountId: string): Promise<string[]> {

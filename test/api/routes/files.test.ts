@@ -6,20 +6,20 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { ObjectId } from 'mongodb';
-import type { TestService } from '../support/service';
-import { call } from '../support/http';
-import { publish } from '../support/fixtures';
-import { assertCors, detailFor, expectError } from '../support/api-assert';
-import { bareMp3, mp3, mp4, pdf, png } from '../fakes/media';
-import { loadConfig } from '../../config';
-import { isId } from '../../domain/ids';
-import { sniffMime } from '../../lib/files/sniff';
-import { sharedDevSecret } from '../../store/settings';
-import { signedUrlAt } from '../../lib/files/signing';
-import { parseRange } from '../../lib/files/range';
-import { deleteFilesOlderThan, filesCollection, storeFile } from '../../store/files';
-import { connectTestStore } from '../support/store';
-import { useService } from '../support/use-service';
+import type { TestService } from '../../support/service';
+import { call } from '../../support/http';
+import { publish } from '../../support/fixtures';
+import { assertCors, detailFor, expectError } from '../../support/api-assert';
+import { bareMp3, mp3, mp4, pdf, png } from '../../fakes/media';
+import { loadConfig } from '../../../config';
+import { isId } from '../../../domain/ids';
+import { sniffMime } from '../../../lib/files/sniff';
+import { sharedDevSecret } from '../../../store/settings';
+import { signedUrlAt } from '../../../lib/files/signing';
+import { parseRange } from '../../../lib/files/range';
+import { deleteFilesOlderThan, filesCollection, storeFile } from '../../../store/files';
+import { connectTestStore } from '../../support/store';
+import { useService } from '../../support/use-service';
 
 const LIMIT = 1024 * 1024; // MAX_UPLOAD_BYTES for this file's service
 

@@ -1,8 +1,8 @@
 // D23 (listing runs) and D24 (a workflow's contract).
 import assert from 'node:assert/strict';
-import { greetingWorkflow } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { useService } from '../support/use-service';
+import { greetingWorkflow } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { useService } from '../../support/use-service';
 
 const hello = greetingWorkflow('hello');
 

@@ -4,17 +4,17 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { revokeKey, issueKey } from '../../store/accounts';
+import { revokeKey, issueKey } from '../../../store/accounts';
 import {
   assertCors,
   assertNoStack,
   expectError,
   expectRefusedWithin2s,
-} from '../support/api-assert';
-import { greetingWorkflow } from '../support/fixtures';
-import { call, readResponse, type ApiResponse } from '../support/http';
-import { useService } from '../support/use-service';
-import { rawRequest } from '../support/raw-http';
+} from '../../support/api-assert';
+import { greetingWorkflow } from '../../support/fixtures';
+import { call, readResponse, type ApiResponse } from '../../support/http';
+import { useService } from '../../support/use-service';
+import { rawRequest } from '../../support/raw-http';
 
 /** Sends a body with chunked transfer encoding (no Content-Length), so the limit is hit while streaming. */
 function postChunked(

@@ -1,10 +1,10 @@
 // D37: metadata on a run (start, GET, list, webhook) and the run search of GET /api/v1/runs.
 import assert from 'node:assert/strict';
-import { greetingWorkflow, llmWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { startRun } from '../support/runs';
-import { useService } from '../support/use-service';
-import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
+import { greetingWorkflow, llmWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { startRun } from '../../support/runs';
+import { useService } from '../../support/use-service';
+import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-receiver';
 
 const list = (url: string, key: string, query: Record<string, string>) =>
   call(url, 'GET', `/api/v1/runs?${new URLSearchParams(query)}`, { key });

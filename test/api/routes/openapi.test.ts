@@ -3,15 +3,15 @@
 // real, and every answer must have a documented status whose schema (ajv, draft 2020-12) its
 // JSON body matches; streams are checked event by event against the StreamEvent schema.
 import assert from 'node:assert/strict';
-import { createApp } from '../../api/app';
-import { createLogger } from '../../api/logger';
-import { setAccountRateLimits } from '../../store/accounts';
-import { deleteFile } from '../../store/files';
-import { greetingWorkflow, llmWorkflow } from '../support/fixtures';
-import { call, waitFor, type ApiResponse } from '../support/http';
-import { openSse } from '../support/sse';
-import { Conformance, METHODS } from '../support/openapi-conformance';
-import { useService } from '../support/use-service';
+import { createApp } from '../../../api/app';
+import { createLogger } from '../../../api/logger';
+import { setAccountRateLimits } from '../../../store/accounts';
+import { deleteFile } from '../../../store/files';
+import { greetingWorkflow, llmWorkflow } from '../../support/fixtures';
+import { call, waitFor, type ApiResponse } from '../../support/http';
+import { openSse } from '../../support/sse';
+import { Conformance, METHODS } from '../../support/openapi-conformance';
+import { useService } from '../../support/use-service';
 
 const slowLlm = llmWorkflow('slow');
 

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { expectError } from '../support/api-assert';
-import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call } from '../support/http';
-import { events, openSse } from '../support/sse';
-import { useService } from '../support/use-service';
-import { startRun } from '../support/runs';
+import { expectError } from '../../support/api-assert';
+import { firstText, greetingWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { events, openSse } from '../../support/sse';
+import { useService } from '../../support/use-service';
+import { startRun } from '../../support/runs';
 
 /** input → llm → result; the prompt carries the fake provider's directives (test/fakes/openai.ts). */
 const askWorkflow = (slug: string, prompt: string) => ({

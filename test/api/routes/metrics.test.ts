@@ -1,9 +1,9 @@
 // Prometheus metrics change after a run.
 import assert from 'node:assert/strict';
-import { llmWorkflow } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { openSse } from '../support/sse';
-import { useService } from '../support/use-service';
+import { llmWorkflow } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { openSse } from '../../support/sse';
+import { useService } from '../../support/use-service';
 
 /** The value of one sample line of the exposition text (0 when absent). */
 function sample(text: string, name: string, labels = ''): number {

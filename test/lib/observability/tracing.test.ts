@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Worker } from '@temporalio/worker';
-import { payloadProtection } from '../../lib/codec/data-converter';
-import { promptWorkflow, publish, waitForRun } from '../support/fixtures';
-import { startRun } from '../support/runs';
-import { temporalClient } from '../support/service';
-import { testStack } from '../support/stack';
-import { useService } from '../support/use-service';
+import { payloadProtection } from '../../../lib/codec/data-converter';
+import { promptWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { startRun } from '../../support/runs';
+import { temporalClient } from '../../support/service';
+import { testStack } from '../../support/stack';
+import { useService } from '../../support/use-service';
 
 interface Span {
   traceId: string;

@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { startService, type TestService, temporalClient } from '../support/service';
-import { newAccount } from '../support/accounts';
-import { greetingWorkflow, promptWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { allTexts, showHistory } from '../support/temporal-cli';
-import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
-import { webhookWorkflowId } from '../../workflows/definitions';
-import { useService } from '../support/use-service';
-import { startRun } from '../support/runs';
+import { startService, type TestService, temporalClient } from '../../support/service';
+import { newAccount } from '../../support/accounts';
+import { greetingWorkflow, promptWorkflow, publish, waitForRun } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { allTexts, showHistory } from '../../support/temporal-cli';
+import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-receiver';
+import { webhookWorkflowId } from '../../../workflows/definitions';
+import { useService } from '../../support/use-service';
+import { startRun } from '../../support/runs';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'x');
 const UI_ORIGIN = 'http://127.0.0.1:8233';

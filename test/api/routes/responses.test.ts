@@ -3,18 +3,18 @@
  * async 202 (spec), workflow and version resolution (D1, D2), D4 input errors and credits (D17).
  */
 import assert from 'node:assert/strict';
-import { addCredits } from '../../store/accounts';
-import { detailFor, expectError, ISO_DATE_TIME } from '../support/api-assert';
+import { addCredits } from '../../../store/accounts';
+import { detailFor, expectError, ISO_DATE_TIME } from '../../support/api-assert';
 import {
   firstText,
   greetingWorkflow,
   publish,
   typedInputsWorkflow,
   waitForRun,
-} from '../support/fixtures';
-import { call, waitFor, type ApiResponse } from '../support/http';
-import type { TestService } from '../support/service';
-import { useService } from '../support/use-service';
+} from '../../support/fixtures';
+import { call, waitFor, type ApiResponse } from '../../support/http';
+import type { TestService } from '../../support/service';
+import { useService } from '../../support/use-service';
 
 const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
 const UNKNOWN_WF = 'wf_01M80PPBX9RF5HM3DRB6JSVJ89';

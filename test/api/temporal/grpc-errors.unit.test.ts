@@ -4,8 +4,8 @@
 // address: the calls never leave the closed channel.
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
-import { isTemporalUnavailable, isTemporalUnreachable } from '../../api/temporal/grpc-errors';
-import { errorAnswer } from '../../api/errors/error-answer';
+import { isTemporalUnavailable, isTemporalUnreachable } from '../../../api/temporal/grpc-errors';
+import { errorAnswer } from '../../../api/errors/error-answer';
 
 describe('Temporal errors: a closed connection is unreachable', () => {
   it('maps the closed channel of a start, a describe and a raw call to 503 service_unavailable', async () => {

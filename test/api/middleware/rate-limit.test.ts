@@ -4,14 +4,14 @@
  * authenticated answer and `Retry-After` on 429; limits configurable per account.
  */
 import assert from 'node:assert/strict';
-import { runCli } from '../../cli/run-cli';
-import { issueKey } from '../../store/accounts';
-import { newAccount } from '../support/accounts';
-import { expectError } from '../support/api-assert';
-import { greetingWorkflow, publish } from '../support/fixtures';
-import { call, type ApiResponse } from '../support/http';
-import { openSse } from '../support/sse';
-import { startService, type TestService } from '../support/service';
+import { runCli } from '../../../cli/run-cli';
+import { issueKey } from '../../../store/accounts';
+import { newAccount } from '../../support/accounts';
+import { expectError } from '../../support/api-assert';
+import { greetingWorkflow, publish } from '../../support/fixtures';
+import { call, type ApiResponse } from '../../support/http';
+import { openSse } from '../../support/sse';
+import { startService, type TestService } from '../../support/service';
 
 const start = (
   svc: TestService,

@@ -7,9 +7,9 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildOpenApiDocument } from '../../api/contract/openapi-document';
+import { buildOpenApiDocument } from '../../../api/contract/openapi-document';
 
-const ROOT = path.join(__dirname, '..', '..');
+const ROOT = path.join(__dirname, '..', '..', '..');
 const bin = (name: string) => path.join(ROOT, 'node_modules', '.bin', name);
 
 /** Runs a tool to its end: exit code and combined output (a lint failure is an exit code, not a throw). */

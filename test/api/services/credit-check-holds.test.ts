@@ -4,15 +4,15 @@
  * once when its run ends, whether it completed, failed or was cancelled.
  */
 import assert from 'node:assert/strict';
-import { startApi, type ApiHandle } from '../../api/start-api';
-import { createLogger } from '../../api/logger';
-import { runCli } from '../../cli/run-cli';
-import { accountCredit } from '../../store/credit-holds';
-import { expectError } from '../support/api-assert';
-import { publish, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { startRun } from '../support/runs';
-import { useService } from '../support/use-service';
+import { startApi, type ApiHandle } from '../../../api/start-api';
+import { createLogger } from '../../../api/logger';
+import { runCli } from '../../../cli/run-cli';
+import { accountCredit } from '../../../store/credit-holds';
+import { expectError } from '../../support/api-assert';
+import { publish, waitForRun } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { startRun } from '../../support/runs';
+import { useService } from '../../support/use-service';
 
 const START_FEE_USD = 0.001;
 const PER_IMAGE_USD = 0.002;
