@@ -5,6 +5,7 @@
  */
 import type { ItemError, Part } from './parts';
 import type { StoredOutput } from './item-blocks';
+import type { ResumedEvent, RunEvent } from './run-events';
 
 export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
@@ -56,49 +57,8 @@ export interface OutputItem {
 
 export type RunOutput = Record<string, OutputItem[]>;
 
-interface EventBase {
-  sequence_number: number;
-}
-export interface ItemEventBody {
-  output_index: number;
-  item: { type: 'message'; id: string; phase: 'final_answer' };
-}
-/** Events of a run's log (spec "Events", D11–D14). `response.resumed` is per connection and lives in the API. */
-export type RunEvent = EventBase &
-  (
-    | {
-        type: 'response.created';
-        response: {
-          id: string;
-          run_id: string;
-          created_at: number;
-          workflow_id: string;
-          service_tier: null;
-        };
-      }
-    | ({ type: 'response.output_item.added' } & ItemEventBody)
-    | ({ type: 'response.output_item.done' } & ItemEventBody)
-    | { type: 'response.completed'; response: { usage: null; service_tier: null } }
-    | {
-        type: 'response.failed';
-        response: {
-          error: { code: null; message: string };
-          incomplete_details: { reason: 'error' };
-          usage: null;
-          service_tier: null;
-        };
-      }
-    | { type: 'response.cancelled'; response: { usage: null; service_tier: null } }
-  );
-
-/** The first event of a reattached stream (per connection, not in the log); its number is the client's cursor. */
-export interface ResumedEvent extends EventBase {
-  type: 'response.resumed';
-  response: { id: string; run_id: string; status: RunStatus };
-}
-
-/** Everything a stream may carry. */
-export type StreamEvent = RunEvent | ResumedEvent;
+// The stream's events are defined once, as the zod schema of domain/run-events.ts.
+export type { ItemEventBody, ResumedEvent, RunEvent, StreamEvent } from './run-events';
 
 /** What the `snapshot` query answers: status always, events after a sequence number, results once terminal. */
 export interface RunSnapshot {
@@ -173,6 +133,15 @@ export function failedEvent(sequenceNumber: number, message: string): RunEvent {
       usage: null,
       service_tier: null,
     },
+  };
+}
+
+/** The first event of a reattached stream: the client's cursor, and where the run stands now. */
+export function resumedEvent(runId: string, cursor: number, status: RunStatus): ResumedEvent {
+  return {
+    type: 'response.resumed',
+    sequence_number: cursor,
+    response: { id: runId, run_id: runId, status },
   };
 }
 

@@ -4,20 +4,16 @@ import { fromStored } from '../../store/runs';
 import { searchRuns, type RunSearch } from '../../store/run-search';
 import { findWorkflow } from '../../store/workflows';
 import type { RunGateway } from '../temporal/run-gateway';
-import type { RunView } from '../../domain/run-view';
 import type { ListRunsQuery } from '../contract/request-schemas';
+import type { RunListSchema } from '../contract/response-schemas';
+import type { z } from 'zod';
 import { runView } from '../../domain/run-view';
 import { rememberSecret } from './read-run';
 import { deliveriesOfRuns } from '../../store/webhook-deliveries';
 import { webhookMessageId } from '../../domain/run';
 
-export interface RunList {
-  object: 'list';
-  data: RunView[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
+/** D23: a page of runs, as api/contract/response-schemas.ts defines it. */
+export type RunList = z.infer<typeof RunListSchema>;
 
 /**
  * One page of runs. Ids sort by creation time (D5), so `_id < starting_after` is the cursor.

@@ -2,15 +2,12 @@
 import type { Collections } from '../../store/db';
 import { workflowPage } from '../../store/workflows';
 import type { ListWorkflowsQuery } from '../contract/request-schemas';
-import { contractView, type WorkflowContractView } from './workflow-contract';
+import type { WorkflowListSchema } from '../contract/response-schemas';
+import type { z } from 'zod';
+import { contractView } from './workflow-contract';
 
-export interface WorkflowList {
-  object: 'list';
-  data: WorkflowContractView[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
+/** D30: a page of workflows, as api/contract/response-schemas.ts defines it. */
+export type WorkflowList = z.infer<typeof WorkflowListSchema>;
 
 /**
  * One page of workflows (store/workflows.ts `workflowPage`: two queries whatever the page size),

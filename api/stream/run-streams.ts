@@ -2,7 +2,7 @@
 import type { Context } from 'koa';
 import type { Config } from '../../config';
 import type { RunDoc } from '../../store/documents';
-import { createdEvent, isTerminalEvent, type RunEvent } from '../../domain/run';
+import { createdEvent, isTerminalEvent, resumedEvent, type RunEvent } from '../../domain/run';
 import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
@@ -97,11 +97,7 @@ export async function streamExistingRun(
       const cursor =
         given?.cursor ?? (last >= 0 && isTerminalEvent(state.events[last]) ? last - 1 : last);
       return {
-        event: {
-          type: 'response.resumed',
-          sequence_number: cursor,
-          response: { id: run._id, run_id: run._id, status: state.status },
-        },
+        event: resumedEvent(run._id, cursor, state.status),
         cursor,
       };
     });
