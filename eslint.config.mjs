@@ -193,6 +193,78 @@ export default tseslint.config(
     group: folders('api', 'worker', 'activities'),
     message: 'cli/ uses store/ and domain/, never api/.',
   }),
+  // config/ is below everything that reads it: of ours it may use the model only.
+  boundary(['config/**/*.ts'], {
+    group: folders(
+      'api',
+      'store',
+      'lib',
+      'workflows',
+      'activities',
+      'worker',
+      'cli',
+      'clients',
+      'tools',
+      'playground',
+    ),
+    message: 'config/ imports only domain/.',
+  }),
+  // activities/ run in the worker: never the API, the CLI or tools; workflow definitions as types.
+  boundary(
+    ['activities/**/*.ts'],
+    {
+      group: folders('api', 'worker', 'cli', 'tools', 'clients', 'playground'),
+      message: 'activities/ never import api/, worker/, cli/, tools/, clients/ or playground/.',
+    },
+    {
+      group: folders('workflows'),
+      message: 'activities/ import workflows/ as types only (import type).',
+      allowTypeImports: true,
+    },
+  ),
+  // worker/ wires activities and workflows into a Temporal worker: never the API's code.
+  boundary(['worker/**/*.ts'], {
+    group: folders('api', 'cli', 'tools', 'clients', 'playground'),
+    message: 'worker/ never imports api/, cli/, tools/, clients/ or playground/.',
+  }),
+  // The clients ship alone: the API's and the model's types, and the model's pure helpers.
+  boundary(
+    ['clients/**/*.ts'],
+    {
+      group: folders(
+        'store',
+        'lib',
+        'config',
+        'workflows',
+        'activities',
+        'worker',
+        'cli',
+        'tools',
+        'playground',
+      ),
+      message: 'clients/ import only domain/ (and api/ types).',
+    },
+    {
+      group: folders('api'),
+      message: 'clients/ import api/ as types only (import type).',
+      allowTypeImports: true,
+    },
+  ),
+  // The playground is a browser bundle: the model's pure helpers and the client, nothing server-side.
+  boundary(['playground/**/*.ts'], {
+    group: folders(
+      'api',
+      'store',
+      'lib',
+      'config',
+      'workflows',
+      'activities',
+      'worker',
+      'cli',
+      'tools',
+    ),
+    message: 'playground/ imports only domain/ and clients/.',
+  }),
   // Configuration is parsed once (config/); entry points hand process.env to loadConfig.
   {
     files: [
