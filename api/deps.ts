@@ -14,7 +14,7 @@ import { FinishedRunCache } from './services/finished-run-cache';
 import { RateCounter } from './services/rate-counter';
 import { KnownRuns } from './services/known-runs';
 import { WorkflowCatalog } from './services/workflow-catalog';
-import { KeyCache } from './middleware/authenticate';
+import { KeyCache } from './auth/key-cache';
 
 export interface AppDeps {
   config: Config;

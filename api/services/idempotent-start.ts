@@ -39,7 +39,7 @@ import { generateId } from '../../store/ids';
 import { findRun } from '../../store/runs';
 import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
-import type { AuthContext } from '../middleware/authenticate';
+import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { RunIdTakenError, runArgs, startRun, type StartRunDeps } from './start-run';
 

@@ -6,7 +6,7 @@ import { createdEvent, isTerminalEvent, resumedEvent, type RunEvent } from '../.
 import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
-import type { KeyCache } from '../middleware/authenticate';
+import type { KeyCache } from '../auth/key-cache';
 import type { StreamCap } from './stream-cap';
 
 export interface RunStreamDeps {
