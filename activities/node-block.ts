@@ -19,6 +19,7 @@ import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain
 import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { cancelledByShutdown, handBack } from './shutdown';
 import type { RowExecutors } from './node-chunk';
 import { executeRow, refusedItem } from './node-chunk';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
@@ -170,6 +171,8 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         .filter((page) => page.rows.some((row) => row !== null));
       await replacePages(collections, req.runId, req.node.id, all);
     }
+    // The pages are written: the next attempt, on another worker, runs only the rows they lack.
+    if (cancelledByShutdown(context)) throw handBack();
     if (stopped !== undefined && !signal.aborted) {
       context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
       throw stopped;

@@ -18,6 +18,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { cancelledByShutdown, handBack } from './shutdown';
 import type {
   IoNodeType,
   NodeChunkRequest,
@@ -98,6 +99,10 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       clearInterval(timer);
     }
     const rows = [...finished.values()];
+    if (cancelledByShutdown(context)) {
+      beat(); // the next attempt, on another worker, starts from the rows finished here
+      throw handBack();
+    }
     if (signal.aborted) return { rows, cancelled: true };
     if (stopped !== undefined) {
       beat(); // the next attempt starts from every row finished so far
