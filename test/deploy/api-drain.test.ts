@@ -138,7 +138,7 @@ describe('API drain on SIGTERM (api/main.ts)', function () {
       'drain',
       {},
       { headers: { Prefer: 'wait=60' }, body: { metadata: { drain: 'waiting' } } },
-    );
+    ).then((id) => ({ id, at: Date.now() }));
     await waitFor(
       async () =>
         (await ctx.svc.store.collections.runs.findOne({ metadata_tags: 'drain=waiting' }))
@@ -162,15 +162,18 @@ describe('API drain on SIGTERM (api/main.ts)', function () {
     );
     assert.equal(ready.body.error.code, 'service_unavailable');
     // The waiting start does not hold the drain: it answers its 202 at once, long before its run ends.
-    const waitingRunId = await waiting;
-    const waitingRun = await ctx.svc.store.collections.runs.findOne({ _id: waitingRunId });
+    const answered = await waiting;
+    const waitingRun = await ctx.svc.store.collections.runs.findOne({ _id: answered.id });
     assert.ok(!waitingRun?.finalized, 'the run had not ended when the 202 came');
-    assert.ok(Date.now() - sigterm < DELAY_MS, 'the waiting start answered within the delay');
 
     // Then the listener closes: not before the delay.
     await waitFor(() => refused(api.port), { what: 'the listener to close', timeoutMs: 20_000 });
     const listenerClosed = Date.now() - sigterm;
     assert.ok(listenerClosed >= DELAY_MS, `the listener closed after ${listenerClosed} ms`);
+    assert.ok(
+      answered.at - sigterm < listenerClosed,
+      'the waiting start answered within the delay',
+    );
 
     // The upload that was in flight completes on the closed listener's open connection.
     upload.end('b'.repeat(64 * 1024));

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
-import { batchWorkflow, publish, waitForRun } from '../support/fixtures';
+import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { waitFor } from '../support/http';
 import { startRun } from '../support/runs';
 import { useService } from '../support/use-service';
@@ -18,15 +18,20 @@ describe('worker drain on SIGTERM (worker/main.ts)', function () {
   const workers = useWorkerProcesses();
   const ctx = useService({ fakeOpenAI: true, worker: false });
 
-  /** Runs `row` on a worker process of this grace, SIGTERMs it mid-call, finishes on the next worker. */
-  async function drainMidCall(slug: string, row: string, graceMs: number) {
-    await publish(ctx.svc.url, ctx.key, batchWorkflow(slug, [row]));
+  /** Runs `doc` on a worker process of this grace, SIGTERMs it mid-call, finishes on the next worker. */
+  async function drainMidCall(
+    doc: { slug: string },
+    graceMs: number,
+    inputs: Record<string, unknown> = {},
+  ) {
+    const { slug } = doc;
+    await publish(ctx.svc.url, ctx.key, doc);
     const worker = startWorkerProcess(ctx.svc.config, {
       env: { OPENAI_BASE_URL: ctx.fake.baseUrl, WORKER_SHUTDOWN_GRACE_MS: String(graceMs) },
     });
     workers.push(worker);
     const exited = new Promise<number | null>((resolve) => worker.child.once('exit', resolve));
-    const runId = await startRun(ctx.svc.url, ctx.key, slug);
+    const runId = await startRun(ctx.svc.url, ctx.key, slug, inputs);
     await waitFor(async () => (ctx.fake.requestsWith(slug).length ? true : undefined), {
       timeoutMs: 60_000,
       what: `the provider call (worker: ${worker.stderr()})`,
@@ -44,23 +49,46 @@ describe('worker drain on SIGTERM (worker/main.ts)', function () {
         .toArray();
       assert.equal(debits.length, 1, 'billed once');
       assert.equal(debits[0].amount_usd, -ended.total_cost);
-      return { calls: ctx.fake.requestsWith(slug), drainMs };
+      return { calls: ctx.fake.requestsWith(slug), drainMs, ended };
     } finally {
       await ctx.svc.stopWorker();
     }
   }
 
   it('lets a provider call in flight finish within the grace: called once, exit 0', async () => {
-    const { calls, drainMs } = await drainMidCall('drain-finish', 'slow:3000 drain-finish', 30_000);
+    const { calls, drainMs } = await drainMidCall(
+      batchWorkflow('drain-finish', ['slow:3000 drain-finish']),
+      30_000,
+    );
     assert.equal(calls.length, 1, 'the provider was called once');
     assert.equal(calls[0].aborted, false, 'the call in flight was not cut');
     assert.ok(drainMs < 30_000, `drained in ${drainMs} ms`);
   });
 
   it('past the grace, cancels the attempt and hands it back: retried on the next worker, billed once, exit 0', async () => {
-    const { calls } = await drainMidCall('drain-handback', 'slow:8000 drain-handback', 500);
+    const { calls } = await drainMidCall(
+      batchWorkflow('drain-handback', ['slow:8000 drain-handback']),
+      500,
+    );
     assert.equal(calls[0].aborted, true, 'the first attempt was cut at the grace');
     assert.equal(calls.length, 2, 'one retry, on the next worker');
     assert.equal(calls[1].answered, true);
+  });
+
+  it("hands back a big run's block (D35) the same way: every row answered once, billed once", async () => {
+    // More rows than twice the run's concurrency (8): the node runs as stored blocks.
+    const rows = Array.from({ length: 20 }, (_, i) => `slow:2000 drain-block row${i}`);
+    const { calls, ended } = await drainMidCall(rowsWorkflow('drain-block'), 500, { rows });
+    assert.ok(
+      calls.some((c) => c.aborted),
+      'the first attempt was cut at the grace',
+    );
+    for (let i = 0; i < rows.length; i++)
+      assert.equal(
+        calls.filter((c) => c.answered && c.prompt.endsWith(` row${i}`)).length,
+        1,
+        `row ${i} answered once`,
+      );
+    assert.equal(ended.output.answers.length, rows.length);
   });
 });
