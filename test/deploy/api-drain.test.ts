@@ -6,7 +6,8 @@
  * waiting start answers 202 at once, the listener closes after API_SHUTDOWN_DELAY_MS, the upload
  * that was in flight completes after that, every stream ends with the reconnect comment and no
  * `[DONE]`, every client resumes on the second API process with Last-Event-ID and gets every
- * event of its run exactly once, and the process exits 0 within the delay and grace.
+ * event of its run exactly once, and the process exits 0 within the delay and grace. An upload
+ * that never ends is cut when the grace is over, and the process still exits 0, on time.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -16,6 +17,7 @@ import path from 'node:path';
 import { WrsClient } from '../../clients/typescript';
 import { findRunRecord } from '../../store/runs';
 import { RECONNECT } from '../../api/stream/sse';
+import { DRAIN_CLOSE_MARGIN_MS } from '../../api/drain';
 import { ensurePythonClientEnv } from '../../tools/stack/python-tools';
 import { startApiProcess, type ApiProcess } from '../support/api-process';
 import { batchWorkflow, publish } from '../support/fixtures';
@@ -229,5 +231,47 @@ describe('API drain on SIGTERM (api/main.ts)', function () {
       `      drain: listener closed after ${listenerClosed} ms, exit 0 after ${drainMs} ms; ` +
         `${streams.length} streams resumed; in flight at close ${drained.inFlight}, cut ${drained.cut}`,
     );
+  });
+
+  it('cuts what is still unfinished when the grace is over and exits 0: a client cannot hold the shutdown', async () => {
+    const grace = 1_000;
+    const short = await startApiProcess(ctx.svc.config, {
+      env: { API_SHUTDOWN_DELAY_MS: '0', API_SHUTDOWN_GRACE_MS: String(grace) },
+    });
+    try {
+      // An upload that never ends, in flight for sure: its first GridFS chunk is stored.
+      const chunks = ctx.svc.store.db.collection('files.chunks');
+      const before = await chunks.countDocuments();
+      const upload = http.request(`${short.url}/api/v1/files?name=stuck.bin`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/octet-stream' },
+      });
+      const outcome = new Promise<string>((resolve) => {
+        upload.once('response', (res) => resolve(`answered ${res.statusCode}`));
+        upload.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      });
+      upload.write(Buffer.alloc(512 * 1024, 1));
+      await waitFor(async () => ((await chunks.countDocuments()) > before ? true : undefined), {
+        what: "the upload's first chunk",
+      });
+      const exited = new Promise<number | null>((resolve) => short.child.once('exit', resolve));
+      const sigterm = Date.now();
+      short.child.kill('SIGTERM');
+      assert.equal(await exited, 0, short.output());
+      const ms = Date.now() - sigterm;
+      assert.ok(ms >= grace, `exited after ${ms} ms, not before the grace`);
+      assert.ok(ms < grace + DRAIN_CLOSE_MARGIN_MS, `exited after ${ms} ms`);
+      assert.equal(await outcome, 'ECONNRESET');
+      const drained = JSON.parse(
+        short
+          .output()
+          .split('\n')
+          .find((line) => line.includes('"API drained"'))!,
+      );
+      assert.equal(drained.inFlight, 1);
+      assert.equal(drained.cut, 1);
+    } finally {
+      await short.kill();
+    }
   });
 });
