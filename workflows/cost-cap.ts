@@ -88,9 +88,4 @@ export class CostCap {
   async drain(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
-
-  /** The bill: what the run cost, never more than its cap (a call dearer than its budget is not charged past it). */
-  bill(costUsd: number): number {
-    return Math.min(costUsd, this.cap.maxUsd);
-  }
 }
