@@ -2,7 +2,13 @@
 // (the deadline, provider calls aborted, finished items readable) and `usage` (GET, list, webhook,
 // live, metrics), with the 400s of bad values naming their field.
 import assert from 'node:assert/strict';
-import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
+import {
+  batchWorkflow,
+  greetingWorkflow,
+  publish,
+  rowsWorkflow,
+  waitForRun,
+} from '../support/fixtures';
 import { expectError } from '../support/api-assert';
 import { call, waitFor } from '../support/http';
 import { startRun } from '../support/runs';
@@ -151,6 +157,25 @@ describe('run controls (D36)', function () {
         },
       },
     });
+  });
+
+  it('holds the exact worst case when it is below max_cost (a fee-only run)', async () => {
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet'));
+    const runId = await startRun(
+      ctx.svc.url,
+      ctx.key,
+      'greet',
+      { name: 'Cap' },
+      {
+        body: { max_cost: 5 },
+      },
+    );
+    const record = await ctx.svc.store.collections.runs.findOne({ _id: runId });
+    assert.equal(record?.hold_usd, FEE); // exact: nothing in it is an estimate
+    assert.equal(record?.max_cost, 5);
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId);
+    assert.equal(run.status, 'completed');
+    assert.equal(run.total_cost, FEE);
   });
 
   it('max_cost on a big (stored) batch shrinks the last block to what fits', async () => {
