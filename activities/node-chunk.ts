@@ -17,6 +17,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
+import type { CallUsage } from '../domain/run-usage';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
@@ -56,8 +57,8 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     let stopped: unknown;
     const signal = context.cancellationSignal;
 
-    const record = (index: number, items: Item[], costUsd: number): void => {
-      const row = { index, items, costUsd };
+    const record = (index: number, items: Item[], costUsd: number, usage: CallUsage): void => {
+      const row = { index, items, costUsd, usage };
       finished.set(index, row);
       pending.delete(index);
       bytes += JSON.stringify(row).length + 1;
@@ -79,11 +80,12 @@ export function createNodeChunkActivity(executors: RowExecutors) {
             checkpoint: (details: unknown) => pending.set(row.index, details),
           };
           const result = await inRow(scope, () => executeRow(executors, req, row));
-          record(row.index, result.items, result.costUsd);
+          record(row.index, result.items, result.costUsd, callUsage(result));
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
           const refusal = refusedItem(err);
-          if (refusal) record(row.index, [refusal], 0);
+          if (refusal)
+            record(row.index, [refusal], 0, callUsage()); // the call was made, and refused
           else stopped ??= err;
         }
       }
@@ -109,6 +111,15 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       throw stopped;
     }
     return { rows };
+  };
+}
+
+/** D36: what one provider call used (a refused call: the call, no tokens). */
+export function callUsage(result?: NodeResult): CallUsage {
+  return {
+    calls: 1,
+    input_tokens: result?.tokens?.input ?? 0,
+    output_tokens: result?.tokens?.output ?? 0,
   };
 }
 

@@ -17,5 +17,6 @@ export * from './run';
 export * from './items';
 export * from './run-chunks';
 export * from './run-view';
+export * from './run-usage';
 export * from './run-size';
 export * from './zod-problems';

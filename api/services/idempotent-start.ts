@@ -171,7 +171,10 @@ async function resumeAbandoned(
     { projection: { slug: 1 } },
   );
   await deps.gateway.start(
-    runArgs(run, version.graph, deps.config.runs),
+    runArgs(run, version.graph, deps.config.runs, {
+      prices: deps.config.prices,
+      perCallUsd: deps.config.credits.holdPerCallUsd,
+    }),
     workflow?.slug ?? run.published_workflow_id,
   );
 }
