@@ -87,6 +87,11 @@ export const EnvSchema = z.object({
   API_HEADERS_TIMEOUT_MS: int(30_000),
   API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(300_000),
   API_IDLE_TIMEOUT_MS: z.coerce.number().int().min(0).default(120_000),
+  // SIGTERM drain (api/main.ts): /readyz answers 503 for API_SHUTDOWN_DELAY_MS while the process
+  // still serves (a load balancer's health checks take it out of rotation), then the listener
+  // closes, streams end with a reconnect comment and requests in flight get API_SHUTDOWN_GRACE_MS.
+  API_SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  API_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   QUERY_TIMEOUT_MS: int(3_000),
   // How long an API process serves a finished run from memory (0: never); a run removed by retention (D29) may show that long.
   FINISHED_RUN_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
@@ -186,6 +191,8 @@ export interface Config {
     stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number; maxPerKey: number };
     /** Connection bounds (api/server.ts); 0 turns the request or idle timeout off. */
     timeouts: { headersMs: number; requestMs: number; idleMs: number };
+    /** SIGTERM drain: readiness fails for `delayMs` before the listener closes; requests in flight get `graceMs`. */
+    shutdown: { delayMs: number; graceMs: number };
     /** D16 defaults per key and one-minute window; an account's `rate_limits` override them. */
     rateLimits: { startsPerMinute: number; requestsPerMinute: number };
   };
@@ -384,6 +391,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         requestMs: e.API_REQUEST_TIMEOUT_MS,
         idleMs: e.API_IDLE_TIMEOUT_MS,
       },
+      shutdown: { delayMs: e.API_SHUTDOWN_DELAY_MS, graceMs: e.API_SHUTDOWN_GRACE_MS },
       rateLimits: {
         startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE,
         requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,

@@ -6,6 +6,7 @@
 import type { ItemError, Part } from './parts';
 import type { StoredOutput } from './item-blocks';
 import type { ResumedEvent, RunEvent } from './run-events';
+import type { RunUsage } from './run-usage';
 
 export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
@@ -34,6 +35,13 @@ export interface RunOptions {
   maxConcurrency?: number;
   startFeeUsd: number;
   runTimeoutMs: number;
+  /** D36: the caller's `timeout_seconds` (then `runTimeoutMs` is it in ms), named in the error. Absent: the operator's limit. */
+  timeoutSeconds?: number;
+  /**
+   * D36: the caller's `max_cost` and what one call of each priced node is budgeted at (its worst
+   * case as the start knows it, domain/run-hold.ts callBudgets). Absent: no cap (and runs before D36).
+   */
+  costCap?: { maxUsd: number; perCallUsd: Record<string, number> };
   nodeAttemptTimeoutMs: number;
   nodeMaxAttempts: number;
   retryInitialMs: number;
@@ -73,6 +81,8 @@ export interface RunSnapshot {
   error: string | null;
   total_cost: number;
   completed_at_ms: number | null;
+  /** D36: what the run used so far; absent from runs of workflow code before D36. */
+  usage?: RunUsage;
 }
 
 /** The final state the workflow hands to persistence, exactly once per run. */
@@ -96,6 +106,8 @@ export interface RunFinal {
   itemCodes?: number[];
   /** D35: outputs whose items are in the store (domain/item-blocks.ts), by label; `output` lists them empty. */
   storedOutputs?: Record<string, StoredOutput>;
+  /** D36: what the run used; absent from runs of workflow code before D36 (and from a settle without news). */
+  usage?: RunUsage;
 }
 
 /** D31: one page of one result's items, answered by a live run (`outputPage` query). */

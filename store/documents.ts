@@ -1,4 +1,5 @@
 /** The shapes of the documents the service keeps in MongoDB. Ids follow D5 and are the `_id`. */
+import type { RunUsage } from '../domain/run-usage';
 import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import type { RunEvent, RunOutput, RunStatus } from '../domain/run';
@@ -87,6 +88,11 @@ export interface RunDoc {
   metadata?: Record<string, string>;
   /** D39: base64 of the 32 random bytes its Temporal payloads' key derives from (lib/codec/run-keys.ts); never shown. Absent: runs recorded before. */
   payload_secret?: string;
+  /** D36: the caller's `max_cost` (USD) and `timeout_seconds`, which the workflow arguments are made from. Absent: none given. */
+  max_cost?: number;
+  timeout_seconds?: number;
+  /** D36: what the run used, written with its end. Absent: not ended, or recorded before D36. */
+  usage?: RunUsage;
 }
 
 /** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */

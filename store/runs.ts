@@ -227,6 +227,7 @@ function finalFields(final: RunFinal) {
     chunks: final.chunks ?? 0,
     item_id_base: final.itemIdBase ?? null,
     stored_outputs: final.storedOutputs ?? null,
+    ...(final.usage ? { usage: final.usage } : {}),
     finalized: true,
   } satisfies Partial<StoredRunDoc>;
 }

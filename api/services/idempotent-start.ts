@@ -166,7 +166,10 @@ async function resumeAbandoned(
   if (!version?.graph) return;
   const slug = await workflowSlug(deps.collections, run.published_workflow_id);
   await deps.gateway.start(
-    runArgs(run, version.graph, deps.config.runs),
+    runArgs(run, version.graph, deps.config.runs, {
+      prices: deps.config.prices,
+      perCallUsd: deps.config.credits.holdPerCallUsd,
+    }),
     slug ?? run.published_workflow_id,
   );
 }

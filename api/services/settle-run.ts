@@ -63,6 +63,7 @@ export async function settleRun(
     completedAtMs: Date.now(),
     events,
     itemIdBase: firstItemId(events),
+    ...(last?.usage ? { usage: last.usage } : {}),
   };
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');

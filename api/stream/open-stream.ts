@@ -5,6 +5,7 @@ import type { PollerRegistry, RunKnowledge } from './run-poller';
 import {
   DONE,
   KEEPALIVE,
+  RECONNECT,
   formatErrorEvent,
   formatEvent,
   formatFirstEvent,
@@ -153,7 +154,11 @@ export function openStream(
       else finish();
     },
     drop: () => {
-      res.destroy(); // the socket too, so a closing server is not held open by a kept-alive connection
+      // The process shuts down: a clean end (not a reset) after the reconnect comment, so proxies
+      // pass the end on as one and the client resumes. Events still in the backlog are not sent:
+      // the client's Last-Event-ID is the last one it got, and the next process sends the rest.
+      // The closing server (api/server.ts) closes the connection once this answer is over.
+      if (!closed && !res.writableEnded) res.write(RECONNECT);
       close();
     },
   });

@@ -18,6 +18,7 @@ const RUN_FIELDS = [
   'published_workflow_version_id',
   'status',
   'total_cost',
+  'usage', // D36
   'webhook',
 ];
 
@@ -193,6 +194,7 @@ describe('API runs: reading a run nobody has picked up yet', function () {
       completed_at: null,
       webhook: null,
       metadata: {},
+      usage: { provider_calls: 0, input_tokens: 0, output_tokens: 0, by_node: {} }, // D36
     });
 
     // Once a worker comes, the same run goes on to completion.
