@@ -3,9 +3,13 @@
  * the one activity that owns its rows: inserted once when complete (an insert is the cheap write
  * on FerretDB 1.x, where a replace of a large document was measured to cost ~0.3–1.3 s and grow
  * with the collection); a page left incomplete by an attempt that stops is replaced by `_id`.
- * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc).
+ * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc), kept
+ * compressed (raw deflate, level 1: ~1 ms for a page of 2 KB answers) because FerretDB's cost of
+ * handing a page over grows with its bytes, and a compressed Binary costs it the least.
  */
-import type { AnyBulkWriteOperation } from 'mongodb';
+import { promisify } from 'node:util';
+import { deflateRaw, inflateRaw } from 'node:zlib';
+import { Binary, type AnyBulkWriteOperation } from 'mongodb';
 import { pageId, type StoredOutput, type StoredRow } from '../domain/item-blocks';
 import { idAtOffset } from '../domain/ids';
 import type { OutputItem } from '../domain/run';
@@ -14,21 +18,34 @@ import type { ItemBlockDoc } from './documents';
 
 type C = Pick<Collections, 'itemBlocks'>;
 
+const deflate = promisify(deflateRaw);
+const inflate = promisify(inflateRaw);
+
 /** One page to write: its rows by position (null: not finished). */
 export interface PageWrite {
   page: number;
   rows: Array<StoredRow | null>;
 }
 
-function toDoc(runId: string, nodeId: string, { page, rows }: PageWrite): ItemBlockDoc {
+async function toDoc(
+  runId: string,
+  nodeId: string,
+  { page, rows }: PageWrite,
+): Promise<ItemBlockDoc> {
   return {
     _id: pageId(runId, nodeId, page),
     run_id: runId,
     node_id: nodeId,
     page,
-    rows_json: JSON.stringify(rows),
+    rows_z: new Binary(await deflate(JSON.stringify(rows), { level: 1 })),
     created_at: new Date(),
   };
+}
+
+/** A stored page's rows, compressed or (pages written before compression) as JSON text. */
+async function rowsOf(doc: ItemBlockDoc): Promise<Array<StoredRow | null>> {
+  const json = doc.rows_z ? (await inflate(doc.rows_z.buffer)).toString() : (doc.rows_json ?? '[]');
+  return JSON.parse(json) as Array<StoredRow | null>;
 }
 
 /** Inserts pages in one round trip; a page already there (a retry) is left as it is. */
@@ -41,7 +58,7 @@ export async function insertPages(
   if (pages.length === 0) return;
   try {
     await c.itemBlocks.insertMany(
-      pages.map((page) => toDoc(runId, nodeId, page)),
+      await Promise.all(pages.map((page) => toDoc(runId, nodeId, page))),
       { ordered: false },
     );
   } catch (err) {
@@ -64,10 +81,10 @@ export async function replacePages(
   pages: PageWrite[],
 ): Promise<void> {
   if (pages.length === 0) return;
-  const ops: AnyBulkWriteOperation<ItemBlockDoc>[] = pages.map((page) => {
-    const doc = toDoc(runId, nodeId, page);
-    return { replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } };
-  });
+  const docs = await Promise.all(pages.map((page) => toDoc(runId, nodeId, page)));
+  const ops: AnyBulkWriteOperation<ItemBlockDoc>[] = docs.map((doc) => ({
+    replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true },
+  }));
   await c.itemBlocks.bulkWrite(ops, { ordered: false });
 }
 
@@ -79,11 +96,15 @@ export async function readPage(
   page: number,
 ): Promise<Array<StoredRow | null> | null> {
   const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, page) });
-  return doc && (JSON.parse(doc.rows_json) as Array<StoredRow | null>);
+  return doc && rowsOf(doc);
 }
 
-/** Pages read ahead of the one handed out: a reader waits on one round trip in four, not every one. */
-const READ_AHEAD = 4;
+/**
+ * Pages read ahead of the one handed out (each a round trip of its own, in parallel over the
+ * connection pool): FerretDB works on several at once, so a reader rarely waits for one. Eight
+ * stay well inside the pool (16 connections on FerretDB) and hold a few MB at most.
+ */
+const READ_AHEAD = 8;
 
 /**
  * A stored output's items from row `from` on, in order, a few pages in memory at a time (the next
