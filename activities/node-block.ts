@@ -19,6 +19,7 @@ import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain
 import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
 import { executeRow, refusedItem } from './node-chunk';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
@@ -58,14 +59,13 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         ([index, details]) => [Number(index), details],
       ),
     );
-    const { rows, existing } = await readRows(
-      collections,
-      req.runId,
-      req.node.id,
-      req.first,
-      req.count,
+    // A store that is down (restarting) is waited for, heartbeating with the rows in flight.
+    const alive = () => context.heartbeat(Object.fromEntries(pending));
+    const { rows, existing } = await waitingForStore(
+      () => readRows(collections, req.runId, req.node.id, req.first, req.count),
+      alive,
     );
-    const inputs = await readPorts(collections, req);
+    const inputs = await waitingForStore(() => readPorts(collections, req), alive);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {
       if (rows[p]) continue;
@@ -115,8 +115,14 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       if (inserts.length === 0 && replaces.length === 0) return writing;
       // One write at a time: FerretDB does not isolate concurrent writes of one document.
       writing = writing.then(async () => {
-        await insertPages(collections, req.runId, req.node.id, inserts);
-        await replacePages(collections, req.runId, req.node.id, replaces);
+        await waitingForStore(
+          () => insertPages(collections, req.runId, req.node.id, inserts),
+          alive,
+        );
+        await waitingForStore(
+          () => replacePages(collections, req.runId, req.node.id, replaces),
+          alive,
+        );
       });
       return writing;
     };
@@ -168,7 +174,7 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       const all = pages
         .map((page) => ({ page, rows: rowsOf(page) }))
         .filter((page) => page.rows.some((row) => row !== null));
-      await replacePages(collections, req.runId, req.node.id, all);
+      await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
     }
     if (stopped !== undefined && !signal.aborted) {
       context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
@@ -186,7 +192,10 @@ export function createTallyBlockActivity(collections: C) {
     first: number;
     count: number;
   }): Promise<NodeBlockResult> {
-    const { rows } = await readRows(collections, req.runId, req.nodeId, req.first, req.count);
+    const { rows } = await waitingForStore(
+      () => readRows(collections, req.runId, req.nodeId, req.first, req.count),
+      () => Context.current().heartbeat(),
+    );
     return tally(req.first, rows);
   };
 }
