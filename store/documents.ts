@@ -201,9 +201,9 @@ export interface ItemBlockDoc {
   node_id: string;
   page: number;
   /**
-   * The page's rows in order, `(StoredRow | null)[]` (null: not finished), as JSON compressed with
-   * raw deflate (store/item-blocks.ts): FerretDB hands a compressed Binary over ~2.5x faster than the
-   * JSON string of the same rows, and stores a third of the bytes.
+   * The page's rows in order, one line each (`<cost> <item JSON>`, empty: not finished), compressed
+   * with raw deflate (store/item-blocks.ts): FerretDB hands a compressed Binary over ~2.5x faster
+   * than the JSON string of the same rows, and stores a third of the bytes.
    */
   rows_z?: Binary;
   /** The same rows as JSON text: pages written before `rows_z` (still read). */

@@ -5,7 +5,11 @@
  * with the collection); a page left incomplete by an attempt that stops is replaced by `_id`.
  * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc), kept
  * compressed (raw deflate, level 1: ~1 ms for a page of 2 KB answers) because FerretDB's cost of
- * handing a page over grows with its bytes, and a compressed Binary costs it the least.
+ * handing a page over grows with its bytes, and a compressed Binary costs it the least. Inside, a
+ * page is one line per row, `<cost> <item JSON>` (an empty line: not finished), the item's JSON
+ * with the keys of the API's item: the results file splices it into its line as it is, which
+ * spared the export a JSON.parse of the page and a JSON.stringify per item (~4 of its ~5 ms of
+ * Node's work per page of 2 KB answers).
  */
 import { promisify } from 'node:util';
 import { deflateRaw, inflateRaw } from 'node:zlib';
@@ -37,15 +41,40 @@ async function toDoc(
     run_id: runId,
     node_id: nodeId,
     page,
-    rows_z: new Binary(await deflate(JSON.stringify(rows), { level: 1 })),
+    rows_z: new Binary(await deflate(packRows(rows), { level: 1 })),
     created_at: new Date(),
   };
 }
 
-/** A stored page's rows, compressed or (pages written before compression) as JSON text. */
+/** The item as the API shows it (status, parts, error), as JSON: what a results-file line ends with. */
+function itemJson({ status, parts, error }: StoredRow['item']): string {
+  return JSON.stringify({ status, parts, ...(error ? { error } : {}) });
+}
+
+/** Rows as lines `<cost> <item JSON>`, an empty line for a row not finished (JSON text has no raw newline). */
+function packRows(rows: Array<StoredRow | null>): string {
+  return rows.map((row) => (row ? `${row.cost} ${itemJson(row.item)}` : '')).join('\n');
+}
+
+/** A stored page's lines (`packRows`); a page of rows as a JSON array (written before) is read too. */
+async function linesOf(doc: ItemBlockDoc): Promise<string[]> {
+  const text = doc.rows_z ? (await inflate(doc.rows_z.buffer)).toString() : null;
+  if (text !== null && !text.startsWith('[')) return text.split('\n');
+  const rows = JSON.parse(text ?? doc.rows_json ?? '[]') as Array<StoredRow | null>;
+  return packRows(rows).split('\n');
+}
+
+function rowOf(line: string): StoredRow | null {
+  if (!line) return null;
+  const space = line.indexOf(' ');
+  return {
+    cost: Number(line.slice(0, space)),
+    item: JSON.parse(line.slice(space + 1)) as StoredRow['item'],
+  };
+}
+
 async function rowsOf(doc: ItemBlockDoc): Promise<Array<StoredRow | null>> {
-  const json = doc.rows_z ? (await inflate(doc.rows_z.buffer)).toString() : (doc.rows_json ?? '[]');
-  return JSON.parse(json) as Array<StoredRow | null>;
+  return (await linesOf(doc)).map(rowOf);
 }
 
 /** Inserts pages in one round trip; a page already there (a retry) is left as it is. */
@@ -144,5 +173,51 @@ export async function* storedItems(
         yield { id, item_index: k, status, parts, ...(error ? { error } : {}) };
       } else if (live) yield { id, item_index: k, status: 'running', parts: [] };
     }
+  }
+}
+
+/**
+ * D35's results file straight from the pages: the JSON Lines of a stored output's items from row
+ * `from` on, in order, one piece per page (the `/outputs/{key}` item of each row, byte for byte:
+ * `{"id":…,"item_index":…,` and the stored item's JSON), read ahead like `storedItems`; rows not
+ * finished are skipped, or `running` while live.
+ */
+export async function* storedItemLines(
+  c: C,
+  runId: string,
+  itemIdBase: string,
+  stored: StoredOutput,
+  from: number,
+  live: boolean,
+): AsyncGenerator<string> {
+  const size = stored.pageRows;
+  const last = Math.ceil(stored.count / size);
+  let next = Math.floor(from / size);
+  const ahead: Array<{ page: number; lines: Promise<string[] | null> }> = [];
+  const fill = () => {
+    while (ahead.length < READ_AHEAD && next < last) {
+      const page = next++;
+      const lines = c.itemBlocks
+        .findOne({ _id: pageId(runId, stored.node, page) })
+        .then((doc) => doc && linesOf(doc));
+      lines.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
+      ahead.push({ page, lines });
+    }
+  };
+  fill();
+  while (ahead.length > 0) {
+    const { page, lines: pending } = ahead.shift()!;
+    const lines = await pending;
+    fill();
+    const first = page * size;
+    const end = Math.min(first + size, stored.count);
+    let piece = '';
+    for (let k = Math.max(first, from); k < end; k++) {
+      const line = lines?.[k - first];
+      const head = `{"id":"${idAtOffset(itemIdBase, stored.idOffset + k)}","item_index":${k},`;
+      if (line) piece += `${head}${line.slice(line.indexOf(' ') + 2)}\n`;
+      else if (live) piece += `${head}"status":"running","parts":[]}\n`;
+    }
+    if (piece) yield piece;
   }
 }

@@ -5,7 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import type { Store } from '../../store/db';
-import { insertPages, readPage, replacePages } from '../../store/item-blocks';
+import {
+  insertPages,
+  readPage,
+  replacePages,
+  storedItemLines,
+  storedItems,
+} from '../../store/item-blocks';
+import { itemLines } from '../../api/services/output-items';
+import { newId } from '../../domain/ids';
 import { pageId, type StoredRow } from '../../domain/item-blocks';
 import { connectTestStore } from '../support/store';
 import { waitFor } from '../support/http';
@@ -61,6 +69,41 @@ describe('store: item pages (D35)', function () {
       created_at: new Date(),
     });
     assert.deepEqual(await readPage(c, 'run_b', 'ask', 0), rows);
+  });
+
+  it('writes the results file from the stored lines byte for byte as the items serialized one by one', async () => {
+    const c = store.collections;
+    const failedRow: StoredRow = {
+      item: {
+        status: 'failed',
+        parts: [],
+        error: { message: 'bad "row"\n', type: 'provider_error' },
+      },
+      cost: 0,
+    };
+    const page0 = [row('a\u2028b "c"\n'), null, failedRow, { ...row('d'), cost: 1e-7 }];
+    await insertPages(c, 'run_c', 'ask', [
+      { page: 0, rows: [...page0, ...Array.from({ length: 96 }, (_, k) => row(`p0 ${k}`))] },
+      { page: 1, rows: [row('p1 0'), null, row('p1 2')] },
+    ]);
+    const base = newId('item', Date.now(), Math.random);
+    const stored = { node: 'ask', count: 103, pageRows: 100, idOffset: 7 };
+    const text = async (pieces: AsyncIterable<string>) => {
+      let out = '';
+      for await (const piece of pieces) out += piece;
+      return out;
+    };
+    for (const [from, live] of [
+      [0, false],
+      [0, true],
+      [2, false],
+      [101, true],
+    ] as const) {
+      const expected = await text(itemLines(storedItems(c, 'run_c', base, stored, from, live)));
+      assert.equal(await text(storedItemLines(c, 'run_c', base, stored, from, live)), expected);
+      assert.ok(expected.length > 0);
+    }
+    assert.deepEqual((await readPage(c, 'run_c', 'ask', 0))?.slice(0, 4), page0);
   });
 
   it('reads pages and run records by `_id` through an index, not a table scan', async () => {
