@@ -20,6 +20,7 @@ import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
+import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
 import { callUsage, executeRow, refusedItem } from './node-chunk';
 import type { CallUsage } from '../domain/run-usage';
@@ -60,14 +61,13 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         ([index, details]) => [Number(index), details],
       ),
     );
-    const { rows, existing } = await readRows(
-      collections,
-      req.runId,
-      req.node.id,
-      req.first,
-      req.count,
+    // A store that is down (restarting) is waited for, heartbeating with the rows in flight.
+    const alive = () => context.heartbeat(Object.fromEntries(pending));
+    const { rows, existing } = await waitingForStore(
+      () => readRows(collections, req.runId, req.node.id, req.first, req.count),
+      alive,
     );
-    const inputs = await readPorts(collections, req);
+    const inputs = await waitingForStore(() => readPorts(collections, req), alive);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {
       if (rows[p]) continue;
@@ -119,8 +119,14 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       if (inserts.length === 0 && replaces.length === 0) return writing;
       // One write at a time: FerretDB does not isolate concurrent writes of one document.
       writing = writing.then(async () => {
-        await insertPages(collections, req.runId, req.node.id, inserts);
-        await replacePages(collections, req.runId, req.node.id, replaces);
+        await waitingForStore(
+          () => insertPages(collections, req.runId, req.node.id, inserts),
+          alive,
+        );
+        await waitingForStore(
+          () => replacePages(collections, req.runId, req.node.id, replaces),
+          alive,
+        );
       });
       return writing;
     };
@@ -176,7 +182,7 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       const all = pages
         .map((page) => ({ page, rows: rowsOf(page) }))
         .filter((page) => page.rows.some((row) => row !== null));
-      await replacePages(collections, req.runId, req.node.id, all);
+      await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
     }
     // The pages are written: the next attempt, on another worker, runs only the rows they lack.
     if (cancelledByShutdown(context)) throw handBack();
@@ -196,7 +202,10 @@ export function createTallyBlockActivity(collections: C) {
     first: number;
     count: number;
   }): Promise<NodeBlockResult> {
-    const { rows } = await readRows(collections, req.runId, req.nodeId, req.first, req.count);
+    const { rows } = await waitingForStore(
+      () => readRows(collections, req.runId, req.nodeId, req.first, req.count),
+      () => Context.current().heartbeat(),
+    );
     return tally(req.first, rows);
   };
 }
