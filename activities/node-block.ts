@@ -12,6 +12,7 @@
  * block's answer (or, after a failure or cancel, from the stored pages), which counts every stored
  * row once whichever attempt ran it.
  */
+import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
@@ -131,6 +132,8 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       return writing;
     };
     const signal = context.cancellationSignal;
+    // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
+    setMaxListeners(0, signal);
     let stopped: unknown;
     const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
       rows[index - req.first] = {

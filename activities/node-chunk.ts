@@ -14,6 +14,7 @@
  * with backoff). A cancel (D8) aborts the calls in flight and answers with the finished rows,
  * so what ran is billed and nothing else.
  */
+import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
@@ -56,6 +57,8 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     let bytes = JSON.stringify([...finished.values()]).length;
     let stopped: unknown;
     const signal = context.cancellationSignal;
+    // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
+    setMaxListeners(0, signal);
 
     const record = (index: number, items: Item[], costUsd: number, usage: CallUsage): void => {
       const row = { index, items, costUsd, usage };
