@@ -141,6 +141,39 @@ export async function readPage(
 const READ_AHEAD = 8;
 
 /**
+ * A stored output's pages from the one holding row `from` on, in order, each with its lines
+ * (`packRows`; null: nothing written yet), `READ_AHEAD` of them read while one is handed out.
+ */
+async function* pagesFrom(
+  c: C,
+  runId: string,
+  stored: StoredOutput,
+  from: number,
+): AsyncGenerator<{ first: number; end: number; lines: string[] | null }> {
+  const size = stored.pageRows;
+  const last = Math.ceil(stored.count / size);
+  let next = Math.floor(from / size);
+  const ahead: Array<{ page: number; lines: Promise<string[] | null> }> = [];
+  const fill = () => {
+    while (ahead.length < READ_AHEAD && next < last) {
+      const page = next++;
+      const lines = c.itemBlocks
+        .findOne({ _id: pageId(runId, stored.node, page) })
+        .then((doc) => doc && linesOf(doc));
+      lines.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
+      ahead.push({ page, lines });
+    }
+  };
+  fill();
+  while (ahead.length > 0) {
+    const { page, lines: pending } = ahead.shift()!;
+    const lines = await pending;
+    fill();
+    yield { first: page * size, end: Math.min((page + 1) * size, stored.count), lines };
+  }
+}
+
+/**
  * A stored output's items from row `from` on, in order, a few pages in memory at a time (the next
  * ones are read while one is handed out): rows not finished are skipped, or `running` while live.
  */
@@ -152,26 +185,9 @@ export async function* storedItems(
   from: number,
   live: boolean,
 ): AsyncGenerator<OutputItem> {
-  const size = stored.pageRows;
-  const last = Math.ceil(stored.count / size);
-  let next = Math.floor(from / size);
-  const ahead: Array<{ page: number; rows: Promise<Array<StoredRow | null> | null> }> = [];
-  const fill = () => {
-    while (ahead.length < READ_AHEAD && next < last) {
-      const rows = readPage(c, runId, stored.node, next);
-      rows.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
-      ahead.push({ page: next++, rows });
-    }
-  };
-  fill();
-  while (ahead.length > 0) {
-    const { page, rows: pending } = ahead.shift()!;
-    const rows = await pending;
-    fill();
-    const first = page * size;
-    const end = Math.min(first + size, stored.count);
+  for await (const { first, end, lines } of pagesFrom(c, runId, stored, from)) {
     for (let k = Math.max(first, from); k < end; k++) {
-      const row = rows?.[k - first];
+      const row = rowOf(lines?.[k - first] ?? '');
       const id = idAtOffset(itemIdBase, stored.idOffset + k);
       if (row) {
         const { status, parts, error } = row.item;
@@ -195,27 +211,7 @@ export async function* storedItemLines(
   from: number,
   live: boolean,
 ): AsyncGenerator<string> {
-  const size = stored.pageRows;
-  const last = Math.ceil(stored.count / size);
-  let next = Math.floor(from / size);
-  const ahead: Array<{ page: number; lines: Promise<string[] | null> }> = [];
-  const fill = () => {
-    while (ahead.length < READ_AHEAD && next < last) {
-      const page = next++;
-      const lines = c.itemBlocks
-        .findOne({ _id: pageId(runId, stored.node, page) })
-        .then((doc) => doc && linesOf(doc));
-      lines.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
-      ahead.push({ page, lines });
-    }
-  };
-  fill();
-  while (ahead.length > 0) {
-    const { page, lines: pending } = ahead.shift()!;
-    const lines = await pending;
-    fill();
-    const first = page * size;
-    const end = Math.min(first + size, stored.count);
+  for await (const { first, end, lines } of pagesFrom(c, runId, stored, from)) {
     let piece = '';
     for (let k = Math.max(first, from); k < end; k++) {
       const line = lines?.[k - first];
