@@ -18,6 +18,7 @@ import { failed } from '../domain/items';
 import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
+import { fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import type { RowExecutors } from './node-chunk';
 import { executeRow, refusedItem } from './node-chunk';
@@ -65,6 +66,8 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       req.first,
       req.count,
     );
+    if (req.carryFrom)
+      await fillCarried(collections, req.carryFrom, req.node.id, req.first, rows, existing);
     const inputs = await readPorts(collections, req);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {

@@ -80,6 +80,8 @@ export interface NodeBlockRequest {
   /** The node feeding each port, for the message of an upstream failure. */
   sources: Record<string, string>;
   concurrency: number;
+  /** D38: a re-run of failed items takes the rows this run (id) completed from its pages instead of running them. */
+  carryFrom?: string;
 }
 
 /** What a block answers: counts and cost only; its items are in the store. */

@@ -66,6 +66,12 @@ export const RunSchema = z.object({
   metadata: z
     .record(z.string(), z.string())
     .describe('D37: the key/value pairs the run was started with (`{}` when none).'),
+  parent_run_id: z
+    .string()
+    .nullable()
+    .describe(
+      'D38: the run this one re-runs (`POST /api/v1/runs/{runId}/rerun`); null when it is not a re-run.',
+    ),
 });
 export type RunView = z.infer<typeof RunSchema>;
 
@@ -83,6 +89,8 @@ export interface RunViewSource {
   webhook?: string | null;
   /** D37: absent in records written before metadata existed. */
   metadata?: Record<string, string>;
+  /** D38: the run this one re-runs; absent in records that are not re-runs. */
+  parent_run_id?: string | null;
 }
 
 /** The fields of a webhook delivery record the view shows (store/documents.ts WebhookDeliveryDoc). */
@@ -117,6 +125,7 @@ export function runView(
     completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
     webhook: doc.webhook ? webhookState(delivery ?? null) : null,
     metadata: doc.metadata ?? {},
+    parent_run_id: doc.parent_run_id ?? null,
   };
 }
 

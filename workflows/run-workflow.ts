@@ -43,6 +43,7 @@ import {
   timerSummary,
 } from './summaries';
 import { withNamedTimeout } from './timers';
+import { CarryOver, loadCarry } from './carry-over';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
@@ -261,6 +262,7 @@ export async function runWorkflow(
             ports: own,
             sources,
             concurrency,
+            ...carry?.blockSource(node.id), // D38
           },
         ]);
       } catch (err) {
@@ -390,14 +392,17 @@ export async function runWorkflow(
       nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]),
     );
 
+  let carry: CarryOver | undefined;
   try {
+    // D38: a re-run of failed items learns first what its parent holds (workflows/carry-over.ts).
+    if (args.rerun) carry = await loadCarry(args, args.rerun.parentRunId, persistence);
     await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), async () =>
       // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
       executeGraph(
         args.graph,
         await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts),
         {
-          runIoRows,
+          runIoRows: carry ? carry.wrap(runIoRows) : runIoRows,
           // D35: a node bigger than its run's concurrency can serve at once keeps its items in the store.
           isBig: (count) => count > 2 * options.concurrency,
           runStoredRows,

@@ -17,6 +17,7 @@ function view(id: string, items = 1): RunView {
     completed_at: '2026-11-22T00:00:01.000Z',
     webhook: null,
     metadata: {},
+    parent_run_id: null,
   };
 }
 

@@ -1,0 +1,84 @@
+/**
+ * D38: re-running a run. A re-run is a start (D17 hold, D18 idempotency, D20 webhook, D37
+ * metadata) of the parent's exact workflow version with its stored inputs, its metadata and its
+ * webhook, recorded with `parent_run_id`. With `items: "failed"` the parent must have ended and
+ * hold something that did not complete; the workflow then carries its completed items over
+ * (workflows/carry-over.ts) and bills only what runs again.
+ */
+import { InvalidRequestError, NotFoundError } from '../../domain/errors';
+import { isId } from '../../domain/ids';
+import type { RunDoc } from '../../store/documents';
+import { storedItems } from '../../store/item-blocks';
+import { findRunRecord } from '../../store/runs';
+import type { RerunRequest, StartRequest } from '../contract/request-schemas';
+import type { AuthContext } from '../middleware/authenticate';
+import { startIdempotent } from './idempotent-start';
+import { startRun, type StartRunDeps } from './start-run';
+
+/** Starts the re-run of `parentId` and returns its record as stored (status `pending`). */
+export async function rerunRun(
+  deps: StartRunDeps,
+  auth: AuthContext,
+  parentId: string,
+  body: RerunRequest,
+  idempotencyKey?: string,
+): Promise<RunDoc> {
+  // The run's record with its chunks joined, without a big run's stored items (read below, page by page).
+  const parent = isId('run', parentId)
+    ? await findRunRecord(deps.collections, parentId, false)
+    : null;
+  // Another account's run is indistinguishable from a missing (or deleted, D39) one.
+  if (!parent || parent.account_id !== auth.accountId)
+    throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
+  if (body.items === 'failed') {
+    if (!parent.finalized)
+      throw new InvalidRequestError(
+        `Run \`${parentId}\` has not finished; re-run its failed items once it has (or re-run it with \`"items": "all"\`).`,
+        { status: 409, code: 'run_not_finished' },
+      );
+    if (!(await hasUnfinishedWork(deps, parent)))
+      throw new InvalidRequestError(
+        `Run \`${parentId}\` completed with no failed item: there is nothing to re-run.`,
+        { code: 'nothing_to_rerun', param: 'items' },
+      );
+  }
+  const request: StartRequest = {
+    workflowId: parent.published_workflow_id,
+    version: parent.published_workflow_version_id,
+    stream: body.stream,
+    inputs: parent.inputs,
+    ...(parent.webhook ? { webhook: parent.webhook } : {}),
+    ...(parent.metadata && Object.keys(parent.metadata).length > 0
+      ? { metadata: parent.metadata }
+      : {}),
+  };
+  const rerun = { parentRunId: parent._id, items: body.items };
+  return idempotencyKey
+    ? startIdempotent(deps, auth, request, idempotencyKey, rerun)
+    : startRun(deps, auth, request, { rerun });
+}
+
+/**
+ * Whether a finished run left anything undone: it failed or was cancelled (rows that never ran),
+ * or an output item failed. A big output is read a page at a time and the scan stops at the
+ * first failed item.
+ */
+async function hasUnfinishedWork(deps: StartRunDeps, run: RunDoc): Promise<boolean> {
+  if (run.status !== 'completed') return true;
+  for (const items of Object.values(run.output ?? {}))
+    if (items.some((item) => item.status !== 'completed')) return true;
+  const stored = Object.values(run.stored_outputs ?? {});
+  if (stored.length > 0 && !run.item_id_base) return true; // cannot tell: let the re-run find out
+  for (const output of stored) {
+    for await (const item of storedItems(
+      deps.collections,
+      run._id,
+      run.item_id_base!,
+      output,
+      0,
+      false,
+    ))
+      if (item.status !== 'completed') return true;
+  }
+  return false;
+}
