@@ -14,6 +14,7 @@ const RUN_FIELDS = [
   'id',
   'metadata', // D37
   'output',
+  'parent_run_id', // D38
   'published_workflow_id',
   'published_workflow_version_id',
   'status',
