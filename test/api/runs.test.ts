@@ -194,6 +194,7 @@ describe('API runs: reading a run nobody has picked up yet', function () {
       completed_at: null,
       webhook: null,
       metadata: {},
+      parent_run_id: null,
     });
 
     // Once a worker comes, the same run goes on to completion.
