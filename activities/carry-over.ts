@@ -8,7 +8,7 @@ import type { Item } from '../domain/parts';
 import { PAGE_ROWS, pageId, pagesOf, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import { readPage } from '../store/item-blocks';
-import { findRunRecord } from '../store/runs';
+import { fromStored } from '../store/runs';
 import type { CarrySource } from '../workflows/carry-over';
 
 type C = Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>;
@@ -26,7 +26,13 @@ export interface LoadCarryOverRequest {
 /** Builds the activity that tells the workflow what the parent holds (small nodes' items come in its answer). */
 export function createLoadCarryOverActivity(collections: C) {
   return async function loadCarryOver(req: LoadCarryOverRequest): Promise<CarrySource> {
-    const parent = await findRunRecord(collections, req.parentRunId, false);
+    // The record alone, its chunks not joined: an output kept in chunks (a big inline list) is not
+    // an AI node's (those are at most 2 × concurrency rows; bigger ones are stored pages).
+    const doc = await collections.runs.findOne(
+      { _id: req.parentRunId },
+      { projection: { events_json: 0 } },
+    );
+    const parent = doc && fromStored(doc);
     if (!parent || parent.account_id !== req.accountId || !parent.finalized)
       return { stored: [], inline: {} };
     // A big node's first page exists once the parent finished any row of it; by `_id`, one round trip each.
@@ -43,8 +49,8 @@ export function createLoadCarryOverActivity(collections: C) {
     const storedLabels = new Set(Object.keys(parent.stored_outputs ?? {}));
     for (const [node, label] of Object.entries(req.feeders)) {
       if (stored.includes(node) || storedLabels.has(label)) continue;
-      const items = parent.output?.[label];
-      if (!items) continue;
+      const items = parent.chunks ? undefined : parent.output?.[label];
+      if (!items) continue; // unknown: the node runs again whole, and what follows it
       inline[node] = items
         .filter((item) => item.status === 'completed')
         .map((item): [number, Item] => [

@@ -59,16 +59,19 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         ([index, details]) => [Number(index), details],
       ),
     );
-    const { rows, existing } = await readRows(
-      collections,
-      req.runId,
-      req.node.id,
-      req.first,
-      req.count,
-    );
-    if (req.carryFrom)
-      await fillCarried(collections, req.carryFrom, req.node.id, req.first, rows, existing);
-    const inputs = await readPorts(collections, req);
+    // D38: a re-run's first attempt has no pages of its own yet (a page has one writer, this block).
+    const fresh = req.carryFrom !== undefined && context.info.attempt === 1;
+    const { rows, existing } = fresh
+      ? {
+          rows: Array.from({ length: req.count }, (): StoredRow | null => null),
+          existing: new Set<number>(),
+        }
+      : await readRows(collections, req.runId, req.node.id, req.first, req.count);
+    const [inputs] = await Promise.all([
+      readPorts(collections, req),
+      req.carryFrom &&
+        fillCarried(collections, req.carryFrom, req.node.id, req.first, rows, existing),
+    ]);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {
       if (rows[p]) continue;

@@ -21,6 +21,8 @@ import type { RunArgs } from './definitions';
 import type { RowProgress } from './engine';
 
 const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
+/** Blocks of a carried big node in flight at once (see CarryOver.lanes). */
+const CARRIED_LANES = 16;
 
 /** Asks the `loadCarryOver` activity what the parent holds, and builds the run's carry-over from it. */
 export async function loadCarry(
@@ -124,6 +126,15 @@ export class CarryOver {
   /** A big node's blocks take the parent's completed rows from its stored pages (activities/node-block.ts). */
   blockSource(nodeId: string): { carryFrom?: string } {
     return this.carriable.has(nodeId) ? { carryFrom: this.parentRunId } : {};
+  }
+
+  /**
+   * Lanes of a big node's blocks (run-workflow.ts `runStoredRows`; 2 for other runs): a carried
+   * node's block runs only the rows its parent did not complete, so sixteen blocks share the run's
+   * slots at a time and the store reads and writes of the carried pages overlap.
+   */
+  lanes(nodeId: string): number | undefined {
+    return this.carriable.has(nodeId) ? CARRIED_LANES : undefined;
   }
 
   /** A small node's rows the parent completed are reported done at once; the others run. */

@@ -152,8 +152,10 @@ export async function runWorkflow(
     const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
     const blockRows = Math.max(1, perBlock) * PAGE_ROWS;
     const blocks = Math.ceil(count / blockRows);
+    // D38: a block of a re-run runs only its few failed rows, so more of its blocks share the slots.
+    const lanes = carry?.lanes(node.id) ?? 2;
     const inner =
-      blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / 2));
+      blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / lanes));
     state.reserveStored(node.id, count);
     for (let i = 0; i < count; i++) progress.itemStarted();
     // D35 pipelining: a block's rows are ready for the next node of the chain once it is done.
@@ -187,7 +189,7 @@ export async function runWorkflow(
           }
         }
       };
-      await scope.run(() => Promise.all([lane(), lane()]));
+      await scope.run(() => Promise.all(Array.from({ length: lanes }, lane)));
       if (failures.length > 0) {
         const failure = failures.find((err) => !isCancellation(err)) ?? failures[0];
         for (const block of ready) block.reject(failure);

@@ -9,7 +9,7 @@ import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { isId } from '../../domain/ids';
 import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
-import { findRunRecord } from '../../store/runs';
+import { findRunRecord, fromStored } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../middleware/authenticate';
 import { startIdempotent } from './idempotent-start';
@@ -23,10 +23,11 @@ export async function rerunRun(
   body: RerunRequest,
   idempotencyKey?: string,
 ): Promise<RunDoc> {
-  // The run's record with its chunks joined, without a big run's stored items (read below, page by page).
-  const parent = isId('run', parentId)
-    ? await findRunRecord(deps.collections, parentId, false)
+  // The record without its event log: a big run's is large, and a re-run needs none of it.
+  const doc = isId('run', parentId)
+    ? await deps.collections.runs.findOne({ _id: parentId }, { projection: { events_json: 0 } })
     : null;
+  const parent = doc && fromStored(doc);
   // Another account's run is indistinguishable from a missing (or deleted, D39) one.
   if (!parent || parent.account_id !== auth.accountId)
     throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
@@ -63,8 +64,12 @@ export async function rerunRun(
  * or an output item failed. A big output is read a page at a time and the scan stops at the
  * first failed item.
  */
-async function hasUnfinishedWork(deps: StartRunDeps, run: RunDoc): Promise<boolean> {
-  if (run.status !== 'completed') return true;
+async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<boolean> {
+  if (head.status !== 'completed') return true;
+  // A big inline output (a list straight from a `batch`) is kept in chunks: join them for this check.
+  const run = head.chunks
+    ? ((await findRunRecord(deps.collections, head._id, false)) ?? head)
+    : head;
   for (const items of Object.values(run.output ?? {}))
     if (items.some((item) => item.status !== 'completed')) return true;
   const stored = Object.values(run.stored_outputs ?? {});

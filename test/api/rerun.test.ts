@@ -12,6 +12,7 @@ import { expectError } from '../support/api-assert';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
 import { startRun } from '../support/runs';
 import { useService } from '../support/use-service';
+import { events, openSse } from '../support/sse';
 import { deriveId } from '../../store/ids';
 
 const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
@@ -133,6 +134,42 @@ describe('re-running a run (D38)', function () {
     assert.equal(await debitOf(childId), -child.total_cost);
   });
 
+  it('re-runs a failed row through a chain of big nodes (rows → a → b): both run it again, nothing else', async () => {
+    const failing = new Set([7, 201]);
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      failing.has(i) ? `r${i} ch1 refuseonce:ch1r${i}` : `r${i} ch1`,
+    );
+    const doc = rowsWorkflow('rerun-chain', 'A {{row}}');
+    doc.nodes.splice(3, 0, { id: 'again', type: 'llm', model: 'gpt-test', prompt: 'B {{row}}' });
+    doc.edges = [
+      { from: 'rows', to: 'split', port: 'rows' },
+      { from: 'split', to: 'ask', port: 'row' },
+      { from: 'ask', to: 'again', port: 'row' },
+      { from: 'again', to: 'out' },
+    ];
+    await publish(ctx.svc.url, ctx.key, doc);
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-chain', { rows });
+    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId, 120_000);
+    assert.equal(parent.status, 'completed');
+    assert.equal(parent.output.answers[7].status, 'failed');
+    assert.equal(parent.output.answers[7].error.type, 'upstream_failed');
+    assert.equal(calls('ch1'), 600 - failing.size);
+
+    const childId = started(await rerun(parentId, { items: 'failed' }));
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId, 120_000);
+    assert.equal(child.status, 'completed');
+    assert.equal(
+      calls('ch1'),
+      600 - failing.size + 2 * failing.size,
+      'each failed row ran through both nodes, no other row did',
+    );
+    child.output.answers.forEach((item: any, k: number) => {
+      assert.equal(item.status, 'completed', `row ${k}`);
+      if (!failing.has(k)) assert.deepEqual(item.parts, parent.output.answers[k].parts, `row ${k}`);
+    });
+    assert.equal(child.total_cost, money(START_FEE_USD + 2 * failing.size * LLM_CALL_USD));
+  });
+
   it('honours an Idempotency-Key: the same re-run once, another body with the key is 409', async () => {
     await publish(
       ctx.svc.url,
@@ -153,6 +190,35 @@ describe('re-running a run (D38)', function () {
     const child = await waitForRun(ctx.svc.url, ctx.key, first);
     assert.equal(child.status, 'completed');
     assert.equal(calls('id1'), 3, 'the failed row ran once more, once');
+  });
+
+  it('streams a re-run with `stream: true`, as a start streams (response.created … response.completed)', async () => {
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      batchWorkflow('rerun-stream', ['s st1 refuseonce:st1s', 't st1']),
+    );
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-stream');
+    await waitForRun(ctx.svc.url, ctx.key, parentId);
+    const sse = await openSse(`${ctx.svc.url}/api/v1/runs/${parentId}/rerun`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { items: 'failed', stream: true },
+    });
+    assert.equal(sse.status, 200);
+    await sse.closed;
+    const all = events(sse);
+    assert.equal(all[0].type, 'response.created');
+    assert.equal(all.at(-1).type, 'response.completed');
+    const childId = all[0].response.run_id;
+    assert.notEqual(childId, parentId);
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId);
+    assert.equal(child.parent_run_id, parentId);
+    assert.deepEqual(
+      child.output.answers.map((i: any) => i.status),
+      ['completed', 'completed'],
+    );
+    assert.equal(calls('st1'), 3);
   });
 
   it('refuses an unfinished parent (409 run_not_finished), and another account’s or an unknown run (404)', async () => {

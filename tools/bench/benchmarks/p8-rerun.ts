@@ -8,6 +8,7 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
+import { fetchEvents } from '../lib/history';
 import { deriveId } from '../../../store/ids';
 
 /** The price of P8's model: the only priced one in the bench, so P8's costs are its own. */
@@ -70,6 +71,8 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     const usage = end();
     const debit = await ctx.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     const { historyLength } = await handle.describe();
+    // A history over 4 MB (the 100,000 rows of the start argument) cannot be fetched in one message: no phases then.
+    const phases = activityPhases(await fetchEvents(ctx.temporal, runId).catch(() => []));
     return {
       runId,
       wall,
@@ -78,6 +81,7 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
       cost: -(debit?.amount_usd ?? Number.NaN),
       calls: ctx.fake.counts.answered - answeredBefore,
       historyLength,
+      phases,
     };
   };
 
@@ -146,7 +150,44 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
       },
     ],
     details: [
+      `- Where the re-run's time went (from the workflow's start, per activity type: count, first scheduled → last closed, median scheduled → closed): ${rerun.phases}.`,
+      `- The original's: ${original.phases}.`,
       `- The original: ${original.calls} LLM calls in ${fmt(original.wall / 1000, 1)} s, debit $${fmt(original.cost, 6)}; the re-run: ${rerun.calls} calls in ${fmt(rerun.wall / 1000, 2)} s, debit $${fmt(rerun.cost, 6)} (start fee included in both).`,
     ],
   };
+}
+
+type HistoryEvent = Awaited<ReturnType<typeof fetchEvents>>[number];
+
+/** Per activity type of a history: count, first scheduled → last closed (from the workflow's start) and median duration. */
+function activityPhases(events: HistoryEvent[]): string {
+  if (events.length === 0) return 'history not readable in one message (over 4 MB)';
+  const ms = (t: HistoryEvent['eventTime']) =>
+    t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 : NaN;
+  const t0 = ms(events[0]?.eventTime);
+  const scheduled = new Map<string, { type: string; at: number }>();
+  const byType = new Map<string, { first: number; last: number; spans: number[] }>();
+  for (const e of events) {
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a)
+      scheduled.set(String(e.eventId), { type: a.activityType?.name ?? '?', at: ms(e.eventTime) });
+    const closed =
+      e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? undefined;
+    if (!closed) continue;
+    const s = scheduled.get(String(closed.scheduledEventId));
+    if (!s) continue;
+    const entry = byType.get(s.type) ?? { first: Infinity, last: 0, spans: [] };
+    entry.first = Math.min(entry.first, s.at - t0);
+    entry.last = Math.max(entry.last, ms(e.eventTime) - t0);
+    entry.spans.push(ms(e.eventTime) - s.at);
+    byType.set(s.type, entry);
+  }
+  const end = ms(events.at(-1)?.eventTime) - t0;
+  return [
+    ...[...byType].map(([type, { first, last, spans }]) => {
+      const sorted = spans.sort((x, y) => x - y);
+      return `${type} ×${spans.length} ${fmt(first, 0)}→${fmt(last, 0)} ms (median ${fmt(sorted[Math.floor(sorted.length / 2)], 0)} ms)`;
+    }),
+    `closed at ${fmt(end, 0)} ms`,
+  ].join('; ');
 }
