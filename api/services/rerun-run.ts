@@ -7,6 +7,7 @@
  */
 import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { isId } from '../../domain/ids';
+import { isTerminal } from '../../domain/run';
 import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
 import { findRunRecord, fromStored } from '../../store/runs';
@@ -23,15 +24,11 @@ export async function rerunRun(
   body: RerunRequest,
   idempotencyKey?: string,
 ): Promise<RunDoc> {
-  // The record without its event log: a big run's is large, and a re-run needs none of it.
-  const doc = isId('run', parentId)
-    ? await deps.collections.runs.findOne({ _id: parentId }, { projection: { events_json: 0 } })
-    : null;
-  const parent = doc && fromStored(doc);
-  // Another account's run is indistinguishable from a missing (or deleted, D39) one.
-  if (!parent || parent.account_id !== auth.accountId)
-    throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
+  let parent = await readParent(deps, auth, parentId);
   if (body.items === 'failed') {
+    // A run that has just ended (its GET says so) writes its record a moment later: wait for it.
+    if (!parent.finalized && (await hasEnded(deps, parentId)))
+      parent = await readParent(deps, auth, parentId);
     if (!parent.finalized)
       throw new InvalidRequestError(
         `Run \`${parentId}\` has not finished; re-run its failed items once it has (or re-run it with \`"items": "all"\`).`,
@@ -58,6 +55,32 @@ export async function rerunRun(
     ? startIdempotent(deps, auth, request, idempotencyKey, rerun)
     : startRun(deps, auth, request, { rerun });
 }
+
+/** The caller's run without its event log (a big run's is large; a re-run needs none of it); 404 otherwise. */
+async function readParent(
+  deps: StartRunDeps,
+  auth: AuthContext,
+  parentId: string,
+): Promise<RunDoc> {
+  const doc = isId('run', parentId)
+    ? await deps.collections.runs.findOne({ _id: parentId }, { projection: { events_json: 0 } })
+    : null;
+  const parent = doc && fromStored(doc);
+  // Another account's run is indistinguishable from a missing (or deleted, D39) one.
+  if (!parent || parent.account_id !== auth.accountId)
+    throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
+  return parent;
+}
+
+/** Whether a run whose record is not final yet has ended, once its workflow has closed (it closes after writing the record). */
+async function hasEnded(deps: StartRunDeps, runId: string): Promise<boolean> {
+  const snapshot = await deps.gateway.snapshot(runId, Number.MAX_SAFE_INTEGER);
+  if (!snapshot || !isTerminal(snapshot.status)) return false;
+  return deps.gateway.waitForClose(runId, FINALIZE_WAIT_MS);
+}
+
+/** How long a re-run waits for a just-ended parent's record (finalize retries a store blip meanwhile). */
+const FINALIZE_WAIT_MS = 10_000;
 
 /**
  * Whether a finished run left anything undone: it failed or was cancelled (rows that never ran),
