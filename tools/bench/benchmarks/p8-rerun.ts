@@ -58,6 +58,7 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     const res = await requestJson(agent, ctx.apiUrl, 'POST', path, { key: ctx.key, body });
     if (res.status !== 202)
       throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    const postMs = nowMs() - t0;
     const runId = res.body.run_id as string;
     const handle = ctx.temporal.workflow.getHandle(runId);
     let timer: NodeJS.Timeout | undefined;
@@ -82,6 +83,7 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
       calls: ctx.fake.counts.answered - answeredBefore,
       historyLength,
       phases,
+      postMs,
     };
   };
 
@@ -152,6 +154,7 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     details: [
       `- Where the re-run's time went (from the workflow's start, per activity type: count, first scheduled → last closed, median scheduled → closed): ${rerun.phases}.`,
       `- The original's: ${original.phases}.`,
+      `- The POST answered its 202 in ${fmt(original.postMs, 0)} ms (original) and ${fmt(rerun.postMs, 0)} ms (re-run).`,
       `- The original: ${original.calls} LLM calls in ${fmt(original.wall / 1000, 1)} s, debit $${fmt(original.cost, 6)}; the re-run: ${rerun.calls} calls in ${fmt(rerun.wall / 1000, 2)} s, debit $${fmt(rerun.cost, 6)} (start fee included in both).`,
     ],
   };
