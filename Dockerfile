@@ -29,7 +29,7 @@ COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows
 COPY tools/scripts/bundle-workflows.ts ./tools/scripts/bundle-workflows.ts
-# The workflow bundle is built here once (issue 20), so workers start without running webpack (WORKFLOW_BUNDLE_PATH).
+# The workflow bundle is built here once, so workers start without running webpack (WORKFLOW_BUNDLE_PATH).
 RUN npm run build \
  && node dist/tools/scripts/bundle-workflows.js dist/workflow-bundle.js \
  && npm prune --omit=dev --no-audit --no-fund \

@@ -47,25 +47,86 @@ const HTTP_CLIENTS = [
 ];
 const NETWORK = `/^(node:)?(${NETWORK_MODULES.join('|')}|${HTTP_CLIENTS.join('|')})$/`;
 const REQUEST_GLOBALS = ['fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource'];
+const guardSyntax = [
+  {
+    selector: `MemberExpression[object.name=/^(globalThis|global|self|window)$/][property.name=/^(${REQUEST_GLOBALS.join('|')})$/]`,
+    message: GUARD,
+  },
+  {
+    selector: `CallExpression[callee.name='require'] > Literal[value=${NETWORK}]`,
+    message: GUARD,
+  },
+  { selector: `ImportExpression > Literal[value=${NETWORK}]`, message: GUARD },
+  {
+    selector: `MemberExpression[object.name=/^(http|https|http2|net|tls)$/][property.name=/^(request|get|connect|createConnection|Agent)$/]`,
+    message: GUARD,
+  },
+];
 const guardRules = {
   'no-restricted-globals': ['error', ...REQUEST_GLOBALS.map((name) => ({ name, message: GUARD }))],
-  'no-restricted-syntax': [
-    'error',
-    {
-      selector: `MemberExpression[object.name=/^(globalThis|global|self|window)$/][property.name=/^(${REQUEST_GLOBALS.join('|')})$/]`,
-      message: GUARD,
-    },
-    {
-      selector: `CallExpression[callee.name='require'] > Literal[value=${NETWORK}]`,
-      message: GUARD,
-    },
-    { selector: `ImportExpression > Literal[value=${NETWORK}]`, message: GUARD },
-    {
-      selector: `MemberExpression[object.name=/^(http|https|http2|net|tls)$/][property.name=/^(request|get|connect|createConnection|Agent)$/]`,
-      message: GUARD,
-    },
-  ],
+  'no-restricted-syntax': ['error', ...guardSyntax],
 };
+
+// Every collection query lives in store/ (one function per query, named for what it reads or
+// writes): no `db.collection(...)` and no `<x>.<collection>.find(...)`-style call elsewhere.
+// tools/ (the benchmarks read the store directly) and tests are exempt;
+// test/store/query-lint.unit.test.ts proves the rule catches each form.
+const STORE_ONLY = 'Collection queries live in store/: add or reuse a store function.';
+const COLLECTIONS = [
+  'accounts',
+  'apiKeys',
+  'workflows',
+  'workflowVersions',
+  'runs',
+  'runChunks',
+  'itemBlocks',
+  'ledger',
+  'ledgerCheckpoints',
+  'creditHolds',
+  'rateLimits',
+  'idempotencyKeys',
+  'webhookDeliveries',
+];
+const QUERY_METHODS = [
+  'find',
+  'findOne',
+  'findOneAndUpdate',
+  'findOneAndDelete',
+  'findOneAndReplace',
+  'aggregate',
+  'countDocuments',
+  'estimatedDocumentCount',
+  'distinct',
+  'insertOne',
+  'insertMany',
+  'updateOne',
+  'updateMany',
+  'replaceOne',
+  'deleteOne',
+  'deleteMany',
+  'bulkWrite',
+  'watch',
+  'createIndex',
+  'createIndexes',
+  'dropIndex',
+  'drop',
+];
+const storeOnlySyntax = [
+  { selector: `CallExpression[callee.property.name='collection']`, message: STORE_ONLY },
+  {
+    selector: `MemberExpression[object.type='MemberExpression'][object.property.name=/^(${COLLECTIONS.join('|')})$/][property.name=/^(${QUERY_METHODS.join('|')})$/]`,
+    message: STORE_ONLY,
+  },
+];
+const STORE_ONLY_FILES = [
+  'api/**/*.ts',
+  'activities/**/*.ts',
+  'cli/**/*.ts',
+  'config/**/*.ts',
+  'lib/**/*.ts',
+  'worker/**/*.ts',
+  'workflows/**/*.ts',
+];
 const clientImports = HTTP_CLIENTS.map((name) => ({ name, message: GUARD }));
 
 export default tseslint.config(
@@ -132,6 +193,78 @@ export default tseslint.config(
     group: folders('api', 'worker', 'activities'),
     message: 'cli/ uses store/ and domain/, never api/.',
   }),
+  // config/ is below everything that reads it: of ours it may use the model only.
+  boundary(['config/**/*.ts'], {
+    group: folders(
+      'api',
+      'store',
+      'lib',
+      'workflows',
+      'activities',
+      'worker',
+      'cli',
+      'clients',
+      'tools',
+      'playground',
+    ),
+    message: 'config/ imports only domain/.',
+  }),
+  // activities/ run in the worker: never the API, the CLI or tools; workflow definitions as types.
+  boundary(
+    ['activities/**/*.ts'],
+    {
+      group: folders('api', 'worker', 'cli', 'tools', 'clients', 'playground'),
+      message: 'activities/ never import api/, worker/, cli/, tools/, clients/ or playground/.',
+    },
+    {
+      group: folders('workflows'),
+      message: 'activities/ import workflows/ as types only (import type).',
+      allowTypeImports: true,
+    },
+  ),
+  // worker/ wires activities and workflows into a Temporal worker: never the API's code.
+  boundary(['worker/**/*.ts'], {
+    group: folders('api', 'cli', 'tools', 'clients', 'playground'),
+    message: 'worker/ never imports api/, cli/, tools/, clients/ or playground/.',
+  }),
+  // The clients ship alone: the API's and the model's types, and the model's pure helpers.
+  boundary(
+    ['clients/**/*.ts'],
+    {
+      group: folders(
+        'store',
+        'lib',
+        'config',
+        'workflows',
+        'activities',
+        'worker',
+        'cli',
+        'tools',
+        'playground',
+      ),
+      message: 'clients/ import only domain/ (and api/ types).',
+    },
+    {
+      group: folders('api'),
+      message: 'clients/ import api/ as types only (import type).',
+      allowTypeImports: true,
+    },
+  ),
+  // The playground is a browser bundle: the model's pure helpers and the client, nothing server-side.
+  boundary(['playground/**/*.ts'], {
+    group: folders(
+      'api',
+      'store',
+      'lib',
+      'config',
+      'workflows',
+      'activities',
+      'worker',
+      'cli',
+      'tools',
+    ),
+    message: 'playground/ imports only domain/ and clients/.',
+  }),
   // Configuration is parsed once (config/); entry points hand process.env to loadConfig.
   {
     files: [
@@ -157,6 +290,17 @@ export default tseslint.config(
     },
   },
   { files: GUARDED_FILES, ignores: ['lib/net/ssrf.ts'], rules: guardRules },
+  // Collection queries only in store/. One `no-restricted-syntax` per file (a later setting replaces
+  // an earlier one), so where the SSRF guard applies too its selectors are repeated here.
+  {
+    files: STORE_ONLY_FILES,
+    rules: { 'no-restricted-syntax': ['error', ...storeOnlySyntax] },
+  },
+  {
+    files: GUARDED_FILES,
+    ignores: ['lib/net/ssrf.ts', 'store/**/*.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...guardSyntax, ...storeOnlySyntax] },
+  },
   {
     files: GUARDED_FILES,
     ignores: ['lib/net/ssrf.ts', 'worker/**/*.ts'],

@@ -5,10 +5,10 @@
  * (D39) as one with nothing to carry: every row then runs. Nothing here bills.
  */
 import type { Item } from '../domain/parts';
-import { PAGE_ROWS, pageId, pagesOf, type StoredRow } from '../domain/item-blocks';
+import { PAGE_ROWS, pagesOf, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
-import { readPage } from '../store/item-blocks';
-import { fromStored } from '../store/runs';
+import { hasFirstPage, readPage } from '../store/item-blocks';
+import { findRunWithoutLog } from '../store/runs';
 import type { CarrySource } from '../workflows/carry-over';
 
 type C = Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>;
@@ -28,23 +28,14 @@ export function createLoadCarryOverActivity(collections: C) {
   return async function loadCarryOver(req: LoadCarryOverRequest): Promise<CarrySource> {
     // The record alone, its chunks not joined: an output kept in chunks (a big inline list) is not
     // an AI node's (those are at most 2 × concurrency rows; bigger ones are stored pages).
-    const doc = await collections.runs.findOne(
-      { _id: req.parentRunId },
-      { projection: { events_json: 0 } },
-    );
-    const parent = doc && fromStored(doc);
+    const parent = await findRunWithoutLog(collections, req.parentRunId);
     if (!parent || parent.account_id !== req.accountId || !parent.finalized)
       return { stored: [], inline: {} };
     // A big node's first page exists once the parent finished any row of it; by `_id`, one round trip each.
     const probes = await Promise.all(
-      req.ioNodes.map((node) =>
-        collections.itemBlocks.findOne(
-          { _id: pageId(parent._id, node, 0) },
-          { projection: { _id: 1 } },
-        ),
-      ),
+      req.ioNodes.map((node) => hasFirstPage(collections, parent._id, node)),
     );
-    const stored = req.ioNodes.filter((_, i) => probes[i] !== null);
+    const stored = req.ioNodes.filter((_, i) => probes[i]);
     const inline: CarrySource['inline'] = {};
     const storedLabels = new Set(Object.keys(parent.stored_outputs ?? {}));
     for (const [node, label] of Object.entries(req.feeders)) {

@@ -17,6 +17,7 @@ import {
   type GuardOptions,
 } from '../lib/net/ssrf';
 import type { Collections } from '../store/db';
+import { runAccountId } from '../store/runs';
 import {
   FileTooLargeError,
   storeBytes,
@@ -41,13 +42,10 @@ export async function runAccount(
   req: { runId: string; accountId?: string },
 ): Promise<string> {
   if (req.accountId) return req.accountId;
-  const run = await deps.collections.runs.findOne(
-    { _id: req.runId },
-    { projection: { account_id: 1 } },
-  );
-  if (!run)
+  const accountId = await runAccountId(deps.collections, req.runId);
+  if (!accountId)
     throw ApplicationFailure.nonRetryable(`run ${req.runId} has no record`, 'InvalidNodeConfig');
-  return run.account_id;
+  return accountId;
 }
 
 /** The part for a stored file: typed by its MIME type unless the node fixes the type (an image generation yields images). */

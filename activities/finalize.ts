@@ -1,17 +1,19 @@
-/** The last step of every run: its record and its debit, each written exactly once (D17, issue 2 item 7). */
+/** The last step of every run: its record and its debit, each written exactly once (D17). */
 import type { Collections } from '../store/db';
 import { recordRunEnd } from '../store/run-end';
 import { saveRunChunk as saveRunChunkDoc } from '../store/runs';
 import type { RunFinal } from '../domain/run';
 import type { RunChunk } from '../domain/run-chunks';
-import { observeRunEnd } from '../lib/metrics';
+import { observeRunEnd, observeRunUsage } from '../lib/metrics';
 
 /** Builds the activity that persists a run's end; every step is idempotent, so Temporal may retry it freely. */
 export function createFinalizeActivity(deps: { collections: Collections }) {
   return async function finalizeRun(final: RunFinal): Promise<void> {
     // Counted by the attempt that wrote the record, so a retried finalize is not counted twice.
-    if (await recordRunEnd(deps.collections, final))
+    if (await recordRunEnd(deps.collections, final)) {
       observeRunEnd(final.runId, final.status, final.completedAtMs);
+      observeRunUsage(final.accountId, final.usage, final.totalCost); // D36
+    }
   };
 }
 

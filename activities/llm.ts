@@ -53,14 +53,22 @@ export function createLlmActivity(deps: {
         'ProviderUnavailable',
       );
     const costUsd = tokenCost(deps.config.prices, node.model, answer.usage);
-    if (output === 'text') return { items: [completed({ type: 'text', text: content })], costUsd };
+    const tokens = reportedTokens(answer.usage); // D36: as the provider reported them
+    if (output === 'text')
+      return { items: [completed({ type: 'text', text: content })], costUsd, tokens };
     const data = parseModelJson(providerName, content);
-    if (output === 'json') return { items: [completed({ type: 'json', data })], costUsd };
+    if (output === 'json') return { items: [completed({ type: 'json', data })], costUsd, tokens };
     const list = Array.isArray(data) ? data : (data as { items?: unknown })?.items;
     if (!Array.isArray(list))
       throw modelOutputError(providerName, 'the structured list has no `items` array');
-    return { items: list.map((element) => completed(valuePart(element))), costUsd };
+    return { items: list.map((element) => completed(valuePart(element))), costUsd, tokens };
   };
+}
+
+/** D36: a provider's token counts, untrusted: anything but a non-negative integer counts as 0. */
+function reportedTokens(usage: ChatCompletion['usage']): { input: number; output: number } {
+  const count = (n: unknown) => (Number.isSafeInteger(n) && (n as number) > 0 ? (n as number) : 0);
+  return { input: count(usage?.prompt_tokens), output: count(usage?.completion_tokens) };
 }
 
 /** Structured outputs: `json` asks for the node's schema, `list` for an object wrapping an `items` array. */

@@ -20,8 +20,10 @@ import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
 import { fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { cancelledByShutdown, handBack } from './shutdown';
 import type { RowExecutors } from './node-chunk';
-import { executeRow, refusedItem } from './node-chunk';
+import { callUsage, executeRow, refusedItem } from './node-chunk';
+import type { CallUsage } from '../domain/run-usage';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
 
 type C = Pick<Collections, 'itemBlocks'>;
@@ -95,6 +97,8 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         };
       } else queue.push({ index, ports });
     }
+    // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
+    if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
 
     // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
     const pages = pagesOf(req.first, req.first + req.count);
@@ -128,8 +132,12 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     };
     const signal = context.cancellationSignal;
     let stopped: unknown;
-    const record = (index: number, item: Item, cost: number): void => {
-      rows[index - req.first] = { item, cost };
+    const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
+      rows[index - req.first] = {
+        item,
+        cost,
+        u: [usage.calls, usage.input_tokens, usage.output_tokens],
+      };
       pending.delete(index);
     };
     const lane = async (): Promise<void> => {
@@ -143,11 +151,11 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
             checkpoint: (details: unknown) => pending.set(row.index, details),
           };
           const result = await inRow(scope, () => executeRow(executors, req, row));
-          record(row.index, oneItem(result.items), result.costUsd);
+          record(row.index, oneItem(result.items), result.costUsd, callUsage(result));
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
           const refusal = refusedItem(err);
-          if (refusal) record(row.index, refusal, 0);
+          if (refusal) record(row.index, refusal, 0, callUsage());
           else stopped ??= err;
         }
       }
@@ -176,6 +184,8 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         .filter((page) => page.rows.some((row) => row !== null));
       await replacePages(collections, req.runId, req.node.id, all);
     }
+    // The pages are written: the next attempt, on another worker, runs only the rows they lack.
+    if (cancelledByShutdown(context)) throw handBack();
     if (stopped !== undefined && !signal.aborted) {
       context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
       throw stopped;
@@ -200,13 +210,22 @@ export function createTallyBlockActivity(collections: C) {
 function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
   const done: number[] = [];
   let costUsd = 0;
+  const usage = { calls: 0, input_tokens: 0, output_tokens: 0, completed: 0, failed: 0 };
   rows.forEach((row, p) => {
     if (!row) return;
     done.push(first + p);
     costUsd += row.cost;
+    // D36: counted from the stored rows like the cost, so a row re-run by a retry counts once.
+    if (row.u) {
+      usage.calls += row.u[0];
+      usage.input_tokens += row.u[1];
+      usage.output_tokens += row.u[2];
+    }
+    if (row.item.status === 'failed') usage.failed++;
+    else usage.completed++;
   });
   const all = done.length === rows.length;
-  return { done: done.length, ranges: all ? [] : toRanges(done), costUsd };
+  return { done: done.length, ranges: all ? [] : toRanges(done), costUsd, usage };
 }
 
 /** Every port's items for the block's rows: a stored list's pages read by `_id`, inline ones as given. */

@@ -17,7 +17,9 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
+import type { CallUsage } from '../domain/run-usage';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { cancelledByShutdown, handBack } from './shutdown';
 import type {
   IoNodeType,
   NodeChunkRequest,
@@ -55,8 +57,8 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     let stopped: unknown;
     const signal = context.cancellationSignal;
 
-    const record = (index: number, items: Item[], costUsd: number): void => {
-      const row = { index, items, costUsd };
+    const record = (index: number, items: Item[], costUsd: number, usage: CallUsage): void => {
+      const row = { index, items, costUsd, usage };
       finished.set(index, row);
       pending.delete(index);
       bytes += JSON.stringify(row).length + 1;
@@ -78,11 +80,12 @@ export function createNodeChunkActivity(executors: RowExecutors) {
             checkpoint: (details: unknown) => pending.set(row.index, details),
           };
           const result = await inRow(scope, () => executeRow(executors, req, row));
-          record(row.index, result.items, result.costUsd);
+          record(row.index, result.items, result.costUsd, callUsage(result));
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
           const refusal = refusedItem(err);
-          if (refusal) record(row.index, [refusal], 0);
+          if (refusal)
+            record(row.index, [refusal], 0, callUsage()); // the call was made, and refused
           else stopped ??= err;
         }
       }
@@ -98,12 +101,25 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       clearInterval(timer);
     }
     const rows = [...finished.values()];
+    if (cancelledByShutdown(context)) {
+      beat(); // the next attempt, on another worker, starts from the rows finished here
+      throw handBack();
+    }
     if (signal.aborted) return { rows, cancelled: true };
     if (stopped !== undefined) {
       beat(); // the next attempt starts from every row finished so far
       throw stopped;
     }
     return { rows };
+  };
+}
+
+/** D36: what one provider call used (a refused call: the call, no tokens). */
+export function callUsage(result?: NodeResult): CallUsage {
+  return {
+    calls: 1,
+    input_tokens: result?.tokens?.input ?? 0,
+    output_tokens: result?.tokens?.output ?? 0,
   };
 }
 

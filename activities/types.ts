@@ -2,6 +2,7 @@
 import type { NodeOfType } from '../domain/graph';
 import type { Item } from '../domain/parts';
 import type { ItemRef } from '../domain/item-blocks';
+import type { BlockUsage, CallUsage } from '../domain/run-usage';
 
 /** Node types that do I/O or cost money, so they run in activities (docs/architecture.md "Where nodes run"). */
 export type IoNodeType = 'llm' | 'http_request' | 'image_generation' | 'model';
@@ -22,6 +23,8 @@ export interface NodeRequest<T extends IoNodeType> {
 export interface NodeResult {
   items: Item[];
   costUsd: number;
+  /** D36: tokens as the provider reported them (llm); absent: none. */
+  tokens?: { input: number; output: number };
 }
 
 /** One iteration (row) of a node inside a chunk. */
@@ -49,6 +52,8 @@ export interface RowResult {
   index: number;
   items: Item[];
   costUsd: number;
+  /** D36: what the row's provider call used; absent in answers recorded before D36. */
+  usage?: CallUsage;
 }
 
 /**
@@ -82,6 +87,11 @@ export interface NodeBlockRequest {
   concurrency: number;
   /** D38: a re-run of failed items takes the rows this run (id) completed from its pages instead of running them. */
   carryFrom?: string;
+  /**
+   * D36 `max_cost`: run at most this many of the block's unfinished rows (the ones that fit the
+   * run's remaining budget); the rest stay unfinished. Absent: all of them.
+   */
+  limit?: number;
 }
 
 /** What a block answers: counts and cost only; its items are in the store. */
@@ -92,4 +102,6 @@ export interface NodeBlockResult {
   /** What the block's finished rows cost, whichever attempt ran them: billed once, from this answer. */
   costUsd: number;
   cancelled?: boolean;
+  /** D36: the usage of the block's stored rows, counted like `costUsd`; absent in answers recorded before D36. */
+  usage?: BlockUsage;
 }

@@ -14,7 +14,8 @@ import { FinishedRunCache } from './services/finished-run-cache';
 import { RateCounter } from './services/rate-counter';
 import { KnownRuns } from './services/known-runs';
 import { WorkflowCatalog } from './services/workflow-catalog';
-import { KeyCache } from './middleware/authenticate';
+import { KeyCache } from './auth/key-cache';
+import { Drain } from './drain';
 
 export interface AppDeps {
   config: Config;
@@ -31,6 +32,8 @@ export interface AppDeps {
   catalog?: WorkflowCatalog;
   knownRuns?: KnownRuns;
   streams?: StreamCap;
+  /** Set on SIGTERM (api/drain.ts): readiness fails, waits answer at once. */
+  drain?: Drain;
 }
 
 /** The dependencies routes see: AppDeps with the per-process caches made. */
@@ -38,7 +41,14 @@ export type RouteDeps = AppDeps &
   Required<
     Pick<
       AppDeps,
-      'credits' | 'finishedRuns' | 'rateCounter' | 'keys' | 'catalog' | 'knownRuns' | 'streams'
+      | 'credits'
+      | 'finishedRuns'
+      | 'rateCounter'
+      | 'keys'
+      | 'catalog'
+      | 'knownRuns'
+      | 'streams'
+      | 'drain'
     >
   >;
 
@@ -57,5 +67,6 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     knownRuns: appDeps.knownRuns ?? new KnownRuns(),
     // Open streams per key in this process (docs/api.md "Connections").
     streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
+    drain: appDeps.drain ?? new Drain(),
   };
 }

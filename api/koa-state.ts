@@ -1,4 +1,4 @@
-import type { AuthContext } from './middleware/authenticate';
+import type { AuthContext } from './auth/auth-context';
 
 declare module 'koa' {
   interface Request {

@@ -6,20 +6,42 @@ import type { AddressInfo, Socket } from 'node:net';
 import type Koa from 'koa';
 import type { Config } from '../config';
 import { requestScope } from './last-resort';
+import type { ErrorCode } from './errors/codes';
 
 export interface RunningServer {
   server: http.Server;
   url: string;
-  /** Stops accepting, lets requests in flight finish for up to `graceMs`, then closes every socket. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Stops accepting, lets requests in flight finish for up to `graceMs`, then closes every socket.
+   * Resolves when the last connection is closed, with what was in flight and what had to be cut.
+   */
+  close(graceMs?: number): Promise<CloseStats>;
+}
+
+export interface CloseStats {
+  /** Requests (streams included) being answered when the listener closed. */
+  inFlight: number;
+  /** Of those, the ones still unfinished when the grace ran out (their sockets were cut). */
+  cut: number;
 }
 
 /** Listens on the configured host and port (0 picks a free one) and resolves with the base URL. */
 export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<RunningServer> {
   const koaHandler = app.callback();
+  // Answers in progress, so a shutdown knows when the last one is over (close below).
+  const inFlight = new Set<http.ServerResponse>();
+  let closing: (() => void) | undefined; // set by close: called whenever an answer ends
   // Each request runs in its scope, so an error that escapes it is still answered (api/last-resort.ts).
-  const handler: http.RequestListener = (req, res) =>
+  const handler: http.RequestListener = (req, res) => {
+    inFlight.add(res);
+    res.once('close', () => {
+      inFlight.delete(res);
+      closing?.();
+    });
+    // A request on a kept-alive connection after the listener closed: its connection ends with it.
+    if (closing) res.setHeader('Connection', 'close');
     requestScope.run({ req, res }, koaHandler, req, res);
+  };
   const { tls } = config.api;
   const { headersMs, requestMs, idleMs } = config.api.timeouts;
   // Connection bounds (docs/api.md "Connections"). Node's requestTimeout covers receiving the
@@ -55,11 +77,24 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
     server,
     url: `${tls ? 'https' : 'http'}://${host}:${port}`,
     close: (graceMs = 5_000) =>
-      new Promise<void>((resolve) => {
+      new Promise<CloseStats>((resolve) => {
+        const stats: CloseStats = { inFlight: inFlight.size, cut: 0 };
+        // Answers not begun yet close their connection when they are sent, so a kept-alive
+        // client (a proxy) opens its next request elsewhere instead of here.
+        for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
         // Stop accepting; requests in flight get `graceMs` to finish before their sockets are cut.
-        server.close(() => resolve());
+        const cut = setTimeout(() => {
+          stats.cut = inFlight.size;
+          server.closeAllConnections();
+        }, graceMs);
+        server.close(() => {
+          clearTimeout(cut);
+          resolve(stats);
+        });
+        // Each time an answer ends its connection is idle (a stream's or a kept-alive one's): close
+        // it at once rather than at the grace's end. The check runs after Node marks it idle.
+        closing = () => setImmediate(() => server.closeIdleConnections());
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), graceMs).unref();
       }),
   };
 }
@@ -76,7 +111,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     socket.destroy();
     return;
   }
-  const [status, code, message] =
+  const [status, code, message]: [number, ErrorCode, string] =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? [
           431,
@@ -99,7 +134,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
 
 const REQUEST_TIMEOUT_MESSAGE = 'The request was not received in time.';
 
-function errorBody(message: string, code: string): string {
+function errorBody(message: string, code: ErrorCode): string {
   return JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
 }
 

@@ -9,7 +9,8 @@ import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './temporal/run-gateway';
 import { settleRun } from './services/settle-run';
 import { CreditCheck } from './services/credit-check';
-import { listen, type RunningServer } from './server';
+import { listen, type CloseStats, type RunningServer } from './server';
+import { Drain } from './drain';
 import { createPollSource } from './stream/poll-source';
 import { PollerRegistry } from './stream/run-poller';
 
@@ -20,6 +21,17 @@ export interface ApiHandle extends RunningServer {
   pollers: PollerRegistry;
   /** The API's own MongoDB client and collections (tests watch its driver's view of the server). */
   store: Store;
+  /**
+   * The SIGTERM drain (docs/deploy.md "Draining"): readiness fails and `Prefer: wait` answers at
+   * once; after `delayMs` the listener closes, open streams end with a reconnect comment, requests
+   * in flight get `graceMs`; then every connection is closed. `close()` is this with no delay.
+   */
+  shutdown(opts: { delayMs: number; graceMs: number }): Promise<ShutdownStats>;
+}
+
+export interface ShutdownStats extends CloseStats {
+  /** Stream clients attached when the listener closed (each ended with the reconnect comment). */
+  streams: number;
 }
 
 /** Connects everything and listens; `close()` undoes it all. */
@@ -54,6 +66,7 @@ export async function startApi(
     config.api.stream.pollMs,
   );
   const credits = new CreditCheck(store.collections);
+  const drain = new Drain();
   const app = createApp({
     config,
     db: store.db,
@@ -62,6 +75,7 @@ export async function startApi(
     pollers,
     logger,
     credits,
+    drain,
   });
   const running = await listen(app, config);
   return {
@@ -70,14 +84,22 @@ export async function startApi(
     connection,
     pollers,
     store,
-    close: async (graceMs?: number) => {
-      const closing = running.close(graceMs);
-      pollers.stopAll(); // open streams end now, without [DONE]: their clients reconnect elsewhere
-      await closing;
-      await credits.close(); // D17: this process's unused lease goes back to the account
-      await connection.close();
-      await store.close();
-      await stopTracing();
-    },
+    shutdown,
+    close: (graceMs?: number) => shutdown({ delayMs: 0, graceMs: graceMs ?? 5_000 }),
   };
+
+  async function shutdown(opts: { delayMs: number; graceMs: number }): Promise<ShutdownStats> {
+    drain.begin();
+    // Still serving, but out of rotation: the load balancer's health checks see /readyz fail.
+    if (opts.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, opts.delayMs));
+    const closing = running.close(opts.graceMs);
+    // Open streams end now, without [DONE]: their clients reconnect elsewhere (resume looks count too).
+    const streams = pollers.stopAll();
+    const stats = await closing;
+    await credits.close(); // D17: this process's unused lease goes back to the account
+    await connection.close();
+    await store.close();
+    await stopTracing();
+    return { ...stats, streams };
+  }
 }

@@ -5,6 +5,7 @@
  */
 import type { Db } from 'mongodb';
 import type { Collections } from '../store/db';
+import { findAccount } from '../store/accounts';
 import type { RunStopper } from './run-stopper';
 import type { AccountDoc } from '../store/documents';
 
@@ -82,7 +83,7 @@ export function parsePositiveInt(text: string, what: string): number {
 }
 
 export async function requireAccount(c: Collections, accountId: string): Promise<AccountDoc> {
-  const account = await c.accounts.findOne({ _id: accountId });
+  const account = await findAccount(c, accountId);
   if (!account) throw new CliError(`no account ${accountId}`);
   return account;
 }

@@ -6,7 +6,7 @@
  */
 import type { Db } from 'mongodb';
 import { parseArgs } from 'node:util';
-import { ApiError } from '../domain/errors';
+import { DomainError } from '../domain/errors';
 import type { Collections } from '../store/db';
 import {
   CLI_OPTIONS,
@@ -215,7 +215,7 @@ function resolve(
 
 /** Prints a failure without a stack trace; a publishing error lists every problem. */
 function reportFailure(err: unknown, print: (line: string) => void): void {
-  if (err instanceof ApiError && err.details?.length) {
+  if (err instanceof DomainError && err.details?.length) {
     print(`wrs: ${err.details.length === 1 ? 'one problem' : `${err.details.length} problems`}:`);
     for (const d of err.details) print(`  ${d.field}: ${d.problem}`);
     return;

@@ -54,11 +54,11 @@ export const EnvSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().default('wrs-runs'),
   MONGODB_URI: z.string().default('mongodb://127.0.0.1:27017/'),
   MONGODB_DB: z.string().default('wrs'),
-  // Issue 8: while MongoDB is unreachable a request waits at most about this long for it, then answers 503.
+  // While MongoDB is unreachable a request waits at most about this long for it, then answers 503.
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: int(2_000),
   MONGODB_CONNECT_TIMEOUT_MS: int(2_000),
   MONGODB_SOCKET_TIMEOUT_MS: int(60_000),
-  // Issue 8: the longest a start or cancel waits for Temporal (a hung server, not a refused connection: that is ~1 s).
+  // The longest a start or cancel waits for Temporal (a hung server, not a refused connection: that is ~1 s).
   TEMPORAL_RPC_TIMEOUT_MS: int(10_000),
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().optional(),
@@ -68,7 +68,7 @@ export const EnvSchema = z.object({
   // D17: the hold of one call priced by what the provider reports (tokens, seconds), unknown at start.
   CREDIT_HOLD_PER_CALL_USD: z.coerce.number().nonnegative().default(0.01),
   RUN_CONCURRENCY: int(8),
-  // A workflow may ask for more (its `concurrency`), up to this (issue 14: at least 64).
+  // A workflow may ask for more (its `concurrency`), up to this (at least 64, so a big run's items run wide).
   RUN_MAX_CONCURRENCY: int(64),
   RUN_TIMEOUT_MS: int(3_600_000),
   NODE_ATTEMPT_TIMEOUT_MS: int(600_000),
@@ -87,6 +87,11 @@ export const EnvSchema = z.object({
   API_HEADERS_TIMEOUT_MS: int(30_000),
   API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(300_000),
   API_IDLE_TIMEOUT_MS: z.coerce.number().int().min(0).default(120_000),
+  // SIGTERM drain (api/main.ts): /readyz answers 503 for API_SHUTDOWN_DELAY_MS while the process
+  // still serves (a load balancer's health checks take it out of rotation), then the listener
+  // closes, streams end with a reconnect comment and requests in flight get API_SHUTDOWN_GRACE_MS.
+  API_SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  API_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(20_000),
   QUERY_TIMEOUT_MS: int(3_000),
   // How long an API process serves a finished run from memory (0: never); a run removed by retention (D29) may show that long.
   FINISHED_RUN_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
@@ -115,7 +120,7 @@ export const EnvSchema = z.object({
   // D29: run records, their event logs, idempotency keys and files older than this are removed.
   RETENTION_DAYS: z.coerce.number().positive().default(30),
   NODE_ENV: z.string().optional(),
-  // Issue 20: connecting to a Temporal cluster with TLS, mTLS or an API key (Temporal Cloud).
+  // Connecting to a Temporal cluster with TLS, mTLS or an API key (Temporal Cloud).
   // TEMPORAL_ADDRESS may list several frontends, comma-separated: the first that answers is used.
   TEMPORAL_TLS: flag,
   TEMPORAL_TLS_CA_FILE: z.string().optional(),
@@ -123,9 +128,9 @@ export const EnvSchema = z.object({
   TEMPORAL_TLS_KEY_FILE: z.string().optional(),
   TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   TEMPORAL_API_KEY: z.string().optional(),
-  // Issue 20: the Temporal SDK's own metrics (task slots, poll latency, sticky cache) as Prometheus text on this port.
+  // The Temporal SDK's own metrics (task slots, poll latency, sticky cache) as Prometheus text on this port.
   WORKER_SDK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
-  // Issue 20: a workflow bundle built with the image (tools/scripts/bundle-workflows.ts); unset, the worker bundles at start.
+  // A workflow bundle built with the image (tools/scripts/bundle-workflows.ts); unset, the worker bundles at start.
   WORKFLOW_BUNDLE_PATH: z.string().optional(),
   // D32: payload encryption keys, `id:base64key` (32 bytes) separated by commas; the LAST one encrypts, all decrypt.
   PAYLOAD_KEYS: z.string().default('').transform(parsePayloadKeys),
@@ -186,6 +191,8 @@ export interface Config {
     stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number; maxPerKey: number };
     /** Connection bounds (api/server.ts); 0 turns the request or idle timeout off. */
     timeouts: { headersMs: number; requestMs: number; idleMs: number };
+    /** SIGTERM drain: readiness fails for `delayMs` before the listener closes; requests in flight get `graceMs`. */
+    shutdown: { delayMs: number; graceMs: number };
     /** D16 defaults per key and one-minute window; an account's `rate_limits` override them. */
     rateLimits: { startsPerMinute: number; requestsPerMinute: number };
   };
@@ -279,7 +286,7 @@ export interface Config {
 }
 
 /**
- * Issue 20: any variable X can instead be given as X_FILE, the path of a file holding its value
+ * Any variable X can instead be given as X_FILE, the path of a file holding its value
  * (Docker and Kubernetes secrets). Read once, here; one trailing newline is dropped. Setting both is an error.
  */
 export function resolveFileVariables(
@@ -384,6 +391,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         requestMs: e.API_REQUEST_TIMEOUT_MS,
         idleMs: e.API_IDLE_TIMEOUT_MS,
       },
+      shutdown: { delayMs: e.API_SHUTDOWN_DELAY_MS, graceMs: e.API_SHUTDOWN_GRACE_MS },
       rateLimits: {
         startsPerMinute: e.RATE_LIMIT_STARTS_PER_MINUTE,
         requestsPerMinute: e.RATE_LIMIT_REQUESTS_PER_MINUTE,

@@ -1,5 +1,5 @@
 /**
- * Issue 20: the options of a connection to Temporal (TLS, mTLS, API key) from the parsed config, in the shape
+ * The options of a connection to Temporal (TLS, mTLS, API key) from the parsed config, in the shape
  * both the client's Connection and the worker's NativeConnection take, and fail-over across several frontends.
  */
 import fs from 'node:fs';

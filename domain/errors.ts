@@ -1,50 +1,66 @@
 /**
- * The one error hierarchy of the API. Every error carries the HTTP status and the envelope's
- * `type` and `code` (docs/api.md "Errors", the status table of docs/decisions.md); the error middleware turns
- * any of them into `{"error": {...}}`.
+ * The errors every layer throws, in the model's words: what went wrong (`kind`), which documented
+ * `code` says so, and which field (`param`, `details`). No HTTP here: api/errors/ is the one place
+ * that turns a kind and a code into a status, an envelope `type` and headers (docs/api.md "Errors").
  */
 export interface ProblemDetail {
   field: string;
   problem: string;
 }
 
-export interface ApiErrorOptions {
+/** What went wrong, as the caller sees it; the code (when there is one) says it precisely. */
+export type ErrorKind =
+  | 'invalid_request'
+  | 'authentication'
+  | 'insufficient_credits'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal';
+
+export interface DomainErrorOptions {
   code?: string;
   param?: string;
   details?: ProblemDetail[];
-  headers?: Record<string, string>;
+  /** How long the caller should wait before it tries again (rate limits, an unavailable dependency). */
+  retryAfterSeconds?: number;
 }
 
-export class ApiError extends Error {
+export class DomainError extends Error {
   readonly code?: string;
   readonly param?: string;
   readonly details?: ProblemDetail[];
-  readonly headers?: Record<string, string>;
+  readonly retryAfterSeconds?: number;
 
   constructor(
-    readonly status: number,
-    readonly type: string,
+    readonly kind: ErrorKind,
     message: string,
-    opts: ApiErrorOptions = {},
+    opts: DomainErrorOptions = {},
   ) {
     super(message);
     this.name = new.target.name;
     this.code = opts.code;
     this.param = opts.param;
     this.details = opts.details;
-    this.headers = opts.headers;
-  }
-
-  /** 4xx messages are written for the caller; 5xx messages may hold internals and are replaced. */
-  get expose(): boolean {
-    return this.status < 500;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
   }
 }
 
-/** 400 (or 409, 413, 415, 422 with a code) `invalid_request_error`. */
-export class InvalidRequestError extends ApiError {
-  constructor(message: string, opts: ApiErrorOptions & { status?: number } = {}) {
-    super(opts.status ?? 400, 'invalid_request_error', message, opts);
+export interface InvalidRequestOptions extends DomainErrorOptions {
+  /**
+   * Ignored: the answer's status follows from `code` (api/errors/codes.ts). Still accepted so
+   * that callers written before the split keep compiling; new code leaves it out.
+   */
+  status?: number;
+}
+
+/** The request cannot be served as sent: a bad field, a conflict or a refusal its `code` names. */
+export class InvalidRequestError extends DomainError {
+  constructor(message: string, opts: InvalidRequestOptions = {}) {
+    const { status: _ignored, ...rest } = opts;
+    super('invalid_request', message, rest);
   }
 }
 
@@ -55,45 +71,40 @@ export class InvalidInputsError extends InvalidRequestError {
   }
 }
 
-export class AuthenticationError extends ApiError {
+/** The caller did not prove who it is (a missing, unknown or revoked API key). */
+export class AuthenticationError extends DomainError {
   constructor(
     message = 'Missing or invalid API key. Send it as `Authorization: Bearer <API_KEY>`.',
+    code = 'invalid_api_key',
   ) {
-    super(401, 'authentication_error', message, {
-      code: 'invalid_api_key',
-      headers: { 'WWW-Authenticate': 'Bearer' },
-    });
+    super('authentication', message, { code });
   }
 }
 
-export class InsufficientCreditsError extends ApiError {
+/** D17: the account has no credit available for a new run. */
+export class InsufficientCreditsError extends DomainError {
   constructor(message = 'This account has no credit left. Add credits to start runs.') {
-    super(402, 'insufficient_credits', message, { code: 'insufficient_credits' });
+    super('insufficient_credits', message, { code: 'insufficient_credits' });
   }
 }
 
-export class NotFoundError extends ApiError {
+/** No such thing for this caller (never telling "exists but not yours" apart, D6). */
+export class NotFoundError extends DomainError {
   constructor(message: string, code = 'not_found') {
-    super(404, 'not_found_error', message, { code });
+    super('not_found', message, { code });
   }
 }
 
-export class RateLimitError extends ApiError {
-  constructor(message: string, headers: Record<string, string>) {
-    super(429, 'rate_limit_error', message, { code: 'rate_limit_exceeded', headers });
+/** Over a limit that frees itself in `retryAfterSeconds` (D16 rate limits, D40 stream cap). */
+export class RateLimitError extends DomainError {
+  constructor(message: string, retryAfterSeconds: number, code = 'rate_limit_exceeded') {
+    super('rate_limited', message, { code, retryAfterSeconds });
   }
 }
 
-/** Temporal or MongoDB cannot be reached right now: retry later (issue 8: never a hang). */
-export class ServiceUnavailableError extends ApiError {
+/** Temporal or MongoDB cannot be reached right now: retry later, never a hang. */
+export class ServiceUnavailableError extends DomainError {
   constructor(message = 'The service is temporarily unavailable. Retry shortly.') {
-    super(503, 'server_error', message, {
-      code: 'service_unavailable',
-      headers: { 'Retry-After': '2' },
-    });
-  }
-
-  override get expose(): boolean {
-    return true; // the message is ours and says nothing about internals
+    super('unavailable', message, { code: 'service_unavailable', retryAfterSeconds: 2 });
   }
 }

@@ -3,24 +3,11 @@
 import { z } from 'zod';
 import { placeholders } from './templates';
 
-export const NODE_TYPES = [
-  'user_input',
-  'user_result',
-  'text',
-  'batch',
-  'select',
-  'join',
-  'llm',
-  'image_generation',
-  'model',
-  'http_request',
-] as const;
-
 export const INPUT_TYPES = ['text', 'number', 'boolean', 'json', 'image', 'video', 'file'] as const;
 
-export const PORT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-export const NODE_ID = /^[A-Za-z0-9_-]+$/;
-export const SLUG = /^[a-z0-9][a-z0-9-]*$/;
+const PORT_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const NODE_ID = /^[A-Za-z0-9_-]+$/;
+const SLUG = /^[a-z0-9][a-z0-9-]*$/;
 
 const nodeId = z
   .string()
@@ -53,7 +40,7 @@ const base = {
     .meta({ description: 'Free-form data of the builder; ignored by the service.' }),
 };
 
-export const UserInputNodeSchema = z
+const UserInputNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('user_input'),
@@ -68,15 +55,15 @@ export const UserInputNodeSchema = z
   })
   .meta({ title: 'user_input', description: 'A named input of every run.' });
 
-export const UserResultNodeSchema = z
+const UserResultNodeSchema = z
   .strictObject({ ...base, type: z.literal('user_result'), label })
   .meta({ title: 'user_result', description: 'Its items become `output[<normalized label>]`.' });
 
-export const TextNodeSchema = z
+const TextNodeSchema = z
   .strictObject({ ...base, type: z.literal('text'), template: template('Text to produce') })
   .meta({ title: 'text', description: 'One text part per iteration.' });
 
-export const BatchNodeSchema = z
+const BatchNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('batch'),
@@ -87,7 +74,7 @@ export const BatchNodeSchema = z
   })
   .meta({ title: 'batch', description: 'One item per row.' });
 
-export const SelectNodeSchema = z
+const SelectNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('select'),
@@ -98,14 +85,14 @@ export const SelectNodeSchema = z
   })
   .meta({ title: 'select', description: 'The one item at `index` of its input list.' });
 
-export const JoinNodeSchema = z
+const JoinNodeSchema = z
   .strictObject({ ...base, type: z.literal('join'), separator: z.string().default('\n') })
   .meta({
     title: 'join',
     description: 'One item: texts joined with `separator`, other parts concatenated.',
   });
 
-export const LlmNodeSchema = z
+const LlmNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('llm'),
@@ -122,7 +109,7 @@ export const LlmNodeSchema = z
   })
   .meta({ title: 'llm', description: 'A chat completion per iteration.' });
 
-export const ImageGenerationNodeSchema = z
+const ImageGenerationNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('image_generation'),
@@ -137,7 +124,7 @@ export const ImageGenerationNodeSchema = z
     description: 'One item holding `n` image parts per iteration.',
   });
 
-export const ModelNodeSchema = z
+const ModelNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('model'),
@@ -169,7 +156,7 @@ export const ModelNodeSchema = z
   })
   .meta({ title: 'model', description: 'A hosted-model prediction per iteration.' });
 
-export const HttpRequestNodeSchema = z
+const HttpRequestNodeSchema = z
   .strictObject({
     ...base,
     type: z.literal('http_request'),
@@ -244,25 +231,6 @@ export type GraphEdge = z.infer<typeof EdgeSchema>;
 export type NodeType = GraphNode['type'];
 export type InputType = (typeof INPUT_TYPES)[number];
 export type NodeOfType<T extends NodeType> = Extract<GraphNode, { type: T }>;
-
-export type NodeKind = 'source' | 'sink' | 'item' | 'list';
-const KINDS: Record<NodeType, NodeKind> = {
-  user_input: 'source',
-  user_result: 'sink',
-  text: 'item',
-  batch: 'list',
-  select: 'list',
-  join: 'list',
-  llm: 'item',
-  image_generation: 'item',
-  model: 'item',
-  http_request: 'item',
-};
-
-/** How a node type iterates (docs/workflow-format.md): item nodes run per item, list nodes see the whole list. */
-export function nodeKind(type: NodeType): NodeKind {
-  return KINDS[type];
-}
 
 function union(...lists: string[][]): string[] {
   return [...new Set(lists.flat())];

@@ -28,6 +28,12 @@ export interface ItemRef {
 export interface StoredRow {
   item: Item;
   cost: number;
+  /**
+   * D36: what the row's provider call used, `[calls, input tokens, output tokens]` (compact: a
+   * 1,000,000-row list stores it a million times). Absent on rows stored before D36 and on rows
+   * that made no call (an upstream failure): nothing.
+   */
+  u?: [number, number, number];
 }
 
 /** A stored output of a run: the items of node `node`, output item ids from `idOffset` (domain/ids.ts idAtOffset). */

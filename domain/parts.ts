@@ -10,22 +10,22 @@ const mimeType = z
   .optional()
   .meta({ description: 'MIME type, sniffed from the bytes, when known.' });
 
-export const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
+const TextPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 // z.unknown() inside an object is still a required key, so a json part always has `data`.
-export const JsonPartSchema = z.object({ type: z.literal('json'), data: z.unknown() });
-export const ImagePartSchema = z.object({
+const JsonPartSchema = z.object({ type: z.literal('json'), data: z.unknown() });
+const ImagePartSchema = z.object({
   type: z.literal('image'),
   url,
   name,
   mime_type: mimeType,
 });
-export const VideoPartSchema = z.object({
+const VideoPartSchema = z.object({
   type: z.literal('video'),
   url,
   name,
   mime_type: mimeType,
 });
-export const FilePartSchema = z.object({
+const FilePartSchema = z.object({
   type: z.literal('file'),
   url,
   name,
@@ -46,13 +46,12 @@ export const ItemErrorSchema = z.object({
   code: z.number().optional(),
 });
 
-export const ItemSchema = z.object({
+const ItemSchema = z.object({
   status: z.enum(['completed', 'failed']),
   parts: z.array(PartSchema),
   error: ItemErrorSchema.optional(),
 });
 
 export type Part = z.infer<typeof PartSchema>;
-export type PartType = Part['type'];
 export type ItemError = z.infer<typeof ItemErrorSchema>;
 export type Item = z.infer<typeof ItemSchema>;

@@ -1,5 +1,5 @@
 // One shape for every "what is wrong where" list: D4 input problems and D26 publishing
-// problems both become `details` entries of a 400 error.
+// problems both become `details` entries of an invalid-request error.
 
 export type Problem = {
   /** Where: an input key, or a JSON path such as `nodes[3].label`. */

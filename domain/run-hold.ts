@@ -58,6 +58,21 @@ export function runHold(
   return { usd: Math.round(usd * 1e9) / 1e9, exact };
 }
 
+/**
+ * D36 `max_cost`: what the run budgets one call (one row) of each priced node at before starting
+ * it: the same per-call worst case as the hold (exact for images, `perCallUsd` for token- and
+ * time-priced calls, raised by the workflow to the most a call of the node has cost so far).
+ * Nodes that cost nothing are absent.
+ */
+export function callBudgets(graph: WorkflowDocument, opts: HoldOptions): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const node of graph.nodes) {
+    const perCall = callPrice(node, opts);
+    if (perCall !== null) out[node.id] = perCall.usd;
+  }
+  return out;
+}
+
 /** What one call of a node is held at, or null when it costs nothing. */
 function callPrice(node: GraphNode, opts: HoldOptions): { usd: number; exact: boolean } | null {
   if (node.type === 'image_generation') {

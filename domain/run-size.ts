@@ -1,6 +1,6 @@
 /**
  * D31 limits known before a run starts: a list of more than 1,000,000 rows (D35) would end the run
- * anyway, so a start that clearly carries one is refused at once (400 `run_too_large`) instead of
+ * anyway, so a start that clearly carries one is refused at once (`run_too_large`) instead of
  * being billed a start fee for a run that must fail. Rows that only appear while the run works
  * (an llm's list output, a file read by a node) are checked by the run itself.
  */

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { ItemErrorSchema, PartSchema } from './parts';
 import type { RunOutput, RunSnapshot, RunStatus } from './run';
+import { emptyUsage, type RunUsage } from './run-usage';
 
 /** An ISO 8601 date-time with an offset, as every time in the API is written. */
 export const dateTime = z.iso.datetime({ offset: true });
@@ -47,6 +48,40 @@ export const WebhookStateSchema = z
   .describe("D20: the delivery of the run's webhook; null when the run has none.");
 export type WebhookState = z.infer<typeof WebhookStateSchema>;
 
+const NodeUsageSchema = z.object({
+  provider_calls: z
+    .int()
+    .min(0)
+    .describe('Provider calls made (a refused call counts; a retried call counts again).'),
+  input_tokens: z
+    .int()
+    .min(0)
+    .describe('Input (prompt) tokens as the provider reported them; 0 where none.'),
+  output_tokens: z
+    .int()
+    .min(0)
+    .describe('Output (completion) tokens as the provider reported them; 0 where none.'),
+  cost: z.number().min(0).describe('USD this node cost by the price table (D17).'),
+  items_completed: z.int().min(0),
+  items_failed: z.int().min(0),
+});
+
+/** D36: what a run used (domain/run-usage.ts). */
+export const RunUsageSchema = z
+  .object({
+    provider_calls: z.int().min(0),
+    input_tokens: z.int().min(0),
+    output_tokens: z.int().min(0),
+    by_node: z
+      .record(z.string(), NodeUsageSchema)
+      .describe(
+        'Per `llm`, `http_request`, `image_generation` and `model` node, by node id (a node appears once it has run).',
+      ),
+  })
+  .describe(
+    'D36: what the run used so far (live) or in all (ended): provider calls, tokens as the provider reported them, and per node calls, tokens, cost and items. Runs recorded before usage existed show zeros.',
+  );
+
 export const RunSchema = z.object({
   id: z.string(),
   status: RunStatusSchema,
@@ -72,6 +107,7 @@ export const RunSchema = z.object({
     .describe(
       'D38: the run this one re-runs (`POST /api/v1/runs/{runId}/rerun`); null when it is not a re-run.',
     ),
+  usage: RunUsageSchema,
 });
 export type RunView = z.infer<typeof RunSchema>;
 
@@ -91,6 +127,8 @@ export interface RunViewSource {
   metadata?: Record<string, string>;
   /** D38: the run this one re-runs; absent in records that are not re-runs. */
   parent_run_id?: string | null;
+  /** D36: absent in records written before usage existed (shown as zeros). */
+  usage?: RunUsage;
 }
 
 /** The fields of a webhook delivery record the view shows (store/documents.ts WebhookDeliveryDoc). */
@@ -126,6 +164,7 @@ export function runView(
     webhook: doc.webhook ? webhookState(delivery ?? null) : null,
     metadata: doc.metadata ?? {},
     parent_run_id: doc.parent_run_id ?? null,
+    usage: live?.usage ?? doc.usage ?? emptyUsage(),
   };
 }
 

@@ -5,6 +5,8 @@
  */
 import type { ItemError, Part } from './parts';
 import type { StoredOutput } from './item-blocks';
+import type { ResumedEvent, RunEvent } from './run-events';
+import type { RunUsage } from './run-usage';
 
 export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
@@ -33,6 +35,13 @@ export interface RunOptions {
   maxConcurrency?: number;
   startFeeUsd: number;
   runTimeoutMs: number;
+  /** D36: the caller's `timeout_seconds` (then `runTimeoutMs` is it in ms), named in the error. Absent: the operator's limit. */
+  timeoutSeconds?: number;
+  /**
+   * D36: the caller's `max_cost` and what one call of each priced node is budgeted at (its worst
+   * case as the start knows it, domain/run-hold.ts callBudgets). Absent: no cap (and runs before D36).
+   */
+  costCap?: { maxUsd: number; perCallUsd: Record<string, number> };
   nodeAttemptTimeoutMs: number;
   nodeMaxAttempts: number;
   retryInitialMs: number;
@@ -56,49 +65,8 @@ export interface OutputItem {
 
 export type RunOutput = Record<string, OutputItem[]>;
 
-interface EventBase {
-  sequence_number: number;
-}
-export interface ItemEventBody {
-  output_index: number;
-  item: { type: 'message'; id: string; phase: 'final_answer' };
-}
-/** Events of a run's log (spec "Events", D11–D14). `response.resumed` is per connection and lives in the API. */
-export type RunEvent = EventBase &
-  (
-    | {
-        type: 'response.created';
-        response: {
-          id: string;
-          run_id: string;
-          created_at: number;
-          workflow_id: string;
-          service_tier: null;
-        };
-      }
-    | ({ type: 'response.output_item.added' } & ItemEventBody)
-    | ({ type: 'response.output_item.done' } & ItemEventBody)
-    | { type: 'response.completed'; response: { usage: null; service_tier: null } }
-    | {
-        type: 'response.failed';
-        response: {
-          error: { code: null; message: string };
-          incomplete_details: { reason: 'error' };
-          usage: null;
-          service_tier: null;
-        };
-      }
-    | { type: 'response.cancelled'; response: { usage: null; service_tier: null } }
-  );
-
-/** The first event of a reattached stream (per connection, not in the log); its number is the client's cursor. */
-export interface ResumedEvent extends EventBase {
-  type: 'response.resumed';
-  response: { id: string; run_id: string; status: RunStatus };
-}
-
-/** Everything a stream may carry. */
-export type StreamEvent = RunEvent | ResumedEvent;
+// The stream's events are defined once, as the zod schema of domain/run-events.ts.
+export type { ItemEventBody, ResumedEvent, RunEvent, StreamEvent } from './run-events';
 
 /** What the `snapshot` query answers: status always, events after a sequence number, results once terminal. */
 export interface RunSnapshot {
@@ -113,6 +81,8 @@ export interface RunSnapshot {
   error: string | null;
   total_cost: number;
   completed_at_ms: number | null;
+  /** D36: what the run used so far; absent from runs of workflow code before D36. */
+  usage?: RunUsage;
 }
 
 /** The final state the workflow hands to persistence, exactly once per run. */
@@ -136,6 +106,8 @@ export interface RunFinal {
   itemCodes?: number[];
   /** D35: outputs whose items are in the store (domain/item-blocks.ts), by label; `output` lists them empty. */
   storedOutputs?: Record<string, StoredOutput>;
+  /** D36: what the run used; absent from runs of workflow code before D36 (and from a settle without news). */
+  usage?: RunUsage;
 }
 
 /** D31: one page of one result's items, answered by a live run (`outputPage` query). */
@@ -173,6 +145,15 @@ export function failedEvent(sequenceNumber: number, message: string): RunEvent {
       usage: null,
       service_tier: null,
     },
+  };
+}
+
+/** The first event of a reattached stream: the client's cursor, and where the run stands now. */
+export function resumedEvent(runId: string, cursor: number, status: RunStatus): ResumedEvent {
+  return {
+    type: 'response.resumed',
+    sequence_number: cursor,
+    response: { id: runId, run_id: runId, status },
   };
 }
 

@@ -2,7 +2,7 @@
 // Input `default`s, batch `rows`, llm `schema`, model `input`, http_request `headers`, json run
 // inputs) is stored as sent, and FerretDB 1.x refuses keys that start with `$` or contain `.`
 // and arrays directly inside arrays, while BSON cannot carry a NUL in a key at all. Such a value
-// is refused up front as a 400 naming where it is, instead of failing the insert with a 500.
+// is refused up front (an invalid request naming where it is), instead of failing the insert with a 500.
 // Run outputs and event logs, which nodes produce and no caller can be asked to fix, are stored as
 // JSON text instead (store/documents.ts, StoredRunDoc); storing graphs and inputs that way too
 // would lift these limits and retire this module.

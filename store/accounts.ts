@@ -181,3 +181,35 @@ export async function revokeKey(c: Pick<Collections, 'apiKeys'>, keyId: string):
   );
   return res.modifiedCount === 1;
 }
+
+/** An account by id, or null. */
+export function findAccount(
+  c: Pick<Collections, 'accounts'>,
+  accountId: string,
+): Promise<AccountDoc | null> {
+  return c.accounts.findOne({ _id: accountId });
+}
+
+/** How many keys of the account are not revoked. */
+export function countLiveKeys(c: Pick<Collections, 'apiKeys'>, accountId: string): Promise<number> {
+  return c.apiKeys.countDocuments({ account_id: accountId, revoked_at: null });
+}
+
+/** A key record without its hash (an operator's view), or null. */
+export function findKeyRecord(
+  c: Pick<Collections, 'apiKeys'>,
+  keyId: string,
+): Promise<Omit<ApiKeyDoc, 'hash'> | null> {
+  return c.apiKeys.findOne({ _id: keyId }, { projection: { hash: 0 } });
+}
+
+/** Every key of the account, oldest first, without hashes. */
+export function listKeys(
+  c: Pick<Collections, 'apiKeys'>,
+  accountId: string,
+): Promise<Omit<ApiKeyDoc, 'hash'>[]> {
+  return c.apiKeys
+    .find({ account_id: accountId }, { projection: { hash: 0 } })
+    .sort({ _id: 1 })
+    .toArray();
+}

@@ -58,7 +58,7 @@ export interface StoreOptions {
 }
 
 /**
- * Issue 8: the driver's 30 s default would hold every request (and a load balancer's probes) for
+ * The driver's 30 s default would hold every request (and a load balancer's probes) for
  * 30 s while MongoDB is down. 2 s is well past a healthy server's selection time (a few ms on a
  * LAN) and leaves a client's own timeout room to read the 503; a replica-set election (up to ~12 s)
  * then answers 503 with Retry-After instead of stalling requests. Worker activities retry anyway.

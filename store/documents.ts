@@ -1,4 +1,5 @@
 /** The shapes of the documents the service keeps in MongoDB. Ids follow D5 and are the `_id`. */
+import type { RunUsage } from '../domain/run-usage';
 import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import type { RunEvent, RunOutput, RunStatus } from '../domain/run';
@@ -91,6 +92,11 @@ export interface RunDoc {
   parent_run_id?: string;
   /** D38: set on a re-run of failed items only: the workflow carries the parent's completed items over. */
   rerun_items?: 'failed';
+  /** D36: the caller's `max_cost` (USD) and `timeout_seconds`, which the workflow arguments are made from. Absent: none given. */
+  max_cost?: number;
+  timeout_seconds?: number;
+  /** D36: what the run used, written with its end. Absent: not ended, or recorded before D36. */
+  usage?: RunUsage;
 }
 
 /** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */

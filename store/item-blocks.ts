@@ -82,6 +82,15 @@ export async function readPage(
   return doc && (JSON.parse(doc.rows_json) as Array<StoredRow | null>);
 }
 
+/** D38: whether a run stored any page of a node's first rows (its first page), by `_id`. */
+export async function hasFirstPage(c: C, runId: string, nodeId: string): Promise<boolean> {
+  const doc = await c.itemBlocks.findOne(
+    { _id: pageId(runId, nodeId, 0) },
+    { projection: { _id: 1 } },
+  );
+  return doc !== null;
+}
+
 /** Pages read ahead of the one handed out: a reader waits on one round trip in four, not every one. */
 const READ_AHEAD = 4;
 

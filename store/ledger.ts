@@ -201,6 +201,11 @@ export function listEntries(
   return c.ledger.find({ account_id: accountId }).sort({ _id: 1 }).limit(limit).toArray();
 }
 
+/** How many entries the account has. */
+export function countEntries(c: Pick<Collections, 'ledger'>, accountId: string): Promise<number> {
+  return c.ledger.countDocuments({ account_id: accountId });
+}
+
 /** True for MongoDB's E11000 duplicate key error. */
 export function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;

@@ -97,6 +97,18 @@ export async function* chunksOf(
 }
 
 /**
+ * D38: any account's run without its event log (a big run's is large) and without its chunks
+ * joined, or null: what a re-run needs of its parent. The caller checks the owner.
+ */
+export async function findRunWithoutLog(
+  c: Pick<Collections, 'runs'>,
+  runId: string,
+): Promise<RunDoc | null> {
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { events_json: 0 } });
+  return doc && fromStored(doc);
+}
+
+/**
  * Any account's run, whole (events and output joined from its chunks), or null: for the worker and
  * operators. D35: the items of stored outputs are joined in only when `c` has `itemBlocks` and
  * `withItems` is set (a webhook's body); readers of the event log leave them where they are.
@@ -108,6 +120,20 @@ export async function findRunRecord(
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
   return doc && withChunks(c, fromStored(doc), withItems);
+}
+
+/** True when a run record `runId` exists (any account's: for operators). */
+export async function runExists(c: Pick<Collections, 'runs'>, runId: string): Promise<boolean> {
+  return (await c.runs.findOne({ _id: runId }, { projection: { _id: 1 } })) !== null;
+}
+
+/** The account a run belongs to, whoever asks (the worker), or null when it has no record. */
+export async function runAccountId(
+  c: Pick<Collections, 'runs'>,
+  runId: string,
+): Promise<string | null> {
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { account_id: 1 } });
+  return doc?.account_id ?? null;
 }
 
 /** Stores one chunk of a large run's end; storing it again (an activity retry) changes nothing. */
@@ -213,6 +239,7 @@ function finalFields(final: RunFinal) {
     chunks: final.chunks ?? 0,
     item_id_base: final.itemIdBase ?? null,
     stored_outputs: final.storedOutputs ?? null,
+    ...(final.usage ? { usage: final.usage } : {}),
     finalized: true,
   } satisfies Partial<StoredRunDoc>;
 }

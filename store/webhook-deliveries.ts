@@ -74,3 +74,13 @@ export function findDelivery(
 ): Promise<WebhookDeliveryDoc | null> {
   return c.webhookDeliveries.findOne({ _id: id });
 }
+
+/** The deliveries of these runs, by run id, in one query (none asked: none read). */
+export async function deliveriesOfRuns(
+  c: DeliveryCollections,
+  deliveryIds: string[],
+): Promise<Map<string, WebhookDeliveryDoc>> {
+  if (deliveryIds.length === 0) return new Map();
+  const docs = await c.webhookDeliveries.find({ _id: { $in: deliveryIds } }).toArray();
+  return new Map(docs.map((d) => [d.run_id, d]));
+}

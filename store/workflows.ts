@@ -1,4 +1,5 @@
 /** Published workflows and their immutable, numbered versions (D1, D2, D26). */
+import type { Filter } from 'mongodb';
 import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import { isId } from '../domain/ids';
@@ -129,4 +130,43 @@ export function latestVersionPointer(
       { sort: { version: -1 }, projection: { _id: 1, version: 1 } },
     )
     .then((doc) => (doc ? { id: doc._id, version: doc.version } : null));
+}
+
+/**
+ * D30: one page of an account's workflows, newest first (ids sort by creation time, D5), with
+ * the newest version of each, without its graph. `limit + 1` are read so the caller can tell
+ * whether more follow. Two queries whatever the page size (FerretDB scans a whole collection per
+ * query): the page, then every version of those workflows, of which the highest number is kept.
+ */
+export async function workflowPage(
+  c: WorkflowCollections,
+  accountId: string,
+  page: { limit: number; startingAfter?: string },
+): Promise<{ docs: WorkflowDoc[]; latest: Map<string, WorkflowVersionDoc> }> {
+  const filter: Filter<WorkflowDoc> = { account_id: accountId };
+  if (page.startingAfter) filter._id = { $lt: page.startingAfter };
+  const docs = await c.workflows
+    .find(filter)
+    .sort({ _id: -1 })
+    .limit(page.limit + 1)
+    .toArray();
+  const latest = new Map<string, WorkflowVersionDoc>();
+  const shown = docs.slice(0, page.limit);
+  if (shown.length > 0) {
+    const versions = await c.workflowVersions
+      .find({ workflow_id: { $in: shown.map((w) => w._id) } }, { projection: { graph: 0 } })
+      .toArray();
+    for (const v of versions)
+      if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
+  }
+  return { docs, latest };
+}
+
+/** A workflow's slug by id, or null (a version whose workflow is gone still runs under its id). */
+export async function workflowSlug(
+  c: Pick<Collections, 'workflows'>,
+  workflowId: string,
+): Promise<string | null> {
+  const doc = await c.workflows.findOne({ _id: workflowId }, { projection: { slug: 1 } });
+  return doc?.slug ?? null;
 }

@@ -25,7 +25,7 @@ export interface WorkerOptions extends ActivityDeps {
   taskQueue: string;
   /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundleWithSourceMap;
-  /** Issue 20: a bundle file built with the image (tools/scripts/bundle-workflows.ts); production workers never bundle at start. */
+  /** A bundle file built with the image (tools/scripts/bundle-workflows.ts); production workers never bundle at start. */
   workflowBundlePath?: string;
   /** Time running activities get to finish on shutdown before they are cancelled. */
   shutdownGraceTimeMs?: number;

@@ -29,11 +29,11 @@ export function installWorkerRuntime(level: string, sdkMetricsPort?: number): vo
     const sdkLevel = LEVELS[level] ?? 'INFO';
     Runtime.install({
       logger: new DefaultLogger(sdkLevel, write),
-      // The SDK's native core (connection retries while Temporal is down, issue 8) would otherwise
+      // The SDK's native core (connection retries while Temporal is down) would otherwise
       // print its own text lines to stderr at WARN whatever the level: forwarded, they are pino JSON too.
       telemetryOptions: {
         logging: { filter: { core: sdkLevel, other: 'ERROR' }, forward: {} },
-        // Issue 20: the SDK's metrics (temporal_* : slots, poll and schedule-to-start latency, sticky cache) for Prometheus.
+        // The SDK's metrics (temporal_* : slots, poll and schedule-to-start latency, sticky cache) for Prometheus.
         // Prometheus conventions (seconds, unit and _total suffixes): deploy/prometheus/alerts.yml relies on these names.
         ...(sdkMetricsPort && {
           metrics: {

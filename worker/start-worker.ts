@@ -52,7 +52,7 @@ export async function startWorker(
       collections: store.collections,
       db: store.db,
       config,
-      // A WORKFLOW_BUNDLE_PATH is what the worker loads, as in production (issue 20).
+      // A WORKFLOW_BUNDLE_PATH is what the worker loads, as in production.
       ...(config.worker.workflowBundlePath
         ? { workflowBundlePath: config.worker.workflowBundlePath }
         : { workflowBundle: opts.workflowBundle }),

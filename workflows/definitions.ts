@@ -12,7 +12,7 @@ export const RUN_WORKFLOW_TYPE = 'runWorkflow';
 /** D29: the workflow the retention schedule starts every hour. */
 export const RETENTION_WORKFLOW_TYPE = 'retentionWorkflow';
 
-/** Search attributes shown and filterable in the Temporal UI (issue 2, item 9). */
+/** Search attributes shown and filterable in the Temporal UI. */
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('WrsAccountId', SearchAttributeType.KEYWORD),
   publishedWorkflowId: defineSearchAttributeKey(

@@ -6,6 +6,7 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
 import { type RunArgs } from './definitions';
+import { emptyNodeUsage, totalUsage, type NodeUsage, type RunUsage } from '../domain/run-usage';
 import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
 import {
   createdEvent,
@@ -34,6 +35,9 @@ interface Slot {
   item?: Item;
 }
 
+/** Node types whose usage is counted (D36): the ones that do I/O and cost money. */
+const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
+
 /** Item events above which the final log goes to persistence as numbers (RunFinal.itemCodes). */
 const COMPACT_LOG_AFTER = 1_000;
 
@@ -61,6 +65,10 @@ export class RunState {
   itemsDone = 0;
   /** D35: user_result node id → its items kept in the store (no slots: ids follow the reserved offset). */
   private readonly storedResults = new Map<string, StoredOutput>();
+  /** D36: usage per I/O node that has run, in the order they first reported. */
+  private readonly usageByNode = new Map<string, NodeUsage>();
+  /** D36: the I/O nodes, whose items count in their usage. */
+  private readonly ioNodes = new Set<string>();
 
   constructor(
     private readonly args: RunArgs,
@@ -69,8 +77,10 @@ export class RunState {
     this.log = [createdEvent(args)];
     this.itemIdBase = newId('item', clock.now(), clock.random);
     this.cost = args.options.startFeeUsd; // D17: the fixed start fee
-    for (const node of args.graph.nodes)
+    for (const node of args.graph.nodes) {
       if (node.type === 'user_result') this.slots.set(node.id, new Map());
+      if (IO_TYPES.has(node.type)) this.ioNodes.add(node.id);
+    }
     for (const edge of args.graph.edges) {
       if (!this.slots.has(edge.to)) continue;
       const list = this.resultsFedBy.get(edge.from) ?? [];
@@ -89,6 +99,10 @@ export class RunState {
 
   /** D13: the iteration's items close (opening first any that were not announced, e.g. list outputs). */
   iterationDone(nodeId: string, iteration: number, items: Item[]): void {
+    if (this.ioNodes.has(nodeId)) {
+      const failed = items.filter((item) => item.status === 'failed').length;
+      this.addUsage(nodeId, { items_failed: failed, items_completed: items.length - failed });
+    }
     for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
       const slots = this.slots.get(resultId)!;
       const list = slots.get(iteration) ?? [];
@@ -164,6 +178,26 @@ export class RunState {
     this.cost += usd;
   }
 
+  /** What the run has cost so far, before any D36 cap (the start fee and finished work). */
+  get spent(): number {
+    return this.cost;
+  }
+
+  /** D36: adds to a node's usage (calls and tokens as reported, its cost, its items). */
+  addUsage(nodeId: string, delta: Partial<NodeUsage>): void {
+    let usage = this.usageByNode.get(nodeId);
+    if (!usage) {
+      usage = emptyNodeUsage();
+      this.usageByNode.set(nodeId, usage);
+    }
+    for (const key of Object.keys(delta) as Array<keyof NodeUsage>) usage[key] += delta[key] ?? 0;
+  }
+
+  /** D36: the run's usage so far. */
+  usage(): RunUsage {
+    return totalUsage(Object.fromEntries(this.usageByNode));
+  }
+
   /** Ends the run; appends exactly one terminal event (D14 for cancellation). */
   finish(status: 'completed' | 'failed' | 'cancelled', error?: string): void {
     if (this.status !== 'running') return;
@@ -192,6 +226,7 @@ export class RunState {
       error: this.error,
       total_cost: this.totalCost(),
       completed_at_ms: terminal ? this.completedAtMs : null,
+      usage: this.usage(),
     };
   }
 
@@ -208,13 +243,16 @@ export class RunState {
       runId: this.args.runId,
       accountId: this.args.accountId,
       status: this.status,
-      output: this.status === 'completed' ? this.output() : null,
+      // D35, D36: a failed or cancelled run keeps the items it finished too, readable through its
+      // outputs (GET of the run still shows `output: null` unless it completed).
+      output: this.output(),
       error: this.error,
       totalCost: this.totalCost(),
       completedAtMs: this.completedAtMs!,
       ...this.finalLog(),
       itemIdBase: this.itemIdBase,
       ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
+      usage: this.usage(),
     };
   }
 
@@ -252,7 +290,9 @@ export class RunState {
   }
 
   private totalCost(): number {
-    return Math.round(this.cost * 1e9) / 1e9; // float sums drift; the ledger wants stable numbers
+    // D36: a run with max_cost is never billed past it, also when a call cost more than its budget.
+    const cap = this.args.options.costCap?.maxUsd ?? Infinity;
+    return Math.round(Math.min(this.cost, cap) * 1e9) / 1e9; // float sums drift; the ledger wants stable numbers
   }
 
   /** The `output` object: result labels to items in iteration order, only items that ended (D8). */

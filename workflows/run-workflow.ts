@@ -44,11 +44,12 @@ import {
 } from './summaries';
 import { withNamedTimeout } from './timers';
 import { CarryOver, loadCarry } from './carry-over';
+import { CostCap, CostLimitReached } from './cost-cap';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 
-/** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; issue 14 asks for at most 20,000). */
+/** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; D35 keeps a run's history under 20,000 events). */
 export const HISTORY_EVENTS_LIMIT = 18_000;
 export const HISTORY_BYTES_LIMIT = 40 * 1024 * 1024;
 
@@ -87,6 +88,8 @@ export async function runWorkflow(
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });
   const slots = new Semaphore(options.concurrency);
+  // D36 max_cost: only runs started with one have a cap, so other runs issue the same commands as before.
+  const cap = options.costCap ? new CostCap(options.costCap, () => state.spent) : undefined;
   // D33: nodes and items done, in the UI's "current details" (no customer data).
   const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
@@ -184,7 +187,8 @@ export async function runWorkflow(
             ready[block].resolve();
           } catch (err) {
             failures.push(err);
-            if (!isCancellation(err)) scope.cancel();
+            // D36: at the cost limit the blocks in flight finish (and are billed); nothing new starts.
+            if (!isCancellation(err) && !(err instanceof CostLimitReached)) scope.cancel();
             return;
           }
         }
@@ -236,6 +240,19 @@ export async function runWorkflow(
     });
     const apply = (result: NodeBlockResult) => {
       state.addCost(result.costUsd);
+      // D36: usage counted from the stored rows like the cost (absent in answers recorded before D36).
+      const usage = result.usage;
+      state.addUsage(node.id, {
+        cost: result.costUsd,
+        ...(usage && {
+          provider_calls: usage.calls,
+          input_tokens: usage.input_tokens,
+          output_tokens: usage.output_tokens,
+          items_completed: usage.completed,
+          items_failed: usage.failed,
+        }),
+      });
+      if (usage) cap?.observe(node.id, usage.calls, result.costUsd);
       const ranges: Array<[number, number]> =
         result.done === 0
           ? []
@@ -245,10 +262,13 @@ export async function runWorkflow(
       state.storedDone(node.id, ranges);
       for (let i = 0; i < result.done; i++) progress.itemDone();
     };
-    await slots.with(async () => {
+    const unit = slots.with(async () => {
       if (CancellationScope.current().consideredCancelled)
         throw new CancelledFailure('run cancelled');
       guardHistory(node);
+      // D36: a block that fits the budget only in part runs what fits, and is the run's last unit.
+      const budget = cap?.take(node.id, count);
+      const limit = budget && budget.calls < count ? budget.calls : undefined;
       state.storedStarted(node.id, first, count);
       const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33
       let result: NodeBlockResult;
@@ -265,6 +285,7 @@ export async function runWorkflow(
             sources,
             concurrency,
             ...carry?.blockSource(node.id), // D38
+            ...(limit !== undefined ? { limit } : {}),
           },
         ]);
       } catch (err) {
@@ -273,11 +294,18 @@ export async function runWorkflow(
           persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
         );
         apply(tally);
+        budget?.release();
         throw nodeFailureOf(node, err);
       }
       apply(result);
+      budget?.release();
       if (result.cancelled) throw new CancelledFailure('run cancelled');
+      if (limit !== undefined && cap) {
+        cap.reached = true;
+        throw new CostLimitReached(cap.maxUsd);
+      }
     }, concurrency);
+    await (cap ? cap.track(unit) : unit);
   };
 
   /** D31/D35: list nodes whose rows come from an uploaded file (a `file` input, or a `json` input given a file id). */
@@ -330,7 +358,8 @@ export async function runWorkflow(
           try {
             await runChunkRows(node, chunk.rows, chunk.slots, rowProgress);
           } catch (err) {
-            if (!isCancellation(err)) chunks.cancel();
+            // D36: at the cost limit the chunks in flight finish (and are billed); nothing new starts.
+            if (!isCancellation(err) && !(err instanceof CostLimitReached)) chunks.cancel();
             throw err;
           }
         }),
@@ -351,16 +380,34 @@ export async function runWorkflow(
   ): Promise<void> => {
     let left = rows;
     while (left.length > 0) {
-      const result = await slots.with(async () => {
+      let budget: { calls: number; release: () => void } | undefined;
+      const unit = slots.with(async () => {
         // A chunk that waited for its slots while the run was cancelled, or another chunk failed, never starts.
         if (CancellationScope.current().consideredCancelled)
           throw new CancelledFailure('run cancelled');
         guardHistory(node);
-        for (const row of left) rowProgress.started(row.index);
-        return runChunk(node, left, concurrency);
+        // D36: the rows whose worst case fits the run's budget (all of them without max_cost).
+        budget = cap?.take(node.id, left.length);
+        const batch = budget ? left.slice(0, budget.calls) : left;
+        for (const row of batch) rowProgress.started(row.index);
+        return runChunk(node, batch, concurrency);
       }, concurrency);
+      let result: NodeChunkResult;
+      try {
+        result = await (cap ? cap.track(unit) : unit);
+      } finally {
+        budget?.release();
+      }
       for (const row of result.rows) {
         state.addCost(row.costUsd);
+        // D36: calls and tokens as reported (absent in answers recorded before D36); items count in iterationDone.
+        state.addUsage(node.id, {
+          cost: row.costUsd,
+          provider_calls: row.usage?.calls ?? 0,
+          input_tokens: row.usage?.input_tokens ?? 0,
+          output_tokens: row.usage?.output_tokens ?? 0,
+        });
+        if (row.usage) cap?.observe(node.id, row.usage.calls, row.costUsd);
         rowProgress.done(row.index, row.items);
         progress.itemDone();
       }
@@ -423,9 +470,20 @@ export async function runWorkflow(
     state.finish('completed');
   } catch (err) {
     if (isCancellation(err)) {
-      // The root scope is cancelled only by a cancel request; otherwise our own timeout fired (D10).
+      // The root scope is cancelled only by a cancel request; otherwise our own timeout fired (D10),
+      // or the caller's timeout_seconds (D36), which the error names.
       if (CancellationScope.current().consideredCancelled) state.finish('cancelled');
+      else if (options.timeoutSeconds !== undefined)
+        state.finish(
+          'failed',
+          `run timed out: the run reached its timeout_seconds of ${options.timeoutSeconds}`,
+        );
       else state.finish('failed', 'run timed out');
+    } else if (err instanceof CostLimitReached) {
+      // The graph's promise rejects at once, but units in flight (other chunks, blocks, branches)
+      // finish first and are billed; nothing new starts (the cap refuses it).
+      await cap?.drain();
+      state.finish('failed', err.message);
     } else if (err instanceof NodeFailure) {
       state.finish('failed', err.message);
     } else {

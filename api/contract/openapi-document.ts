@@ -678,7 +678,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       '/': {
         get: {
           operationId: 'playground',
-          summary: 'The playground: try any published workflow in a browser (issue 19)',
+          summary: 'The playground: try any published workflow in a browser',
           security: [],
           responses: {
             '200': {

@@ -76,6 +76,21 @@ export const StartRequestSchema = z
           'signed the Standard Webhooks way with your account’s `whsec_` secret (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`). ' +
           'Retried with backoff for 24 hours; redirects are not followed; private and loopback addresses are refused.',
       ),
+    max_cost: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        'D36: the most this run may cost, in USD (the start fee included; at least the start fee). ' +
+          'Before each unit of work the run budgets its worst case; when the next would pass the cap it starts no more, lets what is in flight finish, and ends `failed` with an error saying the cost limit was reached. `total_cost` never exceeds it; finished items stay readable and are the only ones billed.',
+      ),
+    timeout_seconds: z
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "D36: the run ends `failed` (an error saying it timed out) this many seconds after it started, its provider calls in flight cancelled; finished items stay readable and are billed. At most the operator's maximum run duration (3600 by default).",
+      ),
     metadata: MetadataSchema.optional().describe(
       `D37: your own key/value pairs (at most ${METADATA_MAX_KEYS} keys of 1–64 letters, digits, \`_\`, \`-\`, \`.\`; string values of at most ${METADATA_MAX_VALUE} characters), returned on the run and its webhook, and searchable with \`GET /api/v1/runs?metadata[key]=value\`.`,
     ),

@@ -4,8 +4,10 @@
  */
 import { z } from 'zod';
 import { INPUT_TYPES } from '../../domain/graph';
-import type { StreamEvent } from '../../domain/run';
-import { OutputItemSchema, RunSchema, RunStatusSchema, dateTime } from '../../domain/run-view';
+import { OutputItemSchema, RunSchema, dateTime } from '../../domain/run-view';
+
+/** Every event a stream can carry: defined once, in domain/ (the workflow writes the log with its types). */
+export { StreamEventSchema } from '../../domain/run-events';
 
 export const ProblemSchema = z.object({ field: z.string(), problem: z.string() });
 
@@ -110,61 +112,6 @@ export const WorkflowContractSchema = z.object({
 /** D30: a page of published workflows, each as its latest version's contract. */
 export const WorkflowListSchema = listOf(WorkflowContractSchema);
 
-const seq = z.int().min(0).describe('Position in the run’s event log (D11); also the SSE `id:`.');
-const usage = { usage: z.null(), service_tier: z.null() };
-const itemEvent = <T extends string>(type: T) =>
-  z.object({
-    type: z.literal(type),
-    sequence_number: seq,
-    output_index: z.int().min(0),
-    item: z.object({
-      type: z.literal('message'),
-      id: z.string(),
-      phase: z.literal('final_answer'),
-    }),
-  });
-
-/** Every event a stream can carry; `[DONE]` and `: keepalive` comments are framing, not events. */
-export const StreamEventSchema = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('response.created'),
-    sequence_number: seq,
-    response: z.object({
-      id: z.string(),
-      run_id: z.string(),
-      created_at: z.int().describe('Unix seconds (D12).'),
-      workflow_id: z.string(),
-      service_tier: z.null(),
-    }),
-  }),
-  z.object({
-    type: z.literal('response.resumed'),
-    sequence_number: seq.describe('The client’s cursor: the last event it has.'),
-    response: z.object({ id: z.string(), run_id: z.string(), status: RunStatusSchema }),
-  }),
-  itemEvent('response.output_item.added'),
-  itemEvent('response.output_item.done'),
-  z.object({
-    type: z.literal('response.completed'),
-    sequence_number: seq,
-    response: z.object(usage),
-  }),
-  z.object({
-    type: z.literal('response.failed'),
-    sequence_number: seq,
-    response: z.object({
-      error: z.object({ code: z.null(), message: z.string() }),
-      incomplete_details: z.object({ reason: z.literal('error') }),
-      ...usage,
-    }),
-  }),
-  z.object({
-    type: z.literal('response.cancelled'),
-    sequence_number: seq,
-    response: z.object(usage),
-  }),
-]);
-
 /** D34: the answer of POST /api/v1/runs/{runId}/stream-link. */
 export const StreamLinkSchema = z.object({
   url: z
@@ -177,8 +124,3 @@ export const StreamLinkSchema = z.object({
     .describe('When the link stops working; a stream open then is not cut.'),
 });
 export type StreamLink = z.infer<typeof StreamLinkSchema>;
-
-// The workflow's hand-written event types and this schema must describe the same objects.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const eventsAgree: Same<z.infer<typeof StreamEventSchema>, StreamEvent> = true;
-void eventsAgree;

@@ -6,6 +6,7 @@
 import type { Middleware } from 'koa';
 import { formatPath } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
+import { HttpError } from '../errors/http-error';
 
 export interface JsonBodyOptions {
   limitBytes: number;
@@ -14,8 +15,7 @@ export interface JsonBodyOptions {
 
 // `Connection: close`: the rest of the body is never read, so the socket must not wait for it.
 const tooLarge = (limit: number) =>
-  new InvalidRequestError(`Request body is larger than the ${limit} byte limit.`, {
-    status: 413,
+  new HttpError(`Request body is larger than the ${limit} byte limit.`, {
     code: 'request_too_large',
     headers: { Connection: 'close' },
   });
@@ -26,7 +26,6 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
     const type = ctx.get('content-type');
     if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
       throw new InvalidRequestError('Content-Type must be application/json.', {
-        status: 415,
         code: 'unsupported_media_type',
       });
     }

@@ -48,9 +48,7 @@ export function rateLimit(deps: RateLimitDeps, bucket: RateLimitBucket): Middlew
       const what = bucket === 'starts' ? 'run starts' : 'requests';
       throw new RateLimitError(
         `Rate limit exceeded: ${limit} ${what} per minute for this API key. Retry in ${resetSeconds} s.`,
-        {
-          'Retry-After': resetSeconds,
-        },
+        Number(resetSeconds),
       );
     }
     await next();

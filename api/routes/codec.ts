@@ -15,7 +15,11 @@ import type { Middleware } from 'koa';
 import type { Config } from '../../config';
 import { PayloadsJsonSchema, payloadsFromJson, payloadsToJson } from '../../lib/codec/json';
 import type { EncryptionCodec } from '../../lib/codec/payload-codec';
-import { ApiError, InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
+import {
+  AuthenticationError,
+  InvalidRequestError,
+  ServiceUnavailableError,
+} from '../../domain/errors';
 import { jsonBody } from '../middleware/json-body';
 import { codecLogPath } from '../middleware/request-log';
 
@@ -38,14 +42,9 @@ function requireCodecToken(token: string | undefined): Middleware {
     const header = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
     const given = (ctx as { params?: Record<string, string> }).params?.token ?? header;
     if (!expected || !given || !timingSafeEqual(digest(given), expected)) {
-      throw new ApiError(
-        401,
-        'authentication_error',
+      throw new AuthenticationError(
         "The codec server needs the operators' token (CODEC_TOKEN) as `Authorization: Bearer <token>`.",
-        {
-          code: 'invalid_codec_token',
-          headers: { 'WWW-Authenticate': 'Bearer' },
-        },
+        'invalid_codec_token',
       );
     }
     await next();

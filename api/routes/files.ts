@@ -11,7 +11,8 @@ import { contentDisposition } from '../../lib/files/names';
 import { parseRange } from '../../lib/files/range';
 import { findFile, openFileContent, type FileDoc } from '../../store/files';
 import type { RouteDeps } from '../deps';
-import { InvalidRequestError, NotFoundError } from '../../domain/errors';
+import { NotFoundError } from '../../domain/errors';
+import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import type { FileView } from '../contract/response-schemas';
@@ -114,8 +115,7 @@ function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: numb
   ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
   ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
   if (range.kind === 'unsatisfiable') {
-    throw new InvalidRequestError(`The requested range is outside the file (${size} bytes).`, {
-      status: 416,
+    throw new HttpError(`The requested range is outside the file (${size} bytes).`, {
       code: 'range_not_satisfiable',
       headers: { 'Content-Range': `bytes */${size}`, 'Accept-Ranges': 'bytes' },
     });

@@ -1,6 +1,6 @@
 /** Liveness and readiness probes (no key needed). */
 import Router from '@koa/router';
-import type { AppDeps } from '../deps';
+import type { RouteDeps } from '../deps';
 import { ServiceUnavailableError } from '../../domain/errors';
 import { dependencyUp } from '../../lib/metrics';
 
@@ -11,12 +11,15 @@ import { dependencyUp } from '../../lib/metrics';
  * answer 503 with Retry-After by themselves then). Temporal's state is in the body, `temporal`:
  * `ok` or `unavailable`, and in the `wrs_dependency_up` gauge, for monitoring.
  */
-export function healthRoutes(deps: AppDeps): Router {
+export function healthRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
+    // From SIGTERM on (api/drain.ts) this process is leaving: out of rotation before it stops accepting.
+    if (deps.drain.draining)
+      throw new ServiceUnavailableError('Not ready: this API process is shutting down.');
     // Both are asked at once and both answers awaited, so the answer names each one that is down.
     // Each is bounded: MongoDB by the driver's server selection (MONGODB_SERVER_SELECTION_TIMEOUT_MS),
     // Temporal by this deadline (a refused connection fails in ~1 s, api/temporal/run-gateway.ts).

@@ -1,5 +1,5 @@
 /** The 403 of a signed link (a D19 file link or a D34 stream link) that is not, or no longer, valid. */
-import { ApiError } from '../../domain/errors';
+import { DomainError } from '../../domain/errors';
 
 export type LinkRefusal = 'invalid_signature' | 'url_expired' | 'key_revoked';
 
@@ -17,8 +17,8 @@ const MESSAGES: Record<'file' | 'stream', Record<LinkRefusal, string>> = {
 };
 
 /** 403 with a code that says why (docs/api.md "Files" and "Stream links"). */
-export class LinkRefusedError extends ApiError {
+export class LinkRefusedError extends DomainError {
   constructor(link: 'file' | 'stream', code: LinkRefusal) {
-    super(403, 'invalid_request_error', MESSAGES[link][code], { code });
+    super('forbidden', MESSAGES[link][code], { code });
   }
 }

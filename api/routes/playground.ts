@@ -1,4 +1,4 @@
-/** GET / (the playground page, issue 19) and GET /playground/{asset} (its hashed, immutable bundles). */
+/** GET / (the playground page) and GET /playground/{asset} (its hashed, immutable bundles). */
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../deps';

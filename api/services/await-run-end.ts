@@ -7,15 +7,21 @@ import type { RunDoc } from '../../store/documents';
 import { runView, type RunView } from '../../domain/run-view';
 import type { RunGateway } from '../temporal/run-gateway';
 import { readRun, type ReadRunDeps } from './read-run';
+import type { Drain } from '../drain';
 
-/** The run's view once it has ended, or null when `ms` passed first. */
+/**
+ * The run's view once it has ended, or null when `ms` passed first or the process began to drain
+ * (then the start answers its usual 202 at once instead of holding the shutdown up to 60 s).
+ */
 export async function awaitRunEnd(
-  deps: ReadRunDeps & { gateway: RunGateway },
+  deps: ReadRunDeps & { gateway: RunGateway; drain?: Drain },
   run: RunDoc,
   ms: number,
 ): Promise<RunView | null> {
   const deadline = Date.now() + ms;
-  const ended = await deps.gateway.awaitEnd(run._id, AbortSignal.timeout(ms));
+  const timeout = AbortSignal.timeout(ms);
+  const signal = deps.drain ? AbortSignal.any([timeout, deps.drain.signal]) : timeout;
+  const ended = await deps.gateway.awaitEnd(run._id, signal);
   if (ended === 'aborted') return null;
   // An output too large for an update answer is read from the record once it is written.
   if (ended !== 'closed' && !ended.outputDeferred) return runView(run, ended);

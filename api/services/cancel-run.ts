@@ -14,7 +14,6 @@ export async function cancelRun(
     throw new InvalidRequestError(
       `Run \`${runId}\` has already ${run.status} and cannot be cancelled.`,
       {
-        status: 409,
         code: 'run_not_cancellable',
       },
     );

@@ -13,7 +13,7 @@ import type { Collections } from '../../store/db';
 import { findRunHead } from '../../store/runs';
 import { eraseRun } from '../../store/erase-run';
 import { isId } from '../../domain/ids';
-import { ApiError, NotFoundError } from '../../domain/errors';
+import { DomainError, NotFoundError } from '../../domain/errors';
 import { webhookWorkflowId } from '../../workflows/definitions';
 import type { RunGateway } from '../temporal/run-gateway';
 import { cancelRun } from './cancel-run';
@@ -79,7 +79,7 @@ async function stopRun(deps: DeleteRunDeps, accountId: string, runId: string): P
     await cancelRun(deps, accountId, runId);
   } catch (err) {
     // It ended (completed or failed) meanwhile: nothing to cancel, its end is being written.
-    if (!(err instanceof ApiError && err.code === 'run_not_cancellable')) throw err;
+    if (!(err instanceof DomainError && err.code === 'run_not_cancellable')) throw err;
   }
   if (await deps.gateway.waitForClose(runId, CANCEL_WAIT_MS)) return;
   await deps.gateway.terminate(runId, 'run deleted (D39): it did not stop when cancelled');

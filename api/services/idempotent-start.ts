@@ -37,8 +37,9 @@ import {
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
 import { findRun } from '../../store/runs';
+import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
-import type { AuthContext } from '../middleware/authenticate';
+import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { RunIdTakenError, runArgs, startRun, type RerunOf, type StartRunDeps } from './start-run';
 
@@ -97,7 +98,6 @@ export async function startIdempotent(
       throw new InvalidRequestError(
         'This Idempotency-Key was used with a different request body in the last 24 hours.',
         {
-          status: 409,
           code: 'idempotency_key_reused',
           param: 'Idempotency-Key',
         },
@@ -166,17 +166,15 @@ async function resumeAbandoned(
 ): Promise<void> {
   if (run.finalized || run.status !== 'pending' || !isStale(claim)) return;
   if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
-  const version = await deps.collections.workflowVersions.findOne({
-    _id: run.published_workflow_version_id,
-  });
+  const version = await findVersionById(deps.collections, run.published_workflow_version_id);
   if (!version?.graph) return;
-  const workflow = await deps.collections.workflows.findOne(
-    { _id: run.published_workflow_id },
-    { projection: { slug: 1 } },
-  );
+  const slug = await workflowSlug(deps.collections, run.published_workflow_id);
   await deps.gateway.start(
-    runArgs(run, version.graph, deps.config.runs),
-    workflow?.slug ?? run.published_workflow_id,
+    runArgs(run, version.graph, deps.config.runs, {
+      prices: deps.config.prices,
+      perCallUsd: deps.config.credits.holdPerCallUsd,
+    }),
+    slug ?? run.published_workflow_id,
   );
 }
 

@@ -4,32 +4,16 @@ import { fromStored } from '../../store/runs';
 import { searchRuns, type RunSearch } from '../../store/run-search';
 import { findWorkflow } from '../../store/workflows';
 import type { RunGateway } from '../temporal/run-gateway';
-import type { RunView } from '../../domain/run-view';
 import type { ListRunsQuery } from '../contract/request-schemas';
+import type { RunListSchema } from '../contract/response-schemas';
+import type { z } from 'zod';
 import { runView } from '../../domain/run-view';
 import { rememberSecret } from './read-run';
-import type { WebhookDeliveryDoc } from '../../store/documents';
+import { deliveriesOfRuns } from '../../store/webhook-deliveries';
 import { webhookMessageId } from '../../domain/run';
 
-/** D20: the delivery documents of these runs, by run id, in one query (none when no run has a webhook). */
-async function webhookDeliveries(
-  collections: Pick<Collections, 'webhookDeliveries'>,
-  runIds: string[],
-): Promise<Map<string, WebhookDeliveryDoc>> {
-  if (runIds.length === 0) return new Map();
-  const docs = await collections.webhookDeliveries
-    .find({ _id: { $in: runIds.map(webhookMessageId) } })
-    .toArray();
-  return new Map(docs.map((d) => [d.run_id, d]));
-}
-
-export interface RunList {
-  object: 'list';
-  data: RunView[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
+/** D23: a page of runs, as api/contract/response-schemas.ts defines it. */
+export type RunList = z.infer<typeof RunListSchema>;
 
 /**
  * One page of runs. Ids sort by creation time (D5), so `_id < starting_after` is the cursor.
@@ -74,9 +58,10 @@ export async function listRuns(
   }
   const docs = await searchRuns(deps.collections, search);
   const page = docs.slice(0, query.limit);
-  const deliveries = await webhookDeliveries(
+  // D20: the deliveries of the page's finished runs with a webhook, in one query.
+  const deliveries = await deliveriesOfRuns(
     deps.collections,
-    page.filter((d) => d.finalized && d.webhook).map((d) => d._id),
+    page.filter((d) => d.finalized && d.webhook).map((d) => webhookMessageId(d._id)),
   );
   const data = await Promise.all(
     page.map(async (stored) => {

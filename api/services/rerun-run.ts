@@ -10,7 +10,7 @@ import { isId } from '../../domain/ids';
 import { isTerminal } from '../../domain/run';
 import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
-import { findRunRecord, fromStored } from '../../store/runs';
+import { findRunRecord, findRunWithoutLog } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../middleware/authenticate';
 import { startIdempotent } from './idempotent-start';
@@ -32,7 +32,7 @@ export async function rerunRun(
     if (!parent.finalized)
       throw new InvalidRequestError(
         `Run \`${parentId}\` has not finished; re-run its failed items once it has (or re-run it with \`"items": "all"\`).`,
-        { status: 409, code: 'run_not_finished' },
+        { code: 'run_not_finished' },
       );
     if (!(await hasUnfinishedWork(deps, parent)))
       throw new InvalidRequestError(
@@ -62,10 +62,7 @@ async function readParent(
   auth: AuthContext,
   parentId: string,
 ): Promise<RunDoc> {
-  const doc = isId('run', parentId)
-    ? await deps.collections.runs.findOne({ _id: parentId }, { projection: { events_json: 0 } })
-    : null;
-  const parent = doc && fromStored(doc);
+  const parent = isId('run', parentId) ? await findRunWithoutLog(deps.collections, parentId) : null;
   // Another account's run is indistinguishable from a missing (or deleted, D39) one.
   if (!parent || parent.account_id !== auth.accountId)
     throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);

@@ -2,7 +2,7 @@
  * A run whose workflow Temporal closed without letting it finish (terminated by an operator or by
  * Temporal itself, timed out) never ran its finalizeRun: its record would say `pending` forever.
  * The API notices such a run when it asks it for its state (run-gateway.ts rejects queries of
- * workflows that did not complete cleanly) and settles it here (D31, issue 14): `failed`, with an
+ * workflows that did not complete cleanly) and settles it here (D31): `failed`, with an
  * error saying what happened, billed for what ran (the run's own count, replayed from its history
  * by a worker), its event log ending in `response.failed`. Writing it is idempotent, like finalize.
  */
@@ -63,6 +63,7 @@ export async function settleRun(
     completedAtMs: Date.now(),
     events,
     itemIdBase: firstItemId(events),
+    ...(last?.usage ? { usage: last.usage } : {}),
   };
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');

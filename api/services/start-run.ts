@@ -6,7 +6,7 @@ import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
-import { runHold } from '../../domain/run-hold';
+import { callBudgets, runHold, type HoldOptions } from '../../domain/run-hold';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
@@ -92,14 +92,23 @@ export async function startRun(
   if (!inputs.ok || problems.length > 0)
     throw new InvalidInputsError(describeProblems(problems), problems);
   checkRunSize(version.graph, inputs.values);
+  checkRunControls(request, deps.config.runs);
 
   const runId = opts.runId ?? generateId('run');
   // D17: the run's worst case is held before it exists; 402 when the account has nothing available.
-  const hold = runHold(version.graph, inputs.values, {
+  const worst = runHold(version.graph, inputs.values, {
     prices: deps.config.prices,
     startFeeUsd: deps.config.runs.startFeeUsd,
     perCallUsd: deps.config.credits.holdPerCallUsd,
-  }).usd;
+  });
+  // D36: a run with max_cost cannot cost more, so its cap is a true bound: the hold is the cap,
+  // or the exact worst case when that is less.
+  const hold =
+    request.max_cost === undefined
+      ? worst.usd
+      : worst.exact
+        ? Math.min(worst.usd, request.max_cost)
+        : request.max_cost;
   await deps.credits.reserve(auth.accountId, runId, hold);
 
   const createdAt = new Date();
@@ -123,13 +132,18 @@ export async function startRun(
     ...(hold > 0 ? { hold_usd: hold } : {}),
     // D37: kept on the record only, never in the workflow's arguments: reads and webhooks render it from here.
     ...(request.metadata ? { metadata: request.metadata } : {}),
+    ...(request.max_cost !== undefined ? { max_cost: request.max_cost } : {}),
+    ...(request.timeout_seconds !== undefined ? { timeout_seconds: request.timeout_seconds } : {}),
     // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
     payload_secret: newPayloadSecret(),
     // D38: a re-run names its parent; of failed items only, the workflow carries the rest over.
     ...(opts.rerun ? { parent_run_id: opts.rerun.parentRunId } : {}),
     ...(opts.rerun?.items === 'failed' ? { rerun_items: 'failed' as const } : {}),
   };
-  const args = runArgs(run, version.graph, deps.config.runs);
+  const args = runArgs(run, version.graph, deps.config.runs, {
+    prices: deps.config.prices,
+    perCallUsd: deps.config.credits.holdPerCallUsd,
+  });
   // The record comes first so the run is readable the moment its id is returned. From here on the
   // hold is given back by the run's end (store/run-end.ts, which reads it from the record), or
   // below when the run surely never starts; when that is unsure (a write whose outcome is
@@ -169,6 +183,7 @@ export function runArgs(
   run: RunDoc,
   graph: WorkflowDocument,
   options: StartRunDeps['config']['runs'],
+  pricing: Pick<HoldOptions, 'prices' | 'perCallUsd'>,
 ): RunArgs {
   return {
     runId: run._id,
@@ -179,13 +194,29 @@ export function runArgs(
     createdAtMs: run.created_at.getTime(),
     graph,
     inputs: run.inputs,
-    // A workflow's own concurrency (issue 14), within the operator's cap.
+    // A workflow's own concurrency, within the operator's cap.
     options: {
       ...options,
       concurrency: Math.min(
         graph.concurrency ?? options.concurrency,
         options.maxConcurrency ?? Number.MAX_SAFE_INTEGER,
       ),
+      // D36: only runs given these controls carry them, so other runs' arguments are as before.
+      ...(run.timeout_seconds !== undefined
+        ? { runTimeoutMs: run.timeout_seconds * 1000, timeoutSeconds: run.timeout_seconds }
+        : {}),
+      ...(run.max_cost !== undefined
+        ? {
+            costCap: {
+              maxUsd: run.max_cost,
+              perCallUsd: callBudgets(graph, {
+                prices: pricing.prices,
+                perCallUsd: pricing.perCallUsd,
+                startFeeUsd: options.startFeeUsd,
+              }),
+            },
+          }
+        : {}),
     },
     ...(run.webhook ? { webhook: run.webhook } : {}),
     // D38: only a re-run of failed items carries its parent's items over.
@@ -193,6 +224,31 @@ export function runArgs(
       ? { rerun: { parentRunId: run.parent_run_id } }
       : {}),
   };
+}
+
+/**
+ * D36: `timeout_seconds` within the operator's maximum run duration, and a `max_cost` that pays
+ * at least the start fee (a run that could not even start within its cap is a mistake, refused).
+ */
+function checkRunControls(
+  request: StartRequest,
+  runs: Pick<StartRunDeps['config']['runs'], 'runTimeoutMs' | 'startFeeUsd'>,
+): void {
+  const maxSeconds = Math.floor(runs.runTimeoutMs / 1000);
+  if (request.timeout_seconds !== undefined && request.timeout_seconds > maxSeconds)
+    throw invalidControl(
+      'timeout_seconds',
+      `must be at most ${maxSeconds} (the longest a run may take here)`,
+    );
+  if (request.max_cost !== undefined && request.max_cost < runs.startFeeUsd)
+    throw invalidControl('max_cost', `must be at least the start fee of $${runs.startFeeUsd}`);
+}
+
+function invalidControl(param: string, problem: string): InvalidRequestError {
+  return new InvalidRequestError(`\`${param}\` ${problem}.`, {
+    param,
+    details: [{ field: param, problem }],
+  });
 }
 
 /** D31: a list that clearly exceeds the row limit is refused before the run is billed. */

@@ -19,6 +19,7 @@ import {
   type StoreFileOptions,
 } from '../../store/files';
 import { InvalidRequestError } from '../../domain/errors';
+import { HttpError } from '../errors/http-error';
 
 export interface UploadDeps {
   db: Db;
@@ -27,8 +28,7 @@ export interface UploadDeps {
 
 /** 413 `request_too_large`; `Connection: close` because the rest of the body is never read. */
 export function uploadTooLarge(limit: number): InvalidRequestError {
-  return new InvalidRequestError(`The file is larger than the ${limit} byte upload limit.`, {
-    status: 413,
+  return new HttpError(`The file is larger than the ${limit} byte upload limit.`, {
     code: 'request_too_large',
     headers: { Connection: 'close' },
   });

@@ -16,7 +16,7 @@ import {
   findWorkflowRecord,
   latestVersionPointer,
 } from '../../store/workflows';
-import { TtlCache } from './ttl-cache';
+import { TtlCache } from '../../lib/cache/ttl-cache';
 
 /** How stale another process's publish may look here (D1). */
 export const POINTER_TTL_MS = 2_000;

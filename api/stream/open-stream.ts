@@ -5,6 +5,7 @@ import type { PollerRegistry, RunKnowledge } from './run-poller';
 import {
   DONE,
   KEEPALIVE,
+  RECONNECT,
   formatErrorEvent,
   formatEvent,
   formatFirstEvent,
@@ -18,7 +19,7 @@ const PUMP_HIGH_WATER = 256 * 1024;
 export interface StreamOptions {
   pollers: PollerRegistry;
   keepaliveMs: number;
-  /** A client that stops reading is cut off once this much is queued for it (issue 8: bounded memory). */
+  /** A client that stops reading is cut off once this much is queued for it: the API's memory stays bounded. */
   maxBufferedBytes: number;
   /** D6: asked every KEY_CHECK_MS; false (the stream's key was revoked) ends the stream with an `error` event. */
   keyIsLive?: () => Promise<boolean>;
@@ -101,7 +102,7 @@ export function openStream(
   res.on('close', close);
 
   // The head and the keepalives go out at once, before the run's state is known: while Temporal is
-  // down the first event waits for the poller's first successful look (issue 8), and the client
+  // down the first event waits for the poller's first successful look, and the client
   // (an EventSource gives up for good on a non-200 answer) stays attached meanwhile.
   writeSseHead(res);
   opened = true;
@@ -153,7 +154,11 @@ export function openStream(
       else finish();
     },
     drop: () => {
-      res.destroy(); // the socket too, so a closing server is not held open by a kept-alive connection
+      // The process shuts down: a clean end (not a reset) after the reconnect comment, so proxies
+      // pass the end on as one and the client resumes. Events still in the backlog are not sent:
+      // the client's Last-Event-ID is the last one it got, and the next process sends the rest.
+      // The closing server (api/server.ts) closes the connection once this answer is over.
+      if (!closed && !res.writableEnded) res.write(RECONNECT);
       close();
     },
   });

@@ -43,7 +43,10 @@ export interface Subscriber {
   deliver(event: RunEvent): void;
   /** The terminal event was delivered: finish the stream. */
   end(): void;
-  /** The server is going away: close without `[DONE]`, so the client reconnects elsewhere (spec rule 2). */
+  /**
+   * The server is going away: close without `[DONE]`, so the client reconnects elsewhere (spec
+   * rule 2), after a comment saying so (api/stream/sse.ts RECONNECT).
+   */
   drop(): void;
 }
 
@@ -171,7 +174,7 @@ export class RunPoller {
       this.ticking = false;
     }
     if (this.stopped) return;
-    // Until one look succeeded the run's state is unknown (Temporal down, issue 8): clients wait,
+    // Until one look succeeded the run's state is unknown (Temporal down): clients wait,
     // with keepalives, instead of being told the stale `pending` of the stored record.
     if (looked) {
       const state = { status: this.status, events: [...this.events] };
@@ -267,6 +270,8 @@ export class RunPoller {
 /** Every poller of one API process, keyed by run id. */
 export class PollerRegistry {
   private readonly pollers = new Map<string, RunPoller>();
+  /** Set by stopAll: a stream that opens afterwards (its route was still deciding) is dropped at once. */
+  private stopped = false;
 
   constructor(
     private readonly source: PollSource,
@@ -275,6 +280,10 @@ export class PollerRegistry {
 
   /** Subscribes a client to the run's poller, creating it (seeded with what the caller knows) if needed. */
   subscribe(runId: string, seed: RunKnowledge, sub: Subscriber): () => void {
+    if (this.stopped) {
+      sub.drop();
+      return () => {};
+    }
     let poller = this.pollers.get(runId);
     if (!poller) {
       poller = new RunPoller(runId, seed, this.source, this.pollMs, (p) => {
@@ -319,8 +328,14 @@ export class PollerRegistry {
     return this.pollers.get(runId);
   }
 
-  /** Shutdown: stops every poller and drops its clients, who reconnect to another API process. */
-  stopAll(): void {
-    for (const poller of [...this.pollers.values()]) poller.stop(true);
+  /** Shutdown: stops every poller and drops its clients, who reconnect to another API process; returns how many. */
+  stopAll(): number {
+    this.stopped = true;
+    let dropped = 0;
+    for (const poller of [...this.pollers.values()]) {
+      dropped += poller.subscriberCount;
+      poller.stop(true);
+    }
+    return dropped;
   }
 }

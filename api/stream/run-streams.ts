@@ -2,11 +2,11 @@
 import type { Context } from 'koa';
 import type { Config } from '../../config';
 import type { RunDoc } from '../../store/documents';
-import { createdEvent, isTerminalEvent, type RunEvent } from '../../domain/run';
+import { createdEvent, isTerminalEvent, resumedEvent, type RunEvent } from '../../domain/run';
 import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
-import type { KeyCache } from '../middleware/authenticate';
+import type { KeyCache } from '../auth/key-cache';
 import type { StreamCap } from './stream-cap';
 
 export interface RunStreamDeps {
@@ -81,7 +81,7 @@ export async function streamExistingRun(
       const look = deps.pollers.look(run._id, seed, deps.config.api.stream.keepaliveMs);
       release = look.release;
       const state = await look.state;
-      // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor (issue 8).
+      // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor.
       spent = state !== undefined && isSpent(state, given);
     } else if (given !== undefined) {
       spent = isSpent(seed, given);
@@ -97,11 +97,7 @@ export async function streamExistingRun(
       const cursor =
         given?.cursor ?? (last >= 0 && isTerminalEvent(state.events[last]) ? last - 1 : last);
       return {
-        event: {
-          type: 'response.resumed',
-          sequence_number: cursor,
-          response: { id: run._id, run_id: run._id, status: state.status },
-        },
+        event: resumedEvent(run._id, cursor, state.status),
         cursor,
       };
     });

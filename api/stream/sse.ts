@@ -25,6 +25,14 @@ export function formatFirstEvent(event: StreamEvent): string {
 export const KEEPALIVE = ': keepalive\n\n';
 
 /**
+ * A stream's last bytes when its API process shuts down (docs/api.md "Streams"): a comment (every
+ * SSE parser skips it, and a block of comments only is no event), then a clean end of the answer
+ * without `[DONE]`. The client reconnects with `Last-Event-ID` (an `EventSource` by itself, after
+ * `retry`), reaching another API process through the load balancer, and loses nothing.
+ */
+export const RECONNECT = ': server shutting down; reconnect with Last-Event-ID\n\n';
+
+/**
  * A stream's last words when it may not go on (D6: its key was revoked): an `error` event in the
  * error envelope's shape, with no `id:` (it is not part of the run's log) and no `[DONE]`.
  */

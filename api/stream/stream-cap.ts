@@ -10,19 +10,18 @@
  * until some lease expired. The honest bound for a key is therefore the cap times the number of
  * API processes behind the load balancer.
  */
-import { ApiError } from '../../domain/errors';
+import { RateLimitError } from '../../domain/errors';
 
 /** Seconds a refused client waits before it tries again: streams end when their runs do. */
 export const STREAM_RETRY_AFTER_SECONDS = 5;
 
 /** 429 `too_many_streams`. */
-export class TooManyStreamsError extends ApiError {
+export class TooManyStreamsError extends RateLimitError {
   constructor(max: number) {
     super(
-      429,
-      'rate_limit_error',
       `This API key already has ${max} open streams, the most it may hold: close one, or poll GET /api/v1/runs/{runId} instead.`,
-      { code: 'too_many_streams', headers: { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) } },
+      STREAM_RETRY_AFTER_SECONDS,
+      'too_many_streams',
     );
   }
 }

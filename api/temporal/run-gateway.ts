@@ -87,7 +87,7 @@ export function apiGrpcRetryOptions(): GrpcRetryOptions {
   };
 }
 
-/** Connects the API to Temporal with the outage behaviour above (issue 8: answer 503 fast, recover by itself). */
+/** Connects the API to Temporal with the outage behaviour above (answer 503 fast, recover by itself). */
 export function connectTemporal(temporal: Config['temporal']): Promise<Connection> {
   return connectFirst(temporal, (options) =>
     Connection.connect({
@@ -327,7 +327,7 @@ export class RunGateway {
    * no worker has picked the run up yet, the query hit RESOURCE_EXHAUSTED while a workflow task
    * was in flight, it timed out, or Temporal has forgotten the run. Callers fall back to MongoDB.
    * Throws ServiceUnavailableError when Temporal cannot be reached at all: the stored record of a
-   * live run says only `pending`, and serving it would move a running run back (issue 8).
+   * live run says only `pending`, and serving it would move a running run back.
    */
   async snapshot(runId: string, afterSequence = -1): Promise<RunSnapshot | null> {
     return (await this.probe(runId, afterSequence)).snapshot;

@@ -1,6 +1,7 @@
 /** The `accounts` commands: create, show, rate limits (D16) and the webhook signing secret (D20). */
 import type { AccountDoc } from '../../store/documents';
 import {
+  countLiveKeys,
   createAccount,
   rotateWebhookSecret,
   setAccountRateLimits,
@@ -80,7 +81,7 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
   const [keys, balance] = await Promise.all([
-    c.apiKeys.countDocuments({ account_id: account._id, revoked_at: null }),
+    countLiveKeys(c, account._id),
     accountBalance(c, account._id),
   ]);
   if (ctx.json) {

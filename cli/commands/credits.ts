@@ -5,7 +5,7 @@
 import type { LedgerDoc } from '../../store/documents';
 import { addCredits } from '../../store/accounts';
 import { accountCredit, type AccountCredit } from '../../store/credit-holds';
-import { listEntries } from '../../store/ledger';
+import { countEntries, listEntries } from '../../store/ledger';
 import {
   EXIT_OK,
   parsePositiveInt,
@@ -82,7 +82,7 @@ async function ledger(ctx: CommandContext): Promise<number> {
   const account = await requireAccount(c, ctx.args[0]);
   const [entries, total, credit] = await Promise.all([
     listEntries(c, account._id, limit),
-    c.ledger.countDocuments({ account_id: account._id }),
+    countEntries(c, account._id),
     accountCredit(c, account._id),
   ]);
   if (ctx.json) {

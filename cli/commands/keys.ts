@@ -1,6 +1,6 @@
 /** The `keys` commands (D6): issue a key (its secret shown once), list an account's keys, revoke one. */
 import type { ApiKeyDoc } from '../../store/documents';
-import { issueKey, revokeKey } from '../../store/accounts';
+import { findKeyRecord, issueKey, listKeys, revokeKey } from '../../store/accounts';
 import {
   CliError,
   EXIT_OK,
@@ -17,7 +17,7 @@ export const keyCommands: Command[] = [
   { words: ['keys', 'revoke'], args: ['KEY_ID'], options: [], run: keysRevoke },
 ];
 
-function keyJson(k: ApiKeyDoc) {
+function keyJson(k: Omit<ApiKeyDoc, 'hash'>) {
   // Never the hash (D6): nothing outside key lookup has a use for it.
   return {
     id: k._id,
@@ -50,10 +50,7 @@ async function keysCreate(ctx: CommandContext): Promise<number> {
 async function keysList(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
   const account = await requireAccount(c, ctx.args[0]);
-  const keys = await c.apiKeys
-    .find({ account_id: account._id }, { projection: { hash: 0 } })
-    .sort({ _id: 1 })
-    .toArray();
+  const keys = await listKeys(c, account._id);
   if (ctx.json) {
     printJson(ctx, keys.map(keyJson));
   } else if (keys.length === 0) {
@@ -75,7 +72,7 @@ async function keysRevoke(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
   const keyId = ctx.args[0];
   const revokedNow = await revokeKey(c, keyId);
-  const key = await c.apiKeys.findOne({ _id: keyId }, { projection: { hash: 0 } });
+  const key = await findKeyRecord(c, keyId);
   if (!key) throw new CliError(`no key ${keyId}`);
   if (ctx.json) {
     printJson(ctx, { ...keyJson(key), already_revoked: !revokedNow });

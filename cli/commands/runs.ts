@@ -3,7 +3,7 @@
  * events), and deleting a run or every run of an account (D39).
  */
 import type { RunDoc } from '../../store/documents';
-import { findRunRecord } from '../../store/runs';
+import { findRunRecord, runExists } from '../../store/runs';
 import { eraseRun } from '../../store/erase-run';
 import { accountRunIds } from '../../store/run-search';
 import {
@@ -43,11 +43,11 @@ async function deleteOne(ctx: CommandContext, runId: string): Promise<void> {
 
 async function runsDelete(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
-  const run = await c.runs.findOne({ _id: ctx.args[0] }, { projection: { _id: 1 } });
-  if (!run) throw new CliError(`no run ${ctx.args[0]}`);
-  await deleteOne(ctx, run._id);
-  if (ctx.json) printJson(ctx, { id: run._id, object: 'run', deleted: true });
-  else ctx.out(`Deleted run ${run._id}.`);
+  const runId = ctx.args[0];
+  if (!(await runExists(c, runId))) throw new CliError(`no run ${runId}`);
+  await deleteOne(ctx, runId);
+  if (ctx.json) printJson(ctx, { id: runId, object: 'run', deleted: true });
+  else ctx.out(`Deleted run ${runId}.`);
   return EXIT_OK;
 }
 

@@ -1,6 +1,6 @@
 /** The `workflows` command: validate and publish a workflow file, as POST /api/v1/workflows does. */
 import { readFile } from 'node:fs/promises';
-import { ApiError } from '../../domain/errors';
+import { DomainError } from '../../domain/errors';
 import { publishWorkflow } from '../../store/publish-workflow';
 import {
   CliError,
@@ -44,7 +44,7 @@ async function workflowsPublish(ctx: CommandContext): Promise<number> {
   try {
     result = await publishWorkflow(c, accountId, document);
   } catch (err) {
-    if (err instanceof ApiError && err.details?.length) {
+    if (err instanceof DomainError && err.details?.length) {
       ctx.err(
         `wrs: ${file} is not a valid workflow (${err.details.length} ${err.details.length === 1 ? 'problem' : 'problems'}):`,
       );

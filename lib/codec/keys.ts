@@ -6,7 +6,7 @@
  */
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
-import { sharedDevSecret } from '../files/links';
+import { sharedDevSecret } from '../../store/settings';
 import { keyRing, type KeyRing } from './payload-codec';
 
 /** Key id of the development key in payload metadata. */

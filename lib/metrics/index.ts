@@ -79,6 +79,38 @@ export function observeRunEnd(runId: string, status: string, endedAtMs: number):
     runDuration.observe({ status }, (endedAtMs - startedMs) / 1000);
 }
 
+// --- D36: what runs used, per account, counted once per run when its end is recorded (the
+// finalize that wrote the record), from the run's own usage: the same numbers its `usage` shows.
+export const accountProviderCalls = new Counter({
+  name: 'wrs_account_provider_calls_total',
+  help: 'Provider calls of ended runs, by account.',
+  labelNames: ['account'] as const,
+});
+export const accountTokens = new Counter({
+  name: 'wrs_account_tokens_total',
+  help: 'Tokens of ended runs as the providers reported them, by account and direction (input, output).',
+  labelNames: ['account', 'direction'] as const,
+});
+export const accountCost = new Counter({
+  name: 'wrs_account_cost_usd_total',
+  help: 'USD billed for ended runs (their total_cost, start fees included), by account.',
+  labelNames: ['account'] as const,
+});
+
+/** Counts an ended run's usage and bill for its account (D36). */
+export function observeRunUsage(
+  account: string,
+  usage: { provider_calls: number; input_tokens: number; output_tokens: number } | undefined,
+  billedUsd: number,
+): void {
+  if (usage) {
+    accountProviderCalls.inc({ account }, usage.provider_calls);
+    accountTokens.inc({ account, direction: 'input' }, usage.input_tokens);
+    accountTokens.inc({ account, direction: 'output' }, usage.output_tokens);
+  }
+  accountCost.inc({ account }, billedUsd);
+}
+
 // --- The API's HTTP requests (api/middleware/http-metrics.ts). `route` is the matched route's
 // template (/api/v1/runs/:id), never the raw path, so the series stay bounded; `unmatched` otherwise.
 export const httpRequests = new Counter({

@@ -1,7 +1,7 @@
 /**
- * The playground page (issue 19): pick a workflow and version, fill the form its contract
- * describes (and the run's metadata, D37), stream a run with a live event timeline, see its
- * outputs, cancel, delete (D39) or re-run it (D38), reopen
+ * The playground page: pick a workflow and version, fill the form its contract
+ * describes (and the run's metadata, D37, and its cost cap and timeout, D36), stream a run with a
+ * live event timeline, see its outputs and usage (D36), cancel, delete (D39) or re-run it (D38), reopen
  * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.
  */
 import { api, apiKey, ErrorAnswer } from './api';
@@ -49,6 +49,11 @@ const el = {
   metadata: byId<HTMLTextAreaElement>('metadata'),
   metadataError: byId('metadata-error'),
   runMetadata: byId('run-metadata'),
+  maxCost: byId<HTMLInputElement>('max-cost'),
+  maxCostError: byId('max-cost-error'),
+  timeoutSeconds: byId<HTMLInputElement>('timeout-seconds'),
+  timeoutSecondsError: byId('timeout-seconds-error'),
+  runUsage: byId('run-usage'),
   runStatus: byId('run-status'),
   runId: byId('run-id'),
   outputs: byId('outputs'),
@@ -199,6 +204,51 @@ function showMetadataProblem(problem: string | undefined): void {
   el.metadata.setAttribute('aria-invalid', problem ? 'true' : 'false');
 }
 
+/**
+ * D36: the cost cap and timeout fields, absent when empty. The browser's number parsing is all we
+ * check: the server refuses a bad value naming the field, shown beside it (showControlProblem).
+ */
+function readControls(): { max_cost?: number; timeout_seconds?: number } {
+  const number = (input: HTMLInputElement) =>
+    input.value.trim() === '' ? undefined : Number(input.value);
+  const maxCost = number(el.maxCost);
+  const timeout = number(el.timeoutSeconds);
+  return {
+    ...(maxCost !== undefined ? { max_cost: maxCost } : {}),
+    ...(timeout !== undefined ? { timeout_seconds: timeout } : {}),
+  };
+}
+
+/** D36: a refusal naming `max_cost` or `timeout_seconds`, beside its field; true when it was one. */
+function showControlProblem(field: string | undefined, problem: string): boolean {
+  const pairs = [
+    ['max_cost', el.maxCost, el.maxCostError],
+    ['timeout_seconds', el.timeoutSeconds, el.timeoutSecondsError],
+  ] as const;
+  let shown = false;
+  for (const [name, input, error] of pairs) {
+    const mine = name === field;
+    say(error, mine ? problem : '');
+    input.setAttribute('aria-invalid', mine ? 'true' : 'false');
+    shown ||= mine;
+  }
+  return shown;
+}
+
+/** D36: what the run used, under its status: calls and tokens, then each node. */
+function showRunUsage(run: Run): void {
+  const usage = run.usage;
+  if (!usage || Object.keys(usage.by_node).length === 0) return say(el.runUsage, '');
+  const nodes = Object.entries(usage.by_node).map(
+    ([id, n]) =>
+      `${id}: ${n.provider_calls} calls, ${n.input_tokens}/${n.output_tokens} tokens, $${n.cost}, ${n.items_completed} done, ${n.items_failed} failed`,
+  );
+  say(
+    el.runUsage,
+    `Usage: ${usage.provider_calls} provider calls, ${usage.input_tokens} input / ${usage.output_tokens} output tokens · ${nodes.join(' · ')}`,
+  );
+}
+
 /** The request the form describes now (problems left out: the snippet shows what is filled in). */
 function currentRequest(): RunRequest | undefined {
   const contract = state.contract;
@@ -210,6 +260,7 @@ function currentRequest(): RunRequest | undefined {
     version: contract.version === latest ? undefined : contract.version,
     inputs: state.form.read(false).inputs,
     ...(metadata ? { metadata } : {}),
+    ...readControls(),
   };
 }
 
@@ -236,6 +287,11 @@ el.metadata.addEventListener('input', () => {
   renderCode();
 });
 el.fields.addEventListener('change', () => renderCode());
+for (const input of [el.maxCost, el.timeoutSeconds])
+  input.addEventListener('input', () => {
+    showControlProblem(undefined, '');
+    renderCode();
+  });
 el.copy.addEventListener('click', async () => {
   renderCode();
   try {
@@ -354,6 +410,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     if (state.current !== current) return;
     setStatus(run.status);
     showRunMetadata(run);
+    showRunUsage(run);
     renderRun(
       el.outputs,
       run,
@@ -365,7 +422,12 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     setStatus(current.id ? 'disconnected' : 'idle'); // the run itself may still go on: Recent runs can reattach it
     if (err instanceof ErrorAnswer && err.code === 'invalid_metadata')
       showMetadataProblem(err.message);
-    else if (err instanceof ErrorAnswer && err.details.length)
+    else if (
+      err instanceof ErrorAnswer &&
+      showControlProblem(err.details[0]?.field, err.details[0]?.problem ?? err.message)
+    ) {
+      // shown beside its field
+    } else if (err instanceof ErrorAnswer && err.details.length)
       state.form?.showProblems(
         new Map(
           err.details.map((d) => [d.field.replace(/^inputs\./, '').split(/[.[]/)[0], d.problem]),
@@ -445,6 +507,7 @@ el.deleteRun.addEventListener('click', async () => {
     current.follow.abort();
     el.outputs.replaceChildren();
     say(el.runMetadata, '');
+    say(el.runUsage, '');
     addEvent('deleted: every read of it is now 404', 'note');
     setStatus('deleted');
     void loadRuns();

@@ -9,7 +9,16 @@ export interface RunRequest {
   inputs: Record<string, unknown>;
   /** D37: the caller's own key/value pairs. */
   metadata?: Record<string, string>;
+  /** D36: the cost cap (USD) and the timeout (seconds). */
+  max_cost?: number;
+  timeout_seconds?: number;
 }
+
+/** D36: the run controls that are set, as request fields. */
+const controls = (r: RunRequest) => ({
+  ...(r.max_cost !== undefined ? { max_cost: r.max_cost } : {}),
+  ...(r.timeout_seconds !== undefined ? { timeout_seconds: r.timeout_seconds } : {}),
+});
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -20,6 +29,7 @@ export function curlSnippet(base: string, r: RunRequest): string {
     stream: true,
     inputs: r.inputs,
     ...(r.metadata ? { metadata: r.metadata } : {}),
+    ...controls(r),
   });
   return [
     `curl -N ${base}/api/v1/responses`,
@@ -36,6 +46,7 @@ export function typescriptSnippet(base: string, r: RunRequest): string {
       ...(r.version ? { version: r.version } : {}),
       inputs: r.inputs,
       ...(r.metadata ? { metadata: r.metadata } : {}),
+      ...controls(r),
     },
     null,
     2,
@@ -69,11 +80,13 @@ function py(value: unknown, indent = ''): string {
 export function pythonSnippet(base: string, r: RunRequest): string {
   const version = r.version ? `, version=${r.version}` : '';
   const metadata = r.metadata ? `, metadata=${py(r.metadata, '    ')}` : '';
+  const cap = r.max_cost !== undefined ? `, max_cost=${r.max_cost}` : '';
+  const timeout = r.timeout_seconds !== undefined ? `, timeout_seconds=${r.timeout_seconds}` : '';
   return `import os
 from wrs_client import WrsClient
 
 with WrsClient(${JSON.stringify(base)}, api_key=os.environ["WRS_API_KEY"]) as client:
-    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata})
+    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata}${cap}${timeout})
     run = client.wait(started["run_id"])
     print(run["status"], run.get("output"))
 `;

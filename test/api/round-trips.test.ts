@@ -1,5 +1,5 @@
 /**
- * The store round-trip budget of the hot paths (issue 15, docs/architecture.md "Store round
+ * The store round-trip budget of the hot paths (docs/architecture.md "Store round
  * trips"), counted with the driver's command monitoring on the API's own MongoDB client. Steady
  * state means a warm process: the same key, workflow and account used a moment before.
  */
@@ -20,7 +20,7 @@ import { useService } from '../support/use-service';
 const isRateLimitWrite = (c: StoreCommand) =>
   c.collection === 'rate_limits' && c.name === 'findAndModify';
 
-describe('store round trips of the hot paths (issue 15)', function () {
+describe('store round trips of the hot paths', function () {
   this.timeout(120_000);
   const ctx = useService({ fakeOpenAI: true, monitorCommands: true });
   let other: ApiHandle;

@@ -1,4 +1,4 @@
-// Issue 19: the playground page at `/`, driven in real Chromium against the real stack: the
+// The playground page at `/`, driven in real Chromium against the real stack: the
 // hello form streamed to its greeting, a PNG uploaded (with progress) and shown from its signed
 // link, a slow run cancelled, a dropped stream resumed with Last-Event-ID, a finished run
 // reopened from the list, and the page at 375 px and from the keyboard. Screenshots go to
@@ -13,7 +13,7 @@ import { launchChromium, requireChromium } from '../support/browser';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
 import { llmWorkflow, publish, waitForRun } from '../support/fixtures';
-import { call } from '../support/http';
+import { call, waitFor } from '../support/http';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { png } from '../fakes/media';
 
@@ -62,7 +62,7 @@ const echoPhoto = {
   ],
 };
 
-describe('playground page (issue 19)', function () {
+describe('playground page', function () {
   this.timeout(120_000);
   let svc: TestService;
   let openai: FakeOpenAI;
@@ -390,6 +390,37 @@ describe('playground page (issue 19)', function () {
     assert.equal(await page.getByRole('button', { name: `Open run ${runId}` }).count(), 0);
   });
 
+  it('starts a run with a cost cap and a timeout, shows a refusal beside its field and the run’s usage (D36)', async () => {
+    await chooseWorkflow(page, 'slow-answer');
+    await page.getByLabel('Topic').fill('usage please');
+    await page.getByLabel('Timeout (seconds)').fill('0');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('#timeout-seconds-error', { hasText: 'must be ≥ 1' }).waitFor();
+    assert.equal(await page.getByLabel('Timeout (seconds)').getAttribute('aria-invalid'), 'true');
+    // The browser logs the refused start (a 400 we asked for): the one console error expected here.
+    const refused = await waitFor(async () => {
+      const at = problems.findIndex((p) => p.includes('status of 400'));
+      return at >= 0 ? at : undefined;
+    });
+    problems.splice(refused, 1);
+    await page.getByLabel('Timeout (seconds)').fill('60');
+    await page.getByLabel('Cost cap (USD)').fill('0.5');
+    assert.match(
+      (await page.locator('#code').textContent())!,
+      /"max_cost":0\.5,"timeout_seconds":60/,
+      'the code shows the controls',
+    );
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    // The fake reports 100 prompt and 50 completion tokens for its one call.
+    await page
+      .locator('#run-usage', {
+        hasText: 'Usage: 1 provider calls, 100 input / 50 output tokens · ask: 1 calls',
+      })
+      .waitFor();
+    await page.getByLabel('Timeout (seconds)').fill('');
+    await page.getByLabel('Cost cap (USD)').fill('');
+  });
+
   it('works at 375 px wide, from the keyboard, with a label on every control', async () => {
     const phone = await openPage({ width: 375, height: 812 });
     try {
@@ -404,6 +435,10 @@ describe('playground page (issue 19)', function () {
       await phone.keyboard.type('Keyboard');
       await phone.keyboard.press('Tab'); // to the metadata field (D37)
       assert.equal(await phone.evaluate('document.activeElement.id'), 'metadata');
+      await phone.keyboard.press('Tab'); // to the cost cap and the timeout (D36)
+      assert.equal(await phone.evaluate('document.activeElement.id'), 'max-cost');
+      await phone.keyboard.press('Tab');
+      assert.equal(await phone.evaluate('document.activeElement.id'), 'timeout-seconds');
       await phone.keyboard.press('Tab'); // to Run
       assert.equal(await phone.evaluate('document.activeElement.id'), 'run');
       await phone.keyboard.press('Enter');

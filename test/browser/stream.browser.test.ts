@@ -1,6 +1,6 @@
-// Issue 3 item 7: a real browser on another origin starts a streaming run with fetch
+// CORS in practice: a real browser on another origin starts a streaming run with fetch
 // (Authorization header, so a CORS preflight) and reads its events, in headless Chromium.
-// Issue 16 (D34): the browser's native EventSource follows a stream link a backend minted, with no
+// D34: the browser's native EventSource follows a stream link a backend minted, with no
 // key, to [DONE], and stops there (its reconnect at the terminal event is answered 204).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,7 +40,7 @@ window.result = (async () => {
 })();
 </script>`;
 
-describe('browser streaming (issue 3)', function () {
+describe('browser streaming (D11, D22)', function () {
   this.timeout(90_000);
   let svc: TestService;
   let browser: BrowserContext | undefined;

@@ -127,7 +127,7 @@ describe('the Temporal UI of a run (D32, D33)', function () {
     ]);
     assert.ok(codecCalls.includes('POST'), 'the UI decoded through the codec server');
     // Summary and details render as markdown in iframes of the User Metadata tab. (Its current
-    // details are fetched by a refresh this UI keeps disabled here; test/api/codec.test.ts reads
+    // details are fetched by a refresh this UI keeps disabled here; test/api/routes/codec.test.ts reads
     // them through the same metadata query.)
     await tab.getByText('User Metadata', { exact: true }).click();
     await waitForText(tab, ['3 nodes: 1 llm, 1 user_input, 1 user_result']);

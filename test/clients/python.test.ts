@@ -1,4 +1,4 @@
-// Issue 16: the Python client (clients/python) pip-installs from the repository and its pytest suite
+// The Python client (clients/python) pip-installs from the repository and its pytest suite
 // passes against a real service: runs, errors, streams resumed by Last-Event-ID (its own and
 // httpx-sse's), uploads, pages, D31 item pages, D34 stream links, webhooks verified by
 // `standardwebhooks`. Python and the pinned packages come from the venv tools/stack/install.ts builds.
@@ -33,7 +33,7 @@ function runCommand(
   });
 }
 
-describe('Python client (clients/python, issue 16)', function () {
+describe('Python client (clients/python)', function () {
   this.timeout(300_000);
   let python: string;
   let dir: string;

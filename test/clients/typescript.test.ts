@@ -1,4 +1,4 @@
-// Issue 6 item 8: the typed client — start, get, cancel, wait(), and stream() surviving a forced disconnect.
+// The typed client — start, get, cancel, wait(), and stream() surviving a forced disconnect.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -154,6 +154,23 @@ describe('typed client', function () {
     });
     await assert.rejects(client.get(started.run_id), (err: WrsApiError) => err.status === 404);
     await assert.rejects(client.delete(started.run_id), (err: WrsApiError) => err.status === 404);
+  });
+
+  it('starts with max_cost and timeout_seconds and reads the run’s usage (D36)', async () => {
+    const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
+    const started = await client.start({ workflowId: 'batch', max_cost: 1, timeout_seconds: 60 });
+    const run = await client.wait(started.run_id);
+    assert.equal(run.status, 'completed');
+    // The fake reports 100 prompt and 50 completion tokens a call.
+    assert.equal(run.usage.provider_calls, 3);
+    assert.equal(run.usage.input_tokens, 300);
+    assert.equal(run.usage.output_tokens, 150);
+    assert.equal(run.usage.by_node.ask.items_completed, 3);
+    await assert.rejects(
+      client.start({ workflowId: 'batch', timeout_seconds: 0 }),
+      (err: WrsApiError) =>
+        err.status === 400 && err.param === 'timeout_seconds' && err.code === undefined,
+    );
   });
 
   it('stream() survives a forced disconnect: reconnects with Last-Event-ID, never repeats the POST, yields each event once', async () => {

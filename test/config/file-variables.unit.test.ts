@@ -1,4 +1,4 @@
-// Issue 20: every variable X can come from a file named by X_FILE (Docker and Kubernetes secrets).
+// Every variable X can come from a file named by X_FILE (Docker and Kubernetes secrets).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,4 +1,4 @@
-// Issue 20: the Temporal connection options (TLS, mTLS, API key, several frontends) built from configuration.
+// The Temporal connection options (TLS, mTLS, API key, several frontends) built from configuration.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';

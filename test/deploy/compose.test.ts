@@ -1,4 +1,4 @@
-// Issue 20: docker-compose.yml is valid against the Compose Specification schema (the one compose-go, the
+// docker-compose.yml is valid against the Compose Specification schema (the one compose-go, the
 // loader of `docker compose`, ships) and has the production properties the issue lists. Docker itself cannot
 // run here: what `docker compose up` would do beyond this is not tested (docs/deploy.md says what).
 import assert from 'node:assert/strict';
@@ -9,6 +9,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import { ensureComposeCheck } from '../../tools/stack/binaries';
 import { COMPOSE_GO_VERSION, ensureComposeSpecSchema } from '../../tools/stack/deploy-schemas';
 import { COMPOSE_FILE, REPO, readYaml, runTool } from '../support/deploy';
+import { DRAIN_CLOSE_MARGIN_MS } from '../../api/drain';
 
 interface Service {
   image?: string;
@@ -25,6 +26,7 @@ interface Service {
   profiles?: string[];
   deploy?: { resources?: { limits?: { cpus?: string; memory?: string } } };
   healthcheck?: unknown;
+  stop_grace_period?: string;
 }
 interface Compose {
   services: Record<string, Service>;
@@ -181,6 +183,32 @@ describe('docker-compose.yml', function () {
         Array.from({ length: Number(replicas) }, (_, i) => `wrs-api-${i + 1}:8080`),
       );
     });
+  });
+
+  it("gives each drain its time: the proxy's health checks within the API's delay, stop_grace_period above both drains", () => {
+    // A value of the shared environment: `${X:-default}` gives its default (ms).
+    const ms = (name: string) => {
+      const value = String(compose.services.api.environment?.[name]);
+      return Number(/^\$\{\w+:-(\d+)\}$/.exec(value)?.[1] ?? value);
+    };
+    const seconds = (text = '') => {
+      const m = /^(\d+)s$/.exec(text);
+      assert.ok(m, `stop_grace_period ${text} in seconds`);
+      return Number(m[1]) * 1000;
+    };
+    const caddyfile = fs.readFileSync(path.join(REPO, 'deploy/compose/Caddyfile'), 'utf8');
+    const interval = Number(/health_interval (\d+)s/.exec(caddyfile)?.[1]) * 1000;
+    const fails = Number(/health_fails (\d+)/.exec(caddyfile)?.[1]);
+    // Readiness fails at SIGTERM; the proxy needs `fails` failed checks to stop sending.
+    assert.ok(ms('API_SHUTDOWN_DELAY_MS') >= interval * fails, 'API_SHUTDOWN_DELAY_MS');
+    const api = ms('API_SHUTDOWN_DELAY_MS') + ms('API_SHUTDOWN_GRACE_MS') + DRAIN_CLOSE_MARGIN_MS;
+    assert.ok(seconds(compose.services.api.stop_grace_period) > api, `api: above ${api} ms`);
+    // The worker: the SDK forces its shutdown 10 s after the grace (worker/start-worker.ts).
+    const worker = ms('WORKER_SHUTDOWN_GRACE_MS') + 10_000;
+    assert.ok(
+      seconds(compose.services.worker.stop_grace_period) > worker,
+      `worker: above ${worker} ms`,
+    );
   });
 
   it('runs the API and the workers read-only, without capabilities, with no-new-privileges', () => {

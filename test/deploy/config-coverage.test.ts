@@ -1,4 +1,4 @@
-// Issue 20: every variable of config/index.ts reaches the service's containers, from the Compose file and from
+// Every variable of config/index.ts reaches the service's containers, from the Compose file and from
 // the Helm chart (as X or as X_FILE), so a setting added to the service cannot be silently dropped in production.
 import assert from 'node:assert/strict';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Issue 20: the Dockerfile copies every source directory the image's entry points import (a missing
+// The Dockerfile copies every source directory the image's entry points import (a missing
 // `COPY webhooks` once broke every image build), and runs the pinned Node 24 with the prebuilt workflow bundle.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Issue 20: the Helm chart in deploy/helm lints, renders, and every rendered object is valid against the
+// The Helm chart in deploy/helm lints, renders, and every rendered object is valid against the
 // Kubernetes JSON schemas (kubeconform -strict) of the oldest and newest Kubernetes the chart supports.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -19,6 +19,7 @@ import {
   type DeployTools,
   type Manifest,
 } from '../support/deploy';
+import { DRAIN_CLOSE_MARGIN_MS } from '../../api/drain';
 
 const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
 const MINIMAL = {
@@ -147,6 +148,24 @@ describe('deploy/helm chart', function () {
           `${m.metadata.name}/${c.name} limits`,
         );
     }
+  });
+
+  it("gives the API pod's drain its time: terminationGracePeriodSeconds above the preStop sleep, delay, grace and margin", () => {
+    const config = find(manifests, 'ConfigMap', '-config')[0] as unknown as {
+      data: Record<string, string>;
+    };
+    const pod = podSpec(find(manifests, 'Deployment', '-api')[0]);
+    const preStop = pod.containers[0].lifecycle?.preStop as { exec: { command: string[] } };
+    const sleepMs = Number(preStop.exec.command[1]) * 1000;
+    const drainMs =
+      Number(config.data.API_SHUTDOWN_DELAY_MS ?? 0) +
+      Number(config.data.API_SHUTDOWN_GRACE_MS ?? 20_000) +
+      DRAIN_CLOSE_MARGIN_MS;
+    assert.ok(sleepMs > 0);
+    assert.ok(
+      (pod.terminationGracePeriodSeconds ?? 30) * 1000 >= sleepMs + drainMs,
+      `grace period ${pod.terminationGracePeriodSeconds} s, drain ${sleepMs + drainMs} ms`,
+    );
   });
 
   it('has PDBs for both Deployments, an HPA for the API, a Service, an Ingress without /metrics, and the search-attribute Job', () => {

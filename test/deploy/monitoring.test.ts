@@ -1,4 +1,4 @@
-// Issue 20: the monitoring files in deploy/ fit together: Prometheus scrapes the ports the Compose file
+// The monitoring files in deploy/ fit together: Prometheus scrapes the ports the Compose file
 // configures, every alert is complete, and every wrs_* metric the alerts and the dashboard query exists in
 // lib/metrics/index.ts (the temporal_* SDK names are checked against a live worker in test/worker/production-entry).
 import assert from 'node:assert/strict';

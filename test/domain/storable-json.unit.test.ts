@@ -1,5 +1,5 @@
 // Free-form JSON the store cannot hold is refused with a 400 naming where it is (found by
-// schemathesis, issue 8: a `$`-prefixed, dotted or NUL key, or an array inside an array, in a
+// schemathesis: a `$`-prefixed, dotted or NUL key, or an array inside an array, in a
 // workflow's `meta` or a json input was a 500 at insert).
 import assert from 'node:assert/strict';
 import { inputValueProblem } from '../../domain/input-values';
@@ -10,7 +10,7 @@ import { greetingWorkflow } from '../support/fixtures';
 const NESTED =
   'is an array directly inside an array, which the store cannot hold (wrap it in an object)';
 
-describe('storable JSON (issue 8)', () => {
+describe('storable JSON', () => {
   it('names keys that start with `$`, contain `.` or a NUL; anything else is fine, the empty key included', () => {
     assert.equal(unstorableKeyReason('$ref'), 'starts with `$`');
     assert.equal(unstorableKeyReason('a.b'), 'contains `.`');

@@ -1,5 +1,5 @@
 /**
- * Issue 8: the API process dies (SIGKILL: no graceful close, no last write) while 20 clients are
+ * The API process dies (SIGKILL: no graceful close, no last write) while 20 clients are
  * in the middle of their streams. Each client does what the spec tells it to (rule 2): it keeps
  * trying GET /api/v1/runs/{id}/stream with `Last-Event-ID` = the last `id:` it received until an
  * API answers — here a new process on the same port, as behind a load balancer. The runs go on in
@@ -63,7 +63,7 @@ function lastId(stream: SseClient): string {
   return id;
 }
 
-describe('reliability: API killed with 20 streams open (issue 8)', function () {
+describe('reliability: API killed with 20 streams open', function () {
   this.timeout(180_000);
   let backend: TestBackend;
   let fake: FakeOpenAI;

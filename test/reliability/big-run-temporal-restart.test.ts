@@ -1,5 +1,5 @@
 /**
- * Issue 14: the Temporal server is killed (SIGKILL) in the middle of a 12,000-row run, past the
+ * The Temporal server is killed (SIGKILL) in the middle of a 12,000-row run, past the
  * old 11,200-row limit, and comes back on the same SQLite file and port. The worker's chunks keep
  * calling the provider while the server is away, and cannot report: once it is back, Temporal
  * times out or retries what it lost, and the retried chunks resume from their last heartbeat
@@ -21,7 +21,7 @@ const START_FEE_USD = 0.001;
 /** gpt-test's price on the private stack (outage-support.ts); the fake reports 100 prompt and 50 completion tokens a call. */
 const ROW_USD = (100 * 1 + 50 * 2) / 1e6;
 
-describe('reliability: Temporal restart in the middle of a 12,000-row run (issue 14)', function () {
+describe('reliability: Temporal restart in the middle of a 12,000-row run (D31)', function () {
   this.timeout(600_000);
   const stack = usePrivateStack('big-run-temporal-restart', {
     START_FEE_USD: String(START_FEE_USD),

@@ -1,5 +1,5 @@
 /**
- * Issue 8: the database (FerretDB, spoken to with the MongoDB driver) stops while runs are in
+ * The database (FerretDB, spoken to with the MongoDB driver) stops while runs are in
  * flight and comes back on the same data directory and port, after a graceful stop and after a
  * crash. On a private stack: ten runs wait on a slow provider call when it goes, and end while
  * it is down, so every finalize (the record and the debit, activities/finalize.ts) meets the
@@ -40,7 +40,7 @@ const PROVIDER_DELAY_MS = 8_000;
 const DOWN_ANSWER_BOUND_MS = 5_000;
 const TERMINAL = new Set(['response.completed', 'response.failed', 'response.cancelled']);
 
-describe('reliability: FerretDB restart with runs in flight (issue 8)', function () {
+describe('reliability: FerretDB restart with runs in flight', function () {
   this.timeout(150_000);
   const stack = usePrivateStack('ferretdb-restart', { STREAM_KEEPALIVE_MS: '300' });
 

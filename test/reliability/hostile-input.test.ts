@@ -1,8 +1,8 @@
 /**
- * Issue 8, item 6 (the hand-written list): hostile requests get a 4xx envelope with CORS and no
+ * Hostile requests, a hand-written list: they get a 4xx envelope with CORS and no
  * stack trace, and the server stays healthy after each. Already covered elsewhere, not repeated
  * here: invalid UTF-8, wrong Content-Type, malformed JSON, 10,000-deep nesting (in the body and
- * in `inputs`), a body that never ends (test/api/errors.test.ts, test/api/limits.test.ts).
+ * in `inputs`), a body that never ends (test/api/middleware/error-handler.test.ts, test/api/routes/responses-limits.test.ts).
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -25,7 +25,7 @@ function waitDrainOrClose(req: http.ClientRequest): Promise<void> {
   });
 }
 
-describe('reliability: hostile input (issue 8, item 6)', function () {
+describe('reliability: hostile input', function () {
   this.timeout(120_000);
   const ctx = useService({ worker: false });
   let host: string;

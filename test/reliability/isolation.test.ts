@@ -1,8 +1,8 @@
 /**
- * Issue 8, item 7: two accounts. Every endpoint that takes a run, file or workflow id answers
+ * Two accounts. Every endpoint that takes a run, file or workflow id answers
  * 404 (or an input error) for the other account's ids, exactly as for an unknown id, so ids
  * reveal nothing. Another account's file id as a start input (400 invalid_input_fields) and a
- * link whose signature was made for another file (403) are in test/api/files.test.ts; here the
+ * link whose signature was made for another file (403) are in test/api/routes/files.test.ts; here the
  * cross-account variants.
  */
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import { useService } from '../support/use-service';
 const png = (bytes: number[]) =>
   new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...bytes]);
 
-describe('reliability: isolation between accounts (issue 8, item 7)', function () {
+describe('reliability: isolation between accounts', function () {
   this.timeout(120_000);
   // No worker: runs stay `pending`, which is all that isolation needs (and cancel has something to cancel).
   const ctx = useService({ account: false, worker: false });

@@ -1,5 +1,5 @@
 /**
- * Issue 8: 1,000 runs started as fast as the service takes them (16 starters at a time, the rate
+ * 1,000 runs started as fast as the service takes them (16 starters at a time, the rate
  * limits raised for the test) all end, none is lost or doubled, and the money adds up. Each run is
  * one llm call through the fake with a price, so its cost is the start fee plus the call (both
  * must be counted once for the ledger to balance).
@@ -36,7 +36,7 @@ const START_FEE_USD = 0.001;
 const PRICE = { input_per_mtok: 2, output_per_mtok: 8 };
 const RUN_USD = START_FEE_USD + (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6;
 
-describe('reliability: 1,000 runs under load (issue 8)', function () {
+describe('reliability: 1,000 runs under load', function () {
   this.timeout(400_000);
   const ctx = useService({
     fakeOpenAI: true,

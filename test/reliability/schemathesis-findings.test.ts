@@ -1,5 +1,5 @@
 /**
- * Issue 8: what schemathesis (schemathesis.test.ts) found, pinned as plain requests so each stays
+ * What schemathesis (schemathesis.test.ts) found, pinned as plain requests so each stays
  * fixed even on a run whose random generation does not happen to hit it again. Each was a 5xx or
  * an answer the OpenAPI document did not allow.
  */
@@ -25,7 +25,7 @@ const jsonWorkflow = {
   ],
 };
 
-describe('reliability: schemathesis findings stay fixed (issue 8)', function () {
+describe('reliability: schemathesis findings stay fixed', function () {
   this.timeout(120_000);
   // No worker: runs stay `pending`, which is all that these requests need.
   const ctx = useService({ worker: false });
@@ -152,7 +152,7 @@ describe('reliability: schemathesis findings stay fixed (issue 8)', function () 
   it('the document says what the server does: the SSE event shape, Prefer, the Idempotency-Key rule, non-empty uploads', async () => {
     const doc = (await call(ctx.svc.url, 'GET', '/api/v1/openapi.json')).body;
     const start = doc.paths['/api/v1/responses'].post;
-    // A 3.1 document (issue 16: no 3.2 `itemSchema`): the stream's schema is one SSE event's fields, as schemathesis
+    // A 3.1 document (no 3.2 `itemSchema`: third-party tools read 3.1): the stream's schema is one SSE event's fields, as schemathesis
     // applies it to each event, with `data` carrying the JSON.
     const stream = start.responses['200'].content['text/event-stream'];
     assert.equal(stream.itemSchema, undefined);

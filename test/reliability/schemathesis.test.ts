@@ -1,5 +1,5 @@
 /**
- * Issue 8: schemathesis (from PyPI, pinned in tools/stack/schemathesis-requirements.txt) generates
+ * Schemathesis (from PyPI, pinned in tools/stack/schemathesis-requirements.txt) generates
  * requests from the served OpenAPI document — valid and invalid ones, examples, boundary values,
  * and stateful sequences following the document's links — with a valid key, against a real
  * service. At least 2,000 of them, counted from schemathesis' own NDJSON report; none may answer
@@ -115,7 +115,7 @@ function failureSummary(output: string): string {
   return text.length > 12_000 ? `${text.slice(0, 8_000)}\n…\n${text.slice(-4_000)}` : text;
 }
 
-describe('reliability: schemathesis against the served OpenAPI document (issue 8)', function () {
+describe('reliability: schemathesis against the served OpenAPI document', function () {
   this.timeout(600_000);
   let tool: PythonTool;
   let fake: FakeOpenAI;
@@ -204,7 +204,7 @@ describe('reliability: schemathesis against the served OpenAPI document (issue 8
         sig: url.searchParams.get('sig'),
       };
     });
-    // The playground's hashed asset names (issue 19), as the page links them.
+    // The playground's hashed asset names, as the page links them.
     const assets = [
       ...(await (await fetch(`${svc.url}/`)).text()).matchAll(/"\/playground\/([^"]+)"/g),
     ].map((m) => m[1]);

@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 8: a stream client that stops reading does not grow the API's memory without
+ * A stream client that stops reading does not grow the API's memory without
  * bound. The kernel's socket buffers take what they can; after that every write queues in the
  * API process, and once more than STREAM_MAX_BUFFERED_BYTES is queued the API cuts the client
  * off (api/stream/open-stream.ts) and the run's poller goes away.
@@ -21,7 +21,7 @@ import { startRun } from '../support/runs';
 const MAX_BUFFERED = 64 * 1024;
 const EVENT_BYTES = 256 * 1024;
 
-describe('reliability: slow stream clients (issue 8, item 8)', function () {
+describe('reliability: slow stream clients', function () {
   this.timeout(120_000);
   // No worker: runs stay pending, so their streams never end by themselves.
   const ctx = useService({

@@ -1,5 +1,5 @@
 /**
- * Issue 8: the Temporal server goes away while runs are in flight (a crash, SIGKILL, and a
+ * The Temporal server goes away while runs are in flight (a crash, SIGKILL, and a
  * graceful stop, SIGTERM) and comes back on the same SQLite file and port. On a private stack
  * (the shared one serves the other test files): ten runs wait on a slow provider call when the
  * server goes. While it is down the API answers at once: starts and reads of live runs get the
@@ -36,7 +36,7 @@ const PROVIDER_DELAY_MS = 2_500;
 const DOWN_ANSWER_BOUND_MS = 3_000;
 const KEEPALIVE_MS = 300;
 
-describe('reliability: Temporal restart with runs in flight (issue 8)', function () {
+describe('reliability: Temporal restart with runs in flight', function () {
   this.timeout(150_000);
   const stack = usePrivateStack('temporal-restart', {
     STREAM_KEEPALIVE_MS: String(KEEPALIVE_MS),

@@ -1,5 +1,5 @@
 /**
- * Issue 8: a worker killed with SIGKILL while 100 runs are in flight loses nothing and repeats
+ * A worker killed with SIGKILL while 100 runs are in flight loses nothing and repeats
  * nothing. The worker is the production entry in a child process; every run is a batch of
  * three slow provider calls, so at the kill some runs are done, many have calls in flight and
  * some have calls answered whose results may or may not have reached Temporal. A second worker
@@ -48,7 +48,7 @@ const withLog =
     throw new Error(`${err.message}\nworker stderr:\n${worker.stderr()}`);
   };
 
-describe('reliability: worker killed with 100 runs in flight (issue 8)', function () {
+describe('reliability: worker killed with 100 runs in flight', function () {
   this.timeout(240_000);
   const workers = useWorkerProcesses();
   // The API in this process; the worker is a child process (below) so it can be SIGKILLed.

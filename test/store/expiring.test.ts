@@ -1,5 +1,5 @@
 /**
- * Issue 5, the MongoDB side of rate limits (D16) and idempotency keys (D18): one window document
+ * The MongoDB side of rate limits (D16) and idempotency keys (D18): one window document
  * per key, bucket and minute; expired documents removed by a TTL index where the server has one
  * and by the sweep where it does not (FerretDB v1, which these tests run on).
  */

@@ -2,7 +2,7 @@
  * Run records hold outputs as JSON text (store/documents.ts, StoredRunDoc): a node may produce
  * any JSON, and FerretDB 1.x refuses `$`-prefixed and dotted keys and arrays inside arrays as
  * document content. Before, such a run completed in Temporal but its record could never be
- * written, so it stayed `pending` in MongoDB and was never debited (found by schemathesis, issue 8).
+ * written, so it stayed `pending` in MongoDB and was never debited (found by schemathesis).
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';

@@ -1,4 +1,4 @@
-// Issue 20: a worker given WORKFLOW_BUNDLE_PATH (the image's dist/workflow-bundle.js) loads its workflow code
+// A worker given WORKFLOW_BUNDLE_PATH (the image's dist/workflow-bundle.js) loads its workflow code
 // from that file instead of bundling at start, and runs a real run with it on the test stack.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Issue 20: the production worker entry (worker/main.ts) as the image runs it: the workflow code from the
+// The production worker entry (worker/main.ts) as the image runs it: the workflow code from the
 // prebuilt bundle file, its own metrics on WORKER_METRICS_PORT and the Temporal SDK's on WORKER_SDK_METRICS_PORT,
 // both under the names deploy/prometheus/alerts.yml and the Grafana dashboard query.
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Failures in runs on the real stack (issue 2, D9): an item the provider refuses fails alone and
+ * Failures in runs on the real stack (D9): an item the provider refuses fails alone and
  * keeps its place downstream, a provider 503 is retried, and node failures (unequal inputs, a
  * provider that stays down) fail the run naming the node.
  */

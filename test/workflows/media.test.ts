@@ -1,5 +1,5 @@
 /**
- * Media in runs (issue 4) on the real stack: image generation in both answer shapes, a model
+ * Media in runs (D19) on the real stack: image generation in both answer shapes, a model
  * prediction that takes several polls and yields video plus audio, binary http_request
  * answers, file id and URL inputs, and the SSRF cases a URL input and a provider's answer must not
  * reach. Every file part must carry a signed link of this service that serves the provider's real
@@ -100,7 +100,7 @@ async function download(
 const closeTo = (actual: number, expected: number) =>
   assert.ok(Math.abs(actual - expected) < 1e-9, `${actual} != ${expected}`);
 
-describe('media in runs (issue 4)', function () {
+describe('media in runs (D19)', function () {
   this.timeout(120_000);
   let replicate: FakeReplicate;
   let target: Target;

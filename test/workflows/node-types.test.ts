@@ -1,5 +1,5 @@
 /**
- * Every node type on the real stack (issue 2): inputs of each type, text, batch, select, join, llm
+ * Every node type on the real stack: inputs of each type, text, batch, select, join, llm
  * in its three outputs and http_request, with normalized keys, stable item ids and item indexes,
  * and the cost of the run.
  */

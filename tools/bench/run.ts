@@ -185,7 +185,7 @@ function version(binary: string, fallback: string): string {
 }
 
 /**
- * Rate limits and quotas (issue 5) may exist by the time this runs: every configuration
+ * Rate limits and quotas (D16, D17) may exist by the time this runs: every configuration
  * variable that looks like one is raised out of the way, as long as the configuration still parses.
  */
 function limitsOutOfTheWay(base: Record<string, string>): Record<string, string> {

@@ -217,7 +217,7 @@ async function main(): Promise<void> {
     countCommands(api.store.client);
     rpc = instrumentRpc(api);
     ready.url = api.url;
-    stops.push(() => api!.close());
+    stops.push(async () => void (await api!.close()));
   }
   ready.statsUrl = await startStatsServer(api, rpc);
   let stopping = false;

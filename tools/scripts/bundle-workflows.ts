@@ -1,5 +1,5 @@
 /**
- * Issue 20: writes the workflow bundle to a file at image build time (`tsx tools/scripts/bundle-workflows.ts OUT`), so
+ * Writes the workflow bundle to a file at image build time (`tsx tools/scripts/bundle-workflows.ts OUT`), so
  * production workers load it (WORKFLOW_BUNDLE_PATH) instead of running webpack at every start.
  */
 import fs from 'node:fs';

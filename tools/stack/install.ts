@@ -115,7 +115,7 @@ export async function installTools(opts: { serversOnly?: boolean } = {}): Promis
         what: "the Python client's test venv",
         run: (log) => ensurePythonClientEnv({ cacheDir, log }),
       },
-      // Issue 20: what test/deploy checks the Compose file and the Helm chart with.
+      // What test/deploy checks the Compose file and the Helm chart with.
       {
         what: `helm ${HELM_VERSION}`,
         done: () => fs.existsSync(helmBinaryPath(cacheDir)),

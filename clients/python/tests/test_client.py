@@ -198,6 +198,19 @@ def test_metadata_filters_and_delete(client: WrsClient, base_url: str, api_key: 
     asyncio.run(async_side())
 
 
+def test_run_controls_and_usage(client: WrsClient, workflows: dict) -> None:
+    """D36: max_cost and timeout_seconds on the start, usage on the run, bad values naming their field."""
+    run = client.run(workflows["greet"], {"name": "Capped"}, max_cost=1.0, timeout_seconds=60)
+    assert run["status"] == "completed"
+    assert run["usage"] == {"provider_calls": 0, "input_tokens": 0, "output_tokens": 0, "by_node": {}}
+    with pytest.raises(InvalidRequestError) as refused:
+        client.start(workflows["greet"], {"name": "x"}, timeout_seconds=0)
+    assert (refused.value.status, refused.value.param, refused.value.code) == (400, "timeout_seconds", None)
+    with pytest.raises(InvalidRequestError) as negative:
+        client.start(workflows["greet"], {"name": "x"}, max_cost=-1)
+    assert negative.value.param == "max_cost"
+
+
 def test_output_items_pages(client: WrsClient, workflows: dict) -> None:
     """D31 item pages: GET /api/v1/runs/{run_id}/outputs/{key}."""
     run = client.run(workflows["lines"])

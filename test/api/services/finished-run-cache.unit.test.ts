@@ -18,6 +18,7 @@ function view(id: string, items = 1): RunView {
     webhook: null,
     metadata: {},
     parent_run_id: null,
+    usage: { provider_calls: 0, input_tokens: 0, output_tokens: 0, by_node: {} },
   };
 }
 

@@ -140,7 +140,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     note: `control: what the search attributes alone cost; ${drained(await ctx.resetRuns(drainMs))}`,
   });
 
-  // Control: the store writes one run costs in steady state (issue 15's budget: the run's insert
+  // Control: the store writes one run costs in steady state (the round-trip budget: the run's insert
   // at start; its final record and its debit at finalize), through the same store functions, from
   // the load process, without the API or Temporal. On FerretDB's single SQLite writer this is how
   // many runs per second the store can carry through to their end, whatever the service does.

@@ -1,5 +1,5 @@
 /**
- * P6 store round trips per operation (issue 15), counted with the MongoDB driver's command
+ * P6 store round trips per operation (the budget of docs/architecture.md "Store round trips"), counted with the MongoDB driver's command
  * monitoring in the API and worker children (tools/bench/server.ts): every command each process sends,
  * by command and collection. Operations run one at a time in a warm process, so each count is
  * that operation's own. The budget (docs/architecture.md "Store round trips"):

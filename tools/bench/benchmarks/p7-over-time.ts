@@ -1,5 +1,5 @@
 /**
- * P7 the local server keeps working over time (issue 15): the demo workflow
+ * P7 the local server keeps working over time (stored data must not slow it): the demo workflow
  * (examples/hello.json) from POST to `completed`, the way `npm start`'s user sees it (POST, then
  * GET every 50 ms until it ends), one run at a time: first with the runs collection as fresh as
  * the bench leaves it, then with FILLER older finished runs of the same account stored (and their

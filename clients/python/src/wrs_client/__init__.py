@@ -11,7 +11,7 @@ from ._errors import (
     WebhookVerificationError,
     WrsError,
 )
-from ._types import AsyncStart, DeletedRun, File, OutputItem, Page, Part, Run, RunStatus, StreamEvent, StreamLink, WorkflowContract
+from ._types import AsyncStart, DeletedRun, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WorkflowContract
 from .webhooks import verify_webhook
 
 __all__ = [
@@ -30,11 +30,13 @@ __all__ = [
     "AsyncStart",
     "DeletedRun",
     "File",
+    "NodeUsage",
     "OutputItem",
     "Page",
     "Part",
     "Run",
     "RunStatus",
+    "RunUsage",
     "StreamEvent",
     "StreamLink",
     "WorkflowContract",

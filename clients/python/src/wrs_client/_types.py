@@ -41,6 +41,26 @@ class OutputItem(TypedDict):
     error: NotRequired[ItemError]
 
 
+class NodeUsage(TypedDict):
+    """D36: what one I/O node of a run used: provider calls, tokens as reported, cost (USD), items."""
+
+    provider_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    items_completed: int
+    items_failed: int
+
+
+class RunUsage(TypedDict):
+    """D36: what a run used; `by_node` by node id."""
+
+    provider_calls: int
+    input_tokens: int
+    output_tokens: int
+    by_node: Dict[str, NodeUsage]
+
+
 class Run(TypedDict):
     """A run record, as `GET /api/v1/runs/{run_id}` answers it; `output` is keyed by result label."""
 
@@ -55,6 +75,7 @@ class Run(TypedDict):
     completed_at: Optional[str]
     metadata: Dict[str, str]
     parent_run_id: Optional[str]
+    usage: RunUsage
 
 
 class DeletedRun(TypedDict):

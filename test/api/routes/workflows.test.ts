@@ -1,0 +1,211 @@
+/** API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
+import assert from 'node:assert/strict';
+import { detailFor, expectError } from '../../support/api-assert';
+import { greetingWorkflow, publish, typedInputsWorkflow } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { useService } from '../../support/use-service';
+
+const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
+const WF_ID = new RegExp(`^wf_${ULID}$`);
+const WFV_ID = new RegExp(`^wfv_${ULID}$`);
+
+describe('API workflows: publishing (D26)', function () {
+  this.timeout(120_000);
+  const ctx = useService({ worker: false });
+
+  it('publishes a valid graph: 201 with ids, version 1, slug and the contract', async () => {
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+      key: ctx.key,
+      body: typedInputsWorkflow('typed'),
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(Object.keys(res.body).sort(), [
+      'inputs',
+      'outputs',
+      'slug',
+      'version',
+      'version_id',
+      'workflow_id',
+    ]);
+    assert.match(res.body.workflow_id, WF_ID);
+    assert.match(res.body.version_id, WFV_ID);
+    assert.equal(res.body.version, 1);
+    assert.equal(res.body.slug, 'typed');
+    // D3 keys, in node order, with types, required flags and the default.
+    assert.deepEqual(
+      res.body.inputs.map((i: any) => [i.key, i.label, i.type, i.required]),
+      [
+        ['product_name', 'Product Name', 'text', true],
+        ['count', 'Count', 'number', true],
+        ['gift_wrap', 'Gift Wrap?', 'boolean', true],
+        ['tone', 'Tone', 'text', false],
+      ],
+    );
+    assert.equal(res.body.inputs[3].default, 'friendly');
+    assert.deepEqual(
+      res.body.outputs.map((o: any) => [o.key, o.label]),
+      [['line', 'Line']],
+    );
+  });
+
+  it('publishing the same slug again adds version 2 of the same workflow', async () => {
+    const v1 = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet-versions', 'Hello'));
+    const v2 = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet-versions', 'Howdy'));
+    assert.equal(v1.version, 1);
+    assert.equal(v2.version, 2);
+    assert.equal(v2.workflow_id, v1.workflow_id);
+    assert.match(v2.version_id, WFV_ID);
+    assert.notEqual(v2.version_id, v1.version_id);
+    assert.equal(v2.slug, 'greet-versions');
+    const v3 = await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet-versions', 'Hi'));
+    assert.equal(v3.version, 3);
+    assert.equal(v3.workflow_id, v1.workflow_id);
+
+    // Published versions are immutable: version 1 is stored as it was published.
+    const stored = await ctx.svc.store.collections.workflowVersions.findOne({ _id: v1.version_id });
+    assert.equal((stored!.graph.nodes[1] as { template: string }).template, 'Hello, {{name}}!');
+    assert.equal(
+      await ctx.svc.store.collections.workflowVersions.countDocuments({
+        workflow_id: v1.workflow_id,
+      }),
+      3,
+    );
+  });
+
+  it('concurrent publishes of a new slug make one workflow with versions 1..n', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+          key: ctx.key,
+          body: greetingWorkflow('racy', `Hi ${i}`),
+        }),
+      ),
+    );
+    for (const r of results) assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.equal(new Set(results.map((r) => r.body.workflow_id)).size, 1);
+    assert.deepEqual(results.map((r) => r.body.version).sort(), [1, 2, 3, 4, 5, 6]);
+    assert.equal(new Set(results.map((r) => r.body.version_id)).size, 6);
+  });
+
+  it('scopes slugs to the account: another account publishing the same slug gets its own workflow', async () => {
+    const other = await ctx.newAccount();
+    const mine = await publish(ctx.svc.url, ctx.key, greetingWorkflow('shared-slug'));
+    const theirs = await publish(ctx.svc.url, other.key, greetingWorkflow('shared-slug'));
+    assert.notEqual(theirs.workflow_id, mine.workflow_id);
+    assert.equal(theirs.version, 1);
+  });
+
+  it('rejects a graph with several problems at once: 400 with one details entry per problem', async () => {
+    const before = await ctx.svc.store.collections.workflows.countDocuments({});
+    const doc = {
+      slug: 'broken',
+      nodes: [
+        { id: 'name', type: 'user_input', label: 'Name', input_type: 'text' }, // 0
+        { id: 'name2', type: 'user_input', label: '  NAME! ', input_type: 'text' }, // 1: normalizes to `name` too
+        { id: 'mystery', type: 'teleport', destination: 'mars' }, // 2: unknown type
+        { id: 'a', type: 'text', template: '{{x}} and {{n}}' }, // 3
+        { id: 'b', type: 'text', template: 'again {{y}}' }, // 4
+        { id: 'lonely', type: 'text', template: 'I need {{missing}}' }, // 5: placeholder without an edge
+        { id: 'res', type: 'user_result', label: 'Result' }, // 6
+        { id: 'orphan', type: 'user_result', label: 'Orphan' }, // 7: no incoming edge
+      ],
+      edges: [
+        { from: 'name', to: 'a', port: 'n' }, // 0
+        { from: 'b', to: 'a', port: 'x' }, // 1
+        { from: 'a', to: 'b', port: 'y' }, // 2: closes a ⇄ b
+        { from: 'a', to: 'res' }, // 3
+        { from: 'name', to: 'ghost', port: 'in' }, // 4: to a missing node
+      ],
+    };
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc });
+    const error = expectError(res, { status: 400, type: 'invalid_request_error' });
+
+    assert.match(detailFor(error, 'nodes[2].type'), /`teleport` is not a known type/);
+    assert.match(detailFor(error, 'edges[4].to'), /`ghost`.*not a node id/);
+    const cycle = error.details.filter((d: any) => /cycle/.test(d.problem));
+    assert.equal(cycle.length, 1, JSON.stringify(error.details));
+    assert.match(cycle[0].field, /^edges\[[12]\]$/);
+    assert.match(cycle[0].problem, /`a`/);
+    assert.match(cycle[0].problem, /`b`/);
+    assert.match(detailFor(error, 'nodes[1].label'), /`name2`.*`name`.*both normalize to `name`/);
+    assert.match(detailFor(error, 'nodes[7]'), /"Orphan" with 0 incoming edges/);
+    assert.match(
+      detailFor(error, 'nodes[5].template'),
+      /\{\{missing\}\}.*no edge feeds port `missing`/,
+    );
+    assert.equal(
+      error.details.length,
+      6,
+      `one entry per problem, nothing else: ${JSON.stringify(error.details, null, 1)}`,
+    );
+
+    // param is the first problem's field, and the message names every one.
+    assert.equal(error.param, error.details[0].field);
+    for (const d of error.details)
+      assert.ok(
+        error.message.includes(`\`${d.field}\``),
+        `message lacks ${d.field}: ${error.message}`,
+      );
+    assert.match(error.message, /^Invalid workflow: /);
+
+    // Nothing was stored.
+    assert.equal(await ctx.svc.store.collections.workflows.countDocuments({}), before);
+  });
+
+  it('rejects shape errors with their paths and a label that normalizes to nothing', async () => {
+    const doc = {
+      slug: 'Not A Slug',
+      colour: 'blue',
+      nodes: [
+        { id: 'in', type: 'user_input', label: '!!!', input_type: 'colour' },
+        { id: 'out', type: 'user_result', label: '???' },
+        { id: 'llm', type: 'llm', prompt: 'hi', temprature: 2 },
+      ],
+      edges: [{ from: 'in', to: 'out' }],
+    };
+    const error = expectError(
+      await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }),
+      {
+        status: 400,
+        type: 'invalid_request_error',
+      },
+    );
+    assert.match(detailFor(error, 'slug'), /lower-case/);
+    assert.match(detailFor(error, 'colour'), /not a field/);
+    assert.match(detailFor(error, 'nodes[0].input_type'), /`text`/);
+    assert.match(detailFor(error, 'nodes[1].label'), /normalizes to an empty key/);
+    assert.match(detailFor(error, 'nodes[2].model'), /required/);
+    assert.match(detailFor(error, 'nodes[2].temprature'), /not a field/);
+  });
+
+  it('rejects bodies that are not a workflow document', async () => {
+    for (const body of [[], 'null', '"text"', '42', {}]) {
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+        key: ctx.key,
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
+      const error = expectError(res, { status: 400, type: 'invalid_request_error' });
+      assert.ok(Array.isArray(error.details) && error.details.length > 0, JSON.stringify(error));
+    }
+  });
+
+  it('rejects two User Results that normalize alike, naming both nodes', async () => {
+    const doc = greetingWorkflow('dup-results');
+    doc.nodes.push({ id: 'greeting2', type: 'user_result', label: 'greeting' } as any);
+    doc.edges.push({ from: 'greet', to: 'greeting2' } as any);
+    const error = expectError(
+      await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc }),
+      {
+        status: 400,
+        type: 'invalid_request_error',
+        param: 'nodes[3].label',
+      },
+    );
+    assert.match(
+      detailFor(error, 'nodes[3].label'),
+      /`greeting2`.*`greeting`.*both normalize to `greeting`/,
+    );
+    assert.equal(error.details.length, 1);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * The folder boundaries of eslint.config.mjs (docs/architecture.md "Code layout and its
+ * boundaries") for the folders added last: config/, activities/, worker/, clients/ and
+ * playground/ each refuse an import against the layering, and allow the ones they need.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { ESLint } from 'eslint';
+
+const ROOT = path.resolve(__dirname, '..');
+
+async function importErrors(eslint: ESLint, file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: path.join(ROOT, file) });
+  return result.messages
+    .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports')
+    .map((m) => m.message);
+}
+
+describe('lint: folder boundaries', function () {
+  this.timeout(60_000);
+  const eslint = new ESLint({ cwd: ROOT });
+
+  const refused: Array<[file: string, code: string]> = [
+    ['config/probe.ts', `import { findRun } from '../store/runs';\nexport const f = findRun;`],
+    [
+      'activities/probe.ts',
+      `import { readRun } from '../api/services/read-run';\nexport const f = readRun;`,
+    ],
+    [
+      'activities/probe.ts',
+      `import { runWorkflow } from '../workflows/run-workflow';\nexport const f = runWorkflow;`,
+    ],
+    ['worker/probe.ts', `import { startApi } from '../api/start-api';\nexport const f = startApi;`],
+    [
+      'clients/typescript/probe.ts',
+      `import { findRun } from '../../store/runs';\nexport const f = findRun;`,
+    ],
+    [
+      'clients/typescript/probe.ts',
+      `import { RunListSchema } from '../../api/contract/response-schemas';\nexport const s = RunListSchema;`,
+    ],
+    [
+      'playground/src/probe.ts',
+      `import { RunListSchema } from '../../api/contract/response-schemas';\nexport const s = RunListSchema;`,
+    ],
+  ];
+  for (const [file, code] of refused) {
+    it(`refuses in ${file}: ${code.split('\n')[0]}`, async () => {
+      assert.equal((await importErrors(eslint, file, code)).length, 1);
+    });
+  }
+
+  it('allows what each folder needs', async () => {
+    const allowed: Array<[string, string]> = [
+      [
+        'config/probe.ts',
+        `import { MAX_ROWS } from '../domain/run-size';\nexport const n = MAX_ROWS;`,
+      ],
+      [
+        'activities/probe.ts',
+        `import type { WebhookArgs } from '../workflows/definitions';\nexport type A = WebhookArgs;`,
+      ],
+      [
+        'clients/typescript/probe.ts',
+        `import type { StreamLink } from '../../api/contract/response-schemas';\nexport type L = StreamLink;`,
+      ],
+      [
+        'playground/src/probe.ts',
+        `import { isTerminal } from '../../domain/run';\nexport const f = isTerminal;`,
+      ],
+    ];
+    for (const [file, code] of allowed)
+      assert.deepEqual(await importErrors(eslint, file, code), [], file);
+  });
+});
