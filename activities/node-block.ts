@@ -21,6 +21,7 @@ import { insertPages, readPage, replacePages, type PageWrite } from '../store/it
 import { fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
+import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
 import { callUsage, executeRow, refusedItem } from './node-chunk';
 import type { CallUsage } from '../domain/run-usage';
@@ -61,6 +62,8 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         ([index, details]) => [Number(index), details],
       ),
     );
+    // A store that is down (restarting) is waited for, heartbeating with the rows in flight.
+    const alive = () => context.heartbeat(Object.fromEntries(pending));
     // D38: a re-run's first attempt has no pages of its own yet (a page has one writer, this block).
     const fresh = req.carryFrom !== undefined && context.info.attempt === 1;
     const { rows, existing } = fresh
@@ -68,11 +71,17 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
           rows: Array.from({ length: req.count }, (): StoredRow | null => null),
           existing: new Set<number>(),
         }
-      : await readRows(collections, req.runId, req.node.id, req.first, req.count);
+      : await waitingForStore(
+          () => readRows(collections, req.runId, req.node.id, req.first, req.count),
+          alive,
+        );
     const [inputs] = await Promise.all([
-      readPorts(collections, req),
+      waitingForStore(() => readPorts(collections, req), alive),
       req.carryFrom &&
-        fillCarried(collections, req.carryFrom, req.node.id, req.first, rows, existing),
+        waitingForStore(
+          () => fillCarried(collections, req.carryFrom!, req.node.id, req.first, rows, existing),
+          alive,
+        ),
     ]);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {
@@ -125,8 +134,14 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       if (inserts.length === 0 && replaces.length === 0) return writing;
       // One write at a time: FerretDB does not isolate concurrent writes of one document.
       writing = writing.then(async () => {
-        await insertPages(collections, req.runId, req.node.id, inserts);
-        await replacePages(collections, req.runId, req.node.id, replaces);
+        await waitingForStore(
+          () => insertPages(collections, req.runId, req.node.id, inserts),
+          alive,
+        );
+        await waitingForStore(
+          () => replacePages(collections, req.runId, req.node.id, replaces),
+          alive,
+        );
       });
       return writing;
     };
@@ -182,7 +197,7 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
       const all = pages
         .map((page) => ({ page, rows: rowsOf(page) }))
         .filter((page) => page.rows.some((row) => row !== null));
-      await replacePages(collections, req.runId, req.node.id, all);
+      await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
     }
     // The pages are written: the next attempt, on another worker, runs only the rows they lack.
     if (cancelledByShutdown(context)) throw handBack();
@@ -202,7 +217,10 @@ export function createTallyBlockActivity(collections: C) {
     first: number;
     count: number;
   }): Promise<NodeBlockResult> {
-    const { rows } = await readRows(collections, req.runId, req.nodeId, req.first, req.count);
+    const { rows } = await waitingForStore(
+      () => readRows(collections, req.runId, req.nodeId, req.first, req.count),
+      () => Context.current().heartbeat(),
+    );
     return tally(req.first, rows);
   };
 }

@@ -1,5 +1,6 @@
 /** The shapes of the documents the service keeps in MongoDB. Ids follow D5 and are the `_id`. */
 import type { RunUsage } from '../domain/run-usage';
+import type { Binary } from 'mongodb';
 import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import type { RunEvent, RunOutput, RunStatus } from '../domain/run';
@@ -209,8 +210,14 @@ export interface ItemBlockDoc {
   run_id: string;
   node_id: string;
   page: number;
-  /** JSON of `(StoredRow | null)[]`, the page's rows in order (null: not finished). */
-  rows_json: string;
+  /**
+   * The page's rows in order, one line each (`<cost> <item JSON>`, empty: not finished), compressed
+   * with raw deflate (store/item-blocks.ts): FerretDB hands a compressed Binary over ~2.5x faster
+   * than the JSON string of the same rows, and stores a third of the bytes.
+   */
+  rows_z?: Binary;
+  /** The same rows as JSON text: pages written before `rows_z` (still read). */
+  rows_json?: string;
   created_at: Date;
 }
 

@@ -3,9 +3,18 @@
  * the one activity that owns its rows: inserted once when complete (an insert is the cheap write
  * on FerretDB 1.x, where a replace of a large document was measured to cost ~0.3–1.3 s and grow
  * with the collection); a page left incomplete by an attempt that stops is replaced by `_id`.
- * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc).
+ * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc), kept
+ * compressed (raw deflate, level 1: ~1 ms for a page of 2 KB answers) because FerretDB's cost of
+ * handing a page over grows with its bytes, and a compressed Binary costs it the least. Inside, a
+ * page is one line per row, `<cost>[,<calls>,<input tokens>,<output tokens>] <item JSON>` (an empty
+ * line: not finished; the usage only where the row made a call, D36), the item's JSON
+ * with the keys of the API's item: the results file splices it into its line as it is, which
+ * spared the export a JSON.parse of the page and a JSON.stringify per item (~4 of its ~5 ms of
+ * Node's work per page of 2 KB answers).
  */
-import type { AnyBulkWriteOperation } from 'mongodb';
+import { promisify } from 'node:util';
+import { deflateRaw, inflateRaw } from 'node:zlib';
+import { Binary, type AnyBulkWriteOperation } from 'mongodb';
 import { pageId, type StoredOutput, type StoredRow } from '../domain/item-blocks';
 import { idAtOffset } from '../domain/ids';
 import type { OutputItem } from '../domain/run';
@@ -14,21 +23,63 @@ import type { ItemBlockDoc } from './documents';
 
 type C = Pick<Collections, 'itemBlocks'>;
 
+const deflate = promisify(deflateRaw);
+const inflate = promisify(inflateRaw);
+
 /** One page to write: its rows by position (null: not finished). */
 export interface PageWrite {
   page: number;
   rows: Array<StoredRow | null>;
 }
 
-function toDoc(runId: string, nodeId: string, { page, rows }: PageWrite): ItemBlockDoc {
+async function toDoc(
+  runId: string,
+  nodeId: string,
+  { page, rows }: PageWrite,
+): Promise<ItemBlockDoc> {
   return {
     _id: pageId(runId, nodeId, page),
     run_id: runId,
     node_id: nodeId,
     page,
-    rows_json: JSON.stringify(rows),
+    rows_z: new Binary(await deflate(packRows(rows), { level: 1 })),
     created_at: new Date(),
   };
+}
+
+/** The item as the API shows it (status, parts, error), as JSON: what a results-file line ends with. */
+function itemJson({ status, parts, error }: StoredRow['item']): string {
+  return JSON.stringify({ status, parts, ...(error ? { error } : {}) });
+}
+
+/** Rows as lines `<cost>[,<usage>] <item JSON>`, an empty line for a row not finished (JSON text has no raw newline). */
+function packRows(rows: Array<StoredRow | null>): string {
+  return rows
+    .map((row) => (row ? `${[row.cost, ...(row.u ?? [])].join(',')} ${itemJson(row.item)}` : ''))
+    .join('\n');
+}
+
+/** A stored page's lines (`packRows`); a page of rows as a JSON array (written before) is read too. */
+async function linesOf(doc: ItemBlockDoc): Promise<string[]> {
+  const text = doc.rows_z ? (await inflate(doc.rows_z.buffer)).toString() : null;
+  if (text !== null && !text.startsWith('[')) return text.split('\n');
+  const rows = JSON.parse(text ?? doc.rows_json ?? '[]') as Array<StoredRow | null>;
+  return packRows(rows).split('\n');
+}
+
+function rowOf(line: string): StoredRow | null {
+  if (!line) return null;
+  const space = line.indexOf(' ');
+  const [cost, calls, input, output] = line.slice(0, space).split(',').map(Number);
+  return {
+    cost,
+    item: JSON.parse(line.slice(space + 1)) as StoredRow['item'],
+    ...(calls !== undefined ? { u: [calls, input, output] as [number, number, number] } : {}),
+  };
+}
+
+async function rowsOf(doc: ItemBlockDoc): Promise<Array<StoredRow | null>> {
+  return (await linesOf(doc)).map(rowOf);
 }
 
 /** Inserts pages in one round trip; a page already there (a retry) is left as it is. */
@@ -41,7 +92,7 @@ export async function insertPages(
   if (pages.length === 0) return;
   try {
     await c.itemBlocks.insertMany(
-      pages.map((page) => toDoc(runId, nodeId, page)),
+      await Promise.all(pages.map((page) => toDoc(runId, nodeId, page))),
       { ordered: false },
     );
   } catch (err) {
@@ -64,10 +115,10 @@ export async function replacePages(
   pages: PageWrite[],
 ): Promise<void> {
   if (pages.length === 0) return;
-  const ops: AnyBulkWriteOperation<ItemBlockDoc>[] = pages.map((page) => {
-    const doc = toDoc(runId, nodeId, page);
-    return { replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } };
-  });
+  const docs = await Promise.all(pages.map((page) => toDoc(runId, nodeId, page)));
+  const ops: AnyBulkWriteOperation<ItemBlockDoc>[] = docs.map((doc) => ({
+    replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true },
+  }));
   await c.itemBlocks.bulkWrite(ops, { ordered: false });
 }
 
@@ -79,7 +130,7 @@ export async function readPage(
   page: number,
 ): Promise<Array<StoredRow | null> | null> {
   const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, page) });
-  return doc && (JSON.parse(doc.rows_json) as Array<StoredRow | null>);
+  return doc && rowsOf(doc);
 }
 
 /** D38: whether a run stored any page of a node's first rows (its first page), by `_id`. */
@@ -91,8 +142,12 @@ export async function hasFirstPage(c: C, runId: string, nodeId: string): Promise
   return doc !== null;
 }
 
-/** Pages read ahead of the one handed out: a reader waits on one round trip in four, not every one. */
-const READ_AHEAD = 4;
+/**
+ * Pages read ahead of the one handed out (each a round trip of its own, in parallel over the
+ * connection pool): FerretDB works on several at once, so a reader rarely waits for one. Eight
+ * stay well inside the pool (16 connections on FerretDB) and hold a few MB at most.
+ */
+const READ_AHEAD = 8;
 
 /**
  * A stored output's items from row `from` on, in order, a few pages in memory at a time (the next
@@ -132,5 +187,51 @@ export async function* storedItems(
         yield { id, item_index: k, status, parts, ...(error ? { error } : {}) };
       } else if (live) yield { id, item_index: k, status: 'running', parts: [] };
     }
+  }
+}
+
+/**
+ * D35's results file straight from the pages: the JSON Lines of a stored output's items from row
+ * `from` on, in order, one piece per page (the `/outputs/{key}` item of each row, byte for byte:
+ * `{"id":…,"item_index":…,` and the stored item's JSON), read ahead like `storedItems`; rows not
+ * finished are skipped, or `running` while live.
+ */
+export async function* storedItemLines(
+  c: C,
+  runId: string,
+  itemIdBase: string,
+  stored: StoredOutput,
+  from: number,
+  live: boolean,
+): AsyncGenerator<string> {
+  const size = stored.pageRows;
+  const last = Math.ceil(stored.count / size);
+  let next = Math.floor(from / size);
+  const ahead: Array<{ page: number; lines: Promise<string[] | null> }> = [];
+  const fill = () => {
+    while (ahead.length < READ_AHEAD && next < last) {
+      const page = next++;
+      const lines = c.itemBlocks
+        .findOne({ _id: pageId(runId, stored.node, page) })
+        .then((doc) => doc && linesOf(doc));
+      lines.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
+      ahead.push({ page, lines });
+    }
+  };
+  fill();
+  while (ahead.length > 0) {
+    const { page, lines: pending } = ahead.shift()!;
+    const lines = await pending;
+    fill();
+    const first = page * size;
+    const end = Math.min(first + size, stored.count);
+    let piece = '';
+    for (let k = Math.max(first, from); k < end; k++) {
+      const line = lines?.[k - first];
+      const head = `{"id":"${idAtOffset(itemIdBase, stored.idOffset + k)}","item_index":${k},`;
+      if (line) piece += `${head}${line.slice(line.indexOf(' ') + 2)}\n`;
+      else if (live) piece += `${head}"status":"running","parts":[]}\n`;
+    }
+    if (piece) yield piece;
   }
 }

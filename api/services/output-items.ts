@@ -8,7 +8,7 @@ import { idAtOffset, isId, offsetOf } from '../../domain/ids';
 import type { StoredOutput } from '../../domain/item-blocks';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
-import { storedItems } from '../../store/item-blocks';
+import { storedItemLines, storedItems } from '../../store/item-blocks';
 import { chunksOf, findRunHead } from '../../store/runs';
 import type { OutputItem } from '../../domain/run';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../../domain/errors';
@@ -132,8 +132,8 @@ export async function outputItemLines(
       if (first.value === null) throw unknownOutput(key);
       const value = first.value;
       if (value.stored && value.itemIdBase)
-        return lines(storedItems(deps.collections, runId, value.itemIdBase, value.stored, 0, true));
-      return lines(livePages(deps, runId, key, value.items, value.has_more));
+        return storedItemLines(deps.collections, runId, value.itemIdBase, value.stored, 0, true);
+      return itemLines(livePages(deps, runId, key, value.items, value.has_more));
     }
     // No news from the workflow: it may have just ended, its record written meanwhile; else an
     // empty file would be a wrong answer, so the caller is asked to retry.
@@ -143,10 +143,10 @@ export async function outputItemLines(
   }
   const stored = storedOutput(doc, key);
   if (stored && doc.item_id_base)
-    return lines(storedItems(deps.collections, runId, doc.item_id_base, stored, 0, false));
+    return storedItemLines(deps.collections, runId, doc.item_id_base, stored, 0, false);
   const labels = doc.output ?? {};
   if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
-  return lines(recordItems(deps, doc, key));
+  return itemLines(recordItems(deps, doc, key));
 }
 
 async function* recordItems(
@@ -177,7 +177,8 @@ async function* livePages(
   }
 }
 
-async function* lines(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
+/** Items as JSON Lines, in pieces of ~64 KB (one write each). */
+export async function* itemLines(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
   let piece = '';
   for await (const item of items) {
     piece += `${JSON.stringify(item)}\n`;

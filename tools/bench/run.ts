@@ -7,6 +7,7 @@
  *   npm run bench -- --only p1 --quick    one benchmark (or p1,p3), small → tools/bench/results-partial.md
  *   npm run bench -- --only p4b --chain-rows 20000   P4b (a file through batch → llm → llm) at another size
  *   npm run bench -- --only p8 --rerun-rows 10000    P8 (a run with 1% failed rows, then its re-run of failed items) at another size
+ *   npm run bench -- --only p4b --worker-heap-mb 256  the worker child with --max-old-space-size=256
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in tools/bench/profiles/
  *   --out <file>                          write the report elsewhere
  *   --rows 1000,100000                    P4 batch sizes (runs of 10,000 rows or more at concurrency 64)
@@ -80,6 +81,8 @@ interface Args {
   rerunRows?: number;
   /** The service without its payload codec (D32), to measure what encryption costs. */
   plaintext: boolean;
+  /** `--max-old-space-size` of the worker child, in MB (how far its RSS is garbage V8 lets grow). */
+  workerHeapMb?: number;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -106,6 +109,7 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--out') args.out = argv[++i];
     else if (a === '--chain-rows') args.chainRows = Number(argv[++i]);
     else if (a === '--rerun-rows') args.rerunRows = Number(argv[++i]);
+    else if (a === '--worker-heap-mb') args.workerHeapMb = Number(argv[++i]);
     else if (a === '--rows')
       args.rows = (argv[++i] ?? '')
         .split(',')
@@ -307,7 +311,13 @@ async function main(): Promise<void> {
     const config = loadConfig(env); // fail here, not in a child, on a bad configuration
     log('starting the worker and API children (the worker bundles its workflows first)');
     const [worker, api] = await Promise.all([
-      startServerChild({ role: 'worker', env, logDir: dataDir, cpuProfDir: profileDir }),
+      startServerChild({
+        role: 'worker',
+        env,
+        logDir: dataDir,
+        cpuProfDir: profileDir,
+        ...(args.workerHeapMb ? { maxOldSpaceMb: args.workerHeapMb } : {}),
+      }),
       startServerChild({ role: 'api', env, logDir: dataDir, cpuProfDir: profileDir }),
     ]);
     children.push(worker, api);

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { ensureFerretDb } from './binaries';
+import { watchIdLookups } from './ferretdb-id-index';
 import { freePort, retryPortRace } from './ports';
 import { privateDir, spawnServer, waitForTcp, waitUntilReady } from './process';
 
@@ -103,12 +104,14 @@ async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbSe
     { timeoutMs: opts.readyTimeoutMs ?? 30_000, intervalMs: 100 },
   );
 
+  // Reads by `_id` use an index only with this (tools/stack/ferretdb-id-index.ts).
+  const unwatch = watchIdLookups(dataDir);
   return {
     uri,
     dataDir,
     pid: proc.pid,
     logFile: proc.logFile,
-    stop: () => proc.stop(),
-    kill: () => proc.kill(),
+    stop: () => (unwatch(), proc.stop()),
+    kill: () => (unwatch(), proc.kill()),
   };
 }

@@ -25,11 +25,14 @@ export async function startServerChild(opts: {
   logDir: string;
   /** Write a V8 CPU profile here on exit (`--cpu-prof`). */
   cpuProfDir?: string;
+  /** `--max-old-space-size` of the child, in MB. */
+  maxOldSpaceMb?: number;
   timeoutMs?: number;
 }): Promise<ServerChild> {
   const logFile = path.join(opts.logDir, `server-${opts.role}.log`);
   const log = fs.createWriteStream(logFile, { flags: 'a' });
   const nodeArgs = ['--require', require.resolve('tsx/cjs')];
+  if (opts.maxOldSpaceMb) nodeArgs.push(`--max-old-space-size=${opts.maxOldSpaceMb}`);
   if (opts.cpuProfDir) {
     fs.mkdirSync(opts.cpuProfDir, { recursive: true });
     nodeArgs.push(
