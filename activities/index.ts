@@ -14,6 +14,7 @@ import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
 import { createNodeBlockActivity, createTallyBlockActivity } from './node-block';
 import { createFileRowsActivity } from './file-rows';
+import { createLoadCarryOverActivity } from './carry-over';
 import type { OutboundGuard } from './provider-http';
 import { createRetentionActivity } from './retention';
 import { createWebhookActivities, type WebhookDeps } from './webhook';
@@ -76,6 +77,8 @@ export function createActivities(deps: ActivityDeps) {
     // D35: a big node's blocks of rows, read from and written to the store.
     runNodeBlock: createNodeBlockActivity(executors, deps.collections),
     tallyBlock: createTallyBlockActivity(deps.collections),
+    // D38: what a re-run of failed items carries over from its parent.
+    loadCarryOver: createLoadCarryOverActivity(deps.collections),
     loadFileRows: createFileRowsActivity({ files, collections: deps.collections }),
     // Small nodes use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
     runNodeChunk: createNodeChunkActivity(executors),

@@ -19,6 +19,7 @@ import { failed } from '../domain/items';
 import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
+import { fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import { waitingForStore } from './store-wait';
@@ -64,11 +65,25 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     );
     // A store that is down (restarting) is waited for, heartbeating with the rows in flight.
     const alive = () => context.heartbeat(Object.fromEntries(pending));
-    const { rows, existing } = await waitingForStore(
-      () => readRows(collections, req.runId, req.node.id, req.first, req.count),
-      alive,
-    );
-    const inputs = await waitingForStore(() => readPorts(collections, req), alive);
+    // D38: a re-run's first attempt has no pages of its own yet (a page has one writer, this block).
+    const fresh = req.carryFrom !== undefined && context.info.attempt === 1;
+    const { rows, existing } = fresh
+      ? {
+          rows: Array.from({ length: req.count }, (): StoredRow | null => null),
+          existing: new Set<number>(),
+        }
+      : await waitingForStore(
+          () => readRows(collections, req.runId, req.node.id, req.first, req.count),
+          alive,
+        );
+    const [inputs] = await Promise.all([
+      waitingForStore(() => readPorts(collections, req), alive),
+      req.carryFrom &&
+        waitingForStore(
+          () => fillCarried(collections, req.carryFrom!, req.node.id, req.first, rows, existing),
+          alive,
+        ),
+    ]);
     const queue: NodeRow[] = [];
     for (let p = 0; p < req.count; p++) {
       if (rows[p]) continue;

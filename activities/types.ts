@@ -85,6 +85,8 @@ export interface NodeBlockRequest {
   /** The node feeding each port, for the message of an upstream failure. */
   sources: Record<string, string>;
   concurrency: number;
+  /** D38: a re-run of failed items takes the rows this run (id) completed from its pages instead of running them. */
+  carryFrom?: string;
   /**
    * D36 `max_cost`: run at most this many of the block's unfinished rows (the ones that fit the
    * run's remaining budget); the rest stay unfinished. Absent: all of them.

@@ -15,6 +15,7 @@ import { playgroundRoutes } from './routes/playground';
 import { metricsRoutes } from './routes/metrics';
 import { responsesRoutes } from './routes/responses';
 import { runsRoutes } from './routes/runs';
+import { rerunRoutes } from './routes/rerun';
 import { streamLinkRoutes } from './routes/stream-links';
 import { workflowsRoutes } from './routes/workflows';
 import { codecCorsOrigin, codecRoutes } from './routes/codec';
@@ -68,6 +69,7 @@ export function createApp(appDeps: AppDeps): Koa {
     workflowsRoutes(deps),
     responsesRoutes(deps),
     runsRoutes(deps),
+    rerunRoutes(deps),
     filesRoutes(deps),
     streamLinkRoutes(deps),
     playgroundRoutes(deps),

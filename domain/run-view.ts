@@ -101,6 +101,12 @@ export const RunSchema = z.object({
   metadata: z
     .record(z.string(), z.string())
     .describe('D37: the key/value pairs the run was started with (`{}` when none).'),
+  parent_run_id: z
+    .string()
+    .nullable()
+    .describe(
+      'D38: the run this one re-runs (`POST /api/v1/runs/{runId}/rerun`); null when it is not a re-run.',
+    ),
   usage: RunUsageSchema,
 });
 export type RunView = z.infer<typeof RunSchema>;
@@ -119,6 +125,8 @@ export interface RunViewSource {
   webhook?: string | null;
   /** D37: absent in records written before metadata existed. */
   metadata?: Record<string, string>;
+  /** D38: the run this one re-runs; absent in records that are not re-runs. */
+  parent_run_id?: string | null;
   /** D36: absent in records written before usage existed (shown as zeros). */
   usage?: RunUsage;
 }
@@ -155,6 +163,7 @@ export function runView(
     completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
     webhook: doc.webhook ? webhookState(delivery ?? null) : null,
     metadata: doc.metadata ?? {},
+    parent_run_id: doc.parent_run_id ?? null,
     usage: live?.usage ?? doc.usage ?? emptyUsage(),
   };
 }

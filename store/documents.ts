@@ -89,6 +89,10 @@ export interface RunDoc {
   metadata?: Record<string, string>;
   /** D39: base64 of the 32 random bytes its Temporal payloads' key derives from (lib/codec/run-keys.ts); never shown. Absent: runs recorded before. */
   payload_secret?: string;
+  /** D38: the run this one re-runs (absent: not a re-run). */
+  parent_run_id?: string;
+  /** D38: set on a re-run of failed items only: the workflow carries the parent's completed items over. */
+  rerun_items?: 'failed';
   /** D36: the caller's `max_cost` (USD) and `timeout_seconds`, which the workflow arguments are made from. Absent: none given. */
   max_cost?: number;
   timeout_seconds?: number;

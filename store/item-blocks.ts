@@ -133,6 +133,15 @@ export async function readPage(
   return doc && rowsOf(doc);
 }
 
+/** D38: whether a run stored any page of a node's first rows (its first page), by `_id`. */
+export async function hasFirstPage(c: C, runId: string, nodeId: string): Promise<boolean> {
+  const doc = await c.itemBlocks.findOne(
+    { _id: pageId(runId, nodeId, 0) },
+    { projection: { _id: 1 } },
+  );
+  return doc !== null;
+}
+
 /**
  * Pages read ahead of the one handed out (each a round trip of its own, in parallel over the
  * connection pool): FerretDB works on several at once, so a reader rarely waits for one. Eight

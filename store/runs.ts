@@ -97,6 +97,18 @@ export async function* chunksOf(
 }
 
 /**
+ * D38: any account's run without its event log (a big run's is large) and without its chunks
+ * joined, or null: what a re-run needs of its parent. The caller checks the owner.
+ */
+export async function findRunWithoutLog(
+  c: Pick<Collections, 'runs'>,
+  runId: string,
+): Promise<RunDoc | null> {
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { events_json: 0 } });
+  return doc && fromStored(doc);
+}
+
+/**
  * Any account's run, whole (events and output joined from its chunks), or null: for the worker and
  * operators. D35: the items of stored outputs are joined in only when `c` has `itemBlocks` and
  * `withItems` is set (a webhook's body); readers of the event log leave them where they are.

@@ -43,6 +43,11 @@ export interface RunArgs {
   options: RunOptions;
   /** D20: where the run record is POSTed once the run has ended. */
   webhook?: string;
+  /**
+   * D38: a re-run of the failed items of run `parentRunId`: the workflow carries the parent's
+   * completed items over (workflows/carry-over.ts). A reference only, never the items themselves.
+   */
+  rerun?: { parentRunId: string };
 }
 
 /** D20: the arguments of the child workflow that delivers one run's webhook. */

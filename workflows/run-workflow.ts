@@ -43,6 +43,7 @@ import {
   timerSummary,
 } from './summaries';
 import { withNamedTimeout } from './timers';
+import { CarryOver, loadCarry } from './carry-over';
 import { CostCap, CostLimitReached } from './cost-cap';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
@@ -154,8 +155,10 @@ export async function runWorkflow(
     const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
     const blockRows = Math.max(1, perBlock) * PAGE_ROWS;
     const blocks = Math.ceil(count / blockRows);
+    // D38: a block of a re-run runs only its few failed rows, so more of its blocks share the slots.
+    const lanes = carry?.lanes(node.id) ?? 2;
     const inner =
-      blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / 2));
+      blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / lanes));
     state.reserveStored(node.id, count);
     for (let i = 0; i < count; i++) progress.itemStarted();
     // D35 pipelining: a block's rows are ready for the next node of the chain once it is done.
@@ -190,7 +193,7 @@ export async function runWorkflow(
           }
         }
       };
-      await scope.run(() => Promise.all([lane(), lane()]));
+      await scope.run(() => Promise.all(Array.from({ length: lanes }, lane)));
       if (failures.length > 0) {
         const failure = failures.find((err) => !isCancellation(err)) ?? failures[0];
         for (const block of ready) block.reject(failure);
@@ -281,6 +284,7 @@ export async function runWorkflow(
             ports: own,
             sources,
             concurrency,
+            ...carry?.blockSource(node.id), // D38
             ...(limit !== undefined ? { limit } : {}),
           },
         ]);
@@ -437,14 +441,17 @@ export async function runWorkflow(
       nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]),
     );
 
+  let carry: CarryOver | undefined;
   try {
+    // D38: a re-run of failed items learns first what its parent holds (workflows/carry-over.ts).
+    if (args.rerun) carry = await loadCarry(args, args.rerun.parentRunId, persistence);
     await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), async () =>
       // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
       executeGraph(
         args.graph,
         await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts),
         {
-          runIoRows,
+          runIoRows: carry ? carry.wrap(runIoRows) : runIoRows,
           // D35: a node bigger than its run's concurrency can serve at once keeps its items in the store.
           isBig: (count) => count > 2 * options.concurrency,
           runStoredRows,

@@ -11,6 +11,7 @@ import {
   ListWorkflowsQuerySchema,
   OutputItemsQuerySchema,
   StartRequestSchema,
+  RerunRequestSchema,
   StreamLinkRequestSchema,
   StreamQuerySchema,
 } from './request-schemas';
@@ -38,7 +39,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The file or stream link is forged or altered (`invalid_signature`), has expired (`url_expired`) or was made for a key since revoked (`key_revoked`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
-  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`).',
+  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`, `run_not_finished`).',
   413: 'Body over the limit (`request_too_large`).',
   415: 'Content-Type is not application/json.',
   416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',
@@ -313,6 +314,54 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
               links: runLinks('id'),
             },
             ...errors(401, 404, 409, 429, 500, 503),
+          },
+        },
+      },
+      '/api/v1/runs/{runId}/rerun': {
+        post: {
+          operationId: 'rerunRun',
+          summary:
+            'Re-run a run (D38): a new run of the same version, inputs, metadata and webhook, with `parent_run_id`; answered like a start',
+          description:
+            '`items: "failed"` runs again only the failed items of each list node (and what depends on them) of a finished run and carries its completed items over, billing only what runs; `items: "all"` runs it again whole.',
+          parameters: [
+            runIdParam,
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
+              description: 'D18.',
+            },
+            {
+              name: 'Prefer',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', example: 'wait=10' },
+              description: 'D28, as for a start.',
+            },
+          ],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/RerunRequest' } },
+            },
+          },
+          responses: {
+            '202': {
+              ...json('AsyncStart', 'Accepted (async mode).'),
+              headers: rateHeaders,
+              links: runLinks('run_id'),
+            },
+            '200': {
+              description: `${streamStart.description} Or, with \`Prefer: wait=N\` (D28), the record of a run that ended within N seconds.`,
+              content: {
+                ...streamStart.content,
+                'application/json': { schema: { $ref: '#/components/schemas/Run' } },
+              },
+              headers: rateHeaders,
+            },
+            ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
           },
         },
       },
@@ -703,6 +752,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
       },
       schemas: {
         StartRequest: requestSchema(StartRequestSchema),
+        RerunRequest: requestSchema(RerunRequestSchema),
         AsyncStart: schemaOf(AsyncStartResponseSchema),
         Run: schemaOf(RunSchema),
         Error: schemaOf(ErrorEnvelopeSchema),

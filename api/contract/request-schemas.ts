@@ -98,6 +98,20 @@ export const StartRequestSchema = z
   .strict();
 export type StartRequest = z.infer<typeof StartRequestSchema>;
 
+/** D38: `POST /api/v1/runs/{runId}/rerun`. */
+export const RerunRequestSchema = z
+  .object({
+    items: z
+      .enum(['failed', 'all'])
+      .default('all')
+      .describe(
+        '`failed`: only the failed items of each list node (and what depends on them) run again, completed items are carried over; `all`: the whole run again.',
+      ),
+    stream: z.boolean().default(false).describe('`true` answers with a Server-Sent Events stream.'),
+  })
+  .strict();
+export type RerunRequest = z.infer<typeof RerunRequestSchema>;
+
 export const AsyncStartResponseSchema = z.object({
   run_id: z.string(),
   status: z.literal('pending'),

@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   malformed_request: invalid(400),
   cursor_out_of_range: invalid(400),
   run_too_large: invalid(400),
+  nothing_to_rerun: invalid(400), // D38
   invalid_payloads: invalid(400),
   undecodable_payload: invalid(400),
   // 401, 402, 403: who the caller is and what it may do
@@ -54,6 +55,7 @@ export const ERROR_CODES = {
   request_timeout: invalid(408),
   idempotency_key_reused: invalid(409),
   run_not_cancellable: invalid(409),
+  run_not_finished: invalid(409), // D38
   request_too_large: invalid(413), // 431 when the request line and headers are too large (api/server.ts)
   unsupported_media_type: invalid(415),
   range_not_satisfiable: invalid(416),

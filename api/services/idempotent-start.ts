@@ -41,7 +41,7 @@ import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
-import { RunIdTakenError, runArgs, startRun, type StartRunDeps } from './start-run';
+import { RunIdTakenError, runArgs, startRun, type RerunOf, type StartRunDeps } from './start-run';
 
 /** A claim this old whose run is still unrecorded (or whose workflow is missing) was abandoned by its request. */
 export const STALE_MS = 10_000;
@@ -76,9 +76,11 @@ export async function startIdempotent(
   auth: AuthContext,
   request: StartRequest,
   key: string,
+  rerun?: RerunOf,
 ): Promise<RunDoc> {
   const id = idempotencyId(auth.accountId, key);
-  const hash = requestHash(request);
+  // D38: a re-run's key is bound to its parent and items too, so it never answers with another start.
+  const hash = requestHash(rerun ? { ...request, rerun } : request);
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const now = Date.now();
@@ -102,8 +104,8 @@ export async function startIdempotent(
       );
     }
     const started =
-      claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim) : null;
-    const run = started ?? (await awaitRun(deps, auth, request, claim, deadline));
+      claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim, rerun) : null;
+    const run = started ?? (await awaitRun(deps, auth, request, claim, deadline, rerun));
     if (run) return run;
     // The claim was released (its request was refused before starting anything): claim afresh.
     if (Date.now() > deadline) throw stillStarting();
@@ -116,9 +118,10 @@ async function startClaimed(
   auth: AuthContext,
   request: StartRequest,
   claim: IdempotencyKeyDoc,
+  rerun?: RerunOf,
 ): Promise<RunDoc | null> {
   try {
-    return await startRun(deps, auth, request, { runId: claim.run_id });
+    return await startRun(deps, auth, request, { runId: claim.run_id, rerun });
   } catch (err) {
     if (err instanceof RunIdTakenError) return null;
     // Nothing was started: free the key, so a retry after a top-up or with a corrected body is judged afresh.
@@ -134,6 +137,7 @@ async function awaitRun(
   request: StartRequest,
   claim: IdempotencyKeyDoc,
   deadline: number,
+  rerun?: RerunOf,
 ): Promise<RunDoc | null> {
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
     const run = await findRun(deps.collections, auth.accountId, claim.run_id);
@@ -145,7 +149,7 @@ async function awaitRun(
     if (!current || current.run_id !== claim.run_id) return null;
     if (isStale(current)) {
       // Crash case 1: the claimant died before recording its run; finish its work under the same id.
-      const taken = await startClaimed(deps, auth, request, current);
+      const taken = await startClaimed(deps, auth, request, current, rerun);
       if (taken) return taken;
       continue;
     }

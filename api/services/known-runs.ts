@@ -22,6 +22,7 @@ export type RunSkeleton = Pick<
   | 'created_at'
   | 'webhook'
   | 'metadata'
+  | 'parent_run_id'
 >;
 
 /** Entries held (a few hundred bytes each; the oldest seen go first). */
@@ -50,6 +51,7 @@ export class KnownRuns {
       created_at: run.created_at,
       webhook: run.webhook,
       metadata: run.metadata,
+      ...(run.parent_run_id ? { parent_run_id: run.parent_run_id } : {}),
     });
     if (this.runs.size > this.maxRuns) this.runs.delete(this.runs.keys().next().value!);
   }

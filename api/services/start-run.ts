@@ -39,6 +39,12 @@ export interface StartRunDeps {
   config: Pick<Config, 'runs' | 'files' | 'prices' | 'credits'> & Partial<Pick<Config, 'webhooks'>>;
 }
 
+/** D38: the run a start re-runs, and which of its items. */
+export interface RerunOf {
+  parentRunId: string;
+  items: 'failed' | 'all';
+}
+
 /** The run id was recorded by another request already (an idempotent start finishing a stalled one's work, D18). */
 export class RunIdTakenError extends Error {
   constructor(readonly runId: string) {
@@ -54,7 +60,7 @@ export async function startRun(
   deps: StartRunDeps,
   auth: AuthContext,
   request: StartRequest,
-  opts: { runId?: string } = {},
+  opts: { runId?: string; rerun?: RerunOf } = {},
 ): Promise<RunDoc> {
   const { collections } = deps;
   checkWebhook(request.webhook, {
@@ -130,6 +136,9 @@ export async function startRun(
     ...(request.timeout_seconds !== undefined ? { timeout_seconds: request.timeout_seconds } : {}),
     // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
     payload_secret: newPayloadSecret(),
+    // D38: a re-run names its parent; of failed items only, the workflow carries the rest over.
+    ...(opts.rerun ? { parent_run_id: opts.rerun.parentRunId } : {}),
+    ...(opts.rerun?.items === 'failed' ? { rerun_items: 'failed' as const } : {}),
   };
   const args = runArgs(run, version.graph, deps.config.runs, {
     prices: deps.config.prices,
@@ -210,6 +219,10 @@ export function runArgs(
         : {}),
     },
     ...(run.webhook ? { webhook: run.webhook } : {}),
+    // D38: only a re-run of failed items carries its parent's items over.
+    ...(run.parent_run_id && run.rerun_items === 'failed'
+      ? { rerun: { parentRunId: run.parent_run_id } }
+      : {}),
   };
 }
 

@@ -112,6 +112,24 @@ export class WrsClient {
     );
   }
 
+  /**
+   * D38: re-runs a run: a new run of the same version, inputs, metadata and webhook, whose
+   * `parent_run_id` names it. `items: 'failed'` (a finished run) runs only its failed items again
+   * and carries the completed ones over, billing only what runs; `'all'` (the default) runs it whole.
+   */
+  async rerun(
+    runId: string,
+    opts: { items?: 'failed' | 'all'; idempotencyKey?: string } = {},
+  ): Promise<AsyncStartResponse> {
+    const { idempotencyKey, items } = opts;
+    return this.json(
+      'POST',
+      `/api/v1/runs/${encodeURIComponent(runId)}/rerun`,
+      { items: items ?? 'all' },
+      idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+    );
+  }
+
   /** Reads a run. */
   get(runId: string): Promise<RunView> {
     return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}`);

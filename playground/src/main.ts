@@ -1,7 +1,7 @@
 /**
  * The playground page: pick a workflow and version, fill the form its contract
  * describes (and the run's metadata, D37, and its cost cap and timeout, D36), stream a run with a
- * live event timeline, see its outputs and usage (D36), cancel or delete it (D39), reopen
+ * live event timeline, see its outputs and usage (D36), cancel, delete (D39) or re-run it (D38), reopen
  * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.
  */
 import { api, apiKey, ErrorAnswer } from './api';
@@ -44,6 +44,8 @@ const el = {
   run: byId<HTMLButtonElement>('run'),
   cancel: byId<HTMLButtonElement>('cancel'),
   deleteRun: byId<HTMLButtonElement>('delete'),
+  rerunFailed: byId<HTMLButtonElement>('rerun-failed'),
+  rerunAll: byId<HTMLButtonElement>('rerun-all'),
   metadata: byId<HTMLTextAreaElement>('metadata'),
   metadataError: byId('metadata-error'),
   runMetadata: byId('run-metadata'),
@@ -312,6 +314,10 @@ function setStatus(status: string, detail = ''): void {
   const live = status !== 'idle' && status !== 'deleted' && !isTerminal(status as RunStatus);
   el.cancel.disabled = !live || !state.current?.id;
   el.deleteRun.disabled = !state.current?.id || status === 'deleted';
+  // D38: a finished run can be run again, whole or its failed items only.
+  const ended = !!state.current?.id && isTerminal(status as RunStatus);
+  el.rerunFailed.disabled = !ended;
+  el.rerunAll.disabled = !ended;
   el.run.disabled = status === 'starting';
 }
 
@@ -460,14 +466,35 @@ el.cancel.addEventListener('click', async () => {
   }
 });
 
-/** D37: the run's metadata under its status (none: hidden). */
+/** D37: the run's metadata under its status, and D38 the run it re-runs (neither: hidden). */
 function showRunMetadata(run: Run): void {
   const pairs = Object.entries(run.metadata ?? {});
-  say(
-    el.runMetadata,
+  const lines = [
     pairs.length ? `Metadata: ${pairs.map(([k, v]) => `${k}=${v}`).join(' · ')}` : '',
-  );
+    run.parent_run_id ? `Re-run of ${run.parent_run_id}` : '',
+  ];
+  say(el.runMetadata, lines.filter(Boolean).join(' — '));
 }
+
+/** D38: starts a re-run of the run on screen and follows it. */
+async function rerun(items: 'failed' | 'all'): Promise<void> {
+  const id = state.current?.id;
+  if (!id) return;
+  say(el.formError, '');
+  el.rerunFailed.disabled = true;
+  el.rerunAll.disabled = true;
+  try {
+    const started = await api<{ run_id: string }>('POST', `/api/v1/runs/${id}/rerun`, { items });
+    await follow({ runId: started.run_id });
+  } catch (err) {
+    // Refused (nothing to re-run, no credit ...): the run on screen stays, and so do its buttons.
+    el.rerunFailed.disabled = false;
+    el.rerunAll.disabled = false;
+    say(el.formError, (err as Error).message);
+  }
+}
+el.rerunFailed.addEventListener('click', () => void rerun('failed'));
+el.rerunAll.addEventListener('click', () => void rerun('all'));
 
 el.deleteRun.addEventListener('click', async () => {
   const current = state.current;

@@ -390,6 +390,27 @@ describe('playground page', function () {
     assert.equal(await page.getByRole('button', { name: `Open run ${runId}` }).count(), 0);
   });
 
+  it('re-runs a finished run from its buttons: failed items (refused: none failed) and all (D38)', async () => {
+    await chooseWorkflow(page, 'hello');
+    await page.getByLabel('Name').fill('Again');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('#run-status .badge', { hasText: 'completed' }).waitFor();
+    const parentId = (await page.locator('#run-id').textContent())!;
+    await page.getByRole('button', { name: 'Re-run failed' }).click();
+    await page.locator('#form-error', { hasText: 'nothing to re-run' }).waitFor();
+    // The browser logs the refused re-run (the 400 we asked for): the one console error expected here.
+    const refused = await waitFor(async () => {
+      const at = problems.findIndex((p) => p.includes('status of 400'));
+      return at >= 0 ? at : undefined;
+    });
+    problems.splice(refused, 1);
+    await page.getByRole('button', { name: 'Re-run all' }).click();
+    await page.locator('#run-metadata', { hasText: `Re-run of ${parentId}` }).waitFor();
+    const childId = (await page.locator('#run-id').textContent())!;
+    assert.notEqual(childId, parentId);
+    assert.equal((await waitForRun(svc.url, key, childId)).parent_run_id, parentId);
+  });
+
   it('starts a run with a cost cap and a timeout, shows a refusal beside its field and the run’s usage (D36)', async () => {
     await chooseWorkflow(page, 'slow-answer');
     await page.getByLabel('Topic').fill('usage please');

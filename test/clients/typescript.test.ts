@@ -110,7 +110,7 @@ describe('typed client', function () {
     );
   });
 
-  it('starts with metadata, lists by metadata and time (D37), and deletes a run (D39)', async () => {
+  it('starts with metadata, lists by metadata and time (D37), re-runs (D38) and deletes a run (D39)', async () => {
     const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
     const since = new Date();
     const order = `ord_${Date.now()}`;
@@ -130,12 +130,22 @@ describe('typed client', function () {
       page.data.map((r) => r.id),
       [started.run_id],
     );
+    assert.equal(page.data[0].parent_run_id, null);
     const all = [];
     for await (const run of client.runs({ created_after: since, pageSize: 1 })) all.push(run.id);
     assert.deepEqual(all, [other.run_id, started.run_id]);
     await assert.rejects(
       client.start({ workflowId: 'batch', metadata: { 'no spaces': 'x' } }),
       (err: WrsApiError) => err.status === 400 && err.code === 'invalid_metadata',
+    );
+    // D38: a re-run names its parent and keeps its metadata; nothing failed, so no re-run of failed items.
+    const again = await client.rerun(started.run_id, { items: 'all' });
+    const rerun = await client.wait(again.run_id);
+    assert.equal(rerun.parent_run_id, started.run_id);
+    assert.deepEqual(rerun.metadata, { order, 'src.app': 'ts' });
+    await assert.rejects(
+      client.rerun(started.run_id, { items: 'failed' }),
+      (err: WrsApiError) => err.status === 400 && err.code === 'nothing_to_rerun',
     );
     assert.deepEqual(await client.delete(started.run_id), {
       id: started.run_id,

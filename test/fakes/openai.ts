@@ -3,6 +3,8 @@
  * the prompt text so each test says what the "model" does:
  *   - `status:NNN` in the prompt answers that HTTP status with an OpenAI-style error body;
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
+ *   - `refuseonce:<tag>` answers 400 (a refusal: the item fails) to the first request carrying
+ *     that tag, then succeeds (a row that fails in a run and completes in its re-run, D38);
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
  *   - `redirect:<url>` answers 307 to that URL (a hostile or compromised provider);
  *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
@@ -140,6 +142,13 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
           type: 'invalid_request_error',
           code: null,
         },
+      });
+    }
+    const refuseOnce = /refuseonce:(\w+)/.exec(prompt);
+    if (refuseOnce && !flakyCounts.has(`refuse:${refuseOnce[1]}`)) {
+      flakyCounts.set(`refuse:${refuseOnce[1]}`, 1);
+      return send(400, {
+        error: { message: 'The model refused once', type: 'invalid_request_error', code: null },
       });
     }
     const flaky = /flaky:(\w+):(\d+)/.exec(prompt);

@@ -4,7 +4,8 @@
  *   `slow:<ms>`  answer after that delay;
  *   `pad:<n>`    pad the answer with `x` to n characters (answers of a real size, P4b);
  *   `hold`       answer only when `release()` is called (or after 10 minutes);
- *   `tag:<word>` remember when the answer for that tag was sent (P3 measures lag from it).
+ *   `tag:<word>` remember when the answer for that tag was sent (P3 measures lag from it);
+ *   `failonce:<word>` answer 400 (a refusal: the row's item fails) the first time, then as usual (P8).
  * Listens on 127.0.0.1 only.
  */
 import http from 'node:http';
@@ -27,6 +28,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   const answeredAt = new Map<string, number>();
   const counts = { received: 0, answered: 0, inFlight: 0, maxInFlight: 0 };
   const holding = new Set<() => void>();
+  const refused = new Set<string>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -43,6 +45,17 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       const prompt: string =
         body.messages?.map((m: { content: string }) => m.content).join('\n') ?? '';
       const delay = Number(/slow:(\d+)/.exec(prompt)?.[1] ?? 0);
+      const failOnce = /failonce:(\S+)/.exec(prompt)?.[1];
+      if (failOnce && !refused.has(failOnce)) {
+        refused.add(failOnce);
+        counts.inFlight--;
+        counts.answered++;
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ error: { message: 'refused once', type: 'invalid_request_error' } }),
+        );
+        return;
+      }
       const tag = /tag:(\S+)/.exec(prompt)?.[1];
       const answer = () => {
         const payload = JSON.stringify({

@@ -160,7 +160,7 @@ def test_list_runs_pages_with_a_cursor(client: WrsClient, workflows: dict) -> No
 
 
 def test_metadata_filters_and_delete(client: WrsClient, base_url: str, api_key: str, workflows: dict) -> None:
-    """D37: start with metadata, list by metadata, time and workflow; D39: delete, then 404."""
+    """D37: start with metadata, list by metadata, time and workflow; D38: re-run; D39: delete, then 404."""
     since = datetime.now(timezone.utc)
     order = f"ord_{time.time_ns()}"
     mine = client.start(workflows["greet"], {"name": "Meta"}, metadata={"order": order, "src.lang": "py"})
@@ -174,6 +174,13 @@ def test_metadata_filters_and_delete(client: WrsClient, base_url: str, api_key: 
     with pytest.raises(InvalidRequestError) as refused:
         client.start(workflows["greet"], {"name": "x"}, metadata={"no spaces": "x"})
     assert refused.value.code == "invalid_metadata"
+    assert run["parent_run_id"] is None
+    # D38: a re-run names its parent and keeps its metadata; with nothing failed, no re-run of failed items.
+    again = client.wait(client.rerun(mine["run_id"], items="all")["run_id"])
+    assert again["parent_run_id"] == mine["run_id"] and again["metadata"] == run["metadata"]
+    with pytest.raises(InvalidRequestError) as nothing:
+        client.rerun(mine["run_id"], items="failed")
+    assert nothing.value.code == "nothing_to_rerun"
     assert client.delete_run(mine["run_id"]) == {"id": mine["run_id"], "object": "run", "deleted": True}
     with pytest.raises(NotFoundError):
         client.get(mine["run_id"])
@@ -182,6 +189,8 @@ def test_metadata_filters_and_delete(client: WrsClient, base_url: str, api_key: 
         async with AsyncWrsClient(base_url, api_key) as aclient:
             listed = await aclient.list_runs(metadata={"order": "other"}, created_after=since)
             assert [r["id"] for r in listed["data"]] == [other["run_id"]]
+            rerun = await aclient.rerun(other["run_id"], idempotency_key=f"re-{other['run_id']}")
+            assert (await aclient.wait(rerun["run_id"]))["parent_run_id"] == other["run_id"]
             assert (await aclient.delete_run(other["run_id"]))["deleted"] is True
             with pytest.raises(NotFoundError):
                 await aclient.delete_run(other["run_id"])

@@ -425,6 +425,20 @@ describe('OpenAPI document conformance (D25)', function () {
       ).status,
       404,
     );
+    // D38: a re-run answers like a start; a re-run of nothing that exists is 404.
+    for (const [path, status] of [
+      [`/api/v1/runs/${runId}/rerun`, 202],
+      [`/api/v1/runs/${NO_RUN}/rerun`, 404],
+    ] as const)
+      assert.equal(
+        (
+          await op('POST', '/api/v1/runs/{runId}/rerun', path, {
+            key: ctx.key,
+            body: { items: 'all' },
+          })
+        ).status,
+        status,
+      );
     // D39: the cancelled run deleted, then a second delete of it.
     for (const status of [200, 404])
       assert.equal(

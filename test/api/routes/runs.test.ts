@@ -14,6 +14,7 @@ const RUN_FIELDS = [
   'id',
   'metadata', // D37
   'output',
+  'parent_run_id', // D38
   'published_workflow_id',
   'published_workflow_version_id',
   'status',
@@ -194,6 +195,7 @@ describe('API runs: reading a run nobody has picked up yet', function () {
       completed_at: null,
       webhook: null,
       metadata: {},
+      parent_run_id: null,
       usage: { provider_calls: 0, input_tokens: 0, output_tokens: 0, by_node: {} }, // D36
     });
 

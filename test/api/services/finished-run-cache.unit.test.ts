@@ -17,6 +17,7 @@ function view(id: string, items = 1): RunView {
     completed_at: '2026-11-22T00:00:01.000Z',
     webhook: null,
     metadata: {},
+    parent_run_id: null,
     usage: { provider_calls: 0, input_tokens: 0, output_tokens: 0, by_node: {} },
   };
 }

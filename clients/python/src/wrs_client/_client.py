@@ -189,6 +189,13 @@ class WrsClient(_Base):
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
         return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds), headers=headers))
 
+    def rerun(self, run_id: str, *, items: str = "all", idempotency_key: Optional[str] = None) -> AsyncStart:
+        """D38: a new run of the same version, inputs, metadata and webhook, naming `run_id` as its
+        `parent_run_id`. `items="failed"` (a finished run) runs only the failed items again and
+        carries the completed ones over, billing only what runs; `"all"` runs it whole."""
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        return cast(AsyncStart, self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers=headers))
+
     def get(self, run_id: str) -> Run:
         """Reads a run: its status, and its output once completed."""
         return cast(Run, self._json("GET", _path("runs", run_id)))
@@ -356,6 +363,10 @@ class AsyncWrsClient(_Base):
     async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None) -> AsyncStart:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
         return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds), headers=headers))
+
+    async def rerun(self, run_id: str, *, items: str = "all", idempotency_key: Optional[str] = None) -> AsyncStart:
+        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        return cast(AsyncStart, await self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers=headers))
 
     async def get(self, run_id: str) -> Run:
         return cast(Run, await self._json("GET", _path("runs", run_id)))

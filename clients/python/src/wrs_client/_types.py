@@ -74,6 +74,7 @@ class Run(TypedDict):
     created_at: str
     completed_at: Optional[str]
     metadata: Dict[str, str]
+    parent_run_id: Optional[str]
     usage: RunUsage
 
 

@@ -1,0 +1,109 @@
+/**
+ * D38: re-running a run. A re-run is a start (D17 hold, D18 idempotency, D20 webhook, D37
+ * metadata) of the parent's exact workflow version with its stored inputs, its metadata and its
+ * webhook, recorded with `parent_run_id`. With `items: "failed"` the parent must have ended and
+ * hold something that did not complete; the workflow then carries its completed items over
+ * (workflows/carry-over.ts) and bills only what runs again.
+ */
+import { InvalidRequestError, NotFoundError } from '../../domain/errors';
+import { isId } from '../../domain/ids';
+import { isTerminal } from '../../domain/run';
+import type { RunDoc } from '../../store/documents';
+import { storedItems } from '../../store/item-blocks';
+import { findRunRecord, findRunWithoutLog } from '../../store/runs';
+import type { RerunRequest, StartRequest } from '../contract/request-schemas';
+import type { AuthContext } from '../middleware/authenticate';
+import { startIdempotent } from './idempotent-start';
+import { startRun, type StartRunDeps } from './start-run';
+
+/** Starts the re-run of `parentId` and returns its record as stored (status `pending`). */
+export async function rerunRun(
+  deps: StartRunDeps,
+  auth: AuthContext,
+  parentId: string,
+  body: RerunRequest,
+  idempotencyKey?: string,
+): Promise<RunDoc> {
+  let parent = await readParent(deps, auth, parentId);
+  if (body.items === 'failed') {
+    // A run that has just ended (its GET says so) writes its record a moment later: wait for it.
+    if (!parent.finalized && (await hasEnded(deps, parentId)))
+      parent = await readParent(deps, auth, parentId);
+    if (!parent.finalized)
+      throw new InvalidRequestError(
+        `Run \`${parentId}\` has not finished; re-run its failed items once it has (or re-run it with \`"items": "all"\`).`,
+        { code: 'run_not_finished' },
+      );
+    if (!(await hasUnfinishedWork(deps, parent)))
+      throw new InvalidRequestError(
+        `Run \`${parentId}\` completed with no failed item: there is nothing to re-run.`,
+        { code: 'nothing_to_rerun', param: 'items' },
+      );
+  }
+  const request: StartRequest = {
+    workflowId: parent.published_workflow_id,
+    version: parent.published_workflow_version_id,
+    stream: body.stream,
+    inputs: parent.inputs,
+    ...(parent.webhook ? { webhook: parent.webhook } : {}),
+    ...(parent.metadata && Object.keys(parent.metadata).length > 0
+      ? { metadata: parent.metadata }
+      : {}),
+  };
+  const rerun = { parentRunId: parent._id, items: body.items };
+  return idempotencyKey
+    ? startIdempotent(deps, auth, request, idempotencyKey, rerun)
+    : startRun(deps, auth, request, { rerun });
+}
+
+/** The caller's run without its event log (a big run's is large; a re-run needs none of it); 404 otherwise. */
+async function readParent(
+  deps: StartRunDeps,
+  auth: AuthContext,
+  parentId: string,
+): Promise<RunDoc> {
+  const parent = isId('run', parentId) ? await findRunWithoutLog(deps.collections, parentId) : null;
+  // Another account's run is indistinguishable from a missing (or deleted, D39) one.
+  if (!parent || parent.account_id !== auth.accountId)
+    throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
+  return parent;
+}
+
+/** Whether a run whose record is not final yet has ended, once its workflow has closed (it closes after writing the record). */
+async function hasEnded(deps: StartRunDeps, runId: string): Promise<boolean> {
+  const snapshot = await deps.gateway.snapshot(runId, Number.MAX_SAFE_INTEGER);
+  if (!snapshot || !isTerminal(snapshot.status)) return false;
+  return deps.gateway.waitForClose(runId, FINALIZE_WAIT_MS);
+}
+
+/** How long a re-run waits for a just-ended parent's record (finalize retries a store blip meanwhile). */
+const FINALIZE_WAIT_MS = 10_000;
+
+/**
+ * Whether a finished run left anything undone: it failed or was cancelled (rows that never ran),
+ * or an output item failed. A big output is read a page at a time and the scan stops at the
+ * first failed item.
+ */
+async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<boolean> {
+  if (head.status !== 'completed') return true;
+  // A big inline output (a list straight from a `batch`) is kept in chunks: join them for this check.
+  const run = head.chunks
+    ? ((await findRunRecord(deps.collections, head._id, false)) ?? head)
+    : head;
+  for (const items of Object.values(run.output ?? {}))
+    if (items.some((item) => item.status !== 'completed')) return true;
+  const stored = Object.values(run.stored_outputs ?? {});
+  if (stored.length > 0 && !run.item_id_base) return true; // cannot tell: let the re-run find out
+  for (const output of stored) {
+    for await (const item of storedItems(
+      deps.collections,
+      run._id,
+      run.item_id_base!,
+      output,
+      0,
+      false,
+    ))
+      if (item.status !== 'completed') return true;
+  }
+  return false;
+}

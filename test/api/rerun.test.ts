@@ -1,0 +1,249 @@
+/**
+ * D38: re-running a run. A re-run of failed items runs only the rows that failed (the fake
+ * provider refuses chosen rows the first time only), carries the completed ones over unchanged,
+ * bills only what ran, and names its parent; small (inline) and big (stored, D35) runs alike.
+ * `items: "all"` runs everything again; idempotency keys work as for a start; nothing to re-run,
+ * an unfinished parent and another account's run are refused with their documented codes.
+ */
+import assert from 'node:assert/strict';
+import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
+import { call, waitFor } from '../support/http';
+import { expectError } from '../support/api-assert';
+import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
+import { startRun } from '../support/runs';
+import { useService } from '../support/use-service';
+import { events, openSse } from '../support/sse';
+import { deriveId } from '../../store/ids';
+
+const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
+
+describe('re-running a run (D38)', function () {
+  this.timeout(240_000);
+  const ctx = useService({ fakeOpenAI: true, credit: 100, env: { PRICES } });
+
+  const rerun = (
+    runId: string,
+    body: unknown,
+    opts: { key?: string; headers?: Record<string, string> } = {},
+  ) =>
+    call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/rerun`, {
+      key: opts.key ?? ctx.key,
+      headers: opts.headers,
+      body,
+    });
+  const started = (res: { status: number; body: any }): string => {
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    return res.body.run_id;
+  };
+  /** The run's debit, once its end has booked it (a read may answer from the workflow a moment before). */
+  const debitOf = (runId: string) =>
+    waitFor(
+      async () =>
+        (await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) }))
+          ?.amount_usd,
+      { what: `the debit of ${runId}` },
+    );
+  const calls = (tag: string) => ctx.fake.requestsWith(tag).length;
+
+  it('re-runs only the failed items of a small run: completed items carried over unchanged, only re-run rows billed, parent_run_id set', async () => {
+    const rows = ['a sm1', 'b sm1 refuseonce:sm1b', 'c sm1', 'd sm1 refuseonce:sm1d'];
+    await publish(ctx.svc.url, ctx.key, batchWorkflow('rerun-small', rows));
+    const parentId = await startRun(
+      ctx.svc.url,
+      ctx.key,
+      'rerun-small',
+      {},
+      {
+        body: { metadata: { order: 'o-1' } },
+      },
+    );
+    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId);
+    assert.equal(parent.status, 'completed');
+    assert.deepEqual(
+      parent.output.answers.map((i: any) => i.status),
+      ['completed', 'failed', 'completed', 'failed'],
+    );
+    assert.equal(parent.parent_run_id, null);
+    assert.equal(calls('sm1'), 4);
+
+    const childId = started(await rerun(parentId, { items: 'failed' }));
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId);
+    assert.equal(child.status, 'completed', JSON.stringify(child));
+    assert.equal(child.parent_run_id, parentId);
+    assert.deepEqual(child.metadata, { order: 'o-1' });
+    assert.equal(child.published_workflow_version_id, parent.published_workflow_version_id);
+    const items = child.output.answers;
+    assert.deepEqual(
+      items.map((i: any) => i.status),
+      ['completed', 'completed', 'completed', 'completed'],
+    );
+    // Carried items are the parent's, parts and all; the failed ones ran again (and only they did).
+    assert.deepEqual(items[0].parts, parent.output.answers[0].parts);
+    assert.deepEqual(items[2].parts, parent.output.answers[2].parts);
+    assert.equal(items[1].parts[0].text, 'echo: b sm1 refuseonce:sm1b');
+    assert.equal(calls('sm1'), 6, 'two rows ran again, no more');
+    assert.equal(child.total_cost, money(START_FEE_USD + 2 * LLM_CALL_USD));
+    assert.equal(await debitOf(childId), -child.total_cost, 'the ledger bills only what ran');
+
+    // The list shows the link too.
+    const list = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=10', { key: ctx.key });
+    const listed = list.body.data.find((r: any) => r.id === childId);
+    assert.equal(listed.parent_run_id, parentId);
+
+    // Nothing failed any more: a re-run of failed items has nothing to do.
+    expectError(await rerun(childId, { items: 'failed' }), {
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'nothing_to_rerun',
+    });
+
+    // `all` runs every row again, billed as a start.
+    const allId = started(await rerun(parentId, {}));
+    const all = await waitForRun(ctx.svc.url, ctx.key, allId);
+    assert.equal(all.status, 'completed');
+    assert.equal(all.parent_run_id, parentId);
+    assert.equal(calls('sm1'), 10, 'every row ran again');
+    assert.equal(all.total_cost, money(START_FEE_USD + 4 * LLM_CALL_USD));
+  });
+
+  it('re-runs only the failed rows of a big stored run (300 rows, D35)', async () => {
+    const failing = new Set([5, 150, 299]);
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      failing.has(i) ? `r${i} bg1 refuseonce:bg1r${i}` : `r${i} bg1`,
+    );
+    await publish(ctx.svc.url, ctx.key, rowsWorkflow('rerun-big'));
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-big', { rows });
+    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId, 120_000);
+    assert.equal(parent.status, 'completed');
+    const failedRows = parent.output.answers.flatMap((i: any, k: number) =>
+      i.status === 'failed' ? [k] : [],
+    );
+    assert.deepEqual(failedRows, [...failing]);
+    assert.equal(calls('bg1'), 300);
+
+    const childId = started(await rerun(parentId, { items: 'failed', stream: false }));
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId, 120_000);
+    assert.equal(child.status, 'completed', JSON.stringify(child).slice(0, 500));
+    assert.equal(child.parent_run_id, parentId);
+    assert.equal(calls('bg1'), 303, 'only the three failed rows ran again');
+    child.output.answers.forEach((item: any, k: number) => {
+      assert.equal(item.status, 'completed', `row ${k}`);
+      if (!failing.has(k)) assert.deepEqual(item.parts, parent.output.answers[k].parts, `row ${k}`);
+    });
+    assert.equal(child.total_cost, money(START_FEE_USD + 3 * LLM_CALL_USD));
+    assert.equal(await debitOf(childId), -child.total_cost);
+  });
+
+  it('re-runs a failed row through a chain of big nodes (rows → a → b): both run it again, nothing else', async () => {
+    const failing = new Set([7, 201]);
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      failing.has(i) ? `r${i} ch1 refuseonce:ch1r${i}` : `r${i} ch1`,
+    );
+    const doc = rowsWorkflow('rerun-chain', 'A {{row}}');
+    doc.nodes.splice(3, 0, { id: 'again', type: 'llm', model: 'gpt-test', prompt: 'B {{row}}' });
+    doc.edges = [
+      { from: 'rows', to: 'split', port: 'rows' },
+      { from: 'split', to: 'ask', port: 'row' },
+      { from: 'ask', to: 'again', port: 'row' },
+      { from: 'again', to: 'out' },
+    ];
+    await publish(ctx.svc.url, ctx.key, doc);
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-chain', { rows });
+    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId, 120_000);
+    assert.equal(parent.status, 'completed');
+    assert.equal(parent.output.answers[7].status, 'failed');
+    assert.equal(parent.output.answers[7].error.type, 'upstream_failed');
+    assert.equal(calls('ch1'), 600 - failing.size);
+
+    const childId = started(await rerun(parentId, { items: 'failed' }));
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId, 120_000);
+    assert.equal(child.status, 'completed');
+    assert.equal(
+      calls('ch1'),
+      600 - failing.size + 2 * failing.size,
+      'each failed row ran through both nodes, no other row did',
+    );
+    child.output.answers.forEach((item: any, k: number) => {
+      assert.equal(item.status, 'completed', `row ${k}`);
+      if (!failing.has(k)) assert.deepEqual(item.parts, parent.output.answers[k].parts, `row ${k}`);
+    });
+    assert.equal(child.total_cost, money(START_FEE_USD + 2 * failing.size * LLM_CALL_USD));
+  });
+
+  it('honours an Idempotency-Key: the same re-run once, another body with the key is 409', async () => {
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      batchWorkflow('rerun-idem', ['x id1 refuseonce:id1x', 'y id1']),
+    );
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-idem');
+    await waitForRun(ctx.svc.url, ctx.key, parentId);
+    const headers = { 'Idempotency-Key': `rerun-${parentId}` };
+    const first = started(await rerun(parentId, { items: 'failed' }, { headers }));
+    const again = started(await rerun(parentId, { items: 'failed' }, { headers }));
+    assert.equal(again, first);
+    expectError(await rerun(parentId, { items: 'all' }, { headers }), {
+      status: 409,
+      type: 'invalid_request_error',
+      code: 'idempotency_key_reused',
+    });
+    const child = await waitForRun(ctx.svc.url, ctx.key, first);
+    assert.equal(child.status, 'completed');
+    assert.equal(calls('id1'), 3, 'the failed row ran once more, once');
+  });
+
+  it('streams a re-run with `stream: true`, as a start streams (response.created … response.completed)', async () => {
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      batchWorkflow('rerun-stream', ['s st1 refuseonce:st1s', 't st1']),
+    );
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-stream');
+    await waitForRun(ctx.svc.url, ctx.key, parentId);
+    const sse = await openSse(`${ctx.svc.url}/api/v1/runs/${parentId}/rerun`, {
+      method: 'POST',
+      key: ctx.key,
+      body: { items: 'failed', stream: true },
+    });
+    assert.equal(sse.status, 200);
+    await sse.closed;
+    const all = events(sse);
+    assert.equal(all[0].type, 'response.created');
+    assert.equal(all.at(-1).type, 'response.completed');
+    const childId = all[0].response.run_id;
+    assert.notEqual(childId, parentId);
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId);
+    assert.equal(child.parent_run_id, parentId);
+    assert.deepEqual(
+      child.output.answers.map((i: any) => i.status),
+      ['completed', 'completed'],
+    );
+    assert.equal(calls('st1'), 3);
+  });
+
+  it('refuses an unfinished parent (409 run_not_finished), and another account’s or an unknown run (404)', async () => {
+    await publish(ctx.svc.url, ctx.key, batchWorkflow('rerun-slow', ['slow:5000 sl1']));
+    const liveId = await startRun(ctx.svc.url, ctx.key, 'rerun-slow');
+    expectError(await rerun(liveId, { items: 'failed' }), {
+      status: 409,
+      type: 'invalid_request_error',
+      code: 'run_not_finished',
+    });
+    const other = await ctx.newAccount();
+    expectError(await rerun(liveId, { items: 'all' }, { key: other.key }), {
+      status: 404,
+      type: 'not_found_error',
+      code: 'not_found',
+    });
+    expectError(await rerun('run_01J000000000000000000000000', {}), {
+      status: 404,
+      type: 'not_found_error',
+      code: 'not_found',
+    });
+    expectError(await rerun(liveId, { items: 'some' }), {
+      status: 400,
+      type: 'invalid_request_error',
+    });
+    await call(ctx.svc.url, 'POST', `/api/v1/runs/${liveId}/cancel`, { key: ctx.key });
+  });
+});

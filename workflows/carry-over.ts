@@ -1,0 +1,160 @@
+/**
+ * D38: what a re-run of failed items carries over from its parent run, inside the workflow.
+ *
+ * An I/O node's row is carried (reported done with the parent's item, not run, not billed) when
+ * the parent completed it and the node is "carriable": the parent's items of the node are known
+ * (a big node's stored pages, D35, or a small node's items as the parent's output), and every
+ * input of the node is what the parent's was. Inputs are the parent's when they come from
+ * user inputs, `batch`/`text` over such inputs, or carriable I/O nodes: a row the parent
+ * completed had completed inputs, and those are carried too. A `select`/`join` over any I/O node
+ * may change (some rows run again), so everything downstream of it runs again, and so does a
+ * small I/O node whose items the parent kept only in its history (not an output): all its rows
+ * run, and what depends on it. Pure; the activity that reads the parent is activities/carry-over.ts.
+ */
+import type { GraphNode, WorkflowDocument } from '../domain/graph';
+import type { Item } from '../domain/parts';
+import { normalizeLabel } from '../domain/labels';
+import type { ActivityInterfaceFor } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { IoNode, NodeRow } from '../activities/types';
+import type { RunArgs } from './definitions';
+import type { RowProgress } from './engine';
+
+const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
+/** Blocks of a carried big node in flight at once (see CarryOver.lanes). */
+const CARRIED_LANES = 16;
+
+/** Asks the `loadCarryOver` activity what the parent holds, and builds the run's carry-over from it. */
+export async function loadCarry(
+  args: RunArgs,
+  parentRunId: string,
+  persistence: Pick<ActivityInterfaceFor<Activities>, 'loadCarryOver'>,
+): Promise<CarryOver> {
+  const source = await persistence.loadCarryOver.executeWithOptions(
+    { summary: 'load re-run carry-over' },
+    [
+      {
+        runId: args.runId,
+        accountId: args.accountId,
+        parentRunId,
+        ioNodes: args.graph.nodes.filter((n) => IO_TYPES.has(n.type)).map((n) => n.id),
+        feeders: inlineFeeders(args.graph),
+      },
+    ],
+  );
+  return new CarryOver(args.graph, source, parentRunId);
+}
+
+/** What the parent holds: nodes with stored pages, and a small node's completed items by row. */
+export interface CarrySource {
+  stored: string[];
+  inline: Record<string, Array<[number, Item]>>;
+}
+
+/** The I/O nodes whose items the parent's record keeps as an output (normalized label), one item per row. */
+export function inlineFeeders(graph: WorkflowDocument): Record<string, string> {
+  const nodes = new Map(graph.nodes.map((node) => [node.id, node]));
+  const out: Record<string, string> = {};
+  for (const edge of graph.edges) {
+    const to = nodes.get(edge.to);
+    const from = nodes.get(edge.from);
+    if (to?.type !== 'user_result' || !from || !oneItemPerRow(from)) continue;
+    out[from.id] = normalizeLabel(to.label);
+  }
+  return out;
+}
+
+/** Nodes whose rows each give one output item, so an output item's index is its row. */
+function oneItemPerRow(node: GraphNode): boolean {
+  if (node.type === 'llm' || node.type === 'http_request') return true;
+  return node.type === 'image_generation' && (node.n ?? 1) === 1;
+}
+
+/** The I/O nodes whose completed parent rows may be carried over (see the header). */
+export function carriableNodes(graph: WorkflowDocument, source: CarrySource): Set<string> {
+  const known = new Set([...source.stored, ...Object.keys(source.inline)]);
+  const nodes = new Map(graph.nodes.map((node) => [node.id, node]));
+  const inputsOf = new Map<string, string[]>();
+  for (const edge of graph.edges)
+    inputsOf.set(edge.to, [...(inputsOf.get(edge.to) ?? []), edge.from]);
+  const clean = new Map<string, boolean>();
+  const ioUpstream = new Map<string, boolean>();
+  const hasIoUpstream = (id: string): boolean => {
+    if (!ioUpstream.has(id)) {
+      ioUpstream.set(id, false); // a graph is acyclic; this only guards recursion
+      ioUpstream.set(
+        id,
+        (inputsOf.get(id) ?? []).some(
+          (from) => IO_TYPES.has(nodes.get(from)!.type) || hasIoUpstream(from),
+        ),
+      );
+    }
+    return ioUpstream.get(id)!;
+  };
+  const isClean = (id: string): boolean => {
+    if (!clean.has(id)) {
+      clean.set(id, false);
+      const node = nodes.get(id)!;
+      const inputs = (inputsOf.get(id) ?? []).every(isClean);
+      let value: boolean;
+      if (node.type === 'select' || node.type === 'join') value = inputs && !hasIoUpstream(id);
+      else if (IO_TYPES.has(node.type)) value = inputs && known.has(id);
+      else value = inputs;
+      clean.set(id, value);
+    }
+    return clean.get(id)!;
+  };
+  return new Set(graph.nodes.filter((n) => IO_TYPES.has(n.type) && isClean(n.id)).map((n) => n.id));
+}
+
+/** The carry-over of one re-run, as the workflow uses it. */
+export class CarryOver {
+  private readonly carriable: Set<string>;
+  private readonly inline: Map<string, Map<number, Item>>;
+
+  constructor(
+    graph: WorkflowDocument,
+    source: CarrySource,
+    readonly parentRunId: string,
+  ) {
+    this.carriable = carriableNodes(graph, source);
+    this.inline = new Map(
+      Object.entries(source.inline).map(([node, rows]) => [node, new Map(rows)]),
+    );
+  }
+
+  /** A big node's blocks take the parent's completed rows from its stored pages (activities/node-block.ts). */
+  blockSource(nodeId: string): { carryFrom?: string } {
+    return this.carriable.has(nodeId) ? { carryFrom: this.parentRunId } : {};
+  }
+
+  /**
+   * Lanes of a big node's blocks (run-workflow.ts `runStoredRows`; 2 for other runs): a carried
+   * node's block runs only the rows its parent did not complete, so sixteen blocks share the run's
+   * slots at a time and the store reads and writes of the carried pages overlap.
+   */
+  lanes(nodeId: string): number | undefined {
+    return this.carriable.has(nodeId) ? CARRIED_LANES : undefined;
+  }
+
+  /** A small node's rows the parent completed are reported done at once; the others run. */
+  wrap(
+    runIoRows: (node: IoNode, rows: NodeRow[], progress: RowProgress) => Promise<void>,
+  ): (node: IoNode, rows: NodeRow[], progress: RowProgress) => Promise<void> {
+    return async (node, rows, progress) => {
+      const items = this.carriable.has(node.id) ? this.inline.get(node.id) : undefined;
+      if (!items) return runIoRows(node, rows, progress);
+      const rest: NodeRow[] = [];
+      for (const row of rows) {
+        const item = items.get(row.index);
+        if (!item) {
+          rest.push(row);
+          continue;
+        }
+        progress.started(row.index);
+        progress.done(row.index, [item]);
+      }
+      if (rest.length > 0) await runIoRows(node, rest, progress);
+    };
+  }
+}
