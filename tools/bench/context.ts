@@ -12,8 +12,8 @@ export interface Sizes {
   p2: { iterations: number; warmup: number; pollMs: number };
   /** The fake holds every run's llm call through a `steadyMs` steady state, then answers them over `releaseSpreadMs`. */
   p3: { runs: number; clientsPerRun: number; steadyMs: number; releaseSpreadMs: number };
-  /** P8: a batch of `rows` with one row in `failEvery` refused once, then its re-run of failed items (D38). */
-  p8: { rows: number; failEvery: number; concurrency: number; fakeMs: number; timeoutMs: number };
+  /** P9: a batch of `rows` with one row in `failEvery` refused once, then its re-run of failed items (D38). */
+  p9: { rows: number; failEvery: number; concurrency: number; fakeMs: number; timeoutMs: number };
   /** Batch sizes and the per-run concurrency each runs at (the workflow's own `concurrency`). */
   p4: { cases: Array<{ rows: number; concurrency: number }>; fakeMs: number; timeoutMs: number };
   /** P4b: rows of a JSON Lines file through batch → llm → llm (answers of `answerBytes`), pipelined (D35). */
@@ -30,7 +30,7 @@ export interface Sizes {
 }
 
 export const FULL: Sizes = {
-  p8: { rows: 100_000, failEvery: 100, concurrency: 64, fakeMs: 50, timeoutMs: 900_000 },
+  p9: { rows: 100_000, failEvery: 100, concurrency: 64, fakeMs: 50, timeoutMs: 900_000 },
   p1: { concurrencies: [1, 8, 32], durationMs: 8_000, warmupMs: 1_000, drainMs: 90_000 },
   p2: { iterations: 100, warmup: 5, pollMs: 50 },
   p3: { runs: 100, clientsPerRun: 10, steadyMs: 10_000, releaseSpreadMs: 2_000 },
@@ -51,7 +51,7 @@ export const FULL: Sizes = {
 };
 
 export const QUICK: Sizes = {
-  p8: { rows: 2_000, failEvery: 100, concurrency: 64, fakeMs: 50, timeoutMs: 120_000 },
+  p9: { rows: 2_000, failEvery: 100, concurrency: 64, fakeMs: 50, timeoutMs: 120_000 },
   p1: { concurrencies: [1, 8, 32], durationMs: 2_000, warmupMs: 500, drainMs: 30_000 },
   p2: { iterations: 20, warmup: 3, pollMs: 50 },
   p3: { runs: 10, clientsPerRun: 10, steadyMs: 4_000, releaseSpreadMs: 500 },

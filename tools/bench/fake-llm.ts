@@ -5,7 +5,7 @@
  *   `pad:<n>`    pad the answer with `x` to n characters (answers of a real size, P4b);
  *   `hold`       answer only when `release()` is called (or after 10 minutes);
  *   `tag:<word>` remember when the answer for that tag was sent (P3 measures lag from it);
- *   `failonce:<word>` answer 400 (a refusal: the row's item fails) the first time, then as usual (P8).
+ *   `failonce:<word>` answer 400 (a refusal: the row's item fails) the first time, then as usual (P9).
  * Listens on 127.0.0.1 only.
  */
 import http from 'node:http';

@@ -6,7 +6,7 @@
  *   npm run bench                         everything, full size → tools/bench/RESULTS.md
  *   npm run bench -- --only p1 --quick    one benchmark (or p1,p3), small → tools/bench/results-partial.md
  *   npm run bench -- --only p4b --chain-rows 20000   P4b (a file through batch → llm → llm) at another size
- *   npm run bench -- --only p8 --rerun-rows 10000    P8 (a run with 1% failed rows, then its re-run of failed items) at another size
+ *   npm run bench -- --only p9 --rerun-rows 10000    P9 (a run with 1% failed rows, then its re-run of failed items) at another size
  *   npm run bench -- --only p4b --worker-heap-mb 256  the worker child with --max-old-space-size=256
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in tools/bench/profiles/
  *   --out <file>                          write the report elsewhere
@@ -52,7 +52,7 @@ import { benchFileChain } from './benchmarks/p4b-file-chain';
 import { benchReads } from './benchmarks/p5-reads';
 import { benchRoundTrips } from './benchmarks/p6-round-trips';
 import { benchOverTime } from './benchmarks/p7-over-time';
-import { benchRerun, RERUN_PRICES } from './benchmarks/p8-rerun';
+import { benchRerun, RERUN_PRICES } from './benchmarks/p9-rerun';
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = {
   p1: benchStart,
@@ -63,7 +63,7 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   p7: benchOverTime,
   p4: benchBatch,
   p4b: benchFileChain, // the 100,000-row chain is the heaviest
-  p8: benchRerun, // D38: a 100,000-row run with 1% failed rows, then its re-run of failed items
+  p9: benchRerun, // D38: a 100,000-row run with 1% failed rows, then its re-run of failed items
 };
 
 interface Args {
@@ -77,7 +77,7 @@ interface Args {
   rows?: number[];
   /** P4b's row count instead of the mode's (e.g. 1000000 for P4c's size through the chain). */
   chainRows?: number;
-  /** P8's row count instead of the mode's. */
+  /** P9's row count instead of the mode's. */
   rerunRows?: number;
   /** The service without its payload codec (D32), to measure what encryption costs. */
   plaintext: boolean;
@@ -239,7 +239,7 @@ async function main(): Promise<void> {
   if (args.rows?.length)
     sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
   if (args.chainRows) sizes.p4b.rows = args.chainRows;
-  if (args.rerunRows) sizes.p8.rows = args.rerunRows;
+  if (args.rerunRows) sizes.p9.rows = args.rerunRows;
   const fullRun =
     !args.quick &&
     !args.rows &&
@@ -301,7 +301,7 @@ async function main(): Promise<void> {
       TEMPORAL_TASK_QUEUE: 'wrs-bench',
       OPENAI_BASE_URL: fake.baseUrl,
       OPENAI_API_KEY: 'bench-key',
-      // P8 bills its own model (no other benchmark uses it), so a re-run's cost can be compared.
+      // P9 bills its own model (no other benchmark uses it), so a re-run's cost can be compared.
       PRICES: RERUN_PRICES,
       PAYLOAD_ENCRYPTION: args.plaintext ? 'false' : 'true',
       RUN_CONCURRENCY: '8',

@@ -1,5 +1,5 @@
 /**
- * P8 re-run (D38): a batch of rows through one priced llm node (the fake answers in 50 ms) at
+ * P9 re-run (D38): a batch of rows through one priced llm node (the fake answers in 50 ms) at
  * concurrency 64, one row in 100 refused the first time it is asked (so the run completes with
  * 1% failed items), then `POST /api/v1/runs/{id}/rerun` with `items: "failed"`. Each wall time
  * is from the POST to the workflow's close (the load process's own Temporal client); each cost
@@ -11,7 +11,7 @@ import { fmt, nowMs } from '../lib/stats';
 import { fetchEvents } from '../lib/history';
 import { deriveId } from '../../../store/ids';
 
-/** The price of P8's model: the only priced one in the bench, so P8's costs are its own. */
+/** The price of P9's model: the only priced one in the bench, so P9's costs are its own. */
 export const RERUN_PRICES = JSON.stringify({
   'fake-priced': { input_per_mtok: 1, output_per_mtok: 2 },
 });
@@ -34,7 +34,7 @@ const WORKFLOW = (fakeMs: number, concurrency: number) => ({
 });
 
 export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
-  const { rows: n, failEvery, concurrency, fakeMs, timeoutMs } = ctx.sizes.p8;
+  const { rows: n, failEvery, concurrency, fakeMs, timeoutMs } = ctx.sizes.p9;
   const agent = keepAliveAgent(4);
   const slug = `bench-rerun-c${concurrency}`;
   const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
@@ -92,10 +92,10 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     inputs: { rows: input },
   });
   ctx.log(
-    `P8 original: ${original.status} in ${fmt(original.wall / 1000, 1)} s, $${original.cost}`,
+    `P9 original: ${original.status} in ${fmt(original.wall / 1000, 1)} s, $${original.cost}`,
   );
   const rerun = await measure(`/api/v1/runs/${original.runId}/rerun`, { items: 'failed' });
-  ctx.log(`P8 re-run: ${rerun.status} in ${fmt(rerun.wall / 1000, 2)} s, $${rerun.cost}`);
+  ctx.log(`P9 re-run: ${rerun.status} in ${fmt(rerun.wall / 1000, 2)} s, $${rerun.cost}`);
   // Every row of the re-run completed: the failed ones ran, the others were carried over.
   const page = await requestJson(
     agent,
@@ -129,24 +129,24 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     },
   ];
   return {
-    id: 'p8',
-    title: `P8 — re-run of failed items (D38): ${n} rows at concurrency ${concurrency}, 1 in ${failEvery} failed`,
+    id: 'p9',
+    title: `P9 — re-run of failed items (D38): ${n} rows at concurrency ${concurrency}, 1 in ${failEvery} failed`,
     baseline: 'the original run; ratio = re-run wall time / original wall time',
     unit: 'ms',
     rows,
     verdicts: [
       {
-        target: `P8: the re-run calls the provider for the ${failed} failed rows only, and every row of it is completed`,
+        target: `P9: the re-run calls the provider for the ${failed} failed rows only, and every row of it is completed`,
         measured: `${rerun.calls} calls; first page ${firstPageOk ? 'all completed' : 'NOT all completed'}`,
         met: rerun.calls === failed && firstPageOk && rerun.status === 'completed',
       },
       {
-        target: 'P8: the re-run costs ≈1% of the original (≤ 2%)',
+        target: 'P9: the re-run costs ≈1% of the original (≤ 2%)',
         measured: `${fmt(costFraction * 100, 2)}%`,
         met: costFraction <= 0.02,
       },
       {
-        target: "P8: the re-run takes ≈1% of the original's time (≤ 5%)",
+        target: "P9: the re-run takes ≈1% of the original's time (≤ 5%)",
         measured: `${fmt(timeFraction * 100, 2)}% (${fmt(rerun.wall / 1000, 2)} s of ${fmt(original.wall / 1000, 1)} s)`,
         met: timeFraction <= 0.05,
       },
