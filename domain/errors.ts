@@ -48,19 +48,10 @@ export class DomainError extends Error {
   }
 }
 
-export interface InvalidRequestOptions extends DomainErrorOptions {
-  /**
-   * Ignored: the answer's status follows from `code` (api/errors/codes.ts). Still accepted so
-   * that callers written before the split keep compiling; new code leaves it out.
-   */
-  status?: number;
-}
-
 /** The request cannot be served as sent: a bad field, a conflict or a refusal its `code` names. */
 export class InvalidRequestError extends DomainError {
-  constructor(message: string, opts: InvalidRequestOptions = {}) {
-    const { status: _ignored, ...rest } = opts;
-    super('invalid_request', message, rest);
+  constructor(message: string, opts: DomainErrorOptions = {}) {
+    super('invalid_request', message, opts);
   }
 }
 

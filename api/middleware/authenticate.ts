@@ -10,7 +10,6 @@ import type { AuthContext } from '../auth/auth-context';
 import type { KeyCache } from '../auth/key-cache';
 
 // Re-exported for callers written before the move (api/services/start-run.ts); new code imports api/auth/.
-export type { AuthContext } from '../auth/auth-context';
 
 export interface AuthenticateDeps {
   collections: Pick<Collections, 'apiKeys'>;

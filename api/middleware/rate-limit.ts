@@ -14,7 +14,7 @@ import type { RateLimitOverrides } from '../../store/documents';
 import type { RateLimitBucket } from '../../store/rate-limits';
 import { RateLimitError } from '../../domain/errors';
 import type { RateCounter } from '../services/rate-counter';
-import type { AuthContext } from './authenticate';
+import type { AuthContext } from '../auth/auth-context';
 
 export interface RateLimitDeps {
   rateCounter: RateCounter;

@@ -12,7 +12,7 @@ import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
 import { findRunRecord, findRunWithoutLog } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
-import type { AuthContext } from '../middleware/authenticate';
+import type { AuthContext } from '../auth/auth-context';
 import { startIdempotent } from './idempotent-start';
 import { startRun, type StartRunDeps } from './start-run';
 
@@ -46,6 +46,9 @@ export async function rerunRun(
     stream: body.stream,
     inputs: parent.inputs,
     ...(parent.webhook ? { webhook: parent.webhook } : {}),
+    // D36: the parent's controls hold for its re-run too (a cap is per run: the re-run gets its own).
+    ...(parent.max_cost !== undefined ? { max_cost: parent.max_cost } : {}),
+    ...(parent.timeout_seconds !== undefined ? { timeout_seconds: parent.timeout_seconds } : {}),
     ...(parent.metadata && Object.keys(parent.metadata).length > 0
       ? { metadata: parent.metadata }
       : {}),

@@ -16,7 +16,7 @@ import { newPayloadSecret } from '../../store/run-secrets';
 import type { RunArgs } from '../../workflows/definitions';
 import { InvalidInputsError, InvalidRequestError } from '../../domain/errors';
 import type { RunGateway } from '../temporal/run-gateway';
-import type { AuthContext } from '../middleware/authenticate';
+import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { runsStarted } from '../../lib/metrics';
 import { classifyAddress, describeAddressClass } from '../../lib/net/ssrf';
@@ -76,10 +76,7 @@ export async function startRun(
   if (!version.graph || !version.contract) {
     throw new InvalidRequestError(
       `Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`,
-      {
-        status: 422,
-        code: 'workflow_graph_corrupt',
-      },
+      { code: 'workflow_graph_corrupt' },
     );
   }
   const inputs = validateInputs(version.contract, request.inputs);
