@@ -173,6 +173,7 @@ async function resumeAbandoned(
   await deps.gateway.start(
     runArgs(run, version.graph, deps.config.runs),
     workflow?.slug ?? run.published_workflow_id,
+    run.priority,
   );
 }
 

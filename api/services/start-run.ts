@@ -117,6 +117,8 @@ export async function startRun(
     ...(hold > 0 ? { hold_usd: hold } : {}),
     // D37: kept on the record only, never in the workflow's arguments: reads and webhooks render it from here.
     ...(request.metadata ? { metadata: request.metadata } : {}),
+    // D36: kept for a start retried from the record (idempotent-start.ts); normal is the default, not stored.
+    ...(request.priority && request.priority !== 'normal' ? { priority: request.priority } : {}),
     // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
     payload_secret: newPayloadSecret(),
   };
@@ -135,7 +137,7 @@ export async function startRun(
   // This process seals the start with it: no store read for a secret it just made.
   deps.gateway.codec?.runSecrets?.remember(run._id, Buffer.from(run.payload_secret!, 'base64'));
   try {
-    await deps.gateway.start(args, workflow.slug);
+    await deps.gateway.start(args, workflow.slug, run.priority);
   } catch (err) {
     // Removed, the record can no longer give the hold back: this request does.
     if (await deleteRun(collections, run._id).catch(() => false))
