@@ -45,8 +45,22 @@ export class CallScheduler {
   private turn = 0;
   private inFlight = 0;
   private readonly aborts = new WeakMap<AbortSignal, Set<() => void>>();
+  /** Slots handed out at most now: `slots`, or fewer while the process is overloaded (setLimit). */
+  private limit: number;
 
-  constructor(private readonly opts: CallSchedulerOptions) {}
+  constructor(private readonly opts: CallSchedulerOptions) {
+    this.limit = opts.slots;
+  }
+
+  /** The slots handed out at most now (between 1 and `slots`): lowered while the worker is overloaded. */
+  get currentLimit(): number {
+    return this.limit;
+  }
+
+  setLimit(limit: number): void {
+    this.limit = Math.max(1, Math.min(this.opts.slots, Math.round(limit)));
+    this.dispatch();
+  }
 
   /** Calls in flight now: all, or one account's. */
   active(accountId?: string): number {
@@ -132,7 +146,7 @@ export class CallScheduler {
 
   /** Hands free slots out, one account at a time in ring order, skipping accounts at their cap. */
   private dispatch(): void {
-    while (this.inFlight < this.opts.slots && this.ring.length > 0) {
+    while (this.inFlight < this.limit && this.ring.length > 0) {
       let granted = false;
       for (let step = 0; step < this.ring.length; step++) {
         const at = (this.turn + step) % this.ring.length;

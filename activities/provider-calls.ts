@@ -9,6 +9,7 @@ import { priorityOfKey } from '../domain/run-priority';
 import type { Collections } from '../store/db';
 import { providerCallCap } from '../store/accounts';
 import { CallScheduler } from './call-scheduler';
+import { governCalls } from './load-governor';
 import type { RowExecutors } from './node-chunk';
 
 /** How long an account's cap is trusted before it is read again. */
@@ -17,10 +18,16 @@ export const CAP_REFRESH_MS = 5_000;
 export interface ProviderCallLimits {
   workerSlots: number;
   accountCap: number;
+  /** The worker's event-loop delay the load governor keeps the calls under (activities/load-governor.ts); 0: off. */
+  lagTargetMs: number;
 }
 
 /** The defaults when a worker is built without configuration (unit uses of createActivities). */
-export const DEFAULT_PROVIDER_CALLS: ProviderCallLimits = { workerSlots: 128, accountCap: 64 };
+export const DEFAULT_PROVIDER_CALLS: ProviderCallLimits = {
+  workerSlots: 128,
+  accountCap: 64,
+  lagTargetMs: 0,
+};
 
 /** Accounts' own caps, as last read; a failed read keeps the last one (or the default). */
 class AccountCaps {
@@ -68,6 +75,7 @@ export function scheduledExecutors(
 ): { scheduler: CallScheduler; executors: RowExecutors } {
   const caps = new AccountCaps(collections, limits.accountCap);
   const scheduler = new CallScheduler({ slots: limits.workerSlots, capOf: caps.capOf });
+  governCalls(scheduler, { lagTargetMs: limits.lagTargetMs });
   const wrap =
     <R extends { accountId?: string }, T>(run: (req: R) => Promise<T>) =>
     async (req: R): Promise<T> => {

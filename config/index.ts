@@ -99,6 +99,9 @@ export const EnvSchema = z.object({
   // accounts), and one account's at most unless the account has its own cap (`wrs accounts provider-calls`).
   WORKER_PROVIDER_CALLS: int(128),
   ACCOUNT_MAX_PROVIDER_CALLS: int(64),
+  // D36: while the worker's event loop lags more than this (p99, ms) its provider-call slots shrink, so
+  // small runs' work is not queued behind a saturated CPU (activities/load-governor.ts); 0 turns it off.
+  WORKER_CALL_LAG_TARGET_MS: z.coerce.number().int().min(0).default(40),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
   MAX_UPLOAD_BYTES: int(268_435_456), // 256 MiB: a million 200-byte rows as JSON Lines (D35); streamed, memory stays flat
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
@@ -263,6 +266,8 @@ export interface Config {
     workerSlots: number;
     /** An account's calls in flight at most per worker process, unless the account has its own cap. */
     accountCap: number;
+    /** Event-loop delay (ms, p99) above which the worker lowers its slots; 0: never. */
+    lagTargetMs: number;
   };
   /** A worker in its own process serves /metrics here (the API serves its own). */
   worker: {
@@ -452,6 +457,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     providerCalls: {
       workerSlots: e.WORKER_PROVIDER_CALLS,
       accountCap: e.ACCOUNT_MAX_PROVIDER_CALLS,
+      lagTargetMs: e.WORKER_CALL_LAG_TARGET_MS,
     },
     worker: {
       metricsPort: e.WORKER_METRICS_PORT,

@@ -45,6 +45,7 @@ const el = {
   cancel: byId<HTMLButtonElement>('cancel'),
   deleteRun: byId<HTMLButtonElement>('delete'),
   metadata: byId<HTMLTextAreaElement>('metadata'),
+  priority: byId<HTMLSelectElement>('priority'),
   metadataError: byId('metadata-error'),
   runMetadata: byId('run-metadata'),
   runStatus: byId('run-status'),
@@ -208,6 +209,10 @@ function currentRequest(): RunRequest | undefined {
     version: contract.version === latest ? undefined : contract.version,
     inputs: state.form.read(false).inputs,
     ...(metadata ? { metadata } : {}),
+    // D36: sent only when not the default.
+    ...(el.priority.value !== 'normal'
+      ? { priority: el.priority.value as RunRequest['priority'] }
+      : {}),
   };
 }
 
@@ -234,6 +239,7 @@ el.metadata.addEventListener('input', () => {
   renderCode();
 });
 el.fields.addEventListener('change', () => renderCode());
+el.priority.addEventListener('change', () => renderCode());
 el.copy.addEventListener('click', async () => {
   renderCode();
   try {

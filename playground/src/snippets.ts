@@ -9,6 +9,8 @@ export interface RunRequest {
   inputs: Record<string, unknown>;
   /** D37: the caller's own key/value pairs. */
   metadata?: Record<string, string>;
+  /** D36: absent is `normal`. */
+  priority?: 'low' | 'normal' | 'high';
 }
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -20,6 +22,7 @@ export function curlSnippet(base: string, r: RunRequest): string {
     stream: true,
     inputs: r.inputs,
     ...(r.metadata ? { metadata: r.metadata } : {}),
+    ...(r.priority ? { priority: r.priority } : {}),
   });
   return [
     `curl -N ${base}/api/v1/responses`,
@@ -36,6 +39,7 @@ export function typescriptSnippet(base: string, r: RunRequest): string {
       ...(r.version ? { version: r.version } : {}),
       inputs: r.inputs,
       ...(r.metadata ? { metadata: r.metadata } : {}),
+      ...(r.priority ? { priority: r.priority } : {}),
     },
     null,
     2,
@@ -69,11 +73,12 @@ function py(value: unknown, indent = ''): string {
 export function pythonSnippet(base: string, r: RunRequest): string {
   const version = r.version ? `, version=${r.version}` : '';
   const metadata = r.metadata ? `, metadata=${py(r.metadata, '    ')}` : '';
+  const priority = r.priority ? `, priority=${JSON.stringify(r.priority)}` : '';
   return `import os
 from wrs_client import WrsClient
 
 with WrsClient(${JSON.stringify(base)}, api_key=os.environ["WRS_API_KEY"]) as client:
-    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata})
+    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata}${priority})
     run = client.wait(started["run_id"])
     print(run["status"], run.get("output"))
 `;

@@ -9,6 +9,7 @@
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in tools/bench/profiles/
  *   --out <file>                          write the report elsewhere
  *   --rows 1000,100000                    P4 batch sizes (runs of 10,000 rows or more at concurrency 64)
+ *   --p8-rows 20000                       P8's rows per batch (four accounts' batches at c=64)
  *   --plaintext                           payload codec off (PAYLOAD_ENCRYPTION=false): P1/P2 without D32's encryption, to compare
  *   --render [tools/bench/RESULTS.json]         re-render the report from the JSON a run saved (picks up tools/bench/FINDINGS.md)
  *
@@ -50,6 +51,7 @@ import { benchFileChain } from './benchmarks/p4b-file-chain';
 import { benchReads } from './benchmarks/p5-reads';
 import { benchRoundTrips } from './benchmarks/p6-round-trips';
 import { benchOverTime } from './benchmarks/p7-over-time';
+import { benchFairShare } from './benchmarks/p8-fair-share';
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = {
   p1: benchStart,
@@ -59,7 +61,8 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   p6: benchRoundTrips,
   p7: benchOverTime,
   p4: benchBatch,
-  p4b: benchFileChain, // last: the 100,000-row chain is the heaviest
+  p4b: benchFileChain,
+  p8: benchFairShare, // last: four 100,000-row batches, twice, are the heaviest
 };
 
 interface Args {
@@ -73,6 +76,8 @@ interface Args {
   rows?: number[];
   /** P4b's row count instead of the mode's (e.g. 1000000 for P4c's size through the chain). */
   chainRows?: number;
+  /** P8's rows per batch instead of the mode's. */
+  p8Rows?: number;
   /** The service without its payload codec (D32), to measure what encryption costs. */
   plaintext: boolean;
 }
@@ -100,6 +105,7 @@ function parseArgs(argv: string[]): Args {
       );
     else if (a === '--out') args.out = argv[++i];
     else if (a === '--chain-rows') args.chainRows = Number(argv[++i]);
+    else if (a === '--p8-rows') args.p8Rows = Number(argv[++i]);
     else if (a === '--rows')
       args.rows = (argv[++i] ?? '')
         .split(',')
@@ -229,10 +235,12 @@ async function main(): Promise<void> {
   if (args.rows?.length)
     sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
   if (args.chainRows) sizes.p4b.rows = args.chainRows;
+  if (args.p8Rows) sizes.p8.rows = args.p8Rows;
   const fullRun =
     !args.quick &&
     !args.rows &&
     !args.chainRows &&
+    !args.p8Rows &&
     !args.plaintext &&
     selected.length === Object.keys(BENCHMARKS).length;
   const outFile = path.resolve(
