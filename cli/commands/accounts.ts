@@ -100,6 +100,7 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
         ['name', account.name],
         ['balance', formatUsd(balance)],
         ['rate limits', formatLimits(account.rate_limits)],
+        ['provider calls', String(account.max_provider_calls ?? 'default')],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
       ]).join('\n'),
