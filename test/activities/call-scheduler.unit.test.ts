@@ -1,6 +1,7 @@
 /** The provider-call scheduler (D36): round-robin between accounts, priority within one, caps, and leaving the queue on cancel. */
 import assert from 'node:assert/strict';
 import { CallScheduler } from '../../activities/call-scheduler';
+import { adjust } from '../../activities/load-governor';
 import type { RunPriority } from '../../domain/run-priority';
 
 /** A call that runs until `finish()` is called; `order` records when each call got its slot. */
@@ -94,5 +95,24 @@ describe('CallScheduler (D36)', () => {
     await Promise.all([first, other]);
     assert.deepEqual(h.order, ['a1', 'b1']);
     assert.equal(h.scheduler.waiting(), 0);
+  });
+
+  it('shrinks the slots while the event loop lags with them in use, and gives them back once it does not', async () => {
+    const h = harness(20);
+    const calls = Array.from({ length: 30 }, (_, i) => h.call(`a${i}`, 'A'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(h.scheduler.active(), 20);
+    adjust(h.scheduler, 200, { lagTargetMs: 40 });
+    assert.equal(h.scheduler.currentLimit, 14);
+    // No new slot is handed out while over the limit: the calls that end are not replaced.
+    for (const name of ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6']) await h.finish(name);
+    assert.equal(h.scheduler.active(), 14);
+    adjust(h.scheduler, 5, { lagTargetMs: 40 });
+    assert.equal(h.scheduler.currentLimit, 18);
+    assert.equal(h.scheduler.active(), 18);
+    adjust(h.scheduler, 30, { lagTargetMs: 40 }); // between half the target and the target: unchanged
+    assert.equal(h.scheduler.currentLimit, 18);
+    for (let i = 7; i < 30; i++) await h.finish(`a${i}`);
+    await Promise.all(calls);
   });
 });
