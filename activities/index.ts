@@ -16,6 +16,7 @@ import { createNodeBlockActivity, createTallyBlockActivity } from './node-block'
 import { createFileRowsActivity } from './file-rows';
 import { createLoadCarryOverActivity } from './carry-over';
 import type { OutboundGuard } from './provider-http';
+import { DEFAULT_PROVIDER_CALLS, scheduledExecutors } from './provider-calls';
 import { createRetentionActivity } from './retention';
 import { createWebhookActivities, type WebhookDeps } from './webhook';
 
@@ -24,7 +25,9 @@ export interface ActivityDeps {
   /** The database of the GridFS `files` bucket (D19); a worker without it (unit tests of other activities) cannot store files. */
   db?: Db;
   config: Pick<Config, 'providers' | 'prices'> &
-    Partial<Pick<Config, 'api' | 'files' | 'predictions' | 'webhooks' | 'retention'>>;
+    Partial<
+      Pick<Config, 'api' | 'files' | 'predictions' | 'webhooks' | 'retention' | 'providerCalls'>
+    >;
   /** Host resolution of the SSRF guard (lib/net/ssrf.ts: webhooks, http_request nodes, provider answers); the system resolver otherwise. */
   resolve?: WebhookDeps['resolve'];
 }
@@ -72,7 +75,13 @@ export function createActivities(deps: ActivityDeps) {
     files,
     guard: providers,
   });
-  const executors = { llm, http_request: httpRequest, image_generation: imageGeneration, model };
+  // D36: the rows of chunks and blocks (every node row of a run) wait for a slot of this worker's
+  // provider-call scheduler: shared round-robin between accounts, by priority within one.
+  const { executors } = scheduledExecutors(
+    { llm, http_request: httpRequest, image_generation: imageGeneration, model },
+    deps.collections,
+    deps.config.providerCalls ?? DEFAULT_PROVIDER_CALLS,
+  );
   return {
     // D35: a big node's blocks of rows, read from and written to the store.
     runNodeBlock: createNodeBlockActivity(executors, deps.collections),

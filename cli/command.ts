@@ -25,6 +25,7 @@ export const CLI_OPTIONS = {
   events: { type: 'boolean' },
   starts: { type: 'string' },
   requests: { type: 'string' },
+  max: { type: 'string' },
   rotate: { type: 'boolean' },
   yes: { type: 'boolean' },
 } as const;

@@ -45,6 +45,8 @@ Accounts
   accounts limits ACCOUNT_ID [--starts N] [--requests N]
                                                 per-minute rate limits of the account's keys (D16);
                                                 \`default\` returns one to the service default
+  accounts provider-calls ACCOUNT_ID [--max N]  the account's provider calls in flight at most per worker (D36);
+                                                \`default\` returns it to ACCOUNT_MAX_PROVIDER_CALLS
   accounts webhook-secret ACCOUNT_ID [--rotate]
                                                 the secret that signs the account's webhooks (D20);
                                                 --rotate replaces it (deliveries still retrying use the new one)

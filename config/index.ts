@@ -100,6 +100,13 @@ export const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
+  // D36: provider calls one worker process has in flight at most (shared round-robin between
+  // accounts), and one account's at most unless the account has its own cap (`wrs accounts provider-calls`).
+  WORKER_PROVIDER_CALLS: int(128),
+  ACCOUNT_MAX_PROVIDER_CALLS: int(64),
+  // D36: while the worker's event loop lags more than this (p99, ms) its provider-call slots shrink, so
+  // small runs' work is not queued behind a saturated CPU (activities/load-governor.ts); 0 turns it off.
+  WORKER_CALL_LAG_TARGET_MS: z.coerce.number().int().min(0).default(40),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
   MAX_UPLOAD_BYTES: int(268_435_456), // 256 MiB: a million 200-byte rows as JSON Lines (D35); streamed, memory stays flat
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
@@ -260,6 +267,15 @@ export interface Config {
   /** D29: how long runs, their event logs, idempotency keys and files are kept. */
   retention: { days: number };
   logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** D36: the worker's provider-call scheduler (activities/call-scheduler.ts). */
+  providerCalls: {
+    /** Calls one worker process has in flight at most, all accounts together. */
+    workerSlots: number;
+    /** An account's calls in flight at most per worker process, unless the account has its own cap. */
+    accountCap: number;
+    /** Event-loop delay (ms, p99) above which the worker lowers its slots; 0: never. */
+    lagTargetMs: number;
+  };
   /** A worker in its own process serves /metrics here (the API serves its own). */
   worker: {
     metricsPort?: number;
@@ -446,6 +462,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     retention: { days: e.RETENTION_DAYS },
     logLevel: e.LOG_LEVEL,
+    providerCalls: {
+      workerSlots: e.WORKER_PROVIDER_CALLS,
+      accountCap: e.ACCOUNT_MAX_PROVIDER_CALLS,
+      lagTargetMs: e.WORKER_CALL_LAG_TARGET_MS,
+    },
     worker: {
       metricsPort: e.WORKER_METRICS_PORT,
       sdkMetricsPort: e.WORKER_SDK_METRICS_PORT,

@@ -150,6 +150,28 @@ export async function setAccountRateLimits(
   return limits;
 }
 
+/** D36: the account's own cap of concurrent provider calls, or null (the operator's default applies). */
+export async function providerCallCap(
+  c: Pick<Collections, 'accounts'>,
+  accountId: string,
+): Promise<number | null> {
+  const account = await c.accounts.findOne(
+    { _id: accountId },
+    { projection: { max_provider_calls: 1 } },
+  );
+  return account?.max_provider_calls ?? null;
+}
+
+/** D36: sets (a number) or clears (null: back to the operator's default) the account's cap of concurrent provider calls. */
+export async function setProviderCallCap(
+  c: Pick<Collections, 'accounts'>,
+  accountId: string,
+  cap: number | null,
+): Promise<void> {
+  const res = await c.accounts.updateOne({ _id: accountId }, { $set: { max_provider_calls: cap } });
+  if (res.matchedCount !== 1) throw new Error(`no account ${accountId}`);
+}
+
 function sameLimits(a: RateLimitOverrides | null, b: RateLimitOverrides | null): boolean {
   return (
     a?.starts_per_minute === b?.starts_per_minute &&

@@ -5,6 +5,7 @@ import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import type { RunEvent, RunOutput, RunStatus } from '../domain/run';
 import type { StoredOutput } from '../domain/item-blocks';
+import type { RunPriority } from '../domain/run-priority';
 
 export interface AccountDoc {
   _id: string; // acct_...
@@ -14,6 +15,8 @@ export interface AccountDoc {
   rate_limits?: RateLimitOverrides | null;
   /** D20: `whsec_` + base64 of 24 random bytes, signing the account's webhooks; made on first use for older accounts. */
   webhook_secret?: string;
+  /** D36: the account's provider calls in flight at most per worker process; absent: the operator's default. */
+  max_provider_calls?: number | null;
   created_at: Date;
 }
 
@@ -87,6 +90,8 @@ export interface RunDoc {
   hold_usd?: number;
   /** D37: the caller's key/value pairs (stored as `metadata_tags`, store/run-metadata.ts). Absent: none. */
   metadata?: Record<string, string>;
+  /** D36: the order of the account's waiting work; absent: `normal`. */
+  priority?: RunPriority;
   /** D39: base64 of the 32 random bytes its Temporal payloads' key derives from (lib/codec/run-keys.ts); never shown. Absent: runs recorded before. */
   payload_secret?: string;
   /** D38: the run this one re-runs (absent: not a re-run). */

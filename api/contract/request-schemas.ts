@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { zodIssuesToProblems } from '../../domain/zod-problems';
 import { describeProblems } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
+import { RUN_PRIORITIES } from '../../domain/run-priority';
 
 /** D37: how many metadata keys a run may carry, and how long a value may be. */
 export const METADATA_MAX_KEYS = 16;
@@ -90,6 +91,12 @@ export const StartRequestSchema = z
       .optional()
       .describe(
         "D36: the run ends `failed` (an error saying it timed out) this many seconds after it started, its provider calls in flight cancelled; finished items stay readable and are billed. At most the operator's maximum run duration (3600 by default).",
+      ),
+    priority: z
+      .enum(RUN_PRIORITIES)
+      .optional()
+      .describe(
+        'D36: the order in which your account’s waiting work is taken: `high` before `normal` (the default) before `low`. Other accounts’ work is shared fairly whatever the priority.',
       ),
     metadata: MetadataSchema.optional().describe(
       `D37: your own key/value pairs (at most ${METADATA_MAX_KEYS} keys of 1–64 letters, digits, \`_\`, \`-\`, \`.\`; string values of at most ${METADATA_MAX_VALUE} characters), returned on the run and its webhook, and searchable with \`GET /api/v1/runs?metadata[key]=value\`.`,

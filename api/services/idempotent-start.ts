@@ -175,6 +175,7 @@ async function resumeAbandoned(
       perCallUsd: deps.config.credits.holdPerCallUsd,
     }),
     slug ?? run.published_workflow_id,
+    run.priority,
   );
 }
 

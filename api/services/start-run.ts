@@ -131,6 +131,8 @@ export async function startRun(
     ...(request.metadata ? { metadata: request.metadata } : {}),
     ...(request.max_cost !== undefined ? { max_cost: request.max_cost } : {}),
     ...(request.timeout_seconds !== undefined ? { timeout_seconds: request.timeout_seconds } : {}),
+    // D36: kept for a start retried from the record (idempotent-start.ts); normal is the default, not stored.
+    ...(request.priority && request.priority !== 'normal' ? { priority: request.priority } : {}),
     // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
     payload_secret: newPayloadSecret(),
     // D38: a re-run names its parent; of failed items only, the workflow carries the rest over.
@@ -155,7 +157,7 @@ export async function startRun(
   // This process seals the start with it: no store read for a secret it just made.
   deps.gateway.codec?.runSecrets?.remember(run._id, Buffer.from(run.payload_secret!, 'base64'));
   try {
-    await deps.gateway.start(args, workflow.slug);
+    await deps.gateway.start(args, workflow.slug, run.priority);
   } catch (err) {
     // Removed, the record can no longer give the hold back: this request does.
     if (await deleteRun(collections, run._id).catch(() => false))

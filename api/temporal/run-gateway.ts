@@ -34,6 +34,7 @@ import {
 } from './grpc-errors';
 import { ensureRetentionSchedule } from './retention-schedule';
 import { ServiceUnavailableError } from '../../domain/errors';
+import { priorityKey, type RunPriority } from '../../domain/run-priority';
 import { queryDuration } from '../../lib/metrics';
 import type { Config } from '../../config';
 import { connectFirst } from '../../config/temporal-connection';
@@ -149,9 +150,9 @@ export class RunGateway {
 
   /**
    * Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one.
-   * `slug` names the published workflow in the run's summary in the Temporal UI (D33).
+   * `slug` names the published workflow in the run's summary in the Temporal UI (D33); `priority` is the run's D36 priority.
    */
-  async start(args: RunArgs, slug: string): Promise<void> {
+  async start(args: RunArgs, slug: string, priority: RunPriority = 'normal'): Promise<void> {
     try {
       await this.withDeadline(() =>
         this.client.workflow.start(RUN_WORKFLOW_TYPE, {
@@ -160,6 +161,9 @@ export class RunGateway {
           args: [args],
           staticSummary: workflowSummary(slug, args.version),
           staticDetails: workflowDetails(args.graph.nodes),
+          // D36: activities inherit it; the worker's call scheduler orders an account's waiting calls by
+          // the key, and a Temporal server with fairness enabled also orders and shares its queue by them.
+          priority: { priorityKey: priorityKey(priority), fairnessKey: args.accountId },
           typedSearchAttributes: [
             { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
             { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },

@@ -1,10 +1,11 @@
-/** The `accounts` commands: create, show, rate limits (D16) and the webhook signing secret (D20). */
+/** The `accounts` commands: create, show, rate limits (D16), the provider-call cap (D36) and the webhook signing secret (D20). */
 import type { AccountDoc } from '../../store/documents';
 import {
   countLiveKeys,
   createAccount,
   rotateWebhookSecret,
   setAccountRateLimits,
+  setProviderCallCap,
   webhookSecret,
 } from '../../store/accounts';
 import { accountBalance } from '../../store/ledger';
@@ -30,6 +31,12 @@ export const accountCommands: Command[] = [
     run: accountsLimits,
   },
   {
+    words: ['accounts', 'provider-calls'],
+    args: ['ACCOUNT_ID'],
+    options: ['max'],
+    run: accountsProviderCalls,
+  },
+  {
     words: ['accounts', 'webhook-secret'],
     args: ['ACCOUNT_ID'],
     options: ['rotate'],
@@ -43,6 +50,7 @@ function accountJson(a: AccountDoc, balanceUsd: number) {
     name: a.name,
     balance_usd: balanceUsd,
     rate_limits: a.rate_limits ?? null,
+    max_provider_calls: a.max_provider_calls ?? null,
     created_at: a.created_at,
   };
 }
@@ -93,6 +101,7 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
         ['name', account.name],
         ['balance', formatUsd(balance)],
         ['rate limits', formatLimits(account.rate_limits)],
+        ['provider calls', String(account.max_provider_calls ?? 'default')],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
       ]).join('\n'),
@@ -125,6 +134,27 @@ async function accountsLimits(ctx: CommandContext): Promise<number> {
   } else {
     ctx.out(`Account ${account._id}: ${formatLimits(limits)}`);
   }
+  return EXIT_OK;
+}
+
+/**
+ * D36: the account's provider calls in flight at most, per worker process (`--max N`, or
+ * `--max default` for the operator's ACCOUNT_MAX_PROVIDER_CALLS). Workers read it within 5 s.
+ */
+async function accountsProviderCalls(ctx: CommandContext): Promise<number> {
+  const text = ctx.values.max === undefined ? undefined : String(ctx.values.max).trim();
+  const c = await ctx.collections();
+  const account = await requireAccount(c, ctx.args[0]);
+  let cap = account.max_provider_calls ?? null;
+  if (text !== undefined) {
+    cap = text === 'default' ? null : parsePositiveInt(text, '--max');
+    await setProviderCallCap(c, account._id, cap);
+  }
+  if (ctx.json) printJson(ctx, { account_id: account._id, max_provider_calls: cap });
+  else
+    ctx.out(
+      `Account ${account._id}: ${cap === null ? 'the default cap' : `at most ${cap}`} provider calls at once per worker`,
+    );
   return EXIT_OK;
 }
 

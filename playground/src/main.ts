@@ -47,6 +47,7 @@ const el = {
   rerunFailed: byId<HTMLButtonElement>('rerun-failed'),
   rerunAll: byId<HTMLButtonElement>('rerun-all'),
   metadata: byId<HTMLTextAreaElement>('metadata'),
+  priority: byId<HTMLSelectElement>('priority'),
   metadataError: byId('metadata-error'),
   runMetadata: byId('run-metadata'),
   maxCost: byId<HTMLInputElement>('max-cost'),
@@ -261,6 +262,10 @@ function currentRequest(): RunRequest | undefined {
     inputs: state.form.read(false).inputs,
     ...(metadata ? { metadata } : {}),
     ...readControls(),
+    // D36: sent only when not the default.
+    ...(el.priority.value !== 'normal'
+      ? { priority: el.priority.value as RunRequest['priority'] }
+      : {}),
   };
 }
 
@@ -292,6 +297,7 @@ for (const input of [el.maxCost, el.timeoutSeconds])
     showControlProblem(undefined, '');
     renderCode();
   });
+el.priority.addEventListener('change', () => renderCode());
 el.copy.addEventListener('click', async () => {
   renderCode();
   try {

@@ -12,6 +12,8 @@ export interface RunRequest {
   /** D36: the cost cap (USD) and the timeout (seconds). */
   max_cost?: number;
   timeout_seconds?: number;
+  /** D36: absent is `normal`. */
+  priority?: 'low' | 'normal' | 'high';
 }
 
 /** D36: the run controls that are set, as request fields. */
@@ -30,6 +32,7 @@ export function curlSnippet(base: string, r: RunRequest): string {
     inputs: r.inputs,
     ...(r.metadata ? { metadata: r.metadata } : {}),
     ...controls(r),
+    ...(r.priority ? { priority: r.priority } : {}),
   });
   return [
     `curl -N ${base}/api/v1/responses`,
@@ -47,6 +50,7 @@ export function typescriptSnippet(base: string, r: RunRequest): string {
       inputs: r.inputs,
       ...(r.metadata ? { metadata: r.metadata } : {}),
       ...controls(r),
+      ...(r.priority ? { priority: r.priority } : {}),
     },
     null,
     2,
@@ -82,11 +86,12 @@ export function pythonSnippet(base: string, r: RunRequest): string {
   const metadata = r.metadata ? `, metadata=${py(r.metadata, '    ')}` : '';
   const cap = r.max_cost !== undefined ? `, max_cost=${r.max_cost}` : '';
   const timeout = r.timeout_seconds !== undefined ? `, timeout_seconds=${r.timeout_seconds}` : '';
+  const priority = r.priority ? `, priority=${JSON.stringify(r.priority)}` : '';
   return `import os
 from wrs_client import WrsClient
 
 with WrsClient(${JSON.stringify(base)}, api_key=os.environ["WRS_API_KEY"]) as client:
-    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata}${cap}${timeout})
+    started = client.start(${JSON.stringify(r.workflowId)}, inputs=${py(r.inputs, '    ')}${version}${metadata}${cap}${timeout}${priority})
     run = client.wait(started["run_id"])
     print(run["status"], run.get("output"))
 `;

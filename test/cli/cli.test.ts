@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../cli/run-cli';
+import { providerCallCap } from '../../store/accounts';
 import { expectRefusedWithin2s } from '../support/api-assert';
 import { call } from '../support/http';
 import { useService } from '../support/use-service';
@@ -61,6 +62,23 @@ describe('operator CLI (D27)', function () {
     assert.equal(human.code, 0, human.err);
     assert.match(human.out, /Balance: \$12\.50/);
     assert.match(human.out, /credit\s+\$12\.50\s+opening balance/);
+  });
+
+  it('sets, shows and clears an account’s cap of concurrent provider calls (D36)', async () => {
+    const { id } = await cliJson('accounts', 'create', '--name', 'Capped');
+    assert.equal((await cliJson('accounts', 'show', id)).max_provider_calls, null);
+    assert.equal(
+      (await cliJson('accounts', 'provider-calls', id, '--max', '3')).max_provider_calls,
+      3,
+    );
+    assert.equal(await providerCallCap(ctx.svc.store.collections, id), 3);
+    assert.equal((await cliJson('accounts', 'show', id)).max_provider_calls, 3);
+    assert.equal((await cli('accounts', 'provider-calls', id, '--max', '0')).code, 2);
+    assert.equal(
+      (await cliJson('accounts', 'provider-calls', id, '--max', 'default')).max_provider_calls,
+      null,
+    );
+    assert.equal(await providerCallCap(ctx.svc.store.collections, id), null);
   });
 
   it('adds credits, also negative corrections, through the ledger', async () => {

@@ -110,6 +110,16 @@ describe('typed client', function () {
     );
   });
 
+  it('starts with a priority (D36); one that is not low, normal or high is 400 naming the field', async () => {
+    const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
+    const started = await client.start({ workflowId: 'batch', priority: 'high' });
+    assert.equal((await client.wait(started.run_id)).status, 'completed');
+    await assert.rejects(
+      client.start({ workflowId: 'batch', priority: 'urgent' as 'high' }),
+      (err: WrsApiError) => err.status === 400 && err.param === 'priority',
+    );
+  });
+
   it('starts with metadata, lists by metadata and time (D37), re-runs (D38) and deletes a run (D39)', async () => {
     const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
     const since = new Date();

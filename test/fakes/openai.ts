@@ -42,6 +42,9 @@ export interface RecordedRequest {
   answered: boolean;
   /** Bytes of a `huge:` answer written so far. */
   sentBytes: number;
+  /** performance.now() when the request arrived, and when it was answered or abandoned (concurrency seen by the provider). */
+  startedAt: number;
+  endedAt?: number;
 }
 
 export interface FakeOpenAI {
@@ -49,6 +52,8 @@ export interface FakeOpenAI {
   requests: RecordedRequest[];
   /** The recorded requests whose prompt contains `text` (e.g. a flaky tag), in arrival order. */
   requestsWith(text: string): RecordedRequest[];
+  /** The most requests whose prompt contains `text` that were ever in flight at once. */
+  maxInFlightWith(text: string): number;
   close(): Promise<void>;
 }
 
@@ -70,13 +75,16 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       aborted: false,
       answered: false,
       sentBytes: 0,
+      startedAt: performance.now(),
     };
     requests.push(record);
     res.on('finish', () => {
       record.answered = true;
+      record.endedAt ??= performance.now();
     });
     res.on('close', () => {
       if (!res.writableFinished) record.aborted = true;
+      record.endedAt ??= performance.now();
     });
     const send = (status: number, payload: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -189,6 +197,20 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     requestsWith: (text) => requests.filter((r) => r.prompt.includes(text)),
+    maxInFlightWith: (text) => {
+      const edges = requests
+        .filter((r) => r.prompt.includes(text))
+        .flatMap((r) => [
+          [r.startedAt, 1],
+          [r.endedAt ?? Infinity, -1],
+        ])
+        // At equal times an end goes first: a slot handed on is not two calls at once.
+        .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      let now = 0;
+      let most = 0;
+      for (const [, step] of edges) most = Math.max(most, (now += step));
+      return most;
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -27,6 +27,8 @@ export interface Sizes {
   };
   /** `filler`: older finished runs added for the second half of P5. */
   p5: { concurrency: number; durationMs: number; warmupMs: number; runs: number; filler: number };
+  /** P8: rows of each of the four accounts' batches, their concurrency, and the idle demo runs measured. */
+  p8: { rows: number; concurrency: number; fakeMs: number; idleProbes: number; timeoutMs: number };
 }
 
 export const FULL: Sizes = {
@@ -48,6 +50,7 @@ export const FULL: Sizes = {
     timeoutMs: 900_000,
   },
   p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 10_000 },
+  p8: { rows: 100_000, concurrency: 64, fakeMs: 50, idleProbes: 30, timeoutMs: 1_800_000 },
 };
 
 export const QUICK: Sizes = {
@@ -69,6 +72,7 @@ export const QUICK: Sizes = {
     timeoutMs: 120_000,
   },
   p5: { concurrency: 50, durationMs: 2_000, warmupMs: 500, runs: 20, filler: 500 },
+  p8: { rows: 5_000, concurrency: 64, fakeMs: 50, idleProbes: 10, timeoutMs: 300_000 },
 };
 
 export interface RpcStat {

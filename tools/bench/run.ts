@@ -11,6 +11,7 @@
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in tools/bench/profiles/
  *   --out <file>                          write the report elsewhere
  *   --rows 1000,100000                    P4 batch sizes (runs of 10,000 rows or more at concurrency 64)
+ *   --p8-rows 20000                       P8's rows per batch (four accounts' batches at c=64)
  *   --plaintext                           payload codec off (PAYLOAD_ENCRYPTION=false): P1/P2 without D32's encryption, to compare
  *   --render [tools/bench/RESULTS.json]         re-render the report from the JSON a run saved (picks up tools/bench/FINDINGS.md)
  *
@@ -53,6 +54,7 @@ import { benchReads } from './benchmarks/p5-reads';
 import { benchRoundTrips } from './benchmarks/p6-round-trips';
 import { benchOverTime } from './benchmarks/p7-over-time';
 import { benchRerun, RERUN_PRICES } from './benchmarks/p9-rerun';
+import { benchFairShare } from './benchmarks/p8-fair-share';
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = {
   p1: benchStart,
@@ -62,8 +64,9 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   p6: benchRoundTrips,
   p7: benchOverTime,
   p4: benchBatch,
-  p4b: benchFileChain, // the 100,000-row chain is the heaviest
+  p4b: benchFileChain,
   p9: benchRerun, // D38: a 100,000-row run with 1% failed rows, then its re-run of failed items
+  p8: benchFairShare, // last: four 100,000-row batches, twice, are the heaviest
 };
 
 interface Args {
@@ -79,6 +82,8 @@ interface Args {
   chainRows?: number;
   /** P9's row count instead of the mode's. */
   rerunRows?: number;
+  /** P8's rows per batch instead of the mode's. */
+  p8Rows?: number;
   /** The service without its payload codec (D32), to measure what encryption costs. */
   plaintext: boolean;
   /** `--max-old-space-size` of the worker child, in MB (how far its RSS is garbage V8 lets grow). */
@@ -110,6 +115,7 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--chain-rows') args.chainRows = Number(argv[++i]);
     else if (a === '--rerun-rows') args.rerunRows = Number(argv[++i]);
     else if (a === '--worker-heap-mb') args.workerHeapMb = Number(argv[++i]);
+    else if (a === '--p8-rows') args.p8Rows = Number(argv[++i]);
     else if (a === '--rows')
       args.rows = (argv[++i] ?? '')
         .split(',')
@@ -240,11 +246,13 @@ async function main(): Promise<void> {
     sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
   if (args.chainRows) sizes.p4b.rows = args.chainRows;
   if (args.rerunRows) sizes.p9.rows = args.rerunRows;
+  if (args.p8Rows) sizes.p8.rows = args.p8Rows;
   const fullRun =
     !args.quick &&
     !args.rows &&
     !args.chainRows &&
     !args.rerunRows &&
+    !args.p8Rows &&
     !args.plaintext &&
     selected.length === Object.keys(BENCHMARKS).length;
   const outFile = path.resolve(

@@ -265,3 +265,12 @@ def test_webhooks_verify_with_standardwebhooks(client: WrsClient, workflows: dic
     assert run["id"] == started["run_id"] and run["status"] == "completed"
     with pytest.raises(WebhookVerificationError):
         verify_webhook(bytes(hit["body"]).replace(b"Hook", b"Evil"), hit["headers"], secret)  # type: ignore[arg-type]
+
+
+def test_priority(client: WrsClient, workflows: dict) -> None:
+    """D36: a run started with a priority completes; a priority that is not low, normal or high is 400 naming the field."""
+    started = client.start(workflows["greet"], {"name": "Soon"}, priority="high")
+    assert client.wait(started["run_id"])["status"] == "completed"
+    with pytest.raises(InvalidRequestError) as refused:
+        client.start(workflows["greet"], {"name": "x"}, priority="urgent")
+    assert refused.value.param == "priority"

@@ -57,7 +57,7 @@ def _clamp_interval(seconds: float) -> float:
     return min(3.0, max(1.0, seconds))
 
 
-def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: Union[int, str, None], webhook: Optional[str], stream: bool, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None) -> Dict[str, Any]:
+def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: Union[int, str, None], webhook: Optional[str], stream: bool, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None) -> Dict[str, Any]:
     body: Dict[str, Any] = {"workflowId": workflow_id, "inputs": dict(inputs or {})}
     if max_cost is not None:
         body["max_cost"] = max_cost  # D36: the most the run may cost, USD
@@ -69,6 +69,8 @@ def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: 
         body["webhook"] = webhook
     if metadata is not None:
         body["metadata"] = dict(metadata)
+    if priority is not None:
+        body["priority"] = priority  # D36: "low", "normal" (the default) or "high"
     if stream:
         body["stream"] = True
     return body
@@ -184,10 +186,10 @@ class WrsClient(_Base):
         return self._send(method, path, **kwargs).json()
 
     # -- runs -----------------------------------------------------------------------------------
-    def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None) -> AsyncStart:
+    def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None) -> AsyncStart:
         """Starts a run (async mode): the 202 answer with its `run_id`."""
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds), headers=headers))
+        return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds, priority), headers=headers))
 
     def rerun(self, run_id: str, *, items: str = "all", idempotency_key: Optional[str] = None) -> AsyncStart:
         """D38: a new run of the same version, inputs, metadata and webhook, naming `run_id` as its
@@ -271,14 +273,14 @@ class WrsClient(_Base):
             response.close()
 
     # -- streams --------------------------------------------------------------------------------
-    def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
+    def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
         """
         Starts a run in stream mode and yields its events, `response.created` first and the terminal
         event last. A dropped connection is resumed with Last-Event-ID: every event comes once, and
         the start is never sent twice.
         """
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        body = _start_body(workflow_id, inputs, version, webhook, True, metadata, max_cost, timeout_seconds)
+        body = _start_body(workflow_id, inputs, version, webhook, True, metadata, max_cost, timeout_seconds, priority)
         yield from self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay)
 
     def follow(self, run_id: str, *, after: Optional[int] = 0, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
@@ -360,9 +362,9 @@ class AsyncWrsClient(_Base):
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return (await self._send(method, path, **kwargs)).json()
 
-    async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None) -> AsyncStart:
+    async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None) -> AsyncStart:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds), headers=headers))
+        return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds, priority), headers=headers))
 
     async def rerun(self, run_id: str, *, items: str = "all", idempotency_key: Optional[str] = None) -> AsyncStart:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
@@ -435,9 +437,9 @@ class AsyncWrsClient(_Base):
         finally:
             await response.aclose()
 
-    async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
+    async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        body = _start_body(workflow_id, inputs, version, webhook, True, metadata, max_cost, timeout_seconds)
+        body = _start_body(workflow_id, inputs, version, webhook, True, metadata, max_cost, timeout_seconds, priority)
         async for event in self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay):
             yield event
 
