@@ -46,9 +46,10 @@ export async function rerunRun(
     stream: body.stream,
     inputs: parent.inputs,
     ...(parent.webhook ? { webhook: parent.webhook } : {}),
-    // D36: the parent's controls hold for its re-run too (a cap is per run: the re-run gets its own).
+    // D36: the parent's controls and priority hold for its re-run too (a cap is per run: the re-run gets its own).
     ...(parent.max_cost !== undefined ? { max_cost: parent.max_cost } : {}),
     ...(parent.timeout_seconds !== undefined ? { timeout_seconds: parent.timeout_seconds } : {}),
+    ...(parent.priority ? { priority: parent.priority } : {}),
     ...(parent.metadata && Object.keys(parent.metadata).length > 0
       ? { metadata: parent.metadata }
       : {}),
