@@ -126,6 +126,25 @@ async function main(): Promise<void> {
       ['completed', 'completed', 'completed', 'failed'],
     );
 
+    log('re-run of the failed item (D38) and a run under a cost cap (D36)');
+    const rerun = await call(svc.url, 'POST', `/api/v1/runs/${done[2]}/rerun`, {
+      key,
+      body: { items: 'failed' },
+    });
+    assert.equal(rerun.status, 202, JSON.stringify(rerun.body));
+    const rerunId = (rerun.body as { run_id: string }).run_id;
+    recorded.push({ shape: 'run-rerun-failed', workflowId: rerunId, service: svc });
+    const capped = await startRun(
+      svc.url,
+      key,
+      'big',
+      { rows: Array.from({ length: 40 }, (_, i) => `${MARKER} capped ${i}`) },
+      { body: { max_cost: 5 } },
+    );
+    recorded.push({ shape: 'run-cost-capped', workflowId: capped, service: svc });
+    for (const id of [rerunId, capped])
+      assert.equal((await waitForRun(svc.url, key, id, 120_000)).status, 'completed');
+
     log('big chunked run (400 rows, concurrency 8: chunks of rows)');
     const rows = Array.from({ length: 400 }, (_, i) => `${MARKER} row ${i}`);
     const big = await run('run-big-chunked', svc, key, 'big', { rows });
