@@ -460,6 +460,8 @@ describe('playground page', function () {
       assert.equal(await phone.evaluate('document.activeElement.id'), 'max-cost');
       await phone.keyboard.press('Tab');
       assert.equal(await phone.evaluate('document.activeElement.id'), 'timeout-seconds');
+      await phone.keyboard.press('Tab'); // to the priority (D36)
+      assert.equal(await phone.evaluate('document.activeElement.id'), 'priority');
       await phone.keyboard.press('Tab'); // to Run
       assert.equal(await phone.evaluate('document.activeElement.id'), 'run');
       await phone.keyboard.press('Enter');
