@@ -1,6 +1,6 @@
 // D28: the `Prefer: wait=N` header as the start route reads it (the waits themselves: test/api/services/await-run-end.test.ts).
 import assert from 'node:assert/strict';
-import { parsePreferWait } from '../../../api/routes/responses';
+import { parsePreferWait } from '../../../api/routes/answer-start';
 
 describe('Prefer: wait parsing (D28)', () => {
   it('parses the preference, capping it at 60 seconds', () => {

@@ -1,0 +1,54 @@
+/**
+ * The answer to anything that starts a run (a start, D38's re-run): 202 with the run's id, its
+ * event stream (`stream: true`), or (D28 `Prefer: wait`) its record once it ends within the wait.
+ */
+import type { Context } from 'koa';
+import type { RouteDeps } from '../deps';
+import type { AsyncStartResponse } from '../contract/request-schemas';
+import type { RunDoc } from '../../store/documents';
+import { streamNewRun } from '../stream/run-streams';
+import { awaitRunEnd } from '../services/await-run-end';
+
+/** D28: the seconds of `Prefer: wait=N` (at most 60; 0 without the preference). */
+export function parsePreferWait(header: string): number {
+  const match = /(?:^|[,;\s])wait\s*=\s*(\d{1,6})\b/i.exec(header);
+  return match ? Math.min(60, Number(match[1])) : 0;
+}
+
+/**
+ * Starts the run with `start` and answers for it. Everything that can refuse the start happens
+ * before a stream opens, so refusals are plain JSON errors; the key's stream cap comes first, so a
+ * 429 `too_many_streams` starts and bills nothing.
+ */
+export async function answerStart(
+  ctx: Context,
+  deps: RouteDeps,
+  opts: { stream: boolean; start: () => Promise<RunDoc>; onStarted?: () => void },
+): Promise<void> {
+  const waitSeconds = parsePreferWait(ctx.get('prefer'));
+  const release = opts.stream ? deps.streams.take(ctx.state.auth!.keyId) : undefined;
+  let run: RunDoc;
+  try {
+    run = await opts.start();
+  } catch (err) {
+    release?.();
+    throw err;
+  }
+  opts.onStarted?.();
+  if (release) return streamNewRun(ctx, deps, run, release);
+  // D28: hold the answer until the run ends or the wait is over; an ended run answers 200 with its record.
+  const ended = waitSeconds > 0 ? await awaitRunEnd(deps, run, waitSeconds * 1000) : null;
+  if (ended) {
+    ctx.set('Preference-Applied', `wait=${waitSeconds}`);
+    ctx.body = ended;
+    return;
+  }
+  ctx.status = 202;
+  ctx.body = {
+    run_id: run._id,
+    status: 'pending',
+    published_workflow_id: run.published_workflow_id,
+    published_workflow_version_id: run.published_workflow_version_id,
+    created_at: run.created_at.toISOString(),
+  } satisfies AsyncStartResponse;
+}
