@@ -226,6 +226,8 @@ describe('reliability: fuzzing every route never takes the API process down', fu
       ['POST', `/api/v1/runs/${runId}/cancel`, auth],
       // D39: an id of no run, so the fuzzing deletes nothing the other routes read.
       ['DELETE', '/api/v1/runs/run_01J00000000000000000000000', auth],
+      // D38: the same id of no run, so a well-formed body starts nothing.
+      ['POST', '/api/v1/runs/run_01J00000000000000000000000/rerun', json],
       ['GET', `/api/v1/runs/${runId}/stream`, auth],
       ['POST', `/api/v1/runs/${runId}/stream-link`, json],
       ['POST', '/api/v1/files', auth],
