@@ -229,7 +229,11 @@ describe('playground page', function () {
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     const img = page.locator('#outputs .item img');
     await img.waitFor();
-    await page.waitForFunction("document.querySelector('#outputs .item img')?.naturalWidth === 16");
+    // Polled from here: a string predicate of waitForFunction is eval'd in the page, which its CSP refuses.
+    await waitFor(
+      async () => (await img.evaluate((el: any) => el.naturalWidth as number)) === 16 || undefined,
+      { what: 'the image output to load at its 16 px width' },
+    );
     assert.match(
       (await img.getAttribute('src'))!,
       new RegExp(`^${svc.url}/files/file_\\w+/content\\?`),
