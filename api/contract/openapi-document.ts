@@ -44,6 +44,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'Content-Type is not application/json.',
   416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',
   422: 'The published graph cannot run (`workflow_graph_corrupt`).',
+  431: 'The request line and headers are over the 16 KiB the server reads (`request_too_large`): a long filter list, for one.',
   429: 'Rate limit exceeded (`rate_limit_error` / `rate_limit_exceeded`), or, for a stream, the key already holds its most open streams (`too_many_streams`, D40); see `Retry-After`.',
   500: 'Unexpected server error (`server_error`).',
   503: 'Temporal or MongoDB unreachable (`server_error` / `service_unavailable`); retry.',
@@ -298,7 +299,7 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
           parameters: queryParameters(ListRunsQuerySchema),
           responses: {
             '200': { ...json('RunList', 'A page of runs.'), headers: rateHeaders },
-            ...errors(400, 401, 429, 500, 503),
+            ...errors(400, 401, 429, 431, 500, 503),
           },
         },
       },

@@ -23,6 +23,7 @@ started would be live too, and schemathesis reuses ids it saw in answers.
 import json
 import os
 import zlib
+from urllib.parse import quote
 
 import schemathesis
 from schemathesis.core.parameters import ParameterLocation
@@ -55,6 +56,26 @@ def positive(case, location):
 def workflow_refs():
     """Every way to name a published workflow: its id and its slug."""
     return [ref for wf in FIXTURES["workflows"] for ref in (wf["id"], wf["slug"])]
+
+
+def fit_request_line(query, budget):
+    """Halves the longest string of `query` (nested dicts too) until its URL encoding fits `budget`."""
+    def strings(node, path=()):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from strings(value, path + (key,))
+            elif isinstance(value, str):
+                yield path + (key,), value
+
+    while True:
+        found = list(strings(query))
+        if not found or sum(len(quote(str(k))) + len(quote(v)) for k, v in found) <= budget:
+            return
+        path, value = max(found, key=lambda kv: len(kv[1]))
+        node = query
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value[: len(value) // 2]
 
 
 @schemathesis.hook
@@ -101,6 +122,11 @@ def map_case(context, case):
         asset = pick(case.path_parameters.get("asset"), FIXTURES["assets"])
         if asset:
             case.path_parameters["asset"] = asset
+
+    if operation == "GET /api/v1/runs" and case.query:
+        # The server reads at most 16 KiB of request line and headers (431 before any route, proven in
+        # test/api/server.test.ts); a generated filter list past it would test that limit, not this route.
+        fit_request_line(case.query, 12_000)
 
     if operation == "GET /api/v1/runs" and query_ok and case.query:
         if "workflowId" in case.query:
