@@ -44,3 +44,17 @@ export async function retryPortRace<T>(start: () => Promise<T>, portGiven: boole
     }
   }
 }
+
+/**
+ * Free ports below Linux's ephemeral range (32768+), for a server that is stopped and started
+ * again on the same port: an ephemeral port can meanwhile become the local end of any outgoing
+ * connection (a starting Temporal dev server opens dozens to itself), and then its bind fails.
+ */
+export async function freeStablePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (!ports.has(port) && (await isPortFree(port))) ports.add(port);
+  }
+  return [...ports];
+}

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, isRunning } from '../../../tools/stack';
+import { freeStablePorts, isRunning } from '../../../tools/stack';
 import { waitFor } from '../../support/http';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -64,12 +64,7 @@ describe('npm start (tools/scripts/start.ts)', function () {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-start-test-'));
-    const [api, temporal, ui, mongo] = [
-      await freePort(),
-      await freePort(),
-      await freePort(),
-      await freePort(),
-    ];
+    const [api, temporal, ui, mongo] = await freeStablePorts(4);
     env = {
       API_PORT: String(api),
       TEMPORAL_PORT: String(temporal),
@@ -113,7 +108,7 @@ describe('npm start (tools/scripts/start.ts)', function () {
     const first = npmStart(env);
     started.push(first);
     const neighbourDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-start-test-'));
-    const neighbourPorts = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const neighbourPorts = await freeStablePorts(4);
     const neighbour = npmStart({
       API_PORT: String(neighbourPorts[0]),
       TEMPORAL_PORT: String(neighbourPorts[1]),
