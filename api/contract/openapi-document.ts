@@ -233,6 +233,52 @@ const rateHeaders = {
 };
 
 /** Builds the whole document; `serverUrl` is where this process is reachable, when known. */
+/** The headers of anything that starts a run (a start, D38's re-run). */
+const startHeaders = [
+  // The server's own rule (visible ASCII, no spaces): anything else is a 400, so the document says so.
+  {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
+    description: 'D18.',
+  },
+  {
+    name: 'Prefer',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', example: 'wait=10' },
+    description:
+      'D28: `wait=N` (seconds, at most 60) holds an async start until the run ends: 200 with the run record, or 202 as usual once N seconds passed. Other preferences are ignored.',
+  },
+];
+
+/** The body and answers of anything that starts a run (api/routes/answer-start.ts): 202, its stream, or D28's record. */
+function startAnswers(bodySchema: string): Json {
+  return {
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { $ref: `#/components/schemas/${bodySchema}` } } },
+    },
+    responses: {
+      '202': {
+        ...json('AsyncStart', 'Accepted (async mode).'),
+        headers: rateHeaders,
+        links: runLinks('run_id'),
+      },
+      '200': {
+        description: `${streamStart.description} Or, with \`Prefer: wait=N\` (D28), the record of a run that ended within N seconds (\`Preference-Applied\` says so).`,
+        content: {
+          ...streamStart.content,
+          'application/json': { schema: { $ref: '#/components/schemas/Run' } },
+        },
+        headers: rateHeaders,
+      },
+      ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
+    },
+  };
+}
+
 export function buildOpenApiDocument(serverUrl?: string): Json {
   return {
     openapi: '3.1.0',
@@ -250,46 +296,8 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
         post: {
           operationId: 'startRun',
           summary: 'Start a run of a published workflow',
-          parameters: [
-            // The server's own rule (visible ASCII, no spaces): anything else is a 400, so the document says so.
-            {
-              name: 'Idempotency-Key',
-              in: 'header',
-              required: false,
-              schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
-              description: 'D18.',
-            },
-            {
-              name: 'Prefer',
-              in: 'header',
-              required: false,
-              schema: { type: 'string', example: 'wait=10' },
-              description:
-                'D28: `wait=N` (seconds, at most 60) holds an async start until the run ends: 200 with the run record, or 202 as usual once N seconds passed. Other preferences are ignored.',
-            },
-          ],
-          requestBody: {
-            required: true,
-            content: {
-              'application/json': { schema: { $ref: '#/components/schemas/StartRequest' } },
-            },
-          },
-          responses: {
-            '202': {
-              ...json('AsyncStart', 'Accepted (async mode).'),
-              headers: rateHeaders,
-              links: runLinks('run_id'),
-            },
-            '200': {
-              description: `${streamStart.description} Or, with \`Prefer: wait=N\` (D28), the record of a run that ended within N seconds (\`Preference-Applied\` says so).`,
-              content: {
-                ...streamStart.content,
-                'application/json': { schema: { $ref: '#/components/schemas/Run' } },
-              },
-              headers: rateHeaders,
-            },
-            ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
-          },
+          parameters: [...startHeaders],
+          ...startAnswers('StartRequest'),
         },
       },
       '/api/v1/runs': {
@@ -325,45 +333,8 @@ export function buildOpenApiDocument(serverUrl?: string): Json {
             'Re-run a run (D38): a new run of the same version, inputs, metadata and webhook, with `parent_run_id`; answered like a start',
           description:
             '`items: "failed"` runs again only the failed items of each list node (and what depends on them) of a finished run and carries its completed items over, billing only what runs; `items: "all"` runs it again whole.',
-          parameters: [
-            runIdParam,
-            {
-              name: 'Idempotency-Key',
-              in: 'header',
-              required: false,
-              schema: { type: 'string', pattern: '^[\\x21-\\x7E]{1,255}$' },
-              description: 'D18.',
-            },
-            {
-              name: 'Prefer',
-              in: 'header',
-              required: false,
-              schema: { type: 'string', example: 'wait=10' },
-              description: 'D28, as for a start.',
-            },
-          ],
-          requestBody: {
-            required: true,
-            content: {
-              'application/json': { schema: { $ref: '#/components/schemas/RerunRequest' } },
-            },
-          },
-          responses: {
-            '202': {
-              ...json('AsyncStart', 'Accepted (async mode).'),
-              headers: rateHeaders,
-              links: runLinks('run_id'),
-            },
-            '200': {
-              description: `${streamStart.description} Or, with \`Prefer: wait=N\` (D28), the record of a run that ended within N seconds.`,
-              content: {
-                ...streamStart.content,
-                'application/json': { schema: { $ref: '#/components/schemas/Run' } },
-              },
-              headers: rateHeaders,
-            },
-            ...errors(400, 401, 402, 404, 409, 413, 415, 422, 429, 500, 503),
-          },
+          parameters: [runIdParam, ...startHeaders],
+          ...startAnswers('RerunRequest'),
         },
       },
       '/api/v1/workflows/{workflowId}': {

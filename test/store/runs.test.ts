@@ -19,7 +19,7 @@ import {
 import type { RunEvent, RunFinal, RunOutput } from '../../domain/run';
 import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
-import { connectTestStore } from '../support/store';
+import { connectTestStore, pendingRun } from '../support/store';
 import { useService } from '../support/use-service';
 
 /** JSON that FerretDB cannot hold as document content, every kind at once (and a `__proto__` key). */
@@ -46,23 +46,7 @@ describe('store: run records hold any JSON a node produces', function () {
     const events = [
       { type: 'response.created', sequence_number: 0, data: awkward() },
     ] as unknown as RunEvent[];
-    await insertRun(c, {
-      _id: runId,
-      account_id: 'acct_x',
-      key_id: 'key_x',
-      published_workflow_id: 'wf_x',
-      published_workflow_version_id: 'wfv_x',
-      version: 1,
-      status: 'pending',
-      inputs: {},
-      created_at: new Date(),
-      completed_at: null,
-      output: null,
-      error: null,
-      total_cost: null,
-      events: null,
-      finalized: false,
-    });
+    await insertRun(c, pendingRun({ _id: runId, account_id: 'acct_x', key_id: 'key_x' }));
     await saveRunChunk(c, { runId, index: 0, itemEvents: '', output });
     const final: RunFinal = {
       runId,
