@@ -26,7 +26,7 @@ export WRS_IMAGE="${WRS_IMAGE:-wrs:local}"
 DATA_ROOT="${WRS_DOCKER_DATA_ROOT:-/var/lib/wrs-docker}"
 NODE_IMAGE="${NODE_IMAGE:-wrs-local/node:24.21.0-bookworm-slim}"
 # The build stage's last image, tagged so its layers (npm ci above all) survive the pruning of old chains.
-BUILD_STAGE_IMAGE="${WRS_IMAGE%%:*}:build-stage"
+BUILD_STAGE_IMAGE="${WRS_IMAGE}-build"
 DOCKERD_LOG="${TMPDIR:-/tmp}/wrs-dockerd.log"
 BUILD_LOG="${TMPDIR:-/tmp}/wrs-image-build.log"
 
