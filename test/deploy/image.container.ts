@@ -172,6 +172,18 @@ describe(`the image (${IMAGE}) runs as Compose runs it`, function () {
     assert.equal(await docker('exec', api, 'sh', '-c', 'touch /tmp/ok && echo ok'), 'ok');
   });
 
+  it('serves the playground page built into the image (no playground sources in it)', async () => {
+    const page = await fetch(`${apiUrl}/`);
+    assert.equal(page.status, 200);
+    const script = /src="(\/playground\/app\.[0-9a-f]{12}\.js)"/.exec(await page.text())?.[1];
+    assert.ok(script, 'the page names its hashed script');
+    assert.equal((await fetch(`${apiUrl}${script}`)).status, 200);
+    await assert.rejects(
+      docker('exec', `wrs-api-${suffix}`, 'ls', '/app/playground'),
+      /No such file/,
+    );
+  });
+
   it('a smoke run through the API container: start with a stream to [DONE], GET, cancel', async () => {
     const stream = await openSse(`${apiUrl}/api/v1/responses`, {
       method: 'POST',
