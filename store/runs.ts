@@ -122,6 +122,23 @@ export async function findRunRecord(
   return doc && withChunks(c, fromStored(doc), withItems);
 }
 
+/**
+ * D38: a run's inputs, from the record that holds them (a re-run references its first ancestor's,
+ * `inputs_from`), or null when that record is gone (deleted, D39, or expired, D29) or belongs to
+ * another account.
+ */
+export async function runInputs(
+  c: Pick<Collections, 'runs'>,
+  run: Pick<RunDoc, 'inputs' | 'inputs_from' | 'account_id'>,
+): Promise<Record<string, unknown> | null> {
+  if (!run.inputs_from) return run.inputs;
+  const holder = await c.runs.findOne(
+    { _id: run.inputs_from },
+    { projection: { inputs: 1, account_id: 1 } },
+  );
+  return holder && holder.account_id === run.account_id ? holder.inputs : null;
+}
+
 /** True when a run record `runId` exists (any account's: for operators). */
 export async function runExists(c: Pick<Collections, 'runs'>, runId: string): Promise<boolean> {
   return (await c.runs.findOne({ _id: runId }, { projection: { _id: 1 } })) !== null;
