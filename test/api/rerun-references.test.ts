@@ -18,6 +18,7 @@ import { resultsFile } from '../support/files';
 import { startRun } from '../support/runs';
 import { useService } from '../support/use-service';
 import { pageId } from '../../domain/item-blocks';
+import { findRunRecord } from '../../store/runs';
 
 const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
 const inflate = promisify(inflateRaw);
@@ -88,7 +89,7 @@ describe('a re-run references its parent’s rows and inputs (D38); deleting the
       'two rows ran; the refused one costs nothing',
     );
     // The child stores references, not copies: its record holds no inputs, its page 0 holds only row 5.
-    const childDoc = await ctx.svc.store.collections.runs.findOne({ _id: childId });
+    const childDoc = await findRunRecord(ctx.svc.store.collections, childId);
     assert.equal(childDoc?.inputs_from, parentId);
     assert.deepEqual(childDoc?.inputs, {});
     const page0 = await storedPage(childId, 0);
