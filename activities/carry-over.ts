@@ -55,8 +55,9 @@ export function createLoadCarryOverActivity(collections: C) {
 
 /**
  * Fills the rows [first, first + count) that the re-run has not stored yet with the parent's
- * completed rows of the same node, at no cost: the block then runs only the rest, and writes the
- * carried rows into the re-run's own pages with its own (D39: the re-run's pages are its own copy).
+ * completed rows of the same node, marked carried (cost 0): the block then runs only the rest, and
+ * its pages reference the carried rows (a line `^`, the parent as the page's base) instead of
+ * copying them, so deleting the parent (D39) leaves nothing of its rows readable here.
  */
 export async function fillCarried(
   c: Pick<Collections, 'itemBlocks'>,
@@ -74,7 +75,7 @@ export async function fillCarried(
       const at = p * PAGE_ROWS + k - first;
       if (!row || row.item.status !== 'completed' || at < 0 || at >= rows.length || rows[at])
         return;
-      rows[at] = { item: row.item, cost: 0 };
+      rows[at] = { item: row.item, cost: 0, carried: true };
       carried++;
     });
   });

@@ -128,7 +128,12 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         const pageRows = rowsOf(page);
         const complete = pageRows.every((row) => row !== null);
         if (!complete && !(final && pageRows.some((row) => row !== null))) continue;
-        (existing.has(page) ? replaces : inserts).push({ page, rows: pageRows });
+        // D38: carried rows are written as references to the parent's page (store/item-blocks.ts).
+        (existing.has(page) ? replaces : inserts).push({
+          page,
+          rows: pageRows,
+          base: req.carryFrom,
+        });
         existing.add(page);
         if (complete) done.add(page);
       }
@@ -198,7 +203,7 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     else {
       // A write failed on the way: which pages got through is unknown, so replace every page with rows.
       const all = pages
-        .map((page) => ({ page, rows: rowsOf(page) }))
+        .map((page) => ({ page, rows: rowsOf(page), base: req.carryFrom }))
         .filter((page) => page.rows.some((row) => row !== null));
       await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
     }

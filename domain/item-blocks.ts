@@ -34,6 +34,11 @@ export interface StoredRow {
    * that made no call (an upstream failure): nothing.
    */
   u?: [number, number, number];
+  /**
+   * D38: the row is the parent run's completed row, carried over by reference (stored as a line
+   * `^` in a page whose `base` is the parent, store/item-blocks.ts): not run, billed nothing.
+   */
+  carried?: true;
 }
 
 /** A stored output of a run: the items of node `node`, output item ids from `idOffset` (domain/ids.ts idAtOffset). */

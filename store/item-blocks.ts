@@ -11,6 +11,13 @@
  * with the keys of the API's item: the results file splices it into its line as it is, which
  * spared the export a JSON.parse of the page and a JSON.stringify per item (~4 of its ~5 ms of
  * Node's work per page of 2 KB answers).
+ *
+ * D38: a re-run references its parent's rows instead of copying them. A row it carries over is the
+ * line `^` in its own page, and the page names its `base` (the parent run): every reader here
+ * resolves such a line to the base page's row of the same position, as `^ <item JSON>` (billed
+ * nothing, no usage). A base row that is gone (the parent was deleted, D39, or expired, D29) or
+ * not completed resolves to an empty line: the row is not readable through the re-run either.
+ * A base page may itself carry rows (a re-run of a re-run): resolved the same way, one read a level.
  */
 import { promisify } from 'node:util';
 import { deflateRaw, inflateRaw } from 'node:zlib';
@@ -26,23 +33,32 @@ type C = Pick<Collections, 'itemBlocks'>;
 const deflate = promisify(deflateRaw);
 const inflate = promisify(inflateRaw);
 
-/** One page to write: its rows by position (null: not finished). */
+/** One page to write: its rows by position (null: not finished), and D38's base of its carried rows. */
 export interface PageWrite {
   page: number;
   rows: Array<StoredRow | null>;
+  /** The parent run whose page holds the rows marked `carried` (required when there are any). */
+  base?: string;
 }
+
+/** D38: the stored line of a row carried over by reference; resolved, it reads `^ <item JSON>`. */
+const CARRIED = '^';
 
 async function toDoc(
   runId: string,
   nodeId: string,
-  { page, rows }: PageWrite,
+  { page, rows, base }: PageWrite,
 ): Promise<ItemBlockDoc> {
+  const carries = rows.some((row) => row?.carried);
+  if (carries && !base)
+    throw new Error(`page ${page} of node ${nodeId} carries rows but names no base`);
   return {
     _id: pageId(runId, nodeId, page),
     run_id: runId,
     node_id: nodeId,
     page,
     rows_z: new Binary(await deflate(packRows(rows), { level: 1 })),
+    ...(carries ? { base } : {}),
     created_at: new Date(),
   };
 }
@@ -52,10 +68,19 @@ function itemJson({ status, parts, error }: StoredRow['item']): string {
   return JSON.stringify({ status, parts, ...(error ? { error } : {}) });
 }
 
-/** Rows as lines `<cost>[,<usage>] <item JSON>`, an empty line for a row not finished (JSON text has no raw newline). */
+/**
+ * Rows as lines `<cost>[,<usage>] <item JSON>`, an empty line for a row not finished (JSON text
+ * has no raw newline), `^` for a row carried over by reference (D38).
+ */
 function packRows(rows: Array<StoredRow | null>): string {
   return rows
-    .map((row) => (row ? `${[row.cost, ...(row.u ?? [])].join(',')} ${itemJson(row.item)}` : ''))
+    .map((row) =>
+      !row
+        ? ''
+        : row.carried
+          ? CARRIED
+          : `${[row.cost, ...(row.u ?? [])].join(',')} ${itemJson(row.item)}`,
+    )
     .join('\n');
 }
 
@@ -67,9 +92,30 @@ async function linesOf(doc: ItemBlockDoc): Promise<string[]> {
   return packRows(rows).split('\n');
 }
 
+/**
+ * D38: a page's lines with each carried line (`^`) replaced by its base page's row as `^ <item
+ * JSON>`, or by an empty line when that row is gone or not completed (see the header).
+ */
+async function resolvedLines(c: C, doc: ItemBlockDoc): Promise<string[]> {
+  const lines = await linesOf(doc);
+  if (!doc.base || !lines.includes(CARRIED)) return lines;
+  const baseDoc = await c.itemBlocks.findOne({ _id: pageId(doc.base, doc.node_id, doc.page) });
+  const base = baseDoc ? await resolvedLines(c, baseDoc) : [];
+  return lines.map((line, k) => (line === CARRIED ? carriedLine(base[k]) : line));
+}
+
+/** The base row `line` as a carried one (`^ <item JSON>`), or '' unless it is a completed row. */
+function carriedLine(line: string | undefined): string {
+  if (!line) return '';
+  const json = line.slice(line.indexOf(' ') + 1);
+  return json.startsWith('{"status":"completed"') ? `${CARRIED} ${json}` : '';
+}
+
 function rowOf(line: string): StoredRow | null {
   if (!line) return null;
   const space = line.indexOf(' ');
+  if (line.startsWith(CARRIED))
+    return { cost: 0, item: JSON.parse(line.slice(space + 1)) as StoredRow['item'], carried: true };
   const [cost, calls, input, output] = line.slice(0, space).split(',').map(Number);
   return {
     cost,
@@ -78,8 +124,8 @@ function rowOf(line: string): StoredRow | null {
   };
 }
 
-async function rowsOf(doc: ItemBlockDoc): Promise<Array<StoredRow | null>> {
-  return (await linesOf(doc)).map(rowOf);
+async function rowsOf(c: C, doc: ItemBlockDoc): Promise<Array<StoredRow | null>> {
+  return (await resolvedLines(c, doc)).map(rowOf);
 }
 
 /** Inserts pages in one round trip; a page already there (a retry) is left as it is. */
@@ -122,7 +168,7 @@ export async function replacePages(
   await c.itemBlocks.bulkWrite(ops, { ordered: false });
 }
 
-/** One page's rows, or null when nothing of it was written yet. */
+/** One page's rows (carried ones resolved, D38), or null when nothing of it was written yet. */
 export async function readPage(
   c: C,
   runId: string,
@@ -130,7 +176,7 @@ export async function readPage(
   page: number,
 ): Promise<Array<StoredRow | null> | null> {
   const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, page) });
-  return doc && rowsOf(doc);
+  return doc && rowsOf(c, doc);
 }
 
 /** D38: whether a run stored any page of a node's first rows (its first page), by `_id`. */
@@ -168,7 +214,7 @@ async function* pagesFrom(
       const page = next++;
       const lines = c.itemBlocks
         .findOne({ _id: pageId(runId, stored.node, page) })
-        .then((doc) => doc && linesOf(doc));
+        .then((doc) => doc && resolvedLines(c, doc));
       lines.catch(() => undefined); // awaited in turn; an early return must not leave it unhandled
       ahead.push({ page, lines });
     }

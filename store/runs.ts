@@ -22,12 +22,13 @@ export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Prom
 /** The run a stored document holds, its output and events parsed (StoredRunDoc says why they are text). */
 export function fromStored<T extends Partial<StoredRunDoc>>(
   stored: T,
-): Omit<T, 'output_json' | 'events_json' | 'metadata_tags'> &
-  Pick<RunDoc, 'output' | 'events'> &
+): Omit<T, 'output_json' | 'events_json' | 'metadata_tags' | 'inputs_json' | 'inputs'> &
+  Pick<RunDoc, 'output' | 'events' | 'inputs'> &
   Required<Pick<RunDoc, 'metadata'>> {
-  const { output_json, events_json, metadata_tags, ...rest } = stored;
+  const { output_json, events_json, metadata_tags, inputs_json, inputs, ...rest } = stored;
   return {
     ...rest,
+    inputs: inputs_json != null ? storedInputs(inputs_json) : (inputs ?? {}),
     output: parseOrNull(output_json),
     events: parseOrNull(events_json),
     metadata: metadataFromTags(metadata_tags),
@@ -35,15 +36,20 @@ export function fromStored<T extends Partial<StoredRunDoc>>(
 }
 
 function toStored(run: RunDoc): StoredRunDoc {
-  const { output, events, metadata, ...rest } = run;
+  const { output, events, metadata, inputs, ...rest } = run;
   return {
     ...rest,
+    inputs_json: JSON.stringify(inputs),
     output_json: jsonOrNull(output),
     events_json: jsonOrNull(events),
     ...(metadata && Object.keys(metadata).length > 0
       ? { metadata_tags: metadataTags(metadata) }
       : {}),
   };
+}
+
+function storedInputs(json: string): Record<string, unknown> {
+  return JSON.parse(json) as Record<string, unknown>;
 }
 
 function jsonOrNull(value: unknown): string | null {
@@ -120,6 +126,23 @@ export async function findRunRecord(
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
   return doc && withChunks(c, fromStored(doc), withItems);
+}
+
+/**
+ * D38: a run's inputs, from the record that holds them (a re-run references its first ancestor's,
+ * `inputs_from`), or null when that record is gone (deleted, D39, or expired, D29) or belongs to
+ * another account.
+ */
+export async function runInputs(
+  c: Pick<Collections, 'runs'>,
+  run: Pick<RunDoc, 'inputs' | 'inputs_from' | 'account_id'>,
+): Promise<Record<string, unknown> | null> {
+  if (!run.inputs_from) return run.inputs;
+  const holder = await c.runs.findOne(
+    { _id: run.inputs_from },
+    { projection: { inputs_json: 1, inputs: 1, account_id: 1 } },
+  );
+  return holder && holder.account_id === run.account_id ? fromStored(holder).inputs : null;
 }
 
 /** True when a run record `runId` exists (any account's: for operators). */

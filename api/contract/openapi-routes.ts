@@ -64,7 +64,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The file or stream link is forged or altered (`invalid_signature`), has expired (`url_expired`) or was made for a key since revoked (`key_revoked`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
-  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`, `run_not_finished`).',
+  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`, `run_not_finished`, `run_inputs_erased`).',
   413: 'Body over the limit (`request_too_large`).',
   415: 'Content-Type is not application/json.',
   416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',

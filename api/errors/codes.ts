@@ -56,6 +56,7 @@ export const ERROR_CODES = {
   idempotency_key_reused: invalid(409),
   run_not_cancellable: invalid(409),
   run_not_finished: invalid(409), // D38
+  run_inputs_erased: invalid(409), // D38: a re-run whose inputs went with a deleted ancestor (D39)
   request_too_large: invalid(413), // 431 when the request line and headers are too large (api/server.ts)
   unsupported_media_type: invalid(415),
   range_not_satisfiable: invalid(416),

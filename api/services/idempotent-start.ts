@@ -36,7 +36,7 @@ import {
   requestHash,
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
-import { findRun } from '../../store/runs';
+import { findRun, runInputs } from '../../store/runs';
 import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
@@ -166,12 +166,18 @@ async function resumeAbandoned(
   if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
   const version = await findVersionById(deps.collections, run.published_workflow_version_id);
   if (!version?.graph) return;
+  // D38: a re-run's record references its inputs; erased meanwhile (D39), the run cannot start.
+  const inputs = await runInputs(deps.collections, run);
+  if (!inputs) return;
   const slug = await workflowSlug(deps.collections, run.published_workflow_id);
   await deps.gateway.start(
-    runArgs(run, version.graph, deps.config.runs, {
-      prices: deps.config.prices,
-      perCallUsd: deps.config.credits.holdPerCallUsd,
-    }),
+    runArgs(
+      run,
+      version.graph,
+      deps.config.runs,
+      { prices: deps.config.prices, perCallUsd: deps.config.credits.holdPerCallUsd },
+      inputs,
+    ),
     slug ?? run.published_workflow_id,
     run.priority,
   );

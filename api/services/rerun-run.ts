@@ -10,7 +10,7 @@ import { isId } from '../../domain/ids';
 import { isTerminal } from '../../domain/run';
 import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
-import { findRunRecord, findRunWithoutLog } from '../../store/runs';
+import { findRunRecord, findRunWithoutLog, runInputs } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../auth/auth-context';
 import { startIdempotent } from './idempotent-start';
@@ -25,6 +25,15 @@ export async function rerunRun(
   idempotencyKey?: string,
 ): Promise<RunDoc> {
   let parent = await readParent(deps, auth, parentId);
+  // D38: the inputs are referenced, not copied: the record that holds them is the parent's own
+  // holder (a re-run of a re-run) or the parent. Gone with a deleted ancestor (D39): nothing to run.
+  const inputsFrom = parent.inputs_from ?? parent._id;
+  const inputs = await runInputs(deps.collections, parent);
+  if (!inputs)
+    throw new InvalidRequestError(
+      `Run \`${parentId}\` cannot be re-run: its inputs were those of run \`${inputsFrom}\`, which has been deleted.`,
+      { code: 'run_inputs_erased' },
+    );
   if (body.items === 'failed') {
     // A run that has just ended (its GET says so) writes its record a moment later: wait for it.
     if (!parent.finalized && (await hasEnded(deps, parentId)))
@@ -44,7 +53,7 @@ export async function rerunRun(
     workflowId: parent.published_workflow_id,
     version: parent.published_workflow_version_id,
     stream: body.stream,
-    inputs: parent.inputs,
+    inputs,
     ...(parent.webhook ? { webhook: parent.webhook } : {}),
     // D36: the parent's controls and priority hold for its re-run too (a cap is per run: the re-run gets its own).
     ...(parent.max_cost !== undefined ? { max_cost: parent.max_cost } : {}),
@@ -54,7 +63,7 @@ export async function rerunRun(
       ? { metadata: parent.metadata }
       : {}),
   };
-  const rerun = { parentRunId: parent._id, items: body.items };
+  const rerun = { parentRunId: parent._id, items: body.items, inputsFrom };
   return idempotencyKey
     ? startIdempotent(deps, auth, request, idempotencyKey, rerun)
     : startRun(deps, auth, request, { rerun });

@@ -43,6 +43,8 @@ export interface StartRunDeps {
 export interface RerunOf {
   parentRunId: string;
   items: 'failed' | 'all';
+  /** The run whose record holds the inputs (the parent's own `inputs_from`, or the parent): referenced, not copied. */
+  inputsFrom?: string;
 }
 
 /** The run id was recorded by another request already (an idempotent start finishing a stalled one's work, D18). */
@@ -117,7 +119,9 @@ export async function startRun(
     published_workflow_version_id: version._id,
     version: version.version,
     status: 'pending',
-    inputs: inputs.values,
+    // D38: a re-run references the record that holds its inputs instead of writing them again.
+    inputs: opts.rerun?.inputsFrom ? {} : inputs.values,
+    ...(opts.rerun?.inputsFrom ? { inputs_from: opts.rerun.inputsFrom } : {}),
     created_at: createdAt,
     completed_at: null,
     output: null,
@@ -139,10 +143,13 @@ export async function startRun(
     ...(opts.rerun ? { parent_run_id: opts.rerun.parentRunId } : {}),
     ...(opts.rerun?.items === 'failed' ? { rerun_items: 'failed' as const } : {}),
   };
-  const args = runArgs(run, version.graph, deps.config.runs, {
-    prices: deps.config.prices,
-    perCallUsd: deps.config.credits.holdPerCallUsd,
-  });
+  const args = runArgs(
+    run,
+    version.graph,
+    deps.config.runs,
+    { prices: deps.config.prices, perCallUsd: deps.config.credits.holdPerCallUsd },
+    inputs.values,
+  );
   // The record comes first so the run is readable the moment its id is returned. From here on the
   // hold is given back by the run's end (store/run-end.ts, which reads it from the record), or
   // below when the run surely never starts; when that is unsure (a write whose outcome is
@@ -177,12 +184,16 @@ async function releaseHold(deps: StartRunDeps, run: RunDoc, why: string): Promis
     .catch(() => undefined);
 }
 
-/** The workflow arguments of a recorded run (also used to start the workflow of a run recorded by a request that then died). */
+/**
+ * The workflow arguments of a recorded run (also used to start the workflow of a run recorded by a
+ * request that then died). `inputs`: the run's inputs when its record references them (D38 `inputs_from`).
+ */
 export function runArgs(
   run: RunDoc,
   graph: WorkflowDocument,
   options: StartRunDeps['config']['runs'],
   pricing: Pick<HoldOptions, 'prices' | 'perCallUsd'>,
+  inputs: Record<string, unknown> = run.inputs,
 ): RunArgs {
   return {
     runId: run._id,
@@ -192,7 +203,7 @@ export function runArgs(
     version: run.version,
     createdAtMs: run.created_at.getTime(),
     graph,
-    inputs: run.inputs,
+    inputs,
     // A workflow's own concurrency, within the operator's cap.
     options: {
       ...options,

@@ -3,7 +3,7 @@
  * events), and deleting a run or every run of an account (D39).
  */
 import type { RunDoc } from '../../store/documents';
-import { findRunRecord, runExists } from '../../store/runs';
+import { findRunRecord, runExists, runInputs } from '../../store/runs';
 import { eraseRun } from '../../store/erase-run';
 import { accountRunIds } from '../../store/run-search';
 import {
@@ -88,11 +88,17 @@ async function runsShow(ctx: CommandContext): Promise<number> {
     });
     return EXIT_OK;
   }
-  printRun(ctx, run, withEvents);
+  // D38: a re-run's inputs are its first ancestor's (null: erased with it, D39).
+  printRun(ctx, run, withEvents, run.inputs_from ? await runInputs(c, run) : run.inputs);
   return EXIT_OK;
 }
 
-function printRun(ctx: CommandContext, run: RunDoc, withEvents: boolean): void {
+function printRun(
+  ctx: CommandContext,
+  run: RunDoc,
+  withEvents: boolean,
+  inputs: Record<string, unknown> | null,
+): void {
   ctx.out(`Run ${run._id}`);
   ctx.out(
     fields([
@@ -117,8 +123,8 @@ function printRun(ctx: CommandContext, run: RunDoc, withEvents: boolean): void {
     );
   }
   ctx.out('');
-  ctx.out('Inputs:');
-  ctx.out(indentJson(run.inputs));
+  ctx.out(run.inputs_from ? `Inputs (those of run ${run.inputs_from}):` : 'Inputs:');
+  ctx.out(inputs ? indentJson(inputs) : '  (erased: that run was deleted)');
   if (run.output) {
     ctx.out('Output:');
     ctx.out(indentJson(run.output));

@@ -5,6 +5,8 @@
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
  *   - `refuseonce:<tag>` answers 400 (a refusal: the item fails) to the first request carrying
  *     that tag, then succeeds (a row that fails in a run and completes in its re-run, D38);
+ *   - `refusetimes:<tag>:<n>` the same for the first n requests (a row that fails in a run and
+ *     in its re-run too, then completes in the re-run of the re-run);
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
  *   - `redirect:<url>` answers 307 to that URL (a hostile or compromised provider);
  *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
@@ -158,6 +160,15 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       return send(400, {
         error: { message: 'The model refused once', type: 'invalid_request_error', code: null },
       });
+    }
+    const refuseTimes = /refusetimes:(\w+):(\d+)/.exec(prompt);
+    if (refuseTimes) {
+      const seen = (flakyCounts.get(`refuse:${refuseTimes[1]}`) ?? 0) + 1;
+      flakyCounts.set(`refuse:${refuseTimes[1]}`, seen);
+      if (seen <= Number(refuseTimes[2]))
+        return send(400, {
+          error: { message: 'The model refused', type: 'invalid_request_error', code: null },
+        });
     }
     const flaky = /flaky:(\w+):(\d+)/.exec(prompt);
     if (flaky) {

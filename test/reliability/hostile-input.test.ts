@@ -11,6 +11,7 @@ import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtu
 import { call, type ApiResponse } from '../support/http';
 import { rawRequest } from '../support/raw-http';
 import { useService } from '../support/use-service';
+import { findRunRecord } from '../../store/runs';
 
 /** Resolves on 'drain' or 'close' (the server hangs up after its 413: no drain then), leaving no listener behind. */
 function waitDrainOrClose(req: http.ClientRequest): Promise<void> {
@@ -74,7 +75,7 @@ describe('reliability: hostile input', function () {
       const res = await start(body);
       if (res.status === 202) {
         // Accepted only when the body is a correct start after all; the run holds exactly what was sent.
-        const run = await ctx.svc.store.collections.runs.findOne({ _id: res.body.run_id });
+        const run = await findRunRecord(ctx.svc.store.collections, res.body.run_id);
         assert.deepEqual(
           Object.keys(run?.inputs ?? {}).sort(),
           ['name'],
@@ -131,7 +132,7 @@ describe('reliability: hostile input', function () {
       '{"workflowId":"nope","workflowId":"greet","inputs":{"name":"first"},"inputs":{"name":"last"}}',
     );
     assert.equal(res.status, 202, JSON.stringify(res.body));
-    const run = await ctx.svc.store.collections.runs.findOne({ _id: res.body.run_id });
+    const run = await findRunRecord(ctx.svc.store.collections, res.body.run_id);
     assert.deepEqual(run?.inputs, { name: 'last' });
     const wrong = await start('{"workflowId":"greet","workflowId":"nope"}');
     expectError(wrong, {

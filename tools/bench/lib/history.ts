@@ -22,9 +22,24 @@ function ms(t: HistoryEvent['eventTime']): number {
   return Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6;
 }
 
+/**
+ * A workflow's history, 50 events a page: a 100,000-row run's whole history (its start argument
+ * alone ~1.5 MB, its blocks' inputs more) is over the 4 MB one gRPC answer may hold.
+ */
 export async function fetchEvents(client: Client, workflowId: string): Promise<HistoryEvent[]> {
-  const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  return history.events ?? [];
+  const events: HistoryEvent[] = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId },
+      maximumPageSize: 50,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    events.push(...((page.history?.events ?? []) as HistoryEvent[]));
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return events;
 }
 
 /** Per activity: schedule → start (queueing in Temporal and the worker) and start → close (the call itself). */
