@@ -1,6 +1,7 @@
 /**
  * The per-process group commit (store/group-commit.ts) of the writes every run makes: its record
- * at start (the API), its debit and its final record at its end (the worker's finalize). Under
+ * at start (the API; and an idempotent start's claim of its key, D18), its debit and its final
+ * record at its end (the worker's finalize). Under
  * load each is one command per batch of runs instead of one per run, so the store's single
  * writer (FerretDB on SQLite) stops being the ceiling of starts and ends.
  *
@@ -13,8 +14,9 @@
  */
 import type { RunFinal } from '../domain/run';
 import type { Collections } from './db';
-import type { RunDoc } from './documents';
+import type { IdempotencyKeyDoc, RunDoc } from './documents';
 import { DEFAULT_MAX_BATCH, GroupCommit } from './group-commit';
+import { insertClaims } from './idempotency';
 import { insertEntries, isDuplicateKey, type NewEntry } from './ledger';
 import { finalizeRunRecords, insertRuns } from './runs';
 
@@ -22,11 +24,21 @@ export class RunWrites {
   private readonly runInserts: GroupCommit<RunDoc, void>;
   private readonly entryInserts: GroupCommit<NewEntry, void>;
   private readonly runEnds: GroupCommit<RunFinal, void>;
+  private readonly claimInserts: GroupCommit<IdempotencyKeyDoc, void>;
 
-  constructor(c: Pick<Collections, 'runs' | 'ledger'>, maxBatch = DEFAULT_MAX_BATCH) {
+  constructor(
+    c: Pick<Collections, 'runs' | 'ledger' | 'idempotencyKeys'>,
+    maxBatch = DEFAULT_MAX_BATCH,
+  ) {
     this.runInserts = new GroupCommit((runs) => insertRuns(c, runs), maxBatch);
     this.entryInserts = new GroupCommit((entries) => insertEntries(c, entries), maxBatch);
     this.runEnds = new GroupCommit((finals) => finalizeRunRecords(c, finals), maxBatch);
+    this.claimInserts = new GroupCommit((claims) => insertClaims(c, claims), maxBatch);
+  }
+
+  /** The insert of claimIdempotencyKey (store/idempotency.ts), group-committed: rejects with code 11000 when the key is claimed. */
+  insertClaim(claim: IdempotencyKeyDoc): Promise<void> {
+    return this.claimInserts.submit(claim);
   }
 
   /** insertRun (store/runs.ts), group-committed: rejects with code 11000 when the run id is taken. */
@@ -56,6 +68,7 @@ export class RunWrites {
       runInserts: this.runInserts.stats,
       entryInserts: this.entryInserts.stats,
       runEnds: this.runEnds.stats,
+      claimInserts: this.claimInserts.stats,
     };
   }
 }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import type { RunFinal } from '../../domain/run';
 import type { Store } from '../../store/db';
 import { deriveId, generateId } from '../../store/ids';
+import { claimIdempotencyKey, IDEMPOTENCY_TTL_MS } from '../../store/idempotency';
 import { isDuplicateKey } from '../../store/ledger';
 import { findRunRecord, insertRun } from '../../store/runs';
 import { RunWrites } from '../../store/run-writes';
@@ -82,6 +83,29 @@ describe('RunWrites: group commit of run records and debits (FerretDB)', functio
     assert.equal(await c.ledger.countDocuments({ run_id: runId }), 1);
     const stored = await c.ledger.findOne({ _id: entry._id });
     assert.ok(stored?.created_at instanceof Date, 'stamped when written');
+  });
+
+  it('gives an idempotency key to exactly one of many claims sent together (D18)', async () => {
+    const c = store.collections;
+    const writes = new RunWrites(c);
+    const now = Date.now();
+    const claimOf = (runId: string) => ({
+      _id: 'acct_gc:key-1',
+      account_id: 'acct_gc',
+      key: 'key-1',
+      request_hash: 'h',
+      run_id: runId,
+      created_at: new Date(now),
+      expires_at: new Date(now + IDEMPOTENCY_TTL_MS),
+    });
+    const mine = Array.from({ length: 8 }, () => claimOf(generateId('run')));
+    const claims = await Promise.all(
+      mine.map((claim) => claimIdempotencyKey(c, claim, (doc) => writes.insertClaim(doc))),
+    );
+    const winners = mine.filter((claim, i) => claims[i].run_id === claim.run_id);
+    assert.equal(winners.length, 1, 'one claimant');
+    for (const claim of claims) assert.equal(claim.run_id, winners[0].run_id, 'all see its run');
+    assert.equal(writes.stats.claimInserts.batches, 1);
   });
 
   it('writes the final records of many runs ending together', async () => {
