@@ -29,9 +29,12 @@ COPY store ./store
 COPY worker ./worker
 COPY workflows ./workflows
 COPY tools/scripts/bundle-workflows.ts ./tools/scripts/bundle-workflows.ts
-# The workflow bundle is built here once, so workers start without running webpack (WORKFLOW_BUNDLE_PATH).
+COPY tools/scripts/bundle-playground.ts ./tools/scripts/bundle-playground.ts
+# The workflow bundle and the playground page are built here once, so workers start without running webpack
+# (WORKFLOW_BUNDLE_PATH) and the API serves the page without running esbuild (PLAYGROUND_BUNDLE_DIR).
 RUN npm run build \
  && node dist/tools/scripts/bundle-workflows.js dist/workflow-bundle.js \
+ && node dist/tools/scripts/bundle-playground.js dist/playground-page \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
@@ -40,7 +43,8 @@ FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     API_HOST=0.0.0.0 \
     API_PORT=8080 \
-    WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
+    WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js \
+    PLAYGROUND_BUNDLE_DIR=/app/dist/playground-page
 WORKDIR /app
 # Owned by root and read-only for the service user: nothing here writes to its own files.
 COPY package.json ./
@@ -48,8 +52,6 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The example workflows, so an operator can publish the demo from inside the container.
 COPY examples ./examples
-# The playground's sources: the API bundles them with esbuild on the first request to `/`.
-COPY playground ./playground
 # Workers load dist/workflow-bundle.js (WORKFLOW_BUNDLE_PATH); dist/workflows stays for replay tooling.
 USER node
 EXPOSE 8080

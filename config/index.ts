@@ -139,6 +139,8 @@ export const EnvSchema = z.object({
   WORKER_SDK_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   // A workflow bundle built with the image (tools/scripts/bundle-workflows.ts); unset, the worker bundles at start.
   WORKFLOW_BUNDLE_PATH: z.string().optional(),
+  // The playground page built with the image (tools/scripts/bundle-playground.ts); unset, the API bundles it on first use.
+  PLAYGROUND_BUNDLE_DIR: z.string().optional(),
   // D32: payload encryption keys, `id:base64key` (32 bytes) separated by commas; the LAST one encrypts, all decrypt.
   PAYLOAD_KEYS: z.string().default('').transform(parsePayloadKeys),
   // D32: `false` sends payloads to Temporal in plaintext: only to measure the codec's cost (bench), refused in production.
@@ -189,6 +191,8 @@ export interface Config {
     host: string;
     port: number;
     publicBaseUrl?: string;
+    /** The playground page built into the image; unset: bundled from source on first use. */
+    playgroundBundleDir?: string;
     tls?: { certFile: string; keyFile: string };
     maxJsonBodyBytes: number;
     maxJsonDepth: number;
@@ -388,6 +392,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       host: e.API_HOST,
       port: e.API_PORT,
       publicBaseUrl: e.PUBLIC_BASE_URL,
+      playgroundBundleDir: e.PLAYGROUND_BUNDLE_DIR,
       tls:
         e.TLS_CERT_FILE && e.TLS_KEY_FILE
           ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE }

@@ -1,12 +1,14 @@
 /**
- * Builds the playground page in memory: esbuild bundles src/main.ts and src/style.css once per
- * process (on the first request), and index.html is filled in with the bundles' content-hashed
- * names, so the assets can be cached forever and the page itself revalidated by its ETag.
+ * Builds the playground page: esbuild bundles src/main.ts and src/style.css, and index.html is
+ * filled in with the bundles' content-hashed names, so the assets can be cached forever and the
+ * page itself revalidated by its ETag. The image writes the page to a directory at build time
+ * (tools/scripts/bundle-playground.ts, PLAYGROUND_BUNDLE_DIR) and the API loads it at start, as
+ * workers load their prebuilt workflow bundle; from source (development, tests) the API bundles
+ * it in memory on the first request.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { build } from 'esbuild';
 
 export interface Asset {
   body: Buffer;
@@ -32,6 +34,7 @@ function sourceDir(): string {
 const hashOf = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
 async function bundle(dir: string, entry: string): Promise<Buffer> {
+  const { build } = await import('esbuild'); // only where the page is built, never when it is loaded
   const result = await build({
     entryPoints: [path.join(dir, 'src', entry)],
     bundle: true,
@@ -60,5 +63,36 @@ export async function buildPlayground(): Promise<PlaygroundBundle> {
   const html = readFileSync(path.join(dir, 'index.html'), 'utf8')
     .replace('{{script}}', `/playground/${script}`)
     .replace('{{style}}', `/playground/${style}`);
-  return { html, etag: `"${hashOf(html).slice(0, 27)}"`, assets };
+  return withEtag(html, assets);
+}
+
+const withEtag = (html: string, assets: Map<string, Asset>): PlaygroundBundle => ({
+  html,
+  etag: `"${hashOf(html).slice(0, 27)}"`,
+  assets,
+});
+
+/** The page's file in a written bundle; every other file there is an asset named by its hash. */
+const PAGE = 'index.html';
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+
+/** Writes a built page to `outDir` (image build time). */
+export function writePlayground(page: PlaygroundBundle, outDir: string): void {
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(path.join(outDir, PAGE), page.html);
+  for (const [name, asset] of page.assets) writeFileSync(path.join(outDir, name), asset.body);
+}
+
+/** Loads a page written by writePlayground; throws (the API does not start) when it is missing. */
+export function loadPlayground(dir: string): PlaygroundBundle {
+  const html = readFileSync(path.join(dir, PAGE), 'utf8');
+  const assets = new Map<string, Asset>();
+  for (const name of readdirSync(dir)) {
+    const type = TYPES[path.extname(name)];
+    if (name !== PAGE && type) assets.set(name, { body: readFileSync(path.join(dir, name)), type });
+  }
+  return withEtag(html, assets);
 }

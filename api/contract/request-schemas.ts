@@ -137,41 +137,40 @@ const isoTime = z
  * D23, D37: the query of GET /api/v1/runs (cursor pagination, newest first; every filter AND-ed).
  * `metadata[<key>]=<value>` arrives as flat query keys; they are gathered into `metadata` first.
  */
-export const ListRunsQuerySchema = z.preprocess(
-  gatherMetadataFilters,
-  z
-    .object({
-      limit: z.coerce.number().int().min(1).max(100).default(20),
-      starting_after: z
-        .string()
-        .regex(/^run_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a run id')
-        .optional()
-        .describe('Return runs older than this one.'),
-      status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']).optional(),
-      workflow_id: z
-        .string()
-        .min(1)
-        .max(256)
-        .optional()
-        .describe('A `wf_...` id or a slug of your account.'),
-      workflowId: z
-        .string()
-        .min(1)
-        .max(256)
-        .optional()
-        .describe(
-          'The older spelling of `workflow_id`; when both are given, runs must match both.',
-        ),
-      created_after: isoTime
-        .optional()
-        .describe('Only runs created after this time (ISO 8601, e.g. `2026-01-31T12:00:00Z`).'),
-      created_before: isoTime.optional().describe('Only runs created before this time (ISO 8601).'),
-      metadata: MetadataSchema.optional().describe(
+export const ListRunsQueryFieldsSchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: z
+      .string()
+      .regex(/^run_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a run id')
+      .optional()
+      .describe('Return runs older than this one.'),
+    status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']).optional(),
+    workflow_id: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('A `wf_...` id or a slug of your account.'),
+    workflowId: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('The older spelling of `workflow_id`; when both are given, runs must match both.'),
+    created_after: isoTime
+      .optional()
+      .describe('Only runs created after this time (ISO 8601, e.g. `2026-01-31T12:00:00Z`).'),
+    created_before: isoTime.optional().describe('Only runs created before this time (ISO 8601).'),
+    metadata: MetadataSchema.optional()
+      .describe(
         'D37: `metadata[<key>]=<value>`, once per key: only runs whose metadata has every one of these pairs.',
-      ),
-    })
-    .strict(),
-);
+      )
+      .meta({ param: { style: 'deepObject', explode: true } }),
+  })
+  .strict();
+/** The fields above, once the `metadata[<key>]` query keys are gathered (the OpenAPI document lists the fields). */
+export const ListRunsQuerySchema = z.preprocess(gatherMetadataFilters, ListRunsQueryFieldsSchema);
 
 /** Moves `metadata[<key>]` query keys into one `metadata` object (D37); anything else stays as it is. */
 function gatherMetadataFilters(raw: unknown): unknown {

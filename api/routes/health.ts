@@ -1,5 +1,6 @@
 /** Liveness and readiness probes (no key needed). */
 import Router from '@koa/router';
+import type { Health, Readiness } from '../contract/http-schemas';
 import type { RouteDeps } from '../deps';
 import { ServiceUnavailableError } from '../../domain/errors';
 import { dependencyUp } from '../../lib/metrics';
@@ -14,7 +15,7 @@ import { dependencyUp } from '../../lib/metrics';
 export function healthRoutes(deps: RouteDeps): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
+    ctx.body = { status: 'ok' } satisfies Health;
   });
   router.get('/readyz', async (ctx) => {
     // From SIGTERM on (api/drain.ts) this process is leaving: out of rotation before it stops accepting.
@@ -41,7 +42,7 @@ export function healthRoutes(deps: RouteDeps): Router {
       status: 'ready',
       mongodb: 'ok',
       temporal: temporalUp ? 'ok' : 'unavailable',
-    };
+    } satisfies Readiness;
   });
   return router;
 }

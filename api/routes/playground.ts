@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../deps';
 import { NotFoundError } from '../../domain/errors';
-import { buildPlayground, type PlaygroundBundle } from '../../playground/bundle';
+import { buildPlayground, loadPlayground, type PlaygroundBundle } from '../../playground/bundle';
 
 /**
  * The page's Content-Security-Policy: its own script and style only (nothing inline), API calls
@@ -26,11 +26,17 @@ export function playgroundCsp(publicBaseUrl?: string): string {
   ].join('; ');
 }
 
-/** Routes of the playground; the page is bundled on its first request and kept in memory. */
+/**
+ * Routes of the playground: the page built into the image (PLAYGROUND_BUNDLE_DIR, loaded here, so
+ * a missing one stops the API at start), or from source bundled on its first request and kept.
+ */
 export function playgroundRoutes(deps: AppDeps): Router {
   const router = new Router();
   const csp = playgroundCsp(deps.config.api.publicBaseUrl);
-  let building: Promise<PlaygroundBundle> | undefined;
+  const prebuilt = deps.config.api.playgroundBundleDir;
+  let building: Promise<PlaygroundBundle> | undefined = prebuilt
+    ? Promise.resolve(loadPlayground(prebuilt))
+    : undefined;
   const bundle = () => {
     building ??= buildPlayground().catch((err) => {
       building = undefined; // a failed build is retried by the next request, not cached

@@ -5,13 +5,12 @@
  * bytes of the views held (their JSON size, which tracks their heap size within a small factor),
  * not by entries, since one run can carry thousands of items or megabytes of text.
  */
+import { LRUCache } from 'lru-cache';
 import type { RunView } from '../../domain/run-view';
 
 interface Entry {
   accountId: string;
   view: RunView;
-  weight: number;
-  expiresAtMs: number;
 }
 
 /** Default memory bound: 64 MiB of views (JSON bytes). */
@@ -21,68 +20,54 @@ export interface FinishedRunCacheOptions {
   /** JSON bytes of the views held across all entries (default FINISHED_RUN_CACHE_BYTES). */
   maxBytes?: number;
   ttlMs?: number;
+  /** The clock in milliseconds (tests); by default lru-cache's, `performance.now()`. */
+  now?: () => number;
 }
 
-/** LRU of finalized run views, keyed by run id and checked against the reading account. */
+/**
+ * LRU of finalized run views, keyed by run id and checked against the reading account. lru-cache
+ * holds them: TTL, least recently used out first within `maxBytes`, a view larger than the whole
+ * cache not kept (its maxEntrySize is maxSize).
+ */
 export class FinishedRunCache {
-  private readonly entries = new Map<string, Entry>();
-  private bytes = 0;
-  private readonly maxBytes: number;
-  private readonly ttlMs: number;
+  /** Absent with a time to live of 0 (FINISHED_RUN_CACHE_MS=0): nothing is kept. */
+  private readonly entries?: LRUCache<string, Entry>;
 
   constructor(opts: FinishedRunCacheOptions = {}) {
-    this.maxBytes = opts.maxBytes ?? FINISHED_RUN_CACHE_BYTES;
-    this.ttlMs = opts.ttlMs ?? 60_000;
+    const ttl = opts.ttlMs ?? 60_000;
+    if (ttl <= 0) return;
+    this.entries = new LRUCache<string, Entry>({
+      ttl,
+      maxSize: opts.maxBytes ?? FINISHED_RUN_CACHE_BYTES,
+      sizeCalculation: (entry) => JSON.stringify(entry.view).length,
+      // A given clock is read on every check (lru-cache otherwise reuses a reading for 1 ms).
+      ...(opts.now && { perf: { now: opts.now }, ttlResolution: 0 }),
+    });
   }
 
   /** The cached view of the account's run, or undefined (another account's run is a miss, never a hit). */
-  get(accountId: string, runId: string, nowMs = Date.now()): RunView | undefined {
-    const entry = this.entries.get(runId);
-    if (!entry) return undefined;
-    if (entry.expiresAtMs <= nowMs) {
-      this.remove(runId, entry);
-      return undefined;
-    }
-    if (entry.accountId !== accountId) return undefined;
-    // Map order is insertion order: re-inserting makes this the most recently used.
-    this.entries.delete(runId);
-    this.entries.set(runId, entry);
-    return entry.view;
+  get(accountId: string, runId: string): RunView | undefined {
+    const entry = this.entries?.get(runId);
+    return entry?.accountId === accountId ? entry.view : undefined;
   }
 
-  /** Remembers a finalized run's view; a view larger than the whole cache is not kept, nor anything with a TTL of 0. */
-  set(accountId: string, view: RunView, nowMs = Date.now()): void {
-    if (this.ttlMs <= 0) return;
-    const weight = JSON.stringify(view).length;
-    if (weight > this.maxBytes) return;
-    const previous = this.entries.get(view.id);
-    if (previous) this.remove(view.id, previous);
-    this.entries.set(view.id, { accountId, view, weight, expiresAtMs: nowMs + this.ttlMs });
-    this.bytes += weight;
-    for (const [id, oldest] of this.entries) {
-      if (this.bytes <= this.maxBytes) break;
-      this.remove(id, oldest);
-    }
+  /** Remembers a finalized run's view. */
+  set(accountId: string, view: RunView): void {
+    this.entries?.set(view.id, { accountId, view });
   }
 
   /** D39: drops a deleted run's view at once. */
   forget(runId: string): void {
-    const entry = this.entries.get(runId);
-    if (entry) this.remove(runId, entry);
+    this.entries?.delete(runId);
   }
 
   /** Entries held (for tests and metrics). */
   get size(): number {
-    return this.entries.size;
+    return this.entries?.size ?? 0;
   }
 
   /** JSON bytes of the views held. */
   get heldBytes(): number {
-    return this.bytes;
-  }
-
-  private remove(runId: string, entry: Entry): void {
-    this.entries.delete(runId);
-    this.bytes -= entry.weight;
+    return this.entries?.calculatedSize ?? 0;
   }
 }

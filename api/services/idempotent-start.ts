@@ -40,6 +40,7 @@ import { findRun } from '../../store/runs';
 import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
+import { IDEMPOTENCY_KEY_PATTERN } from '../contract/http-schemas';
 import type { StartRequest } from '../contract/request-schemas';
 import { RunIdTakenError, runArgs, startRun, type RerunOf, type StartRunDeps } from './start-run';
 
@@ -52,13 +53,10 @@ export interface IdempotentStartDeps extends StartRunDeps {
   collections: Collections;
 }
 
-// D18 keys: 1 to 255 visible ASCII characters (no spaces, controls, CR/LF or non-ASCII bytes).
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
 /** The validated `Idempotency-Key` header value, or undefined when the header is absent; 400 when malformed. */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
     throw new InvalidRequestError(
       '`Idempotency-Key` must be 1 to 255 visible ASCII characters (no spaces or control characters).',
       {

@@ -6,7 +6,10 @@
  *    publish: kept at most POINTER_TTL_MS. The process that publishes updates both at once, so
  *    D1 ("absent: the latest version") holds immediately there and within 2 s in any other;
  *  - "not found" is never remembered, so a first publish is visible everywhere at once.
+ * lru-cache holds the entries (TTL, a bound on their number, least recently used out first) and
+ * runs one load per key at a time, so a burst of starts of a cold workflow costs one round trip.
  */
+import { LRUCache } from 'lru-cache';
 import type { Collections } from '../../store/db';
 import type { WorkflowDoc, WorkflowVersionDoc } from '../../store/documents';
 import { isId } from '../../domain/ids';
@@ -16,7 +19,6 @@ import {
   findWorkflowRecord,
   latestVersionPointer,
 } from '../../store/workflows';
-import { TtlCache } from '../../lib/cache/ttl-cache';
 
 /** How stale another process's publish may look here (D1). */
 export const POINTER_TTL_MS = 2_000;
@@ -31,34 +33,55 @@ interface Pointer {
   version: number;
 }
 
+/** A cache's load: each read passes its own (as lru-cache's fetch `context`); null is "not found". */
+type Load<V> = () => Promise<V | null>;
+/** What a load that found nothing answers once `published()` replaced its entry mid-flight. */
+const OVERTAKEN = Symbol('overtaken');
+type Cache<V extends object> = LRUCache<string, V | typeof OVERTAKEN, Load<V>>;
+
+function loadingCache<V extends object>(opts: { max: number; ttl?: number }): Cache<V> {
+  return new LRUCache<string, V | typeof OVERTAKEN, Load<V>>({
+    ...opts,
+    // published() may set an entry while a load of it is in flight; lru-cache then aborts the
+    // load. With ignoreFetchAbort its waiters still get what it read (which is not stored); a load
+    // that found nothing answers OVERTAKEN, as undefined would make the waiters' fetch reject.
+    ignoreFetchAbort: true,
+    // undefined ("not found") is answered to every waiter but never stored.
+    fetchMethod: async (_key, _stale, { context: load, signal }) =>
+      (await load()) ?? (signal.aborted ? OVERTAKEN : undefined),
+  });
+}
+
+/** The cached value of `key`, else `load()`'s (one load per key at a time); null when not found. */
+async function read<V extends object>(
+  cache: Cache<V>,
+  key: string,
+  load: Load<V>,
+): Promise<V | null> {
+  const value = await cache.fetch(key, { context: load });
+  return value === undefined || value === OVERTAKEN ? null : value;
+}
+
 /** Per-process view of the published workflows (built once per API in createApp). */
 export class WorkflowCatalog {
-  private readonly workflows: TtlCache<WorkflowDoc | null>;
-  private readonly pointers: TtlCache<Pointer | null>;
-  private readonly versions = new TtlCache<WorkflowVersionDoc | null>({
-    ttlMs: Number.POSITIVE_INFINITY,
-    maxEntries: MAX_VERSIONS,
+  private readonly workflows = loadingCache<WorkflowDoc>({
+    ttl: POINTER_TTL_MS,
+    max: MAX_WORKFLOWS,
   });
+  private readonly pointers = loadingCache<Pointer>({ ttl: POINTER_TTL_MS, max: MAX_WORKFLOWS });
+  /** Versions are immutable (D26): no TTL, only the bound. */
+  private readonly versions = loadingCache<WorkflowVersionDoc>({ max: MAX_VERSIONS });
   /** The newest version this process published per workflow: a pointer read that raced the publish never moves back past it. */
   private readonly publishedHere = new Map<string, Pointer>();
 
-  constructor(
-    private readonly collections: WorkflowCollections,
-    ttlMs = POINTER_TTL_MS,
-  ) {
-    const ttl = Math.min(ttlMs, POINTER_TTL_MS);
-    this.workflows = new TtlCache({ ttlMs: ttl, maxEntries: MAX_WORKFLOWS });
-    this.pointers = new TtlCache({ ttlMs: ttl, maxEntries: MAX_WORKFLOWS });
-  }
+  constructor(private readonly collections: WorkflowCollections) {}
 
   /** D2: a `wf_` id (own or public) or the caller's slug; null when there is none. */
   async findWorkflow(accountId: string, ref: string): Promise<WorkflowDoc | null> {
     const key = isId('wf', ref) ? `id\0${ref}` : `slug\0${accountId}\0${ref}`;
     // The record is cached whoever read it; the access rule is applied to every caller here.
-    const doc = await this.workflows.get(
-      key,
-      () => findWorkflowRecord(this.collections, accountId, ref),
-      (d) => d !== null,
+    const doc = await read(this.workflows, key, () =>
+      findWorkflowRecord(this.collections, accountId, ref),
     );
     if (!doc) return null;
     return doc.account_id === accountId || doc.public ? doc : null;
@@ -67,18 +90,12 @@ export class WorkflowCatalog {
   /** D1: the pinned version (number or `wfv_` id), or the latest when none is pinned. */
   async findVersion(workflowId: string, pin?: number | string): Promise<WorkflowVersionDoc | null> {
     if (pin === undefined) {
-      const pointer = await this.pointers.get(
-        workflowId,
-        () => this.loadPointer(workflowId),
-        (p) => p !== null,
-      );
+      const pointer = await read(this.pointers, workflowId, () => this.loadPointer(workflowId));
       return pointer ? this.versionById(workflowId, pointer.id) : null;
     }
     if (typeof pin === 'string') return this.versionById(workflowId, pin);
-    return this.versions.get(
-      `${workflowId}#${pin}`,
-      () => findVersion(this.collections, workflowId, pin),
-      (v) => v !== null,
+    return read(this.versions, `${workflowId}#${pin}`, () =>
+      findVersion(this.collections, workflowId, pin),
     );
   }
 
@@ -103,11 +120,7 @@ export class WorkflowCatalog {
   }
 
   private async versionById(workflowId: string, id: string): Promise<WorkflowVersionDoc | null> {
-    const doc = await this.versions.get(
-      id,
-      () => findVersionById(this.collections, id),
-      (v) => v !== null,
-    );
+    const doc = await read(this.versions, id, () => findVersionById(this.collections, id));
     return doc && doc.workflow_id === workflowId ? doc : null;
   }
 }

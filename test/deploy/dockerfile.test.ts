@@ -42,17 +42,23 @@ describe('Dockerfile', () => {
     const needed = new Set(
       [...reachableSources(ENTRY_POINTS)].map((f) => path.relative(REPO, f).split(path.sep)[0]),
     );
-    needed.delete('tools'); // only tools/scripts/bundle-workflows.ts, copied as a file
+    needed.delete('tools'); // only the two build-time bundlers in tools/scripts, copied as files
     assert.ok(copied.has('tools/scripts/bundle-workflows.ts'));
+    assert.ok(copied.has('tools/scripts/bundle-playground.ts'));
     assert.deepEqual([...needed].filter((d) => !copied.has(d)).sort(), []);
   });
 
-  it('builds on a pinned Node 24 and points the workers at the prebuilt bundle', () => {
+  it('builds on a pinned Node 24 and points the workers and the API at the prebuilt bundles', () => {
     assert.match(dockerfile, /^ARG NODE_IMAGE=node:24\.\d+\.\d+-\w+-slim$/m);
     assert.match(
       dockerfile,
       /node dist\/tools\/scripts\/bundle-workflows\.js dist\/workflow-bundle\.js/,
     );
     assert.match(dockerfile, /WORKFLOW_BUNDLE_PATH=\/app\/dist\/workflow-bundle\.js/);
+    assert.match(
+      dockerfile,
+      /node dist\/tools\/scripts\/bundle-playground\.js dist\/playground-page/,
+    );
+    assert.match(dockerfile, /PLAYGROUND_BUNDLE_DIR=\/app\/dist\/playground-page/);
   });
 });

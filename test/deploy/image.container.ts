@@ -1,6 +1,7 @@
 /**
- * The image runs (`npm run test:image`; not part of `npm test`: building the image on Docker's vfs
- * storage driver takes over ten minutes here). The Dockerfile's image (WRS_IMAGE, default
+ * The image runs (`npm run test:image`, run by .ci/run before `npm test`: tools/scripts/test-image.sh
+ * starts Docker, builds the image, then runs this file, which `npm test` leaves out: not *.test.ts).
+ * The Dockerfile's image (WRS_IMAGE, default
  * `wrs:local`, built with `deploy/docker/make-base-image.sh`'s local base) runs as Compose runs it:
  * an API and a worker container, non-root, read-only root filesystem, no capabilities, healthchecks,
  * NODE_ENV=production, on a user-defined bridge network this test creates. They reach only each
@@ -9,8 +10,8 @@
  * stream, GET, cancel) passes through the API container, and a worker stopped by `docker stop` (SIGTERM)
  * in the middle of a provider call lets it finish and exits 0; the run completes, billed once.
  *
- * Needs Docker's daemon (DOCKER_HOST, default unix:///run/wrs-docker.sock: `dockerd --storage-driver=vfs
- * --host unix:///run/wrs-docker.sock` as root).
+ * Needs Docker's daemon (DOCKER_HOST, default unix:///run/wrs-docker.sock; the script starts
+ * `dockerd --storage-driver=vfs` there as root when nothing answers).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -171,6 +172,18 @@ describe(`the image (${IMAGE}) runs as Compose runs it`, function () {
     assert.equal(await docker('exec', api, 'sh', '-c', 'touch /tmp/ok && echo ok'), 'ok');
   });
 
+  it('serves the playground page built into the image (no playground sources in it)', async () => {
+    const page = await fetch(`${apiUrl}/`);
+    assert.equal(page.status, 200);
+    const script = /src="(\/playground\/app\.[0-9a-f]{12}\.js)"/.exec(await page.text())?.[1];
+    assert.ok(script, 'the page names its hashed script');
+    assert.equal((await fetch(`${apiUrl}${script}`)).status, 200);
+    await assert.rejects(
+      docker('exec', `wrs-api-${suffix}`, 'ls', '/app/playground'),
+      /No such file/,
+    );
+  });
+
   it('a smoke run through the API container: start with a stream to [DONE], GET, cancel', async () => {
     const stream = await openSse(`${apiUrl}/api/v1/responses`, {
       method: 'POST',
@@ -216,10 +229,18 @@ describe(`the image (${IMAGE}) runs as Compose runs it`, function () {
     const ended = await waitForRun(apiUrl, key, runId, 60_000);
     assert.equal(ended.status, 'completed');
     assert.equal(fake.requestsWith('drained').length, 1, 'the provider was called once');
-    const debits = await svc.store.collections.ledger
-      .find({ _id: deriveId('led', runId) })
-      .toArray();
-    assert.equal(debits.length, 1);
+    // GET answers `completed` from the workflow's live state as soon as the graph ends; its finalize
+    // activity then books the debit and writes the record last: wait for the record, then count.
+    const { runs, ledger } = svc.store.collections;
+    await waitFor(
+      async () => (await runs.findOne({ _id: runId }))?.status === 'completed' || undefined,
+      {
+        what: `the final record of ${runId}`,
+      },
+    );
+    const debits = await ledger.find({ run_id: runId, kind: 'run' }).toArray();
+    assert.equal(debits.length, 1, 'billed once');
+    assert.equal(debits[0]._id, deriveId('led', runId));
     assert.equal(debits[0].amount_usd, -ended.total_cost);
   });
 });
