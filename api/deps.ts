@@ -13,6 +13,7 @@ import { CreditCheck } from './services/credit-check';
 import { FinishedRunCache } from './services/finished-run-cache';
 import { RateCounter } from './services/rate-counter';
 import { KnownRuns } from './services/known-runs';
+import { RunWrites } from '../store/run-writes';
 import { WorkflowCatalog } from './services/workflow-catalog';
 import { KeyCache } from './auth/key-cache';
 import { Drain } from './drain';
@@ -31,6 +32,8 @@ export interface AppDeps {
   keys?: KeyCache;
   catalog?: WorkflowCatalog;
   knownRuns?: KnownRuns;
+  /** The group commit of run records at start (store/run-writes.ts). */
+  runWrites?: RunWrites;
   streams?: StreamCap;
   /** Set on SIGTERM (api/drain.ts): readiness fails, waits answer at once. */
   drain?: Drain;
@@ -47,6 +50,7 @@ export type RouteDeps = AppDeps &
       | 'keys'
       | 'catalog'
       | 'knownRuns'
+      | 'runWrites'
       | 'streams'
       | 'drain'
     >
@@ -65,6 +69,7 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     keys: appDeps.keys ?? new KeyCache(appDeps.collections),
     catalog: appDeps.catalog ?? new WorkflowCatalog(appDeps.collections),
     knownRuns: appDeps.knownRuns ?? new KnownRuns(),
+    runWrites: appDeps.runWrites ?? new RunWrites(appDeps.collections),
     // Open streams per key in this process (docs/api.md "Connections").
     streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
     drain: appDeps.drain ?? new Drain(),

@@ -4,8 +4,10 @@
  * document binds the key to the request's hash and to a run id allocated before the run exists.
  */
 import { createHash } from 'node:crypto';
+import { bulkOutcomes } from './bulk-outcomes';
 import type { Collections } from './db';
 import type { IdempotencyKeyDoc } from './documents';
+import type { Outcome } from './group-commit';
 import { isDuplicateKey } from './ledger';
 
 /** D18: a key is remembered for 24 hours. */
@@ -40,14 +42,18 @@ export function canonicalJson(value: unknown): string {
 /**
  * Claims `claim._id` for `claim.run_id`, or returns the live document that owns it already (its
  * `run_id` then differs). A document past `expires_at` counts as absent, even before it is removed.
+ * `insert` is how the claim is inserted (the API's group commit, store/run-writes.ts); it must
+ * reject with code 11000 when the `_id` is taken, as the single insert does.
  */
 export async function claimIdempotencyKey(
   c: KeyCollections,
   claim: IdempotencyKeyDoc,
+  insert: (claim: IdempotencyKeyDoc) => Promise<unknown> = (doc) =>
+    c.idempotencyKeys.insertOne(doc),
 ): Promise<IdempotencyKeyDoc> {
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      await c.idempotencyKeys.insertOne(claim);
+      await insert(claim);
       return claim;
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
@@ -67,6 +73,16 @@ export function findIdempotencyKey(
   id: string,
 ): Promise<IdempotencyKeyDoc | null> {
   return c.idempotencyKeys.findOne({ _id: id, expires_at: { $gt: new Date() } });
+}
+
+/** Claims in one command (the group commit of starts, store/run-writes.ts); each claim's own outcome, in order. */
+export function insertClaims(
+  c: KeyCollections,
+  claims: IdempotencyKeyDoc[],
+): Promise<Outcome<void>[]> {
+  return bulkOutcomes(claims.length, () =>
+    c.idempotencyKeys.insertMany(claims, { ordered: false }),
+  );
 }
 
 /** Frees a key whose run was never started, so a retry (perhaps corrected) may use it; only the claimant's own claim goes. */

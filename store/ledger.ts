@@ -13,8 +13,10 @@
  * back by a `release` entry of amount 0. So every sum here has two parts: the balance (money) and
  * the released total (holds given back).
  */
+import { bulkOutcomes } from './bulk-outcomes';
 import type { Collections } from './db';
 import type { LedgerCheckpointDoc, LedgerDoc } from './documents';
+import type { Outcome } from './group-commit';
 
 export type NewEntry = Omit<LedgerDoc, 'created_at'>;
 
@@ -27,6 +29,24 @@ export async function postEntry(c: Pick<Collections, 'ledger'>, entry: NewEntry)
     if (!isDuplicateKey(err)) throw err;
     return false;
   }
+}
+
+/**
+ * Inserts entries in one command (the group commit of debits, store/run-writes.ts); each entry's
+ * own outcome, in order: one booked already (code 11000) fails alone. `created_at` is taken here,
+ * just before the insert, as postEntry does (the checkpoints below rely on it).
+ */
+export function insertEntries(
+  c: Pick<Collections, 'ledger'>,
+  entries: NewEntry[],
+): Promise<Outcome<void>[]> {
+  const createdAt = new Date();
+  return bulkOutcomes(entries.length, () =>
+    c.ledger.insertMany(
+      entries.map((entry) => ({ ...entry, created_at: createdAt })),
+      { ordered: false },
+    ),
+  );
 }
 
 /**

@@ -17,15 +17,24 @@ import type { Collections } from './db';
 import { deriveId } from './ids';
 import { postEntry } from './ledger';
 import { finalizeRunRecord, finalizeRunRecordOnce, saveRunChunk } from './runs';
+import type { RunWrites } from './run-writes';
 
 /** Who writes the end: the workflow's finalize, or the API settling a run Temporal closed. */
 export type RunEndWriter = 'finalize' | 'settle';
 
-/** Writes the final record and books the run's one debit (D17); true when this call wrote the record. */
+/**
+ * Writes the final record and books the run's one debit (D17); true when this call wrote the
+ * record. With `writes` (the worker's group commit, store/run-writes.ts) the debit and the record
+ * of the usual end go out batched with other runs' ends; true then means this call booked the
+ * debit and wrote the record after it (the batched update does not tell whether the record was
+ * already so, but a record is written only after its debit, so the call that booked it is the
+ * first to write it). A retry that finds its debit booked writes alone, as before.
+ */
 export async function recordRunEnd(
   c: Pick<Collections, 'runs' | 'ledger'>,
   final: RunFinal,
   writer: RunEndWriter = 'finalize',
+  writes?: RunWrites,
 ): Promise<boolean> {
   // Nothing else updates a run record (the API only inserts it), so no write needs a read-back:
   // FerretDB loses an update only to a concurrent update of the same document.
@@ -38,7 +47,14 @@ export async function recordRunEnd(
   }
   // The debit first: its id is the run's, so booking it decides which end is the run's, and the
   // record is then written by `_id` alone, the cheapest write on every store (store/runs.ts).
-  if (!(await postEntry(c, debitOf(final, hold))) && !(await isBookedEnd(c, final))) return false;
+  if (writes) {
+    if (await writes.postEntry(debitOf(final, hold))) {
+      await writes.finalizeRunRecord(final);
+      return true;
+    }
+  } else if (await postEntry(c, debitOf(final, hold))) return finalizeRunRecord(c, final);
+  // Booked already: by an earlier attempt of this end (which may have died before the record), or by another end.
+  if (!(await isBookedEnd(c, final))) return false;
   return finalizeRunRecord(c, final);
 }
 

@@ -11,12 +11,22 @@ import { storedItems } from './item-blocks';
 import { joinChunks, type RunChunk, type StoredChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
+import { bulkOutcomes } from './bulk-outcomes';
+import type { Outcome } from './group-commit';
 import { isDuplicateKey } from './ledger';
 import { metadataFromTags, metadataTags } from './run-metadata';
 
 /** Stores a new run as `pending` (D7) before its workflow starts. */
 export async function insertRun(c: Pick<Collections, 'runs'>, run: RunDoc): Promise<void> {
   await c.runs.insertOne(toStored(run));
+}
+
+/**
+ * Stores new runs in one command (the group commit of starts, store/run-writes.ts); each run's
+ * own outcome, in order: a duplicate `_id` (code 11000) fails that run alone.
+ */
+export function insertRuns(c: Pick<Collections, 'runs'>, runs: RunDoc[]): Promise<Outcome<void>[]> {
+  return bulkOutcomes(runs.length, () => c.runs.insertMany(runs.map(toStored), { ordered: false }));
 }
 
 /** The run a stored document holds, its output and events parsed (StoredRunDoc says why they are text). */
@@ -234,6 +244,26 @@ export async function finalizeRunRecord(
 ): Promise<boolean> {
   const res = await c.runs.updateOne({ _id: final.runId }, { $set: finalFields(final) });
   return res.modifiedCount === 1;
+}
+
+/**
+ * finalizeRunRecord for many runs in one command (the group commit of finalizes,
+ * store/run-writes.ts), each filtered by `_id` alone; each run's own outcome, in order. The server
+ * reports only totals of what an update changed, so unlike finalizeRunRecord this does not tell
+ * whether a record was already so.
+ */
+export function finalizeRunRecords(
+  c: Pick<Collections, 'runs'>,
+  finals: RunFinal[],
+): Promise<Outcome<void>[]> {
+  return bulkOutcomes(finals.length, () =>
+    c.runs.bulkWrite(
+      finals.map((final) => ({
+        updateOne: { filter: { _id: final.runId }, update: { $set: finalFields(final) } },
+      })),
+      { ordered: false },
+    ),
+  );
 }
 
 /**

@@ -80,6 +80,7 @@ export async function startIdempotent(
   // D38: a re-run's key is bound to its parent and items too, so it never answers with another start.
   const hash = requestHash(rerun ? { ...request, rerun } : request);
   const deadline = Date.now() + WAIT_MS;
+  const writes = deps.runWrites;
   for (;;) {
     const now = Date.now();
     const mine: IdempotencyKeyDoc = {
@@ -91,7 +92,11 @@ export async function startIdempotent(
       created_at: new Date(now),
       expires_at: new Date(now + IDEMPOTENCY_TTL_MS),
     };
-    const claim = await claimIdempotencyKey(deps.collections, mine);
+    const claim = await claimIdempotencyKey(
+      deps.collections,
+      mine,
+      writes && ((doc) => writes.insertClaim(doc)), // group-committed with other starts' claims
+    );
     if (claim.request_hash !== hash) {
       throw new InvalidRequestError(
         'This Idempotency-Key was used with a different request body in the last 24 hours.',

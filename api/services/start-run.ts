@@ -13,6 +13,7 @@ import { generateId } from '../../store/ids';
 import { isDuplicateKey } from '../../store/ledger';
 import { deleteRun, insertRun } from '../../store/runs';
 import { newPayloadSecret } from '../../store/run-secrets';
+import type { RunWrites } from '../../store/run-writes';
 import type { RunArgs } from '../../workflows/definitions';
 import { InvalidInputsError, InvalidRequestError } from '../../domain/errors';
 import type { RunGateway } from '../temporal/run-gateway';
@@ -36,6 +37,8 @@ export interface StartRunDeps {
   catalog: WorkflowLookup;
   /** Runs this process has seen (the start records their owner, so reads of the live run need no store round trip). */
   knownRuns?: KnownRuns;
+  /** The process's group commit of run records (store/run-writes.ts); without it each start writes alone. */
+  runWrites?: RunWrites;
   config: Pick<Config, 'runs' | 'files' | 'prices' | 'credits'> & Partial<Pick<Config, 'webhooks'>>;
 }
 
@@ -155,7 +158,8 @@ export async function startRun(
   // below when the run surely never starts; when that is unsure (a write whose outcome is
   // unknown) it stays held, the safe side.
   try {
-    await insertRun(collections, run);
+    // Group-committed with concurrent starts; resolves only once this record is stored.
+    await (deps.runWrites ? deps.runWrites.insertRun(run) : insertRun(collections, run));
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     await releaseHold(deps, run, 'its run id was taken by another request');

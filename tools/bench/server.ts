@@ -49,10 +49,13 @@ function countCommands(client: MongoClient): void {
 function instrumentMongo(): void {
   const proto = Collection.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
   // Promise-returning operations (findOne goes through find, so find itself is not counted), and
-  // aggregate, timed through its cursor's toArray.
+  // aggregate, timed through its cursor's toArray. insertMany goes through bulkWrite, so the
+  // group commits (store/run-writes.ts) show as bulkWrite: run inserts in the API, debits and
+  // final records in the worker.
   for (const method of [
     'findOne',
     'insertOne',
+    'bulkWrite',
     'updateOne',
     'updateMany',
     'findOneAndUpdate',

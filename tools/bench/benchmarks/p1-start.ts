@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunDoc } from '../../../store/documents';
 import { generateId } from '../../../store/ids';
 import { recordRunEnd } from '../../../store/run-end';
-import { insertRun } from '../../../store/runs';
+import { RunWrites } from '../../../store/run-writes';
 import { deleteAll } from '../lib/delete-all';
 import { RateCounter } from '../../../api/services/rate-counter';
 import type { RunFinal } from '../../../domain/run';
@@ -141,10 +141,12 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   });
 
   // Control: the store writes one run costs in steady state (the round-trip budget: the run's insert
-  // at start; its final record and its debit at finalize), through the same store functions, from
-  // the load process, without the API or Temporal. On FerretDB's single SQLite writer this is how
-  // many runs per second the store can carry through to their end, whatever the service does.
+  // at start; its final record and its debit at finalize), through the same store functions and
+  // the same group commit as the API and the worker (store/run-writes.ts), from the load process,
+  // without the API or Temporal. On FerretDB's single SQLite writer this is how many runs per
+  // second the store can carry through to their end, whatever the service does.
   const c = ctx.store.collections;
+  const writes = new RunWrites(c);
   const controlAccount = `acct_bench_control_${tag}`;
   const controlRun = (runId: string, createdAt: number) =>
     ({
@@ -169,11 +171,12 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   const storeOnly = await closedLoop({ concurrency: top, durationMs, warmupMs }, async () => {
     const runId = generateId('run');
     const createdAt = Date.now();
-    await insertRun(c, controlRun(runId, createdAt));
-    await recordRunEnd(c, helloFinal(runId, controlAccount, createdAt));
+    await writes.insertRun(controlRun(runId, createdAt));
+    await recordRunEnd(c, helloFinal(runId, controlAccount, createdAt), 'finalize', writes);
   });
+  const grouped = writes.stats;
   rows.push({
-    case: `control: one run's store writes alone (insert, final record, debit; no API, no Temporal), c=${top}`,
+    case: `control: one run's store writes alone (insert, final record, debit, group-committed; no API, no Temporal), c=${top}`,
     n: storeOnly.count,
     p50: storeOnly.p50,
     p95: storeOnly.p95,
@@ -188,13 +191,14 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   // Control: a start's own store writes alone (the run's insert and its share of the D16 count,
   // through the API's group commit), with no finalize writes competing: the store's start ceiling.
   const counter = new RateCounter(c);
+  const startOnly = new RunWrites(c);
   const endStarts = ctx.monitor.begin();
   const startWrites = await closedLoop({ concurrency: top, durationMs, warmupMs }, async () => {
     await counter.count('key_bench_control', 'starts', Number.MAX_SAFE_INTEGER); // limits are out of the way here
-    await insertRun(c, controlRun(generateId('run'), Date.now()));
+    await startOnly.insertRun(controlRun(generateId('run'), Date.now()));
   });
   rows.push({
-    case: `control: a start's store writes alone (D16 count, run insert; no finalize, no API, no Temporal), c=${top}`,
+    case: `control: a start's store writes alone (D16 count, run insert, group-committed; no finalize, no API, no Temporal), c=${top}`,
     n: startWrites.count,
     p50: startWrites.p50,
     p95: startWrites.p95,
@@ -205,6 +209,9 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     usage: endStarts(),
     note: 'starts per second the store alone takes when nothing else writes; ratio vs bare start',
   });
+  details.push(
+    `- Group commit in the store controls (store/run-writes.ts), writes per command: run inserts ${perCommand(startOnly.stats.runInserts)} (${perCommand(grouped.runInserts)} in the complete-run control), debits ${perCommand(grouped.entryInserts)}, final records ${perCommand(grouped.runEnds)}.`,
+  );
   await deleteAll(c.rateLimits, { key_id: 'key_bench_control' });
   await deleteAll(c.runs, { account_id: controlAccount });
   await deleteAll(c.ledger, { account_id: controlAccount });
@@ -228,6 +235,11 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       : [],
     details,
   };
+}
+
+/** "12.3 (40 commands)": how many writes a group commit carried per command. */
+function perCommand(stats: { batches: number; items: number }): string {
+  return `${fmt(stats.items / Math.max(1, stats.batches), 1)} (${stats.batches} commands)`;
 }
 
 /** The final state of a finished hello run (one result item, the four events of its log), as finalizeRun stores it. */
