@@ -62,6 +62,11 @@ export class CallScheduler {
     this.dispatch();
   }
 
+  /** Accounts with calls in flight or waiting now: more than one, and the worker is shared (activities/load-governor.ts). */
+  get busyAccounts(): number {
+    return this.ring.length;
+  }
+
   /** Calls in flight now: all, or one account's. */
   active(accountId?: string): number {
     if (accountId === undefined) return this.inFlight;

@@ -20,6 +20,8 @@ export interface ProviderCallLimits {
   accountCap: number;
   /** The worker's event-loop delay the load governor keeps the calls under (activities/load-governor.ts); 0: off. */
   lagTargetMs: number;
+  /** The same while two or more accounts have calls in flight or waiting (`lagTargetMs` if not given). */
+  sharedLagTargetMs?: number;
 }
 
 /** The defaults when a worker is built without configuration (unit uses of createActivities). */
@@ -75,7 +77,10 @@ export function scheduledExecutors(
 ): { scheduler: CallScheduler; executors: RowExecutors } {
   const caps = new AccountCaps(collections, limits.accountCap);
   const scheduler = new CallScheduler({ slots: limits.workerSlots, capOf: caps.capOf });
-  governCalls(scheduler, { lagTargetMs: limits.lagTargetMs });
+  governCalls(scheduler, {
+    lagTargetMs: limits.lagTargetMs,
+    sharedLagTargetMs: limits.sharedLagTargetMs,
+  });
   const wrap =
     <R extends { accountId?: string }, T>(run: (req: R) => Promise<T>) =>
     async (req: R): Promise<T> => {

@@ -107,6 +107,9 @@ export const EnvSchema = z.object({
   // D36: while the worker's event loop lags more than this (p99, ms) its provider-call slots shrink, so
   // small runs' work is not queued behind a saturated CPU (activities/load-governor.ts); 0 turns it off.
   WORKER_CALL_LAG_TARGET_MS: z.coerce.number().int().min(0).default(40),
+  // D36: the same while two or more accounts have provider calls on the worker: a shared worker keeps
+  // its event loop ready for any account's small run (activities/load-governor.ts says why).
+  WORKER_CALL_LAG_TARGET_SHARED_MS: z.coerce.number().int().min(1).default(15),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
   MAX_UPLOAD_BYTES: int(268_435_456), // 256 MiB: a million 200-byte rows as JSON Lines (D35); streamed, memory stays flat
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
@@ -279,6 +282,8 @@ export interface Config {
     accountCap: number;
     /** Event-loop delay (ms, p99) above which the worker lowers its slots; 0: never. */
     lagTargetMs: number;
+    /** The same while two or more accounts have calls on the worker. */
+    sharedLagTargetMs: number;
   };
   /** A worker in its own process serves /metrics here (the API serves its own). */
   worker: {
@@ -471,6 +476,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       workerSlots: e.WORKER_PROVIDER_CALLS,
       accountCap: e.ACCOUNT_MAX_PROVIDER_CALLS,
       lagTargetMs: e.WORKER_CALL_LAG_TARGET_MS,
+      sharedLagTargetMs: e.WORKER_CALL_LAG_TARGET_SHARED_MS,
     },
     worker: {
       metricsPort: e.WORKER_METRICS_PORT,

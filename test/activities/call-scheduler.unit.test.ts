@@ -115,4 +115,33 @@ describe('CallScheduler (D36)', () => {
     for (let i = 7; i < 30; i++) await h.finish(`a${i}`);
     await Promise.all(calls);
   });
+
+  it('holds one account’s calls to the looser lag target, and to the stricter one once another account’s calls share the worker', async () => {
+    const h = harness(20);
+    const targets = { lagTargetMs: 40, sharedLagTargetMs: 15 };
+    const alone = Array.from({ length: 20 }, (_, i) => h.call(`a${i}`, 'A'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(h.scheduler.busyAccounts, 1);
+    adjust(h.scheduler, 25, targets); // over the shared target, under the one-account target
+    assert.equal(h.scheduler.currentLimit, 20);
+    const other = h.call('b0', 'B'); // waits: every slot is in use
+    await new Promise((r) => setImmediate(r));
+    assert.equal(h.scheduler.busyAccounts, 2);
+    adjust(h.scheduler, 25, targets);
+    assert.equal(h.scheduler.currentLimit, 14);
+    // Under half the shared target the slots come back, as with one account.
+    adjust(h.scheduler, 5, targets);
+    assert.equal(h.scheduler.currentLimit, 18);
+    for (let i = 0; i < 20; i++) await h.finish(`a${i}`);
+    await h.finish('b0');
+    await Promise.all([...alone, other]);
+    assert.equal(h.scheduler.busyAccounts, 0);
+    // Back to one account: its target is the looser one again.
+    const again = h.call('a20', 'A');
+    await new Promise((r) => setImmediate(r));
+    adjust(h.scheduler, 25, targets);
+    assert.equal(h.scheduler.currentLimit, 18);
+    await h.finish('a20');
+    await again;
+  });
 });

@@ -157,3 +157,47 @@ export function workflowTaskSpans(events: HistoryEvent[]): Array<[number, number
   }
   return spans;
 }
+
+/**
+ * Where a short run's time went, from its history (D36, bench P8): ms from the client's POST to
+ * the workflow's start, waiting for and running workflow tasks, waiting for and running
+ * activities, the close, and from the close to the client seeing `completed`.
+ */
+export function runBreakdown(
+  events: HistoryEvent[],
+  postMs: number,
+  seenMs: number,
+): Record<string, number> {
+  const out: Record<string, number> = {
+    toStarted: NaN,
+    wftWait: 0,
+    wftRun: 0,
+    actWait: 0,
+    actRun: 0,
+    toClosed: NaN,
+    closedToSeen: NaN,
+  };
+  const at = new Map<string, number>();
+  for (const e of events) {
+    const t = ms(e.eventTime);
+    at.set(String(e.eventId), t);
+    if (e.workflowExecutionStartedEventAttributes) out.toStarted = t - postMs;
+    else if (e.workflowTaskStartedEventAttributes)
+      out.wftWait +=
+        t - (at.get(String(e.workflowTaskStartedEventAttributes.scheduledEventId)) ?? t);
+    else if (e.workflowTaskCompletedEventAttributes)
+      out.wftRun +=
+        t - (at.get(String(e.workflowTaskCompletedEventAttributes.startedEventId)) ?? t);
+    else if (e.activityTaskStartedEventAttributes)
+      out.actWait +=
+        t - (at.get(String(e.activityTaskStartedEventAttributes.scheduledEventId)) ?? t);
+    else if (e.activityTaskCompletedEventAttributes)
+      out.actRun +=
+        t - (at.get(String(e.activityTaskCompletedEventAttributes.startedEventId)) ?? t);
+    else if (e.workflowExecutionCompletedEventAttributes) {
+      out.toClosed = t - postMs;
+      out.closedToSeen = seenMs - t;
+    }
+  }
+  return out;
+}
