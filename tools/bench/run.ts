@@ -317,8 +317,10 @@ async function main(): Promise<void> {
     };
     const env = { ...baseEnv, ...limitsOutOfTheWay(baseEnv) };
     const config = loadConfig(env); // fail here, not in a child, on a bad configuration
-    log('starting the worker and API children (the worker bundles its workflows first)');
-    const [worker, api] = await Promise.all([
+    log(
+      'starting the worker, baseline worker and API children (the workers bundle their workflows first)',
+    );
+    const [worker, baseline, api] = await Promise.all([
       startServerChild({
         role: 'worker',
         env,
@@ -326,10 +328,14 @@ async function main(): Promise<void> {
         cpuProfDir: profileDir,
         ...(args.workerHeapMb ? { maxOldSpaceMb: args.workerHeapMb } : {}),
       }),
+      // Its own process: the run worker's RSS and CPU are the service's alone.
+      startServerChild({ role: 'baseline', env, logDir: dataDir }),
       startServerChild({ role: 'api', env, logDir: dataDir, cpuProfDir: profileDir }),
     ]);
-    children.push(worker, api);
-    log(`API ${api.url} (pid ${api.pid}), worker pid ${worker.pid}`);
+    children.push(worker, baseline, api);
+    log(
+      `API ${api.url} (pid ${api.pid}), worker pid ${worker.pid}, baseline worker pid ${baseline.pid}`,
+    );
 
     store = await connectStore({
       uri: stack.mongo.uri,
@@ -375,6 +381,7 @@ async function main(): Promise<void> {
     monitor = new ProcessMonitor({
       api: api.pid,
       worker: worker.pid,
+      baseline: baseline.pid,
       temporal: stack.temporal.pid,
       ferretdb: stack.mongo.pid,
       load: process.pid,
