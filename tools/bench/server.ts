@@ -24,7 +24,7 @@ import { createLogger } from '../../api/logger';
 import { connectStore } from '../../store/db';
 import { startWorker } from '../../worker/start-worker';
 import { payloadProtection } from '../../lib/codec/data-converter';
-import { installWorkerRuntime } from '../../worker/runtime';
+import { installWorkerRuntime, tuneWorkerHeap } from '../../worker/runtime';
 import { BARE_TASK_QUEUE } from './baseline/constants';
 
 interface RpcStat {
@@ -174,6 +174,7 @@ async function startStatsServer(
 }
 
 async function startRunWorker(config: Config): Promise<() => Promise<void>> {
+  tuneWorkerHeap(config.worker.heapGrowingPercent); // as worker/main.ts does
   installWorkerRuntime(config.logLevel);
   const store = await connectStore({
     uri: config.mongo.uri,
