@@ -100,6 +100,10 @@ export const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
+  // V8's heap growing factor in the worker, as a percent over the live heap (worker/runtime.ts
+  // tuneWorkerHeap): left to V8, a busy worker's old space grew to ~3× its live set between
+  // collections (a 100,000-row run's worker peaked far over 512 MB); 0 leaves V8's own heuristic.
+  WORKER_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1_000).default(30),
   // D36: provider calls one worker process has in flight at most (shared round-robin between
   // accounts), and one account's at most unless the account has its own cap (`wrs accounts provider-calls`).
   WORKER_PROVIDER_CALLS: int(128),
@@ -291,6 +295,8 @@ export interface Config {
     sdkMetricsPort?: number;
     shutdownGraceMs: number;
     workflowBundlePath?: string;
+    /** V8's heap growing percent in the worker process (0: V8's own). */
+    heapGrowingPercent: number;
   };
   /** D32: encryption of every Temporal payload, and the codec server operators decode them through. */
   codec: {
@@ -483,6 +489,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       sdkMetricsPort: e.WORKER_SDK_METRICS_PORT,
       shutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
       workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
+      heapGrowingPercent: e.WORKER_HEAP_GROWING_PERCENT,
     },
     codec: {
       enabled: e.PAYLOAD_ENCRYPTION === 'true',

@@ -2,7 +2,6 @@
 import {
   NativeConnection,
   Worker,
-  bundleWorkflowCode,
   type InjectedSinks,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
@@ -17,14 +16,15 @@ import type { WorkflowInfo } from '@temporalio/workflow';
 import { createActivities, type ActivityDeps } from '../activities';
 import { tracingResource, workflowSpanProcessor } from '../lib/observability/tracing';
 import { countAttempts } from './metrics-interceptor';
-import { FAILURE_CONVERTER_PATH, type PayloadProtection } from '../lib/codec/data-converter';
+import type { PayloadProtection } from '../lib/codec/data-converter';
+import { TRACING_INTERCEPTORS } from './workflow-bundle';
 
 export interface WorkerOptions extends ActivityDeps {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** A prebuilt bundle (tests build it once; startWorker has one built in a child process); otherwise the workflows are bundled here. */
+  workflowBundle?: Pick<WorkflowBundleWithSourceMap, 'code'>;
   /** A bundle file built with the image (tools/scripts/bundle-workflows.ts); production workers never bundle at start. */
   workflowBundlePath?: string;
   /** Time running activities get to finish on shutdown before they are cancelled. */
@@ -35,18 +35,7 @@ export interface WorkerOptions extends ActivityDeps {
   payloads: PayloadProtection;
 }
 
-/**
- * Bundles the workflow code once, for reuse by several workers. The bundle carries the failure
- * converter that encodes failure messages (D32), as every client and worker does (lib/codec/data-converter.ts).
- */
-export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    failureConverterPath: FAILURE_CONVERTER_PATH,
-    workflowInterceptorModules: [TRACING_INTERCEPTORS],
-    logger: quietLogger,
-  });
-}
+export { bundleWorkflows } from './workflow-bundle';
 
 /** Creates (but does not run) a worker polling the run task queue. */
 export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
@@ -70,9 +59,6 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     maxHeartbeatThrottleInterval: '1s',
   });
 }
-
-/** Traces workflows started with a trace context (workflows/tracing-interceptors.ts says why only those). */
-const TRACING_INTERCEPTORS = require.resolve('../workflows/tracing-interceptors');
 
 /** A span per activity attempt, child of the workflow's (no-op while tracing is off). */
 const traceActivities = (ctx: Context) => ({
@@ -115,12 +101,3 @@ function workflowSource(
   if (opts.workflowBundlePath) return { workflowBundle: { codePath: opts.workflowBundlePath } };
   return { workflowsPath: require.resolve('../workflows') };
 }
-
-const quietLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-};

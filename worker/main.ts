@@ -1,7 +1,7 @@
 /** Worker entry: `npm run worker` (and `npm start`'s worker). Executes runs until SIGINT/SIGTERM, then drains. */
 import { loadConfig } from '../config';
 import { connectStore } from '../store/db';
-import { installWorkerRuntime } from './runtime';
+import { installWorkerRuntime, tuneWorkerHeap } from './runtime';
 import { serveMetrics } from './metrics-server';
 import { startWorker } from './start-worker';
 
@@ -12,6 +12,7 @@ async function main(): Promise<void> {
   const orphaned = () => (running ? process.kill(process.pid, 'SIGTERM') : process.exit(0));
   if (process.send) process.once('disconnect', orphaned);
   const config = loadConfig(process.env);
+  tuneWorkerHeap(config.worker.heapGrowingPercent);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
   const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
   const worker = await startWorker(config, store);

@@ -10,6 +10,7 @@ import type { Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
 import { startTracing } from '../lib/observability/tracing';
 import { createRunWorker } from './create-worker';
+import { bundleInChildProcess } from './workflow-bundle';
 
 export interface RunningWorker {
   /** Settles when the worker has stopped: after stop(), or on SIGINT/SIGTERM (the SDK's runtime drains it). */
@@ -29,13 +30,19 @@ export async function startWorker(
   config: Config,
   store: Pick<Store, 'collections' | 'db'>,
   opts: {
-    /** A prebuilt bundle (the tests build one per suite); otherwise WORKFLOW_BUNDLE_PATH, or bundling at start. */
+    /** A prebuilt bundle (the tests build one per suite); otherwise WORKFLOW_BUNDLE_PATH, or bundling at start in a child process. */
     workflowBundle?: WorkflowBundleWithSourceMap;
     /** Overrides WORKER_SHUTDOWN_GRACE_MS (tests stop workers often and fast). */
     shutdownGraceMs?: number;
   } = {},
 ): Promise<RunningWorker> {
   const stopTracing = startTracing(config.tracing, 'wrs-worker');
+  // Without a bundle, webpack runs in a child process while we connect: its memory never stays here.
+  const bundling =
+    config.worker.workflowBundlePath || opts.workflowBundle
+      ? Promise.resolve(opts.workflowBundle)
+      : bundleInChildProcess();
+  bundling.catch(() => undefined); // awaited below, or the connection failed first
   const connection = await connectFirst(config.temporal, (options) =>
     NativeConnection.connect(options),
   ).catch(async (err: unknown) => {
@@ -45,6 +52,7 @@ export async function startWorker(
   const shutdownGraceTimeMs = opts.shutdownGraceMs ?? config.worker.shutdownGraceMs;
   let worker;
   try {
+    const workflowBundle = await bundling;
     worker = await createRunWorker({
       connection,
       namespace: config.temporal.namespace,
@@ -55,7 +63,7 @@ export async function startWorker(
       // A WORKFLOW_BUNDLE_PATH is what the worker loads, as in production.
       ...(config.worker.workflowBundlePath
         ? { workflowBundlePath: config.worker.workflowBundlePath }
-        : { workflowBundle: opts.workflowBundle }),
+        : { workflowBundle }),
       shutdownGraceTimeMs,
       shutdownForceTimeMs: shutdownGraceTimeMs + FORCE_AFTER_GRACE_MS,
       payloads: payloadProtection(config, store.db),

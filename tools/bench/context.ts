@@ -25,6 +25,8 @@ export interface Sizes {
     answerBytes: number;
     timeoutMs: number;
   };
+  /** P4c: a million short file rows through one llm node (out of the default run: `--only p4c`). */
+  p4c: { rows: number; concurrency: number; fakeMs: number; timeoutMs: number };
   /** `filler`: older finished runs added for the second half of P5. */
   p5: { concurrency: number; durationMs: number; warmupMs: number; runs: number; filler: number };
   /** P8: rows of each of the four accounts' batches, their concurrency, and the idle demo runs measured. */
@@ -49,6 +51,7 @@ export const FULL: Sizes = {
     answerBytes: 2_000,
     timeoutMs: 900_000,
   },
+  p4c: { rows: 1_000_000, concurrency: 64, fakeMs: 50, timeoutMs: 3_600_000 },
   p5: { concurrency: 50, durationMs: 8_000, warmupMs: 1_000, runs: 100, filler: 10_000 },
   p8: { rows: 100_000, concurrency: 64, fakeMs: 50, idleProbes: 30, timeoutMs: 1_800_000 },
 };
@@ -71,6 +74,7 @@ export const QUICK: Sizes = {
     answerBytes: 2_000,
     timeoutMs: 120_000,
   },
+  p4c: { rows: 5_000, concurrency: 64, fakeMs: 50, timeoutMs: 120_000 },
   p5: { concurrency: 50, durationMs: 2_000, warmupMs: 500, runs: 20, filler: 500 },
   p8: { rows: 5_000, concurrency: 64, fakeMs: 50, idleProbes: 10, timeoutMs: 300_000 },
 };

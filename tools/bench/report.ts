@@ -52,7 +52,8 @@ export function machineInfo(
 function cpu(usage: PhaseUsage | undefined): string {
   if (!usage) return '';
   const c = usage.cores;
-  return `api ${fmt(c.api, 2)} · wkr ${fmt(c.worker, 2)} · tmp ${fmt(c.temporal, 2)} · db ${fmt(c.ferretdb, 2)} · load ${fmt(c.load, 2)} · other ${fmt(c.other, 2)}`;
+  const base = c.baseline === undefined ? '' : ` · base ${fmt(c.baseline, 2)}`;
+  return `api ${fmt(c.api, 2)} · wkr ${fmt(c.worker, 2)}${base} · tmp ${fmt(c.temporal, 2)} · db ${fmt(c.ferretdb, 2)} · load ${fmt(c.load, 2)} · other ${fmt(c.other, 2)}`;
 }
 
 function table(result: BenchResult): string[] {
@@ -113,9 +114,9 @@ export function renderReport(
   out.push(`| Code measured | ${machine.code} |`);
   out.push('');
   out.push(
-    'Everything runs on this one machine: the load generator (this process), the API child, the worker child ' +
-      '(run worker + baseline worker), Temporal, FerretDB and the fake LLM share its cores. "CPU cores used" is the ' +
-      'average over the phase from /proc (1.00 = one core busy): api / worker child / Temporal / FerretDB / load process ' +
+    'Everything runs on this one machine: the load generator (this process), the API child, the run worker child, ' +
+      'the baseline worker child, Temporal, FerretDB and the fake LLM share its cores. "CPU cores used" is the ' +
+      'average over the phase from /proc (1.00 = one core busy): api / run worker / baseline worker / Temporal / FerretDB / load process ' +
       '(which also hosts the fake LLM) / other (every other process on the machine: other tenants make the numbers noisier ' +
       'when this is high). RSS is VmRSS of the child, sampled every 200 ms.',
     '',

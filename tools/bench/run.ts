@@ -6,6 +6,7 @@
  *   npm run bench                         everything, full size → tools/bench/RESULTS.md
  *   npm run bench -- --only p1 --quick    one benchmark (or p1,p3), small → tools/bench/results-partial.md
  *   npm run bench -- --only p4b --chain-rows 20000   P4b (a file through batch → llm → llm) at another size
+ *   npm run bench -- --only p4c                      P4c: a million short file rows through one llm node (~15 min; not in the default run)
  *   npm run bench -- --only p9 --rerun-rows 10000    P9 (a run with 1% failed rows, then its re-run of failed items) at another size
  *   npm run bench -- --only p4b --worker-heap-mb 256  the worker child with --max-old-space-size=256
  *   npm run bench -- --only p5 --profile  also --cpu-prof the API and worker; summary printed, profiles in tools/bench/profiles/
@@ -50,6 +51,7 @@ import { benchLatency } from './benchmarks/p2-latency';
 import { benchStream } from './benchmarks/p3-stream';
 import { benchBatch } from './benchmarks/p4-batch';
 import { benchFileChain } from './benchmarks/p4b-file-chain';
+import { benchMillion } from './benchmarks/p4c-million';
 import { benchReads } from './benchmarks/p5-reads';
 import { benchRoundTrips } from './benchmarks/p6-round-trips';
 import { benchOverTime } from './benchmarks/p7-over-time';
@@ -65,9 +67,13 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   p7: benchOverTime,
   p4: benchBatch,
   p4b: benchFileChain,
+  p4c: benchMillion, // a million rows, about a quarter of an hour: only with --only p4c
   p9: benchRerun, // D38: a 100,000-row run with 1% failed rows, then its re-run of failed items
   p8: benchFairShare, // last: four 100,000-row batches, twice, are the heaviest
 };
+
+/** Run only when named with --only (too long for the default run). */
+const ON_DEMAND = new Set(['p4c']);
 
 interface Args {
   only: string[];
@@ -238,9 +244,10 @@ async function main(): Promise<void> {
     );
     return;
   }
+  const byDefault = Object.keys(BENCHMARKS).filter((id) => !ON_DEMAND.has(id));
   const selected = args.only.length
     ? Object.keys(BENCHMARKS).filter((id) => args.only.includes(id))
-    : Object.keys(BENCHMARKS);
+    : byDefault;
   const sizes = structuredClone(args.quick ? QUICK : FULL);
   if (args.rows?.length)
     sizes.p4.cases = args.rows.map((rows) => ({ rows, concurrency: rows >= 10_000 ? 64 : 8 }));
@@ -254,7 +261,8 @@ async function main(): Promise<void> {
     !args.rerunRows &&
     !args.p8Rows &&
     !args.plaintext &&
-    selected.length === Object.keys(BENCHMARKS).length;
+    selected.length === byDefault.length &&
+    selected.every((id) => byDefault.includes(id));
   const outFile = path.resolve(
     args.out ?? path.join(__dirname, fullRun ? 'RESULTS.md' : 'results-partial.md'),
   );
@@ -317,8 +325,10 @@ async function main(): Promise<void> {
     };
     const env = { ...baseEnv, ...limitsOutOfTheWay(baseEnv) };
     const config = loadConfig(env); // fail here, not in a child, on a bad configuration
-    log('starting the worker and API children (the worker bundles its workflows first)');
-    const [worker, api] = await Promise.all([
+    log(
+      'starting the worker, baseline worker and API children (the workers bundle their workflows first)',
+    );
+    const [worker, baseline, api] = await Promise.all([
       startServerChild({
         role: 'worker',
         env,
@@ -326,10 +336,14 @@ async function main(): Promise<void> {
         cpuProfDir: profileDir,
         ...(args.workerHeapMb ? { maxOldSpaceMb: args.workerHeapMb } : {}),
       }),
+      // Its own process: the run worker's RSS and CPU are the service's alone.
+      startServerChild({ role: 'baseline', env, logDir: dataDir }),
       startServerChild({ role: 'api', env, logDir: dataDir, cpuProfDir: profileDir }),
     ]);
-    children.push(worker, api);
-    log(`API ${api.url} (pid ${api.pid}), worker pid ${worker.pid}`);
+    children.push(worker, baseline, api);
+    log(
+      `API ${api.url} (pid ${api.pid}), worker pid ${worker.pid}, baseline worker pid ${baseline.pid}`,
+    );
 
     store = await connectStore({
       uri: stack.mongo.uri,
@@ -375,6 +389,7 @@ async function main(): Promise<void> {
     monitor = new ProcessMonitor({
       api: api.pid,
       worker: worker.pid,
+      baseline: baseline.pid,
       temporal: stack.temporal.pid,
       ferretdb: stack.mongo.pid,
       load: process.pid,

@@ -2,8 +2,10 @@
  * The server under test, run as a child of the benchmark so load generation never shares its
  * event loop. Configured by environment (config/index.ts) plus:
  *   BENCH_ROLE=api     the API (startApi);
- *   BENCH_ROLE=worker  the run worker and the baseline worker (bench/baseline, own task queue);
- *   BENCH_ROLE=all     both in one process.
+ *   BENCH_ROLE=worker    the run worker, alone, as a worker process of the service runs;
+ *   BENCH_ROLE=baseline  the baseline's bare worker (bench/baseline, own task queue), in a process
+ *                        of its own so the run worker's memory and CPU are the service's alone;
+ *   BENCH_ROLE=all       all of them in one process.
  * Each has a side HTTP endpoint `GET /stats` on another loopback port: every MongoDB operation
  * (by collection and method, with time spent), and for the API every Temporal RPC it made (by
  * method), its live pollers and memory. The counters wrap the driver's prototypes in this
@@ -22,7 +24,7 @@ import { createLogger } from '../../api/logger';
 import { connectStore } from '../../store/db';
 import { startWorker } from '../../worker/start-worker';
 import { payloadProtection } from '../../lib/codec/data-converter';
-import { installWorkerRuntime } from '../../worker/runtime';
+import { installWorkerRuntime, tuneWorkerHeap } from '../../worker/runtime';
 import { BARE_TASK_QUEUE } from './baseline/constants';
 
 interface RpcStat {
@@ -174,7 +176,8 @@ async function startStatsServer(
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-async function startWorkers(config: Config): Promise<() => Promise<void>> {
+async function startRunWorker(config: Config): Promise<() => Promise<void>> {
+  tuneWorkerHeap(config.worker.heapGrowingPercent); // as worker/main.ts does
   installWorkerRuntime(config.logLevel);
   const store = await connectStore({
     uri: config.mongo.uri,
@@ -184,7 +187,21 @@ async function startWorkers(config: Config): Promise<() => Promise<void>> {
   });
   countCommands(store.client);
   const runWorker = await startWorker(config, store, { shutdownGraceMs: 2_000 });
-  // The baseline's bare worker (P1, P2): the same server and codec, none of the service's code.
+  return async () => {
+    // The runtime also shuts workers down on SIGINT/SIGTERM by itself.
+    await runWorker.stop();
+    await store.close();
+  };
+}
+
+/** The baseline's bare worker (P1, P2): the same server and codec, none of the service's code. */
+async function startBareWorker(config: Config): Promise<() => Promise<void>> {
+  installWorkerRuntime(config.logLevel);
+  const store = await connectStore({
+    uri: config.mongo.uri,
+    dbName: config.mongo.dbName,
+    appName: 'wrs-bench-baseline',
+  });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const bareWorker = await Worker.create({
     connection,
@@ -196,9 +213,8 @@ async function startWorkers(config: Config): Promise<() => Promise<void>> {
   });
   const bareRunning = bareWorker.run();
   return async () => {
-    // The runtime also shuts workers down on SIGINT/SIGTERM by itself.
     if (bareWorker.getState() === 'RUNNING') bareWorker.shutdown();
-    await Promise.all([runWorker.stop(), bareRunning]);
+    await bareRunning;
     await connection.close();
     await store.close();
   };
@@ -210,7 +226,8 @@ async function main(): Promise<void> {
   const stops: Array<() => Promise<void>> = [];
   const ready: Record<string, unknown> = { role, pid: process.pid };
   instrumentMongo();
-  if (role === 'worker' || role === 'all') stops.push(await startWorkers(config));
+  if (role === 'worker' || role === 'all') stops.push(await startRunWorker(config));
+  if (role === 'baseline' || role === 'all') stops.push(await startBareWorker(config));
   let api: ApiHandle | undefined;
   let rpc: Record<string, RpcStat> = {};
   if (role === 'api' || role === 'all') {

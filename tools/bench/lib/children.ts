@@ -20,7 +20,7 @@ process.once('exit', () => {
 });
 
 export async function startServerChild(opts: {
-  role: 'api' | 'worker' | 'all';
+  role: 'api' | 'worker' | 'baseline' | 'all';
   env: Record<string, string>;
   logDir: string;
   /** Write a V8 CPU profile here on exit (`--cpu-prof`). */

@@ -1,0 +1,147 @@
+/**
+ * P4c (D35): a million rows. A JSON Lines file of 1,000,000 short rows is uploaded and fed to
+ * batch → llm (the fake answers after 50 ms) at concurrency 64. Out of the default run (about a
+ * quarter of an hour): `npm run bench -- --only p4c`. Measured: that it completes, its rows per
+ * second against the ideal rows × 50 ms / concurrency, its history (bytes, events), and the API's
+ * and the worker's peak RSS.
+ */
+import type { BenchContext, BenchResult, Row } from '../context';
+import { keepAliveAgent, requestJson } from '../lib/http';
+import { fmt, nowMs } from '../lib/stats';
+
+const HISTORY_BYTES_LIMIT = 10 * 2 ** 20; // Temporal warns from 10 MB
+const HISTORY_EVENTS_LIMIT = 20_000;
+
+const MILLION_WORKFLOW = (fakeMs: number, concurrency: number) => ({
+  slug: `bench-million-c${concurrency}`,
+  name: 'Bench: a file of short rows through one llm node',
+  concurrency,
+  nodes: [
+    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
+    { id: 'each', type: 'batch' },
+    { id: 'ask', type: 'llm', model: 'fake-model', prompt: `slow:${fakeMs} {{row}}` },
+    { id: 'answers', type: 'user_result', label: 'Answers' },
+  ],
+  edges: [
+    { from: 'rows', to: 'each', port: 'rows' },
+    { from: 'each', to: 'ask', port: 'row' },
+    { from: 'ask', to: 'answers' },
+  ],
+});
+
+export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
+  const { rows: n, concurrency, fakeMs, timeoutMs } = ctx.sizes.p4c;
+  const agent = keepAliveAgent(4);
+  const doc = MILLION_WORKFLOW(fakeMs, concurrency);
+  const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
+    key: ctx.key,
+    body: doc,
+  });
+  if (published.status !== 201)
+    throw new Error(`publish ${doc.slug}: ${published.status} ${JSON.stringify(published.body)}`);
+  await ctx.resetRuns();
+
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) lines.push(JSON.stringify(`row ${i}`));
+  const file = Buffer.from(`${lines.join('\n')}\n`);
+  lines.length = 0;
+  const uploaded = await fetch(`${ctx.apiUrl}/api/v1/files?name=rows.jsonl`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/octet-stream' },
+    body: file,
+  });
+  const fileBody = (await uploaded.json()) as { id?: string };
+  if (uploaded.status !== 201 || !fileBody.id)
+    throw new Error(`upload: ${uploaded.status} ${JSON.stringify(fileBody).slice(0, 300)}`);
+
+  const answeredBefore = ctx.fake.counts.answered;
+  const ideal = (n * fakeMs) / concurrency;
+  const end = ctx.monitor.begin();
+  const t0 = nowMs();
+  const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+    key: ctx.key,
+    body: { workflowId: doc.slug, inputs: { rows: fileBody.id } },
+  });
+  if (res.status !== 202)
+    throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  const runId = res.body.run_id as string;
+  const handle = ctx.temporal.workflow.getHandle(runId);
+  let timer: NodeJS.Timeout | undefined;
+  let outcome = 'closed';
+  try {
+    await Promise.race([
+      handle.result(),
+      new Promise(
+        (_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)),
+      ),
+    ]);
+  } catch (err) {
+    outcome =
+      (err as Error).message === 'timeout' ? 'timeout' : `failed: ${(err as Error).message}`;
+    if (outcome === 'timeout') await handle.terminate('benchmark timeout').catch(() => undefined);
+  } finally {
+    clearTimeout(timer);
+  }
+  const wall = nowMs() - t0;
+  const usage = end();
+  const description = await handle.describe().catch(() => undefined);
+  const historyBytes = description?.historySize ?? NaN;
+  const historyEvents = description?.historyLength ?? NaN;
+  // The run record, once finalized: its status.
+  let status = 'unknown';
+  for (let attempt = 0; attempt < 30 && outcome === 'closed'; attempt++) {
+    const run = await requestJson(agent, ctx.apiUrl, 'GET', `/api/v1/runs/${runId}`, {
+      key: ctx.key,
+    }).catch(() => undefined);
+    status = String(run?.body?.status ?? 'unknown');
+    if (['completed', 'failed', 'cancelled'].includes(status)) break;
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+  agent.destroy();
+  const calls = ctx.fake.counts.answered - answeredBefore;
+  const ok = outcome === 'closed' && status === 'completed';
+  const rowsPerSecond = (n / wall) * 1000;
+  const api = usage.peakRssMb.api;
+  const worker = usage.peakRssMb.worker;
+  const rows: Row[] = [
+    {
+      case: `${n} file rows → llm: POST → workflow closed`,
+      n: 1,
+      throughput: ok ? rowsPerSecond : undefined,
+      ratio: ok ? wall / ideal : undefined,
+      usage,
+      note: `wall ${fmt(wall / 1000, 1)} s vs ideal ${fmt(ideal / 1000, 1)} s; ${calls} calls; run ${status}; history ${historyEvents} events, ${fmt(historyBytes / 2 ** 20, 2)} MB; upload of ${fmt(file.length / 2 ** 20, 1)} MB`,
+    },
+  ];
+  const verdicts: BenchResult['verdicts'] = [
+    {
+      target: `P4c: ${n} file rows through one llm node at c=${concurrency} complete (rows/s reported; ideal ${fmt(ideal / 1000, 0)} s)`,
+      measured: ok
+        ? `${fmt(wall / 1000, 1)} s, ${fmt(rowsPerSecond, 0)} rows/s (${fmt(wall / ideal, 2)}× ideal)`
+        : `did not complete (${outcome}, run ${status})`,
+      met: ok,
+    },
+    {
+      target: `P4c: history ≤ 10 MB and ≤ ${HISTORY_EVENTS_LIMIT} events`,
+      measured: `${fmt(historyBytes / 2 ** 20, 2)} MB, ${historyEvents} events`,
+      met: historyBytes <= HISTORY_BYTES_LIMIT && historyEvents <= HISTORY_EVENTS_LIMIT,
+    },
+    {
+      target: 'P4c: worker and API peak RSS ≤ 512 MB each',
+      measured: `API ${fmt(api, 0)} MB, worker ${fmt(worker, 0)} MB`,
+      met: api <= 512 && worker <= 512,
+    },
+  ];
+  ctx.log(
+    `P4c ${n} file rows: ${ok ? 'completed' : `NOT completed (${outcome}, run ${status})`} in ${fmt(wall / 1000, 1)} s (${fmt(rowsPerSecond, 0)} rows/s, ideal ${fmt(ideal / 1000, 1)} s), history ${historyEvents} events / ${fmt(historyBytes / 2 ** 20, 2)} MB, peak RSS API ${fmt(api, 0)} MB, worker ${fmt(worker, 0)} MB`,
+  );
+  return {
+    id: 'p4c',
+    title: `P4c — a file of ${n} short rows through one llm node (the fake answers in ${fakeMs} ms, concurrency ${concurrency})`,
+    baseline: `the ideal rows × ${fakeMs} ms / concurrency; ratio = wall / ideal`,
+    unit: 'ms',
+    rows,
+    verdicts,
+    details: [],
+  };
+}
