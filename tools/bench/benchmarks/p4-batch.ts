@@ -12,12 +12,17 @@ import { activityTimings, failuresIn, fetchEvents } from '../lib/history';
 import { keepAliveAgent, openSse, requestJson } from '../lib/http';
 import { fmt, nowMs, sleep, summarize } from '../lib/stats';
 
-export const BATCH_WORKFLOW = (fakeMs: number, concurrency = 8) => ({
-  slug: `bench-batch-c${concurrency}`,
+/** An llm call per row; the rows come as a JSON list or, with `rowsFrom: 'file'`, from an uploaded file (P4c). */
+export const BATCH_WORKFLOW = (
+  fakeMs: number,
+  concurrency = 8,
+  rowsFrom: 'json' | 'file' = 'json',
+) => ({
+  slug: `bench-batch-${rowsFrom === 'file' ? 'file-' : ''}c${concurrency}`,
   name: 'Bench: an llm call per row',
   concurrency,
   nodes: [
-    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+    { id: 'rows', type: 'user_input', label: 'Rows', input_type: rowsFrom },
     { id: 'each', type: 'batch' },
     { id: 'ask', type: 'llm', model: 'fake-model', prompt: `slow:${fakeMs} {{row}}` },
     { id: 'answers', type: 'user_result', label: 'Answers' },

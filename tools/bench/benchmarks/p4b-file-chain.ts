@@ -8,6 +8,7 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, openSse, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
+import { awaitClose } from '../lib/workflow-close';
 
 const HISTORY_BYTES_LIMIT = 10 * 2 ** 20; // Temporal warns from 10 MB
 const HISTORY_EVENTS_LIMIT = 20_000;
@@ -90,22 +91,7 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
     ctx.key,
   );
   const handle = ctx.temporal.workflow.getHandle(runId);
-  let timer: NodeJS.Timeout | undefined;
-  let outcome = 'closed';
-  try {
-    await Promise.race([
-      handle.result(),
-      new Promise(
-        (_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)),
-      ),
-    ]);
-  } catch (err) {
-    outcome =
-      (err as Error).message === 'timeout' ? 'timeout' : `failed: ${(err as Error).message}`;
-    if (outcome === 'timeout') await handle.terminate('benchmark timeout').catch(() => undefined);
-  } finally {
-    clearTimeout(timer);
-  }
+  const outcome = await awaitClose(handle, timeoutMs);
   const wall = nowMs() - t0;
   const description = await handle.describe().catch(() => undefined);
   const historyBytes = description?.historySize ?? NaN;

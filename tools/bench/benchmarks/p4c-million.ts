@@ -8,31 +8,16 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
+import { awaitClose } from '../lib/workflow-close';
+import { BATCH_WORKFLOW } from './p4-batch';
 
 const HISTORY_BYTES_LIMIT = 10 * 2 ** 20; // Temporal warns from 10 MB
 const HISTORY_EVENTS_LIMIT = 20_000;
 
-const MILLION_WORKFLOW = (fakeMs: number, concurrency: number) => ({
-  slug: `bench-million-c${concurrency}`,
-  name: 'Bench: a file of short rows through one llm node',
-  concurrency,
-  nodes: [
-    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
-    { id: 'each', type: 'batch' },
-    { id: 'ask', type: 'llm', model: 'fake-model', prompt: `slow:${fakeMs} {{row}}` },
-    { id: 'answers', type: 'user_result', label: 'Answers' },
-  ],
-  edges: [
-    { from: 'rows', to: 'each', port: 'rows' },
-    { from: 'each', to: 'ask', port: 'row' },
-    { from: 'ask', to: 'answers' },
-  ],
-});
-
 export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
   const { rows: n, concurrency, fakeMs, timeoutMs } = ctx.sizes.p4c;
   const agent = keepAliveAgent(4);
-  const doc = MILLION_WORKFLOW(fakeMs, concurrency);
+  const doc = BATCH_WORKFLOW(fakeMs, concurrency, 'file');
   const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
     key: ctx.key,
     body: doc,
@@ -66,22 +51,7 @@ export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
     throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
   const runId = res.body.run_id as string;
   const handle = ctx.temporal.workflow.getHandle(runId);
-  let timer: NodeJS.Timeout | undefined;
-  let outcome = 'closed';
-  try {
-    await Promise.race([
-      handle.result(),
-      new Promise(
-        (_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)),
-      ),
-    ]);
-  } catch (err) {
-    outcome =
-      (err as Error).message === 'timeout' ? 'timeout' : `failed: ${(err as Error).message}`;
-    if (outcome === 'timeout') await handle.terminate('benchmark timeout').catch(() => undefined);
-  } finally {
-    clearTimeout(timer);
-  }
+  const outcome = await awaitClose(handle, timeoutMs);
   const wall = nowMs() - t0;
   const usage = end();
   const description = await handle.describe().catch(() => undefined);
