@@ -8,6 +8,7 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, openSse, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
+import { publishFresh, uploadRows } from '../lib/setup';
 import { awaitClose } from '../lib/workflow-close';
 
 const HISTORY_BYTES_LIMIT = 10 * 2 ** 20; // Temporal warns from 10 MB
@@ -46,30 +47,15 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
   const { rows: n, concurrency, fakeMs, promptBytes, answerBytes, timeoutMs } = ctx.sizes.p4b;
   const agent = keepAliveAgent(4);
   const doc = CHAIN_WORKFLOW(fakeMs, answerBytes, concurrency);
-  const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
-    key: ctx.key,
-    body: doc,
-  });
-  if (published.status !== 201)
-    throw new Error(`publish ${doc.slug}: ${published.status} ${JSON.stringify(published.body)}`);
-  await ctx.resetRuns();
+  await publishFresh(ctx, agent, doc);
 
   // The file: one JSON string of ~promptBytes a line.
-  const lines: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const head = `row ${i}: `;
-    lines.push(JSON.stringify(head + 'p'.repeat(Math.max(0, promptBytes - head.length))));
-  }
-  const file = Buffer.from(`${lines.join('\n')}\n`);
+  const prompt = (i: number) => `row ${i}: `.padEnd(promptBytes, 'p');
   const tUpload = nowMs();
-  const uploaded = await fetch(`${ctx.apiUrl}/api/v1/files?name=rows.jsonl`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/octet-stream' },
-    body: file,
-  });
-  const fileBody = (await uploaded.json()) as { id?: string };
-  if (uploaded.status !== 201 || !fileBody.id)
-    throw new Error(`upload: ${uploaded.status} ${JSON.stringify(fileBody).slice(0, 300)}`);
+  const file = await uploadRows(
+    ctx,
+    Array.from({ length: n }, (_, i) => prompt(i)),
+  );
   const uploadMs = nowMs() - tUpload;
 
   const answeredBefore = ctx.fake.counts.answered;
@@ -79,7 +65,7 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
   const t0 = nowMs();
   const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
     key: ctx.key,
-    body: { workflowId: doc.slug, inputs: { rows: fileBody.id } },
+    body: { workflowId: doc.slug, inputs: { rows: file.id } },
   });
   if (res.status !== 202)
     throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
@@ -153,7 +139,7 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
       throughput: ok ? (n / wall) * 1000 : undefined,
       ratio: ok ? ratio : undefined,
       usage,
-      note: `wall ${fmt(wall / 1000, 1)} s vs pipelined ideal ${fmt(ideal / 1000, 1)} s; ${calls} calls, at most ${ctx.fake.counts.maxInFlight} in flight; history ${historyEvents} events, ${fmt(historyBytes / 2 ** 20, 2)} MB; upload of ${fmt(file.length / 2 ** 20, 1)} MB took ${fmt(uploadMs / 1000, 1)} s`,
+      note: `wall ${fmt(wall / 1000, 1)} s vs pipelined ideal ${fmt(ideal / 1000, 1)} s; ${calls} calls, at most ${ctx.fake.counts.maxInFlight} in flight; history ${historyEvents} events, ${fmt(historyBytes / 2 ** 20, 2)} MB; upload of ${fmt(file.bytes / 2 ** 20, 1)} MB took ${fmt(uploadMs / 1000, 1)} s`,
     },
     {
       case: `${n} items: JSON Lines export`,

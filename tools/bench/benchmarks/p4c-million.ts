@@ -8,6 +8,7 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
+import { publishFresh, uploadRows } from '../lib/setup';
 import { awaitClose } from '../lib/workflow-close';
 import { BATCH_WORKFLOW } from './p4-batch';
 
@@ -18,26 +19,12 @@ export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
   const { rows: n, concurrency, fakeMs, timeoutMs } = ctx.sizes.p4c;
   const agent = keepAliveAgent(4);
   const doc = BATCH_WORKFLOW(fakeMs, concurrency, 'file');
-  const published = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/workflows', {
-    key: ctx.key,
-    body: doc,
-  });
-  if (published.status !== 201)
-    throw new Error(`publish ${doc.slug}: ${published.status} ${JSON.stringify(published.body)}`);
-  await ctx.resetRuns();
+  await publishFresh(ctx, agent, doc);
 
-  const lines: string[] = [];
-  for (let i = 0; i < n; i++) lines.push(JSON.stringify(`row ${i}`));
-  const file = Buffer.from(`${lines.join('\n')}\n`);
-  lines.length = 0;
-  const uploaded = await fetch(`${ctx.apiUrl}/api/v1/files?name=rows.jsonl`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/octet-stream' },
-    body: file,
-  });
-  const fileBody = (await uploaded.json()) as { id?: string };
-  if (uploaded.status !== 201 || !fileBody.id)
-    throw new Error(`upload: ${uploaded.status} ${JSON.stringify(fileBody).slice(0, 300)}`);
+  function* shortRows() {
+    for (let i = 0; i < n; i++) yield `row ${i}`;
+  }
+  const file = await uploadRows(ctx, shortRows());
 
   const answeredBefore = ctx.fake.counts.answered;
   const ideal = (n * fakeMs) / concurrency;
@@ -45,7 +32,7 @@ export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
   const t0 = nowMs();
   const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
     key: ctx.key,
-    body: { workflowId: doc.slug, inputs: { rows: fileBody.id } },
+    body: { workflowId: doc.slug, inputs: { rows: file.id } },
   });
   if (res.status !== 202)
     throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
@@ -80,7 +67,7 @@ export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
       throughput: ok ? rowsPerSecond : undefined,
       ratio: ok ? wall / ideal : undefined,
       usage,
-      note: `wall ${fmt(wall / 1000, 1)} s vs ideal ${fmt(ideal / 1000, 1)} s; ${calls} calls; run ${status}; history ${historyEvents} events, ${fmt(historyBytes / 2 ** 20, 2)} MB; upload of ${fmt(file.length / 2 ** 20, 1)} MB`,
+      note: `wall ${fmt(wall / 1000, 1)} s vs ideal ${fmt(ideal / 1000, 1)} s; ${calls} calls; run ${status}; history ${historyEvents} events, ${fmt(historyBytes / 2 ** 20, 2)} MB; upload of ${fmt(file.bytes / 2 ** 20, 1)} MB`,
     },
   ];
   const verdicts: BenchResult['verdicts'] = [
