@@ -34,7 +34,7 @@ export const BATCH_WORKFLOW = (
   ],
 });
 
-const HISTORY_EVENT_LIMIT = 20_000; // issue 14: no history over 20,000 events (Temporal's own limit is 51,200)
+const HISTORY_EVENT_LIMIT = 20_000; // D35: no history over 20,000 events (Temporal's own limit is 51,200)
 
 export async function benchBatch(ctx: BenchContext): Promise<BenchResult> {
   const { cases, fakeMs, timeoutMs } = ctx.sizes.p4;

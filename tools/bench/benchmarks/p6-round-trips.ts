@@ -131,7 +131,7 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
     id: 'p6',
     title: `P6 — store round trips per operation (${ops} each, one at a time, warm processes)`,
     baseline:
-      'the budget of issue 15 (docs/architecture.md "Store round trips"); counted with the MongoDB driver\'s command monitoring (`monitorCommands`, commandStarted) in the API and worker processes',
+      'the round-trip budget (docs/architecture.md "Store round trips"); counted with the MongoDB driver\'s command monitoring (`monitorCommands`, commandStarted) in the API and worker processes',
     unit: 'round trips',
     rows: [
       row('start (API)', start, 'POST /api/v1/responses of hello, no Idempotency-Key'),
@@ -155,7 +155,7 @@ export async function benchRoundTrips(ctx: BenchContext): Promise<BenchResult> {
     ],
     details: [
       "- Every authenticated request counts itself in its key's D16 window (one `findAndModify rate_limits`, shared by concurrent requests of one key): shown apart from the operation's own round trips.",
-      "- Finalize is the lead's (issue 14); this row only counts it.",
+      "- Finalize writes are the worker's (group-committed, store/run-writes.ts); this row only counts them.",
     ],
   };
 }
