@@ -6,9 +6,9 @@
  * stream (every item event, in order), and the JSON Lines export of the output (every item).
  */
 import type { BenchContext, BenchResult, Row } from '../context';
-import { keepAliveAgent, openSse, requestJson } from '../lib/http';
+import { keepAliveAgent, openSse } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
-import { publishFresh, uploadRows } from '../lib/setup';
+import { publishFresh, startRun, uploadRows } from '../lib/setup';
 import { awaitClose } from '../lib/workflow-close';
 
 const HISTORY_BYTES_LIMIT = 10 * 2 ** 20; // Temporal warns from 10 MB
@@ -63,13 +63,7 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
   const ideal = (n * 2 * fakeMs) / concurrency;
   const end = ctx.monitor.begin();
   const t0 = nowMs();
-  const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
-    key: ctx.key,
-    body: { workflowId: doc.slug, inputs: { rows: file.id } },
-  });
-  if (res.status !== 202)
-    throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-  const runId = res.body.run_id as string;
+  const runId = await startRun(ctx, agent, doc.slug, { rows: file.id });
   const stream = await openSse(
     agent,
     ctx.apiUrl,

@@ -8,7 +8,7 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
-import { publishFresh, uploadRows } from '../lib/setup';
+import { publishFresh, startRun, uploadRows } from '../lib/setup';
 import { awaitClose } from '../lib/workflow-close';
 import { BATCH_WORKFLOW } from './p4-batch';
 
@@ -30,13 +30,7 @@ export async function benchMillion(ctx: BenchContext): Promise<BenchResult> {
   const ideal = (n * fakeMs) / concurrency;
   const end = ctx.monitor.begin();
   const t0 = nowMs();
-  const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
-    key: ctx.key,
-    body: { workflowId: doc.slug, inputs: { rows: file.id } },
-  });
-  if (res.status !== 202)
-    throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-  const runId = res.body.run_id as string;
+  const runId = await startRun(ctx, agent, doc.slug, { rows: file.id });
   const handle = ctx.temporal.workflow.getHandle(runId);
   const outcome = await awaitClose(handle, timeoutMs);
   const wall = nowMs() - t0;

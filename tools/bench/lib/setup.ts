@@ -1,4 +1,4 @@
-/** A benchmark's own setup through the public API: its workflow published, its rows uploaded as a JSON Lines file. */
+/** A benchmark's own setup through the public API: its workflow published, its rows uploaded as a JSON Lines file, its run started. */
 import type http from 'node:http';
 import type { BenchContext } from '../context';
 import { requestJson } from './http';
@@ -36,4 +36,20 @@ export async function uploadRows(
   if (uploaded.status !== 201 || !body.id)
     throw new Error(`upload: ${uploaded.status} ${JSON.stringify(body).slice(0, 300)}`);
   return { id: body.id, bytes: file.length };
+}
+
+/** Starts a run of `slug` (`POST /api/v1/responses`, no stream); its id. */
+export async function startRun(
+  ctx: BenchContext,
+  agent: http.Agent,
+  slug: string,
+  inputs: Record<string, unknown>,
+): Promise<string> {
+  const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
+    key: ctx.key,
+    body: { workflowId: slug, inputs },
+  });
+  if (res.status !== 202)
+    throw new Error(`start: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  return res.body.run_id as string;
 }
