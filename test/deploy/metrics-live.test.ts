@@ -31,6 +31,8 @@ const EXTERNAL = new Set([
   // (temporal_request_total ...); its rule is unit-tested with promtool (alerts.test.ts).
   'temporal_workflow_task_execution_failed_total',
 ]);
+/** The SDK's task histograms the dashboard reads. */
+const SDK_TASKS = ['workflow_task', 'activity'];
 const PRICES = JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } });
 
 /** Metric names an expression reads: identifiers followed by `{`, `[` or `)` or standing alone, less PromQL words. */
@@ -180,6 +182,13 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
       timeoutMs: 60_000,
       what: "the first run's provider call in Prometheus",
     });
+    // The SDK's port is a target of its own, scraped on its own beat: its histograms too must be held
+    // before the second run, or that run may be counted in the series' first sample (a rate of 0).
+    for (const task of SDK_TASKS)
+      await waitFor(held(`temporal_${task}_schedule_to_start_latency_seconds_count > 0`), {
+        timeoutMs: 60_000,
+        what: `the first run's ${task} schedule-to-start in Prometheus`,
+      });
     const run = await runToEnd(ctx.svc.url, ctx.key, llmWorkflow('metrics-live-2'), {
       topic: 'again',
     });
@@ -192,8 +201,7 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
       timeoutMs: 60_000,
       what: "the second run's provider call in Prometheus",
     });
-    // The SDK's port is a target of its own, scraped on its own beat: wait for its histograms too.
-    for (const task of ['workflow_task', 'activity'])
+    for (const task of SDK_TASKS)
       await waitFor(
         held(`sum(rate(temporal_${task}_schedule_to_start_latency_seconds_count[5m])) > 0`),
         {
