@@ -49,55 +49,8 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
   const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: false };
   const maxAnswerBytes = () => deps.guard?.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
-    const { node } = req;
-    const values = templateValues(req.ports);
-    const url = renderTemplate(node.url, values);
-    if (!/^https?:\/\//i.test(url)) {
-      throw ApplicationFailure.nonRetryable(
-        `url '${url.slice(0, 200)}' is not an http(s) URL`,
-        'ProviderRejected',
-      );
-    }
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(node.headers ?? {}))
-      headers[name.toLowerCase()] = renderTemplate(value, values);
-    const method = node.method ?? 'GET';
-    const body =
-      node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined;
-    // What fetch sent for a string body, which this node used before the guard: keep receivers' parsing unchanged.
-    if (body !== undefined && headers['content-type'] === undefined)
-      headers['content-type'] = 'text/plain;charset=UTF-8';
-    const signals = [AbortSignal.timeout(node.timeout_ms ?? 30_000), activitySignal()].filter(
-      (s): s is AbortSignal => !!s,
-    );
-    let res: GuardedResponse;
-    try {
-      // http:// stays allowed: a plain-http public API is the workflow author's choice; the guard is about where, not how.
-      res = await guardedFetch(url, {
-        ...guard(),
-        allowHttp: true,
-        method,
-        headers,
-        body,
-        signal: AbortSignal.any(signals),
-      });
-    } catch (err) {
-      rethrowIfCancelled();
-      if (err instanceof UrlRefusedError)
-        throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
-      const code = (err as { code?: string }).code;
-      if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') {
-        // A header the workflow rendered cannot be sent at all: retrying renders the same one.
-        throw ApplicationFailure.nonRetryable(
-          `the request cannot be sent: ${(err as Error).message}`,
-          'ProviderRejected',
-        );
-      }
-      throw ApplicationFailure.retryable(
-        `request to ${hostOf(url)} failed: ${(err as Error).message}`,
-        'ProviderUnavailable',
-      );
-    }
+    const request = renderRequest(req);
+    const res = await send(request, guard());
     try {
       return await answer(req, res);
     } catch (err) {
@@ -122,60 +75,144 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
     if (
       ok &&
       !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))
-    ) {
-      // Binary: streamed into GridFS (never whole in memory) and typed by its bytes, not by the header.
-      const files = deps.files();
-      const accountId = await runAccount(files, req);
-      const name = remoteFileName(res.url, res.headers['content-disposition']);
-      const doc = await storeFile(files.db, body, {
-        accountId,
-        runId: req.runId,
-        name: (mime) => withExtension(name ?? 'response', mime),
-        maxBytes: files.config.files.maxBytes,
-        source: 'output',
-      }).catch((err) => {
-        rethrowIfCancelled();
-        return storageFailure(err, 'the answer');
-      });
-      return { items: [completed(await filePart(files.links, doc))], costUsd: 0 };
-    }
-    // JSON and text (and error answers) are held whole: read up to the cap, cut off past it.
-    const bytes = await readLimited(body, maxAnswerBytes(), res.headers['content-length']).catch(
-      (err: unknown) => {
-        if (err instanceof AnswerTooLargeError)
-          throw ApplicationFailure.nonRetryable(
-            `http ${res.url.host}: ${err.message}`,
-            'ProviderRejected',
-          );
-        throw err;
-      },
-    );
-    const text = new TextDecoder().decode(bytes);
-    if (!ok)
-      throw providerFailure(
-        `http ${res.url.host}`,
-        res.status,
-        text.slice(0, 500) || res.body.statusMessage || 'no message',
-      );
-    if (type.includes('json')) {
-      try {
-        return {
-          items: [completed({ type: 'json', data: JSON.parse(text) as unknown })],
-          costUsd: 0,
-        };
-      } catch {
-        throw ApplicationFailure.nonRetryable(
-          'the answer says JSON but does not parse',
-          'ProviderRejected',
-        );
-      }
-    }
-    return { items: [completed({ type: 'text', text })], costUsd: 0 };
+    )
+      return binaryAnswer(deps.files(), req, res, body);
+    return heldAnswer(res, body, ok, type, maxAnswerBytes());
   };
 
   return function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
     return heartbeating(() => call(req));
   };
+}
+
+/** The request a node's templates render to for one iteration's inputs. */
+interface RenderedRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+  timeoutMs: number;
+}
+
+/** Renders the node's URL, headers and body from the iteration's inputs; a non-http(s) URL fails for good. */
+function renderRequest(req: NodeRequest<'http_request'>): RenderedRequest {
+  const { node } = req;
+  const values = templateValues(req.ports);
+  const url = renderTemplate(node.url, values);
+  if (!/^https?:\/\//i.test(url)) {
+    throw ApplicationFailure.nonRetryable(
+      `url '${url.slice(0, 200)}' is not an http(s) URL`,
+      'ProviderRejected',
+    );
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(node.headers ?? {}))
+    headers[name.toLowerCase()] = renderTemplate(value, values);
+  const method = node.method ?? 'GET';
+  const body =
+    node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined;
+  // What fetch sent for a string body, which this node used before the guard: keep receivers' parsing unchanged.
+  if (body !== undefined && headers['content-type'] === undefined)
+    headers['content-type'] = 'text/plain;charset=UTF-8';
+  return { url, method, headers, body, timeoutMs: node.timeout_ms ?? 30_000 };
+}
+
+/** Sends the request through the SSRF guard; a refused URL or unsendable header fails for good, a network error is retried. */
+async function send(request: RenderedRequest, guard: HttpRequestGuard): Promise<GuardedResponse> {
+  const { url, method, headers, body } = request;
+  const signals = [AbortSignal.timeout(request.timeoutMs), activitySignal()].filter(
+    (s): s is AbortSignal => !!s,
+  );
+  try {
+    // http:// stays allowed: a plain-http public API is the workflow author's choice; the guard is about where, not how.
+    return await guardedFetch(url, {
+      ...guard,
+      allowHttp: true,
+      method,
+      headers,
+      body,
+      signal: AbortSignal.any(signals),
+    });
+  } catch (err) {
+    rethrowIfCancelled();
+    if (err instanceof UrlRefusedError)
+      throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+    const code = (err as { code?: string }).code;
+    if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') {
+      // A header the workflow rendered cannot be sent at all: retrying renders the same one.
+      throw ApplicationFailure.nonRetryable(
+        `the request cannot be sent: ${(err as Error).message}`,
+        'ProviderRejected',
+      );
+    }
+    throw ApplicationFailure.retryable(
+      `request to ${hostOf(url)} failed: ${(err as Error).message}`,
+      'ProviderUnavailable',
+    );
+  }
+}
+
+/** A binary answer: streamed into GridFS (never whole in memory) and typed by its bytes, not by the header. */
+async function binaryAnswer(
+  files: FileDeps,
+  req: NodeRequest<'http_request'>,
+  res: GuardedResponse,
+  body: Readable,
+): Promise<NodeResult> {
+  const accountId = await runAccount(files, req);
+  const name = remoteFileName(res.url, res.headers['content-disposition']);
+  const doc = await storeFile(files.db, body, {
+    accountId,
+    runId: req.runId,
+    name: (mime) => withExtension(name ?? 'response', mime),
+    maxBytes: files.config.files.maxBytes,
+    source: 'output',
+  }).catch((err) => {
+    rethrowIfCancelled();
+    return storageFailure(err, 'the answer');
+  });
+  return { items: [completed(await filePart(files.links, doc))], costUsd: 0 };
+}
+
+/** JSON and text (and error answers) are held whole: read up to the cap, cut off past it. */
+async function heldAnswer(
+  res: GuardedResponse,
+  body: Readable,
+  ok: boolean,
+  type: string,
+  maxAnswerBytes: number,
+): Promise<NodeResult> {
+  const bytes = await readLimited(body, maxAnswerBytes, res.headers['content-length']).catch(
+    (err: unknown) => {
+      if (err instanceof AnswerTooLargeError)
+        throw ApplicationFailure.nonRetryable(
+          `http ${res.url.host}: ${err.message}`,
+          'ProviderRejected',
+        );
+      throw err;
+    },
+  );
+  const text = new TextDecoder().decode(bytes);
+  if (!ok)
+    throw providerFailure(
+      `http ${res.url.host}`,
+      res.status,
+      text.slice(0, 500) || res.body.statusMessage || 'no message',
+    );
+  if (type.includes('json')) {
+    try {
+      return {
+        items: [completed({ type: 'json', data: JSON.parse(text) as unknown })],
+        costUsd: 0,
+      };
+    } catch {
+      throw ApplicationFailure.nonRetryable(
+        'the answer says JSON but does not parse',
+        'ProviderRejected',
+      );
+    }
+  }
+  return { items: [completed({ type: 'text', text })], costUsd: 0 };
 }
 
 /** The host a URL names, for messages; never its path or query. */

@@ -65,33 +65,20 @@ function wait(ms: number): Promise<void> {
   }
 }
 
-/** Builds the activity that runs one iteration of a model node. */
-export function createModelActivity(deps: {
+type ModelDeps = {
   config: Pick<Config, 'providers' | 'prices'>;
   pollMs?: number;
   files: () => FileDeps;
   guard: OutboundGuard;
-}) {
+};
+
+/** Builds the activity that runs one iteration of a model node. */
+export function createModelActivity(deps: ModelDeps) {
   const pollMs = deps.pollMs ?? 1_000;
   return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
     const { node } = req;
-    const providerName = node.provider ?? 'replicate';
-    const provider = configuredProvider(deps.config, 'model', providerName, 'replicate');
-    const base = provider.base_url.replace(/\/$/, '');
-    const auth: Record<string, string> = provider.api_key
-      ? { authorization: `Bearer ${provider.api_key}` }
-      : {};
+    const provider = modelProvider(deps, node);
     const values = templateValues(req.ports);
-    // Its configured origin is trusted; output URLs in its answers are checked like a caller's.
-    const guard = providerGuard(deps.guard, provider);
-
-    const fetchPrediction = async (id: string) =>
-      (await getJson(
-        guard,
-        providerName,
-        `${base}/predictions/${encodeURIComponent(id)}`,
-        auth,
-      )) as Prediction;
 
     let predictionId = resumedPredictionId();
     return heartbeating(
@@ -99,74 +86,144 @@ export function createModelActivity(deps: {
         let prediction: Prediction;
         try {
           if (predictionId) {
-            prediction = await fetchPrediction(predictionId);
+            prediction = await fetchPrediction(provider, predictionId);
           } else {
-            const target =
-              node.version !== undefined ? { version: node.version } : { model: node.model };
-            prediction = (await postJson(
-              guard,
-              providerName,
-              `${base}/predictions`,
-              { ...target, input: renderDeep(node.input, values) },
-              auth,
-            )) as Prediction;
-            if (typeof prediction.id !== 'string')
-              throw ApplicationFailure.retryable(
-                `${providerName} created a prediction without an id`,
-                'ProviderUnavailable',
-              );
-            predictionId = prediction.id;
+            const created = await createPrediction(provider, node, values);
+            prediction = created;
+            predictionId = created.id;
             checkpoint({ predictionId }); // at once: an attempt that dies now must not make its retry pay for a second prediction
           }
-          while (!ENDED.has(prediction.status ?? '')) {
-            await wait(pollMs);
-            prediction = await fetchPrediction(predictionId);
-          }
+          prediction = await pollUntilEnded(provider, predictionId, prediction, pollMs);
         } catch (err) {
           if (predictionId && cancelRequested())
             await cancelPrediction(
-              guard,
-              providerName,
-              `${base}/predictions/${encodeURIComponent(predictionId)}/cancel`,
-              auth,
+              provider.guard,
+              provider.name,
+              `${predictionUrl(provider, predictionId)}/cancel`,
+              provider.auth,
             );
           throw err;
         }
-        if (prediction.status === 'failed') {
-          const reason =
-            typeof prediction.error === 'string'
-              ? prediction.error
-              : JSON.stringify(prediction.error ?? 'no message');
-          throw ApplicationFailure.nonRetryable(
-            `${providerName}: the prediction failed: ${reason}`,
-            'ProviderRejected',
-          );
-        }
-        if (prediction.status === 'canceled') {
-          throw ApplicationFailure.nonRetryable(
-            `${providerName}: the prediction was canceled`,
-            'ProviderRejected',
-          );
-        }
-        const files = deps.files();
-        const accountId = await runAccount(files, req);
-        const parts = await outputParts(prediction.output, (url, i) =>
-          storeProviderFile(files, guard, providerName, url, {
-            accountId,
-            runId: req.runId,
-            stem: `output-${i + 1}`,
-          }).then((doc) => filePart(files.links, doc)),
-        );
-        // D17: seconds of prediction time times the model's per-second price.
-        const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
-        const seconds = Number(prediction.metrics?.predict_time ?? 0);
-        return {
-          items: [completed(...parts)],
-          costUsd: Number.isFinite(seconds) ? seconds * price : 0,
-        };
+        throwIfUnsuccessful(provider.name, prediction);
+        return predictionResult(deps, req, provider, prediction);
       },
       () => ({ predictionId }),
     );
+  };
+}
+
+/** The provider a model node calls: its name, API base, auth header and outbound guard. */
+interface ModelProvider {
+  name: string;
+  base: string;
+  auth: Record<string, string>;
+  guard: ProviderGuard;
+}
+
+function modelProvider(deps: ModelDeps, node: NodeRequest<'model'>['node']): ModelProvider {
+  const name = node.provider ?? 'replicate';
+  const provider = configuredProvider(deps.config, 'model', name, 'replicate');
+  return {
+    name,
+    base: provider.base_url.replace(/\/$/, ''),
+    auth: provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
+    // Its configured origin is trusted; output URLs in its answers are checked like a caller's.
+    guard: providerGuard(deps.guard, provider),
+  };
+}
+
+function predictionUrl(provider: ModelProvider, id: string): string {
+  return `${provider.base}/predictions/${encodeURIComponent(id)}`;
+}
+
+async function fetchPrediction(provider: ModelProvider, id: string): Promise<Prediction> {
+  return (await getJson(
+    provider.guard,
+    provider.name,
+    predictionUrl(provider, id),
+    provider.auth,
+  )) as Prediction;
+}
+
+/** Creates the prediction with the node's rendered input; an answer without an id is retried. */
+async function createPrediction(
+  provider: ModelProvider,
+  node: NodeRequest<'model'>['node'],
+  values: Record<string, string>,
+): Promise<Prediction & { id: string }> {
+  const target = node.version !== undefined ? { version: node.version } : { model: node.model };
+  const prediction = (await postJson(
+    provider.guard,
+    provider.name,
+    `${provider.base}/predictions`,
+    { ...target, input: renderDeep(node.input, values) },
+    provider.auth,
+  )) as Prediction;
+  if (typeof prediction.id !== 'string')
+    throw ApplicationFailure.retryable(
+      `${provider.name} created a prediction without an id`,
+      'ProviderUnavailable',
+    );
+  return prediction as Prediction & { id: string };
+}
+
+/** Polls the prediction every pollMs until it has ended. */
+async function pollUntilEnded(
+  provider: ModelProvider,
+  id: string,
+  prediction: Prediction,
+  pollMs: number,
+): Promise<Prediction> {
+  while (!ENDED.has(prediction.status ?? '')) {
+    await wait(pollMs);
+    prediction = await fetchPrediction(provider, id);
+  }
+  return prediction;
+}
+
+/** A failed or canceled prediction fails the item for good. */
+function throwIfUnsuccessful(providerName: string, prediction: Prediction): void {
+  if (prediction.status === 'failed') {
+    const reason =
+      typeof prediction.error === 'string'
+        ? prediction.error
+        : JSON.stringify(prediction.error ?? 'no message');
+    throw ApplicationFailure.nonRetryable(
+      `${providerName}: the prediction failed: ${reason}`,
+      'ProviderRejected',
+    );
+  }
+  if (prediction.status === 'canceled') {
+    throw ApplicationFailure.nonRetryable(
+      `${providerName}: the prediction was canceled`,
+      'ProviderRejected',
+    );
+  }
+}
+
+/** A succeeded prediction's item (its output files stored) and its cost. */
+async function predictionResult(
+  deps: ModelDeps,
+  req: NodeRequest<'model'>,
+  provider: ModelProvider,
+  prediction: Prediction,
+): Promise<NodeResult> {
+  const { node } = req;
+  const files = deps.files();
+  const accountId = await runAccount(files, req);
+  const parts = await outputParts(prediction.output, (url, i) =>
+    storeProviderFile(files, provider.guard, provider.name, url, {
+      accountId,
+      runId: req.runId,
+      stem: `output-${i + 1}`,
+    }).then((doc) => filePart(files.links, doc)),
+  );
+  // D17: seconds of prediction time times the model's per-second price.
+  const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
+  const seconds = Number(prediction.metrics?.predict_time ?? 0);
+  return {
+    items: [completed(...parts)],
+    costUsd: Number.isFinite(seconds) ? seconds * price : 0,
   };
 }
 

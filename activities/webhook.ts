@@ -67,25 +67,10 @@ export function createWebhookActivities(deps: WebhookDeps) {
 
   async function deliverWebhook(args: WebhookArgs): Promise<{ status: number }> {
     const delivery = ref(args);
-    const run = await findRunRecord(deps.collections, args.runId, true);
-    if (!run?.finalized)
-      throw ApplicationFailure.nonRetryable(
-        `run ${args.runId} has no final record to deliver`,
-        'WebhookUndeliverable',
-      );
-    const secret = await webhookSecret(deps.collections, run.account_id);
-    if (!secret)
-      throw ApplicationFailure.nonRetryable(
-        `account ${run.account_id} no longer exists`,
-        'WebhookUndeliverable',
-      );
-    // The body shows the delivery as it stood before this attempt.
-    const body = JSON.stringify(
-      runView(run, undefined, await findDelivery(deps.collections, delivery.id)),
-    );
+    const { secret, body } = await deliveryPayload(deps.collections, args, delivery);
     // Signed per attempt: the timestamp is the attempt's, so receivers' replay windows accept retries.
     const headers = signWebhook(secret, delivery.id, Date.now() / 1000, body);
-    const where = origin(args.url);
+    const attempt: Attempt = { args, delivery, where: origin(args.url) };
     let answer: { status: number; answer: string };
     try {
       answer = await postWebhook(args.url, body, {
@@ -96,67 +81,9 @@ export function createWebhookActivities(deps: WebhookDeps) {
         headers: { ...headers },
       });
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (err instanceof UrlRefusedError) {
-        log.warn('webhook refused', {
-          runId: args.runId,
-          webhookId: delivery.id,
-          origin: where,
-          error: message,
-        });
-        await recordAttempt(deps.collections, delivery, {
-          status: 'pending',
-          httpStatus: null,
-          error: message,
-        });
-        throw ApplicationFailure.nonRetryable(message, 'WebhookRefused');
-      }
-      const error = `${where} unreachable: ${message}`;
-      log.info('webhook attempt failed', {
-        runId: args.runId,
-        webhookId: delivery.id,
-        origin: where,
-        error,
-      });
-      await recordAttempt(deps.collections, delivery, {
-        status: 'pending',
-        httpStatus: null,
-        error,
-      });
-      throw ApplicationFailure.retryable(error, 'WebhookUnreachable');
+      throw await notSent(deps.collections, attempt, err);
     }
-    const { status } = answer;
-    if (status >= 200 && status < 300) {
-      log.info('webhook delivered', {
-        runId: args.runId,
-        webhookId: delivery.id,
-        origin: where,
-        status,
-      });
-      await recordAttempt(deps.collections, delivery, {
-        status: 'delivered',
-        httpStatus: status,
-        error: null,
-      });
-      return { status };
-    }
-    const error =
-      status >= 300 && status < 400
-        ? `${where} answered ${status}: redirects are not followed, the webhook URL must answer itself`
-        : `${where} answered ${status}${answer.answer ? `: ${answer.answer.slice(0, 200)}` : ''}`;
-    log.info('webhook attempt failed', {
-      runId: args.runId,
-      webhookId: delivery.id,
-      origin: where,
-      status,
-    });
-    await recordAttempt(deps.collections, delivery, {
-      status: 'pending',
-      httpStatus: status,
-      error,
-    });
-    if (isPermanent(status)) throw ApplicationFailure.nonRetryable(error, 'WebhookRejected');
-    throw ApplicationFailure.retryable(error, 'WebhookFailed');
+    return answered(deps.collections, attempt, answer);
   }
 
   async function recordWebhookGivenUp(args: WebhookArgs & { error: string }): Promise<void> {
@@ -170,4 +97,113 @@ export function createWebhookActivities(deps: WebhookDeps) {
   }
 
   return { deliverWebhook, recordWebhookGivenUp };
+}
+
+/** One delivery attempt, for its log lines and its record. */
+interface Attempt {
+  args: WebhookArgs;
+  delivery: DeliveryRef;
+  /** The URL's origin, for logs. */
+  where: string;
+}
+
+/** The account's signing secret and the body to send; a run without a final record or account is undeliverable. */
+async function deliveryPayload(
+  collections: WebhookDeps['collections'],
+  args: WebhookArgs,
+  delivery: DeliveryRef,
+): Promise<{ secret: string; body: string }> {
+  const run = await findRunRecord(collections, args.runId, true);
+  if (!run?.finalized)
+    throw ApplicationFailure.nonRetryable(
+      `run ${args.runId} has no final record to deliver`,
+      'WebhookUndeliverable',
+    );
+  const secret = await webhookSecret(collections, run.account_id);
+  if (!secret)
+    throw ApplicationFailure.nonRetryable(
+      `account ${run.account_id} no longer exists`,
+      'WebhookUndeliverable',
+    );
+  // The body shows the delivery as it stood before this attempt.
+  const body = JSON.stringify(
+    runView(run, undefined, await findDelivery(collections, delivery.id)),
+  );
+  return { secret, body };
+}
+
+/** Records an attempt that got no answer and returns the failure to throw: final for a refused URL, retried otherwise. */
+async function notSent(
+  collections: WebhookDeps['collections'],
+  { args, delivery, where }: Attempt,
+  err: unknown,
+): Promise<ApplicationFailure> {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof UrlRefusedError) {
+    log.warn('webhook refused', {
+      runId: args.runId,
+      webhookId: delivery.id,
+      origin: where,
+      error: message,
+    });
+    await recordAttempt(collections, delivery, {
+      status: 'pending',
+      httpStatus: null,
+      error: message,
+    });
+    return ApplicationFailure.nonRetryable(message, 'WebhookRefused');
+  }
+  const error = `${where} unreachable: ${message}`;
+  log.info('webhook attempt failed', {
+    runId: args.runId,
+    webhookId: delivery.id,
+    origin: where,
+    error,
+  });
+  await recordAttempt(collections, delivery, {
+    status: 'pending',
+    httpStatus: null,
+    error,
+  });
+  return ApplicationFailure.retryable(error, 'WebhookUnreachable');
+}
+
+/** Records an answered attempt: a 2xx delivers it; anything else fails it, for good when retrying cannot help. */
+async function answered(
+  collections: WebhookDeps['collections'],
+  { args, delivery, where }: Attempt,
+  answer: { status: number; answer: string },
+): Promise<{ status: number }> {
+  const { status } = answer;
+  if (status >= 200 && status < 300) {
+    log.info('webhook delivered', {
+      runId: args.runId,
+      webhookId: delivery.id,
+      origin: where,
+      status,
+    });
+    await recordAttempt(collections, delivery, {
+      status: 'delivered',
+      httpStatus: status,
+      error: null,
+    });
+    return { status };
+  }
+  const error =
+    status >= 300 && status < 400
+      ? `${where} answered ${status}: redirects are not followed, the webhook URL must answer itself`
+      : `${where} answered ${status}${answer.answer ? `: ${answer.answer.slice(0, 200)}` : ''}`;
+  log.info('webhook attempt failed', {
+    runId: args.runId,
+    webhookId: delivery.id,
+    origin: where,
+    status,
+  });
+  await recordAttempt(collections, delivery, {
+    status: 'pending',
+    httpStatus: status,
+    error,
+  });
+  if (isPermanent(status)) throw ApplicationFailure.nonRetryable(error, 'WebhookRejected');
+  throw ApplicationFailure.retryable(error, 'WebhookFailed');
 }
