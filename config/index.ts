@@ -352,6 +352,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  checkCombinations(e);
+  return settings(e);
+}
+
+/** Rules across variables, and what production requires: each a readable error. */
+function checkCombinations(e: z.infer<typeof EnvSchema>): void {
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) {
     throw new Error('Invalid configuration:\n  TLS_CERT_FILE and TLS_KEY_FILE go together');
   }
@@ -372,10 +378,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'Invalid configuration:\n  API_HEADERS_TIMEOUT_MS must not exceed API_REQUEST_TIMEOUT_MS',
     );
   }
-  const temporalAddresses = e.TEMPORAL_ADDRESS.split(',')
-    .map((a) => a.trim())
-    .filter(Boolean);
-  if (!temporalAddresses.length)
+  if (!temporalAddresses(e).length)
     throw new Error('Invalid configuration:\n  TEMPORAL_ADDRESS: names no address');
   if (
     e.NODE_ENV === 'production' &&
@@ -394,6 +397,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'Invalid configuration:\n  ALLOW_PRIVATE_NETWORK cannot be true when NODE_ENV=production: it turns the SSRF guard off for URL inputs, http_request nodes and provider answers (tests only; name internal hosts in ALLOW_PRIVATE_HOSTS instead)',
     );
   }
+}
+
+/** The parsed environment as the Config tree. */
+// eslint-disable-next-line max-lines-per-function -- one flat table of settings: splitting it hides the list
+function settings(e: z.infer<typeof EnvSchema>): Config {
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
   if (e.OPENAI_BASE_URL && !providers.openai) {
     providers.openai = { kind: 'openai', base_url: e.OPENAI_BASE_URL, api_key: e.OPENAI_API_KEY };
@@ -430,11 +438,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       },
     },
     temporal: {
-      address: temporalAddresses[0],
+      address: temporalAddresses(e)[0],
       namespace: e.TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       rpcTimeoutMs: e.TEMPORAL_RPC_TIMEOUT_MS,
-      addresses: temporalAddresses,
+      addresses: temporalAddresses(e),
       tls: temporalTls(e),
       apiKey: e.TEMPORAL_API_KEY || undefined,
     },
@@ -501,6 +509,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     tracing: { otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
   };
+}
+
+/** The Temporal frontend addresses TEMPORAL_ADDRESS lists (comma-separated). */
+function temporalAddresses(e: z.infer<typeof EnvSchema>): string[] {
+  return e.TEMPORAL_ADDRESS.split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
 }
 
 /** TLS settings of the Temporal connection: on when asked for, or implied by a CA, a client certificate or an API key. */

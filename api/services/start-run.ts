@@ -61,6 +61,7 @@ export class RunIdTakenError extends Error {
  * Starts a run and returns its record as stored (status `pending`). `runId` is a pre-allocated
  * id (D18 idempotency); its record can be written once only, so two starts with one id start one run.
  */
+// eslint-disable-next-line max-lines-per-function -- being split (api/ by concern)
 export async function startRun(
   deps: StartRunDeps,
   auth: AuthContext,

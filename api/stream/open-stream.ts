@@ -34,6 +34,7 @@ const KEY_CHECK_MS = 1_000;
  * Takes over the response for the run's stream. `opening` makes the first event once the run's
  * state is known and returns it with the client's cursor (the last sequence number it has).
  */
+// eslint-disable-next-line max-lines-per-function -- being split (api/ by concern)
 export function openStream(
   ctx: Context,
   opts: StreamOptions,
