@@ -99,9 +99,44 @@ function graphProblems(
   rawNodes: readonly unknown[],
 ): Problem[] {
   const problems: Problem[] = [];
-  const add = (field: string, problem: string) => problems.push({ field, problem });
+  const add: Add = (field, problem) => problems.push({ field, problem });
 
-  // Ids: the first node with an id owns it; later ones are reported.
+  const firstIndexOfId = idOwners(rawNodes, add);
+  const byId = new Map<string, At<GraphNode>>();
+  for (const n of nodes) if (firstIndexOfId.get(n.value.id) === n.index) byId.set(n.value.id, n);
+
+  const wiring = edgeProblems(edges, firstIndexOfId, byId, add);
+  nodeProblems(nodes, byId, wiring, add);
+
+  // An empty node list already has its own shape problem.
+  if (rawNodes.length > 0 && !rawNodes.some((raw) => rawField(raw, 'type') === 'user_result')) {
+    add('nodes', 'contain no user_result node (a workflow needs at least one to have output)');
+  }
+
+  problems.push(
+    ...cycleProblems(
+      [...byId.values()].map((n) => n.value),
+      wiring.links,
+    ),
+  );
+  return problems;
+}
+
+/** Reports one problem (problems keep the order they are found in). */
+type Add = (field: string, problem: string) => void;
+
+/** What the edges feed, for the node checks and the cycle check. */
+interface Wiring {
+  /** `${to}\u0000${port}` -> first edge index */
+  fed: Map<string, number>;
+  /** node id -> number of edges in */
+  incoming: Map<string, number>;
+  /** edges between parsed nodes, for the cycle check */
+  links: At<GraphEdge>[];
+}
+
+/** Ids: the first node with an id owns it; later ones are reported. Returns id -> owner's index. */
+function idOwners(rawNodes: readonly unknown[], add: Add): Map<string, number> {
   const firstIndexOfId = new Map<string, number>();
   rawNodes.forEach((raw, index) => {
     const id = rawField(raw, 'id');
@@ -114,13 +149,19 @@ function graphProblems(
         `repeats the id ${code(id)} of nodes[${first}] (node ids must be unique)`,
       );
   });
-  const byId = new Map<string, At<GraphNode>>();
-  for (const n of nodes) if (firstIndexOfId.get(n.value.id) === n.index) byId.set(n.value.id, n);
+  return firstIndexOfId;
+}
 
-  // Edges.
-  const fed = new Map<string, number>(); // `${to}\u0000${port}` -> first edge index
-  const incoming = new Map<string, number>(); // node id -> number of edges in
-  const links: At<GraphEdge>[] = []; // edges between parsed nodes, for the cycle check
+/** Edges: their ends name nodes, their ports exist, and a port takes one edge. */
+function edgeProblems(
+  edges: At<GraphEdge>[],
+  firstIndexOfId: Map<string, number>,
+  byId: Map<string, At<GraphNode>>,
+  add: Add,
+): Wiring {
+  const fed = new Map<string, number>();
+  const incoming = new Map<string, number>();
+  const links: At<GraphEdge>[] = [];
   for (const { index, value: edge } of edges) {
     for (const end of ['from', 'to'] as const) {
       if (!firstIndexOfId.has(edge[end]))
@@ -168,16 +209,22 @@ function graphProblems(
         `feeds port ${code(edge.port)} of node ${code(edge.to)}, which edges[${first}] already feeds (a port takes one edge)`,
       );
   }
+  return { fed, incoming, links };
+}
 
-  // Nodes.
-  const labelOwners = {
-    user_input: new Map<string, At<GraphNode>>(),
-    user_result: new Map<string, At<GraphNode>>(),
-  };
-  const lookOwners = {
-    user_input: new Map<string, At<GraphNode>>(),
-    user_result: new Map<string, At<GraphNode>>(),
-  };
+type LabelledNode = Extract<GraphNode, { type: 'user_input' | 'user_result' }>;
+/** Per node type: normalized label key (or its look-alike skeleton) -> the node that has it first. */
+type LabelOwners = Record<LabelledNode['type'], Map<string, At<GraphNode>>>;
+
+/** Nodes, in order: names, fed ports, labels and defaults of every node that owns its id. */
+function nodeProblems(
+  nodes: At<GraphNode>[],
+  byId: Map<string, At<GraphNode>>,
+  { fed, incoming }: Wiring,
+  add: Add,
+): void {
+  const labelOwners: LabelOwners = { user_input: new Map(), user_result: new Map() };
+  const lookOwners: LabelOwners = { user_input: new Map(), user_result: new Map() };
   for (const at of nodes) {
     const { index, value: node } = at;
     if (byId.get(node.id) !== at) continue; // duplicate id, reported above
@@ -210,50 +257,8 @@ function graphProblems(
       }
     }
 
-    if (node.type === 'user_input' || node.type === 'user_result') {
-      const key = normalizeLabel(node.label);
-      const bad = unsafeCharacter(node.label);
-      const mixed = mixedScripts(key);
-      if (bad) {
-        add(nodePath(index, 'label'), unsafeProblem(bad));
-      } else if (mixed) {
-        add(
-          nodePath(index, 'label'),
-          `${JSON.stringify(node.label)} of node ${code(node.id)} mixes ${mixed.join(' and ')} letters in one word ` +
-            '(they look alike: write each word in one script)',
-        );
-      } else if (key === '') {
-        add(
-          nodePath(index, 'label'),
-          `${JSON.stringify(node.label)} of node ${code(node.id)} normalizes to an empty key (a label needs a letter or digit)`,
-        );
-      } else {
-        const owners = labelOwners[node.type];
-        const first = owners.get(key);
-        const look = keySkeleton(key);
-        const twin = lookOwners[node.type].get(look);
-        if (first === undefined) {
-          owners.set(key, at);
-          if (twin === undefined) lookOwners[node.type].set(look, at);
-          else {
-            const a = twin.value as { id: string; label: string };
-            add(
-              nodePath(index, 'label'),
-              `${JSON.stringify(node.label)} of node ${code(node.id)} looks like ${JSON.stringify(a.label)} of node ` +
-                `${code(a.id)} (nodes[${twin.index}]): their keys ${code(key)} and ${code(normalizeLabel(a.label))} ` +
-                'differ only in Greek or Cyrillic letters drawn like Latin ones (rename one)',
-            );
-          }
-        } else {
-          const a = first.value as { id: string; label: string };
-          add(
-            nodePath(index, 'label'),
-            `${JSON.stringify(node.label)} of node ${code(node.id)} and ${JSON.stringify(a.label)} of node ${code(a.id)} ` +
-              `(nodes[${first.index}]) both normalize to ${code(key)} (${node.type} labels must differ: rename one)`,
-          );
-        }
-      }
-    }
+    if (node.type === 'user_input' || node.type === 'user_result')
+      labelProblems(at, node, labelOwners, lookOwners, add);
 
     if (node.type === 'user_input' && node.default !== undefined) {
       const problem = inputValueProblem(node.input_type, node.default);
@@ -261,19 +266,59 @@ function graphProblems(
         add(nodePath(index, 'default'), `${problem} (input_type ${code(node.input_type)})`);
     }
   }
+}
 
-  // An empty node list already has its own shape problem.
-  if (rawNodes.length > 0 && !rawNodes.some((raw) => rawField(raw, 'type') === 'user_result')) {
-    add('nodes', 'contain no user_result node (a workflow needs at least one to have output)');
+/** A user_input or user_result label: plain text, one script per word, a key, and unique (also by look) per type. */
+function labelProblems(
+  at: At<GraphNode>,
+  node: LabelledNode,
+  labelOwners: LabelOwners,
+  lookOwners: LabelOwners,
+  add: Add,
+): void {
+  const { index } = at;
+  const key = normalizeLabel(node.label);
+  const bad = unsafeCharacter(node.label);
+  const mixed = mixedScripts(key);
+  if (bad) {
+    add(nodePath(index, 'label'), unsafeProblem(bad));
+  } else if (mixed) {
+    add(
+      nodePath(index, 'label'),
+      `${JSON.stringify(node.label)} of node ${code(node.id)} mixes ${mixed.join(' and ')} letters in one word ` +
+        '(they look alike: write each word in one script)',
+    );
+  } else if (key === '') {
+    add(
+      nodePath(index, 'label'),
+      `${JSON.stringify(node.label)} of node ${code(node.id)} normalizes to an empty key (a label needs a letter or digit)`,
+    );
+  } else {
+    const owners = labelOwners[node.type];
+    const first = owners.get(key);
+    const look = keySkeleton(key);
+    const twin = lookOwners[node.type].get(look);
+    if (first === undefined) {
+      owners.set(key, at);
+      if (twin === undefined) lookOwners[node.type].set(look, at);
+      else {
+        const a = twin.value as { id: string; label: string };
+        add(
+          nodePath(index, 'label'),
+          `${JSON.stringify(node.label)} of node ${code(node.id)} looks like ${JSON.stringify(a.label)} of node ` +
+            `${code(a.id)} (nodes[${twin.index}]): their keys ${code(key)} and ${code(normalizeLabel(a.label))} ` +
+            'differ only in Greek or Cyrillic letters drawn like Latin ones (rename one)',
+        );
+      }
+    } else {
+      const a = first.value as { id: string; label: string };
+      add(
+        nodePath(index, 'label'),
+        `${JSON.stringify(node.label)} of node ${code(node.id)} and ${JSON.stringify(a.label)} of node ${code(a.id)} ` +
+          `(nodes[${first.index}]) both normalize to ${code(key)} (${node.type} labels must differ: rename one)`,
+      );
+    }
   }
-
-  problems.push(
-    ...cycleProblems(
-      [...byId.values()].map((n) => n.value),
-      links,
-    ),
-  );
-  return problems;
 }
 
 /** The one name ids and placeholders may not take (see graphProblems). */
