@@ -40,100 +40,10 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
   const errors = new Map<string, HTMLElement>();
   const required = new Set(schema.required ?? []);
   for (const [key, prop] of Object.entries(schema.properties)) {
-    const id = `input-${key}`;
-    const hintId = `${id}-hint`;
-    const errorId = `${id}-error`;
-    const described = [prop.description ? hintId : '', errorId].filter(Boolean).join(' ');
-    const error = h('p', { id: errorId, class: 'field-error', hidden: true });
-    errors.set(key, error);
-    const kind = prop['x-input-type'] ?? (prop.enum ? 'enum' : (prop.type ?? 'json'));
-    const label = h(
-      'label',
-      { for: id },
-      prop.title ?? key,
-      required.has(key) ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null,
-    );
-    const hint = prop.description ? h('p', { id: hintId, class: 'hint' }, prop.description) : null;
-    const common = { id, name: key, 'aria-describedby': described, required: required.has(key) };
-    let control: HTMLElement;
-    let read: () => Read;
-
-    if (prop.enum) {
-      const select = h(
-        'select',
-        common,
-        ...(required.has(key) ? [] : [h('option', { value: '' }, '—')]),
-        ...prop.enum.map((v, i) =>
-          h('option', { value: i, selected: v === prop.default }, String(v)),
-        ),
-      );
-      control = select;
-      read = () => (select.value === '' ? {} : { value: prop.enum![Number(select.value)] });
-    } else if (kind === 'boolean') {
-      const box = h('input', {
-        ...common,
-        type: 'checkbox',
-        required: false,
-        checked: prop.default === true,
-      });
-      control = h('div', { class: 'check' }, box, label);
-      read = () => ({ value: box.checked });
-    } else if (kind === 'number') {
-      const input = h('input', {
-        ...common,
-        type: 'number',
-        step: 'any',
-        inputmode: 'decimal',
-        value: typeof prop.default === 'number' ? prop.default : undefined,
-      });
-      control = input;
-      read = () =>
-        input.value.trim() === ''
-          ? {}
-          : Number.isFinite(input.valueAsNumber)
-            ? { value: input.valueAsNumber }
-            : { problem: 'must be a number' };
-    } else if (kind === 'json') {
-      const area = h(
-        'textarea',
-        {
-          ...common,
-          rows: 4,
-          spellcheck: 'false',
-          class: 'mono',
-          placeholder: '{"any": "JSON value"}',
-        },
-        prop.default === undefined ? '' : JSON.stringify(prop.default, null, 2),
-      );
-      control = area;
-      read = () => {
-        if (area.value.trim() === '') return {};
-        try {
-          return { value: JSON.parse(area.value) };
-        } catch (err) {
-          return { problem: `is not valid JSON (${(err as Error).message})` };
-        }
-      };
-    } else if (FILE_TYPES.has(kind)) {
-      ({ control, read } = fileField(id, common, kind));
-    } else {
-      const area = h(
-        'textarea',
-        { ...common, rows: 2 },
-        typeof prop.default === 'string' ? prop.default : '',
-      );
-      control = area;
-      read = () => (area.value === '' ? {} : { value: area.value });
-    }
-    readers.set(key, () => {
-      const r = read();
-      return r.value === undefined && !r.problem && required.has(key)
-        ? { problem: 'is required' }
-        : r;
-    });
-    container.append(
-      h('div', { class: 'field' }, kind === 'boolean' ? null : label, hint, control, error),
-    );
+    const field = buildField(key, prop, required.has(key));
+    errors.set(key, field.error);
+    readers.set(key, field.read);
+    container.append(field.element);
   }
 
   const form: InputsForm = {
@@ -162,12 +72,137 @@ export function buildForm(container: HTMLElement, schema: InputsSchema): InputsF
   return form;
 }
 
-/** A file picker that uploads at once (with a progress bar), or a file id / URL typed in. */
-function fileField(
-  id: string,
-  common: Record<string, string | boolean>,
+/** The attributes every control of a field shares. */
+type Common = { id: string; name: string; 'aria-describedby': string; required: boolean };
+type Control = { control: HTMLElement; read: () => Read };
+
+/** One input's field: label, hint, control and error line; its reader reports a missing required value. */
+function buildField(
+  key: string,
+  prop: PropertySchema,
+  required: boolean,
+): { element: HTMLElement; error: HTMLElement; read: () => Read } {
+  const id = `input-${key}`;
+  const hintId = `${id}-hint`;
+  const errorId = `${id}-error`;
+  const described = [prop.description ? hintId : '', errorId].filter(Boolean).join(' ');
+  const error = h('p', { id: errorId, class: 'field-error', hidden: true });
+  const kind = prop['x-input-type'] ?? (prop.enum ? 'enum' : (prop.type ?? 'json'));
+  const label = h(
+    'label',
+    { for: id },
+    prop.title ?? key,
+    required ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null,
+  );
+  const hint = prop.description ? h('p', { id: hintId, class: 'hint' }, prop.description) : null;
+  const common: Common = { id, name: key, 'aria-describedby': described, required };
+  const { control, read } = buildControl(kind, prop, common, label);
+  return {
+    element: h('div', { class: 'field' }, kind === 'boolean' ? null : label, hint, control, error),
+    error,
+    read: () => {
+      const r = read();
+      return r.value === undefined && !r.problem && required ? { problem: 'is required' } : r;
+    },
+  };
+}
+
+/** The control for the input's kind (a checkbox carries its label). */
+function buildControl(
   kind: string,
-): { control: HTMLElement; read: () => Read } {
+  prop: PropertySchema,
+  common: Common,
+  label: HTMLElement,
+): Control {
+  if (prop.enum) return enumControl(prop.enum, prop.default, common);
+  if (kind === 'boolean') return booleanControl(prop, common, label);
+  if (kind === 'number') return numberControl(prop, common);
+  if (kind === 'json') return jsonControl(prop, common);
+  if (FILE_TYPES.has(kind)) return fileField(common.id, common, kind);
+  return textControl(prop, common);
+}
+
+function enumControl(choices: unknown[], byDefault: unknown, common: Common): Control {
+  const select = h(
+    'select',
+    common,
+    ...(common.required ? [] : [h('option', { value: '' }, '—')]),
+    ...choices.map((v, i) => h('option', { value: i, selected: v === byDefault }, String(v))),
+  );
+  return {
+    control: select,
+    read: () => (select.value === '' ? {} : { value: choices[Number(select.value)] }),
+  };
+}
+
+function booleanControl(prop: PropertySchema, common: Common, label: HTMLElement): Control {
+  const box = h('input', {
+    ...common,
+    type: 'checkbox',
+    required: false,
+    checked: prop.default === true,
+  });
+  return {
+    control: h('div', { class: 'check' }, box, label),
+    read: () => ({ value: box.checked }),
+  };
+}
+
+function numberControl(prop: PropertySchema, common: Common): Control {
+  const input = h('input', {
+    ...common,
+    type: 'number',
+    step: 'any',
+    inputmode: 'decimal',
+    value: typeof prop.default === 'number' ? prop.default : undefined,
+  });
+  return {
+    control: input,
+    read: () =>
+      input.value.trim() === ''
+        ? {}
+        : Number.isFinite(input.valueAsNumber)
+          ? { value: input.valueAsNumber }
+          : { problem: 'must be a number' },
+  };
+}
+
+function jsonControl(prop: PropertySchema, common: Common): Control {
+  const area = h(
+    'textarea',
+    {
+      ...common,
+      rows: 4,
+      spellcheck: 'false',
+      class: 'mono',
+      placeholder: '{"any": "JSON value"}',
+    },
+    prop.default === undefined ? '' : JSON.stringify(prop.default, null, 2),
+  );
+  return {
+    control: area,
+    read: () => {
+      if (area.value.trim() === '') return {};
+      try {
+        return { value: JSON.parse(area.value) };
+      } catch (err) {
+        return { problem: `is not valid JSON (${(err as Error).message})` };
+      }
+    },
+  };
+}
+
+function textControl(prop: PropertySchema, common: Common): Control {
+  const area = h(
+    'textarea',
+    { ...common, rows: 2 },
+    typeof prop.default === 'string' ? prop.default : '',
+  );
+  return { control: area, read: () => (area.value === '' ? {} : { value: area.value }) };
+}
+
+/** A file picker that uploads at once (with a progress bar), or a file id / URL typed in. */
+function fileField(id: string, common: Common, kind: string): Control {
   let uploaded: UploadedFile | undefined;
   let pending: { abort(): void } | undefined;
   const picker = h('input', { ...common, type: 'file', accept: ACCEPT[kind], class: 'file' });
