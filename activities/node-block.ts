@@ -84,120 +84,124 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
           alive,
         ),
     ]);
-    const queue: NodeRow[] = [];
-    for (let p = 0; p < req.count; p++) {
-      if (rows[p]) continue;
-      const index = req.first + p;
-      const ports: Record<string, Item> = {};
-      let broken: string | undefined;
-      for (const [name, items] of Object.entries(inputs)) {
-        const item = items.length === 1 && req.count !== 1 ? items[0] : items[p];
-        ports[name] = item ?? failed({ message: 'no item', type: 'upstream_failed' });
-        if (ports[name].status === 'failed') broken ??= name;
-      }
-      if (broken !== undefined) {
-        const reason = ports[broken].error?.message ?? 'unknown error';
-        const at = inputs[broken].length === 1 && req.count !== 1 ? 0 : index;
-        rows[p] = {
-          item: failed({
-            message: `input '${broken}' item ${at} from node '${req.sources[broken]}' failed: ${reason}`,
-            type: 'upstream_failed',
-          }),
-          cost: 0,
-        };
-      } else queue.push({ index, ports });
-    }
+    const queue = queueRows(req, inputs, rows);
     // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
     if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
 
-    // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
-    const pages = pagesOf(req.first, req.first + req.count);
-    const rowsOf = (page: number): Array<StoredRow | null> => {
-      const from = page * PAGE_ROWS - req.first;
-      return rows.slice(Math.max(0, from), from + PAGE_ROWS);
-    };
-    const done = new Set<number>(
-      pages.filter((p) => existing.has(p) && rowsOf(p).every((row) => row !== null)),
-    );
-    let writing: Promise<void> = Promise.resolve();
-    const flush = (final: boolean): Promise<void> => {
-      const inserts: PageWrite[] = [];
-      const replaces: PageWrite[] = [];
-      for (const page of pages) {
-        if (done.has(page)) continue;
-        const pageRows = rowsOf(page);
-        const complete = pageRows.every((row) => row !== null);
-        if (!complete && !(final && pageRows.some((row) => row !== null))) continue;
-        // D38: carried rows are written as references to the parent's page (store/item-blocks.ts).
-        (existing.has(page) ? replaces : inserts).push({
-          page,
-          rows: pageRows,
-          base: req.carryFrom,
-        });
-        existing.add(page);
-        if (complete) done.add(page);
-      }
-      if (inserts.length === 0 && replaces.length === 0) return writing;
-      // One write at a time: FerretDB does not isolate concurrent writes of one document.
-      writing = writing.then(async () => {
-        await waitingForStore(
-          () => insertPages(collections, req.runId, req.node.id, inserts),
-          alive,
-        );
-        await waitingForStore(
-          () => replacePages(collections, req.runId, req.node.id, replaces),
-          alive,
-        );
-      });
-      return writing;
-    };
+    const { flushComplete, finish } = pageWriter(collections, req, rows, existing, alive);
     const signal = context.cancellationSignal;
     // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
     setMaxListeners(0, signal);
     let stopped: unknown;
-    const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
-      rows[index - req.first] = {
-        item,
-        cost,
-        u: [usage.calls, usage.input_tokens, usage.output_tokens],
-      };
-      pending.delete(index);
-    };
-    const lane = async (): Promise<void> => {
-      for (;;) {
-        if (stopped !== undefined || signal.aborted) return;
-        const row = queue.shift();
-        if (!row) return;
-        try {
-          const scope = {
-            resumed: pending.get(row.index),
-            checkpoint: (details: unknown) => pending.set(row.index, details),
-          };
-          const result = await inRow(scope, () => executeRow(executors, req, row));
-          record(row.index, oneItem(result.items), result.costUsd, callUsage(result));
-        } catch (err) {
-          if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
-          const refusal = refusedItem(err);
-          if (refusal) record(row.index, refusal, 0, callUsage());
-          else stopped ??= err;
-        }
-      }
-    };
-    let flushFailed: unknown;
     const beat = () => {
-      // A failed write is tried again by the next beat and by the last flush.
-      flush(false).catch((err: unknown) => (flushFailed = err));
+      flushComplete();
       context.heartbeat(Object.fromEntries(pending));
     };
     beat();
     const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
     try {
-      await Promise.all(
-        Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
-      );
+      stopped = await runRows(executors, req, queue, rows, pending, signal);
     } finally {
       clearInterval(timer);
     }
+    await finish();
+    // The pages are written: the next attempt, on another worker, runs only the rows they lack.
+    if (cancelledByShutdown(context)) throw handBack();
+    if (stopped !== undefined && !signal.aborted) {
+      context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
+      throw stopped;
+    }
+    return { ...tally(req.first, rows), ...(signal.aborted ? { cancelled: true } : {}) };
+  };
+}
+
+/** The rows the block still has to run; a row whose input item failed is stored failed at once (never run). */
+function queueRows(
+  req: NodeBlockRequest,
+  inputs: Record<string, Item[]>,
+  rows: Array<StoredRow | null>,
+): NodeRow[] {
+  const queue: NodeRow[] = [];
+  for (let p = 0; p < req.count; p++) {
+    if (rows[p]) continue;
+    const index = req.first + p;
+    const ports: Record<string, Item> = {};
+    let broken: string | undefined;
+    for (const [name, items] of Object.entries(inputs)) {
+      const item = items.length === 1 && req.count !== 1 ? items[0] : items[p];
+      ports[name] = item ?? failed({ message: 'no item', type: 'upstream_failed' });
+      if (ports[name].status === 'failed') broken ??= name;
+    }
+    if (broken !== undefined) {
+      const reason = ports[broken].error?.message ?? 'unknown error';
+      const at = inputs[broken].length === 1 && req.count !== 1 ? 0 : index;
+      rows[p] = {
+        item: failed({
+          message: `input '${broken}' item ${at} from node '${req.sources[broken]}' failed: ${reason}`,
+          type: 'upstream_failed',
+        }),
+        cost: 0,
+      };
+    } else queue.push({ index, ports });
+  }
+  return queue;
+}
+
+/**
+ * Writes the block's pages: `flushComplete` the pages that became complete (in the background: a
+ * failed write is tried again by the next call and by the last flush), `finish` the last write
+ * once the rows have stopped, incomplete pages that hold rows too.
+ */
+function pageWriter(
+  collections: C,
+  req: NodeBlockRequest,
+  rows: Array<StoredRow | null>,
+  existing: Set<number>,
+  alive: () => void,
+): { flushComplete: () => void; finish: () => Promise<void> } {
+  // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
+  const pages = pagesOf(req.first, req.first + req.count);
+  const rowsOf = (page: number): Array<StoredRow | null> => {
+    const from = page * PAGE_ROWS - req.first;
+    return rows.slice(Math.max(0, from), from + PAGE_ROWS);
+  };
+  const done = new Set<number>(
+    pages.filter((p) => existing.has(p) && rowsOf(p).every((row) => row !== null)),
+  );
+  let writing: Promise<void> = Promise.resolve();
+  const flush = (final: boolean): Promise<void> => {
+    const inserts: PageWrite[] = [];
+    const replaces: PageWrite[] = [];
+    for (const page of pages) {
+      if (done.has(page)) continue;
+      const pageRows = rowsOf(page);
+      const complete = pageRows.every((row) => row !== null);
+      if (!complete && !(final && pageRows.some((row) => row !== null))) continue;
+      // D38: carried rows are written as references to the parent's page (store/item-blocks.ts).
+      (existing.has(page) ? replaces : inserts).push({
+        page,
+        rows: pageRows,
+        base: req.carryFrom,
+      });
+      existing.add(page);
+      if (complete) done.add(page);
+    }
+    if (inserts.length === 0 && replaces.length === 0) return writing;
+    // One write at a time: FerretDB does not isolate concurrent writes of one document.
+    writing = writing.then(async () => {
+      await waitingForStore(() => insertPages(collections, req.runId, req.node.id, inserts), alive);
+      await waitingForStore(
+        () => replacePages(collections, req.runId, req.node.id, replaces),
+        alive,
+      );
+    });
+    return writing;
+  };
+  let flushFailed: unknown;
+  const flushComplete = (): void => {
+    flush(false).catch((err: unknown) => (flushFailed = err));
+  };
+  const finish = async (): Promise<void> => {
     await writing.catch(() => undefined);
     if (flushFailed === undefined) await flush(true);
     else {
@@ -207,14 +211,56 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         .filter((page) => page.rows.some((row) => row !== null));
       await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
     }
-    // The pages are written: the next attempt, on another worker, runs only the rows they lack.
-    if (cancelledByShutdown(context)) throw handBack();
-    if (stopped !== undefined && !signal.aborted) {
-      context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
-      throw stopped;
-    }
-    return { ...tally(req.first, rows), ...(signal.aborted ? { cancelled: true } : {}) };
   };
+  return { flushComplete, finish };
+}
+
+/**
+ * Runs the queued rows in `req.concurrency` lanes, recording each row's item in `rows` as it ends.
+ * Resolves with the error that stopped the lanes (a row that failed for another reason than a
+ * refusal), or undefined; a cancel stops them too, leaving its rows unfinished and unbilled.
+ */
+async function runRows(
+  executors: RowExecutors,
+  req: NodeBlockRequest,
+  queue: NodeRow[],
+  rows: Array<StoredRow | null>,
+  pending: Map<number, unknown>,
+  signal: AbortSignal,
+): Promise<unknown> {
+  let stopped: unknown;
+  const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
+    rows[index - req.first] = {
+      item,
+      cost,
+      u: [usage.calls, usage.input_tokens, usage.output_tokens],
+    };
+    pending.delete(index);
+  };
+  const lane = async (): Promise<void> => {
+    for (;;) {
+      if (stopped !== undefined || signal.aborted) return;
+      const row = queue.shift();
+      if (!row) return;
+      try {
+        const scope = {
+          resumed: pending.get(row.index),
+          checkpoint: (details: unknown) => pending.set(row.index, details),
+        };
+        const result = await inRow(scope, () => executeRow(executors, req, row));
+        record(row.index, oneItem(result.items), result.costUsd, callUsage(result));
+      } catch (err) {
+        if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
+        const refusal = refusedItem(err);
+        if (refusal) record(row.index, refusal, 0, callUsage());
+        else stopped ??= err;
+      }
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
+  );
+  return stopped;
 }
 
 /** Builds the activity that counts what a block's pages hold: a failed or cancelled block is billed from it. */
