@@ -130,27 +130,7 @@ export async function executeGraph(
           for (const row of rows) report(row.index, [textItem(node, row.ports)]);
         });
       default:
-        if (
-          hooks.runStoredRows &&
-          (Object.values(ports).some(isItemRef) || hooks.isBig?.(lengthOf(node, ports)))
-        ) {
-          const { list, done } = hooks.runStoredRows(
-            node,
-            portSources(ports),
-            sources,
-            lengthOf(node, ports),
-          );
-          const finished = done.then(() => hooks.onNodeDone?.(node.id));
-          finished.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
-          streaming.push(finished);
-          return list;
-        }
-        return iterate(node, inline(node, ports), sources, hooks, (rows, report) =>
-          hooks.runIoRows(node, rows, {
-            started: (i) => hooks.onIterationStart(node.id, i),
-            done: report,
-          }),
-        );
+        return runIoNode(node, ports, sources, hooks, streaming);
     }
   }
 
@@ -159,6 +139,40 @@ export async function executeGraph(
   const out = new Map<string, NodeValue>();
   for (const [id, promise] of results) out.set(id, await promise);
   return out;
+}
+
+/**
+ * An I/O node: a big one (or one fed a stored list) in blocks whose items go to the store, its
+ * unfinished blocks joining `streaming`; any other as iterations of its inline items.
+ */
+function runIoNode(
+  node: IoNode,
+  ports: Record<string, NodeValue>,
+  sources: Record<string, string>,
+  hooks: EngineHooks,
+  streaming: Promise<void>[],
+): NodeValue | Promise<NodeValue> {
+  if (
+    hooks.runStoredRows &&
+    (Object.values(ports).some(isItemRef) || hooks.isBig?.(lengthOf(node, ports)))
+  ) {
+    const { list, done } = hooks.runStoredRows(
+      node,
+      portSources(ports),
+      sources,
+      lengthOf(node, ports),
+    );
+    const finished = done.then(() => hooks.onNodeDone?.(node.id));
+    finished.catch(() => undefined); // awaited by executeGraph; not an unhandled rejection meanwhile
+    streaming.push(finished);
+    return list; // as is, not wrapped: runNode resolves in the same microtask as before the split
+  }
+  return iterate(node, inline(node, ports), sources, hooks, (rows, report) =>
+    hooks.runIoRows(node, rows, {
+      started: (i) => hooks.onIterationStart(node.id, i),
+      done: report,
+    }),
+  );
 }
 
 /** The ports as item lists; a stored list (D35) reaches only I/O nodes and results for now. */
