@@ -12,6 +12,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type {
@@ -93,12 +94,113 @@ export async function runWorkflow(
   // D33: nodes and items done, in the UI's "current details" (no customer data).
   const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
+  let carry: CarryOver | undefined;
+  const { runGraph } = new RunActivities({
+    args,
+    options,
+    state,
+    nodeOptions,
+    nodes,
+    persistence,
+    slots,
+    cap,
+    progress,
+    carry: () => carry,
+  });
+  try {
+    // D38: a re-run of failed items learns first what its parent holds (workflows/carry-over.ts).
+    if (args.rerun) carry = await loadCarry(args, args.rerun.parentRunId, persistence);
+    await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), runGraph);
+    state.finish('completed');
+  } catch (err) {
+    if (isCancellation(err)) {
+      // The root scope is cancelled only by a cancel request; otherwise our own timeout fired (D10),
+      // or the caller's timeout_seconds (D36), which the error names.
+      if (CancellationScope.current().consideredCancelled) state.finish('cancelled');
+      else if (options.timeoutSeconds !== undefined)
+        state.finish(
+          'failed',
+          `run timed out: the run reached its timeout_seconds of ${options.timeoutSeconds}`,
+        );
+      else state.finish('failed', 'run timed out');
+    } else if (err instanceof CostLimitReached) {
+      // The graph's promise rejects at once, but units in flight (other chunks, blocks, branches)
+      // finish first and are billed; nothing new starts (the cap refuses it).
+      await cap?.drain();
+      state.finish('failed', err.message);
+    } else if (err instanceof NodeFailure) {
+      state.finish('failed', err.message);
+    } else {
+      throw err; // a bug in workflow code: let Temporal retry the workflow task instead of failing the run
+    }
+  }
+
+  progress.ended(state.status);
+
+  const { final, chunks } = splitFinal(state.final());
+  await CancellationScope.nonCancellable(() => saveEnd(persistence, final, chunks));
+  // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
+  const { webhook } = args;
+  if (webhook)
+    await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
+  return { status: state.status, total_cost: final.totalCost };
+}
+
+/** Writes a run's end: its chunks, then the record that says how many. */
+async function saveEnd(
+  persistence: ActivityInterfaceFor<Activities>,
+  final: ReturnType<typeof splitFinal>['final'],
+  chunks: ReturnType<typeof splitFinal>['chunks'],
+): Promise<void> {
+  // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
+  const saveChunk = (chunk: (typeof chunks)[number], i: number) =>
+    persistence.saveRunChunk.executeWithOptions(
+      { summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) },
+      [chunk],
+    );
+  // Two at a time: the activities scheduled together travel in one workflow-task completion, which
+  // Temporal refuses above 4 MB (two chunks of at most 512 KB each stay far below it).
+  for (let i = 0; i < chunks.length; i += 2)
+    await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
+  await persistence.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [
+    final,
+  ]);
+}
+
+/** What one run's activities share, set up once by runWorkflow. */
+interface RunResources {
+  args: RunArgs;
+  options: RunArgs['options'];
+  state: RunState;
+  /** Options of node activities (D10: one attempt of a node). */
+  nodeOptions: ActivityOptions;
+  nodes: ActivityInterfaceFor<Activities>;
+  /** The run's writes of its end and tallies, retried without limit. */
+  persistence: ActivityInterfaceFor<Activities>;
+  /** The run's concurrency, shared by every node. */
+  slots: Semaphore;
+  /** D36 max_cost; absent for runs started without one. */
+  cap: CostCap | undefined;
+  progress: RunProgress;
+  /** D38: what a re-run's parent holds (loaded before the graph runs). */
+  carry: () => CarryOver | undefined;
+}
+
+/**
+ * Everything a run starts as activities while its graph runs: node chunks, stored blocks, file
+ * rows and file inputs, sharing the run's slots, cost cap, progress and state (RunResources).
+ */
+class RunActivities {
+  constructor(private readonly run: RunResources) {}
+
   /** One chunk of a node's rows as an activity; failures that end the run become NodeFailures naming the node. */
-  const runChunk = async (
+  runChunk = async (
     node: IoNode,
     rows: NodeRow[],
     concurrency: number,
   ): Promise<NodeChunkResult> => {
+    const { args, options, nodes, nodeOptions } = this.run;
+    const { nodeFailureOf } = this;
     // D10 bounds one attempt of one row; a chunk's attempt runs its rows in waves of `concurrency`.
     const waves = Math.ceil(rows.length / concurrency);
     const proxy =
@@ -124,7 +226,8 @@ export async function runWorkflow(
   };
 
   /** An activity's failure that ends the run, as a NodeFailure naming the node; a cancel stays one. */
-  const nodeFailureOf = (node: { id: string; type: string }, err: unknown): unknown => {
+  nodeFailureOf = (node: { id: string; type: string }, err: unknown): unknown => {
+    const { options } = this.run;
     const cause = err instanceof ActivityFailure ? err.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.nonRetryable)
       return new NodeFailure(node.id, node.type, cause.message);
@@ -144,12 +247,15 @@ export async function runWorkflow(
    * carries the references, counts and costs only. Every block is waited for; the first that fails
    * cancels the others, and the rows a failed or cancelled block finished are billed from the store.
    */
-  const runStoredRows = (
+  runStoredRows = (
     node: IoNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     count: number,
   ): { list: ItemRef; done: Promise<void> } => {
+    const { options, state, progress } = this.run;
+    const carry = this.run.carry();
+    const { runBlock } = this;
     // Blocks span whole pages (each page has one writer); two blocks in flight share the run's
     // concurrency, a node of one block uses all of it.
     const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
@@ -211,7 +317,7 @@ export async function runWorkflow(
     return { list, done };
   };
 
-  const runBlock = async (
+  runBlock = async (
     node: IoNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
@@ -220,6 +326,9 @@ export async function runWorkflow(
     total: number,
     inner: number,
   ): Promise<void> => {
+    const { args, options, nodeOptions, persistence, slots, cap, state } = this.run;
+    const carry = this.run.carry();
+    const { guardHistory, nodeFailureOf, applyBlock } = this;
     const first = block * blockRows;
     const count = Math.min(blockRows, total - first);
     const own: Record<string, PortSource> = {};
@@ -238,30 +347,6 @@ export async function runWorkflow(
       ...nodeOptions,
       startToCloseTimeout: options.nodeAttemptTimeoutMs * waves,
     });
-    const apply = (result: NodeBlockResult) => {
-      state.addCost(result.costUsd);
-      // D36: usage counted from the stored rows like the cost (absent in answers recorded before D36).
-      const usage = result.usage;
-      state.addUsage(node.id, {
-        cost: result.costUsd,
-        ...(usage && {
-          provider_calls: usage.calls,
-          input_tokens: usage.input_tokens,
-          output_tokens: usage.output_tokens,
-          items_completed: usage.completed,
-          items_failed: usage.failed,
-        }),
-      });
-      if (usage) cap?.observe(node.id, usage.calls, result.costUsd);
-      const ranges: Array<[number, number]> =
-        result.done === 0
-          ? []
-          : result.ranges.length > 0
-            ? result.ranges
-            : [[first, first + count]];
-      state.storedDone(node.id, ranges);
-      for (let i = 0; i < result.done; i++) progress.itemDone();
-    };
     const unit = slots.with(async () => {
       if (CancellationScope.current().consideredCancelled)
         throw new CancelledFailure('run cancelled');
@@ -293,11 +378,11 @@ export async function runWorkflow(
         const tally = await CancellationScope.nonCancellable(() =>
           persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
         );
-        apply(tally);
+        applyBlock(node, first, count, tally);
         budget?.release();
         throw nodeFailureOf(node, err);
       }
-      apply(result);
+      applyBlock(node, first, count, result);
       budget?.release();
       if (result.cancelled) throw new CancelledFailure('run cancelled');
       if (limit !== undefined && cap) {
@@ -308,8 +393,33 @@ export async function runWorkflow(
     await (cap ? cap.track(unit) : unit);
   };
 
+  /** Counts what a block answered (or, after a failure, what its pages hold): cost, usage, rows done. */
+  applyBlock = (node: IoNode, first: number, count: number, result: NodeBlockResult): void => {
+    const { state, cap, progress } = this.run;
+    state.addCost(result.costUsd);
+    // D36: usage counted from the stored rows like the cost (absent in answers recorded before D36).
+    const usage = result.usage;
+    state.addUsage(node.id, {
+      cost: result.costUsd,
+      ...(usage && {
+        provider_calls: usage.calls,
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        items_completed: usage.completed,
+        items_failed: usage.failed,
+      }),
+    });
+    if (usage) cap?.observe(node.id, usage.calls, result.costUsd);
+    const ranges: Array<[number, number]> =
+      result.done === 0 ? [] : result.ranges.length > 0 ? result.ranges : [[first, first + count]];
+    state.storedDone(node.id, ranges);
+    for (let i = 0; i < result.done; i++) progress.itemDone();
+  };
+
   /** D31/D35: list nodes whose rows come from an uploaded file (a `file` input, or a `json` input given a file id). */
-  const fileRows = (nodeId: string): (() => Promise<ItemRef>) | undefined => {
+  fileRows = (nodeId: string): (() => Promise<ItemRef>) | undefined => {
+    const { args, slots, nodes } = this.run;
+    const { nodeFailureOf } = this;
     const feed = args.graph.edges.find((edge) => edge.to === nodeId && edge.port === 'rows');
     const input = feed && args.graph.nodes.find((n) => n.id === feed.from);
     if (!input || input.type !== 'user_input') return undefined;
@@ -342,11 +452,9 @@ export async function runWorkflow(
    * An I/O node's rows, as chunks (workflows/chunk-plan.ts) that share the run's slots. A chunk
    * answers with the rows it finished; what it left (a size budget) is asked for again.
    */
-  const runIoRows = async (
-    node: IoNode,
-    rows: NodeRow[],
-    rowProgress: RowProgress,
-  ): Promise<void> => {
+  runIoRows = async (node: IoNode, rows: NodeRow[], rowProgress: RowProgress): Promise<void> => {
+    const { options, progress } = this.run;
+    const { runChunkRows } = this;
     for (let i = 0; i < rows.length; i++) progress.itemStarted();
     // Every chunk is waited for, and the first that fails cancels the others (a scope of their own):
     // the rows a chunk finished before a failure or the run's cancel come back with its answer and
@@ -372,12 +480,14 @@ export async function runWorkflow(
   };
 
   /** One planned chunk, asked again for the rows it left (a size budget) until all are done. */
-  const runChunkRows = async (
+  runChunkRows = async (
     node: IoNode,
     rows: NodeRow[],
     concurrency: number,
     rowProgress: RowProgress,
   ): Promise<void> => {
+    const { state, slots, cap, progress } = this.run;
+    const { guardHistory, runChunk } = this;
     let left = rows;
     while (left.length > 0) {
       let budget: { calls: number; release: () => void } | undefined;
@@ -425,7 +535,7 @@ export async function runWorkflow(
    * Temporal terminates a workflow whose history passes 51,200 events or 50 MB, and a terminated
    * run could not write its record. Long before that the run fails on its own terms (D31).
    */
-  const guardHistory = (node: IoNode): void => {
+  guardHistory = (node: IoNode): void => {
     const { historyLength, historySize } = workflowInfo();
     if (historyLength > HISTORY_EVENTS_LIMIT || historySize > HISTORY_BYTES_LIMIT) {
       const mb = (historySize / 1024 / 1024).toFixed(1);
@@ -436,83 +546,37 @@ export async function runWorkflow(
       );
     }
   };
-  const resolveFile = (req: Parameters<Activities['resolveFileInput']>[0], nodeId: string) =>
-    slots.with(() =>
+  resolveFile = (req: Parameters<Activities['resolveFileInput']>[0], nodeId: string) => {
+    const { slots, nodes } = this.run;
+    return slots.with(() =>
       nodes.resolveFileInput.executeWithOptions({ summary: fileInputSummary(nodeId) }, [req]),
     );
+  };
 
-  let carry: CarryOver | undefined;
-  try {
-    // D38: a re-run of failed items learns first what its parent holds (workflows/carry-over.ts).
-    if (args.rerun) carry = await loadCarry(args, args.rerun.parentRunId, persistence);
-    await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), async () =>
-      // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
-      executeGraph(
-        args.graph,
-        await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts),
-        {
-          runIoRows: carry ? carry.wrap(runIoRows) : runIoRows,
-          // D35: a node bigger than its run's concurrency can serve at once keeps its items in the store.
-          isBig: (count) => count > 2 * options.concurrency,
-          runStoredRows,
-          fileRows,
-          onStoredList: (nodeId, list) => {
-            state.reserveStored(nodeId, list.count);
-            state.storedStarted(nodeId, 0, list.count);
-            state.storedDone(nodeId, [[0, list.count]]);
-          },
-          onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
-          onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
-          onNodeDone: () => progress.nodeDone(),
+  /** The run's graph, with this run's hooks: its file inputs resolved first. */
+  runGraph = async () => {
+    const { args, options, state, progress } = this.run;
+    const carry = this.run.carry();
+    const { runIoRows, runStoredRows, fileRows, resolveFile } = this;
+    // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
+    return executeGraph(
+      args.graph,
+      await resolveFileInputs(args, resolveFile, options.nodeMaxAttempts),
+      {
+        runIoRows: carry ? carry.wrap(runIoRows) : runIoRows,
+        // D35: a node bigger than its run's concurrency can serve at once keeps its items in the store.
+        isBig: (count) => count > 2 * options.concurrency,
+        runStoredRows,
+        fileRows,
+        onStoredList: (nodeId, list) => {
+          state.reserveStored(nodeId, list.count);
+          state.storedStarted(nodeId, 0, list.count);
+          state.storedDone(nodeId, [[0, list.count]]);
         },
-      ),
+        onIterationStart: (nodeId, i) => state.iterationStarted(nodeId, i),
+        onIterationDone: (nodeId, i, items) => state.iterationDone(nodeId, i, items),
+        onNodeDone: () => progress.nodeDone(),
+      },
     );
-    state.finish('completed');
-  } catch (err) {
-    if (isCancellation(err)) {
-      // The root scope is cancelled only by a cancel request; otherwise our own timeout fired (D10),
-      // or the caller's timeout_seconds (D36), which the error names.
-      if (CancellationScope.current().consideredCancelled) state.finish('cancelled');
-      else if (options.timeoutSeconds !== undefined)
-        state.finish(
-          'failed',
-          `run timed out: the run reached its timeout_seconds of ${options.timeoutSeconds}`,
-        );
-      else state.finish('failed', 'run timed out');
-    } else if (err instanceof CostLimitReached) {
-      // The graph's promise rejects at once, but units in flight (other chunks, blocks, branches)
-      // finish first and are billed; nothing new starts (the cap refuses it).
-      await cap?.drain();
-      state.finish('failed', err.message);
-    } else if (err instanceof NodeFailure) {
-      state.finish('failed', err.message);
-    } else {
-      throw err; // a bug in workflow code: let Temporal retry the workflow task instead of failing the run
-    }
-  }
-
-  progress.ended(state.status);
-
-  const { final, chunks } = splitFinal(state.final());
-  await CancellationScope.nonCancellable(async () => {
-    // A large run's events and output go first, a few chunks at a time; the record that says how many comes last.
-    const saveChunk = (chunk: (typeof chunks)[number], i: number) =>
-      persistence.saveRunChunk.executeWithOptions(
-        { summary: PERSISTENCE_SUMMARIES.saveRunChunk(i, chunks.length) },
-        [chunk],
-      );
-    // Two at a time: the activities scheduled together travel in one workflow-task completion, which
-    // Temporal refuses above 4 MB (two chunks of at most 512 KB each stay far below it).
-    for (let i = 0; i < chunks.length; i += 2)
-      await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
-    await persistence.finalizeRun.executeWithOptions(
-      { summary: PERSISTENCE_SUMMARIES.finalizeRun },
-      [final],
-    );
-  });
-  // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
-  const { webhook } = args;
-  if (webhook)
-    await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
-  return { status: state.status, total_cost: final.totalCost };
+  };
 }
