@@ -9,12 +9,12 @@ import type { Logger } from './logger';
 import type { RunGateway } from './temporal/run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
 import { StreamCap } from './stream/stream-cap';
-import { CreditCheck } from './services/credit-check';
-import { FinishedRunCache } from './services/finished-run-cache';
-import { RateCounter } from './services/rate-counter';
-import { KnownRuns } from './services/known-runs';
+import { CreditCheck } from './limits/credit-check';
+import { FinishedRunCache } from './runs/finished-run-cache';
+import { RateCounter } from './limits/rate-counter';
+import { KnownRuns } from './runs/known-runs';
 import { RunWrites } from '../store/run-writes';
-import { WorkflowCatalog } from './services/workflow-catalog';
+import { WorkflowCatalog } from './workflows/workflow-catalog';
 import { KeyCache } from './auth/key-cache';
 import { Drain } from './drain';
 

@@ -7,7 +7,7 @@ import type { RouteDeps } from '../deps';
 import type { AsyncStartResponse } from '../contract/request-schemas';
 import type { RunDoc } from '../../store/documents';
 import { streamNewRun } from '../stream/run-streams';
-import { awaitRunEnd } from '../services/await-run-end';
+import { awaitRunEnd } from '../runs/await-run-end';
 
 /** D28: the seconds of `Prefer: wait=N` (at most 60; 0 without the preference). */
 export function parsePreferWait(header: string): number {

@@ -16,7 +16,7 @@ import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import type { FileView } from '../contract/response-schemas';
-import { uploadFile } from '../services/upload-file';
+import { uploadFile } from '../files/upload-file';
 import { LinkRefusedError } from './link-refused';
 
 /** The file object of the API, with a fresh signed link for the caller's key (D6: it dies with the key). */

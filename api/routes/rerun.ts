@@ -5,8 +5,8 @@ import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import { parseRequest, RerunRequestSchema } from '../contract/request-schemas';
-import { parseIdempotencyKey } from '../services/idempotent-start';
-import { rerunRun } from '../services/rerun-run';
+import { parseIdempotencyKey } from '../runs/idempotent-start';
+import { rerunRun } from '../runs/rerun-run';
 import { answerStart } from './answer-start';
 
 /** Routes of the re-run action. */

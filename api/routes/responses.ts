@@ -5,8 +5,8 @@ import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import { parseRequest, StartRequestSchema } from '../contract/request-schemas';
-import { parseIdempotencyKey, startIdempotent } from '../services/idempotent-start';
-import { startRun } from '../services/start-run';
+import { parseIdempotencyKey, startIdempotent } from '../runs/idempotent-start';
+import { startRun } from '../runs/start-run';
 import { answerStart } from './answer-start';
 import { startDuration } from '../../lib/metrics';
 

@@ -4,17 +4,17 @@ import Router from '@koa/router';
 import type { RouteDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
-import { cancelRun } from '../services/cancel-run';
-import { deleteRun } from '../services/delete-run';
-import { listRuns } from '../services/list-runs';
+import { cancelRun } from '../runs/cancel-run';
+import { deleteRun } from '../runs/delete-run';
+import { listRuns } from '../runs/list-runs';
 import {
   ListRunsQuerySchema,
   OutputItemsQuerySchema,
   parseRequest,
   StreamQuerySchema,
 } from '../contract/request-schemas';
-import { listOutputItems, outputItemLines } from '../services/output-items';
-import { loadRun, readRunBody } from '../services/read-run';
+import { listOutputItems, outputItemLines } from '../runs/output-items';
+import { loadRun, readRunBody } from '../runs/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 
 /** Routes of the runs resource. */

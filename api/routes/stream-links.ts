@@ -19,7 +19,7 @@ import {
   StreamQuerySchema,
 } from '../contract/request-schemas';
 import type { StreamLink } from '../contract/response-schemas';
-import { loadRun } from '../services/read-run';
+import { loadRun } from '../runs/read-run';
 import { streamExistingRun } from '../stream/run-streams';
 import { requestBaseUrl } from './files';
 import { LinkRefusedError } from './link-refused';

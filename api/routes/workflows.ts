@@ -5,8 +5,8 @@ import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../../store/publish-workflow';
-import { workflowContract } from '../services/workflow-contract';
-import { listWorkflows } from '../services/list-workflows';
+import { workflowContract } from '../workflows/workflow-contract';
+import { listWorkflows } from '../workflows/list-workflows';
 import {
   ContractQuerySchema,
   ListWorkflowsQuerySchema,

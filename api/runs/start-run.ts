@@ -21,10 +21,10 @@ import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { runsStarted } from '../../lib/metrics';
 import { classifyAddress, describeAddressClass } from '../../lib/net/ssrf';
-import type { CreditCheck } from './credit-check';
+import type { CreditCheck } from '../limits/credit-check';
 import type { KnownRuns } from './known-runs';
-import { fileInputProblems } from './file-inputs';
-import { resolveVersion, type WorkflowLookup } from './resolve-version';
+import { fileInputProblems } from '../files/file-inputs';
+import { resolveVersion, type WorkflowLookup } from '../workflows/resolve-version';
 
 export interface StartRunDeps {
   collections: Collections;
