@@ -12,6 +12,7 @@ import {
   writeSseHead,
 } from './sse';
 import { activeStreams } from '../../lib/metrics';
+import { keyRevokedEvent } from './stream-events';
 
 /** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
 const PUMP_HIGH_WATER = 256 * 1024;
@@ -115,13 +116,7 @@ export function openStream(
         (live) => {
           if (live || closed) return;
           // Not `[DONE]`: a client must not take it for the run's end. A reconnect is refused (401/403).
-          write(
-            formatErrorEvent({
-              message: 'The API key of this stream has been revoked.',
-              type: 'authentication_error',
-              code: 'key_revoked',
-            }),
-          );
+          write(formatErrorEvent(keyRevokedEvent()));
           close();
         },
         () => {}, // the store did not answer: ask again next time
