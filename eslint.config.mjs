@@ -12,6 +12,15 @@ const folders = (...names) =>
     `../../../${name}/*`,
   ]);
 
+/** `no-restricted-imports` patterns for a sibling folder or module inside api/, from a file one folder deep in api/. */
+const apiFolders = (...names) => names.flatMap((name) => [`../${name}`, `../${name}/*`]);
+
+/** What no file of api/ imports (kept in every api/ rule: a later rule replaces an earlier one). */
+const API_OUTSIDE = {
+  group: folders('worker', 'activities', 'cli', 'tools'),
+  message: 'api/ never imports worker/, activities/, cli/ or tools/.',
+};
+
 /** One folder's import rule; each pattern is { group, message, allowTypeImports? } (one rule per folder: a later one would replace it). */
 const boundary = (files, ...patterns) => ({
   files,
@@ -184,10 +193,23 @@ export default tseslint.config(
     message: 'lib/ is shared by the API and the worker: it imports neither.',
   }),
   // The API and the worker are separate processes: the API never loads activity or worker code.
-  boundary(['api/**/*.ts'], {
-    group: folders('worker', 'activities', 'cli', 'tools'),
-    message: 'api/ never imports worker/, activities/, cli/ or tools/.',
+  boundary(['api/**/*.ts'], API_OUTSIDE),
+  // Inside api/, one way too (docs/architecture.md "Inside api/"): routes use the concerns; the
+  // use cases of runs/ use workflows/, files/, limits/ and stream/'s event builders; those
+  // concerns use none of runs/, and nothing below the routes reaches a route or the wiring.
+  boundary(['api/runs/**/*.ts'], API_OUTSIDE, {
+    group: apiFolders('routes', 'middleware', 'deps', 'app', 'start-api'),
+    message: 'api/runs/ never imports routes/, middleware/ or the wiring (deps, app, start-api).',
   }),
+  boundary(
+    ['api/{workflows,files,limits,stream,auth,temporal,contract,errors}/**/*.ts'],
+    API_OUTSIDE,
+    {
+      group: apiFolders('routes', 'runs', 'middleware', 'deps', 'app', 'start-api'),
+      message:
+        'Below the use cases: never imports api/runs/, routes/, middleware/ or the wiring (deps, app, start-api).',
+    },
+  ),
   // The CLI works on the store and the model, never through the HTTP layer.
   boundary(['cli/**/*.ts'], {
     group: folders('api', 'worker', 'activities'),

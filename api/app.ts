@@ -2,7 +2,7 @@
 import './koa-state';
 import Koa from 'koa';
 import cors from '@koa/cors';
-import { routeDeps, type AppDeps } from './deps';
+import { only, routeDeps, type AppDeps, type RouteDeps } from './deps';
 import { closeUnreadBodies } from './middleware/close-unread';
 import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
@@ -62,25 +62,50 @@ export function createApp(appDeps: AppDeps): Koa {
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent
   app.use(httpMetrics()); // likewise: counts the status actually sent, by route template
   app.use(errorHandler(deps.logger));
-  for (const router of [
-    healthRoutes(deps),
-    metricsRoutes(deps),
-    openapiRoutes(deps),
-    workflowsRoutes(deps),
-    responsesRoutes(deps),
-    runsRoutes(deps),
-    rerunRoutes(deps),
-    filesRoutes(deps),
-    streamLinkRoutes(deps),
-    playgroundRoutes(deps),
-    codecRoutes({ config: deps.config, codec: deps.gateway.codec }),
-  ]) {
+  for (const router of routers(deps)) {
     app.use(router.routes());
     // Not thrown: the router then sets `Allow` (RFC 9110 requires it on a 405), and the error
     // middleware turns the bare 405/501 into the envelope.
     app.use(router.allowedMethods());
   }
   return app;
+}
+
+// The fields every authenticated route's guards use (authenticate, then rateLimit).
+const GUARDS = ['collections', 'keys', 'rateCounter', 'config'] as const;
+// A start and what answers it: the credit gate, the catalog, the record's group commit, the
+// stream of a new run or the wait for its end (D28).
+const STARTS = [
+  ...GUARDS,
+  'db',
+  'gateway',
+  'credits',
+  'catalog',
+  'knownRuns',
+  'runWrites',
+  'finishedRuns',
+  'drain',
+  'pollers',
+  'streams',
+] as const;
+
+/** Every route, each given only the dependencies it uses (its own *RouteDeps type). */
+function routers(deps: RouteDeps) {
+  return [
+    healthRoutes(only(deps, 'drain', 'db', 'gateway')),
+    metricsRoutes(only(deps, 'db', 'gateway', 'config')),
+    openapiRoutes(only(deps, 'config')),
+    workflowsRoutes(only(deps, ...GUARDS, 'catalog')),
+    responsesRoutes(only(deps, ...STARTS)),
+    runsRoutes(
+      only(deps, ...GUARDS, 'db', 'gateway', 'finishedRuns', 'knownRuns', 'pollers', 'streams'),
+    ),
+    rerunRoutes(only(deps, ...STARTS)),
+    filesRoutes(only(deps, ...GUARDS, 'db')),
+    streamLinkRoutes(only(deps, ...GUARDS, 'db', 'pollers', 'streams')),
+    playgroundRoutes(only(deps, 'config')),
+    codecRoutes({ config: deps.config, codec: deps.gateway.codec }),
+  ];
 }
 
 const isCodecPath = (path: string) => path.startsWith('/codec/');

@@ -1,6 +1,8 @@
 /**
  * What the routes are given: the API's dependencies (AppDeps, made by start-api.ts or a test) and
- * the per-process caches built from them. Routes import this module; it imports no route.
+ * the per-process caches built from them (RouteDeps). Each route takes only the fields it uses
+ * (its own *RouteDeps type), cut from RouteDeps by `only` in app.ts. Routes import this module;
+ * it imports no route.
  */
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
@@ -9,14 +11,16 @@ import type { Logger } from './logger';
 import type { RunGateway } from './temporal/run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
 import { StreamCap } from './stream/stream-cap';
-import { CreditCheck } from './services/credit-check';
-import { FinishedRunCache } from './services/finished-run-cache';
-import { RateCounter } from './services/rate-counter';
-import { KnownRuns } from './services/known-runs';
+import { CreditCheck } from './limits/credit-check';
+import { FinishedRunCache } from './runs/finished-run-cache';
+import { RateCounter } from './limits/rate-counter';
+import { KnownRuns } from './runs/known-runs';
 import { RunWrites } from '../store/run-writes';
-import { WorkflowCatalog } from './services/workflow-catalog';
+import { WorkflowCatalog } from './workflows/workflow-catalog';
 import { KeyCache } from './auth/key-cache';
 import { Drain } from './drain';
+import type { AuthenticateDeps } from './middleware/authenticate';
+import type { RateLimitDeps } from './middleware/rate-limit';
 
 export interface AppDeps {
   config: Config;
@@ -55,6 +59,16 @@ export type RouteDeps = AppDeps &
       | 'drain'
     >
   >;
+
+/** What every authenticated route needs for its guards: the key check (D6), then the rate limit (D16). */
+export type GuardDeps = AuthenticateDeps & RateLimitDeps;
+
+/** A route's dependencies: just the named fields of RouteDeps (a route sees nothing else). */
+export function only<K extends keyof RouteDeps>(deps: RouteDeps, ...keys: K[]): Pick<RouteDeps, K> {
+  const picked = {} as Pick<RouteDeps, K>;
+  for (const key of keys) picked[key] = deps[key];
+  return picked;
+}
 
 /** AppDeps with every per-process cache made (those a test passed in are kept). */
 export function routeDeps(appDeps: AppDeps): RouteDeps {

@@ -5,7 +5,7 @@
  */
 import type { ItemError, Part } from './parts';
 import type { StoredOutput } from './item-blocks';
-import type { ResumedEvent, RunEvent } from './run-events';
+import type { RunEvent } from './run-events';
 import type { RunUsage } from './run-usage';
 
 export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
@@ -145,15 +145,6 @@ export function failedEvent(sequenceNumber: number, message: string): RunEvent {
       usage: null,
       service_tier: null,
     },
-  };
-}
-
-/** The first event of a reattached stream: the client's cursor, and where the run stands now. */
-export function resumedEvent(runId: string, cursor: number, status: RunStatus): ResumedEvent {
-  return {
-    type: 'response.resumed',
-    sequence_number: cursor,
-    response: { id: runId, run_id: runId, status },
   };
 }
 

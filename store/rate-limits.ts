@@ -1,7 +1,7 @@
 /**
  * D16 rate-limit windows, shared by every API process through MongoDB: fixed one-minute
  * windows per key and bucket, one document each, counted by an atomic `$inc` upsert so a
- * check costs exactly one round trip (and a burst of checks one, api/services/rate-counter.ts).
+ * check costs exactly one round trip (and a burst of checks one, api/limits/rate-counter.ts).
  */
 import type { Collections } from './db';
 import { isDuplicateKey } from './ledger';

@@ -1,7 +1,7 @@
 /**
  * The end of a run and its one debit, whoever writes them: the workflow's finalizeRun activity
  * (nearly always), or the API settling a run whose workflow Temporal closed without letting it
- * finish (terminated from outside, api/services/settle-run.ts). The end whose debit is booked
+ * finish (terminated from outside, api/runs/settle-run.ts). The end whose debit is booked
  * first is the run's one end: a retry writes the same end again and changes nothing; a second,
  * different end (a workflow reset by an operator re-running the run, a settle racing a finalize)
  * is dropped, so the record and the debit agree once every attempt is done. Every step is

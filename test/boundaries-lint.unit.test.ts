@@ -1,7 +1,8 @@
 /**
  * The folder boundaries of eslint.config.mjs (docs/architecture.md "Code layout and its
- * boundaries") for the folders added last: config/, activities/, worker/, clients/ and
- * playground/ each refuse an import against the layering, and allow the ones they need.
+ * boundaries") for the folders added last: config/, activities/, worker/, clients/,
+ * playground/ and the concerns inside api/ each refuse an import against the layering, and allow
+ * the ones they need.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -24,7 +25,7 @@ describe('lint: folder boundaries', function () {
     ['config/probe.ts', `import { findRun } from '../store/runs';\nexport const f = findRun;`],
     [
       'activities/probe.ts',
-      `import { readRun } from '../api/services/read-run';\nexport const f = readRun;`,
+      `import { readRun } from '../api/runs/read-run';\nexport const f = readRun;`,
     ],
     [
       'activities/probe.ts',
@@ -42,6 +43,20 @@ describe('lint: folder boundaries', function () {
     [
       'playground/src/probe.ts',
       `import { RunListSchema } from '../../api/contract/response-schemas';\nexport const s = RunListSchema;`,
+    ],
+    // Inside api/: the concerns below the use cases never reach runs/, and nothing below reaches a route.
+    [
+      'api/limits/probe.ts',
+      `import { readRun } from '../runs/read-run';\nexport const f = readRun;`,
+    ],
+    [
+      'api/stream/probe.ts',
+      `import { runsRoutes } from '../routes/runs';\nexport const f = runsRoutes;`,
+    ],
+    ['api/runs/probe.ts', `import { routeDeps } from '../deps';\nexport const f = routeDeps;`],
+    [
+      'api/runs/probe.ts',
+      `import { startApi } from '../../worker/main';\nexport const f = startApi;`,
     ],
   ];
   for (const [file, code] of refused) {
@@ -67,6 +82,10 @@ describe('lint: folder boundaries', function () {
       [
         'playground/src/probe.ts',
         `import { isTerminal } from '../../domain/run';\nexport const f = isTerminal;`,
+      ],
+      [
+        'api/runs/probe.ts',
+        `import { resolveVersion } from '../workflows/resolve-version';\nexport const f = resolveVersion;`,
       ],
     ];
     for (const [file, code] of allowed)

@@ -9,8 +9,6 @@ import { AuthenticationError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
 import type { KeyCache } from '../auth/key-cache';
 
-// Re-exported for callers written before the move (api/services/start-run.ts); new code imports api/auth/.
-
 export interface AuthenticateDeps {
   collections: Pick<Collections, 'apiKeys'>;
   keys?: KeyCache;

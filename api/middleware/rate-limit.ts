@@ -13,7 +13,7 @@ import type { Config } from '../../config';
 import type { RateLimitOverrides } from '../../store/documents';
 import type { RateLimitBucket } from '../../store/rate-limits';
 import { RateLimitError } from '../../domain/errors';
-import type { RateCounter } from '../services/rate-counter';
+import type { RateCounter } from '../limits/rate-counter';
 import type { AuthContext } from '../auth/auth-context';
 
 export interface RateLimitDeps {

@@ -3,11 +3,14 @@
  * event stream (`stream: true`), or (D28 `Prefer: wait`) its record once it ends within the wait.
  */
 import type { Context } from 'koa';
-import type { RouteDeps } from '../deps';
+import type { RunStreamDeps } from '../stream/run-streams';
 import type { AsyncStartResponse } from '../contract/request-schemas';
 import type { RunDoc } from '../../store/documents';
 import { streamNewRun } from '../stream/run-streams';
-import { awaitRunEnd } from '../services/await-run-end';
+import { awaitRunEnd, type AwaitRunEndDeps } from '../runs/await-run-end';
+
+/** What answering a start needs: the stream of a new run, or the wait for its end (D28). */
+export type AnswerStartDeps = RunStreamDeps & AwaitRunEndDeps;
 
 /** D28: the seconds of `Prefer: wait=N` (at most 60; 0 without the preference). */
 export function parsePreferWait(header: string): number {
@@ -22,7 +25,7 @@ export function parsePreferWait(header: string): number {
  */
 export async function answerStart(
   ctx: Context,
-  deps: RouteDeps,
+  deps: AnswerStartDeps,
   opts: { stream: boolean; start: () => Promise<RunDoc>; onStarted?: () => void },
 ): Promise<void> {
   const waitSeconds = parsePreferWait(ctx.get('prefer'));

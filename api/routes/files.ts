@@ -10,13 +10,16 @@ import { defaultBaseUrl, FileLinks } from '../../lib/files/links';
 import { contentDisposition } from '../../lib/files/names';
 import { parseRange } from '../../lib/files/range';
 import { findFile, openFileContent, type FileDoc } from '../../store/files';
-import type { RouteDeps } from '../deps';
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import type { GuardDeps } from '../deps';
+import type { KeyCache } from '../auth/key-cache';
 import { NotFoundError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import type { FileView } from '../contract/response-schemas';
-import { uploadFile } from '../services/upload-file';
+import { uploadFile, type UploadDeps } from '../files/upload-file';
 import { LinkRefusedError } from './link-refused';
 
 /** The file object of the API, with a fresh signed link for the caller's key (D6: it dies with the key). */
@@ -40,7 +43,7 @@ async function fileView(
  * API on (the listening socket's, never the `Host` header: a caller must not be able to make our
  * links point at a host of theirs). Behind a proxy, set PUBLIC_BASE_URL (docs/deploy.md).
  */
-export function requestBaseUrl(ctx: Context, config: RouteDeps['config']): string {
+export function requestBaseUrl(ctx: Context, config: Pick<Config, 'api' | 'files'>): string {
   if (config.api.publicBaseUrl) return config.api.publicBaseUrl;
   const { localAddress, localPort } = ctx.req.socket;
   if (!localAddress || !localPort) return defaultBaseUrl(config);
@@ -49,8 +52,12 @@ export function requestBaseUrl(ctx: Context, config: RouteDeps['config']): strin
   return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${localPort}`;
 }
 
+/** What the files routes use: their guards, the upload, GridFS (db) and the key check of links (D6). */
+export type FilesRouteDeps = GuardDeps &
+  UploadDeps & { db: Db; config: Config; keys: Pick<KeyCache, 'isLive'> };
+
 /** Routes of the files resource. */
-export function filesRoutes(deps: RouteDeps): Router {
+export function filesRoutes(deps: FilesRouteDeps): Router {
   const router = new Router();
   const links = new FileLinks(deps.config, deps.db);
   const baseUrl = (ctx: Context) => requestBaseUrl(ctx, deps.config);
@@ -95,7 +102,7 @@ export function filesRoutes(deps: RouteDeps): Router {
 }
 
 /** Answers with the file's bytes (or the requested range), streamed from GridFS. */
-function serveContent(ctx: Context, deps: RouteDeps, doc: FileDoc, expires: number): void {
+function serveContent(ctx: Context, deps: { db: Db }, doc: FileDoc, expires: number): void {
   const size = doc.length;
   const etag = `"${doc._id}"`; // a file's bytes never change
   const ifRange = ctx.get('if-range');

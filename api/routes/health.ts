@@ -2,6 +2,9 @@
 import Router from '@koa/router';
 import type { Health, Readiness } from '../contract/http-schemas';
 import type { RouteDeps } from '../deps';
+
+/** What the probes use: the drain (readiness fails from SIGTERM on), MongoDB and the gateway's ping. */
+export type HealthRouteDeps = Pick<RouteDeps, 'drain' | 'db' | 'gateway'>;
 import { ServiceUnavailableError } from '../../domain/errors';
 import { dependencyUp } from '../../lib/metrics';
 
@@ -12,7 +15,7 @@ import { dependencyUp } from '../../lib/metrics';
  * answer 503 with Retry-After by themselves then). Temporal's state is in the body, `temporal`:
  * `ok` or `unavailable`, and in the `wrs_dependency_up` gauge, for monitoring.
  */
-export function healthRoutes(deps: RouteDeps): Router {
+export function healthRoutes(deps: HealthRouteDeps): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' } satisfies Health;

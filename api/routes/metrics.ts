@@ -16,13 +16,16 @@ import {
   taskQueueBacklogAge,
 } from '../../lib/metrics';
 
+/** What a scrape uses: MongoDB's ping, the gateway's operational stats, the task queue and run timeout. */
+export type MetricsRouteDeps = Pick<AppDeps, 'db' | 'gateway' | 'config'>;
+
 /** How long a scrape waits for each dependency's answer (Prometheus's default scrape timeout is 10 s). */
 const SCRAPE_CHECK_MS = 2_000;
 /** A run's workflow should have ended by RUN_TIMEOUT_MS; past this much more it is stuck. */
 const OPEN_RUN_MARGIN_MS = 10 * 60_000;
 
 /** The metrics route. */
-export function metricsRoutes(deps: Pick<AppDeps, 'db' | 'gateway' | 'config'>): Router {
+export function metricsRoutes(deps: MetricsRouteDeps): Router {
   collectProcessMetrics();
   const router = new Router();
   router.get('/metrics', async (ctx) => {
@@ -34,7 +37,7 @@ export function metricsRoutes(deps: Pick<AppDeps, 'db' | 'gateway' | 'config'>):
   return router;
 }
 
-async function refreshServerSide(deps: Pick<AppDeps, 'db' | 'gateway' | 'config'>): Promise<void> {
+async function refreshServerSide(deps: MetricsRouteDeps): Promise<void> {
   const taskQueue = deps.config.temporal.taskQueue;
   const openBefore = new Date(Date.now() - deps.config.runs.runTimeoutMs - OPEN_RUN_MARGIN_MS);
   const [mongo, temporal] = await Promise.allSettled([

@@ -1,9 +1,14 @@
 /** GET / (the playground page) and GET /playground/{asset} (its hashed, immutable bundles). */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AppDeps } from '../deps';
+import type { Config } from '../../config';
 import { NotFoundError } from '../../domain/errors';
 import { buildPlayground, loadPlayground, type PlaygroundBundle } from '../../playground/bundle';
+
+/** What the page's routes use: the public base URL (for the CSP) and the prebuilt bundle's folder. */
+export interface PlaygroundRouteDeps {
+  config: Pick<Config, 'api'>;
+}
 
 /**
  * The page's Content-Security-Policy: its own script and style only (nothing inline), API calls
@@ -30,7 +35,7 @@ export function playgroundCsp(publicBaseUrl?: string): string {
  * Routes of the playground: the page built into the image (PLAYGROUND_BUNDLE_DIR, loaded here, so
  * a missing one stops the API at start), or from source bundled on its first request and kept.
  */
-export function playgroundRoutes(deps: AppDeps): Router {
+export function playgroundRoutes(deps: PlaygroundRouteDeps): Router {
   const router = new Router();
   const csp = playgroundCsp(deps.config.api.publicBaseUrl);
   const prebuilt = deps.config.api.playgroundBundleDir;

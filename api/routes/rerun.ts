@@ -1,16 +1,19 @@
 /** POST /api/v1/runs/{runId}/rerun (D38): a new run of the same version and inputs, answered exactly like a start. */
 import Router from '@koa/router';
-import type { RouteDeps } from '../deps';
+import type { GuardDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import { parseRequest, RerunRequestSchema } from '../contract/request-schemas';
-import { parseIdempotencyKey } from '../services/idempotent-start';
-import { rerunRun } from '../services/rerun-run';
-import { answerStart } from './answer-start';
+import { parseIdempotencyKey, type IdempotentStartDeps } from '../runs/idempotent-start';
+import { rerunRun } from '../runs/rerun-run';
+import { answerStart, type AnswerStartDeps } from './answer-start';
+
+/** What the re-run route uses: its guards, a start (idempotent or not), and the answer's stream or wait. */
+export type RerunRouteDeps = GuardDeps & IdempotentStartDeps & AnswerStartDeps;
 
 /** Routes of the re-run action. */
-export function rerunRoutes(deps: RouteDeps): Router {
+export function rerunRoutes(deps: RerunRouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/runs/:runId/rerun',

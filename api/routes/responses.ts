@@ -1,17 +1,24 @@
 /** POST /api/v1/responses: start a run, answered with 202 (async) or the run's event stream (`stream: true`). */
 import Router from '@koa/router';
-import type { RouteDeps } from '../deps';
+import type { GuardDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import { parseRequest, StartRequestSchema } from '../contract/request-schemas';
-import { parseIdempotencyKey, startIdempotent } from '../services/idempotent-start';
-import { startRun } from '../services/start-run';
-import { answerStart } from './answer-start';
+import {
+  parseIdempotencyKey,
+  startIdempotent,
+  type IdempotentStartDeps,
+} from '../runs/idempotent-start';
+import { startRun } from '../runs/start-run';
+import { answerStart, type AnswerStartDeps } from './answer-start';
 import { startDuration } from '../../lib/metrics';
 
+/** What the start route uses: its guards, a start (idempotent or not), and the answer's stream or wait. */
+export type ResponsesRouteDeps = GuardDeps & IdempotentStartDeps & AnswerStartDeps;
+
 /** Routes of the responses resource. */
-export function responsesRoutes(deps: RouteDeps): Router {
+export function responsesRoutes(deps: ResponsesRouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/responses',

@@ -1,24 +1,32 @@
 /** GET /api/v1/runs/{runId} (the run record, safe to poll), GET /api/v1/runs/{runId}/stream (reattach), DELETE /api/v1/runs/{runId} (D39). */
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
-import type { RouteDeps } from '../deps';
+import type { GuardDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
-import { cancelRun } from '../services/cancel-run';
-import { deleteRun } from '../services/delete-run';
-import { listRuns } from '../services/list-runs';
+import { cancelRun } from '../runs/cancel-run';
+import { deleteRun, type DeleteRunDeps } from '../runs/delete-run';
+import { listRuns, type ListRunsDeps } from '../runs/list-runs';
 import {
   ListRunsQuerySchema,
   OutputItemsQuerySchema,
   parseRequest,
   StreamQuerySchema,
 } from '../contract/request-schemas';
-import { listOutputItems, outputItemLines } from '../services/output-items';
-import { loadRun, readRunBody } from '../services/read-run';
-import { streamExistingRun } from '../stream/run-streams';
+import { listOutputItems, outputItemLines, type OutputItemsDeps } from '../runs/output-items';
+import { loadRun, readRunBody, type ReadRunDeps } from '../runs/read-run';
+import { streamExistingRun, type RunStreamDeps } from '../stream/run-streams';
+
+/** What the runs routes use: their guards, and the run use cases they call. */
+export type RunsRouteDeps = GuardDeps &
+  ReadRunDeps &
+  ListRunsDeps &
+  OutputItemsDeps &
+  DeleteRunDeps &
+  RunStreamDeps;
 
 /** Routes of the runs resource. */
-export function runsRoutes(deps: RouteDeps): Router {
+export function runsRoutes(deps: RunsRouteDeps): Router {
   const router = new Router();
   router.get('/api/v1/runs', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     ctx.body = await listRuns(

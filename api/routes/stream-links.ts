@@ -8,7 +8,10 @@
 import Router from '@koa/router';
 import { FileLinks } from '../../lib/files/links';
 import { findRunRecord } from '../../store/runs';
-import type { RouteDeps } from '../deps';
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import type { Collections } from '../../store/db';
+import type { GuardDeps } from '../deps';
 import { NotFoundError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
@@ -19,13 +22,21 @@ import {
   StreamQuerySchema,
 } from '../contract/request-schemas';
 import type { StreamLink } from '../contract/response-schemas';
-import { loadRun } from '../services/read-run';
-import { streamExistingRun } from '../stream/run-streams';
+import { loadRun } from '../runs/read-run';
+import { streamExistingRun, type RunStreamDeps } from '../stream/run-streams';
 import { requestBaseUrl } from './files';
 import { LinkRefusedError } from './link-refused';
 
+/** What the stream-link routes use: their guards, the links' signing (D34), the run's record and its stream. */
+export type StreamLinkRouteDeps = GuardDeps &
+  RunStreamDeps & {
+    db: Db;
+    config: Pick<Config, 'api' | 'files'>;
+    collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>;
+  };
+
 /** Routes minting and serving stream links. */
-export function streamLinkRoutes(deps: RouteDeps): Router {
+export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
   const router = new Router();
   const links = new FileLinks(deps.config, deps.db);
   const body = jsonBody({

@@ -1,20 +1,25 @@
 /** POST /api/v1/workflows (publish a graph, D26), GET /api/v1/workflows (list them, D30) and GET /api/v1/workflows/{workflowId} (a contract, D24). */
 import Router from '@koa/router';
-import type { RouteDeps } from '../deps';
+import type { Collections } from '../../store/db';
+import type { GuardDeps } from '../deps';
+import type { WorkflowCatalog } from '../workflows/workflow-catalog';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../../store/publish-workflow';
-import { workflowContract } from '../services/workflow-contract';
-import { listWorkflows } from '../services/list-workflows';
+import { workflowContract } from '../workflows/workflow-contract';
+import { listWorkflows } from '../workflows/list-workflows';
 import {
   ContractQuerySchema,
   ListWorkflowsQuerySchema,
   parseRequest,
 } from '../contract/request-schemas';
 
+/** What the workflows routes use: their guards, the store (publish, list) and the catalog (contracts). */
+export type WorkflowsRouteDeps = GuardDeps & { collections: Collections; catalog: WorkflowCatalog };
+
 /** Routes of the workflows resource. */
-export function workflowsRoutes(deps: RouteDeps): Router {
+export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
   const router = new Router();
   router.post(
     '/api/v1/workflows',

@@ -1,4 +1,5 @@
 /** Binds one HTTP response to a run's poller: SSE head, first event, keepalives, events, `[DONE]`, cleanup. */
+import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import type { RunEvent, StreamEvent } from '../../domain/run';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
@@ -12,6 +13,7 @@ import {
   writeSseHead,
 } from './sse';
 import { activeStreams } from '../../lib/metrics';
+import { keyRevokedEvent } from './stream-events';
 
 /** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
 const PUMP_HIGH_WATER = 256 * 1024;
@@ -34,7 +36,6 @@ const KEY_CHECK_MS = 1_000;
  * Takes over the response for the run's stream. `opening` makes the first event once the run's
  * state is known and returns it with the client's cursor (the last sequence number it has).
  */
-// eslint-disable-next-line max-lines-per-function -- being split (api/ by concern)
 export function openStream(
   ctx: Context,
   opts: StreamOptions,
@@ -43,125 +44,147 @@ export function openStream(
   opening: (state: RunKnowledge) => { event: StreamEvent; cursor: number },
 ): void {
   ctx.respond = false; // from here on this function owns the socket
-  const res = ctx.res;
   if (ctx.req.socket.destroyed) return void opts.release?.(); // the client left while the route was deciding (a resume's look)
   // A stream is a long answer with keepalives and a buffer limit of its own: the socket's idle
   // timeout (api/server.ts) is for requests and plain answers, not for it.
   ctx.req.socket.setTimeout(0);
-  let keepalive: NodeJS.Timeout | undefined;
-  let keyCheck: NodeJS.Timeout | undefined;
-  let closed = false;
-  let opened = false;
-  let unsubscribe: (() => void) | undefined;
+  const stream = new RunStream(ctx.res, opts);
+  stream.open();
+  stream.subscribe(runId, seed, opening);
+}
 
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    if (opened) activeStreams.dec();
-    clearInterval(keepalive);
-    clearInterval(keyCheck);
-    unsubscribe?.();
-    opts.release?.();
-    if (!res.writableEnded) res.end();
-  };
+/** One open stream: its socket, its timers, and the backlog of a client catching up. */
+class RunStream {
+  private keepalive: NodeJS.Timeout | undefined;
+  private keyCheck: NodeJS.Timeout | undefined;
+  private closed = false;
+  private opened = false;
+  private unsubscribe: (() => void) | undefined;
   // A client catching up (a reattach deep into a 100,000-row run) is handed tens of thousands of
   // events at once: they wait here, as references, and go out as fast as the socket drains, so
   // neither the client nor the limit below mistakes a catch-up for a client that stopped reading.
   // Events that arrive while the backlog drains join it and count as unread: a client that never
   // catches up is still cut off.
-  const backlog: RunEvent[] = [];
-  let next = 0; // index of the first backlog event not yet written
-  let unreadNewBytes = 0;
-  let catchingUp = true; // until the synchronous hand-over in `start` is over
-  let ending = false;
-  const highWater = Math.min(PUMP_HIGH_WATER, opts.maxBufferedBytes / 2);
-  const pump = () => {
-    while (!closed && next < backlog.length && res.writableLength < highWater)
-      res.write(formatEvent(backlog[next++]));
-    if (closed) return;
-    if (next < backlog.length) return void res.once('drain', pump);
-    backlog.length = next = unreadNewBytes = 0;
-    if (ending) finish();
-  };
-  const finish = () => {
-    write(DONE);
-    close();
+  private readonly backlog: RunEvent[] = [];
+  private next = 0; // index of the first backlog event not yet written
+  private unreadNewBytes = 0;
+  private catchingUp = true; // until the synchronous hand-over in `start` is over
+  private ending = false;
+  private readonly highWater: number;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly opts: StreamOptions,
+  ) {
+    this.highWater = Math.min(PUMP_HIGH_WATER, opts.maxBufferedBytes / 2);
+  }
+
+  private readonly close = (): void => {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.opened) activeStreams.dec();
+    clearInterval(this.keepalive);
+    clearInterval(this.keyCheck);
+    this.unsubscribe?.();
+    this.opts.release?.();
+    if (!this.res.writableEnded) this.res.end();
   };
 
-  const write = (chunk: string) => {
-    if (closed) return;
+  private readonly pump = (): void => {
+    const { res, backlog } = this;
+    while (!this.closed && this.next < backlog.length && res.writableLength < this.highWater)
+      res.write(formatEvent(backlog[this.next++]));
+    if (this.closed) return;
+    if (this.next < backlog.length) return void res.once('drain', this.pump);
+    backlog.length = this.next = this.unreadNewBytes = 0;
+    if (this.ending) this.finish();
+  };
+
+  private finish(): void {
+    this.write(DONE);
+    this.close();
+  }
+
+  private write(chunk: string): void {
+    if (this.closed) return;
     // Measured before writing: what is still queued is what the client left unread. Checked after,
     // one event larger than the limit (a big output) would cut off a client that reads fine.
     // Memory per client stays under the limit plus one event.
-    if (res.writableLength > opts.maxBufferedBytes) {
-      res.destroy();
-      close();
+    if (this.res.writableLength > this.opts.maxBufferedBytes) {
+      this.res.destroy();
+      this.close();
       return;
     }
-    res.write(chunk);
-  };
-  res.on('close', close);
+    this.res.write(chunk);
+  }
 
-  // The head and the keepalives go out at once, before the run's state is known: while Temporal is
-  // down the first event waits for the poller's first successful look, and the client
-  // (an EventSource gives up for good on a non-200 answer) stays attached meanwhile.
-  writeSseHead(res);
-  opened = true;
-  activeStreams.inc();
-  keepalive = setInterval(() => write(KEEPALIVE), opts.keepaliveMs);
-  const { keyIsLive } = opts;
-  if (keyIsLive) {
-    keyCheck = setInterval(() => {
+  /**
+   * The head and the keepalives go out at once, before the run's state is known: while Temporal is
+   * down the first event waits for the poller's first successful look, and the client
+   * (an EventSource gives up for good on a non-200 answer) stays attached meanwhile.
+   */
+  open(): void {
+    this.res.on('close', this.close);
+    writeSseHead(this.res);
+    this.opened = true;
+    activeStreams.inc();
+    this.keepalive = setInterval(() => this.write(KEEPALIVE), this.opts.keepaliveMs);
+    const { keyIsLive } = this.opts;
+    if (!keyIsLive) return;
+    this.keyCheck = setInterval(() => {
       keyIsLive().then(
         (live) => {
-          if (live || closed) return;
+          if (live || this.closed) return;
           // Not `[DONE]`: a client must not take it for the run's end. A reconnect is refused (401/403).
-          write(
-            formatErrorEvent({
-              message: 'The API key of this stream has been revoked.',
-              type: 'authentication_error',
-              code: 'key_revoked',
-            }),
-          );
-          close();
+          this.write(formatErrorEvent(keyRevokedEvent()));
+          this.close();
         },
         () => {}, // the store did not answer: ask again next time
       );
     }, KEY_CHECK_MS);
   }
 
-  unsubscribe = opts.pollers.subscribe(runId, seed, {
-    start: (state) => {
-      const { event, cursor } = opening(state);
-      write(formatFirstEvent(event));
-      queueMicrotask(() => {
-        catchingUp = false;
-        pump();
-      });
-      return cursor;
-    },
-    deliver: (event: RunEvent) => {
-      if (catchingUp) return void backlog.push(event);
-      if (next >= backlog.length) return write(formatEvent(event));
-      backlog.push(event);
-      unreadNewBytes += JSON.stringify(event).length;
-      if (unreadNewBytes > opts.maxBufferedBytes) {
-        res.destroy();
-        close();
-      }
-    },
-    end: () => {
-      if (catchingUp || next < backlog.length) ending = true;
-      else finish();
-    },
-    drop: () => {
-      // The process shuts down: a clean end (not a reset) after the reconnect comment, so proxies
-      // pass the end on as one and the client resumes. Events still in the backlog are not sent:
-      // the client's Last-Event-ID is the last one it got, and the next process sends the rest.
-      // The closing server (api/server.ts) closes the connection once this answer is over.
-      if (!closed && !res.writableEnded) res.write(RECONNECT);
-      close();
-    },
-  });
-  if (closed) unsubscribe(); // the client left before we subscribed
+  /** Hands the stream to the run's poller: the first event, the backlog, then each event as it comes. */
+  subscribe(
+    runId: string,
+    seed: RunKnowledge,
+    opening: (state: RunKnowledge) => { event: StreamEvent; cursor: number },
+  ): void {
+    this.unsubscribe = this.opts.pollers.subscribe(runId, seed, {
+      start: (state) => {
+        const { event, cursor } = opening(state);
+        this.write(formatFirstEvent(event));
+        queueMicrotask(() => {
+          this.catchingUp = false;
+          this.pump();
+        });
+        return cursor;
+      },
+      deliver: (event: RunEvent) => this.deliver(event),
+      end: () => {
+        if (this.catchingUp || this.next < this.backlog.length) this.ending = true;
+        else this.finish();
+      },
+      drop: () => {
+        // The process shuts down: a clean end (not a reset) after the reconnect comment, so proxies
+        // pass the end on as one and the client resumes. Events still in the backlog are not sent:
+        // the client's Last-Event-ID is the last one it got, and the next process sends the rest.
+        // The closing server (api/server.ts) closes the connection once this answer is over.
+        if (!this.closed && !this.res.writableEnded) this.res.write(RECONNECT);
+        this.close();
+      },
+    });
+    if (this.closed) this.unsubscribe(); // the client left before we subscribed
+  }
+
+  private deliver(event: RunEvent): void {
+    if (this.catchingUp) return void this.backlog.push(event);
+    if (this.next >= this.backlog.length) return this.write(formatEvent(event));
+    this.backlog.push(event);
+    this.unreadNewBytes += JSON.stringify(event).length;
+    if (this.unreadNewBytes > this.opts.maxBufferedBytes) {
+      this.res.destroy();
+      this.close();
+    }
+  }
 }

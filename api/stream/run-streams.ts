@@ -2,9 +2,10 @@
 import type { Context } from 'koa';
 import type { Config } from '../../config';
 import type { RunDoc } from '../../store/documents';
-import { createdEvent, isTerminalEvent, resumedEvent, type RunEvent } from '../../domain/run';
+import { isTerminalEvent } from '../../domain/run';
 import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
+import { createdEventOf, resumedEvent } from './stream-events';
 import type { PollerRegistry, RunKnowledge } from './run-poller';
 import type { KeyCache } from '../auth/key-cache';
 import type { StreamCap } from './stream-cap';
@@ -24,17 +25,12 @@ function options(deps: RunStreamDeps, keyId: string) {
   return { pollers: deps.pollers, keepaliveMs, maxBufferedBytes, keyIsLive };
 }
 
-function created(run: RunDoc): RunEvent {
-  return createdEvent({
-    runId: run._id,
-    createdAtMs: run.created_at.getTime(),
-    publishedWorkflowId: run.published_workflow_id,
-  });
-}
-
 /** What the API knows of a run before its poller has looked: the stored log, or just the created event. */
 function seedOf(run: RunDoc): RunKnowledge {
-  return { status: run.status, events: run.finalized && run.events ? run.events : [created(run)] };
+  return {
+    status: run.status,
+    events: run.finalized && run.events ? run.events : [createdEventOf(run)],
+  };
 }
 
 /**
@@ -48,7 +44,7 @@ export function streamNewRun(
   release: () => void,
 ): void {
   openStream(ctx, { ...options(deps, run.key_id), release }, run._id, seedOf(run), () => ({
-    event: created(run),
+    event: createdEventOf(run),
     cursor: 0,
   }));
 }

@@ -4,6 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { StreamEvent } from '../../domain/run';
+import type { StreamErrorEvent } from './stream-events';
 
 /** The bytes of one event. */
 export function formatEvent(event: StreamEvent): string {
@@ -33,11 +34,11 @@ export const KEEPALIVE = ': keepalive\n\n';
 export const RECONNECT = ': server shutting down; reconnect with Last-Event-ID\n\n';
 
 /**
- * A stream's last words when it may not go on (D6: its key was revoked): an `error` event in the
- * error envelope's shape, with no `id:` (it is not part of the run's log) and no `[DONE]`.
+ * A stream's last words when it may not go on (D6: its key was revoked): an `error` event
+ * (stream-events.ts), with no `id:` (it is not part of the run's log) and no `[DONE]`.
  */
-export function formatErrorEvent(error: { message: string; type: string; code: string }): string {
-  return `data: ${JSON.stringify({ type: 'error', error })}\n\n`;
+export function formatErrorEvent(event: StreamErrorEvent): string {
+  return `data: ${JSON.stringify(event)}\n\n`;
 }
 export const DONE = 'data: [DONE]\n\n';
 

@@ -49,7 +49,7 @@ export interface RunGatewayOptions {
   rpcTimeoutMs: number;
   /**
    * Told about a run whose workflow closed without completing cleanly (terminated, timed out):
-   * its own finalize never ran (api/services/settle-run.ts). Awaited before the caller hears "no news".
+   * its own finalize never ran (api/runs/settle-run.ts). Awaited before the caller hears "no news".
    */
   onClosedUnfinished?: (runId: string, status: number) => Promise<void>;
   /** D32: seals every payload the API sends to Temporal and opens every answer. */

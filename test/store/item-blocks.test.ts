@@ -12,7 +12,7 @@ import {
   storedItemLines,
   storedItems,
 } from '../../store/item-blocks';
-import { itemLines } from '../../api/services/output-items';
+import { itemLines } from '../../api/runs/output-items';
 import { newId } from '../../domain/ids';
 import { pageId, type StoredRow } from '../../domain/item-blocks';
 import { connectTestStore } from '../support/store';

@@ -22,9 +22,9 @@ describe('lint: collection queries only in store/', function () {
   const eslint = new ESLint({ cwd: ROOT });
 
   const queries: Array<[file: string, code: string]> = [
-    ['api/services/probe.ts', `export const f = (c: any) => c.runs.findOne({ _id: 'x' });`],
+    ['api/runs/probe.ts', `export const f = (c: any) => c.runs.findOne({ _id: 'x' });`],
     [
-      'api/services/probe.ts',
+      'api/runs/probe.ts',
       `export const f = (deps: any) => deps.collections.workflows.find({}).toArray();`,
     ],
     ['api/routes/probe.ts', `export const f = (db: any) => db.collection('runs').findOne({});`],
@@ -47,7 +47,7 @@ describe('lint: collection queries only in store/', function () {
     assert.deepEqual(
       await queryErrors(
         eslint,
-        'api/services/probe.ts',
+        'api/runs/probe.ts',
         `export const f = (run: { nodes: string[] }) => run.nodes.find((n) => n === 'a');`,
       ),
       [],

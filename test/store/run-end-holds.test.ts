@@ -4,7 +4,7 @@
  * that cost nothing gives its hold back with an entry of amount 0.
  */
 import assert from 'node:assert/strict';
-import { CreditCheck } from '../../api/services/credit-check';
+import { CreditCheck } from '../../api/limits/credit-check';
 import type { RunFinal } from '../../domain/run';
 import { accountCredit } from '../../store/credit-holds';
 import type { Store } from '../../store/db';

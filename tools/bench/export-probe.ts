@@ -3,7 +3,7 @@
  * workflow: seeds one run's item_blocks pages (`--rows`, answers of `--answer` bytes) into its own
  * FerretDB, then times (1) the bare `_id` reads of every page one at a time, (2) the same with a
  * window of concurrent reads, (3) the service's own export (store/item-blocks.ts storedItems and
- * api/services/output-items.ts outputLines) to a sink, with the process's peak RSS.
+ * api/runs/output-items.ts outputLines) to a sink, with the process's peak RSS.
  *
  *   npx tsx tools/bench/export-probe.ts --rows 100000 --answer 2000
  */
@@ -18,7 +18,7 @@ import { connectStore } from '../../store/db';
 import { insertPages, storedItemLines, storedItems } from '../../store/item-blocks';
 import { pageId, PAGE_ROWS, type StoredRow } from '../../domain/item-blocks';
 import { newId } from '../../domain/ids';
-import { itemLines } from '../../api/services/output-items';
+import { itemLines } from '../../api/runs/output-items';
 
 const WORDS =
   'the of and a to in is you that it he was for on are as with his they at be this have from or one had by word but not what all were we when your can said there use an each which she do how their if will up other about out many then them these so some her would make like him into time has look two more write go see number no way could people my than first water been call who its now find long down day did get come made may part'.split(

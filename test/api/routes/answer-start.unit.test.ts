@@ -1,4 +1,4 @@
-// D28: the `Prefer: wait=N` header as the start route reads it (the waits themselves: test/api/services/await-run-end.test.ts).
+// D28: the `Prefer: wait=N` header as the start route reads it (the waits themselves: test/api/runs/await-run-end.test.ts).
 import assert from 'node:assert/strict';
 import { parsePreferWait } from '../../../api/routes/answer-start';
 

@@ -10,7 +10,7 @@ import { generateId } from '../../../store/ids';
 import { recordRunEnd } from '../../../store/run-end';
 import { RunWrites } from '../../../store/run-writes';
 import { deleteAll } from '../lib/delete-all';
-import { RateCounter } from '../../../api/services/rate-counter';
+import { RateCounter } from '../../../api/limits/rate-counter';
 import type { RunFinal } from '../../../domain/run';
 import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
 import { BARE_TASK_QUEUE, BARE_WORKFLOW_TYPE } from '../baseline/constants';

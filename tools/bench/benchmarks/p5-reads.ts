@@ -18,7 +18,7 @@ import { keepAliveAgent, requestJson } from '../lib/http';
 import { addFiller } from '../lib/filler';
 import { startHttpFloor } from '../lib/http-floor';
 import { closedLoop, fmt, sleep } from '../lib/stats';
-import { RateCounter } from '../../../api/services/rate-counter';
+import { RateCounter } from '../../../api/limits/rate-counter';
 
 export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
   const { concurrency, durationMs, warmupMs, runs, filler: FILLER } = ctx.sizes.p5;
@@ -212,7 +212,7 @@ export async function benchReads(ctx: BenchContext): Promise<BenchResult> {
         countOnly,
         {
           usage: countUsage,
-          note: 'the store operation a cached read still makes, a few times a second under load (api/services/rate-counter.ts), from the load process: no HTTP, no API',
+          note: 'the store operation a cached read still makes, a few times a second under load (api/limits/rate-counter.ts), from the load process: no HTTP, no API',
         },
       ),
       summaryRow(

@@ -8,12 +8,12 @@ import {
   publish,
   rowsWorkflow,
   waitForRun,
-} from '../support/fixtures';
-import { expectError } from '../support/api-assert';
-import { call, waitFor } from '../support/http';
-import { startRun } from '../support/runs';
-import { useService } from '../support/use-service';
-import { startWebhookReceiver, type WebhookReceiver } from '../fakes/webhook-receiver';
+} from '../../support/fixtures';
+import { expectError } from '../../support/api-assert';
+import { call, waitFor } from '../../support/http';
+import { startRun } from '../../support/runs';
+import { useService } from '../../support/use-service';
+import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-receiver';
 
 // The fake answers every chat call with 100 prompt and 50 completion tokens: $0.002 a call of
 // gpt-test, $0.02 of gpt-dear; calls are budgeted at $0.002 (CREDIT_HOLD_PER_CALL_USD).

@@ -1,7 +1,7 @@
 /**
  * Idempotent starts (D18): `Idempotency-Key` on POST /api/v1/responses, async and
  * stream alike. Same key and body: the same run, billed once; another body: 409; concurrent
- * requests: one run; and the crash cases of api/services/idempotent-start.ts.
+ * requests: one run; and the crash cases of api/runs/idempotent-start.ts.
  */
 import assert from 'node:assert/strict';
 import { addCredits } from '../../../store/accounts';

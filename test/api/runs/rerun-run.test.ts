@@ -6,14 +6,14 @@
  * an unfinished parent and another account's run are refused with their documented codes.
  */
 import assert from 'node:assert/strict';
-import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
-import { call, waitFor } from '../support/http';
-import { expectError } from '../support/api-assert';
-import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
-import { startRun } from '../support/runs';
-import { useService } from '../support/use-service';
-import { events, openSse } from '../support/sse';
-import { deriveId } from '../../store/ids';
+import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { expectError } from '../../support/api-assert';
+import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../../support/execution';
+import { startRun } from '../../support/runs';
+import { useService } from '../../support/use-service';
+import { events, openSse } from '../../support/sse';
+import { deriveId } from '../../../store/ids';
 
 const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
 

@@ -9,14 +9,9 @@
 import type { Collections } from '../../store/db';
 import { findRunRecord } from '../../store/runs';
 import { recordChunkedRunEnd } from '../../store/run-end';
-import {
-  failedEvent,
-  isTerminalEvent,
-  type RunEvent,
-  type RunFinal,
-  type RunSnapshot,
-} from '../../domain/run';
+import { isTerminalEvent, type RunEvent, type RunFinal, type RunSnapshot } from '../../domain/run';
 import { splitFinal } from '../../domain/run-chunks';
+import { settledFailureEvent } from '../stream/stream-events';
 
 /** Temporal's WorkflowExecutionStatus numbers, as a reason a person reads. */
 const CLOSED_AS: Record<number, string> = {
@@ -52,7 +47,7 @@ export async function settleRun(
   const error = `the run's workflow was ${CLOSED_AS[status] ?? 'closed'} outside the service before the run could finish`;
   const ended = events.at(-1);
   if (last && ended && isTerminalEvent(ended)) events.pop(); // a run that ended but could not persist: this end replaces its own
-  events.push(failedEvent(events.length, error));
+  events.push(settledFailureEvent(events.length, error));
   const final: RunFinal = {
     runId,
     accountId: doc.account_id,

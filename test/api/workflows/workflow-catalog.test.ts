@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { WorkflowDoc, WorkflowVersionDoc } from '../../../store/documents';
 import { generateId } from '../../../store/ids';
-import { WorkflowCatalog } from '../../../api/services/workflow-catalog';
+import { WorkflowCatalog } from '../../../api/workflows/workflow-catalog';
 import { countingCalls } from '../../support/counting';
 import { greetingWorkflow, publish } from '../../support/fixtures';
 import { useService } from '../../support/use-service';

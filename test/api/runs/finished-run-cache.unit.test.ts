@@ -1,6 +1,6 @@
 /** The per-process cache of finished runs (tools/bench/FINDINGS.md P5): LRU within a byte bound, per account, expiring. */
 import assert from 'node:assert/strict';
-import { FinishedRunCache } from '../../../api/services/finished-run-cache';
+import { FinishedRunCache } from '../../../api/runs/finished-run-cache';
 import type { RunView } from '../../../domain/run-view';
 
 function view(id: string, items = 1): RunView {

@@ -10,15 +10,15 @@
 import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { inflateRaw } from 'node:zlib';
-import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
-import { call } from '../support/http';
-import { expectError } from '../support/api-assert';
-import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
-import { resultsFile } from '../support/files';
-import { startRun } from '../support/runs';
-import { useService } from '../support/use-service';
-import { pageId } from '../../domain/item-blocks';
-import { findRunRecord } from '../../store/runs';
+import { publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
+import { call } from '../../support/http';
+import { expectError } from '../../support/api-assert';
+import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../../support/execution';
+import { resultsFile } from '../../support/files';
+import { startRun } from '../../support/runs';
+import { useService } from '../../support/use-service';
+import { pageId } from '../../../domain/item-blocks';
+import { findRunRecord } from '../../../store/runs';
 
 const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
 const inflate = promisify(inflateRaw);

@@ -9,12 +9,15 @@ import type { RunGateway } from '../temporal/run-gateway';
 import { readRun, type ReadRunDeps } from './read-run';
 import type { Drain } from '../drain';
 
+/** What waiting for a run's end needs: reading it, and the drain that cuts the wait short. */
+export type AwaitRunEndDeps = ReadRunDeps & { gateway: RunGateway; drain?: Drain };
+
 /**
  * The run's view once it has ended, or null when `ms` passed first or the process began to drain
  * (then the start answers its usual 202 at once instead of holding the shutdown up to 60 s).
  */
 export async function awaitRunEnd(
-  deps: ReadRunDeps & { gateway: RunGateway; drain?: Drain },
+  deps: AwaitRunEndDeps,
   run: RunDoc,
   ms: number,
 ): Promise<RunView | null> {

@@ -21,10 +21,10 @@ import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { runsStarted } from '../../lib/metrics';
 import { classifyAddress, describeAddressClass } from '../../lib/net/ssrf';
-import type { CreditCheck } from './credit-check';
+import type { CreditCheck } from '../limits/credit-check';
 import type { KnownRuns } from './known-runs';
-import { fileInputProblems } from './file-inputs';
-import { resolveVersion, type WorkflowLookup } from './resolve-version';
+import { fileInputProblems } from '../files/file-inputs';
+import { resolveVersion, type WorkflowLookup } from '../workflows/resolve-version';
 
 export interface StartRunDeps {
   collections: Collections;
@@ -60,8 +60,8 @@ export class RunIdTakenError extends Error {
 /**
  * Starts a run and returns its record as stored (status `pending`). `runId` is a pre-allocated
  * id (D18 idempotency); its record can be written once only, so two starts with one id start one run.
+ * The steps: admit the request, hold its worst case, record the run, start its workflow.
  */
-// eslint-disable-next-line max-lines-per-function -- being split (api/ by concern)
 export async function startRun(
   deps: StartRunDeps,
   auth: AuthContext,
@@ -69,90 +69,26 @@ export async function startRun(
   opts: { runId?: string; rerun?: RerunOf } = {},
 ): Promise<RunDoc> {
   const { collections } = deps;
-  checkWebhook(request.webhook, {
-    allowHttp: deps.config.webhooks?.allowHttp ?? false,
-    allowPrivateNetwork: deps.config.webhooks?.allowPrivateNetwork ?? false,
-  });
-  const { workflow, version } = await resolveVersion(
-    deps.catalog,
-    auth.accountId,
-    request.workflowId,
-    request.version,
-  );
-  if (!version.graph || !version.contract) {
-    throw new InvalidRequestError(
-      `Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`,
-      { code: 'workflow_graph_corrupt' },
-    );
-  }
-  const inputs = validateInputs(version.contract, request.inputs);
-  // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
-  const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, {
-    caller: auth.accountId,
-    workflowOwner: workflow.account_id,
-  });
-  const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
-  if (!inputs.ok || problems.length > 0)
-    throw new InvalidInputsError(describeProblems(problems), problems);
-  checkRunSize(version.graph, inputs.values);
-  checkRunControls(request, deps.config.runs);
-
+  const { workflow, version, graph, inputs } = await admitRequest(deps, auth, request);
   const runId = opts.runId ?? generateId('run');
-  // D17: the run's worst case is held before it exists; 402 when the account has nothing available.
-  const worst = runHold(version.graph, inputs.values, {
-    prices: deps.config.prices,
-    startFeeUsd: deps.config.runs.startFeeUsd,
-    perCallUsd: deps.config.credits.holdPerCallUsd,
-  });
-  // D36: a run with max_cost cannot cost more, so its cap is a true bound: the hold is the cap,
-  // or the exact worst case when that is less.
-  const hold =
-    request.max_cost === undefined
-      ? worst.usd
-      : worst.exact
-        ? Math.min(worst.usd, request.max_cost)
-        : request.max_cost;
+  const hold = holdUsd(deps, graph, inputs, request);
   await deps.credits.reserve(auth.accountId, runId, hold);
-
-  const createdAt = new Date();
-  const run: RunDoc = {
-    _id: runId,
-    account_id: auth.accountId,
-    key_id: auth.keyId,
-    published_workflow_id: workflow._id,
-    published_workflow_version_id: version._id,
-    version: version.version,
-    status: 'pending',
-    // D38: a re-run references the record that holds its inputs instead of writing them again.
-    inputs: opts.rerun?.inputsFrom ? {} : inputs.values,
-    ...(opts.rerun?.inputsFrom ? { inputs_from: opts.rerun.inputsFrom } : {}),
-    created_at: createdAt,
-    completed_at: null,
-    output: null,
-    error: null,
-    total_cost: null,
-    events: null,
-    finalized: false,
-    webhook: request.webhook ?? null,
-    ...(hold > 0 ? { hold_usd: hold } : {}),
-    // D37: kept on the record only, never in the workflow's arguments: reads and webhooks render it from here.
-    ...(request.metadata ? { metadata: request.metadata } : {}),
-    ...(request.max_cost !== undefined ? { max_cost: request.max_cost } : {}),
-    ...(request.timeout_seconds !== undefined ? { timeout_seconds: request.timeout_seconds } : {}),
-    // D36: kept for a start retried from the record (idempotent-start.ts); normal is the default, not stored.
-    ...(request.priority && request.priority !== 'normal' ? { priority: request.priority } : {}),
-    // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
-    payload_secret: newPayloadSecret(),
-    // D38: a re-run names its parent; of failed items only, the workflow carries the rest over.
-    ...(opts.rerun ? { parent_run_id: opts.rerun.parentRunId } : {}),
-    ...(opts.rerun?.items === 'failed' ? { rerun_items: 'failed' as const } : {}),
-  };
+  const run = newRunRecord({
+    runId,
+    auth,
+    request,
+    workflow,
+    version,
+    inputs,
+    hold,
+    rerun: opts.rerun,
+  });
   const args = runArgs(
     run,
-    version.graph,
+    graph,
     deps.config.runs,
     { prices: deps.config.prices, perCallUsd: deps.config.credits.holdPerCallUsd },
-    inputs.values,
+    inputs,
   );
   // The record comes first so the run is readable the moment its id is returned. From here on the
   // hold is given back by the run's end (store/run-end.ts, which reads it from the record), or
@@ -180,6 +116,115 @@ export async function startRun(
   // Counted here, not in the route, so an idempotent replay (D18) is not a second start.
   runsStarted.inc({ mode: request.stream ? 'stream' : 'async' });
   return run;
+}
+
+type Resolved = Awaited<ReturnType<typeof resolveVersion>>;
+
+/**
+ * Step 1, before anything is held or written: the webhook (D20), the version (D24), the inputs
+ * (D4, file ids the caller's own: D19, all problems in one 400), the run's size (D31) and its
+ * controls (D36).
+ */
+async function admitRequest(
+  deps: StartRunDeps,
+  auth: AuthContext,
+  request: StartRequest,
+): Promise<Resolved & { graph: WorkflowDocument; inputs: Record<string, unknown> }> {
+  checkWebhook(request.webhook, {
+    allowHttp: deps.config.webhooks?.allowHttp ?? false,
+    allowPrivateNetwork: deps.config.webhooks?.allowPrivateNetwork ?? false,
+  });
+  const { workflow, version } = await resolveVersion(
+    deps.catalog,
+    auth.accountId,
+    request.workflowId,
+    request.version,
+  );
+  if (!version.graph || !version.contract) {
+    throw new InvalidRequestError(
+      `Version ${version.version} of \`${workflow.slug}\` cannot run: its graph is damaged.`,
+      { code: 'workflow_graph_corrupt' },
+    );
+  }
+  const inputs = validateInputs(version.contract, request.inputs);
+  // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
+  const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, {
+    caller: auth.accountId,
+    workflowOwner: workflow.account_id,
+  });
+  const problems = [...(inputs.ok ? [] : inputs.problems), ...fileProblems];
+  if (!inputs.ok || problems.length > 0)
+    throw new InvalidInputsError(describeProblems(problems), problems);
+  checkRunSize(version.graph, inputs.values);
+  checkRunControls(request, deps.config.runs);
+  return { workflow, version, graph: version.graph, inputs: inputs.values };
+}
+
+/** Step 2, D17: the run's worst case is held before it exists; 402 when the account has nothing available. */
+function holdUsd(
+  deps: StartRunDeps,
+  graph: WorkflowDocument,
+  inputs: Record<string, unknown>,
+  request: StartRequest,
+): number {
+  const worst = runHold(graph, inputs, {
+    prices: deps.config.prices,
+    startFeeUsd: deps.config.runs.startFeeUsd,
+    perCallUsd: deps.config.credits.holdPerCallUsd,
+  });
+  // D36: a run with max_cost cannot cost more, so its cap is a true bound: the hold is the cap,
+  // or the exact worst case when that is less.
+  return request.max_cost === undefined
+    ? worst.usd
+    : worst.exact
+      ? Math.min(worst.usd, request.max_cost)
+      : request.max_cost;
+}
+
+/** Step 3: the run's record as it is first stored (`pending`). */
+function newRunRecord(args: {
+  runId: string;
+  auth: AuthContext;
+  request: StartRequest;
+  workflow: Resolved['workflow'];
+  version: Resolved['version'];
+  inputs: Record<string, unknown>;
+  hold: number;
+  rerun?: RerunOf;
+}): RunDoc {
+  const { runId, auth, request, workflow, version, inputs, hold, rerun } = args;
+  return {
+    _id: runId,
+    account_id: auth.accountId,
+    key_id: auth.keyId,
+    published_workflow_id: workflow._id,
+    published_workflow_version_id: version._id,
+    version: version.version,
+    status: 'pending',
+    // D38: a re-run references the record that holds its inputs instead of writing them again.
+    inputs: rerun?.inputsFrom ? {} : inputs,
+    ...(rerun?.inputsFrom ? { inputs_from: rerun.inputsFrom } : {}),
+    created_at: new Date(),
+    completed_at: null,
+    output: null,
+    error: null,
+    total_cost: null,
+    events: null,
+    finalized: false,
+    webhook: request.webhook ?? null,
+    ...(hold > 0 ? { hold_usd: hold } : {}),
+    // D37: kept on the record only, never in the workflow's arguments: reads and webhooks render it from here.
+    ...(request.metadata ? { metadata: request.metadata } : {}),
+    ...(request.max_cost !== undefined ? { max_cost: request.max_cost } : {}),
+    ...(request.timeout_seconds !== undefined ? { timeout_seconds: request.timeout_seconds } : {}),
+    // D36: kept for a start retried from the record (idempotent-start.ts); normal is the default, not stored.
+    ...(request.priority && request.priority !== 'normal' ? { priority: request.priority } : {}),
+    // D39: the run's Temporal payloads are sealed under a key derived from this; deleting the record destroys it.
+    payload_secret: newPayloadSecret(),
+    // D38: a re-run names its parent; of failed items only, the workflow carries the rest over.
+    ...(rerun ? { parent_run_id: rerun.parentRunId } : {}),
+    ...(rerun?.items === 'failed' ? { rerun_items: 'failed' as const } : {}),
+  };
 }
 
 /** Gives back the hold of a run that will not start; a failure leaves it held (the safe side). */

@@ -1,10 +1,10 @@
 /**
- * The group commit of api/services/rate-counter.ts (D16) on its own: a scripted `rateLimits`
+ * The group commit of api/limits/rate-counter.ts (D16) on its own: a scripted `rateLimits`
  * collection whose `$inc` answers when the test says, so the batching logic is checked without a
- * database. test/api/services/rate-counter.test.ts runs the same counter against FerretDB.
+ * database. test/api/limits/rate-counter.test.ts runs the same counter against FerretDB.
  */
 import assert from 'node:assert/strict';
-import { LEASE_SHARE, RateCounter } from '../../../api/services/rate-counter';
+import { LEASE_SHARE, RateCounter } from '../../../api/limits/rate-counter';
 import { waitFor } from '../../support/http';
 
 const NOW = Date.UTC(2031, 5, 1, 10, 0, 5);

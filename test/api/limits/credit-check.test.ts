@@ -4,7 +4,7 @@
  * top-up seen at once, leases for rich accounts, and the ledger's checkpoints carrying releases.
  */
 import assert from 'node:assert/strict';
-import { CreditCheck, LEASE_HOLDS } from '../../../api/services/credit-check';
+import { CreditCheck, LEASE_HOLDS } from '../../../api/limits/credit-check';
 import { InsufficientCreditsError } from '../../../domain/errors';
 import { addCredits, createAccount } from '../../../store/accounts';
 import { accountCredit, findChainHead } from '../../../store/credit-holds';

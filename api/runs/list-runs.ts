@@ -20,11 +20,14 @@ export type RunList = z.infer<typeof RunListSchema>;
  * Unfinished runs on the page show their live status; `pending`/`running` filters are applied to
  * the live status of the page's unfinished runs, so such a page may hold fewer than `limit`.
  */
+/** What listing runs needs. */
+export interface ListRunsDeps {
+  collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions' | 'webhookDeliveries'>;
+  gateway: RunGateway;
+}
+
 export async function listRuns(
-  deps: {
-    collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions' | 'webhookDeliveries'>;
-    gateway: RunGateway;
-  },
+  deps: ListRunsDeps,
   accountId: string,
   query: ListRunsQuery,
 ): Promise<RunList> {

@@ -1,8 +1,13 @@
-/** Reading a run (spec "GET /api/v1/runs/{runId}"): the final record once written, the workflow's query while it is live. */
+/**
+ * Reading a run (spec "GET /api/v1/runs/{runId}"): the final record once written, the workflow's
+ * query while it is live. Two entry points with fixed answers: readRun (a RunView, for every
+ * caller) and readRunBody (the GET's body: a big finished run as a byte stream, D31). Both take
+ * the same named steps: fromThisProcess, the record, then finishedView or unfinishedView.
+ */
 import type { Readable } from 'node:stream';
 import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
-import type { RunDoc } from '../../store/documents';
+import type { RunDoc, WebhookDeliveryDoc } from '../../store/documents';
 import { findRun, findRunHead } from '../../store/runs';
 import { NotFoundError } from '../../domain/errors';
 import type { RunGateway } from '../temporal/run-gateway';
@@ -11,7 +16,7 @@ import { isSettled, runView, type RunViewSource } from '../../domain/run-view';
 import { findDelivery } from '../../store/webhook-deliveries';
 import { isTerminal, webhookMessageId } from '../../domain/run';
 import type { FinishedRunCache } from './finished-run-cache';
-import { pendingRecord, type KnownRuns } from './known-runs';
+import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
 import { streamRunView } from './run-view-stream';
 
 /** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
@@ -41,62 +46,107 @@ export interface ReadRunDeps {
  * The current run view: the final record once written (served long after Temporal forgot the
  * run), else live state. Store round trips: none for a finished run read before in this process
  * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one.
+ * Step by step: what this process knows, else the record, then the finished or the live view.
  */
 export async function readRun(
   deps: ReadRunDeps,
   accountId: string,
   runId: string,
 ): Promise<RunView> {
-  return (await read(deps, accountId, runId, false)) as RunView; // never a stream when not asked for one
+  const known = await fromThisProcess(deps, accountId, runId);
+  if (known.view) return known.view;
+  const doc = await loadRun(deps.collections, accountId, runId);
+  if (!doc.finalized) return unfinishedView(deps, doc, known.skeleton);
+  return finishedView(deps, doc, await finishedDelivery(deps, doc));
 }
 
 /**
  * The answer of GET /api/v1/runs/{runId}: readRun's view, or for a finished big run (D31) the same
  * JSON as a stream that reads one stored chunk at a time, so 100,000 items never sit in memory at once.
+ * The same steps as readRun, except that the record is read without its chunks (the stream reads
+ * them one by one).
  */
-export function readRunBody(
+export async function readRunBody(
   deps: ReadRunDeps,
   accountId: string,
   runId: string,
 ): Promise<RunView | Readable> {
-  return read(deps, accountId, runId, true);
+  const known = await fromThisProcess(deps, accountId, runId);
+  if (known.view) return known.view;
+  const doc = await loadRunHead(deps.collections, accountId, runId);
+  if (!doc.finalized) return unfinishedView(deps, doc, known.skeleton);
+  const delivery = await finishedDelivery(deps, doc);
+  return isBig(doc)
+    ? streamRunView(deps.collections, doc, delivery)
+    : finishedView(deps, doc, delivery);
 }
 
-async function read(
+/**
+ * Step 1, no store round trip: a finished run's cached view, or a run this process has seen live
+ * (its skeleton, and its workflow's answer when Temporal has news). Another account's run is a 404.
+ */
+async function fromThisProcess(
   deps: ReadRunDeps,
   accountId: string,
   runId: string,
-  streamBig: boolean,
-): Promise<RunView | Readable> {
+): Promise<{ view?: RunView; skeleton?: RunSkeleton }> {
   const cached = deps.finishedRuns?.get(accountId, runId);
-  if (cached) return cached;
-  const known = deps.knownRuns?.get(runId);
-  if (known && known.account_id !== accountId) throw notFound(runId);
-  const live = known ? await liveView(deps, runId, pendingRecord(known)) : undefined;
-  if (live) return live;
-  // Streamed, a big run's record is read without its chunks, which the stream reads one by one.
-  const doc = streamBig
-    ? await findRunHead(deps.collections, accountId, runId).then(
-        (head) => head ?? Promise.reject(notFound(runId)),
-      )
-    : await loadRun(deps.collections, accountId, runId);
-  if (doc.finalized) {
-    deps.knownRuns?.forget(runId);
-    // D20: a finished run with a webhook shows its delivery (one more lookup, for those runs only).
-    const delivery = doc.webhook
-      ? await findDelivery(deps.collections, webhookMessageId(doc._id))
-      : null;
-    const big = !!doc.chunks || !!doc.stored_outputs;
-    if (big && streamBig) return streamRunView(deps.collections, doc, delivery);
-    const view = runView(doc, undefined, delivery);
-    // Cached once nothing can change it (a delivery's progress is never served stale), and not a big run's view.
-    if (!big && isSettled(view)) deps.finishedRuns?.set(accountId, view);
-    return view;
-  }
+  if (cached) return { view: cached };
+  const skeleton = deps.knownRuns?.get(runId);
+  if (!skeleton) return {};
+  if (skeleton.account_id !== accountId) throw notFound(runId);
+  return { view: await liveView(deps, runId, pendingRecord(skeleton)), skeleton };
+}
+
+/** Step 2 of readRunBody: the record without its chunks, or 404. */
+async function loadRunHead(
+  collections: ReadRunDeps['collections'],
+  accountId: string,
+  runId: string,
+): Promise<RunDoc> {
+  const head = await findRunHead(collections, accountId, runId);
+  if (!head) throw notFound(runId);
+  return head;
+}
+
+/**
+ * Step 3a, a finalized record: this process stops treating the run as live, and D20: a run with a
+ * webhook shows its delivery (one more lookup, for those runs only).
+ */
+async function finishedDelivery(
+  deps: ReadRunDeps,
+  doc: RunDoc,
+): Promise<WebhookDeliveryDoc | null> {
+  deps.knownRuns?.forget(doc._id);
+  return doc.webhook ? findDelivery(deps.collections, webhookMessageId(doc._id)) : null;
+}
+
+/** D31/D35: a run whose items are kept outside its record (chunks or stored outputs). */
+const isBig = (doc: RunDoc) => !!doc.chunks || !!doc.stored_outputs;
+
+/** The view of a finalized record, cached once nothing can change it (a delivery's progress is never served stale), and not a big run's view. */
+function finishedView(
+  deps: ReadRunDeps,
+  doc: RunDoc,
+  delivery: WebhookDeliveryDoc | null,
+): RunView {
+  const view = runView(doc, undefined, delivery);
+  if (!isBig(doc) && isSettled(view)) deps.finishedRuns?.set(doc.account_id, view);
+  return view;
+}
+
+/**
+ * Step 3b: a record not finalized. Remembered (with its payloads' secret) for the next read; its
+ * workflow is asked unless this process knew the run already (then it was asked in step 1 and had no news).
+ */
+async function unfinishedView(
+  deps: ReadRunDeps,
+  doc: RunDoc,
+  skeleton: RunSkeleton | undefined,
+): Promise<RunView> {
   deps.knownRuns?.remember(doc);
   rememberSecret(deps, doc);
-  // A known run's workflow was asked already: it had no news.
-  return (known ? undefined : await liveView(deps, runId, doc)) ?? runView(doc);
+  return (skeleton ? undefined : await liveView(deps, doc._id, doc)) ?? runView(doc);
 }
 
 /** D39: the record read carries the secret of its payloads' key: asking its workflow next needs no second read. */

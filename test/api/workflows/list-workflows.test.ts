@@ -1,7 +1,7 @@
 // D30: GET /api/v1/workflows lists the caller's published workflows, newest first, paginated
 // like D23, each as its latest version's contract (the D24 shape), in two queries per page.
 import assert from 'node:assert/strict';
-import { listWorkflows } from '../../../api/services/list-workflows';
+import { listWorkflows } from '../../../api/workflows/list-workflows';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../../support/fixtures';
 import { call } from '../../support/http';
 import { countingCalls } from '../../support/counting';

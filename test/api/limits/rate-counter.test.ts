@@ -1,8 +1,8 @@
-/** D16 counting by group commit and leases: exact positions per request, few writes per burst (api/services/rate-counter.ts). */
+/** D16 counting by group commit and leases: exact positions per request, few writes per burst (api/limits/rate-counter.ts). */
 import assert from 'node:assert/strict';
 import type { Store } from '../../../store/db';
 import { WINDOW_MS, windowId, windowStartOf } from '../../../store/rate-limits';
-import { RateCounter } from '../../../api/services/rate-counter';
+import { RateCounter } from '../../../api/limits/rate-counter';
 import { countingCalls } from '../../support/counting';
 import { waitFor } from '../../support/http';
 import { connectTestStore } from '../../support/store';
