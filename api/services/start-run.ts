@@ -4,7 +4,7 @@ import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
-import { validateInputs } from '../../domain/inputs';
+import { validateInputs, type InputsResult } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
 import { callBudgets, runHold, type HoldOptions } from '../../domain/run-hold';
 import type { Collections } from '../../store/db';
@@ -84,7 +84,11 @@ export async function startRun(
       { code: 'workflow_graph_corrupt' },
     );
   }
-  const inputs = validateInputs(version.contract, request.inputs);
+  // D38: a re-run's inputs are its parent's, checked against this same version when it started
+  // (~0.2 s for 100,000 rows): taken as they are.
+  const inputs: InputsResult = opts.rerun
+    ? { ok: true, values: (request.inputs ?? {}) as Record<string, unknown> }
+    : validateInputs(version.contract, request.inputs);
   // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
   const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, {
     caller: auth.accountId,
