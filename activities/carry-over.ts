@@ -9,6 +9,7 @@ import { PAGE_ROWS, pagesOf, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import { hasFirstPage, readPage } from '../store/item-blocks';
 import { findRunWithoutLog } from '../store/runs';
+import type { RunDoc } from '../store/documents';
 import type { CarrySource } from '../workflows/carry-over';
 
 type C = Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>;
@@ -49,8 +50,37 @@ export function createLoadCarryOverActivity(collections: C) {
           { status: 'completed', parts: item.parts },
         ]);
     }
-    return { stored, inline };
+    const failed = await knownFailures(collections, parent, stored);
+    return { stored, inline, ...(failed ? { failed } : {}) };
   };
+}
+
+/**
+ * D38: the rows of each stored node the parent did not complete, as its record lists them
+ * (`StoredOutput.failed`), when it completed and the re-runs it carries rows from by reference are
+ * all still there: a re-run then runs these rows and carries the others without reading pages.
+ * Undefined when not known: the blocks read the parent's pages instead (`fillCarried`).
+ */
+async function knownFailures(
+  c: C,
+  parent: RunDoc,
+  stored: string[],
+): Promise<CarrySource['failed'] | undefined> {
+  if (parent.status !== 'completed') return undefined;
+  const failed: NonNullable<CarrySource['failed']> = {};
+  for (const output of Object.values(parent.stored_outputs ?? {}))
+    if (output.failed && stored.includes(output.node))
+      failed[output.node] = { count: output.count, rows: output.failed };
+  if (Object.keys(failed).length === 0) return undefined;
+  // The parent's carried rows read through its own parents' pages (D39 may have deleted one).
+  let run = parent;
+  while (run.rerun_items === 'failed' && run.parent_run_id) {
+    if (run.parent_run_id === parent.inputs_from) break; // checked as this re-run started
+    const up = await findRunWithoutLog(c, run.parent_run_id);
+    if (!up) return undefined;
+    run = up;
+  }
+  return failed;
 }
 
 /**
@@ -78,6 +108,33 @@ export async function fillCarried(
       rows[at] = { item: row.item, cost: 0, carried: true };
       carried++;
     });
+  });
+  return carried;
+}
+
+/** What a row carried by reference stands for until it is read through its base page (store/item-blocks.ts). */
+const CARRIED_ROW: StoredRow = {
+  item: { status: 'completed', parts: [] },
+  cost: 0,
+  carried: true,
+};
+
+/**
+ * D38: marks every row of the block [first, first + rows.length) that is not in `runRows` and not
+ * stored yet as carried (written as a reference to the parent's row, `^`), without reading the
+ * parent: its record listed the rows it did not complete (`StoredOutput.failed`), and those alone run.
+ */
+export function carryAllBut(
+  first: number,
+  rows: Array<StoredRow | null>,
+  runRows: number[],
+): number {
+  const run = new Set(runRows);
+  let carried = 0;
+  rows.forEach((row, at) => {
+    if (row || run.has(first + at)) return;
+    rows[at] = CARRIED_ROW;
+    carried++;
   });
   return carried;
 }

@@ -16,10 +16,17 @@ import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed } from '../domain/items';
-import { oneItem, PAGE_ROWS, pagesOf, toRanges, type StoredRow } from '../domain/item-blocks';
+import {
+  FAILED_ROWS_PER_BLOCK,
+  oneItem,
+  PAGE_ROWS,
+  pagesOf,
+  toRanges,
+  type StoredRow,
+} from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
-import { fillCarried } from './carry-over';
+import { carryAllBut, fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import { waitingForStore } from './store-wait';
@@ -78,11 +85,15 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
         );
     const [inputs] = await Promise.all([
       waitingForStore(() => readPorts(collections, req), alive),
+      // D38: with the parent's failed rows known, the others are carried without reading its pages.
       req.carryFrom &&
-        waitingForStore(
-          () => fillCarried(collections, req.carryFrom!, req.node.id, req.first, rows, existing),
-          alive,
-        ),
+        (req.runRows
+          ? carryAllBut(req.first, rows, req.runRows)
+          : waitingForStore(
+              () =>
+                fillCarried(collections, req.carryFrom!, req.node.id, req.first, rows, existing),
+              alive,
+            )),
     ]);
     const queue = queueRows(req, inputs, rows);
     // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
@@ -281,6 +292,7 @@ export function createTallyBlockActivity(collections: C) {
 
 function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
   const done: number[] = [];
+  const failedRows: number[] = [];
   let costUsd = 0;
   const usage = { calls: 0, input_tokens: 0, output_tokens: 0, completed: 0, failed: 0 };
   rows.forEach((row, p) => {
@@ -295,9 +307,17 @@ function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
     }
     if (row.item.status === 'failed') usage.failed++;
     else usage.completed++;
+    if (row.item.status !== 'completed') failedRows.push(first + p);
   });
   const all = done.length === rows.length;
-  return { done: done.length, ranges: all ? [] : toRanges(done), costUsd, usage };
+  return {
+    done: done.length,
+    ranges: all ? [] : toRanges(done),
+    costUsd,
+    usage,
+    // D38: which rows a re-run of failed items runs, if few (the run's record lists them).
+    ...(failedRows.length <= FAILED_ROWS_PER_BLOCK ? { failed: failedRows } : {}),
+  };
 }
 
 /** Every port's items for the block's rows: a stored list's pages read by `_id`, inline ones as given. */
@@ -307,10 +327,19 @@ async function readPorts(c: C, req: NodeBlockRequest): Promise<Record<string, It
     Object.entries(req.ports).map(async ([name, source]: [string, PortSource]) => {
       if ('item' in source) out[name] = [source.item];
       else if ('items' in source) out[name] = source.items;
-      else {
+      else if ('picked' in source) {
+        // D38: the rows the block runs, at their places (a carried row needs no input).
+        const items: Item[] = new Array<Item>(req.count);
+        for (const [index, item] of source.picked) items[index - req.first] = item;
+        out[name] = items;
+      } else {
         // A list of one row is every row's.
         const [from, n] = source.count === 1 ? [0, 1] : [req.first, req.count];
-        const pages = pagesOf(from, from + n);
+        // D38: a block that runs a few rows reads only their pages.
+        const pages =
+          req.runRows && source.count !== 1
+            ? [...new Set(req.runRows.map((index) => Math.floor(index / PAGE_ROWS)))]
+            : pagesOf(from, from + n);
         const read = await Promise.all(pages.map((p) => readPage(c, req.runId, source.ref, p)));
         const items: Item[] = [];
         pages.forEach((p, i) => {
@@ -323,9 +352,8 @@ async function readPorts(c: C, req: NodeBlockRequest): Promise<Record<string, It
           stored.forEach((row, k) => {
             const index = p * PAGE_ROWS + k;
             if (index < from || index >= from + n) return;
-            items.push(
-              row?.item ?? failed({ message: 'the row did not finish', type: 'upstream_failed' }),
-            );
+            items[index - from] =
+              row?.item ?? failed({ message: 'the row did not finish', type: 'upstream_failed' });
           });
         });
         out[name] = items;

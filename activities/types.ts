@@ -67,7 +67,12 @@ export interface NodeChunkResult {
 }
 
 /** Where one input port of a stored-mode node takes its items (D35): one item for every row, the block's own rows, or a stored list. */
-export type PortSource = { item: Item } | { items: Item[] } | ItemRef;
+export type PortSource =
+  | { item: Item }
+  | { items: Item[] }
+  /** D38: some rows of an inline list, by row index (a re-run's block gets only the rows it runs). */
+  | { picked: Array<[number, Item]> }
+  | ItemRef;
 
 /**
  * One block of a big I/O node's rows (D35): the activity reads its input rows from the store (or
@@ -88,6 +93,12 @@ export interface NodeBlockRequest {
   /** D38: a re-run of failed items takes the rows this run (id) completed from its pages instead of running them. */
   carryFrom?: string;
   /**
+   * D38: with `carryFrom`, the rows to run (the parent's failed rows, which its record lists):
+   * every other row of the block is carried by reference, without reading the parent's pages.
+   * Absent: the parent's pages are read to learn which rows it completed.
+   */
+  runRows?: number[];
+  /**
    * D36 `max_cost`: run at most this many of the block's unfinished rows (the ones that fit the
    * run's remaining budget); the rest stay unfinished. Absent: all of them.
    */
@@ -104,4 +115,9 @@ export interface NodeBlockResult {
   cancelled?: boolean;
   /** D36: the usage of the block's stored rows, counted like `costUsd`; absent in answers recorded before D36. */
   usage?: BlockUsage;
+  /**
+   * D38: the finished rows that did not complete (absolute indices), when at most
+   * FAILED_ROWS_PER_BLOCK (domain/item-blocks.ts); absent when more, or in answers recorded before.
+   */
+  failed?: number[];
 }

@@ -48,7 +48,19 @@ export interface StoredOutput {
   /** Rows per stored page (PAGE_ROWS when it was written). */
   pageRows: number;
   idOffset: number;
+  /**
+   * D38: the rows of the node that did not complete (ascending), written with the end of a
+   * completed run when they are few (at most FAILED_ROWS_MAX): a re-run of failed items then runs
+   * these rows and carries every other one by reference without reading the run's pages.
+   * Absent: not known (more rows failed, the run did not complete, or it ran before this field).
+   */
+  failed?: number[];
 }
+
+/** D38: the most failed rows of one node a run's record lists (`StoredOutput.failed`); beyond it, a re-run reads pages. */
+export const FAILED_ROWS_MAX = 10_000;
+/** D38: the most failed rows one block reports in its answer (history); beyond it the node's list is not known. */
+export const FAILED_ROWS_PER_BLOCK = 250;
 
 export function isItemRef(value: unknown): value is ItemRef {
   return typeof value === 'object' && value !== null && 'ref' in value && 'count' in value;

@@ -19,10 +19,14 @@ import type { Activities } from '../activities';
 import type { IoNode, NodeRow } from '../activities/types';
 import type { RunArgs } from './definitions';
 import type { RowProgress } from './engine';
+import type { RunFinal } from '../domain/run';
+import { FAILED_ROWS_MAX, PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
 
 const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
 /** Blocks of a carried big node in flight at once (see CarryOver.lanes). */
 const CARRIED_LANES = 16;
+/** The most pages of one block of a carried node whose failed rows are known (see CarryOver.plan). */
+const CARRIED_BLOCK_PAGES = 100;
 
 /** Asks the `loadCarryOver` activity what the parent holds, and builds the run's carry-over from it. */
 export async function loadCarry(
@@ -49,6 +53,8 @@ export async function loadCarry(
 export interface CarrySource {
   stored: string[];
   inline: Record<string, Array<[number, Item]>>;
+  /** A stored node's rows the parent did not complete, when its record lists them (see `CarryOver.plan`). */
+  failed?: Record<string, { count: number; rows: number[] }>;
 }
 
 /** The I/O nodes whose items the parent's record keeps as an output (normalized label), one item per row. */
@@ -111,6 +117,7 @@ export function carriableNodes(graph: WorkflowDocument, source: CarrySource): Se
 export class CarryOver {
   private readonly carriable: Set<string>;
   private readonly inline: Map<string, Map<number, Item>>;
+  private readonly failed: NonNullable<CarrySource['failed']>;
 
   constructor(
     graph: WorkflowDocument,
@@ -121,6 +128,20 @@ export class CarryOver {
     this.inline = new Map(
       Object.entries(source.inline).map(([node, rows]) => [node, new Map(rows)]),
     );
+    this.failed = source.failed ?? {};
+  }
+
+  /**
+   * The blocks of a carried big node whose parent's failed rows are known (its record lists them),
+   * each with the rows it runs; undefined otherwise (the blocks then read the parent's pages).
+   * Blocks span whole pages and split the failed rows evenly over CARRIED_LANES, so all lanes
+   * call the provider at once; a block holds at most CARRIED_BLOCK_PAGES pages, so the pages of
+   * carried rows alone are written in a few large inserts.
+   */
+  plan(nodeId: string, count: number): BlockPlan[] | undefined {
+    const known = this.failed[nodeId];
+    if (!this.carriable.has(nodeId) || !known || known.count !== count) return undefined;
+    return planBlocks(count, known.rows, CARRIED_LANES);
   }
 
   /** A big node's blocks take the parent's completed rows from its stored pages (activities/node-block.ts). */
@@ -156,5 +177,62 @@ export class CarryOver {
       }
       if (rest.length > 0) await runIoRows(node, rest, progress);
     };
+  }
+}
+
+/** One block of a big node: rows [first, first + count), of which `run` only run (absent: all that are not stored). */
+export interface BlockPlan {
+  first: number;
+  count: number;
+  run?: number[];
+}
+
+/** D38: blocks over whole pages of `count` rows, each with about 1/lanes of the `failed` rows (ascending). */
+export function planBlocks(count: number, failed: number[], lanes: number): BlockPlan[] {
+  const perBlock = Math.max(1, Math.ceil(failed.length / lanes));
+  const pages = Math.ceil(count / PAGE_ROWS);
+  const blocks: BlockPlan[] = [];
+  let next = 0; // the next failed row to place
+  let first = 0;
+  let run: number[] = [];
+  for (let page = 0; page < pages; page++) {
+    const end = Math.min(count, (page + 1) * PAGE_ROWS);
+    while (next < failed.length && failed[next] < end) run.push(failed[next++]);
+    const full = run.length >= perBlock || end - first >= CARRIED_BLOCK_PAGES * PAGE_ROWS;
+    if (full || end === count) {
+      blocks.push({ first, count: end - first, run });
+      first = end;
+      run = [];
+    }
+  }
+  return blocks;
+}
+
+/**
+ * D38: the rows of each big node that did not complete, from its blocks' answers, for the record
+ * of a completed run (`StoredOutput.failed`): a re-run of it then runs just these. A node is not
+ * listed when a block did not say (more than FAILED_ROWS_PER_BLOCK, an answer recorded before) or
+ * when it has more than FAILED_ROWS_MAX.
+ */
+export class FailedRows {
+  private readonly rows = new Map<string, number[] | null>();
+
+  note(nodeId: string, failed: number[] | undefined): void {
+    const list = this.rows.get(nodeId);
+    if (list === null) return;
+    if (!failed) this.rows.set(nodeId, null);
+    else if ((list?.length ?? 0) + failed.length > FAILED_ROWS_MAX) this.rows.set(nodeId, null);
+    else this.rows.set(nodeId, [...(list ?? []), ...failed]);
+  }
+
+  /** `final` with each stored output's failed rows, when the run completed and they are known. */
+  attach(final: RunFinal): RunFinal {
+    if (final.status !== 'completed' || !final.storedOutputs) return final;
+    const storedOutputs: Record<string, StoredOutput> = {};
+    for (const [label, output] of Object.entries(final.storedOutputs)) {
+      const rows = this.rows.get(output.node);
+      storedOutputs[label] = rows ? { ...output, failed: [...rows].sort((a, b) => a - b) } : output;
+    }
+    return { ...final, storedOutputs };
   }
 }

@@ -37,8 +37,15 @@ export interface PatchEntry {
   change: string;
 }
 
-/** Every patch id in use. Empty: no release so far changed workflow code in a way that needs one. */
-export const PATCHES = {} as const satisfies Record<string, PatchEntry>;
+/** Every patch id in use. */
+export const PATCHES = {
+  'rerun-known-failed-rows': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D38: a re-run of failed items whose parent's record lists its failed rows runs blocks of those rows only (workflows/carry-over.ts planBlocks), each told its rows (`runRows`) and given only their inline items (`picked`); old runs keep uniform blocks that read the parent's pages.",
+  },
+} as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;
 

@@ -154,11 +154,13 @@ export class RunState {
     for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
       const stored = this.storedResults.get(resultId);
       if (!stored || stored.node !== nodeId) continue;
+      const done = type === 'response.output_item.done' ? 1 : 0;
+      // As `push` logs an item event, by its number: its id derives from it when read (an id per
+      // row here cost ~3 µs, ~0.7 s of workflow task for the 200,000 events of 100,000 rows).
       for (const [from, to] of ranges)
         for (let k = from; k < to; k++) {
-          const outputIndex = stored.idOffset + k;
-          if (type === 'response.output_item.done') this.itemsDone++;
-          this.itemEvent(type, { id: idAtOffset(this.itemIdBase, outputIndex), outputIndex });
+          this.itemsDone += done;
+          this.log.push((stored.idOffset + k) * 2 + done);
         }
     }
   }

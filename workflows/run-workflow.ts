@@ -44,7 +44,8 @@ import {
   timerSummary,
 } from './summaries';
 import { withNamedTimeout } from './timers';
-import { CarryOver, loadCarry } from './carry-over';
+import { CarryOver, FailedRows, loadCarry, type BlockPlan } from './carry-over';
+import { isPatched } from './patches';
 import { CostCap, CostLimitReached } from './cost-cap';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
@@ -95,6 +96,7 @@ export async function runWorkflow(
   const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
   let carry: CarryOver | undefined;
+  const failedRows = new FailedRows(); // D38
   const { runGraph } = new RunActivities({
     args,
     options,
@@ -106,6 +108,7 @@ export async function runWorkflow(
     cap,
     progress,
     carry: () => carry,
+    failedRows,
   });
   try {
     // D38: a re-run of failed items learns first what its parent holds (workflows/carry-over.ts).
@@ -137,7 +140,7 @@ export async function runWorkflow(
 
   progress.ended(state.status);
 
-  const { final, chunks } = splitFinal(state.final());
+  const { final, chunks } = splitFinal(failedRows.attach(state.final())); // D38
   await CancellationScope.nonCancellable(() => saveEnd(persistence, final, chunks));
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;
@@ -184,6 +187,8 @@ interface RunResources {
   progress: RunProgress;
   /** D38: what a re-run's parent holds (loaded before the graph runs). */
   carry: () => CarryOver | undefined;
+  /** D38: each stored node's failed rows, for the run's record (a re-run of failed items reads them). */
+  failedRows: FailedRows;
 }
 
 /**
@@ -260,7 +265,16 @@ class RunActivities {
     // concurrency, a node of one block uses all of it.
     const perBlock = Math.ceil(Math.min(MAX_BLOCK_ROWS, Math.ceil(count / 16)) / PAGE_ROWS);
     const blockRows = Math.max(1, perBlock) * PAGE_ROWS;
-    const blocks = Math.ceil(count / blockRows);
+    // D38: a carried node whose parent's failed rows are known runs blocks of those rows only.
+    const known = carry?.plan(node.id, count);
+    const plan: BlockPlan[] =
+      known && isPatched('rerun-known-failed-rows')
+        ? known
+        : Array.from({ length: Math.ceil(count / blockRows) }, (_, b) => ({
+            first: b * blockRows,
+            count: Math.min(blockRows, count - b * blockRows),
+          }));
+    const blocks = plan.length;
     // D38: a block of a re-run runs only its few failed rows, so more of its blocks share the slots.
     const lanes = carry?.lanes(node.id) ?? 2;
     const inner =
@@ -289,7 +303,7 @@ class RunActivities {
           const block = next++;
           if (block >= blocks) return;
           try {
-            await runBlock(node, ports, sources, block, blockRows, count, inner);
+            await runBlock(node, ports, sources, block, plan[block], inner);
             ready[block].resolve();
           } catch (err) {
             failures.push(err);
@@ -310,8 +324,8 @@ class RunActivities {
       ref: node.id,
       count,
       ready: async (from, to) => {
-        const last = Math.min(blocks - 1, Math.floor((to - 1) / blockRows));
-        for (let b = Math.floor(from / blockRows); b <= last; b++) await ready[b].promise;
+        for (let b = 0; b < blocks; b++)
+          if (plan[b].first < to && plan[b].first + plan[b].count > from) await ready[b].promise;
       },
     };
     return { list, done };
@@ -322,18 +336,18 @@ class RunActivities {
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     block: number,
-    blockRows: number,
-    total: number,
+    { first, count, run }: BlockPlan,
     inner: number,
   ): Promise<void> => {
     const { args, options, nodeOptions, persistence, slots, cap, state } = this.run;
     const carry = this.run.carry();
     const { guardHistory, nodeFailureOf, applyBlock } = this;
-    const first = block * blockRows;
-    const count = Math.min(blockRows, total - first);
     const own: Record<string, PortSource> = {};
     for (const [name, source] of Object.entries(ports)) {
-      if ('items' in source) own[name] = { items: source.items.slice(first, first + count) };
+      // D38: a block that runs a few rows gets only their items.
+      if ('items' in source && run)
+        own[name] = { picked: run.flatMap((i) => (source.items[i] ? [[i, source.items[i]]] : [])) };
+      else if ('items' in source) own[name] = { items: source.items.slice(first, first + count) };
       else if ('ref' in source) {
         // D35 pipelining: wait for the rows this block reads; the activity gets the reference only.
         if (source.ready)
@@ -341,8 +355,9 @@ class RunActivities {
         own[name] = { ref: source.ref, count: source.count };
       } else own[name] = source;
     }
-    const concurrency = Math.min(inner, count);
-    const waves = Math.ceil(count / concurrency);
+    const calls = run?.length ?? count; // D38: the rows it runs
+    const concurrency = Math.min(inner, Math.max(1, calls));
+    const waves = Math.max(1, Math.ceil(calls / concurrency));
     const proxy = proxyActivities<Activities>({
       ...nodeOptions,
       startToCloseTimeout: options.nodeAttemptTimeoutMs * waves,
@@ -352,8 +367,8 @@ class RunActivities {
         throw new CancelledFailure('run cancelled');
       guardHistory(node);
       // D36: a block that fits the budget only in part runs what fits, and is the run's last unit.
-      const budget = cap?.take(node.id, count);
-      const limit = budget && budget.calls < count ? budget.calls : undefined;
+      const budget = cap?.take(node.id, calls);
+      const limit = budget && budget.calls < calls ? budget.calls : undefined;
       state.storedStarted(node.id, first, count);
       const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33
       let result: NodeBlockResult;
@@ -370,6 +385,7 @@ class RunActivities {
             sources,
             concurrency,
             ...carry?.blockSource(node.id), // D38
+            ...(run ? { runRows: run } : {}),
             ...(limit !== undefined ? { limit } : {}),
           },
         ]);
@@ -395,7 +411,7 @@ class RunActivities {
 
   /** Counts what a block answered (or, after a failure, what its pages hold): cost, usage, rows done. */
   applyBlock = (node: IoNode, first: number, count: number, result: NodeBlockResult): void => {
-    const { state, cap, progress } = this.run;
+    const { state, cap, progress, failedRows } = this.run;
     state.addCost(result.costUsd);
     // D36: usage counted from the stored rows like the cost (absent in answers recorded before D36).
     const usage = result.usage;
@@ -410,6 +426,7 @@ class RunActivities {
       }),
     });
     if (usage) cap?.observe(node.id, usage.calls, result.costUsd);
+    failedRows.note(node.id, result.failed); // D38
     const ranges: Array<[number, number]> =
       result.done === 0 ? [] : result.ranges.length > 0 ? result.ranges : [[first, first + count]];
     state.storedDone(node.id, ranges);

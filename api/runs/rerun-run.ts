@@ -99,6 +99,10 @@ const FINALIZE_WAIT_MS = 10_000;
  */
 async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<boolean> {
   if (head.status !== 'completed') return true;
+  // D38: a completed run's record lists a stored output's failed rows when they are few: then no
+  // chunk (a big run's event log, megabytes) or page is read.
+  const listed = Object.values(head.stored_outputs ?? {});
+  if (listed.some((output) => output.failed && output.failed.length > 0)) return true;
   // A big inline output (a list straight from a `batch`) is kept in chunks: join them for this check.
   const run = head.chunks
     ? ((await findRunRecord(deps.collections, head._id, false)) ?? head)
@@ -108,6 +112,11 @@ async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<bool
   const stored = Object.values(run.stored_outputs ?? {});
   if (stored.length > 0 && !run.item_id_base) return true; // cannot tell: let the re-run find out
   for (const output of stored) {
+    // D38: a completed run's record lists a stored output's failed rows when they are few.
+    if (output.failed) {
+      if (output.failed.length > 0) return true;
+      continue;
+    }
     for await (const item of storedItems(
       deps.collections,
       run._id,

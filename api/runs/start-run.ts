@@ -4,7 +4,7 @@ import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
-import { validateInputs } from '../../domain/inputs';
+import { validateInputs, type InputsResult } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
 import { callBudgets, runHold, type HoldOptions } from '../../domain/run-hold';
 import type { Collections } from '../../store/db';
@@ -69,7 +69,7 @@ export async function startRun(
   opts: { runId?: string; rerun?: RerunOf } = {},
 ): Promise<RunDoc> {
   const { collections } = deps;
-  const { workflow, version, graph, inputs } = await admitRequest(deps, auth, request);
+  const { workflow, version, graph, inputs } = await admitRequest(deps, auth, request, !!opts.rerun);
   const runId = opts.runId ?? generateId('run');
   const hold = holdUsd(deps, graph, inputs, request);
   await deps.credits.reserve(auth.accountId, runId, hold);
@@ -129,6 +129,7 @@ async function admitRequest(
   deps: StartRunDeps,
   auth: AuthContext,
   request: StartRequest,
+  rerun: boolean,
 ): Promise<Resolved & { graph: WorkflowDocument; inputs: Record<string, unknown> }> {
   checkWebhook(request.webhook, {
     allowHttp: deps.config.webhooks?.allowHttp ?? false,
@@ -146,7 +147,11 @@ async function admitRequest(
       { code: 'workflow_graph_corrupt' },
     );
   }
-  const inputs = validateInputs(version.contract, request.inputs);
+  // D38: a re-run's inputs are its parent's, checked against this same version when it started
+  // (~0.2 s for 100,000 rows): taken as they are.
+  const inputs: InputsResult = rerun
+    ? { ok: true, values: (request.inputs ?? {}) as Record<string, unknown> }
+    : validateInputs(version.contract, request.inputs);
   // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
   const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, {
     caller: auth.accountId,

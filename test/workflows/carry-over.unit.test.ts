@@ -1,7 +1,14 @@
 /** D38: which AI nodes a re-run of failed items may carry over (workflows/carry-over.ts), and the inline path. */
 import assert from 'node:assert/strict';
 import type { WorkflowDocument } from '../../domain/graph';
-import { CarryOver, carriableNodes, inlineFeeders } from '../../workflows/carry-over';
+import {
+  CarryOver,
+  FailedRows,
+  carriableNodes,
+  inlineFeeders,
+  planBlocks,
+} from '../../workflows/carry-over';
+import type { RunFinal } from '../../domain/run';
 
 const llm = (id: string, prompt = '{{in}}') => ({ id, type: 'llm', model: 'm', prompt });
 const graph = (nodes: unknown[], edges: Array<[string, string, string?]>) =>
@@ -89,5 +96,55 @@ describe('re-run carry-over (D38)', () => {
     assert.deepEqual(ran, [0, 2]);
     assert.deepEqual(done.get(1), [kept]);
     assert.deepEqual(carry.blockSource('a'), { carryFrom: 'run_parent' });
+  });
+
+  it('plans blocks over whole pages with the failed rows spread over the lanes', () => {
+    // One failed row a page (10,000 rows): 100 failed rows over 16 lanes, 7 a block.
+    const spread = planBlocks(
+      10_000,
+      Array.from({ length: 100 }, (_, k) => k * 100 + 42),
+      16,
+    );
+    assert.equal(spread.length, 15);
+    assert.deepEqual(spread[0], { first: 0, count: 700, run: [42, 142, 242, 342, 442, 542, 642] });
+    assert.deepEqual(spread.at(-1), { first: 9800, count: 200, run: [9842, 9942] });
+    // Blocks cover every row once, in order.
+    let next = 0;
+    for (const block of spread) {
+      assert.equal(block.first, next);
+      next += block.count;
+    }
+    assert.equal(next, 10_000);
+    // Rows with no failed row go in blocks of at most 100 pages; a last partial page is kept.
+    assert.deepEqual(
+      planBlocks(25_050, [3], 16).map((b) => [b.first, b.count, b.run]),
+      [
+        [0, 100, [3]],
+        [100, 10_000, []],
+        [10_100, 10_000, []],
+        [20_100, 4_950, []],
+      ],
+    );
+  });
+
+  it('lists a completed run’s failed rows only when every block said which', () => {
+    const final = (status: RunFinal['status']) =>
+      ({
+        status,
+        storedOutputs: {
+          a: { node: 'a', count: 2000, pageRows: 100, idOffset: 0 },
+          b: { node: 'b', count: 2000, pageRows: 100, idOffset: 2000 },
+        },
+      }) as unknown as RunFinal;
+    const rows = new FailedRows();
+    rows.note('a', [1500, 1501]);
+    rows.note('a', [7]);
+    rows.note('b', [3]);
+    rows.note('b', undefined); // a block over FAILED_ROWS_PER_BLOCK, or an answer recorded before
+    rows.note('b', [1200]);
+    const attached = rows.attach(final('completed')).storedOutputs!;
+    assert.deepEqual(attached.a.failed, [7, 1500, 1501]);
+    assert.equal(attached.b.failed, undefined);
+    assert.equal(rows.attach(final('failed')).storedOutputs!.a.failed, undefined);
   });
 });
