@@ -69,7 +69,12 @@ export async function startRun(
   opts: { runId?: string; rerun?: RerunOf } = {},
 ): Promise<RunDoc> {
   const { collections } = deps;
-  const { workflow, version, graph, inputs } = await admitRequest(deps, auth, request, !!opts.rerun);
+  const { workflow, version, graph, inputs } = await admitRequest(
+    deps,
+    auth,
+    request,
+    !!opts.rerun,
+  );
   const runId = opts.runId ?? generateId('run');
   const hold = holdUsd(deps, graph, inputs, request);
   await deps.credits.reserve(auth.accountId, runId, hold);
