@@ -13,6 +13,8 @@ import { deleteAll } from '../lib/delete-all';
 import { RateCounter } from '../../../api/services/rate-counter';
 import type { RunFinal } from '../../../domain/run';
 import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
+import { workflowDetails, workflowSummary } from '../../../workflows/summaries';
+import { priorityKey } from '../../../domain/run-priority';
 import { BARE_TASK_QUEUE, BARE_WORKFLOW_TYPE } from '../baseline/constants';
 import {
   describeRpc,
@@ -37,6 +39,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   const tag = randomUUID().slice(0, 8);
   let bareAt32 = NaN;
   let serviceAt32 = NaN;
+  let serviceRunId: string | undefined; // one service run, whose start the options control copies
 
   await ctx.resetRuns();
   for (const c of concurrencies) {
@@ -78,6 +81,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
         throw new Error(
           `POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`,
         );
+      serviceRunId ??= (res.body as { id?: string }).id;
     });
     const serviceUsage = end();
     const after = await ctx.apiStats();
@@ -138,6 +142,46 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     errors: withSa.errors,
     usage: end(),
     note: `control: what the search attributes alone cost; ${drained(await ctx.resetRuns(drainMs))}`,
+  });
+
+  // What Temporal charges for the rest of the service's start options: the search attributes, the
+  // static summary and details (D33), the priority and fairness key (D36), and a start argument of
+  // the size of a service run's (its graph and options, sealed by the codec, D32), read from the
+  // history of one run of the service phase. Still the bare workflow, so no finalize.
+  const argBytes = serviceRunId ? await startArgBytes(ctx, serviceRunId) : 0;
+  const endOptions = ctx.monitor.begin();
+  const withOptions = await closedLoop(
+    { concurrency: top, durationMs, warmupMs },
+    async (w, seq) => {
+      await ctx.temporal.workflow.start(BARE_WORKFLOW_TYPE, {
+        taskQueue: BARE_TASK_QUEUE,
+        workflowId: `bare-opt-${tag}-${w}-${seq}`,
+        args: [{ name: 'Ada', pad: 'x'.repeat(Math.max(0, argBytes - 40)) }],
+        staticSummary: workflowSummary('hello', 1),
+        staticDetails: workflowDetails([
+          { type: 'user_input' },
+          { type: 'text' },
+          { type: 'user_result' },
+        ]),
+        priority: { priorityKey: priorityKey('normal'), fairnessKey: ctx.accountId },
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.accountId, value: ctx.accountId },
+          { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: 'wf_bench' },
+          { key: SEARCH_ATTRIBUTES.workflowVersion, value: 1 },
+        ],
+      });
+    },
+  );
+  rows.push({
+    case: `bare start with the service's start options (search attributes, summary, details, priority, a ${argBytes}-byte argument), c=${top}`,
+    n: withOptions.count,
+    p50: withOptions.p50,
+    p95: withOptions.p95,
+    p99: withOptions.p99,
+    throughput: withOptions.throughput,
+    errors: withOptions.errors,
+    usage: endOptions(),
+    note: `control: what the service's start options cost on their own; ${drained(await ctx.resetRuns(drainMs))}`,
   });
 
   // Control: the store writes one run costs in steady state (the round-trip budget: the run's insert
@@ -235,6 +279,14 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       : [],
     details,
   };
+}
+
+/** The bytes of a run's start argument as Temporal stores it (sealed by the codec): its first event's input. */
+async function startArgBytes(ctx: BenchContext, runId: string): Promise<number> {
+  const history = await ctx.temporal.workflow.getHandle(runId).fetchHistory();
+  const payloads =
+    history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  return payloads.reduce((sum, p) => sum + (p.data?.length ?? 0), 0);
 }
 
 /** "12.3 (40 commands)": how many writes a group commit carried per command. */
