@@ -37,8 +37,15 @@ export interface PatchEntry {
   change: string;
 }
 
-/** Every patch id in use. Empty: no release so far changed workflow code in a way that needs one. */
-export const PATCHES = {} as const satisfies Record<string, PatchEntry>;
+/** Every patch id in use. */
+export const PATCHES = {
+  'finalize-local': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      'finalizeRun as a local activity (a marker in the workflow task that ends the run) instead of an activity task',
+  },
+} as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;
 

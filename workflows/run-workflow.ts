@@ -10,6 +10,7 @@ import {
   workflowInfo,
   condition,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
 } from '@temporalio/workflow';
@@ -45,6 +46,7 @@ import {
 import { withNamedTimeout } from './timers';
 import { CarryOver, loadCarry } from './carry-over';
 import { CostCap, CostLimitReached } from './cost-cap';
+import { isPatched } from './patches';
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
@@ -86,6 +88,16 @@ export async function runWorkflow(
     startToCloseTimeout: 10_000,
     // The end of a run must reach MongoDB even if it is down for a while: retry without limit.
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
+  });
+  // The run's end as a local activity (patch 'finalize-local'): the worker that finishes the run
+  // writes its end within the same workflow task, so a small run costs Temporal one workflow task
+  // and a marker instead of an activity task and a second workflow task (docs/architecture.md "End").
+  // Same retries as above; past 5 s between attempts they wait on a durable timer in history
+  // instead of holding the workflow task, so a store outage frees the worker's slot.
+  const localPersistence = proxyLocalActivities<Activities>({
+    startToCloseTimeout: 10_000,
+    retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
+    localRetryThreshold: 5_000,
   });
   const slots = new Semaphore(options.concurrency);
   // D36 max_cost: only runs started with one have a cap, so other runs issue the same commands as before.
@@ -505,10 +517,10 @@ export async function runWorkflow(
     // Temporal refuses above 4 MB (two chunks of at most 512 KB each stay far below it).
     for (let i = 0; i < chunks.length; i += 2)
       await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
-    await persistence.finalizeRun.executeWithOptions(
-      { summary: PERSISTENCE_SUMMARIES.finalizeRun },
-      [final],
-    );
+    const finalize = isPatched('finalize-local') ? localPersistence : persistence;
+    await finalize.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [
+      final,
+    ]);
   });
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;
