@@ -81,7 +81,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
         throw new Error(
           `POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`,
         );
-      serviceRunId ??= (res.body as { id?: string }).id;
+      serviceRunId ??= (res.body as { run_id?: string }).run_id;
     });
     const serviceUsage = end();
     const after = await ctx.apiStats();
