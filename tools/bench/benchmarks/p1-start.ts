@@ -25,6 +25,7 @@ import {
   type Row,
 } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
+import type { PhaseUsage } from '../lib/proc';
 import { closedLoop, fmt } from '../lib/stats';
 
 export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
@@ -44,16 +45,20 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   await ctx.resetRuns();
   for (const c of concurrencies) {
     // Bare Temporal start.
+    let whole = ctx.monitor.begin(); // the phase and its drain: every started run's whole cost
     let end = ctx.monitor.begin();
+    let bareStarted = 0;
     const bare = await closedLoop({ concurrency: c, durationMs, warmupMs }, async (w, seq) => {
       await ctx.temporal.workflow.start(BARE_WORKFLOW_TYPE, {
         taskQueue: BARE_TASK_QUEUE,
         workflowId: `bare-${tag}-${c}-${w}-${seq}`,
         args: [{ name: 'Ada' }],
       });
+      bareStarted++;
     });
     const bareUsage = end();
     const bareDrain = await ctx.resetRuns(drainMs);
+    const bareCpu = cpuPerRun(whole(), bareStarted);
     rows.push({
       case: `bare client.workflow.start, c=${c}`,
       n: bare.count,
@@ -63,7 +68,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       throughput: bare.throughput,
       errors: bare.errors,
       usage: bareUsage,
-      note: drained(bareDrain),
+      note: `${drained(bareDrain)}; ${bareCpu}`,
     });
     ctx.log(`P1 bare c=${c}: ${fmt(bare.throughput)}/s p50 ${fmt(bare.p50)} ms`);
 
@@ -71,7 +76,9 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     const agent = keepAliveAgent(c);
     const before = await ctx.apiStats();
     const workerBefore = await ctx.workerStats();
+    whole = ctx.monitor.begin();
     end = ctx.monitor.begin();
+    let serviceStarted = 0;
     const service = await closedLoop({ concurrency: c, durationMs, warmupMs }, async () => {
       const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
         key: ctx.key,
@@ -82,11 +89,13 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
           `POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`,
         );
       serviceRunId ??= (res.body as { run_id?: string }).run_id;
+      serviceStarted++;
     });
     const serviceUsage = end();
     const after = await ctx.apiStats();
     agent.destroy();
     const serviceDrain = await ctx.resetRuns(drainMs);
+    const serviceCpu = cpuPerRun(whole(), serviceStarted);
     const workerAfter = await ctx.workerStats();
     const ratio = service.throughput / bare.throughput;
     rows.push({
@@ -99,7 +108,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       ratio,
       errors: service.errors,
       usage: serviceUsage,
-      note: drained(serviceDrain),
+      note: `${drained(serviceDrain)}; ${serviceCpu}`,
     });
     details.push(
       `- c=${c}, service phase (${service.count + service.errors} POSTs): Temporal RPCs by the API: ${describeRpc(rpcDelta(after, before))}. ` +
@@ -279,6 +288,21 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       : [],
     details,
   };
+}
+
+/**
+ * CPU milliseconds per started run over a phase and its drain (every run it started has ended):
+ * Temporal's, and all of ours (API, workers, Temporal, FerretDB). Unlike throughput this hardly
+ * moves with other tenants of the machine, so it compares the work a run costs across runs.
+ */
+function cpuPerRun(usage: PhaseUsage, runs: number): string {
+  const ms = (name: string) =>
+    ((usage.cores[name] ?? 0) * usage.seconds * 1000) / Math.max(1, runs);
+  const ours = ['api', 'worker', 'baseline', 'temporal', 'ferretdb'];
+  return `CPU per run incl. drain: Temporal ${fmt(ms('temporal'), 2)} ms, all services ${fmt(
+    ours.reduce((sum, n) => sum + ms(n), 0),
+    2,
+  )} ms (${runs} runs, other load ${fmt(usage.cores.other ?? 0, 2)} cores)`;
 }
 
 /** The bytes of a run's start argument as Temporal stores it (sealed by the codec): its first event's input. */
