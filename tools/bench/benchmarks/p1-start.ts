@@ -13,6 +13,8 @@ import { deleteAll } from '../lib/delete-all';
 import { RateCounter } from '../../../api/limits/rate-counter';
 import type { RunFinal } from '../../../domain/run';
 import { SEARCH_ATTRIBUTES } from '../../../workflows/definitions';
+import { workflowDetails, workflowSummary } from '../../../workflows/summaries';
+import { priorityKey } from '../../../domain/run-priority';
 import { BARE_TASK_QUEUE, BARE_WORKFLOW_TYPE } from '../baseline/constants';
 import {
   describeRpc,
@@ -23,6 +25,7 @@ import {
   type Row,
 } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
+import type { PhaseUsage } from '../lib/proc';
 import { closedLoop, fmt } from '../lib/stats';
 
 export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
@@ -37,20 +40,25 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
   const tag = randomUUID().slice(0, 8);
   let bareAt32 = NaN;
   let serviceAt32 = NaN;
+  let serviceRunId: string | undefined; // one service run, whose start the options control copies
 
   await ctx.resetRuns();
   for (const c of concurrencies) {
     // Bare Temporal start.
+    let whole = ctx.monitor.begin(); // the phase and its drain: every started run's whole cost
     let end = ctx.monitor.begin();
+    let bareStarted = 0;
     const bare = await closedLoop({ concurrency: c, durationMs, warmupMs }, async (w, seq) => {
       await ctx.temporal.workflow.start(BARE_WORKFLOW_TYPE, {
         taskQueue: BARE_TASK_QUEUE,
         workflowId: `bare-${tag}-${c}-${w}-${seq}`,
         args: [{ name: 'Ada' }],
       });
+      bareStarted++;
     });
     const bareUsage = end();
     const bareDrain = await ctx.resetRuns(drainMs);
+    const bareCpu = cpuPerRun(whole(), bareStarted);
     rows.push({
       case: `bare client.workflow.start, c=${c}`,
       n: bare.count,
@@ -60,7 +68,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       throughput: bare.throughput,
       errors: bare.errors,
       usage: bareUsage,
-      note: drained(bareDrain),
+      note: `${drained(bareDrain)}; ${bareCpu}`,
     });
     ctx.log(`P1 bare c=${c}: ${fmt(bare.throughput)}/s p50 ${fmt(bare.p50)} ms`);
 
@@ -68,7 +76,9 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     const agent = keepAliveAgent(c);
     const before = await ctx.apiStats();
     const workerBefore = await ctx.workerStats();
+    whole = ctx.monitor.begin();
     end = ctx.monitor.begin();
+    let serviceStarted = 0;
     const service = await closedLoop({ concurrency: c, durationMs, warmupMs }, async () => {
       const res = await requestJson(agent, ctx.apiUrl, 'POST', '/api/v1/responses', {
         key: ctx.key,
@@ -78,11 +88,14 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
         throw new Error(
           `POST /responses answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`,
         );
+      serviceRunId ??= (res.body as { run_id?: string }).run_id;
+      serviceStarted++;
     });
     const serviceUsage = end();
     const after = await ctx.apiStats();
     agent.destroy();
     const serviceDrain = await ctx.resetRuns(drainMs);
+    const serviceCpu = cpuPerRun(whole(), serviceStarted);
     const workerAfter = await ctx.workerStats();
     const ratio = service.throughput / bare.throughput;
     rows.push({
@@ -95,7 +108,7 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       ratio,
       errors: service.errors,
       usage: serviceUsage,
-      note: drained(serviceDrain),
+      note: `${drained(serviceDrain)}; ${serviceCpu}`,
     });
     details.push(
       `- c=${c}, service phase (${service.count + service.errors} POSTs): Temporal RPCs by the API: ${describeRpc(rpcDelta(after, before))}. ` +
@@ -138,6 +151,46 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     errors: withSa.errors,
     usage: end(),
     note: `control: what the search attributes alone cost; ${drained(await ctx.resetRuns(drainMs))}`,
+  });
+
+  // What Temporal charges for the rest of the service's start options: the search attributes, the
+  // static summary and details (D33), the priority and fairness key (D36), and a start argument of
+  // the size of a service run's (its graph and options, sealed by the codec, D32), read from the
+  // history of one run of the service phase. Still the bare workflow, so no finalize.
+  const argBytes = serviceRunId ? await startArgBytes(ctx, serviceRunId) : 0;
+  const endOptions = ctx.monitor.begin();
+  const withOptions = await closedLoop(
+    { concurrency: top, durationMs, warmupMs },
+    async (w, seq) => {
+      await ctx.temporal.workflow.start(BARE_WORKFLOW_TYPE, {
+        taskQueue: BARE_TASK_QUEUE,
+        workflowId: `bare-opt-${tag}-${w}-${seq}`,
+        args: [{ name: 'Ada', pad: 'x'.repeat(Math.max(0, argBytes - 40)) }],
+        staticSummary: workflowSummary('hello', 1),
+        staticDetails: workflowDetails([
+          { type: 'user_input' },
+          { type: 'text' },
+          { type: 'user_result' },
+        ]),
+        priority: { priorityKey: priorityKey('normal'), fairnessKey: ctx.accountId },
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.accountId, value: ctx.accountId },
+          { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: 'wf_bench' },
+          { key: SEARCH_ATTRIBUTES.workflowVersion, value: 1 },
+        ],
+      });
+    },
+  );
+  rows.push({
+    case: `bare start with the service's start options (search attributes, summary, details, priority, a ${argBytes}-byte argument), c=${top}`,
+    n: withOptions.count,
+    p50: withOptions.p50,
+    p95: withOptions.p95,
+    p99: withOptions.p99,
+    throughput: withOptions.throughput,
+    errors: withOptions.errors,
+    usage: endOptions(),
+    note: `control: what the service's start options cost on their own; ${drained(await ctx.resetRuns(drainMs))}`,
   });
 
   // Control: the store writes one run costs in steady state (the round-trip budget: the run's insert
@@ -235,6 +288,29 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       : [],
     details,
   };
+}
+
+/**
+ * CPU milliseconds per started run over a phase and its drain (every run it started has ended):
+ * Temporal's, and all of ours (API, workers, Temporal, FerretDB). Unlike throughput this hardly
+ * moves with other tenants of the machine, so it compares the work a run costs across runs.
+ */
+function cpuPerRun(usage: PhaseUsage, runs: number): string {
+  const ms = (name: string) =>
+    ((usage.cores[name] ?? 0) * usage.seconds * 1000) / Math.max(1, runs);
+  const ours = ['api', 'worker', 'baseline', 'temporal', 'ferretdb'];
+  return `CPU per run incl. drain: Temporal ${fmt(ms('temporal'), 2)} ms, all services ${fmt(
+    ours.reduce((sum, n) => sum + ms(n), 0),
+    2,
+  )} ms (${runs} runs, other load ${fmt(usage.cores.other ?? 0, 2)} cores)`;
+}
+
+/** The bytes of a run's start argument as Temporal stores it (sealed by the codec): its first event's input. */
+async function startArgBytes(ctx: BenchContext, runId: string): Promise<number> {
+  const history = await ctx.temporal.workflow.getHandle(runId).fetchHistory();
+  const payloads =
+    history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  return payloads.reduce((sum, p) => sum + (p.data?.length ?? 0), 0);
 }
 
 /** "12.3 (40 commands)": how many writes a group commit carried per command. */
