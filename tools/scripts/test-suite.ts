@@ -192,7 +192,9 @@ async function main(args: string[]): Promise<number> {
     }
   });
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  process.stdout.write(`\n${groups.length} test processes, ${minutes} min\n`);
+  process.stdout.write(
+    `\n${groups.length} test process${groups.length > 1 ? 'es' : ''}, ${minutes} min\n`,
+  );
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
   return failed > 0 || outcomes.some((o) => o.code !== 0) ? 1 : 0;
 }
