@@ -7,6 +7,7 @@ module.exports = {
   extension: ['ts'],
   reporter: 'test/reporter.cjs',
   timeout: 60000,
+  forbidOnly: true, // a left-over .only fails instead of quietly running one test
   forbidPending: true, // a skipped test fails (no .skip, no silent gaps such as a missing browser)
   exit: true,
 };

@@ -9,6 +9,7 @@ module.exports = {
   extension: ['ts'],
   reporter: 'test/reporter.cjs',
   timeout: 10000,
+  forbidOnly: true, // a left-over .only fails instead of quietly running one test
   forbidPending: true, // a skipped test fails: nothing is left out silently
   exit: true,
 };

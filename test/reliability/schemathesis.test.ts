@@ -5,6 +5,11 @@
  * service. At least 2,000 of them, counted from schemathesis' own NDJSON report; none may answer
  * 5xx or break the document (status, content type, headers, body schema). Configuration and
  * hooks (real ids of this account swapped into positive cases) are in ./schemathesis/.
+ *
+ * Each run draws a seed and prints it; a failure is replayed with the same cases by
+ * `WRS_SCHEMATHESIS_SEED=<seed> npx mocha test/reliability/schemathesis.test.ts`. The suite runs
+ * 25 random cases per operation (schemathesis.toml) after the boundary cases of every operation;
+ * a deeper run, e.g. before a release: `WRS_SCHEMATHESIS_EXAMPLES=150` (about 5 minutes).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -26,6 +31,10 @@ import { startService, type TestService } from '../support/service';
 
 const CONFIG_DIR = path.join(__dirname, 'schemathesis');
 const MIN_REQUESTS = 2_000;
+/** The run's seed: given to replay a failure, else drawn (schemathesis' --seed takes up to 2^32). */
+const SEED = Number(process.env.WRS_SCHEMATHESIS_SEED || Math.floor(Math.random() * 2 ** 32));
+/** Random cases per operation when a deeper run than schemathesis.toml's is asked for. */
+const EXAMPLES = process.env.WRS_SCHEMATHESIS_EXAMPLES;
 /** How long the slow workflow's model call takes: its runs stay `running` through the whole schemathesis run unless cancelled. */
 const LIVE_RUN_MS = 150_000;
 
@@ -51,21 +60,42 @@ interface Scenario {
 /** What the report says: requests by operation (stateful sequences apart) and status, failed checks, and engine errors. */
 interface Report {
   requests: number;
+  /** Per phase (coverage, fuzzing, stateful ...): its seconds and requests. */
+  phases: Map<string, { seconds: number; requests: number }>;
   byOperation: Map<string, Map<number | 'none', number>>;
   failures: string[];
   errors: string[];
 }
 
 function readReport(file: string): Report {
-  const report: Report = { requests: 0, byOperation: new Map(), failures: [], errors: [] };
+  const report: Report = {
+    requests: 0,
+    phases: new Map(),
+    byOperation: new Map(),
+    failures: [],
+    errors: [],
+  };
+  const phase = (name: string) => {
+    const entry = report.phases.get(name) ?? { seconds: 0, requests: 0 };
+    report.phases.set(name, entry);
+    return entry;
+  };
+  const phaseStarts = new Map<string, number>();
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
     if (!line.trim()) continue;
     const event = JSON.parse(line) as Record<string, any>;
     // An engine error (a hook that raised, a schema it could not read ...) means some cases never ran.
     for (const kind of ['NonFatalError', 'FatalError'])
       if (event[kind]) report.errors.push(`${kind}: ${JSON.stringify(event[kind]).slice(0, 1000)}`);
+    if (event.PhaseStarted)
+      phaseStarts.set(event.PhaseStarted.phase.name, event.PhaseStarted.timestamp);
+    if (event.PhaseFinished) {
+      const { name } = event.PhaseFinished.phase;
+      phase(name).seconds = event.PhaseFinished.timestamp - (phaseStarts.get(name) ?? NaN);
+    }
     const scenario = event.ScenarioFinished as Scenario | undefined;
     if (!scenario) continue;
+    phase(scenario.phase).requests += Object.keys(scenario.recorder.interactions ?? {}).length;
     for (const interaction of Object.values(scenario.recorder.interactions ?? {})) {
       report.requests += 1;
       const key = scenario.phase === 'stateful' ? 'stateful' : scenario.recorder.label;
@@ -247,6 +277,9 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
         '--report-junit-path',
         path.join(workDir, 'junit.xml'),
         '--no-color',
+        '--seed',
+        String(SEED),
+        ...(EXAMPLES ? ['--max-examples', EXAMPLES] : []),
       ],
       {
         WRS_ST_KEY: key,
@@ -271,8 +304,12 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
             .join(' ')}`,
       )
       .join('\n');
+    const phases = [...report.phases]
+      .filter(([, p]) => p.requests > 0)
+      .map(([name, p]) => `${name} ${p.requests} in ${p.seconds.toFixed(1)} s`)
+      .join(', ');
     process.stderr.write(
-      `      schemathesis ${tool.version}: ${report.requests} requests in ${seconds} s (exit ${code})\n${table}\n`,
+      `      schemathesis ${tool.version}: ${report.requests} requests in ${seconds} s (exit ${code}, seed ${SEED}: WRS_SCHEMATHESIS_SEED=${SEED} replays them)\n      phases: ${phases}\n${table}\n`,
     );
 
     assert.deepEqual(
