@@ -7,8 +7,6 @@
  * runs again what it can no longer read.
  */
 import assert from 'node:assert/strict';
-import { promisify } from 'node:util';
-import { inflateRaw } from 'node:zlib';
 import { publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
 import { call } from '../../support/http';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../../support/execution';
@@ -16,46 +14,15 @@ import { resultsFile } from '../../support/files';
 import { startRun } from '../../support/runs';
 import { temporalClient } from '../../support/service';
 import { useService } from '../../support/use-service';
-import { pageId } from '../../../domain/item-blocks';
+import { money, rerunHelpers } from '../../support/reruns';
 import { findRunRecord } from '../../../store/runs';
-
-const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
-const inflate = promisify(inflateRaw);
 
 describe('a re-run of failed items runs the failed rows its parent’s record lists (D38)', function () {
   this.timeout(240_000);
   const ctx = useService({ fakeOpenAI: true, credit: 100, env: { PRICES } });
 
-  const rerun = async (runId: string): Promise<string> => {
-    const res = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/rerun`, {
-      key: ctx.key,
-      body: { items: 'failed' },
-    });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    return res.body.run_id;
-  };
-  const pagedItems = async (runId: string) => {
-    const items: any[] = [];
-    let after: string | undefined;
-    for (;;) {
-      const query = `limit=100${after ? `&starting_after=${after}` : ''}`;
-      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?${query}`, {
-        key: ctx.key,
-      });
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      items.push(...res.body.data);
-      if (!res.body.has_more) return items;
-      after = res.body.data.at(-1).id;
-    }
-  };
-  const storedPage = async (runId: string, page: number) => {
-    const doc = await ctx.svc.store.collections.itemBlocks.findOne({
-      _id: pageId(runId, 'ask', page),
-    });
-    assert.ok(doc?.rows_z, `page ${page} of ${runId}`);
-    return { base: doc.base, lines: (await inflate(doc.rows_z.buffer)).toString().split('\n') };
-  };
-  /** The block activities a run scheduled, and whether it recorded a patch marker. */
+  const { rerun, pagedItems, storedPage } = rerunHelpers(ctx);
+  /** The block activities a run scheduled, and whether it recorded the patch marker rerun-known-failed-rows. */
   const blocksOf = async (runId: string) => {
     const history = await temporalClient(ctx.svc).workflow.getHandle(runId).fetchHistory();
     const events = history.events ?? [];
@@ -63,7 +30,16 @@ describe('a re-run of failed items runs the failed rows its parent’s record li
       blocks: events.filter(
         (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runNodeBlock',
       ).length,
-      markers: events.filter((e) => e.markerRecordedEventAttributes).length,
+      // The patch markers of this path (a run also records others, e.g. finalize-local's).
+      markers: events.filter((e) => {
+        const marker = e.markerRecordedEventAttributes;
+        const data = marker?.details?.['patch-data']?.payloads?.[0]?.data;
+        return (
+          marker?.markerName === 'core_patch' &&
+          !!data &&
+          JSON.parse(Buffer.from(data).toString()).id === 'rerun-known-failed-rows'
+        );
+      }).length,
     };
   };
   const failedOf = async (runId: string) =>

@@ -8,8 +8,6 @@
  * itself stay its own.
  */
 import assert from 'node:assert/strict';
-import { promisify } from 'node:util';
-import { inflateRaw } from 'node:zlib';
 import { publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
 import { call } from '../../support/http';
 import { expectError } from '../../support/api-assert';
@@ -17,47 +15,14 @@ import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../../support/execution';
 import { resultsFile } from '../../support/files';
 import { startRun } from '../../support/runs';
 import { useService } from '../../support/use-service';
-import { pageId } from '../../../domain/item-blocks';
+import { money, rerunHelpers } from '../../support/reruns';
 import { findRunRecord } from '../../../store/runs';
-
-const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
-const inflate = promisify(inflateRaw);
 
 describe('a re-run references its parent’s rows and inputs (D38); deleting the parent erases them (D39)', function () {
   this.timeout(240_000);
   const ctx = useService({ fakeOpenAI: true, credit: 100, env: { PRICES } });
 
-  const rerun = async (runId: string): Promise<string> => {
-    const res = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/rerun`, {
-      key: ctx.key,
-      body: { items: 'failed' },
-    });
-    assert.equal(res.status, 202, JSON.stringify(res.body));
-    return res.body.run_id;
-  };
-  /** Every item of output `answers` through the paged `/outputs` reads (100 a page, by cursor). */
-  const pagedItems = async (runId: string) => {
-    const items: any[] = [];
-    let after: string | undefined;
-    for (;;) {
-      const query = `limit=100${after ? `&starting_after=${after}` : ''}`;
-      const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?${query}`, {
-        key: ctx.key,
-      });
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      items.push(...res.body.data);
-      if (!res.body.has_more) return items;
-      after = res.body.data.at(-1).id;
-    }
-  };
-  /** A stored page of run `runId`'s node `ask`, as stored: its base and its lines. */
-  const storedPage = async (runId: string, page: number) => {
-    const doc = await ctx.svc.store.collections.itemBlocks.findOne({
-      _id: pageId(runId, 'ask', page),
-    });
-    assert.ok(doc?.rows_z, `page ${page} of ${runId}`);
-    return { base: doc.base, lines: (await inflate(doc.rows_z.buffer)).toString().split('\n') };
-  };
+  const { rerun, pagedItems, storedPage } = rerunHelpers(ctx);
   const texts = (items: any[]) =>
     items.map((i) => `${i.item_index}:${i.status}:${i.parts[0]?.text ?? ''}`);
 
