@@ -45,12 +45,6 @@ export const PATCHES = {
     change:
       "D38: a re-run of failed items whose parent's record lists its failed rows runs blocks of those rows only (workflows/carry-over.ts planBlocks), each told its rows (`runRows`) and given only their inline items (`picked`); old runs keep uniform blocks that read the parent's pages.",
   },
-  'finalize-local': {
-    since: '0.1.0',
-    stage: 'patched',
-    change:
-      'finalizeRun as a local activity (a marker in the workflow task that ends the run) instead of an activity task',
-  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

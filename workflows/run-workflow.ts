@@ -10,11 +10,9 @@ import {
   workflowInfo,
   condition,
   proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   type ActivityInterfaceFor,
-  type LocalActivityInterfaceFor,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type {
@@ -69,7 +67,7 @@ export async function runWorkflow(
   });
 
   const { options } = args;
-  const { nodeOptions, nodes, persistence, localPersistence } = runProxies(options);
+  const { nodeOptions, nodes, persistence } = runProxies(options);
   const slots = new Semaphore(options.concurrency);
   // D36 max_cost: only runs started with one have a cap, so other runs issue the same commands as before.
   const cap = options.costCap ? new CostCap(options.costCap, () => state.spent) : undefined;
@@ -122,9 +120,7 @@ export async function runWorkflow(
   progress.ended(state.status);
 
   const { final, chunks } = splitFinal(failedRows.attach(state.final())); // D38
-  await CancellationScope.nonCancellable(() =>
-    saveEnd(persistence, localPersistence, final, chunks),
-  );
+  await CancellationScope.nonCancellable(() => saveEnd(persistence, final, chunks));
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;
   if (webhook)
@@ -156,23 +152,12 @@ function runProxies(options: RunArgs['options']) {
     // The end of a run must reach MongoDB even if it is down for a while: retry without limit.
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });
-  // The run's end as a local activity (patch 'finalize-local'): the worker that finishes the run
-  // writes its end within the same workflow task, so a small run costs Temporal one workflow task
-  // and a marker instead of an activity task and a second workflow task (docs/architecture.md "End").
-  // Same retries as above; past 5 s between attempts they wait on a durable timer in history
-  // instead of holding the workflow task, so a store outage frees the worker's slot.
-  const localPersistence = proxyLocalActivities<Activities>({
-    startToCloseTimeout: 10_000,
-    retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
-    localRetryThreshold: 5_000,
-  });
-  return { nodeOptions, nodes, persistence, localPersistence };
+  return { nodeOptions, nodes, persistence };
 }
 
 /** Writes a run's end: its chunks, then the record that says how many. */
 async function saveEnd(
   persistence: ActivityInterfaceFor<Activities>,
-  localPersistence: LocalActivityInterfaceFor<Activities>,
   final: ReturnType<typeof splitFinal>['final'],
   chunks: ReturnType<typeof splitFinal>['chunks'],
 ): Promise<void> {
@@ -186,8 +171,7 @@ async function saveEnd(
   // Temporal refuses above 4 MB (two chunks of at most 512 KB each stay far below it).
   for (let i = 0; i < chunks.length; i += 2)
     await Promise.all(chunks.slice(i, i + 2).map((chunk, j) => saveChunk(chunk, i + j)));
-  const finalize = isPatched('finalize-local') ? localPersistence : persistence;
-  await finalize.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [
+  await persistence.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [
     final,
   ]);
 }
