@@ -112,11 +112,7 @@ async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<bool
   const stored = Object.values(run.stored_outputs ?? {});
   if (stored.length > 0 && !run.item_id_base) return true; // cannot tell: let the re-run find out
   for (const output of stored) {
-    // D38: a completed run's record lists a stored output's failed rows when they are few.
-    if (output.failed) {
-      if (output.failed.length > 0) return true;
-      continue;
-    }
+    if (output.failed) continue; // listed, and empty: a non-empty list answered above
     for await (const item of storedItems(
       deps.collections,
       run._id,
