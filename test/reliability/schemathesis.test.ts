@@ -8,7 +8,7 @@
  *
  * Each run draws a seed and prints it; a failure is replayed with the same cases by
  * `WRS_SCHEMATHESIS_SEED=<seed> npx mocha test/reliability/schemathesis.test.ts`. The suite runs
- * 25 random cases per operation (schemathesis.toml) after the boundary cases of every operation;
+ * 12 random cases per operation (schemathesis.toml) after the boundary cases of every operation;
  * a deeper run, e.g. before a release: `WRS_SCHEMATHESIS_EXAMPLES=150` (about 5 minutes).
  */
 import assert from 'node:assert/strict';

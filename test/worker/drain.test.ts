@@ -67,7 +67,7 @@ describe('worker drain on SIGTERM (worker/main.ts)', function () {
 
   it('past the grace, cancels the attempt and hands it back: retried on the next worker, billed once, exit 0', async () => {
     const { calls } = await drainMidCall(
-      batchWorkflow('drain-handback', ['slow:8000 drain-handback']),
+      batchWorkflow('drain-handback', ['slow:4000 drain-handback']),
       500,
     );
     assert.equal(calls[0].aborted, true, 'the first attempt was cut at the grace');
