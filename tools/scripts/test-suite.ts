@@ -24,7 +24,7 @@ const MOCHA = require.resolve('mocha/bin/mocha.js');
 
 /** Seconds a file usually takes on a warm 2-core machine (a whole-suite run), for the files over ~3 s. */
 const SECONDS: Record<string, number> = {
-  'test/reliability/schemathesis.test.ts': 120,
+  'test/reliability/schemathesis.test.ts': 60,
   'test/workflows/big-run-files.test.ts': 90,
   'test/reliability/load.test.ts': 70,
   'test/workflows/big-runs.test.ts': 40,
