@@ -107,7 +107,19 @@ export async function startPostgres(opts: {
     args,
     logFile: path.join(opts.dir, 'postgresql.log'),
   });
-  await waitUntilReady(proc, () => waitForTcp('127.0.0.1', port, 500), { timeoutMs: 60_000 });
+  // An open port is not readiness: PostgreSQL listens while it is still starting up and refuses
+  // sessions with "the database system is starting up" until then. pg_isready exits 0 only once
+  // it accepts them (as Compose's healthcheck asks).
+  const [isReady, isReadyArgs] = asPostgres(path.join(bin, 'pg_isready'), [
+    '-h',
+    socketDir,
+    '-p',
+    String(port),
+    '-q',
+  ]);
+  await waitUntilReady(proc, () => run(isReady, isReadyArgs, process.env).then(() => undefined), {
+    timeoutMs: 60_000,
+  });
   await run('sh', [path.join(ROOT, 'deploy', 'compose', 'postgresql-init.sh')], {
     PATH: `${bin}:${process.env.PATH}`,
     PGHOST: socketDir,
