@@ -3,8 +3,9 @@
  * list that came with the request, from the activity's input), the items go to the store, and the
  * answer carries only counts and cost, so no row or answer ever enters Temporal's history.
  *
- * A block spans whole pages (domain/item-blocks.ts), so each page has one writer. Every second the
- * pages that became complete are inserted (one round trip); when the attempt stops (done, failed,
+ * A block spans whole pages (domain/item-blocks.ts), so each page has one writer. Every second (or
+ * as soon as EARLY_WRITE_PAGES of them are) the pages that became complete are inserted (one
+ * round trip); when the attempt stops (done, failed,
  * cancelled) the pages left incomplete are written too. A retried attempt (worker killed, provider
  * down for a while) reads the block's pages and runs only the rows they lack: a finished row is
  * called again only if its page was not yet complete when a worker died. The heartbeat carries
@@ -99,7 +100,7 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
     if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
 
-    const { flushComplete, finish } = pageWriter(collections, req, rows, existing, alive);
+    const { flushComplete, rowDone, finish } = pageWriter(collections, req, rows, existing, alive);
     const signal = context.cancellationSignal;
     // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
     setMaxListeners(0, signal);
@@ -111,7 +112,7 @@ export function createNodeBlockActivity(executors: RowExecutors, collections: C)
     beat();
     const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
     try {
-      stopped = await runRows(executors, req, queue, rows, pending, signal);
+      stopped = await runRows(executors, req, queue, rows, pending, signal, rowDone);
     } finally {
       clearInterval(timer);
     }
@@ -159,9 +160,17 @@ function queueRows(
 }
 
 /**
+ * Pages that became complete since the last write, above which a block writes them at once instead
+ * of at its next heartbeat: a block of a few pages never gets there; a re-run's block over many
+ * pages (one failed row each, D38) writes them while its rows run, so its last write is small.
+ */
+const EARLY_WRITE_PAGES = 50;
+
+/**
  * Writes the block's pages: `flushComplete` the pages that became complete (in the background: a
- * failed write is tried again by the next call and by the last flush), `finish` the last write
- * once the rows have stopped, incomplete pages that hold rows too.
+ * failed write is tried again by the next call and by the last flush), `rowDone` as each row ends
+ * (EARLY_WRITE_PAGES), `finish` the last write once the rows have stopped, incomplete pages that
+ * hold rows too.
  */
 function pageWriter(
   collections: C,
@@ -169,7 +178,7 @@ function pageWriter(
   rows: Array<StoredRow | null>,
   existing: Set<number>,
   alive: () => void,
-): { flushComplete: () => void; finish: () => Promise<void> } {
+): { flushComplete: () => void; rowDone: (index: number) => void; finish: () => Promise<void> } {
   // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
   const pages = pagesOf(req.first, req.first + req.count);
   const rowsOf = (page: number): Array<StoredRow | null> => {
@@ -210,7 +219,15 @@ function pageWriter(
   };
   let flushFailed: unknown;
   const flushComplete = (): void => {
+    completed.clear();
     flush(false).catch((err: unknown) => (flushFailed = err));
+  };
+  const completed = new Set<number>();
+  const rowDone = (index: number): void => {
+    const page = Math.floor(index / PAGE_ROWS);
+    if (done.has(page) || !rowsOf(page).every((row) => row !== null)) return;
+    completed.add(page);
+    if (completed.size >= EARLY_WRITE_PAGES) flushComplete();
   };
   const finish = async (): Promise<void> => {
     await writing.catch(() => undefined);
@@ -223,7 +240,7 @@ function pageWriter(
       await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
     }
   };
-  return { flushComplete, finish };
+  return { flushComplete, rowDone, finish };
 }
 
 /**
@@ -238,6 +255,7 @@ async function runRows(
   rows: Array<StoredRow | null>,
   pending: Map<number, unknown>,
   signal: AbortSignal,
+  rowDone: (index: number) => void,
 ): Promise<unknown> {
   let stopped: unknown;
   const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
@@ -247,6 +265,7 @@ async function runRows(
       u: [usage.calls, usage.input_tokens, usage.output_tokens],
     };
     pending.delete(index);
+    rowDone(index);
   };
   const lane = async (): Promise<void> => {
     for (;;) {

@@ -27,6 +27,8 @@ const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
 const CARRIED_LANES = 16;
 /** The most pages of one block of a carried node whose failed rows are known (see CarryOver.plan). */
 const CARRIED_BLOCK_PAGES = 100;
+/** Patch `rerun-one-block`: the most rows of a carried node run as one block (see CarryOver.onePlan). */
+const ONE_BLOCK_ROWS = 100_000;
 
 /** Asks the `loadCarryOver` activity what the parent holds, and builds the run's carry-over from it. */
 export async function loadCarry(
@@ -139,9 +141,27 @@ export class CarryOver {
    * carried rows alone are written in a few large inserts.
    */
   plan(nodeId: string, count: number): BlockPlan[] | undefined {
+    const rows = this.knownFailed(nodeId, count);
+    return rows && planBlocks(count, rows, CARRIED_LANES);
+  }
+
+  /**
+   * Patch `rerun-one-block`: a carried big node of at most ONE_BLOCK_ROWS rows whose failed rows
+   * are known runs them in one block, at the run's whole concurrency, its lanes sharing one queue.
+   * With 16 blocks of 4 lanes each (`plan`), blocks that started late or met slower calls ended up
+   * to 0.7 s after the first ones while those blocks' lanes idled, and every block's start and end
+   * cost an activity task and a workflow task. Undefined when not known or bigger (then `plan`).
+   */
+  onePlan(nodeId: string, count: number): BlockPlan[] | undefined {
+    const rows = this.knownFailed(nodeId, count);
+    if (!rows || count > ONE_BLOCK_ROWS) return undefined;
+    return [{ first: 0, count, run: rows }];
+  }
+
+  private knownFailed(nodeId: string, count: number): number[] | undefined {
     const known = this.failed[nodeId];
     if (!this.carriable.has(nodeId) || !known || known.count !== count) return undefined;
-    return planBlocks(count, known.rows, CARRIED_LANES);
+    return known.rows;
   }
 
   /** A big node's blocks take the parent's completed rows from its stored pages (activities/node-block.ts). */

@@ -45,6 +45,12 @@ export const PATCHES = {
     change:
       "D38: a re-run of failed items whose parent's record lists its failed rows runs blocks of those rows only (workflows/carry-over.ts planBlocks), each told its rows (`runRows`) and given only their inline items (`picked`); old runs keep uniform blocks that read the parent's pages.",
   },
+  'rerun-one-block': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D38: such a re-run's carried node of at most 100,000 rows runs its failed rows as one block at the run's whole concurrency (workflows/carry-over.ts CarryOver.onePlan) instead of 16 blocks of 4 lanes; old runs keep the 16 blocks.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -128,6 +128,15 @@ export async function runWorkflow(
   return { status: state.status, total_cost: final.totalCost };
 }
 
+/**
+ * D38: the blocks of a carried node whose parent's failed rows are known: one block of them all
+ * when the node is small enough (patch `rerun-one-block`, CarryOver.onePlan), else `known`.
+ */
+function knownPlan(carry: CarryOver, nodeId: string, count: number, known: BlockPlan[]) {
+  const one = carry.onePlan(nodeId, count);
+  return one && isPatched('rerun-one-block') ? one : known;
+}
+
 /** The run's activity proxies: node work (D10), and the writes of its tallies and its end. */
 function runProxies(options: RunArgs['options']) {
   const nodeOptions: ActivityOptions = {
@@ -275,7 +284,7 @@ class RunActivities {
     const known = carry?.plan(node.id, count);
     const plan: BlockPlan[] =
       known && isPatched('rerun-known-failed-rows')
-        ? known
+        ? knownPlan(carry!, node.id, count, known)
         : Array.from({ length: Math.ceil(count / blockRows) }, (_, b) => ({
             first: b * blockRows,
             count: Math.min(blockRows, count - b * blockRows),

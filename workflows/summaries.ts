@@ -106,7 +106,11 @@ export function progressDetails(p: ProgressCounts): string {
  * rebuilds its details a few hundred times, not per row, and they are never more than 1% behind.
  */
 export function progressStep(items: number): number {
-  return 10 ** Math.max(0, String(Math.max(1, Math.trunc(items))).length - 3);
+  // Compared, not counted in digits: it runs once per item started and done, and making a string
+  // of the count each time cost ~30 ms of a workflow task per 100,000 rows.
+  let step = 1;
+  for (let limit = 1000; Math.trunc(items) >= limit; limit *= 10) step *= 10;
+  return step;
 }
 
 /**

@@ -127,6 +127,23 @@ describe('re-run carry-over (D38)', () => {
     );
   });
 
+  it('runs the known failed rows of a node of at most 100,000 rows as one block', () => {
+    // g: rows → split → a (stored by the parent, its failed rows listed) → b → result.
+    const source = (count: number) => ({
+      stored: ['a', 'b'],
+      inline: {},
+      failed: { a: { count, rows: [42, 9_942] } },
+    });
+    const carry = new CarryOver(g, source(100_000), 'run_parent');
+    assert.deepEqual(carry.onePlan('a', 100_000), [{ first: 0, count: 100_000, run: [42, 9_942] }]);
+    // Another count than the listed one, a node without a list, a bigger node: not this plan.
+    assert.equal(carry.onePlan('a', 99_999), undefined);
+    assert.equal(carry.onePlan('b', 100_000), undefined);
+    const big = new CarryOver(g, source(100_001), 'run_parent');
+    assert.equal(big.onePlan('a', 100_001), undefined);
+    assert.equal(big.plan('a', 100_001)?.[0].first, 0); // the 16 lanes' plan instead
+  });
+
   it('lists a completed run’s failed rows only when every block said which', () => {
     const final = (status: RunFinal['status']) =>
       ({

@@ -39,6 +39,13 @@ describe('summaries (D33)', () => {
       [1, 999, 1000, 9_999, 10_000, 100_000].map(progressStep),
       [1, 1, 10, 10, 100, 1_000],
     );
+    // The same steps as counting the count's digits (how it was first written).
+    for (const n of [0, 1, 999.9, 1000.5, 99_999, 123_456, 999_999, 1_000_000, 2_500_000])
+      assert.equal(
+        progressStep(n),
+        10 ** Math.max(0, String(Math.max(1, Math.trunc(n))).length - 3),
+        String(n),
+      );
     const published: string[] = [];
     const progress = new RunProgress(3, (d) => published.push(d));
     assert.deepEqual(published, ['nodes 0/3 · items 0/0 · running']);

@@ -21,6 +21,8 @@ export interface FakeLlm {
   held(): number;
   /** Answers every held request, `spreadMs` apart at most in total (0: all at once). */
   release(spreadMs?: number): void;
+  /** Records each request's arrival and answer (Date.now()) until the returned function is called, which hands them over (P9). */
+  trace(): () => Array<{ at: number; done: number }>;
   close(): Promise<void>;
 }
 
@@ -29,10 +31,16 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   const counts = { received: 0, answered: 0, inFlight: 0, maxInFlight: 0 };
   const holding = new Set<() => void>();
   const refused = new Set<string>();
+  let traced: Array<{ at: number; done: number }> | undefined;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (traced) {
+        const call = { at: Date.now(), done: 0 };
+        traced.push(call);
+        res.on('finish', () => (call.done = Date.now()));
+      }
       counts.received++;
       counts.inFlight++;
       counts.maxInFlight = Math.max(counts.maxInFlight, counts.inFlight);
@@ -108,6 +116,14 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       waiting.forEach((go, i) =>
         spreadMs > 0 ? setTimeout(go, (i * spreadMs) / waiting.length) : go(),
       );
+    },
+    trace: () => {
+      const calls: Array<{ at: number; done: number }> = [];
+      traced = calls;
+      return () => {
+        if (traced === calls) traced = undefined;
+        return calls;
+      };
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,10 +1,11 @@
 /**
  * D38: a completed big run's record lists the rows of each stored node that did not complete
- * (`stored_outputs.<label>.failed`), and its re-run of failed items runs blocks of those rows only,
- * carrying every other row by reference without reading the parent's pages (workflows/carry-over.ts
- * `planBlocks`). Readers still see every row in order. When the parent's carried rows read through a
- * re-run that was deleted (D39), the list is not trusted: the re-run reads the parent's pages and
- * runs again what it can no longer read.
+ * (`stored_outputs.<label>.failed`), and its re-run of failed items runs blocks of those rows only
+ * (one block for a node of at most 100,000 rows), carrying every other row by reference without
+ * reading the parent's pages (workflows/carry-over.ts `onePlan`, `planBlocks`). Readers still see
+ * every row in order. When the parent's carried rows read through a re-run that was deleted (D39),
+ * the list is not trusted: the re-run reads the parent's pages and runs again what it can no
+ * longer read.
  */
 import assert from 'node:assert/strict';
 import { publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
@@ -22,24 +23,27 @@ describe('a re-run of failed items runs the failed rows its parent’s record li
   const ctx = useService({ fakeOpenAI: true, credit: 100, env: { PRICES } });
 
   const { rerun, pagedItems, storedPage } = rerunHelpers(ctx);
-  /** The block activities a run scheduled, and whether it recorded the patch marker rerun-known-failed-rows. */
+  /** The block activities a run scheduled, and whether it recorded the patch markers rerun-known-failed-rows and rerun-one-block. */
   const blocksOf = async (runId: string) => {
     const history = await temporalClient(ctx.svc).workflow.getHandle(runId).fetchHistory();
     const events = history.events ?? [];
-    return {
-      blocks: events.filter(
-        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runNodeBlock',
-      ).length,
-      // The patch markers of this path (a run also records others, e.g. finalize-local's).
-      markers: events.filter((e) => {
+    // The patch markers of this path (a run also records others).
+    const markersOf = (id: string) =>
+      events.filter((e) => {
         const marker = e.markerRecordedEventAttributes;
         const data = marker?.details?.['patch-data']?.payloads?.[0]?.data;
         return (
           marker?.markerName === 'core_patch' &&
           !!data &&
-          JSON.parse(Buffer.from(data).toString()).id === 'rerun-known-failed-rows'
+          JSON.parse(Buffer.from(data).toString()).id === id
         );
-      }).length,
+      }).length;
+    return {
+      blocks: events.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runNodeBlock',
+      ).length,
+      markers: markersOf('rerun-known-failed-rows'),
+      oneBlock: markersOf('rerun-one-block'),
     };
   };
   const failedOf = async (runId: string) =>
@@ -66,8 +70,8 @@ describe('a re-run of failed items runs the failed rows its parent’s record li
     assert.equal(child.status, 'completed');
     assert.equal(ctx.fake.requestsWith('kf1').length, 1000 + failing.length);
     assert.equal(child.total_cost, money(START_FEE_USD + failing.length * LLM_CALL_USD));
-    // 102 failed rows over 16 lanes: blocks of ≥ 7 of them, so pages 0–3 and 4–9 (uniform blocks: 10).
-    assert.deepEqual(await blocksOf(childId), { blocks: 2, markers: 1 });
+    // One block of all 10 pages runs the 102 listed rows (uniform blocks: 10; 16 lanes' plan: 2).
+    assert.deepEqual(await blocksOf(childId), { blocks: 1, markers: 1, oneBlock: 1 });
     assert.deepEqual(await failedOf(childId), [], 'nothing failed this time');
 
     // The whole failed page holds new rows only; a page with one failed row references the rest;
@@ -144,6 +148,8 @@ describe('a re-run of failed items runs the failed rows its parent’s record li
       assert.equal(item.item_index, k);
       assert.equal(item.status, 'completed', `row ${k}`);
     });
-    assert.equal((await blocksOf(fourthId)).markers, 0, 'the old path: no list trusted');
+    const fourthBlocks = await blocksOf(fourthId);
+    assert.equal(fourthBlocks.markers, 0, 'the old path: no list trusted');
+    assert.equal(fourthBlocks.oneBlock, 0);
   });
 });

@@ -3,7 +3,9 @@
  * concurrency 64, one row in 100 refused the first time it is asked (so the run completes with
  * 1% failed items), then `POST /api/v1/runs/{id}/rerun` with `items: "failed"`. Each wall time
  * is from the POST to the workflow's close (the load process's own Temporal client); each cost
- * is the run's ledger debit. Target: the re-run costs and takes about 1% of the original.
+ * is the run's ledger debit. Target: the re-run costs and takes about 1% of the original. The
+ * report breaks the re-run's time down from its history (every workflow task, each activity type's
+ * schedule → start → close) and from the fake's record of each provider call (`timeline`).
  */
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
@@ -54,6 +56,8 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
   const measure = async (path: string, body: unknown) => {
     const answeredBefore = ctx.fake.counts.answered;
     const end = ctx.monitor.begin();
+    const stopTrace = ctx.fake.trace();
+    const postAt = Date.now(); // the history's clock (same machine)
     const t0 = nowMs();
     const res = await requestJson(agent, ctx.apiUrl, 'POST', path, { key: ctx.key, body });
     if (res.status !== 202)
@@ -70,10 +74,13 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     ]).finally(() => clearTimeout(timer))) as { status: string; total_cost: number };
     const wall = nowMs() - t0;
     const usage = end();
+    const calls = stopTrace();
     const debit = await ctx.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     const { historyLength } = await handle.describe();
     // A history over 4 MB (the 100,000 rows of the start argument) cannot be fetched in one message: no phases then.
-    const phases = activityPhases(await fetchEvents(ctx.temporal, runId).catch(() => []));
+    const events = await fetchEvents(ctx.temporal, runId).catch(() => []);
+    const phases = activityPhases(events);
+    const steps = timeline(events, postAt, postMs, wall, calls);
     return {
       runId,
       wall,
@@ -83,6 +90,7 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
       calls: ctx.fake.counts.answered - answeredBefore,
       historyLength,
       phases,
+      steps,
       postMs,
     };
   };
@@ -153,6 +161,7 @@ export async function benchRerun(ctx: BenchContext): Promise<BenchResult> {
     ],
     details: [
       `- Where the re-run's time went (from the workflow's start, per activity type: count, first scheduled → last closed, median scheduled → closed): ${rerun.phases}.`,
+      `- The re-run, step by step (ms from the POST): ${rerun.steps}.`,
       `- The original's: ${original.phases}.`,
       `- The POST answered its 202 in ${fmt(original.postMs, 0)} ms (original) and ${fmt(rerun.postMs, 0)} ms (re-run).`,
       `- The original: ${original.calls} LLM calls in ${fmt(original.wall / 1000, 1)} s, debit $${fmt(original.cost, 6)}; the re-run: ${rerun.calls} calls in ${fmt(rerun.wall / 1000, 2)} s, debit $${fmt(rerun.cost, 6)} (start fee included in both).`,
@@ -193,4 +202,86 @@ function activityPhases(events: HistoryEvent[]): string {
     }),
     `closed at ${fmt(end, 0)} ms`,
   ].join('; ');
+}
+
+/**
+ * The re-run's time from the POST to the client seeing the result (ms from the POST; history
+ * times are the Temporal server's clock, on this machine): the 202, the workflow's start, every
+ * workflow task (scheduled → started +run), each activity type (first scheduled, schedule → start
+ * and start → close medians and maxima, last closed), the provider calls (first received, last
+ * answered, mean in flight, median latency at the fake) and the close.
+ */
+function timeline(
+  events: HistoryEvent[],
+  postAt: number,
+  postMs: number,
+  wall: number,
+  calls: Array<{ at: number; done: number }>,
+): string {
+  if (events.length === 0) return 'history not readable';
+  const at = (t: HistoryEvent['eventTime']) =>
+    t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 - postAt : NaN;
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  const out: string[] = [
+    `202 at ${fmt(postMs, 0)}`,
+    `started at ${fmt(at(events[0]?.eventTime), 0)}`,
+  ];
+  const wftScheduled = new Map<string, number>();
+  const wftStarted = new Map<string, number>();
+  const tasks: string[] = [];
+  let taskMs = 0;
+  const acts = new Map<string, { type: string; sched: number; start?: number }>();
+  const byType = new Map<
+    string,
+    { first: number; last: number; toStart: number[]; toClose: number[] }
+  >();
+  for (const e of events) {
+    const id = String(e.eventId);
+    const t = at(e.eventTime);
+    if (e.workflowTaskScheduledEventAttributes) wftScheduled.set(id, t);
+    const ws = e.workflowTaskStartedEventAttributes;
+    if (ws) wftStarted.set(id, t);
+    const wc = e.workflowTaskCompletedEventAttributes ?? e.workflowTaskFailedEventAttributes;
+    if (wc) {
+      const started = wftStarted.get(String(wc.startedEventId)) ?? NaN;
+      const sched = wftScheduled.get(String(wc.scheduledEventId)) ?? NaN;
+      taskMs += t - started;
+      tasks.push(`${fmt(sched, 0)}→${fmt(started, 0)}+${fmt(t - started, 0)}`);
+    }
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a) acts.set(id, { type: a.activityType?.name ?? '?', sched: t });
+    const as = e.activityTaskStartedEventAttributes;
+    if (as) {
+      const act = acts.get(String(as.scheduledEventId));
+      if (act) act.start = t;
+    }
+    const closed = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes;
+    if (closed) {
+      const act = acts.get(String(closed.scheduledEventId));
+      if (!act) continue;
+      const entry = byType.get(act.type) ?? { first: Infinity, last: 0, toStart: [], toClose: [] };
+      entry.first = Math.min(entry.first, act.sched);
+      entry.last = Math.max(entry.last, t);
+      entry.toStart.push((act.start ?? t) - act.sched);
+      entry.toClose.push(t - (act.start ?? act.sched));
+      byType.set(act.type, entry);
+    }
+  }
+  out.push(
+    `${tasks.length} workflow tasks (scheduled→started+ran) ${tasks.join(', ')}; ${fmt(taskMs, 0)} ms running in all`,
+  );
+  for (const [type, { first, last, toStart, toClose }] of byType)
+    out.push(
+      `${type} ×${toStart.length} scheduled ${fmt(first, 0)}, to start median ${fmt(median(toStart), 0)} max ${fmt(Math.max(...toStart), 0)}, to close median ${fmt(median(toClose), 0)} max ${fmt(Math.max(...toClose), 0)}, last closed ${fmt(last, 0)}`,
+    );
+  if (calls.length > 0) {
+    const first = Math.min(...calls.map((c) => c.at));
+    const last = Math.max(...calls.map((c) => c.done));
+    const busy = calls.reduce((sum, c) => sum + (c.done - c.at), 0);
+    out.push(
+      `${calls.length} provider calls from ${fmt(first - postAt, 0)} to ${fmt(last - postAt, 0)}: ${fmt(busy / Math.max(1, last - first), 1)} in flight on average, median ${fmt(median(calls.map((c) => c.done - c.at)), 0)} ms each`,
+    );
+  }
+  out.push(`closed at ${fmt(at(events.at(-1)?.eventTime), 0)}`, `result seen at ${fmt(wall, 0)}`);
+  return out.join('; ');
 }
