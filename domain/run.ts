@@ -108,6 +108,11 @@ export interface RunFinal {
   storedOutputs?: Record<string, StoredOutput>;
   /** D36: what the run used; absent from runs of workflow code before D36 (and from a settle without news). */
   usage?: RunUsage;
+  /**
+   * D17: the credit held for the run at its start, as the API recorded it (the workflow's start
+   * argument `holdUsd`); absent (a run started before, the API's settle): read from the record.
+   */
+  holdUsd?: number;
 }
 
 /** D31: one page of one result's items, answered by a live run (`outputPage` query). */

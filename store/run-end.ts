@@ -7,9 +7,10 @@
  * is dropped, so the record and the debit agree once every attempt is done. Every step is
  * idempotent.
  *
- * The same entry gives back the credit held for the run at its start (D17, `released_usd`, read
- * from the run record), so a hold is released exactly once, whichever end books the entry; a
- * run that cost nothing but held credit books an entry of amount 0 for it.
+ * The same entry gives back the credit held for the run at its start (D17, `released_usd`: as
+ * the workflow was started with it, RunFinal.holdUsd, the same value the API wrote on the record;
+ * else read from the record), so a hold is released exactly once, whichever end books the entry;
+ * a run that cost nothing but held credit books an entry of amount 0 for it.
  */
 import type { RunFinal } from '../domain/run';
 import type { RunChunk } from '../domain/run-chunks';
@@ -38,7 +39,8 @@ export async function recordRunEnd(
 ): Promise<boolean> {
   // Nothing else updates a run record (the API only inserts it), so no write needs a read-back:
   // FerretDB loses an update only to a concurrent update of the same document.
-  const hold = await holdOf(c, final.runId);
+  // The hold the workflow was started with (the record's, passed along: no read); else the record's.
+  const hold = final.holdUsd ?? (await holdOf(c, final.runId));
   if (writer === 'settle' || final.totalCost <= 0) {
     // No debit to decide by (a free run), or the API's rare settle: the record's guard keeps the first end.
     const wrote = await finalizeRunRecordOnce(c, final);

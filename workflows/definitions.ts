@@ -44,6 +44,12 @@ export interface RunArgs {
   /** D20: where the run record is POSTed once the run has ended. */
   webhook?: string;
   /**
+   * D17: the credit held for the run at its start, as on its record (`hold_usd`; 0: none). The
+   * run's end hands it to finalize (RunFinal.holdUsd), which then needs no read of the record.
+   * Absent from runs started before it was passed: their finalize reads the record, as before.
+   */
+  holdUsd?: number;
+  /**
    * D38: a re-run of the failed items of run `parentRunId`: the workflow carries the parent's
    * completed items over (workflows/carry-over.ts). A reference only, never the items themselves.
    */

@@ -255,6 +255,8 @@ export class RunState {
       itemIdBase: this.itemIdBase,
       ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
       usage: this.usage(),
+      // D17: the hold the run was started with, so finalize need not read it from the record.
+      ...(this.args.holdUsd !== undefined ? { holdUsd: this.args.holdUsd } : {}),
     };
   }
 

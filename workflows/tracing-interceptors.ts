@@ -6,13 +6,9 @@
  * started untraced (every run before tracing existed, every run with tracing off) must replay with
  * the same draws, so its interceptors stay out of the way. A traced run draws them on every replay
  * alike. Workflow commands are the same either way: the interceptors add headers and spans only.
+ * The SDK's interceptors (and OpenTelemetry with them) are loaded only by a traced workflow: the
+ * sandbox evaluates a workflow's modules once per execution, and loading them cost every run.
  */
-import {
-  OpenTelemetryInboundInterceptor,
-  OpenTelemetryInternalsInterceptor,
-  OpenTelemetryOutboundInterceptor,
-} from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import {
   defaultPayloadConverter,
   type WorkflowExecuteInput,
@@ -21,22 +17,40 @@ import {
   type WorkflowInternalsInterceptor,
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
+import type { OtelInterceptors } from './tracing-otel';
 
-type AnyInterceptor = Record<string, unknown>;
+/** The header the SDK's client interceptor carries the trace context in (its `TRACE_HEADER`). */
+export const TRACE_HEADER = '_tracer-data';
+
+/**
+ * The methods of the SDK's interceptors (test/workflows/tracing-interceptors.unit.test.ts holds
+ * them to the SDK's classes): listed here because the classes are loaded only for a traced run.
+ */
+export const TRACED_METHODS = {
+  inbound: ['execute', 'handleSignal', 'handleUpdate', 'validateUpdate', 'handleQuery'],
+  outbound: [
+    'scheduleActivity',
+    'scheduleLocalActivity',
+    'startNexusOperation',
+    'startChildWorkflowExecution',
+    'continueAsNew',
+    'signalWorkflow',
+    'getLogAttributes',
+    'getMetricTags',
+  ],
+  internals: ['dispose'],
+} as const satisfies Record<keyof OtelInterceptors, readonly string[]>;
+
 type Method = (input: unknown, next: (input: unknown) => unknown) => unknown;
 
-/** Each of `target`'s methods runs only while `on()`; otherwise the call goes straight to `next`. */
-function gated<T>(target: T, on: () => boolean): T {
-  const wrapped: AnyInterceptor = {};
-  let proto: object | null = Object.getPrototypeOf(target) as object | null;
-  while (proto && proto !== Object.prototype) {
-    for (const name of Object.getOwnPropertyNames(proto)) {
-      const fn = (target as AnyInterceptor)[name];
-      if (name === 'constructor' || typeof fn !== 'function' || name in wrapped) continue;
-      wrapped[name] = (input: unknown, next: (input: unknown) => unknown) =>
-        on() ? (fn as Method).call(target, input, next) : next(input);
-    }
-    proto = Object.getPrototypeOf(proto) as object | null;
+/** Each listed method calls `target()`'s only while it is set; otherwise the call goes straight to `next`. */
+function gated<T>(names: readonly string[], target: () => T | undefined): T {
+  const wrapped: Record<string, Method> = {};
+  for (const name of names) {
+    wrapped[name] = (input, next) => {
+      const on = target() as Record<string, Method> | undefined;
+      return on ? on[name].call(on, input, next) : next(input);
+    };
   }
   return wrapped as T;
 }
@@ -56,29 +70,39 @@ function startIsTraced(input: WorkflowExecuteInput): boolean {
   }
 }
 
+/**
+ * The SDK's interceptors, evaluated and built only now (workflows/tracing-otel.ts says why).
+ * Their constructors draw nothing from the workflow's Math.random, so building them at the start
+ * rather than at the workflow's creation leaves a traced run's draws as they were.
+ */
+function loadOtel(): OtelInterceptors {
+  // A require where it is needed: webpack bundles the module but evaluates it only on this call.
+  return (require('./tracing-otel') as typeof import('./tracing-otel')).otelInterceptors();
+}
+
 export const interceptors = (): WorkflowInterceptors => {
   // Per workflow execution: set once its start's headers are seen (execute runs before any command).
-  let traced = false;
+  let otel: OtelInterceptors | undefined;
   const inbound = gated<WorkflowInboundCallsInterceptor>(
-    new OpenTelemetryInboundInterceptor(),
-    () => traced,
+    TRACED_METHODS.inbound,
+    () => otel?.inbound,
   );
-  const execute = inbound.execute?.bind(inbound);
+  const execute = inbound.execute!.bind(inbound);
   return {
     inbound: [
       {
         ...inbound,
         execute: (input, next) => {
-          traced = startIsTraced(input);
-          return execute ? execute(input, next) : next(input);
+          if (startIsTraced(input)) otel = loadOtel();
+          return execute(input, next);
         },
       },
     ],
     outbound: [
-      gated<WorkflowOutboundCallsInterceptor>(new OpenTelemetryOutboundInterceptor(), () => traced),
+      gated<WorkflowOutboundCallsInterceptor>(TRACED_METHODS.outbound, () => otel?.outbound),
     ],
     internals: [
-      gated<WorkflowInternalsInterceptor>(new OpenTelemetryInternalsInterceptor(), () => traced),
+      gated<WorkflowInternalsInterceptor>(TRACED_METHODS.internals, () => otel?.internals),
     ],
   };
 };

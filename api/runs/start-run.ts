@@ -289,6 +289,7 @@ export function runArgs(
         : {}),
     },
     ...(run.webhook ? { webhook: run.webhook } : {}),
+    holdUsd: run.hold_usd ?? 0, // D17: the record's hold, so finalize need not read it back
     // D38: only a re-run of failed items carries its parent's items over.
     ...(run.parent_run_id && run.rerun_items === 'failed'
       ? { rerun: { parentRunId: run.parent_run_id } }

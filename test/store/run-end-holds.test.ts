@@ -86,4 +86,31 @@ describe('run end: the hold is released once (D17)', function () {
     );
     assert.equal((await accountCredit(c, accountId)).held_usd, 0);
   });
+
+  it('a final that carries the hold its run was started with releases it without reading the record', async () => {
+    const c = store.collections;
+    const { accountId, final } = await heldRun(0.005, 0.003, 0.002);
+    // The record is read only by findOne: a store whose findOne fails shows the read is gone.
+    const runs = new Proxy(c.runs, {
+      get: (target, prop, receiver) =>
+        prop === 'findOne'
+          ? () => Promise.reject(new Error('finalize read the run record'))
+          : (Reflect.get(target, prop, receiver) as unknown),
+    });
+    assert.equal(
+      await recordRunEnd({ runs, ledger: c.ledger }, { ...final, holdUsd: 0.003 }),
+      true,
+    );
+    const entries = await c.ledger.find({ run_id: final.runId }).toArray();
+    assert.deepEqual(
+      entries.map((e) => [e.kind, e.amount_usd, e.released_usd]),
+      [['run', -0.002, 0.003]],
+    );
+    assert.deepEqual(await accountCredit(c, accountId), {
+      balance_usd: 0.003,
+      held_usd: 0,
+      available_usd: 0.003,
+    });
+    assert.equal((await c.runs.findOne({ _id: final.runId }))?.status, 'completed');
+  });
 });

@@ -488,8 +488,11 @@ async function main(): Promise<void> {
   };
   writeReport({ machine, results, failures, consistency }, outFile, fullRun);
   if (profileDir && fs.existsSync(profileDir)) {
-    for (const f of fs.readdirSync(profileDir).filter((n) => n.endsWith('.cpuprofile')))
-      console.log(`\n${summarizeProfile(path.join(profileDir, f))}`);
+    // tools/bench/lib/children.ts: a folder per role, a profile per thread (a worker's workflow threads too).
+    const profiles = fs
+      .readdirSync(profileDir, { recursive: true, encoding: 'utf8' })
+      .filter((n) => n.endsWith('.cpuprofile'));
+    for (const f of profiles) console.log(`\n${summarizeProfile(path.join(profileDir, f))}`);
     log(
       `profiles in ${path.relative(process.cwd(), profileDir)} (open in Chrome DevTools → Performance)`,
     );

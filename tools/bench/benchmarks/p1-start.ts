@@ -299,10 +299,13 @@ function cpuPerRun(usage: PhaseUsage, runs: number): string {
   const ms = (name: string) =>
     ((usage.cores[name] ?? 0) * usage.seconds * 1000) / Math.max(1, runs);
   const ours = ['api', 'worker', 'baseline', 'temporal', 'ferretdb'];
+  // Each process's share too (worker: the run worker or, for bare runs, the baseline's), so a change
+  // to one of them shows in its own column rather than only in the total.
+  const worker = ms('worker') + ms('baseline');
   return `CPU per run incl. drain: Temporal ${fmt(ms('temporal'), 2)} ms, all services ${fmt(
     ours.reduce((sum, n) => sum + ms(n), 0),
     2,
-  )} ms (${runs} runs, other load ${fmt(usage.cores.other ?? 0, 2)} cores)`;
+  )} ms (worker ${fmt(worker, 2)}, API ${fmt(ms('api'), 2)}, FerretDB ${fmt(ms('ferretdb'), 2)}; ${runs} runs, other load ${fmt(usage.cores.other ?? 0, 2)} cores)`;
 }
 
 /** The bytes of a run's start argument as Temporal stores it (sealed by the codec): its first event's input. */

@@ -4,8 +4,9 @@
  * by command and collection. Operations run one at a time in a warm process, so each count is
  * that operation's own. The budget (docs/architecture.md "Store round trips"):
  *   start          ≤ 1 write (the run) + the shared rate-limit write, 0 reads;
- *   finalize       ≤ 2 writes (+1 per extra chunk of a big run) and 1 `_id` read (the run's D17
- *                  hold, given back with its debit), counted in the worker per run;
+ *   finalize       ≤ 2 writes (+1 per extra chunk of a big run) and no read (the run's D17 hold,
+ *                  given back with its debit, comes with its start argument), counted in the
+ *                  worker per run (the worker's D39 secret read of the run counts here too);
  *   repeated GET   0 (a finished run read before in this process), besides the rate-limit write;
  *   live GET       0 (the workflow's query answers), besides the rate-limit write.
  */

@@ -34,14 +34,11 @@ export async function startServerChild(opts: {
   const nodeArgs = ['--require', require.resolve('tsx/cjs')];
   if (opts.maxOldSpaceMb) nodeArgs.push(`--max-old-space-size=${opts.maxOldSpaceMb}`);
   if (opts.cpuProfDir) {
-    fs.mkdirSync(opts.cpuProfDir, { recursive: true });
-    nodeArgs.push(
-      '--cpu-prof',
-      '--cpu-prof-dir',
-      opts.cpuProfDir,
-      '--cpu-prof-name',
-      `${opts.role}-${Date.now()}.cpuprofile`,
-    );
+    // One directory per role and Node's default names (which carry the thread id): a worker's
+    // workflow threads write profiles of their own, which a fixed name would overwrite.
+    const dir = path.join(opts.cpuProfDir, opts.role);
+    fs.mkdirSync(dir, { recursive: true });
+    nodeArgs.push('--cpu-prof', '--cpu-prof-dir', dir);
   }
   const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', 'server.ts')], {
     env: { ...process.env, ...opts.env, BENCH_ROLE: opts.role },
