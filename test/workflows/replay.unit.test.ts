@@ -48,10 +48,11 @@ const SHAPES = [
   'retention',
   'run-rerun-failed',
   'run-cost-capped',
+  'run-rerun-failed-rows',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
-const LATER_SHAPES = ['run-rerun-failed', 'run-cost-capped'];
+const LATER_SHAPES = ['run-rerun-failed', 'run-cost-capped', 'run-rerun-failed-rows'];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {
   this.timeout(300_000);

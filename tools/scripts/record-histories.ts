@@ -145,10 +145,23 @@ async function main(): Promise<void> {
     for (const id of [rerunId, capped])
       assert.equal((await waitForRun(svc.url, key, id, 120_000)).status, 'completed');
 
-    log('big chunked run (400 rows, concurrency 8: chunks of rows)');
-    const rows = Array.from({ length: 400 }, (_, i) => `${MARKER} row ${i}`);
+    log('big chunked run (400 rows, concurrency 8: chunks of rows; 8 rows refused)');
+    const rows = Array.from(
+      { length: 400 },
+      (_, i) => `${MARKER} row ${i}${i % 50 === 7 ? ' status:400' : ''}`,
+    );
     const big = await run('run-big-chunked', svc, key, 'big', { rows });
     assert.equal((await waitForRun(svc.url, key, big, 300_000)).status, 'completed');
+
+    log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
+    const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
+      key,
+      body: { items: 'failed' },
+    });
+    assert.equal(bigRerun.status, 202, JSON.stringify(bigRerun.body));
+    const bigRerunId = (bigRerun.body as { run_id: string }).run_id;
+    recorded.push({ shape: 'run-rerun-failed-rows', workflowId: bigRerunId, service: svc });
+    assert.equal((await waitForRun(svc.url, key, bigRerunId, 300_000)).status, 'completed');
 
     log('streamed run');
     const stream = await openSse(`${svc.url}/api/v1/responses`, {
