@@ -28,58 +28,61 @@ const MOCHA = require.resolve('mocha/bin/mocha.js');
 
 /** Seconds a file takes on a warm 2-core machine in a whole-suite run of three processes (the reporter's "slowest files"), for the files over ~3 s. */
 const SECONDS: Record<string, number> = {
-  'test/reliability/schemathesis.test.ts': 172,
-  'test/reliability/load.test.ts': 83,
-  'test/workflows/big-run-files.test.ts': 70,
-  'test/deploy/rolling-upgrade.test.ts': 68,
-  'test/reliability/temporal-restart.test.ts': 49,
-  'test/reliability/worker-crash.test.ts': 47,
-  'test/reliability/ferretdb-restart.test.ts': 44,
-  'test/worker/drain.test.ts': 34,
-  'test/reliability/big-run-worker-crash.test.ts': 23,
+  'test/reliability/schemathesis.test.ts': 120,
+  'test/reliability/load.test.ts': 85,
+  'test/workflows/big-run-files.test.ts': 77,
+  'test/deploy/rolling-upgrade.test.ts': 61,
+  'test/reliability/ferretdb-restart.test.ts': 48,
+  'test/reliability/temporal-restart.test.ts': 46,
+  'test/reliability/worker-crash.test.ts': 37,
+  'test/worker/drain.test.ts': 37,
+  'test/reliability/big-run-worker-crash.test.ts': 26,
+  'test/reliability/big-run-ferretdb-restart.test.ts': 24,
+  'test/reliability/big-run-temporal-restart.test.ts': 24,
+  'test/workflows/big-runs.test.ts': 24,
   'test/clients/python.test.ts': 23,
-  'test/reliability/big-run-ferretdb-restart.test.ts': 22,
-  'test/api/limits/credit-check-billing.test.ts': 22,
-  'test/clients/typescript.test.ts': 20,
-  'test/deploy/alert-e2e.test.ts': 19,
+  'test/browser/playground.browser.test.ts': 22,
+  'test/clients/typescript.test.ts': 21,
+  'test/api/limits/credit-check-billing.test.ts': 20,
+  'test/api/middleware/rate-limit.test.ts': 20,
+  'test/deploy/alert-e2e.test.ts': 20,
+  'test/tools/scripts/start.test.ts': 20,
   'test/api/stream/run-streams.test.ts': 18,
-  'test/browser/playground.browser.test.ts': 18,
-  'test/reliability/fuzz.test.ts': 18,
-  'test/workflows/big-runs.test.ts': 16,
-  'test/tools/scripts/start.test.ts': 16,
-  'test/deploy/temporal-postgres.test.ts': 15,
-  'test/worker/fair-share.test.ts': 14,
-  'test/workflows/run-state-log.unit.test.ts': 14.0,
-  'test/reliability/api-crash.test.ts': 14,
-  'test/deploy/api-drain.test.ts': 13,
-  'test/reliability/big-run-temporal-restart.test.ts': 12,
+  'test/deploy/api-drain.test.ts': 17,
+  'test/reliability/api-crash.test.ts': 17,
+  'test/worker/fair-share.test.ts': 17,
+  'test/deploy/temporal-postgres.test.ts': 16,
+  'test/reliability/fuzz.test.ts': 15,
+  'test/workflows/replay.unit.test.ts': 15,
+  'test/api/runs/rerun-run-known-failures.test.ts': 12,
   'test/api/server.test.ts': 12,
-  'test/api/routes/responses-limits.test.ts': 12,
-  'test/workflows/replay.unit.test.ts': 11,
-  'test/api/runs/start-run-controls.test.ts': 11,
-  'test/activities/webhook.test.ts': 11,
-  'test/workflows/media.test.ts': 10,
+  'test/workflows/media.test.ts': 12,
+  'test/api/limits/credit-check-holds.test.ts': 11,
+  'test/deploy/alerts.test.ts': 11,
+  'test/activities/webhook.test.ts': 10,
+  'test/api/contract/openapi-document-tools.unit.test.ts': 10,
+  'test/api/routes/responses-limits.test.ts': 10,
   'test/api/stream/third-party-clients.test.ts': 10,
-  'test/api/contract/openapi-document-tools.unit.test.ts': 10.0,
-  'test/deploy/alerts.test.ts': 10,
-  'test/deploy/readiness-temporal-down.test.ts': 10,
-  'test/api/runs/rerun-run-known-failures.test.ts': 9,
   'test/api/routes/codec.test.ts': 9,
-  'test/api/limits/credit-check-holds.test.ts': 8,
+  'test/api/runs/start-run-controls.test.ts': 9,
+  'test/deploy/metrics-live.test.ts': 9,
+  'test/deploy/readiness-temporal-down.test.ts': 9,
+  'test/api/round-trips.test.ts': 8,
+  'test/api/routes/openapi.test.ts': 8,
+  'test/api/runs/rerun-run.test.ts': 8,
   'test/browser/stream.browser.test.ts': 8,
-  'test/deploy/metrics-live.test.ts': 8,
-  'test/api/round-trips.test.ts': 7,
+  'test/browser/temporal-ui.browser.test.ts': 8,
+  'test/cli/cli.test.ts': 8,
+  'test/workflows/failures.test.ts': 7,
+  'test/workflows/run-state-log.unit.test.ts': 7,
+  'test/api/runs/delete-run.test.ts': 6,
+  'test/tools/stack/stack.test.ts': 6,
   'test/workflows/worker-lifecycle.test.ts': 6,
-  'test/tools/stack/stack.test.ts': 6.0,
-  'test/cli/cli.test.ts': 6,
   'test/api/runs/cancel-run.test.ts': 5,
-  'test/browser/temporal-ui.browser.test.ts': 5,
-  'test/api/runs/rerun-run.test.ts': 5,
-  'test/reliability/hostile-tenants.test.ts': 4.0,
-  'test/api/routes/openapi.test.ts': 4.0,
-  'test/tools/stack/registry.unit.test.ts': 4.0,
-  'test/store/item-blocks.test.ts': 4.0,
   'test/api/middleware/authenticate.test.ts': 4,
+  'test/reliability/hostile-tenants.test.ts': 4,
+  'test/store/item-blocks.test.ts': 4,
+  'test/tools/stack/registry.unit.test.ts': 4,
 };
 const DEFAULT_SECONDS = 2;
 
@@ -198,13 +201,17 @@ async function main(args: string[]): Promise<number> {
   const groups = deal(files.length > 0 ? files : all, jobs);
   const buffers = groups.map(() => [] as Buffer[]);
   const started = Date.now();
+  const took: string[] = []; // each process's minutes: how even the deal was
   const outcomes = await Promise.all(
     groups.map((files, i) =>
       runGroup(
         files,
         (chunk) => (i === 0 ? process.stdout.write(chunk) : buffers[i].push(chunk)),
         `test process ${i + 1}`,
-      ),
+      ).then((outcome) => {
+        took[i] = ((Date.now() - started) / 60_000).toFixed(1);
+        return outcome;
+      }),
     ),
   );
   for (let i = 1; i < groups.length; i++) {
@@ -229,6 +236,7 @@ async function main(args: string[]): Promise<number> {
   const cpu = childCpuSeconds();
   process.stdout.write(
     `\n${groups.length} test process${groups.length > 1 ? 'es' : ''}, ${(seconds / 60).toFixed(1)} min` +
+      (groups.length > 1 ? ` (each: ${took.join(', ')} min)` : '') +
       (cpu === undefined ? '' : `, ${(cpu / seconds).toFixed(2)} cores busy on average`) +
       '\n',
   );
