@@ -15,9 +15,10 @@ The fixtures come from the JSON file named by WRS_ST_FIXTURES (written by the te
    "workflows": [{"id", "slug", "version", "version_id", "inputs", "live"}],
    "files": [file ids], "links": [{"file_id", "expires", "sig"}], "assets": [playground asset names],
    "graph": {"nodes", "edges"} of a valid workflow whose first node is its User Input}
-A live run's stream would last as long as the slow call, so live runs are only read, listed and
-cancelled (the first cancel ends one), and the live workflow is never started here: runs it
-started would be live too, and schemathesis reuses ids it saw in answers.
+A live run's stream would last as long as the slow call, so live runs are only read, listed,
+cancelled (the first cancel ends one) and deleted, never streamed or re-run, and the live workflow
+is never started here: runs it started would be live too, and schemathesis reuses ids it saw in
+answers.
 """
 
 import json
@@ -85,12 +86,15 @@ def map_case(context, case):
     query_ok = positive(case, ParameterLocation.QUERY)
 
     if "runId" in case.path_parameters and path_ok:
-        streams = operation == "GET /api/v1/runs/{runId}/stream"
-        run_id = pick(case.path_parameters["runId"], FIXTURES["runs"] + ([] if streams else FIXTURES["live_runs"]))
+        # A stream of a live run lasts as long as its slow call, and so does a re-run of one (a
+        # cancelled live run re-runs into a new live run, which a `stream` or `Prefer: wait` re-run
+        # then holds its request for): both only ever name finished runs.
+        holds = operation in ("GET /api/v1/runs/{runId}/stream", "POST /api/v1/runs/{runId}/rerun")
+        run_id = pick(case.path_parameters["runId"], FIXTURES["runs"] + ([] if holds else FIXTURES["live_runs"]))
         if run_id:
             case.path_parameters["runId"] = run_id
-        elif streams and case.path_parameters["runId"] in FIXTURES["live_runs"]:
-            # An id schemathesis picked up from an earlier answer: stream a finished run instead.
+        elif holds and case.path_parameters["runId"] in FIXTURES["live_runs"]:
+            # An id schemathesis picked up from an earlier answer: a finished run instead.
             case.path_parameters["runId"] = FIXTURES["runs"][0]
 
     # A stateful case's workflow and version come together from a publish answer (the 201's links).
