@@ -28,10 +28,10 @@ const MOCHA = require.resolve('mocha/bin/mocha.js');
 
 /** Seconds a file takes on a warm 2-core machine in a whole-suite run of three processes (the reporter's "slowest files"), for the files over ~3 s. */
 const SECONDS: Record<string, number> = {
-  'test/reliability/schemathesis.test.ts': 120,
   'test/reliability/load.test.ts': 85,
   'test/workflows/big-run-files.test.ts': 77,
   'test/deploy/rolling-upgrade.test.ts': 61,
+  'test/reliability/schemathesis.test.ts': 50,
   'test/reliability/ferretdb-restart.test.ts': 48,
   'test/reliability/temporal-restart.test.ts': 46,
   'test/reliability/worker-crash.test.ts': 37,
