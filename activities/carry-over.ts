@@ -29,7 +29,7 @@ export function createLoadCarryOverActivity(collections: C) {
   return async function loadCarryOver(req: LoadCarryOverRequest): Promise<CarrySource> {
     // The record alone, its chunks not joined: an output kept in chunks (a big inline list) is not
     // an AI node's (those are at most 2 × concurrency rows; bigger ones are stored pages).
-    const parent = await findRunWithoutLog(collections, req.parentRunId, false);
+    const parent = await findRunWithoutLog(collections, req.parentRunId, { inputs: false });
     if (!parent || parent.account_id !== req.accountId || !parent.finalized)
       return { stored: [], inline: {} };
     // A big node's first page exists once the parent finished any row of it; by `_id`, one round trip each.
@@ -76,7 +76,7 @@ async function knownFailures(
   let run = parent;
   while (run.rerun_items === 'failed' && run.parent_run_id) {
     if (run.parent_run_id === parent.inputs_from) break; // checked as this re-run started
-    const up = await findRunWithoutLog(c, run.parent_run_id, false);
+    const up = await findRunWithoutLog(c, run.parent_run_id, { inputs: false });
     if (!up) return undefined;
     run = up;
   }

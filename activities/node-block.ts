@@ -5,10 +5,10 @@
  *
  * A block spans whole pages (domain/item-blocks.ts), so each page has one writer. Every second (or
  * as soon as EARLY_WRITE_PAGES of them are) the pages that became complete are inserted (one
- * round trip); when the attempt stops (done, failed,
- * cancelled) the pages left incomplete are written too. A retried attempt (worker killed, provider
- * down for a while) reads the block's pages and runs only the rows they lack: a finished row is
- * called again only if its page was not yet complete when a worker died. The heartbeat carries
+ * round trip); when the attempt stops (done, failed, cancelled) the pages left incomplete are
+ * written too. A retried attempt (worker killed, provider down for a while) reads the block's
+ * pages and runs only the rows they lack: a finished row is called again only if its page was not
+ * yet complete when a worker died. The heartbeat carries
  * only the checkpoints of rows in flight (a model's prediction id). The run is billed from the
  * block's answer (or, after a failure or cancel, from the stored pages), which counts every stored
  * row once whichever attempt ran it.

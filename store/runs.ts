@@ -114,17 +114,17 @@ export async function* chunksOf(
 
 /**
  * D38: any account's run without its event log (a big run's is large) and without its chunks
- * joined (and, `withInputs` false, without its inputs), or null: what a re-run needs of its
+ * joined (and, with `inputs: false`, without its inputs), or null: what a re-run needs of its
  * parent. The caller checks the owner.
  */
 export async function findRunWithoutLog(
   c: Pick<Collections, 'runs'>,
   runId: string,
-  withInputs = true,
+  opts: { inputs: boolean } = { inputs: true },
 ): Promise<RunDoc | null> {
   // A re-run's carry-over needs no inputs: leaving them out spares the transfer and parsing of a
   // big run's rows (~0.9 MB for 100,000; `inputs` is then empty).
-  const projection = withInputs
+  const projection = opts.inputs
     ? { events_json: 0 }
     : { events_json: 0, inputs_json: 0, inputs: 0 };
   const doc = await c.runs.findOne({ _id: runId }, { projection });
