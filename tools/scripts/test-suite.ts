@@ -5,8 +5,8 @@
  * Temporal dev server and one FerretDB on free ports in its own directory (test/support/stack.ts),
  * so nothing is shared between them but the machine. Much of the suite waits (on a restarted
  * server, a provider's delay, a drain's grace period), and the other processes use that time
- * (measured on an idle 2-core machine: 9.4 minutes with two processes, 7.6 with three, which kept
- * 1.5 cores busy on average; the count line says how busy the cores were).
+ * (measured on an idle 2-core machine: 9.4 minutes with two processes, 7.0 with three, which kept
+ * 1.7 cores busy on average; the count line says how busy the cores were).
  *
  * The files are dealt out by their usual duration (SECONDS, measured; any other file counts as
  * DEFAULT_SECONDS) so that both processes end at about the same time: a stale number only makes
