@@ -25,7 +25,7 @@ export function rerunRoutes(deps: RerunRouteDeps): Router {
     }),
     async (ctx) => {
       const idempotencyKey = parseIdempotencyKey(ctx.req.headers['idempotency-key']);
-      const request = parseRequest(RerunRequestSchema, ctx.request.body ?? {});
+      const request = parseRequest(RerunRequestSchema, ctx.request.body); // `null` is no object: 400
       await answerStart(ctx, deps, {
         stream: request.stream,
         start: () => rerunRun(deps, ctx.state.auth!, ctx.params.runId, request, idempotencyKey),

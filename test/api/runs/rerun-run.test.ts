@@ -97,6 +97,10 @@ describe('re-running a run (D38)', function () {
       code: 'nothing_to_rerun',
     });
 
+    // A body that is no object (JSON `null`, found by schemathesis: it was read as `{}` and
+    // started a run) is refused as a start's is.
+    expectError(await rerun(parentId, null), { status: 400, type: 'invalid_request_error' });
+
     // `all` runs every row again, billed as a start.
     const allId = started(await rerun(parentId, {}));
     const all = await waitForRun(ctx.svc.url, ctx.key, allId);
