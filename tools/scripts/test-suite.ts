@@ -97,12 +97,7 @@ function suiteFiles(): string[] {
     .sort();
 }
 
-/**
- * Longest first, each to the group with the least work so far. Each group's longest files (the
- * big runs, the load test, the rolling upgrade: the ones that keep the cores busy) would then all
- * run at the start, together; group i instead starts i/jobs of its way through its list (and wraps
- * round), so its long files begin at a different time than the other groups'.
- */
+/** Longest first, each to the group with the least work so far; a group keeps that order (long files first). */
 function deal(files: string[], jobs: number): string[][] {
   const groups = Array.from({ length: jobs }, () => ({ files: [] as string[], seconds: 0 }));
   const weight = (file: string) => SECONDS[file] ?? DEFAULT_SECONDS;
@@ -111,13 +106,7 @@ function deal(files: string[], jobs: number): string[][] {
     lightest.files.push(file);
     lightest.seconds += weight(file);
   }
-  return groups
-    .filter((g) => g.files.length > 0)
-    .map((g, i) => {
-      let sum = 0;
-      const at = g.files.findIndex((file) => (sum += weight(file)) > (g.seconds * i) / jobs);
-      return [...g.files.slice(at), ...g.files.slice(0, at)];
-    });
+  return groups.map((g) => g.files).filter((g) => g.length > 0);
 }
 
 interface Outcome {
