@@ -1,12 +1,13 @@
 /**
- * `npm test`: the whole suite in several mocha processes at once (one more than the machine's
- * cores, at most four: three on a 2-core machine). Each is an ordinary `mocha <files>`
+ * `npm test`: the whole suite in two mocha processes at once (`--jobs N`: N). Each is an ordinary `mocha <files>`
  * run with .mocharc.cjs (its stack hooks, forbidPending, the reporter) and its own real stack: one
  * Temporal dev server and one FerretDB on free ports in its own directory (test/support/stack.ts),
  * so nothing is shared between them but the machine. Much of the suite waits (on a restarted
- * server, a provider's delay, a drain's grace period), and the other processes use that time
- * (measured on an idle 2-core machine: 9.4 minutes with two processes, 7.0 with three, which kept
- * 1.7 cores busy on average; the count line says how busy the cores were).
+ * server, a provider's delay, a drain's grace period), and the other process uses that time.
+ * Three processes took 7.0–8.3 minutes on an idle 2-core machine (1.7 cores busy on average; the
+ * count line says how busy the cores were), but on cores that busy the Temporal-restart test's
+ * graceful stop failed in two of four runs (a run ending during the stop; a stream opened during
+ * the outage shown the record's stale `pending`), so two stay the default until that is understood.
  *
  * The files are dealt out by their usual duration (SECONDS, measured; any other file counts as
  * DEFAULT_SECONDS) so that both processes end at about the same time: a stale number only makes
@@ -20,7 +21,6 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -86,8 +86,8 @@ const SECONDS: Record<string, number> = {
 };
 const DEFAULT_SECONDS = 2;
 
-/** One process more than the cores (the suite waits much of the time), at most four (each runs its own servers). */
-const DEFAULT_JOBS = Math.min(4, os.availableParallelism() + 1);
+/** Two processes (see the header for why not three on a 2-core machine). */
+const DEFAULT_JOBS = 2;
 
 /** Every test file, as .mocharc.cjs finds them (test/**\/*.test.ts), in a stable order. */
 function suiteFiles(): string[] {
