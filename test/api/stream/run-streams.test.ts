@@ -182,7 +182,8 @@ describe('streams (D11–D15)', function () {
     });
     const runId = start.body.run_id;
     const client = await attach(runId);
-    const first = await client.until(() => true);
+    // Keepalives may come first while the run's state is not known yet (D15: no stale `pending`).
+    const first = await client.until((f) => f.event !== undefined);
     assert.equal(first.event.type, 'response.resumed');
     assert.equal(first.event.response.run_id, runId);
     assert.ok(['pending', 'running'].includes(first.event.response.status));
