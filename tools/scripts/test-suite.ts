@@ -7,7 +7,7 @@
  * Three processes took 7.0–8.3 minutes on an idle 2-core machine (1.7 cores busy on average; the
  * count line says how busy the cores were), but on cores that busy the Temporal-restart test's
  * graceful stop failed in two of four runs (a run ending during the stop; a stream opened during
- * the outage shown the record's stale `pending`), so two stay the default until that is understood.
+ * the outage showed the record's stale `pending`), so two stay the default until that is understood.
  *
  * The files are dealt out by their usual duration (SECONDS, measured; any other file counts as
  * DEFAULT_SECONDS) so that both processes end at about the same time: a stale number only makes

@@ -10,7 +10,7 @@
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, requestJson } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
-import { fetchEvents } from '../lib/history';
+import { fetchEvents, ms } from '../lib/history';
 import { deriveId } from '../../../store/ids';
 
 /** The price of P9's model: the only priced one in the bench, so P9's costs are its own. */
@@ -219,8 +219,7 @@ function timeline(
   calls: Array<{ at: number; done: number }>,
 ): string {
   if (events.length === 0) return 'history not readable';
-  const at = (t: HistoryEvent['eventTime']) =>
-    t ? Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6 - postAt : NaN;
+  const at = (t: HistoryEvent['eventTime']) => ms(t) - postAt;
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   const out: string[] = [
     `202 at ${fmt(postMs, 0)}`,

@@ -17,7 +17,8 @@ const TASK_FAILED_CAUSES: Record<number, string> = {
   37: 'PAYLOADS_TOO_LARGE',
 };
 
-function ms(t: HistoryEvent['eventTime']): number {
+/** A history event's time in ms since the epoch (NaN when absent). */
+export function ms(t: HistoryEvent['eventTime']): number {
   if (!t) return NaN;
   return Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6;
 }
