@@ -1,8 +1,11 @@
 /** Starting runs and running them to the end through the API: the steps most run tests begin with. */
 import assert from 'node:assert/strict';
 import { isId } from '../../domain/ids';
+import type { Collections } from '../../store/db';
+import type { LedgerDoc, StoredRunDoc } from '../../store/documents';
+import { deriveId } from '../../store/ids';
 import { publish, waitForRun } from './fixtures';
-import { call } from './http';
+import { call, waitFor } from './http';
 
 /** Starts a run of `workflowId` (slug or id), asserts the 202 and a run id, and returns the id. */
 export async function startRun(
@@ -32,4 +35,28 @@ export async function runToEnd(
 ): Promise<any> {
   await publish(url, key, doc);
   return waitForRun(url, key, await startRun(url, key, doc.slug, inputs), timeoutMs);
+}
+
+/**
+ * A run's record once its end is written. A read may answer a run's end from its workflow's query
+ * a moment before the finalize activity writes the record and books the debit (D17).
+ */
+export function finalizedRecord(c: Collections, runId: string): Promise<StoredRunDoc> {
+  return waitFor(
+    async () => {
+      const doc = await c.runs.findOne({ _id: runId });
+      return doc?.finalized ? doc : undefined;
+    },
+    { what: `the final record of ${runId}` },
+  );
+}
+
+/** A run's one debit (D17) once its end has booked it (see finalizedRecord). */
+export function bookedDebit(c: Collections, runId: string): Promise<LedgerDoc> {
+  return waitFor(
+    async () => (await c.ledger.findOne({ _id: deriveId('led', runId) })) ?? undefined,
+    {
+      what: `the debit of ${runId}`,
+    },
+  );
 }

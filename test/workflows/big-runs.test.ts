@@ -11,7 +11,7 @@ import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
 import { temporalClient } from '../support/service';
-import { deriveId } from '../../store/ids';
+import { bookedDebit } from '../support/runs';
 import { useService } from '../support/use-service';
 
 const ROWS = 12_000;
@@ -67,8 +67,8 @@ describe('big runs: 12,000 rows in one run (D31)', function () {
       Math.round((START_FEE + ROWS * ROW_COST) * 1e9) / 1e9,
       'every row billed once',
     );
-    const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
-    assert.equal(debit?.amount_usd, -run.total_cost);
+    const debit = await bookedDebit(ctx.svc.store.collections, runId);
+    assert.equal(debit.amount_usd, -run.total_cost);
 
     const { historyLength } = await temporalClient(ctx.svc).workflow.getHandle(runId).describe();
     assert.ok(historyLength < 2_000, `history of ${historyLength} events`);
@@ -165,8 +165,8 @@ describe('big runs: 12,000 rows in one run (D31)', function () {
     assert.equal(run.status, 'failed');
     assert.match(run.error, /terminated/);
     assert.ok(run.total_cost >= START_FEE, `cost ${run.total_cost}`);
-    const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
-    assert.equal(debit?.amount_usd, -run.total_cost);
+    const debit = await bookedDebit(ctx.svc.store.collections, runId);
+    assert.equal(debit.amount_usd, -run.total_cost);
     const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, {
       key: ctx.key,
     });

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { llmWorkflow } from '../../support/fixtures';
 import { call, waitFor } from '../../support/http';
+import { finalizedRecord } from '../../support/runs';
 import { events, openSse } from '../../support/sse';
 import { useService } from '../../support/use-service';
 
@@ -21,12 +22,6 @@ describe('cancel (D8, D14)', function () {
       201,
     );
   });
-
-  const finalRecord = (runId: string) =>
-    waitFor(async () => {
-      const doc = await ctx.svc.store.collections.runs.findOne({ _id: runId });
-      return doc?.finalized ? doc : undefined;
-    });
 
   it('cancels mid-LLM-call: the provider sees the request aborted, the stream ends with response.cancelled', async () => {
     const stream = await openSse(`${ctx.svc.url}/api/v1/responses`, {
@@ -61,7 +56,7 @@ describe('cancel (D8, D14)', function () {
       what: 'provider saw the abort',
     });
 
-    const record = await finalRecord(runId);
+    const record = await finalizedRecord(ctx.svc.store.collections, runId);
     assert.equal(record.status, 'cancelled');
     const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(read.body.status, 'cancelled');
@@ -91,7 +86,7 @@ describe('cancel (D8, D14)', function () {
       assert.equal(cancel.status, 202);
       assert.equal(cancel.body.status, 'pending');
       await ctx.svc.startWorker();
-      const record = await finalRecord(runId);
+      const record = await finalizedRecord(ctx.svc.store.collections, runId);
       assert.equal(record.status, 'cancelled');
       assert.equal(ctx.fake.requestsWith('pending').length, 0); // nothing ran
     } finally {
@@ -105,7 +100,7 @@ describe('cancel (D8, D14)', function () {
       body: { workflowId: 'slow', inputs: { topic: 'quick' } },
     });
     const runId = start.body.run_id;
-    await finalRecord(runId);
+    await finalizedRecord(ctx.svc.store.collections, runId);
     const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, {
       key: ctx.key,
     });

@@ -7,13 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
-import { call, waitFor } from '../../support/http';
+import { call } from '../../support/http';
 import { expectError } from '../../support/api-assert';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../../support/execution';
-import { startRun } from '../../support/runs';
+import { bookedDebit, startRun } from '../../support/runs';
 import { useService } from '../../support/use-service';
 import { events, openSse } from '../../support/sse';
-import { deriveId } from '../../../store/ids';
 
 const money = (usd: number) => Math.round(usd * 1e9) / 1e9;
 
@@ -35,14 +34,8 @@ describe('re-running a run (D38)', function () {
     assert.equal(res.status, 202, JSON.stringify(res.body));
     return res.body.run_id;
   };
-  /** The run's debit, once its end has booked it (a read may answer from the workflow a moment before). */
-  const debitOf = (runId: string) =>
-    waitFor(
-      async () =>
-        (await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) }))
-          ?.amount_usd,
-      { what: `the debit of ${runId}` },
-    );
+  const debitOf = async (runId: string) =>
+    (await bookedDebit(ctx.svc.store.collections, runId)).amount_usd;
   const calls = (tag: string) => ctx.fake.requestsWith(tag).length;
 
   it('re-runs only the failed items of a small run: completed items carried over unchanged, only re-run rows billed, parent_run_id set', async () => {
