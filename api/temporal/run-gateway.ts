@@ -344,8 +344,9 @@ export class RunGateway {
 
   /**
    * snapshot(), and when there is none why: `queued`, Temporal holds the workflow but no worker
-   * has run its first task yet (so the run is `pending`); `unanswered`, the run is open and
-   * started but its query got no answer in time (its state is unknown, not `pending`).
+   * has run its first task yet (so the run is `pending`); `unanswered`, Temporal did not say where
+   * the run stands (its query or describe timed out or failed, as in the seconds after a Temporal
+   * restart), so its state is unknown, not the stored record's `pending`.
    */
   async probe(
     runId: string,
@@ -380,12 +381,12 @@ export class RunGateway {
     const stop = queryDuration.startTimer();
     let answer: { value: T } | null = null;
     let queued = false;
-    let unanswered = false;
+    let unanswered = true; // until Temporal says the run is queued or closed, or answers
     try {
       const state = await this.startState(runId);
       queued = state === 'queued';
+      if (state === 'queued' || state === 'closed') unanswered = false;
       if (state === 'started') {
-        unanswered = true; // until it answers, or says it is closed or gone
         const value = await this.opts.connection.withDeadline(
           Date.now() + this.opts.queryTimeoutMs,
           () => ask(this.client.workflow.getHandle(runId)),
@@ -394,8 +395,8 @@ export class RunGateway {
         unanswered = false;
       }
     } catch (err) {
-      if (err instanceof QueryRejectedError || err instanceof WorkflowNotFoundError)
-        unanswered = false;
+      // Closed. Not found stays unanswered: it cannot tell a forgotten run from a server coming up.
+      if (err instanceof QueryRejectedError) unanswered = false;
       if (isTemporalUnreachable(err)) {
         stop({ outcome: 'unavailable' });
         throw new ServiceUnavailableError();
@@ -420,7 +421,7 @@ export class RunGateway {
    * worker until its deadline, so every poll of a queued run would hang that long; a describe
    * answers at once. Once started, always started: remembered so live runs cost one call a look.
    */
-  private async startState(runId: string): Promise<'started' | 'queued' | 'unknown'> {
+  private async startState(runId: string): Promise<'started' | 'queued' | 'closed' | 'unknown'> {
     if (this.started.has(runId)) return 'started';
     try {
       const description = await this.opts.connection.withDeadline(
@@ -429,7 +430,7 @@ export class RunGateway {
       );
       // Execution started, task scheduled, task started, task completed: at least four events.
       if (description.historyLength < 4)
-        return description.status.name === 'RUNNING' ? 'queued' : 'unknown';
+        return description.status.name === 'RUNNING' ? 'queued' : 'closed';
     } catch (err) {
       if (isTemporalUnreachable(err)) throw err; // probe() turns it into a 503
       return 'unknown'; // Temporal cannot say (or forgot the run): the stored record is the answer
