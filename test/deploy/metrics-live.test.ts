@@ -5,13 +5,11 @@
 // probe, the backup textfile, Prometheus's own `up`) are listed below and checked by nothing here.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../tools/stack/ports';
 import { llmWorkflow } from '../support/fixtures';
 import { waitFor } from '../support/http';
 import { runToEnd } from '../support/runs';
-import { testStack } from '../support/stack';
 import { useService } from '../support/use-service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 import { REPO, readYaml } from '../support/deploy';
@@ -77,12 +75,9 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
 
   before(async function () {
     this.timeout(40 * 60_000); // a Go build of Prometheus when tools/stack/install.ts has not built it yet
-    const bundle = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-bundle-')), 'bundle.js');
-    fs.writeFileSync(bundle, (await testStack()).bundle.code);
     ports = { own: await freePort(), sdk: await freePort() };
     worker = startWorkerProcess(ctx.svc.config, {
       env: {
-        WORKFLOW_BUNDLE_PATH: bundle,
         WORKER_METRICS_PORT: String(ports.own),
         WORKER_SDK_METRICS_PORT: String(ports.sdk),
         OPENAI_BASE_URL: ctx.fake.baseUrl,

@@ -77,7 +77,7 @@ describe('rolling upgrade of the workers under 200 runs (production Temporal on 
     await publish(svc.url, key, rowsWorkflow('rows', '{{row}}', { concurrency: 8 }));
     const t0 = Date.now();
     oldBuild = checkoutBuild(upgradeFrom());
-    newBuild = currentBuild();
+    newBuild = await currentBuild();
     console.log(
       `      builds: ${oldBuild.name} -> ${newBuild.name} (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
     );

@@ -7,7 +7,6 @@ import type { Counter } from 'prom-client';
 import type { Collections } from '../../store/db';
 import { runsEnded } from '../../lib/metrics';
 import { startStack, type FerretDbServer, type TemporalServer } from '../../tools/stack';
-import { bundleWorkflows } from '../../worker/create-worker';
 import { installWorkerRuntime } from '../../worker/runtime';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
@@ -15,6 +14,7 @@ import { newAccount } from '../support/accounts';
 import { llmWorkflow, publish } from '../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../support/http';
 import { startService, type TestService } from '../support/service';
+import { suiteBundle } from '../support/stack';
 import type { SseClient } from '../support/sse';
 
 /** A test's own stack (its servers are the ones it stops), the fake provider and a service on them. */
@@ -40,7 +40,7 @@ export function usePrivateStack(name: string, env: Record<string, string>): Priv
     dataDir = mkdtempSync(path.join(os.tmpdir(), `wrs-${name}-`));
     const [stack, bundle] = await Promise.all([
       startStack({ dataDir, headless: true, searchAttributes: SEARCH_ATTRIBUTE_TYPES }),
-      bundleWorkflows(),
+      suiteBundle(),
     ]);
     ({ temporal: ctx.temporal, mongo: ctx.mongo } = stack);
     ctx.fake = await startFakeOpenAI();

@@ -1,11 +1,13 @@
 /**
  * The production worker entry (`worker/main.ts`) as a child process, for tests that must kill a
  * worker the hard way (SIGKILL) in the middle of an activity. It runs in one node process (no
- * `tsx` launcher in between), so the signal reaches the worker itself.
+ * `tsx` launcher in between), so the signal reaches the worker itself. It loads the suite's
+ * prebuilt workflow bundle, as the image's worker loads its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Config } from '../../config';
+import { suiteBundlePath } from './stack';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -36,6 +38,7 @@ export function startWorkerProcess(
       MONGODB_URI: opts.mongoUri ?? config.mongo.uri,
       MONGODB_DB: config.mongo.dbName,
       LOG_LEVEL: 'warn',
+      WORKFLOW_BUNDLE_PATH: suiteBundlePath(), // no webpack at every start
       ...opts.env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],

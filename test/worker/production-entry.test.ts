@@ -1,16 +1,12 @@
 // The production worker entry (worker/main.ts) as the image runs it: the workflow code from the
-// prebuilt bundle file, its own metrics on WORKER_METRICS_PORT and the Temporal SDK's on WORKER_SDK_METRICS_PORT,
+// prebuilt bundle file (startWorkerProcess passes the suite's), its own metrics on WORKER_METRICS_PORT and the Temporal SDK's on WORKER_SDK_METRICS_PORT,
 // both under the names deploy/prometheus/alerts.yml and the Grafana dashboard query.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { freePort } from '../../tools/stack/ports';
 import { newAccount } from '../support/accounts';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { startService, type TestService } from '../support/service';
-import { testStack } from '../support/stack';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 describe('worker/main.ts in production configuration', function () {
@@ -23,16 +19,10 @@ describe('worker/main.ts in production configuration', function () {
   });
 
   it('runs a run from the bundle file and serves its own and the SDK metrics', async () => {
-    const file = path.join(
-      fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-bundle-')),
-      'workflow-bundle.js',
-    );
-    fs.writeFileSync(file, (await testStack()).bundle.code);
     const [ownPort, sdkPort] = [await freePort(), await freePort()];
     svc = await startService({ worker: false });
     worker = startWorkerProcess(svc.config, {
       env: {
-        WORKFLOW_BUNDLE_PATH: file,
         WORKER_METRICS_PORT: String(ownPort),
         WORKER_SDK_METRICS_PORT: String(sdkPort),
       },

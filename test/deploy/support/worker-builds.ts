@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../../tools/stack/ports';
 import { waitFor } from '../../support/http';
+import { suiteBundle, suiteBundlePath } from '../../support/stack';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -54,17 +55,10 @@ export function checkoutBuild(commit: string): WorkerBuild {
   return { name: sha, dir, bundlePath, remove };
 }
 
-/** This checkout as it is (the release being rolled out). */
-export function currentBuild(): WorkerBuild {
-  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-build-current-'));
-  const bundlePath = path.join(out, 'workflow-bundle.js');
-  bundle(ROOT, bundlePath);
-  return {
-    name: 'working tree',
-    dir: ROOT,
-    bundlePath,
-    remove: () => fs.rmSync(out, { recursive: true, force: true }),
-  };
+/** This checkout as it is (the release being rolled out), with the suite's bundle of it. */
+export async function currentBuild(): Promise<WorkerBuild> {
+  await suiteBundle();
+  return { name: 'working tree', dir: ROOT, bundlePath: suiteBundlePath(), remove: () => {} };
 }
 
 export interface WorkerChild {
