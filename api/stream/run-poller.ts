@@ -213,9 +213,10 @@ export class RunPoller {
       return false;
     }
     if (snapshot) {
-      this.merge(snapshot.events);
-      // An answer begun before the end arrived (below) is older than what the poller knows.
+      // An answer begun before the end arrived (ended(), below) is older than what the poller
+      // knows; one that brings the end itself carries the run's final status.
       if (!this.terminal) this.status = snapshot.status;
+      this.merge(snapshot.events);
       return snapshot.events.length > 0 && snapshot.eventCount > this.events.length;
     }
     // No news from Temporal: the run may not have a worker yet, or Temporal may have forgotten it.

@@ -75,10 +75,17 @@ function fakeRun() {
 
 /** A client that starts at `cursor` and records everything it is handed. */
 function client(cursor: number) {
-  const state = { started: false, ended: false, dropped: false, got: [] as number[] };
+  const state = {
+    started: false,
+    status: undefined as RunStatus | undefined,
+    ended: false,
+    dropped: false,
+    got: [] as number[],
+  };
   const sub: Subscriber = {
-    start: () => {
+    start: (known) => {
       state.started = true;
+      state.status = known.status;
       return cursor;
     },
     deliver: (e) => state.got.push(e.sequence_number),
@@ -152,6 +159,19 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     await until(() => c.state.ended, 'the end');
     assert.deepEqual(c.state.got, [1, 2]);
     assert.ok(Date.now() - attachedAt >= 250, 'about one poll interval later');
+  });
+
+  it("announces the status the first look found when that look holds the run's end, not the caller's stale pending", async () => {
+    // A stream opened (or reattached) as a run ends: its workflow answers `completed` while its
+    // finalize still runs; the record the seed came from still says `pending`.
+    const { run, source } = fakeRun();
+    run.log.push(itemEvent(1, 'response.output_item.added', 0), completedEvent(2));
+    run.status = 'completed';
+    const registry = new PollerRegistry(source, POLL_MS);
+    const c = client(0);
+    registry.subscribe(RUN, seed, c.sub);
+    await until(() => c.state.ended, 'the end');
+    assert.equal(c.state.status, 'completed');
   });
 
   it("gives watching clients the run's last events and its end the moment it ends, with no extra query", async () => {
