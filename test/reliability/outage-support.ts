@@ -14,7 +14,7 @@ import { newAccount } from '../support/accounts';
 import { llmWorkflow, publish } from '../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../support/http';
 import { startService, type TestService } from '../support/service';
-import { suiteBundle } from '../support/stack';
+import { suiteBundle } from '../support/suite-bundle';
 import type { SseClient } from '../support/sse';
 
 /** A test's own stack (its servers are the ones it stops), the fake provider and a service on them. */

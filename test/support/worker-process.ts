@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { Config } from '../../config';
-import { suiteBundlePath } from './stack';
+import { suiteBundlePath } from './suite-bundle';
 
 export interface WorkerProcess {
   child: ChildProcess;

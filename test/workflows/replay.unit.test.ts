@@ -13,7 +13,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { FAILURE_CONVERTER_PATH } from '../../lib/codec/data-converter';
-import { bundleWorkflows } from '../../worker/create-worker';
+import { suiteBundle } from '../support/suite-bundle';
 import { installWorkerRuntime } from '../../worker/runtime';
 import {
   PATCH_EXAMPLE_DIR,
@@ -59,7 +59,7 @@ describe('replay: saved histories of every release replay on the current workflo
   let bundle: WorkflowBundleWithSourceMap;
   before(async () => {
     installWorkerRuntime('error'); // the replay workers' state changes would print at INFO
-    bundle = await bundleWorkflows();
+    bundle = await suiteBundle();
   });
 
   it('has histories of at least one release, of every shape (an older release less its retired ones and the shapes added after it)', () => {

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../../tools/stack/ports';
 import { waitFor } from '../../support/http';
-import { suiteBundle, suiteBundlePath } from '../../support/stack';
+import { suiteBundle, suiteBundlePath } from '../../support/suite-bundle';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
