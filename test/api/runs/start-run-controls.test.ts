@@ -11,7 +11,7 @@ import {
 } from '../../support/fixtures';
 import { expectError } from '../../support/api-assert';
 import { call, waitFor } from '../../support/http';
-import { startRun } from '../../support/runs';
+import { bookedDebit, startRun } from '../../support/runs';
 import { useService } from '../../support/use-service';
 import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-receiver';
 
@@ -65,14 +65,12 @@ describe('run controls (D36)', function () {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return res.body.data as Array<{ status: string; parts: Array<{ text?: string }> }>;
   };
-  /** The run's one debit, once its end is booked (a GET may show the end a moment before). */
+  /** The run's one debit (and no other entry of it), once its end is booked. */
   const debit = async (runId: string) => {
-    const entries = await waitFor(async () => {
-      const found = await ctx.svc.store.collections.ledger.find({ run_id: runId }).toArray();
-      return found.length > 0 ? found : undefined;
-    });
-    assert.equal(entries.length, 1);
-    return -entries[0].amount_usd;
+    const { ledger } = ctx.svc.store.collections;
+    const booked = await bookedDebit(ctx.svc.store.collections, runId);
+    assert.equal(await ledger.countDocuments({ run_id: runId }), 1);
+    return -booked.amount_usd;
   };
 
   describe('bad values are 400 invalid_request_error naming the field', () => {
