@@ -11,8 +11,9 @@ export function createPollSource(
   return {
     async snapshot(runId, afterSequence) {
       const { snapshot, unanswered } = await gateway.probe(runId, afterSequence);
-      // A started run that did not answer in time (Temporal just restarted, its worker catching
-      // up) is not `pending`: a failed look, so a stream waits instead of going back to the record's status.
+      // A run Temporal said nothing definite about (a query or describe that failed or timed out,
+      // as while it restarts and its worker catches up) is not `pending`: a failed look, so a
+      // stream waits instead of going back to the record's status.
       if (unanswered) throw new Error(`run ${runId} did not answer its query in time`);
       return snapshot;
     },

@@ -395,7 +395,7 @@ export class RunGateway {
         unanswered = false;
       }
     } catch (err) {
-      // Closed. Not found stays unanswered: it cannot tell a forgotten run from a server coming up.
+      // Closed. A not-found stays unanswered: a stream then serves the record only once it is final.
       if (err instanceof QueryRejectedError) unanswered = false;
       if (isTemporalUnreachable(err)) {
         stop({ outcome: 'unavailable' });
