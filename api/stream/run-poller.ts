@@ -219,7 +219,7 @@ export class RunPoller {
       this.merge(snapshot.events);
       return snapshot.events.length > 0 && snapshot.eventCount > this.events.length;
     }
-    // No news from Temporal: the run may not have a worker yet, or Temporal may have forgotten it.
+    // No news from Temporal: no worker has run the run yet, or its workflow has closed.
     const stored = await this.source.stored(this.runId);
     if (!stored) return false;
     if (stored.events) this.merge(stored.events);
