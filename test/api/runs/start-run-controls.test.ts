@@ -67,9 +67,9 @@ describe('run controls (D36)', function () {
   };
   /** The run's one debit (and no other entry of it), once its end is booked. */
   const debit = async (runId: string) => {
-    const { ledger } = ctx.svc.store.collections;
-    const booked = await bookedDebit(ctx.svc.store.collections, runId);
-    assert.equal(await ledger.countDocuments({ run_id: runId }), 1);
+    const c = ctx.svc.store.collections;
+    const booked = await bookedDebit(c, runId);
+    assert.equal(await c.ledger.countDocuments({ run_id: runId }), 1);
     return -booked.amount_usd;
   };
 
