@@ -2,10 +2,11 @@
  * The end of a run and its one debit, whoever writes them: the workflow's finalizeRun activity
  * (nearly always), or the API settling a run whose workflow Temporal closed without letting it
  * finish (terminated from outside, api/runs/settle-run.ts). The end whose debit is booked
- * first is the run's one end: a retry writes the same end again and changes nothing; a second,
- * different end (a workflow reset by an operator re-running the run, a settle racing a finalize)
- * is dropped, so the record and the debit agree once every attempt is done. Every step is
- * idempotent.
+ * first is the run's one end: a retry writes the same end again and changes nothing; the same
+ * end computed anew by a later workflow task (same status and cost, another time) writes the
+ * record with the booked time if none is written; a second, different end (a workflow reset by an
+ * operator re-running the run, a settle racing a finalize) is dropped, so the record and the debit
+ * agree once every attempt is done. Every step is idempotent.
  *
  * The same entry gives back the credit held for the run at its start (D17, `released_usd`: as
  * the workflow was started with it, RunFinal.holdUsd, the same value the API wrote on the record;
@@ -56,8 +57,13 @@ export async function recordRunEnd(
     }
   } else if (await postEntry(c, debitOf(final, hold))) return finalizeRunRecord(c, final);
   // Booked already: by an earlier attempt of this end (which may have died before the record), or by another end.
-  if (!(await isBookedEnd(c, final))) return false;
-  return finalizeRunRecord(c, final);
+  const bookedAtMs = await bookedEndTime(c, final);
+  if (bookedAtMs === undefined) return false;
+  if (bookedAtMs === final.completedAtMs) return finalizeRunRecord(c, final);
+  // The same end computed again by a later workflow task: a local activity's input is not in the
+  // history, so a task that died after the debit leaves the next one to end the run anew, at its
+  // own time. The record takes the booked time (record and debit agree) unless one was written.
+  return finalizeRunRecordOnce(c, { ...final, completedAtMs: bookedAtMs });
 }
 
 /** The credit held for the run at its start (0: none, or a run started before holds existed). */
@@ -80,15 +86,22 @@ function debitOf(final: RunFinal, hold: number) {
   };
 }
 
-/** Whether the debit booked for the run is this end's (an earlier attempt of it died before the record). */
-async function isBookedEnd(c: Pick<Collections, 'ledger'>, final: RunFinal): Promise<boolean> {
+/**
+ * When the debit booked for the run is this end's (same status and cost: an earlier attempt of it
+ * died before the record), the end time it was booked with; undefined for another end's.
+ */
+async function bookedEndTime(
+  c: Pick<Collections, 'ledger'>,
+  final: RunFinal,
+): Promise<number | undefined> {
   const entry = await c.ledger.findOne(
     { _id: deriveId('led', final.runId) },
-    { projection: { run_ended_at: 1, amount_usd: 1 } },
+    { projection: { run_ended_at: 1, amount_usd: 1, note: 1 } },
   );
-  return (
-    entry?.run_ended_at?.getTime() === final.completedAtMs && entry.amount_usd === -final.totalCost
-  );
+  const debit = debitOf(final, 0);
+  if (!entry?.run_ended_at || entry.amount_usd !== debit.amount_usd || entry.note !== debit.note)
+    return undefined;
+  return entry.run_ended_at.getTime();
 }
 
 /** A big run's chunks first, then the record that says how many there are (a record is never readable without its chunks). */
