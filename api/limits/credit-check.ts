@@ -66,12 +66,23 @@ interface Lease {
 
 interface AccountState {
   head?: ChainHead;
-  sums?: LedgerSums & { startedAt: number };
+  sums?: Sums;
   summing?: Promise<void>;
   queue: Pending[];
   committing: boolean;
   lease?: Lease;
 }
+
+/** An account's ledger sums as of `startedAt`, and how long the store took to answer them. */
+type Sums = LedgerSums & { startedAt: number; tookMs: number };
+
+/**
+ * A remembered sum is refreshed no sooner than this many times the last one took: on the embedded
+ * FerretDB a sum scans the whole ledger collection (~0.1–0.6 s at thousands of entries, bench P1
+ * and P7), so refreshing every two seconds would spend a tenth of a core on it; on MongoDB a sum
+ * takes milliseconds and the time to live decides. An older sum is only a lower bound (see above).
+ */
+const SUM_COST_SHARE = 40;
 
 /** Per-process gate on an account's credit, built once per API (createApp). */
 export class CreditCheck {
@@ -255,9 +266,11 @@ export class CreditCheck {
     this.releasing.add(posting);
   }
 
-  /** Starts a new sum off the path once the remembered one is older than the time to live. */
+  /** Starts a new sum off the path once the remembered one is older than the time to live (and SUM_COST_SHARE × its cost). */
   private refreshIfOld(accountId: string, state: AccountState, now: number): void {
-    if (state.sums && now - state.sums.startedAt > this.ttlMs && !state.summing)
+    const sums = state.sums;
+    if (!sums || state.summing) return;
+    if (now - sums.startedAt > Math.max(this.ttlMs, SUM_COST_SHARE * sums.tookMs))
       void this.sum(accountId, state).catch(() => undefined);
   }
 
@@ -266,15 +279,13 @@ export class CreditCheck {
    * scans the entries since the newest checkpoint: ~0.6 s at 10,000 entries, bench P7). `fresh`:
    * one begun now, not one already under way.
    */
-  private async sum(
-    accountId: string,
-    state: AccountState,
-    fresh = false,
-  ): Promise<LedgerSums & { startedAt: number }> {
+  private async sum(accountId: string, state: AccountState, fresh = false): Promise<Sums> {
     if (fresh || !state.summing) {
       const startedAt = Date.now();
       const summing = this.sumLedger(accountId).then((sums) => {
-        if (!state.sums || state.sums.startedAt <= startedAt) state.sums = { ...sums, startedAt };
+        const tookMs = Date.now() - startedAt;
+        if (!state.sums || state.sums.startedAt <= startedAt)
+          state.sums = { ...sums, startedAt, tookMs };
       });
       const shared = summing.finally(() => {
         if (state.summing === shared) state.summing = undefined;
