@@ -51,6 +51,12 @@ export const PATCHES = {
     change:
       "D38: such a re-run's carried node of at most 100,000 rows runs its failed rows as one block at the run's whole concurrency (workflows/carry-over.ts CarryOver.onePlan) instead of 16 blocks of 4 lanes; old runs keep the 16 blocks.",
   },
+  'finalize-local': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D7: a run whose end needs no chunks writes it as a local activity (finalizeRun's marker in the workflow task that ends the run) instead of an activity task and a second workflow task; old runs keep the activity.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -10,6 +10,7 @@ import {
   workflowInfo,
   condition,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   type ActivityInterfaceFor,
@@ -120,7 +121,11 @@ export async function runWorkflow(
   progress.ended(state.status);
 
   const { final, chunks } = splitFinal(failedRows.attach(state.final())); // D38
-  await CancellationScope.nonCancellable(() => saveEnd(persistence, final, chunks));
+  await CancellationScope.nonCancellable(() =>
+    chunks.length === 0 && isPatched('finalize-local')
+      ? saveEndLocally(persistence, final)
+      : saveEnd(persistence, final, chunks),
+  );
   // D20: after the record is final (the webhook carries it); a child this run abandons, so the run ends now.
   const { webhook } = args;
   if (webhook)
@@ -162,6 +167,32 @@ function runProxies(options: RunArgs['options']) {
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 10_000 },
   });
   return { nodeOptions, nodes, persistence };
+}
+
+/**
+ * D7: a small run's end (no chunks) as a local activity first (patch `finalize-local`): the worker
+ * that finishes the run writes its end within the same workflow task, so Temporal records one
+ * marker instead of an activity task and a second workflow task. Its attempts stay in the worker
+ * for up to 15 s; a store that does not answer by then gets the end as the ordinary activity,
+ * retried without limit and adding nothing to the history while it waits.
+ */
+async function saveEndLocally(
+  persistence: ActivityInterfaceFor<Activities>,
+  final: ReturnType<typeof splitFinal>['final'],
+): Promise<void> {
+  const local = proxyLocalActivities<Activities>({
+    startToCloseTimeout: 10_000,
+    scheduleToCloseTimeout: 15_000,
+    retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 4_000 },
+  });
+  try {
+    await local.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [
+      final,
+    ]);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    await saveEnd(persistence, final, []);
+  }
 }
 
 /** Writes a run's end: its chunks, then the record that says how many. */

@@ -7,7 +7,7 @@
  * the runs must still be in flight when the old ones go), then each old one gets SIGTERM in turn
  * and drains. Every run completes, none stays running, each is billed once, every stream ends with
  * [DONE] (resumed with Last-Event-ID if it is cut), the webhook is delivered once, no workflow
- * task fails, and runs cross the upgrade (their workflow tasks ran on an old and a new worker).
+ * task fails (but for the server's UnhandledCommand, see below), and runs cross the upgrade (their workflow tasks ran on an old and a new worker).
  */
 import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
@@ -37,6 +37,8 @@ const CALL_USD = (100 * PRICE.input_per_mtok + 50 * PRICE.output_per_mtok) / 1e6
 const START_FEE = 0.001;
 const round = (usd: number) => Math.round(usd * 1e9) / 1e9;
 const { EventType } = temporal.api.enums.v1;
+const UNHANDLED_COMMAND =
+  temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
 
 /** The commit whose workers are replaced: WRS_UPGRADE_FROM, else the newest saved histories' (the last release). */
 function upgradeFrom(): string {
@@ -221,8 +223,13 @@ describe('rolling upgrade of the workers under 200 runs (production Temporal on 
     for (const runId of runIds) {
       const history = await temporalClient(svc).workflow.getHandle(runId).fetchHistory();
       const events = history.events ?? [];
+      // Except the server's UnhandledCommand: an update or cancel arrived while the task that ends
+      // the run (its end a local activity) was under way, so the server asked for a task with it
+      // first; the SDK retries at once and counts no failure (no alert fires on it).
       const failed = events.filter(
-        (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+        (e) =>
+          e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED &&
+          e.workflowTaskFailedEventAttributes?.cause !== UNHANDLED_COMMAND,
       );
       assert.deepEqual(failed, [], `workflow task failures in ${runId}`);
       const identities = new Set(
