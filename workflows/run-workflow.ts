@@ -13,6 +13,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  TemporalFailure,
   type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -172,9 +173,9 @@ function runProxies(options: RunArgs['options']) {
 /**
  * D7: a small run's end (no chunks) as a local activity first (patch `finalize-local`): the worker
  * that finishes the run writes its end within the same workflow task, so Temporal records one
- * marker instead of an activity task and a second workflow task. Its attempts stay in the worker
- * for up to 15 s; a store that does not answer by then gets the end as the ordinary activity,
- * retried without limit and adding nothing to the history while it waits.
+ * marker instead of an activity task and a second workflow task. Six attempts over ~12 s stay in
+ * the worker; a store that does not answer by then gets the end as the ordinary activity, retried
+ * without limit and adding nothing to the history while it waits.
  */
 async function saveEndLocally(
   persistence: ActivityInterfaceFor<Activities>,
@@ -182,15 +183,22 @@ async function saveEndLocally(
 ): Promise<void> {
   const local = proxyLocalActivities<Activities>({
     startToCloseTimeout: 10_000,
-    scheduleToCloseTimeout: 15_000,
-    retry: { initialInterval: 500, backoffCoefficient: 2, maximumInterval: 4_000 },
+    // Attempts 0.5, 1, 2, 4, 4 s apart. Not a schedule-to-close timeout: the SDK 1.24 core lets a
+    // local activity retry past it when it expires between attempts.
+    retry: {
+      initialInterval: 500,
+      backoffCoefficient: 2,
+      maximumInterval: 4_000,
+      maximumAttempts: 6,
+    },
   });
   try {
     await local.finalizeRun.executeWithOptions({ summary: PERSISTENCE_SUMMARIES.finalizeRun }, [
       final,
     ]);
   } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
+    // A local activity fails with its last attempt's failure itself (not wrapped in an ActivityFailure).
+    if (!(err instanceof TemporalFailure)) throw err;
     await saveEnd(persistence, final, []);
   }
 }

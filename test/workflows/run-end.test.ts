@@ -1,0 +1,85 @@
+/**
+ * A small run's end (D7, workflows/run-workflow.ts saveEndLocally): written by a local activity in
+ * the workflow task that ends the run; when the store refuses it for longer than the six local
+ * attempts (~12 s), the ordinary finalize activity takes over, and the run is still finalized and
+ * debited once.
+ */
+import assert from 'node:assert/strict';
+import type { Collections } from '../../store/db';
+import { temporal } from '@temporalio/proto';
+import { publish, greetingWorkflow } from '../support/fixtures';
+import { waitFor } from '../support/http';
+import { bookedDebit, finalizedRecord, startRun } from '../support/runs';
+import { startInProcessWorker, type InProcessWorker } from '../support/backend';
+import { temporalClient } from '../support/service';
+import { useService } from '../support/use-service';
+
+const { EventType } = temporal.api.enums.v1;
+
+/** The ledger collection, whose writes fail while `down` says so (the worker's view of a store outage). */
+function flakyLedger(ledger: Collections['ledger'], down: () => boolean): Collections['ledger'] {
+  return new Proxy(ledger, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop !== 'bulkWrite' && prop !== 'insertOne') return value;
+      return (...args: unknown[]) => {
+        if (down()) return Promise.reject(new Error('the store is down (test)'));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+describe("workflows: a run's end", function () {
+  this.timeout(90_000);
+  const ctx = useService({ worker: false });
+
+  it('is a local activity; past six failed local attempts the ordinary activity writes it, once', async () => {
+    const { svc } = ctx;
+    const c = svc.store.collections;
+    let down = false;
+    let worker: InProcessWorker | undefined;
+    try {
+      worker = await startInProcessWorker(svc.config, {
+        ...svc.store,
+        collections: { ...c, ledger: flakyLedger(c.ledger, () => down) },
+      });
+      await publish(svc.url, ctx.key, greetingWorkflow('ends'));
+      const history = async (runId: string) =>
+        (await temporalClient(svc).workflow.getHandle(runId).fetchHistory()).events ?? [];
+      const finalizeActivities = async (runId: string) =>
+        (await history(runId)).filter(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'finalizeRun',
+        );
+      const markers = async (runId: string) =>
+        (await history(runId)).filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED);
+
+      // The store answers: one marker, no activity task.
+      const quick = await startRun(svc.url, ctx.key, 'ends', { name: 'Ada' });
+      await temporalClient(svc).workflow.getHandle(quick).result();
+      assert.equal((await finalizedRecord(c, quick)).status, 'completed');
+      assert.deepEqual(await finalizeActivities(quick), []);
+      assert.equal((await markers(quick)).length, 2, 'the patch and the local finalize');
+
+      // The store refuses the debit: the local attempts give up after ~12 s, the activity waits it out.
+      down = true;
+      const slow = await startRun(svc.url, ctx.key, 'ends', { name: 'Bo' });
+      await waitFor(async () => ((await finalizeActivities(slow)).length ? true : undefined), {
+        timeoutMs: 40_000,
+        intervalMs: 500,
+        what: 'the finalize activity after the local attempts',
+      });
+      down = false;
+      await temporalClient(svc).workflow.getHandle(slow).result();
+      const record = await finalizedRecord(c, slow);
+      assert.equal(record.status, 'completed');
+      const debit = await bookedDebit(c, slow);
+      assert.equal(debit.amount_usd, -record.total_cost!);
+      assert.equal(debit.run_ended_at?.getTime(), record.completed_at?.getTime());
+      assert.equal(await c.ledger.countDocuments({ run_id: slow }), 1);
+    } finally {
+      down = false;
+      await worker?.stop();
+    }
+  });
+});
