@@ -266,7 +266,7 @@ export class CreditCheck {
     this.releasing.add(posting);
   }
 
-  /** Starts a new sum off the path once the remembered one is older than the time to live (and SUM_COST_SHARE × its cost). */
+  /** Starts a new sum off the path once the remembered one is older than the TTL and SUM_COST_SHARE × its cost. */
   private refreshIfOld(accountId: string, state: AccountState, now: number): void {
     const sums = state.sums;
     if (!sums || state.summing) return;

@@ -7,7 +7,8 @@
  * the runs must still be in flight when the old ones go), then each old one gets SIGTERM in turn
  * and drains. Every run completes, none stays running, each is billed once, every stream ends with
  * [DONE] (resumed with Last-Event-ID if it is cut), the webhook is delivered once, no workflow
- * task fails (but for the server's UnhandledCommand, see below), and runs cross the upgrade (their workflow tasks ran on an old and a new worker).
+ * task fails (but for the server's UnhandledCommand, see below), and runs cross the upgrade
+ * (their workflow tasks ran on an old and a new worker).
  */
 import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
