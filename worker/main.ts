@@ -29,6 +29,8 @@ async function main(): Promise<void> {
   await worker.done;
   metrics?.close();
   await store.close();
+  // The listener holds the IPC channel open, and with it the process: drained, it has no more use.
+  process.off('disconnect', orphaned);
 }
 
 main().catch((err) => {

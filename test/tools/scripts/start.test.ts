@@ -1,7 +1,7 @@
 /**
  * `npm start` (tools/scripts/start.ts) as a user runs it, on ports and a data directory of its own: a busy
  * port stops it at once naming the variable to set; two instances run side by side; the worker runs as a child process and is
- * started again when it dies; and after a SIGKILL of `npm start` itself, the next start stops the
+ * started again when it dies; a SIGTERM (or Ctrl-C) stops it all once the worker has drained; and after a SIGKILL of `npm start` itself, the next start stops the
  * servers it left behind before it binds their ports.
  */
 import assert from 'node:assert/strict';
@@ -172,6 +172,27 @@ describe('npm start (tools/scripts/start.ts)', function () {
 
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);
+  });
+
+  it('stops on SIGTERM once its worker has run a run: the worker drains and exits, then npm start', async () => {
+    const p = npmStart(env);
+    started.push(p);
+    const [, key] = await waitForOutput(p, /Bearer (wrs_sk_\w+)/, 'start up and its demo key');
+    const api = `http://127.0.0.1:${env.API_PORT}`;
+    const start = await fetch(`${api}/api/v1/responses`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${key}`,
+        'Content-Type': 'application/json',
+        Prefer: 'wait=30',
+      },
+      body: JSON.stringify({ workflowId: 'hello', inputs: { name: 'Ada' } }),
+    });
+    const run = (await start.json()) as { status: string };
+    assert.equal(run.status, 'completed', 'the worker ran the demo run');
+    // The worker's IPC channel to npm start must not hold it once it has drained (it did).
+    p.child.kill('SIGTERM');
+    assert.equal(await p.exited, 0);
   });
 
   it('keeps the codec token out of argv, logs and the Temporal UI settings; DATA_DIR is private (D32)', async () => {
