@@ -5,30 +5,16 @@
  * debited once.
  */
 import assert from 'node:assert/strict';
-import type { Collections } from '../../store/db';
 import { temporal } from '@temporalio/proto';
 import { publish, greetingWorkflow } from '../support/fixtures';
 import { waitFor } from '../support/http';
+import { countingCalls } from '../support/counting';
 import { bookedDebit, finalizedRecord, startRun } from '../support/runs';
 import { startInProcessWorker, type InProcessWorker } from '../support/backend';
 import { temporalClient } from '../support/service';
 import { useService } from '../support/use-service';
 
 const { EventType } = temporal.api.enums.v1;
-
-/** The ledger collection, whose writes fail while `down` says so (the worker's view of a store outage). */
-function flakyLedger(ledger: Collections['ledger'], down: () => boolean): Collections['ledger'] {
-  return new Proxy(ledger, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (prop !== 'bulkWrite' && prop !== 'insertOne') return value;
-      return (...args: unknown[]) => {
-        if (down()) return Promise.reject(new Error('the store is down (test)'));
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
 
 describe("workflows: a run's end", function () {
   this.timeout(90_000);
@@ -37,12 +23,13 @@ describe("workflows: a run's end", function () {
   it('is a local activity; past six failed local attempts the ordinary activity writes it, once', async () => {
     const { svc } = ctx;
     const c = svc.store.collections;
-    let down = false;
+    // The worker's debits go out as group-committed bulk writes (store/run-writes.ts).
+    const { collection: ledger, probe } = countingCalls(c.ledger, 'bulkWrite');
     let worker: InProcessWorker | undefined;
     try {
       worker = await startInProcessWorker(svc.config, {
         ...svc.store,
-        collections: { ...c, ledger: flakyLedger(c.ledger, () => down) },
+        collections: { ...c, ledger },
       });
       await publish(svc.url, ctx.key, greetingWorkflow('ends'));
       const history = async (runId: string) =>
@@ -62,14 +49,14 @@ describe("workflows: a run's end", function () {
       assert.equal((await markers(quick)).length, 2, 'the patch and the local finalize');
 
       // The store refuses the debit: the local attempts give up after ~12 s, the activity waits it out.
-      down = true;
+      probe.fail = new Error('the store is down (test)');
       const slow = await startRun(svc.url, ctx.key, 'ends', { name: 'Bo' });
       await waitFor(async () => ((await finalizeActivities(slow)).length ? true : undefined), {
         timeoutMs: 40_000,
         intervalMs: 500,
         what: 'the finalize activity after the local attempts',
       });
-      down = false;
+      probe.fail = null;
       await temporalClient(svc).workflow.getHandle(slow).result();
       const record = await finalizedRecord(c, slow);
       assert.equal(record.status, 'completed');
@@ -78,7 +65,7 @@ describe("workflows: a run's end", function () {
       assert.equal(debit.run_ended_at?.getTime(), record.completed_at?.getTime());
       assert.equal(await c.ledger.countDocuments({ run_id: slow }), 1);
     } finally {
-      down = false;
+      probe.fail = null;
       await worker?.stop();
     }
   });
