@@ -8,7 +8,14 @@ import type { Summary } from './lib/stats';
 
 export interface Sizes {
   /** `drainMs`: at most this long for a phase's runs to finish before the next phase. */
-  p1: { concurrencies: number[]; durationMs: number; warmupMs: number; drainMs: number };
+  /** `rounds`: bare/service pairs at c=32, whose median ratio is the verdict (one pair swings ±10%). */
+  p1: {
+    concurrencies: number[];
+    durationMs: number;
+    warmupMs: number;
+    drainMs: number;
+    rounds: number;
+  };
   p2: { iterations: number; warmup: number; pollMs: number };
   /** The fake holds every run's llm call through a `steadyMs` steady state, then answers them over `releaseSpreadMs`. */
   p3: { runs: number; clientsPerRun: number; steadyMs: number; releaseSpreadMs: number };
@@ -35,7 +42,7 @@ export interface Sizes {
 
 export const FULL: Sizes = {
   p9: { rows: 100_000, failEvery: 100, concurrency: 64, fakeMs: 50, timeoutMs: 900_000 },
-  p1: { concurrencies: [1, 8, 32], durationMs: 8_000, warmupMs: 1_000, drainMs: 90_000 },
+  p1: { concurrencies: [1, 8, 32], durationMs: 8_000, warmupMs: 1_000, drainMs: 90_000, rounds: 3 },
   p2: { iterations: 100, warmup: 5, pollMs: 50 },
   p3: { runs: 100, clientsPerRun: 10, steadyMs: 10_000, releaseSpreadMs: 2_000 },
   p4: {
@@ -58,7 +65,7 @@ export const FULL: Sizes = {
 
 export const QUICK: Sizes = {
   p9: { rows: 2_000, failEvery: 100, concurrency: 64, fakeMs: 50, timeoutMs: 120_000 },
-  p1: { concurrencies: [1, 8, 32], durationMs: 2_000, warmupMs: 500, drainMs: 30_000 },
+  p1: { concurrencies: [1, 8, 32], durationMs: 2_000, warmupMs: 500, drainMs: 30_000, rounds: 1 },
   p2: { iterations: 20, warmup: 3, pollMs: 50 },
   p3: { runs: 10, clientsPerRun: 10, steadyMs: 4_000, releaseSpreadMs: 500 },
   p4: {
@@ -118,6 +125,8 @@ export interface BenchContext {
   api: ServerChild;
   worker: ServerChild;
   apiUrl: string;
+  /** P1's bare HTTP start in the baseline child (tools/bench/baseline/http-start.ts). */
+  bareHttpUrl: string;
   key: string;
   accountId: string;
   /** The load process's own Temporal client (baseline starts, waiting for results, describe). */

@@ -400,6 +400,7 @@ async function main(): Promise<void> {
       api,
       worker,
       apiUrl: api.url!,
+      bareHttpUrl: baseline.bareHttpUrl!,
       key,
       accountId: account._id,
       temporal,

@@ -10,7 +10,7 @@
  * (by collection and method, with time spent), and for the API every Temporal RPC it made (by
  * method), its live pollers and memory. The counters wrap the driver's prototypes in this
  * process only; product code is untouched.
- * Prints one JSON line on stdout when ready ({role, pid, url?, statsUrl}); SIGTERM/SIGINT stop
+ * Prints one JSON line on stdout when ready ({role, pid, url?, bareHttpUrl?, statsUrl}); SIGTERM/SIGINT stop
  * it cleanly (process.exit, so `--cpu-prof` writes its profile).
  */
 import http from 'node:http';
@@ -26,6 +26,7 @@ import { startWorker } from '../../worker/start-worker';
 import { payloadProtection } from '../../lib/codec/data-converter';
 import { installWorkerRuntime, tuneWorkerHeap } from '../../worker/runtime';
 import { BARE_TASK_QUEUE } from './baseline/constants';
+import { startBareHttpStart } from './baseline/http-start';
 
 interface RpcStat {
   calls: number;
@@ -194,8 +195,13 @@ async function startRunWorker(config: Config): Promise<() => Promise<void>> {
   };
 }
 
-/** The baseline's bare worker (P1, P2): the same server and codec, none of the service's code. */
-async function startBareWorker(config: Config): Promise<() => Promise<void>> {
+/**
+ * The baseline's bare worker (P1, P2): the same server and codec, none of the service's code; and
+ * P1's bare HTTP start (baseline/http-start.ts), whose URL it returns.
+ */
+async function startBareWorker(
+  config: Config,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   installWorkerRuntime(config.logLevel);
   const store = await connectStore({
     uri: config.mongo.uri,
@@ -212,11 +218,20 @@ async function startBareWorker(config: Config): Promise<() => Promise<void>> {
     dataConverter: payloadProtection(config, store.db).dataConverter,
   });
   const bareRunning = bareWorker.run();
-  return async () => {
-    if (bareWorker.getState() === 'RUNNING') bareWorker.shutdown();
-    await bareRunning;
-    await connection.close();
-    await store.close();
+  const httpStart = await startBareHttpStart({
+    address: config.temporal.address,
+    namespace: config.temporal.namespace,
+    dataConverter: payloadProtection(config, store.db).dataConverter,
+  });
+  return {
+    url: httpStart.url,
+    stop: async () => {
+      await httpStart.close();
+      if (bareWorker.getState() === 'RUNNING') bareWorker.shutdown();
+      await bareRunning;
+      await connection.close();
+      await store.close();
+    },
   };
 }
 
@@ -227,7 +242,11 @@ async function main(): Promise<void> {
   const ready: Record<string, unknown> = { role, pid: process.pid };
   instrumentMongo();
   if (role === 'worker' || role === 'all') stops.push(await startRunWorker(config));
-  if (role === 'baseline' || role === 'all') stops.push(await startBareWorker(config));
+  if (role === 'baseline' || role === 'all') {
+    const bare = await startBareWorker(config);
+    stops.push(bare.stop);
+    ready.bareHttpUrl = bare.url;
+  }
   let api: ApiHandle | undefined;
   let rpc: Record<string, RpcStat> = {};
   if (role === 'api' || role === 'all') {

@@ -8,6 +8,8 @@ export interface ServerChild {
   role: string;
   pid: number;
   url?: string;
+  /** The baseline child's bare HTTP start (tools/bench/baseline/http-start.ts). */
+  bareHttpUrl?: string;
   statsUrl?: string;
   logFile: string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when the child has exited. */
@@ -86,6 +88,7 @@ export async function startServerChild(opts: {
     role: opts.role,
     pid: child.pid!,
     url: ready.url as string | undefined,
+    bareHttpUrl: ready.bareHttpUrl as string | undefined,
     statsUrl: ready.statsUrl as string | undefined,
     logFile,
     stop: async (graceMs = 15_000) => {
