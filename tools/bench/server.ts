@@ -208,20 +208,21 @@ async function startBareWorker(
     dbName: config.mongo.dbName,
     appName: 'wrs-bench-baseline',
   });
+  // The bench's client seals every payload as the service does (D32), so the baseline pays the same codec.
+  const { dataConverter } = payloadProtection(config, store.db);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const bareWorker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: BARE_TASK_QUEUE,
     workflowsPath: require.resolve('./baseline/workflows'),
-    // The bench's client seals every payload as the service does (D32), so the baseline pays the same codec.
-    dataConverter: payloadProtection(config, store.db).dataConverter,
+    dataConverter,
   });
   const bareRunning = bareWorker.run();
   const httpStart = await startBareHttpStart({
     address: config.temporal.address,
     namespace: config.temporal.namespace,
-    dataConverter: payloadProtection(config, store.db).dataConverter,
+    dataConverter,
   });
   return {
     url: httpStart.url,
