@@ -19,6 +19,7 @@ import { BARE_TASK_QUEUE, BARE_WORKFLOW_TYPE } from '../baseline/constants';
 import {
   describeRpc,
   rpcDelta,
+  summaryRow,
   type BenchContext,
   type BenchResult,
   type Idle,
@@ -65,17 +66,12 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     const bareUsage = end();
     const bareDrain = await ctx.resetRuns(drainMs);
     const bareCpu = cpuPerRun(whole(), bareStarted);
-    rows.push({
-      case: `bare client.workflow.start, ${label}`,
-      n: bare.count,
-      p50: bare.p50,
-      p95: bare.p95,
-      p99: bare.p99,
-      throughput: bare.throughput,
-      errors: bare.errors,
-      usage: bareUsage,
-      note: `${drained(bareDrain)}; ${bareCpu}`,
-    });
+    rows.push(
+      summaryRow(`bare client.workflow.start, ${label}`, bare, {
+        usage: bareUsage,
+        note: `${drained(bareDrain)}; ${bareCpu}`,
+      }),
+    );
     ctx.log(`P1 bare ${label}: ${fmt(bare.throughput)}/s p50 ${fmt(bare.p50)} ms`);
 
     // The service.
@@ -104,18 +100,13 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     const serviceCpu = cpuPerRun(whole(), serviceStarted);
     const workerAfter = await ctx.workerStats();
     const ratio = service.throughput / bare.throughput;
-    rows.push({
-      case: `service POST /responses (async), ${label}`,
-      n: service.count,
-      p50: service.p50,
-      p95: service.p95,
-      p99: service.p99,
-      throughput: service.throughput,
-      ratio,
-      errors: service.errors,
-      usage: serviceUsage,
-      note: `${drained(serviceDrain)}; ${serviceCpu}`,
-    });
+    rows.push(
+      summaryRow(`service POST /responses (async), ${label}`, service, {
+        ratio,
+        usage: serviceUsage,
+        note: `${drained(serviceDrain)}; ${serviceCpu}`,
+      }),
+    );
     details.push(
       `- ${label}, service phase (${service.count + service.errors} POSTs): Temporal RPCs by the API: ${describeRpc(rpcDelta(after, before))}. ` +
         `MongoDB by the API: ${describeRpc(rpcDelta(after, before, 'mongo'))}. MongoDB by the worker (finalizeRun of these runs, during the phase and the drain after it): ${describeRpc(rpcDelta(workerAfter, workerBefore, 'mongo'))}.`,
@@ -149,17 +140,12 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       ],
     });
   });
-  rows.push({
-    case: `bare start + the service's 3 search attributes, c=${top}`,
-    n: withSa.count,
-    p50: withSa.p50,
-    p95: withSa.p95,
-    p99: withSa.p99,
-    throughput: withSa.throughput,
-    errors: withSa.errors,
-    usage: end(),
-    note: `control: what the search attributes alone cost; ${drained(await ctx.resetRuns(drainMs))}`,
-  });
+  rows.push(
+    summaryRow(`bare start + the service's 3 search attributes, c=${top}`, withSa, {
+      usage: end(),
+      note: `control: what the search attributes alone cost; ${drained(await ctx.resetRuns(drainMs))}`,
+    }),
+  );
 
   // What Temporal charges for the rest of the service's start options: the search attributes, the
   // static summary and details (D33), the priority and fairness key (D36), and a start argument of
@@ -189,17 +175,16 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
       });
     },
   );
-  rows.push({
-    case: `bare start with the service's start options (search attributes, summary, details, priority, a ${argBytes}-byte argument), c=${top}`,
-    n: withOptions.count,
-    p50: withOptions.p50,
-    p95: withOptions.p95,
-    p99: withOptions.p99,
-    throughput: withOptions.throughput,
-    errors: withOptions.errors,
-    usage: endOptions(),
-    note: `control: what the service's start options cost on their own; ${drained(await ctx.resetRuns(drainMs))}`,
-  });
+  rows.push(
+    summaryRow(
+      `bare start with the service's start options (search attributes, summary, details, priority, a ${argBytes}-byte argument), c=${top}`,
+      withOptions,
+      {
+        usage: endOptions(),
+        note: `control: what the service's start options cost on their own; ${drained(await ctx.resetRuns(drainMs))}`,
+      },
+    ),
+  );
 
   // Control: an HTTP hop alone. A bare node:http server in a process of its own (the baseline
   // child) that only calls workflow.start: what any service in front of Temporal pays on these two
@@ -213,18 +198,17 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     if (res.status !== 202) throw new Error(`bare HTTP start answered ${res.status}`);
   });
   hopAgent.destroy();
-  rows.push({
-    case: `control: bare HTTP start (node:http in its own process, JSON body, workflow.start, 202; nothing else), c=${top}`,
-    n: hop.count,
-    p50: hop.p50,
-    p95: hop.p95,
-    p99: hop.p99,
-    throughput: hop.throughput,
-    ratio: hop.throughput / bareAt32,
-    errors: hop.errors,
-    usage: endHop(),
-    note: `the floor of any HTTP service on this machine (its CPU is \`base\`); ratio vs bare start; ${drained(await ctx.resetRuns(drainMs))}`,
-  });
+  rows.push(
+    summaryRow(
+      `control: bare HTTP start (node:http in its own process, JSON body, workflow.start, 202; nothing else), c=${top}`,
+      hop,
+      {
+        ratio: hop.throughput / bareAt32,
+        usage: endHop(),
+        note: `the floor of any HTTP service on this machine (its CPU is \`base\`); ratio vs bare start; ${drained(await ctx.resetRuns(drainMs))}`,
+      },
+    ),
+  );
 
   // Control: the store writes one run costs in steady state (the round-trip budget: the run's insert
   // at start; its final record and its debit at finalize), through the same store functions and
@@ -261,18 +245,17 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     await recordRunEnd(c, helloFinal(runId, controlAccount, createdAt), 'finalize', writes);
   });
   const grouped = writes.stats;
-  rows.push({
-    case: `control: one run's store writes alone (insert, final record, debit, group-committed; no API, no Temporal), c=${top}`,
-    n: storeOnly.count,
-    p50: storeOnly.p50,
-    p95: storeOnly.p95,
-    p99: storeOnly.p99,
-    throughput: storeOnly.throughput,
-    ratio: storeOnly.throughput / bareAt32,
-    errors: storeOnly.errors,
-    usage: endControl(),
-    note: 'complete runs per second the store alone takes (every run costs the API and the worker these three writes); the service starts faster than this only because finalize writes queue up behind the starts and drain after the phase; ratio vs bare start',
-  });
+  rows.push(
+    summaryRow(
+      `control: one run's store writes alone (insert, final record, debit, group-committed; no API, no Temporal), c=${top}`,
+      storeOnly,
+      {
+        ratio: storeOnly.throughput / bareAt32,
+        usage: endControl(),
+        note: 'complete runs per second the store alone takes (every run costs the API and the worker these three writes); the service starts faster than this only because finalize writes queue up behind the starts and drain after the phase; ratio vs bare start',
+      },
+    ),
+  );
   await deleteAll(c.runs, { account_id: controlAccount });
   // Control: a start's own store writes alone (the run's insert and its share of the D16 count,
   // through the API's group commit), with no finalize writes competing: the store's start ceiling.
@@ -283,18 +266,17 @@ export async function benchStart(ctx: BenchContext): Promise<BenchResult> {
     await counter.count('key_bench_control', 'starts', Number.MAX_SAFE_INTEGER); // limits are out of the way here
     await startOnly.insertRun(controlRun(generateId('run'), Date.now()));
   });
-  rows.push({
-    case: `control: a start's store writes alone (D16 count, run insert, group-committed; no finalize, no API, no Temporal), c=${top}`,
-    n: startWrites.count,
-    p50: startWrites.p50,
-    p95: startWrites.p95,
-    p99: startWrites.p99,
-    throughput: startWrites.throughput,
-    ratio: startWrites.throughput / bareAt32,
-    errors: startWrites.errors,
-    usage: endStarts(),
-    note: 'starts per second the store alone takes when nothing else writes; ratio vs bare start',
-  });
+  rows.push(
+    summaryRow(
+      `control: a start's store writes alone (D16 count, run insert, group-committed; no finalize, no API, no Temporal), c=${top}`,
+      startWrites,
+      {
+        ratio: startWrites.throughput / bareAt32,
+        usage: endStarts(),
+        note: 'starts per second the store alone takes when nothing else writes; ratio vs bare start',
+      },
+    ),
+  );
   details.push(
     `- Group commit in the store controls (store/run-writes.ts), writes per command: run inserts ${perCommand(startOnly.stats.runInserts)} (${perCommand(grouped.runInserts)} in the complete-run control), debits ${perCommand(grouped.entryInserts)}, final records ${perCommand(grouped.runEnds)}.`,
   );
