@@ -8,6 +8,7 @@
  *   - `refusetimes:<tag>:<n>` the same for the first n requests (a row that fails in a run and
  *     in its re-run too, then completes in the re-run of the re-run);
  *   - `slow:<ms>` delays the answer (a client that gives up meanwhile is recorded as `aborted`);
+ *   - `hold:<tag>` answers only once the test calls `release(tag)` (a call the test ends itself);
  *   - `redirect:<url>` answers 307 to that URL (a hostile or compromised provider);
  *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
  *     streamed as the client reads it (a hostile provider's answer; also for images);
@@ -56,6 +57,8 @@ export interface FakeOpenAI {
   requestsWith(text: string): RecordedRequest[];
   /** The most requests whose prompt contains `text` that were ever in flight at once. */
   maxInFlightWith(text: string): number;
+  /** Lets the calls held by `hold:<tag>` answer, and any later ones at once. */
+  release(tag: string): void;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,17 @@ export interface FakeOpenAI {
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   const requests: RecordedRequest[] = [];
   const flakyCounts = new Map<string, number>();
+  const holds = new Map<string, { released: Promise<void>; release: () => void }>();
+  const hold = (tag: string) => {
+    let gate = holds.get(tag);
+    if (!gate) {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      gate = { released, release };
+      holds.set(tag, gate);
+    }
+    return gate;
+  };
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -144,6 +158,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     }
     const slow = /slow:(\d+)/.exec(prompt);
     if (slow) await new Promise((r) => setTimeout(r, Number(slow[1])));
+    const held = /\bhold:([\w-]+)/.exec(prompt);
+    if (held) await hold(held[1]).released;
     const status = /status:(\d{3})/.exec(prompt);
     if (status) {
       return send(Number(status[1]), {
@@ -222,6 +238,10 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       for (const [, step] of edges) most = Math.max(most, (now += step));
       return most;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    release: (tag) => hold(tag).release(),
+    close: () => {
+      for (const gate of holds.values()) gate.release(); // a held call would keep the server open
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }

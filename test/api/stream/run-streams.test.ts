@@ -55,6 +55,7 @@ describe('streams (D11–D15)', function () {
       unequal,
       slowBatch('slow3', ['slow:700 a', 'slow:700 b', 'slow:700 c']),
       slowBatch('slow1', ['slow:2500 x']),
+      slowBatch('held1', ['hold:live-cursor x']),
     ]) {
       const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: doc });
       assert.equal(res.status, 201, JSON.stringify(res.body));
@@ -372,19 +373,16 @@ describe('streams (D11–D15)', function () {
     it("judges a live run's cursor against its current log: beyond it is a 400, within it resumes", async () => {
       const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
         key: ctx.key,
-        body: { workflowId: 'slow1' },
+        body: { workflowId: 'held1' },
       });
       const runId = start.body.run_id;
-      // Judged while the run is live: once a worker has picked it up (a loaded machine may take a moment).
+      // Judged while the run is live: its one item's call is held by the fake until released below
+      // (a timed item could end first on a loaded machine).
       await waitFor(
-        async () =>
-          (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).body
-            .status === 'running'
-            ? true
-            : undefined,
-        { what: 'the run to be running' },
+        async () => (ctx.fake.requestsWith('hold:live-cursor').length > 0 ? true : undefined),
+        { what: "the held item's call" },
       );
-      // 3 will be the terminal event's number (created, added, done, completed); while the 2.5 s item runs it is beyond the log.
+      // 3 will be the terminal event's number (created, added, done, completed); while the item is held it is beyond the log.
       const beyond = await attach(runId, { 'Last-Event-ID': '3' });
       assert.equal(beyond.status, 400);
       assert.equal(beyond.json.error.param, 'Last-Event-ID');
@@ -393,6 +391,7 @@ describe('streams (D11–D15)', function () {
         'running',
         'the run was live when judged',
       );
+      ctx.fake.release('live-cursor');
       const live = await attach(runId, { 'Last-Event-ID': '0' });
       await live.closed;
       const after = events(live).slice(1);
