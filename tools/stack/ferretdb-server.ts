@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { ensureFerretDb } from './binaries';
+import { goServerEnv } from './go-runtime';
 import { watchIdLookups } from './ferretdb-id-index';
 import { freePort, retryPortRace } from './ports';
 import { privateDir, spawnServer, waitForTcp, waitUntilReady } from './process';
@@ -81,7 +82,7 @@ async function startFerretDbOnce(opts: StartFerretDbOptions): Promise<FerretDbSe
     logFile: path.join(dataDir, 'ferretdb.log'),
     pidFile: path.join(dataDir, 'ferretdb.pid'),
     cwd: dataDir,
-    env: { ...process.env, DO_NOT_TRACK: '1' },
+    env: goServerEnv({ DO_NOT_TRACK: '1' }),
   });
   const uri = `mongodb://127.0.0.1:${port}/?maxPoolSize=${FERRETDB_MAX_POOL_SIZE}`;
 

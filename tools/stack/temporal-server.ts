@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ensureTemporal } from './binaries';
+import { goServerEnv } from './go-runtime';
 import { freePort, retryPortRace } from './ports';
 import { privateDir, spawnServer, waitForTcp, waitUntilReady } from './process';
 
@@ -125,6 +126,7 @@ async function startTemporalOnce(opts: StartTemporalOptions): Promise<TemporalSe
     logFile: path.join(dataDir, 'temporal.log'),
     pidFile: path.join(dataDir, 'temporal.pid'),
     cwd: dataDir,
+    env: goServerEnv(),
   });
   const address = `127.0.0.1:${port}`;
 

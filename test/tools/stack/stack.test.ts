@@ -55,6 +55,9 @@ describe('stack (real Temporal dev server + FerretDB)', function () {
     const ports = [portOf(temporal.address), portOf(mongo.uri)];
     try {
       assert.equal(temporal.uiUrl, null);
+      // Go's collector is tuned for the shared cores (tools/stack/go-runtime.ts) in both servers.
+      for (const pid of [temporal.pid, mongo.pid])
+        assert.match(fs.readFileSync(`/proc/${pid}/environ`, 'utf8'), /(^|\0)GOGC=\d+\0/);
       const connection = await Connection.connect({ address: temporal.address });
       try {
         const ns = await connection.workflowService.describeNamespace({ namespace: 'default' });
