@@ -7,8 +7,10 @@ import type { PhaseUsage, ProcessMonitor } from './lib/proc';
 import type { Summary } from './lib/stats';
 
 export interface Sizes {
-  /** `drainMs`: at most this long for a phase's runs to finish before the next phase. */
-  /** `rounds`: bare/service pairs at c=32, whose median ratio is the verdict (one pair swings ±10%). */
+  /**
+   * `drainMs`: at most this long for a phase's runs to finish before the next phase. `rounds`:
+   * bare/service pairs at c=32, whose median ratio is the verdict (one pair swings ±10%).
+   */
   p1: {
     concurrencies: number[];
     durationMs: number;

@@ -199,9 +199,7 @@ async function startRunWorker(config: Config): Promise<() => Promise<void>> {
  * The baseline's bare worker (P1, P2): the same server and codec, none of the service's code; and
  * P1's bare HTTP start (baseline/http-start.ts), whose URL it returns.
  */
-async function startBareWorker(
-  config: Config,
-): Promise<{ url: string; stop: () => Promise<void> }> {
+async function startBaseline(config: Config): Promise<{ url: string; stop: () => Promise<void> }> {
   installWorkerRuntime(config.logLevel);
   const store = await connectStore({
     uri: config.mongo.uri,
@@ -244,7 +242,7 @@ async function main(): Promise<void> {
   instrumentMongo();
   if (role === 'worker' || role === 'all') stops.push(await startRunWorker(config));
   if (role === 'baseline' || role === 'all') {
-    const bare = await startBareWorker(config);
+    const bare = await startBaseline(config);
     stops.push(bare.stop);
     ready.bareHttpUrl = bare.url;
   }
