@@ -57,6 +57,12 @@ export const PATCHES = {
     change:
       "D7: a run whose end needs no chunks writes it as a local activity (finalizeRun's marker in the workflow task that ends the run) instead of an activity task and a second workflow task; old runs keep the activity.",
   },
+  'answer-waiters-first': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D28: a run without chunks whose end somebody awaits (an `awaitEnd` update in when it ends) writes its end as the activity again, so the workflow task that ends it answers the update without waiting for the local end's writes; old runs keep the local end.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -7,7 +7,8 @@ import type { RunStreamDeps } from '../stream/run-streams';
 import type { AsyncStartResponse } from '../contract/request-schemas';
 import type { RunDoc } from '../../store/documents';
 import { streamNewRun } from '../stream/run-streams';
-import { awaitRunEnd, type AwaitRunEndDeps } from '../runs/await-run-end';
+import { awaitRunEnd, endWait, type AwaitRunEndDeps } from '../runs/await-run-end';
+import type { EndWait } from '../temporal/run-gateway';
 
 /** What answering a start needs: the stream of a new run, or the wait for its end (D28). */
 export type AnswerStartDeps = RunStreamDeps & AwaitRunEndDeps;
@@ -26,21 +27,28 @@ export function parsePreferWait(header: string): number {
 export async function answerStart(
   ctx: Context,
   deps: AnswerStartDeps,
-  opts: { stream: boolean; start: () => Promise<RunDoc>; onStarted?: () => void },
+  opts: {
+    stream: boolean;
+    start: (wait?: EndWait) => Promise<RunDoc>;
+    /** Once a start that does not wait is made (a waited one's start includes the run's first workflow task). */
+    onStarted?: () => void;
+  },
 ): Promise<void> {
   const waitSeconds = parsePreferWait(ctx.get('prefer'));
   const release = opts.stream ? deps.streams.take(ctx.state.auth!.keyId) : undefined;
+  // D28: the wait starts with the start, which carries it to the run's workflow.
+  const wait = waitSeconds > 0 && !release ? endWait(deps, waitSeconds * 1000) : undefined;
   let run: RunDoc;
   try {
-    run = await opts.start();
+    run = await opts.start(wait);
   } catch (err) {
     release?.();
     throw err;
   }
-  opts.onStarted?.();
+  if (!wait) opts.onStarted?.();
   if (release) return streamNewRun(ctx, deps, run, release);
   // D28: hold the answer until the run ends or the wait is over; an ended run answers 200 with its record.
-  const ended = waitSeconds > 0 ? await awaitRunEnd(deps, run, waitSeconds * 1000) : null;
+  const ended = wait ? await awaitRunEnd(deps, run, wait) : null;
   if (ended) {
     ctx.set('Preference-Applied', `wait=${waitSeconds}`);
     ctx.body = ended;

@@ -28,7 +28,8 @@ export function rerunRoutes(deps: RerunRouteDeps): Router {
       const request = parseRequest(RerunRequestSchema, ctx.request.body); // `null` is no object: 400
       await answerStart(ctx, deps, {
         stream: request.stream,
-        start: () => rerunRun(deps, ctx.state.auth!, ctx.params.runId, request, idempotencyKey),
+        start: (wait) =>
+          rerunRun(deps, ctx.state.auth!, ctx.params.runId, request, idempotencyKey, wait),
       });
     },
   );

@@ -35,10 +35,10 @@ export function responsesRoutes(deps: ResponsesRouteDeps): Router {
       await answerStart(ctx, deps, {
         stream: request.stream,
         // D18: with a key, a repeat gets the first request's run (the same 202 body, or its stream from event 0).
-        start: () =>
+        start: (wait) =>
           idempotencyKey
-            ? startIdempotent(deps, ctx.state.auth!, request, idempotencyKey)
-            : startRun(deps, ctx.state.auth!, request),
+            ? startIdempotent(deps, ctx.state.auth!, request, idempotencyKey, { wait })
+            : startRun(deps, ctx.state.auth!, request, { wait }),
         onStarted: () => timer(),
       });
     },

@@ -42,7 +42,13 @@ import { InvalidRequestError, ServiceUnavailableError } from '../../domain/error
 import type { AuthContext } from '../auth/auth-context';
 import { IDEMPOTENCY_KEY_PATTERN } from '../contract/http-schemas';
 import type { StartRequest } from '../contract/request-schemas';
-import { RunIdTakenError, runArgs, startRun, type RerunOf, type StartRunDeps } from './start-run';
+import {
+  RunIdTakenError,
+  runArgs,
+  startRun,
+  type StartOptions,
+  type StartRunDeps,
+} from './start-run';
 
 /** A claim this old whose run is still unrecorded (or whose workflow is missing) was abandoned by its request. */
 export const STALE_MS = 10_000;
@@ -74,8 +80,9 @@ export async function startIdempotent(
   auth: AuthContext,
   request: StartRequest,
   key: string,
-  rerun?: RerunOf,
+  opts: Omit<StartOptions, 'runId'> = {},
 ): Promise<RunDoc> {
+  const { rerun } = opts;
   const id = idempotencyId(auth.accountId, key);
   // D38: a re-run's key is bound to its parent and items too, so it never answers with another start.
   const hash = requestHash(rerun ? { ...request, rerun } : request);
@@ -107,8 +114,8 @@ export async function startIdempotent(
       );
     }
     const started =
-      claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim, rerun) : null;
-    const run = started ?? (await awaitRun(deps, auth, request, claim, deadline, rerun));
+      claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim, opts) : null;
+    const run = started ?? (await awaitRun(deps, auth, request, claim, deadline, opts));
     if (run) return run;
     // The claim was released (its request was refused before starting anything): claim afresh.
     if (Date.now() > deadline) throw stillStarting();
@@ -121,10 +128,10 @@ async function startClaimed(
   auth: AuthContext,
   request: StartRequest,
   claim: IdempotencyKeyDoc,
-  rerun?: RerunOf,
+  opts: Omit<StartOptions, 'runId'>,
 ): Promise<RunDoc | null> {
   try {
-    return await startRun(deps, auth, request, { runId: claim.run_id, rerun });
+    return await startRun(deps, auth, request, { ...opts, runId: claim.run_id });
   } catch (err) {
     if (err instanceof RunIdTakenError) return null;
     // Nothing was started: free the key, so a retry after a top-up or with a corrected body is judged afresh.
@@ -140,7 +147,7 @@ async function awaitRun(
   request: StartRequest,
   claim: IdempotencyKeyDoc,
   deadline: number,
-  rerun?: RerunOf,
+  opts: Omit<StartOptions, 'runId'>,
 ): Promise<RunDoc | null> {
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
     const run = await findRun(deps.collections, auth.accountId, claim.run_id);
@@ -152,7 +159,7 @@ async function awaitRun(
     if (!current || current.run_id !== claim.run_id) return null;
     if (isStale(current)) {
       // Crash case 1: the claimant died before recording its run; finish its work under the same id.
-      const taken = await startClaimed(deps, auth, request, current, rerun);
+      const taken = await startClaimed(deps, auth, request, current, opts);
       if (taken) return taken;
       continue;
     }

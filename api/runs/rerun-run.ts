@@ -13,16 +13,18 @@ import { storedItems } from '../../store/item-blocks';
 import { findRunRecord, findRunWithoutLog, runInputs } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../auth/auth-context';
+import type { EndWait } from '../temporal/run-gateway';
 import { startIdempotent } from './idempotent-start';
 import { startRun, type StartRunDeps } from './start-run';
 
-/** Starts the re-run of `parentId` and returns its record as stored (status `pending`). */
+/** Starts the re-run of `parentId` and returns its record as stored (status `pending`); `wait` as for startRun. */
 export async function rerunRun(
   deps: StartRunDeps,
   auth: AuthContext,
   parentId: string,
   body: RerunRequest,
   idempotencyKey?: string,
+  wait?: EndWait,
 ): Promise<RunDoc> {
   let parent = await readParent(deps, auth, parentId);
   // D38: the inputs are referenced, not copied: the record that holds them is the parent's own
@@ -65,8 +67,8 @@ export async function rerunRun(
   };
   const rerun = { parentRunId: parent._id, items: body.items, inputsFrom };
   return idempotencyKey
-    ? startIdempotent(deps, auth, request, idempotencyKey, rerun)
-    : startRun(deps, auth, request, { rerun });
+    ? startIdempotent(deps, auth, request, idempotencyKey, { rerun, wait })
+    : startRun(deps, auth, request, { rerun, wait });
 }
 
 /** The caller's run without its event log (a big run's is large; a re-run needs none of it); 404 otherwise. */

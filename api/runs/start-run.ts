@@ -16,7 +16,7 @@ import { newPayloadSecret } from '../../store/run-secrets';
 import type { RunWrites } from '../../store/run-writes';
 import type { RunArgs } from '../../workflows/definitions';
 import { InvalidInputsError, InvalidRequestError } from '../../domain/errors';
-import type { RunGateway } from '../temporal/run-gateway';
+import type { EndWait, RunGateway } from '../temporal/run-gateway';
 import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { runsStarted } from '../../lib/metrics';
@@ -57,6 +57,13 @@ export class RunIdTakenError extends Error {
   }
 }
 
+/** How a start is made: under a pre-allocated id (D18), as a re-run (D38), for a caller who waits for its end (D28). */
+export interface StartOptions {
+  runId?: string;
+  rerun?: RerunOf;
+  wait?: EndWait;
+}
+
 /**
  * Starts a run and returns its record as stored (status `pending`). `runId` is a pre-allocated
  * id (D18 idempotency); its record can be written once only, so two starts with one id start one run.
@@ -66,7 +73,7 @@ export async function startRun(
   deps: StartRunDeps,
   auth: AuthContext,
   request: StartRequest,
-  opts: { runId?: string; rerun?: RerunOf } = {},
+  opts: StartOptions = {},
 ): Promise<RunDoc> {
   const { collections } = deps;
   const { workflow, version, graph, inputs } = await admitRequest(
@@ -110,7 +117,7 @@ export async function startRun(
   // This process seals the start with it: no store read for a secret it just made.
   deps.gateway.codec?.runSecrets?.remember(run._id, Buffer.from(run.payload_secret!, 'base64'));
   try {
-    await deps.gateway.start(args, workflow.slug, run.priority);
+    await deps.gateway.start(args, workflow.slug, run.priority, opts.wait);
   } catch (err) {
     // Removed, the record can no longer give the hold back: this request does.
     if (await deleteRun(collections, run._id).catch(() => false))

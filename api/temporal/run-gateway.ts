@@ -9,8 +9,11 @@ import {
   defaultGrpcRetryOptions,
   makeGrpcRetryInterceptor,
   QueryRejectedError,
+  WithStartWorkflowOperation,
+  WorkflowUpdateStage,
   type GrpcRetryOptions,
   type WorkflowHandle,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
 import type { EncryptionCodec } from '../../lib/codec/payload-codec';
 import type { PayloadProtection } from '../../lib/codec/data-converter';
@@ -99,6 +102,17 @@ export function connectTemporal(temporal: Config['temporal']): Promise<Connectio
   );
 }
 
+/** How a wait for a run's end ended: its terminal snapshot, the wait's signal first, or no update taken (see awaitEnd). */
+export type RunEnd = RunSnapshot | 'aborted' | 'closed';
+
+/** D28: a start whose caller waits for the run's end: the wait's deadline and signal, and once started, the end. */
+export interface EndWait {
+  readonly deadline: number;
+  readonly signal: AbortSignal;
+  /** Set by RunGateway.start when the start carried the wait; else the waiter asks with awaitEnd. */
+  ended?: Promise<RunEnd>;
+}
+
 /** temporal.api.enums.v1.WorkflowExecutionStatus COMPLETED: the workflow returned (after finalizing its run). */
 const WORKFLOW_COMPLETED = 2;
 
@@ -151,35 +165,76 @@ export class RunGateway {
   /**
    * Starts the run's workflow; the workflow id is the run id, so a retry can never start a second one.
    * `slug` names the published workflow in the run's summary in the Temporal UI (D33); `priority` is the run's D36 priority.
+   * With `wait` (D28 `Prefer: wait`) the start carries the run's `awaitEnd` update (see startAwaited)
+   * and sets `wait.ended`.
    */
-  async start(args: RunArgs, slug: string, priority: RunPriority = 'normal'): Promise<void> {
+  async start(
+    args: RunArgs,
+    slug: string,
+    priority: RunPriority = 'normal',
+    wait?: EndWait,
+  ): Promise<void> {
+    const options = {
+      workflowId: args.runId,
+      taskQueue: this.opts.taskQueue,
+      args: [args],
+      staticSummary: workflowSummary(slug, args.version),
+      staticDetails: workflowDetails(args.graph.nodes),
+      // D36: activities inherit it; the worker's call scheduler orders an account's waiting calls by
+      // the key, and a Temporal server with fairness enabled also orders and shares its queue by them.
+      priority: { priorityKey: priorityKey(priority), fairnessKey: args.accountId },
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
+        { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },
+        { key: SEARCH_ATTRIBUTES.workflowVersion, value: args.version },
+      ],
+    } satisfies WorkflowStartOptions;
     try {
-      await this.withDeadline(() =>
-        this.client.workflow.start(RUN_WORKFLOW_TYPE, {
-          workflowId: args.runId,
-          taskQueue: this.opts.taskQueue,
-          args: [args],
-          staticSummary: workflowSummary(slug, args.version),
-          staticDetails: workflowDetails(args.graph.nodes),
-          // D36: activities inherit it; the worker's call scheduler orders an account's waiting calls by
-          // the key, and a Temporal server with fairness enabled also orders and shares its queue by them.
-          priority: { priorityKey: priorityKey(priority), fairnessKey: args.accountId },
-          typedSearchAttributes: [
-            { key: SEARCH_ATTRIBUTES.accountId, value: args.accountId },
-            { key: SEARCH_ATTRIBUTES.publishedWorkflowId, value: args.publishedWorkflowId },
-            { key: SEARCH_ATTRIBUTES.workflowVersion, value: args.version },
-          ],
-        }),
-      );
+      if (wait) await this.startAwaited(options, wait);
+      else await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, options));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-      // A deadline leaves it open whether the start reached Temporal. The caller removes the run's
-      // record on failure, so a workflow that did start would run (and be billed) unseen: ask first.
-      if (grpcCode(err) === DEADLINE_EXCEEDED && (await this.exists(args.runId).catch(() => false)))
-        return;
+      // A deadline, or a wait over before Temporal answered, leaves it open whether the start reached
+      // Temporal. The caller removes the run's record on failure, so a workflow that did start would
+      // run (and be billed) unseen: ask first.
+      const unsure = wait?.signal.aborted || grpcCode(err) === DEADLINE_EXCEEDED;
+      if (unsure && (await this.exists(args.runId).catch(() => false))) return;
       if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      // The wait is over and the workflow is not there: an ordinary start, under its own deadline.
+      if (wait?.signal.aborted) return this.start(args, slug, priority);
       throw err;
     }
+  }
+
+  /**
+   * D28: the start and the run's `awaitEnd` update in one call (update-with-start), so the update
+   * is in the run's first workflow task and a run that ends in it is answered with it. Sent apart,
+   * the update reached Temporal while that task ran, and a workflow that closed in it left the
+   * update unanswered: the wait then read the closed run back (tools/bench/FINDINGS.md P2). Resolves
+   * once Temporal has the workflow (its first answer, which comes when the update is accepted or its
+   * long poll ends); `wait.ended` resolves with the run's end.
+   */
+  private async startAwaited(options: WorkflowStartOptions, wait: EndWait): Promise<void> {
+    const operation = new WithStartWorkflowOperation(RUN_WORKFLOW_TYPE, {
+      ...options,
+      // A run id is new when its record is written: a workflow with the id is a retry of this start.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+    const update = this.opts.connection.withAbortSignal(wait.signal, () =>
+      this.client.workflow.startUpdateWithStart(awaitEndUpdate, {
+        updateId: this.endWaitId,
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+        startWorkflowOperation: operation,
+      }),
+    );
+    wait.ended = this.endOf(
+      update.then((handle) =>
+        this.opts.connection.withAbortSignal(wait.signal, () => handle.result()),
+      ),
+      wait.signal,
+    );
+    await operation.workflowHandle();
   }
 
   /** Whether Temporal knows a workflow with this id; 503 (ServiceUnavailableError) when it cannot say. */
@@ -257,21 +312,29 @@ export class RunGateway {
    * deduplicates: however many `Prefer: wait` starts and stream pollers wait, the run holds one
    * update per API process, far below Temporal's limit of updates in flight per workflow.
    */
-  async awaitEnd(runId: string, signal: AbortSignal): Promise<RunSnapshot | 'aborted' | 'closed'> {
-    const update = this.opts.connection
-      .withAbortSignal(signal, () =>
+  async awaitEnd(runId: string, signal: AbortSignal): Promise<RunEnd> {
+    return this.endOf(
+      this.opts.connection.withAbortSignal(signal, () =>
         this.client.workflow
           .getHandle(runId)
           .executeUpdate(awaitEndUpdate, { updateId: this.endWaitId }),
-      )
-      .catch(() => (signal.aborted ? ('aborted' as const) : ('closed' as const)));
+      ),
+      signal,
+    );
+  }
+
+  /** An `awaitEnd` update's answer as a RunEnd: 'aborted' at the signal, 'closed' when refused. */
+  private endOf(update: Promise<RunSnapshot>, signal: AbortSignal): Promise<RunEnd> {
+    const answered = update.catch(() =>
+      signal.aborted ? ('aborted' as const) : ('closed' as const),
+    );
     // The wait ends at the signal even where the SDK's call lingers (an update retried under load
     // was seen to outlive its abort by over 20 s): the caller's answer never waits past its deadline.
     const aborted = new Promise<'aborted'>((resolve) => {
       if (signal.aborted) resolve('aborted');
       else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
     });
-    return Promise.race([update, aborted]);
+    return Promise.race([answered, aborted]);
   }
 
   /**

@@ -26,7 +26,7 @@ export const runsEnded = new Counter({
 });
 export const startDuration = new Histogram({
   name: 'wrs_start_duration_seconds',
-  help: 'Time to accept a start request (validation, record, Temporal start).',
+  help: 'Time to accept a start request (validation, record, Temporal start); not of a Prefer: wait start, whose start includes its first workflow task.',
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
 });
 export const activeStreams = new Gauge({

@@ -2,12 +2,12 @@
  * A small run's end (D7, workflows/run-workflow.ts saveEndLocally): written by a local activity in
  * the workflow task that ends the run; when the store refuses it for longer than the six local
  * attempts (~12 s), the ordinary finalize activity takes over, and the run is still finalized and
- * debited once.
+ * debited once. A run somebody waits for (D28) answers first and writes its end as the activity.
  */
 import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
 import { publish, greetingWorkflow } from '../support/fixtures';
-import { waitFor } from '../support/http';
+import { call, waitFor } from '../support/http';
 import { countingCalls } from '../support/counting';
 import { bookedDebit, finalizedRecord, startRun } from '../support/runs';
 import { startInProcessWorker, type InProcessWorker } from '../support/backend';
@@ -19,6 +19,14 @@ const { EventType } = temporal.api.enums.v1;
 describe("workflows: a run's end", function () {
   this.timeout(90_000);
   const ctx = useService({ worker: false });
+  const history = async (runId: string) =>
+    (await temporalClient(ctx.svc).workflow.getHandle(runId).fetchHistory()).events ?? [];
+  const finalizeActivities = async (runId: string) =>
+    (await history(runId)).filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'finalizeRun',
+    );
+
+  before(() => publish(ctx.svc.url, ctx.key, greetingWorkflow('ends')));
 
   it('is a local activity; past six failed local attempts the ordinary activity writes it, once', async () => {
     const { svc } = ctx;
@@ -31,13 +39,6 @@ describe("workflows: a run's end", function () {
         ...svc.store,
         collections: { ...c, ledger },
       });
-      await publish(svc.url, ctx.key, greetingWorkflow('ends'));
-      const history = async (runId: string) =>
-        (await temporalClient(svc).workflow.getHandle(runId).fetchHistory()).events ?? [];
-      const finalizeActivities = async (runId: string) =>
-        (await history(runId)).filter(
-          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'finalizeRun',
-        );
       const markers = async (runId: string) =>
         (await history(runId)).filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED);
 
@@ -67,6 +68,37 @@ describe("workflows: a run's end", function () {
     } finally {
       probe.fail = null;
       await worker?.stop();
+    }
+  });
+
+  it('of a run somebody waits for (Prefer: wait) is the activity, after the task that ends the run answered', async () => {
+    const { svc } = ctx;
+    await svc.startWorker();
+    try {
+      const res = await call(svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        headers: { Prefer: 'wait=30' },
+        body: { workflowId: 'ends', inputs: { name: 'Cy' } },
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.output.greeting[0].parts[0].text, 'Hello, Cy!');
+      const runId = res.body.id;
+      await temporalClient(svc).workflow.getHandle(runId).result();
+      const types = (await history(runId)).map((e) => e.eventType);
+      // The start carried the update (api/temporal/run-gateway.ts startAwaited): the first workflow
+      // task accepted and answered it, and scheduled the end's activity; a second task closed the run.
+      const secondTask = types.indexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, 2);
+      const answered = types.indexOf(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED);
+      assert.ok(
+        types.indexOf(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) > 0 &&
+          answered > 0 &&
+          answered < secondTask,
+        `the update answered by the first workflow task: ${types.join(' ')}`,
+      );
+      assert.equal((await finalizeActivities(runId)).length, 1);
+      assert.equal((await finalizedRecord(svc.store.collections, runId)).status, 'completed');
+    } finally {
+      await svc.stopWorker();
     }
   });
 });

@@ -29,6 +29,7 @@ import { startWebhookReceiver } from '../../test/fakes/webhook-receiver';
 import { newAccount } from '../../test/support/accounts';
 import {
   batchWorkflow,
+  greetingWorkflow,
   llmWorkflow,
   publish,
   rowsWorkflow,
@@ -106,6 +107,7 @@ async function main(): Promise<void> {
     await publish(svc.url, key, llmWorkflow('small'));
     await publish(svc.url, key, rowsWorkflow('big', '{{row}}', { concurrency: 8 }));
     await publish(svc.url, key, batchWorkflow('items', ['a', `b ${MARKER} status:400`, 'c']));
+    await publish(svc.url, key, greetingWorkflow('greet'));
     await publish(timing.url, timingKey, llmWorkflow('small'));
     const run = async (shape: string, s: TestService, k: string, slug: string, inputs: object) => {
       const runId = await startRun(s.url, k, slug, inputs as Record<string, unknown>);
@@ -175,6 +177,23 @@ async function main(): Promise<void> {
     recorded.push({ shape: 'run-streamed', workflowId: streamed, service: svc });
     await stream.closed;
     assert.equal(stream.frames.at(-1)?.data, '[DONE]');
+
+    log(
+      'awaited runs (D28 Prefer: wait): one that ends in its first workflow task, one after a node',
+    );
+    for (const [shape, slug, inputs] of [
+      ['run-awaited-pure', 'greet', { name: MARKER }],
+      ['run-awaited', 'small', { topic: `${MARKER} awaited` }],
+    ] as const) {
+      const res = await call(svc.url, 'POST', '/api/v1/responses', {
+        key,
+        headers: { prefer: 'wait=60' },
+        body: { workflowId: slug, inputs },
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.status, 'completed');
+      recorded.push({ shape, workflowId: res.body.id, service: svc });
+    }
 
     log('cancelled run');
     const cancelled = await run('run-cancelled', svc, key, 'small', {
