@@ -49,10 +49,18 @@ const SHAPES = [
   'run-rerun-failed',
   'run-cost-capped',
   'run-rerun-failed-rows',
+  'run-awaited',
+  'run-awaited-pure',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
-const LATER_SHAPES = ['run-rerun-failed', 'run-cost-capped', 'run-rerun-failed-rows'];
+const LATER_SHAPES = [
+  'run-rerun-failed',
+  'run-cost-capped',
+  'run-rerun-failed-rows',
+  'run-awaited',
+  'run-awaited-pure',
+];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {
   this.timeout(300_000);
