@@ -446,9 +446,10 @@ export class RunGateway {
     let queued = false;
     let unanswered = true; // until Temporal says the run is queued or closed, or answers
     try {
-      const state = await this.startState(runId);
+      const { state, status } = await this.startState(runId);
       queued = state === 'queued';
       if (state === 'queued' || state === 'closed') unanswered = false;
+      if (status !== undefined) await this.settleUnfinished(runId, status);
       if (state === 'started') {
         const value = await this.opts.connection.withDeadline(
           Date.now() + this.opts.queryTimeoutMs,
@@ -464,10 +465,7 @@ export class RunGateway {
         stop({ outcome: 'unavailable' });
         throw new ServiceUnavailableError();
       }
-      // Closed: completed workflows finalized their run themselves; any other end needs settling.
-      if (err instanceof QueryRejectedError && err.status !== WORKFLOW_COMPLETED) {
-        await this.opts.onClosedUnfinished?.(runId, err.status).catch(() => undefined);
-      }
+      if (err instanceof QueryRejectedError) await this.settleUnfinished(runId, err.status);
       // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
     }
     stop({ outcome: answer ? 'ok' : 'no_news' });
@@ -479,29 +477,40 @@ export class RunGateway {
     return this.opts.connection.withDeadline(Date.now() + this.opts.rpcTimeoutMs, call);
   }
 
+  /** Closed: completed workflows finalized their run themselves; any other end needs settling. */
+  private async settleUnfinished(runId: string, status: number): Promise<void> {
+    if (status !== WORKFLOW_COMPLETED)
+      await this.opts.onClosedUnfinished?.(runId, status).catch(() => undefined);
+  }
+
   /**
    * Whether a worker has completed the run's first workflow task. Until then a query waits for a
    * worker until its deadline, so every poll of a queued run would hang that long; a describe
    * answers at once. Once started, always started: remembered so live runs cost one call a look.
+   * A describe that finds the workflow closed says so with its status: no query follows, which
+   * Temporal would only refuse (the first read of a run that ended unwatched: one call, not two).
    */
-  private async startState(runId: string): Promise<'started' | 'queued' | 'closed' | 'unknown'> {
-    if (this.started.has(runId)) return 'started';
+  private async startState(
+    runId: string,
+  ): Promise<{ state: 'started' | 'queued' | 'closed' | 'unknown'; status?: number }> {
+    if (this.started.has(runId)) return { state: 'started' };
     try {
       const description = await this.opts.connection.withDeadline(
         Date.now() + this.opts.queryTimeoutMs,
         () => this.client.workflow.getHandle(runId).describe(),
       );
+      if (description.status.name !== 'RUNNING')
+        return { state: 'closed', status: description.status.code };
       // Execution started, task scheduled, task started, task completed: at least four events.
-      if (description.historyLength < 4)
-        return description.status.name === 'RUNNING' ? 'queued' : 'closed';
+      if (description.historyLength < 4) return { state: 'queued' };
     } catch (err) {
       if (isTemporalUnreachable(err)) throw err; // probe() turns it into a 503
-      return 'unknown'; // Temporal cannot say (or forgot the run): the stored record is the answer
+      return { state: 'unknown' }; // Temporal cannot say (or forgot the run): the stored record is the answer
     }
     if (this.started.size >= STARTED_MEMORY)
       this.started.delete(this.started.values().next().value!);
     this.started.add(runId);
-    return 'started';
+    return { state: 'started' };
   }
 }
 
