@@ -2,12 +2,12 @@
  * Runs this API process has seen and not yet seen finished: their owner and the parts of their
  * record that never change (ids, version, created_at, metadata). With it, a GET of a live run
  * looked at within the last QUIET_MS is answered by the workflow's query alone, no store round
- * trip, and ownership is still checked: an entry
- * comes only from this process's own start (the caller's account) or from the stored record, so
- * it can never name the wrong account. A run this process has not seen is read from the store
- * once (one `_id` lookup), which also tells whether it has finished. Temporal's query answer is
- * never the source of ownership: asking it first would cost a query of a long-closed workflow
- * (a history replay on a worker) for every cold read of a finished run.
+ * trip, and ownership is still checked: an entry comes only from this process's own start (the
+ * caller's account) or from the stored record, so it can never name the wrong account. A run this
+ * process has not seen is read from the store once (one `_id` lookup), which also tells whether it
+ * has finished. Temporal's query answer is never the source of ownership: asking it first would
+ * cost a query of a long-closed workflow (a history replay on a worker) for every cold read of a
+ * finished run.
  */
 import type { RunDoc } from '../../store/documents';
 import type { RunViewSource } from '../../domain/run-view';
