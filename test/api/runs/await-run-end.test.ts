@@ -12,6 +12,14 @@ describe('Prefer: wait (D28)', function () {
   this.timeout(60_000);
   const ctx = useService({ fakeOpenAI: true });
 
+  /** A start of `echo` with `topic`, holding its answer for `prefer` (and any other headers). */
+  const startEcho = (topic: string, prefer: string, headers: Record<string, string> = {}) =>
+    call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      headers: { Prefer: prefer, ...headers },
+      body: { workflowId: 'echo', inputs: { topic } },
+    });
+
   before(async () => {
     assert.equal(
       (await call(ctx.svc.url, 'POST', '/api/v1/workflows', { key: ctx.key, body: workflow }))
@@ -21,11 +29,7 @@ describe('Prefer: wait (D28)', function () {
   });
 
   it('answers 200 with the full run record when the run ends within the wait', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-      key: ctx.key,
-      headers: { Prefer: 'wait=20' },
-      body: { workflowId: 'echo', inputs: { topic: 'hi' } },
-    });
+    const res = await startEcho('hi', 'wait=20');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('preference-applied'), 'wait=20');
     assert.equal(res.body.status, 'completed');
@@ -34,11 +38,7 @@ describe('Prefer: wait (D28)', function () {
   });
 
   it('answers the usual 202 when the wait is over first', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-      key: ctx.key,
-      headers: { Prefer: 'wait=1' },
-      body: { workflowId: 'echo', inputs: { topic: 'slow:4000 later' } },
-    });
+    const res = await startEcho('slow:4000 later', 'wait=1');
     assert.equal(res.status, 202);
     assert.equal(res.body.status, 'pending');
     assert.equal(res.headers.get('preference-applied'), null);
@@ -46,12 +46,7 @@ describe('Prefer: wait (D28)', function () {
 
   it('a repeat with the same Idempotency-Key waits for the run the first one started (D18)', async () => {
     const idempotencyKey = `wait-${randomUUID()}`;
-    const start = () =>
-      call(ctx.svc.url, 'POST', '/api/v1/responses', {
-        key: ctx.key,
-        headers: { Prefer: 'wait=20', 'Idempotency-Key': idempotencyKey },
-        body: { workflowId: 'echo', inputs: { topic: 'twice' } },
-      });
+    const start = () => startEcho('twice', 'wait=20', { 'Idempotency-Key': idempotencyKey });
     const first = await start();
     assert.equal(first.status, 200);
     // The repeat starts nothing: it waits on the run that has ended, and answers from its record.
@@ -66,11 +61,7 @@ describe('Prefer: wait (D28)', function () {
     await ctx.svc.stopWorker();
     let runId: string;
     try {
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-        key: ctx.key,
-        headers: { Prefer: 'wait=1' },
-        body: { workflowId: 'echo', inputs: { topic: 'queued' } },
-      });
+      const res = await startEcho('queued', 'wait=1');
       assert.equal(res.status, 202);
       runId = res.body.run_id;
       // The start carried the wait, whose end came before Temporal's first answer: the run is there.
