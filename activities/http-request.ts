@@ -14,39 +14,26 @@ import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
-import {
-  guardedFetch,
-  UrlRefusedError,
-  type GuardedResponse,
-  type GuardOptions,
-} from '../lib/net/ssrf';
+import { guardedFetch, UrlRefusedError, type GuardedResponse } from '../lib/net/ssrf';
 import {
   AnswerTooLargeError,
   DEFAULT_MAX_ANSWER_BYTES,
   readLimited,
 } from '../lib/net/read-limited';
 import { storeFile } from '../store/files';
-import { activitySignal, rethrowIfCancelled } from './provider-http';
+import { activitySignal, rethrowIfCancelled, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 import { templateValues } from './node-inputs';
 
-/**
- * Where an http_request node may go, beyond public addresses, and how much of a JSON or text
- * answer it reads into memory (MAX_ANSWER_BYTES; default DEFAULT_MAX_ANSWER_BYTES).
- */
-export type HttpRequestGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'> & {
-  maxAnswerBytes?: number;
-};
-
 export interface HttpRequestDeps {
   files: () => FileDeps;
-  /** The SSRF guard's settings; absent: private addresses are refused. */
-  guard?: HttpRequestGuard;
+  /** The SSRF guard's settings (the worker's outbound guard); absent: private addresses are refused. */
+  guard?: OutboundGuard;
 }
 
 /** Builds the activity that runs one iteration of an http_request node. */
 export function createHttpRequestActivity(deps: HttpRequestDeps) {
-  const guard = (): HttpRequestGuard => deps.guard ?? { allowPrivate: false };
+  const guard = (): OutboundGuard => deps.guard ?? { allowPrivate: false };
   const maxAnswerBytes = () => deps.guard?.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const request = renderRequest(req);
@@ -118,7 +105,7 @@ function renderRequest(req: NodeRequest<'http_request'>): RenderedRequest {
 }
 
 /** Sends the request through the SSRF guard; a refused URL or unsendable header fails for good, a network error is retried. */
-async function send(request: RenderedRequest, guard: HttpRequestGuard): Promise<GuardedResponse> {
+async function send(request: RenderedRequest, guard: OutboundGuard): Promise<GuardedResponse> {
   const { url, method, headers, body } = request;
   const signals = [AbortSignal.timeout(request.timeoutMs), activitySignal()].filter(
     (s): s is AbortSignal => !!s,

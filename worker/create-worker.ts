@@ -50,8 +50,9 @@ export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
     ...(opts.shutdownForceTimeMs ? { shutdownForceTime: opts.shutdownForceTimeMs } : {}),
     interceptors: {
       activity: [countAttempts, traceActivities],
-      // Used only when bundling at start; a prebuilt bundle carries them (bundleWorkflows).
-      workflowModules: [TRACING_INTERCEPTORS],
+      // Only when bundling at start: a prebuilt bundle carries them (bundleWorkflows), and the SDK
+      // warns at every start that it ignores them beside one.
+      ...(usesBundle(opts) ? {} : { workflowModules: [TRACING_INTERCEPTORS] }),
     },
     // The workflow sandbox's spans leave it through this sink (a no-op while tracing is off).
     sinks: { exporter: workflowSpanSink() },
@@ -93,6 +94,9 @@ function workflowSpanSink(): InjectedSinks<{
     },
   };
 }
+
+/** Whether the worker runs a bundle built before (in memory or a file) rather than bundling at start. */
+const usesBundle = (opts: WorkerOptions) => !!(opts.workflowBundle || opts.workflowBundlePath);
 
 function workflowSource(
   opts: WorkerOptions,

@@ -11,7 +11,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/common';
-import { createHttpRequestActivity, type HttpRequestGuard } from '../../activities/http-request';
+import { createHttpRequestActivity } from '../../activities/http-request';
+import type { OutboundGuard } from '../../activities/provider-http';
 import type { FileDeps } from '../../activities/files';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
@@ -123,7 +124,7 @@ const configured = (allow: boolean) =>
     config: loadConfig({ ALLOW_PRIVATE_NETWORK: String(allow) }),
   }).httpRequest;
 
-const activity = (guard?: HttpRequestGuard, files: () => FileDeps = noFiles) =>
+const activity = (guard?: OutboundGuard, files: () => FileDeps = noFiles) =>
   createHttpRequestActivity({ files, guard });
 
 /** Asserts a permanent item failure (ProviderRejected, non-retryable) whose message matches. */

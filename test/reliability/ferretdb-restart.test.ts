@@ -20,13 +20,12 @@ import {
   allFinalized,
   assertEnvelope,
   assertOneDebitEach,
+  assertOwnAnswers,
   awaitRecovery,
   completedRuns,
   endedCount,
-  expectedRunUsd,
   startRunsInFlight,
   timed,
-  topicOf,
   usePrivateStack,
 } from './outage-support';
 
@@ -123,18 +122,7 @@ describe('reliability: FerretDB restart with runs in flight', function () {
     await allFinalized(c, accountId, runIds.length, 60_000);
     const allFinalMs = Date.now() - upAt;
     const runs = await completedRuns(s.url, key, runIds, 10_000);
-    for (const [i, run] of runs.entries()) {
-      assert.equal(
-        run.output.answer[0].parts[0].text,
-        `echo: ${topicOf(i, i === RUNS ? 10 : PROVIDER_DELAY_MS)}`,
-        `${run.id} has its own answer`,
-      );
-      assert.ok(
-        Math.abs(run.total_cost - expectedRunUsd()) < 1e-9,
-        `${run.id} cost ${run.total_cost}`,
-      );
-      assert.ok(run.completed_at, `${run.id} has its completion time`);
-    }
+    assertOwnAnswers(runs, RUNS, PROVIDER_DELAY_MS);
     // The stored log of every run ends with exactly one terminal event; the stream had that log (after event 0).
     assert.deepEqual(
       streamed.slice(1),

@@ -206,6 +206,25 @@ export async function completedRuns(
   return runs;
 }
 
+/**
+ * Each run of startRunsInFlight (and the one started during recovery, `lastIndex`, a fast call)
+ * answered its own topic and cost one start fee and one call: nothing was lost, repeated or mixed up.
+ */
+export function assertOwnAnswers(runs: any[], lastIndex: number, delayMs: number): void {
+  for (const [i, run] of runs.entries()) {
+    assert.equal(
+      run.output.answer[0].parts[0].text,
+      `echo: ${topicOf(i, i === lastIndex ? 10 : delayMs)}`,
+      `${run.id} has its own answer`,
+    );
+    assert.ok(
+      Math.abs(run.total_cost - expectedRunUsd()) < 1e-9,
+      `${run.id} cost ${run.total_cost}: its call counted once`,
+    );
+    assert.ok(run.completed_at, `${run.id} has its completion time`);
+  }
+}
+
 /** The process-wide count of runs ended with `status` (each counted by the finalize attempt that wrote the record). */
 export async function endedCount(counter: Counter<'status'>, status: string): Promise<number> {
   const { values } = await counter.get();

@@ -19,13 +19,12 @@ import {
   allFinalized,
   assertEnvelope,
   assertOneDebitEach,
+  assertOwnAnswers,
   awaitRecovery,
   completedRuns,
   endedCount,
-  expectedRunUsd,
   startRunsInFlight,
   timed,
-  topicOf,
   usePrivateStack,
 } from './outage-support';
 
@@ -155,17 +154,7 @@ describe('reliability: Temporal restart with runs in flight', function () {
     await allFinalized(c, accountId, runIds.length, 90_000);
     const allDoneMs = Date.now() - upAt;
     const runs = await completedRuns(s.url, key, runIds, 10_000);
-    for (const [i, run] of runs.entries()) {
-      assert.equal(
-        run.output.answer[0].parts[0].text,
-        `echo: ${topicOf(i, i === RUNS ? 10 : PROVIDER_DELAY_MS)}`,
-        `${run.id} has its own answer`,
-      );
-      assert.ok(
-        Math.abs(run.total_cost - expectedRunUsd()) < 1e-9,
-        `${run.id} cost ${run.total_cost}: its call counted once`,
-      );
-    }
+    assertOwnAnswers(runs, RUNS, PROVIDER_DELAY_MS);
     // Exactly one debit per run, of its cost; the record was finalized once per run.
     const debits = await assertOneDebitEach(c, accountId, runIds, endedBefore);
 
