@@ -81,15 +81,17 @@ export async function findRun(
 }
 
 /**
- * The caller's run without its chunks joined in (D31): for a big run, `output` holds only its
- * labels and `events` only the created and terminal events; read the chunks with `chunksOf`.
+ * The caller's run without its chunks joined in (D31; for a big run `output` holds only its labels:
+ * read the chunks with `chunksOf`) and without its event log (`events` is null): reads, output
+ * pages and deletes never use the log, which for a small run of many items holds every item again,
+ * so it is neither sent nor parsed (the stream reads it with findRun).
  */
 export async function findRunHead(
   c: Pick<Collections, 'runs'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc | null> {
-  const doc = await c.runs.findOne({ _id: runId });
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { events_json: 0 } });
   return doc && doc.account_id === accountId ? fromStored(doc) : null;
 }
 

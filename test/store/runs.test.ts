@@ -12,6 +12,7 @@ import { accountBalance } from '../../store/ledger';
 import {
   finalizeRunRecord,
   findRun,
+  findRunHead,
   findRunRecord,
   insertRun,
   saveRunChunk,
@@ -72,6 +73,11 @@ describe('store: run records hold any JSON a node produces', function () {
       'a `__proto__` key stays data, not a prototype',
     );
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    // The head (reads, output pages, deletes): the record's own output piece, no event log read.
+    const head = (await findRunHead(c, 'acct_x', runId))!;
+    assert.deepEqual(head.output, output);
+    assert.equal(head.events, null);
+    assert.equal(head.finalized, true);
     assert.equal(
       await findRun(c, 'acct_other', runId),
       null,
