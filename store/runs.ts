@@ -70,21 +70,26 @@ function parseOrNull<T>(json: string | null | undefined): T | null {
   return json == null ? null : (JSON.parse(json) as T);
 }
 
-/** The caller's run, whole, or null: another account's run is indistinguishable from a missing one. */
+/**
+ * The caller's run with its event log and output joined from its chunks (D31), or null: another
+ * account's run is indistinguishable from a missing one. The items of stored outputs (D35) stay in
+ * their blocks: a million of them do not fit in memory; their readers stream them (run-view-stream,
+ * output pages, the results file).
+ */
 export async function findRun(
-  c: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>,
+  c: Pick<Collections, 'runs' | 'runChunks'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc), true) : null;
+  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc), false) : null;
 }
 
 /**
  * The caller's run without its chunks joined in (D31; for a big run `output` holds only its labels:
  * read the chunks with `chunksOf`) and without its event log (`events` is null): reads, output
  * pages and deletes never use the log, which for a small run of many items holds every item again,
- * so it is neither sent nor parsed (the stream reads it with findRun).
+ * so it is neither sent nor parsed (the stream reads it with findRunRecord).
  */
 export async function findRunHead(
   c: Pick<Collections, 'runs'>,

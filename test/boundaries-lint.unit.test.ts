@@ -25,7 +25,7 @@ describe('lint: folder boundaries', function () {
     ['config/probe.ts', `import { findRun } from '../store/runs';\nexport const f = findRun;`],
     [
       'activities/probe.ts',
-      `import { readRun } from '../api/runs/read-run';\nexport const f = readRun;`,
+      `import { readRunAnswer } from '../api/runs/read-run';\nexport const f = readRunAnswer;`,
     ],
     [
       'activities/probe.ts',
@@ -47,7 +47,7 @@ describe('lint: folder boundaries', function () {
     // Inside api/: the concerns below the use cases never reach runs/, and nothing below reaches a route.
     [
       'api/limits/probe.ts',
-      `import { readRun } from '../runs/read-run';\nexport const f = readRun;`,
+      `import { readRunAnswer } from '../runs/read-run';\nexport const f = readRunAnswer;`,
     ],
     [
       'api/stream/probe.ts',

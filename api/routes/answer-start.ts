@@ -8,6 +8,7 @@ import type { AsyncStartResponse } from '../contract/request-schemas';
 import type { RunDoc } from '../../store/documents';
 import { streamNewRun } from '../stream/run-streams';
 import { awaitRunEnd, endWait, type AwaitRunEndDeps } from '../runs/await-run-end';
+import { sendRun } from './run-body';
 import type { EndWait } from '../temporal/run-gateway';
 
 /** What answering a start needs: the stream of a new run, or the wait for its end (D28). */
@@ -51,7 +52,7 @@ export async function answerStart(
   const ended = wait ? await awaitRunEnd(deps, run, wait) : null;
   if (ended) {
     ctx.set('Preference-Applied', `wait=${waitSeconds}`);
-    ctx.body = ended;
+    sendRun(ctx, ended);
     return;
   }
   ctx.status = 202;

@@ -14,7 +14,8 @@ import {
   StreamQuerySchema,
 } from '../contract/request-schemas';
 import { listOutputItems, outputItemLines, type OutputItemsDeps } from '../runs/output-items';
-import { loadRun, readRunBody, type ReadRunDeps } from '../runs/read-run';
+import { loadRun, readRunAnswer, type ReadRunDeps } from '../runs/read-run';
+import { sendRun } from './run-body';
 import { streamExistingRun, type RunStreamDeps } from '../stream/run-streams';
 
 /** What the runs routes use: their guards, and the run use cases they call. */
@@ -40,9 +41,7 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
-      const body = await readRunBody(deps, ctx.state.auth!.accountId, ctx.params.runId);
-      if (body instanceof Readable) ctx.type = 'application/json'; // a big run's JSON, streamed (D31)
-      ctx.body = body;
+      sendRun(ctx, (await readRunAnswer(deps, ctx.state.auth!.accountId, ctx.params.runId)).body);
     },
   );
   router.get(
@@ -77,8 +76,9 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
+      const run = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
       ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
-      ctx.body = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
+      sendRun(ctx, run);
     },
   );
   router.delete(

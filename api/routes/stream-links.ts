@@ -22,7 +22,7 @@ import {
   StreamQuerySchema,
 } from '../contract/request-schemas';
 import type { StreamLink } from '../contract/response-schemas';
-import { loadRun } from '../runs/read-run';
+import { loadRunHead } from '../runs/read-run';
 import { streamExistingRun, type RunStreamDeps } from '../stream/run-streams';
 import { requestBaseUrl } from './files';
 import { LinkRefusedError } from './link-refused';
@@ -56,7 +56,7 @@ export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
         StreamLinkRequestSchema,
         ctx.request.body === undefined ? {} : ctx.request.body,
       );
-      const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
+      const run = await loadRunHead(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
       const { url, expires } = await links.streamUrl(
         run._id,
         requestBaseUrl(ctx, deps.config),

@@ -1,8 +1,10 @@
 /**
  * Reading a run (spec "GET /api/v1/runs/{runId}"): the final record once written, the workflow's
- * query while it is live. Two entry points with fixed answers: readRun (a RunView, for every
- * caller) and readRunBody (the GET's body: a big finished run as a byte stream, D31). Both take
- * the same named steps: fromThisProcess, the record, then finishedView or unfinishedView.
+ * query while it is live. readRunAnswer gives the answer of every read that returns the run (GET,
+ * a cancel, a `Prefer: wait` start) with its status; a finished big run's answer is a byte stream
+ * (D31) that reads its chunks and item blocks one at a time, so no read holds a big run's items
+ * (D35). Its steps: fromThisProcess, the record's head, then finishedView or unfinishedView.
+ * loadRun and loadRunHead are the ownership checks of the routes that need the record itself.
  */
 import type { Readable } from 'node:stream';
 import { isId } from '../../domain/ids';
@@ -14,20 +16,34 @@ import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
 import { isSettled, runView, type RunViewSource } from '../../domain/run-view';
 import { findDelivery } from '../../store/webhook-deliveries';
-import { isTerminal, webhookMessageId } from '../../domain/run';
+import { isTerminal, webhookMessageId, type RunStatus } from '../../domain/run';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
 import { streamRunView } from './run-view-stream';
 
-/** The caller's run record, or 404 (unknown, malformed or another account's id look the same). */
+/**
+ * The caller's run record with its event log (what a stream replays; its stored items stay in
+ * their blocks), or 404: unknown, malformed or another account's id look the same.
+ */
 export async function loadRun(
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>,
+  collections: Pick<Collections, 'runs' | 'runChunks'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc> {
   const doc = isId('run', runId) ? await findRun(collections, accountId, runId) : null;
   if (!doc) throw notFound(runId);
   return doc;
+}
+
+/** The caller's run record without its chunks, items or event log, or 404 as loadRun: an ownership check. */
+export async function loadRunHead(
+  collections: Pick<Collections, 'runs'>,
+  accountId: string,
+  runId: string,
+): Promise<RunDoc> {
+  const head = isId('run', runId) ? await findRunHead(collections, accountId, runId) : null;
+  if (!head) throw notFound(runId);
+  return head;
 }
 
 function notFound(runId: string): NotFoundError {
@@ -42,44 +58,34 @@ export interface ReadRunDeps {
   knownRuns?: KnownRuns;
 }
 
-/**
- * The current run view: the final record once written (served long after Temporal forgot the
- * run), else live state. Store round trips: none for a finished run read before in this process
- * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one.
- * Step by step: what this process knows, else the record, then the finished or the live view.
- */
-export async function readRun(
-  deps: ReadRunDeps,
-  accountId: string,
-  runId: string,
-): Promise<RunView> {
-  const known = await fromThisProcess(deps, accountId, runId);
-  if (known.view) return known.view;
-  const doc = await loadRun(deps.collections, accountId, runId);
-  if (!doc.finalized) return unfinishedView(deps, doc, known.skeleton);
-  return finishedView(deps, doc, await finishedDelivery(deps, doc));
+/** A run as a read answers it: its status, and its view (a finished big run's as a byte stream, D31). */
+export interface RunAnswer {
+  status: RunStatus;
+  body: RunView | Readable;
 }
 
 /**
- * The answer of GET /api/v1/runs/{runId}: readRun's view, or for a finished big run (D31) the same
- * JSON as a stream that reads one stored chunk at a time, so 100,000 items never sit in memory at once.
- * The same steps as readRun, except that the record is read without its chunks (the stream reads
- * them one by one).
+ * The current run: the final record once written (served long after Temporal forgot the run),
+ * else live state. Store round trips: none for a finished run read before in this process
+ * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one
+ * for the record's head (a big run's chunks and items are read as its answer is sent).
  */
-export async function readRunBody(
+export async function readRunAnswer(
   deps: ReadRunDeps,
   accountId: string,
   runId: string,
-): Promise<RunView | Readable> {
+): Promise<RunAnswer> {
   const known = await fromThisProcess(deps, accountId, runId);
-  if (known.view) return known.view;
+  if (known.view) return answer(known.view);
   const doc = await loadRunHead(deps.collections, accountId, runId);
-  if (!doc.finalized) return unfinishedView(deps, doc, known.skeleton);
+  if (!doc.finalized) return answer(await unfinishedView(deps, doc, known.skeleton));
   const delivery = await finishedDelivery(deps, doc);
   return isBig(doc)
-    ? streamRunView(deps.collections, doc, delivery)
-    : finishedView(deps, doc, delivery);
+    ? { status: doc.status, body: streamRunView(deps.collections, doc, delivery) }
+    : answer(finishedView(deps, doc, delivery));
 }
+
+const answer = (view: RunView): RunAnswer => ({ status: view.status, body: view });
 
 /**
  * Step 1, no store round trip: a finished run's cached view, or a run this process has seen live
@@ -96,17 +102,6 @@ async function fromThisProcess(
   if (!skeleton) return {};
   if (skeleton.account_id !== accountId) throw notFound(runId);
   return { view: await liveView(deps, runId, pendingRecord(skeleton)), skeleton };
-}
-
-/** Step 2 of readRunBody: the record without its chunks, or 404. */
-async function loadRunHead(
-  collections: ReadRunDeps['collections'],
-  accountId: string,
-  runId: string,
-): Promise<RunDoc> {
-  const head = await findRunHead(collections, accountId, runId);
-  if (!head) throw notFound(runId);
-  return head;
 }
 
 /**
