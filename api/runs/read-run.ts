@@ -25,25 +25,28 @@ import { streamRunView } from './run-view-stream';
  * The caller's run record with its event log (what a stream replays; its stored items stay in
  * their blocks), or 404: unknown, malformed or another account's id look the same.
  */
-export async function loadRun(
+export function loadRun(
   collections: Pick<Collections, 'runs' | 'runChunks'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc> {
-  const doc = isId('run', runId) ? await findRun(collections, accountId, runId) : null;
-  if (!doc) throw notFound(runId);
-  return doc;
+  return owned(runId, () => findRun(collections, accountId, runId));
 }
 
 /** The caller's run record without its chunks, items or event log, or 404 as loadRun: an ownership check. */
-export async function loadRunHead(
+export function loadRunHead(
   collections: Pick<Collections, 'runs'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc> {
-  const head = isId('run', runId) ? await findRunHead(collections, accountId, runId) : null;
-  if (!head) throw notFound(runId);
-  return head;
+  return owned(runId, () => findRunHead(collections, accountId, runId));
+}
+
+/** What `find` gives for a well-formed run id, else 404. */
+async function owned(runId: string, find: () => Promise<RunDoc | null>): Promise<RunDoc> {
+  const doc = isId('run', runId) ? await find() : null;
+  if (!doc) throw notFound(runId);
+  return doc;
 }
 
 function notFound(runId: string): NotFoundError {
