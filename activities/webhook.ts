@@ -7,11 +7,12 @@
  */
 import { ApplicationFailure, log } from '@temporalio/activity';
 import type { Config } from '../config';
-import { UrlRefusedError, type GuardOptions } from '../lib/net/ssrf';
+import { UrlRefusedError, type GuardOptions, type StreamedBody } from '../lib/net/ssrf';
 import { webhookSecret } from '../store/accounts';
 import type { Collections } from '../store/db';
 import { runView } from '../domain/run-view';
-import { findRunRecord } from '../store/runs';
+import { findRunWithoutLog } from '../store/runs';
+import { isBigRun, runViewParts } from '../store/run-view-stream';
 import {
   findDelivery,
   recordAttempt,
@@ -19,7 +20,7 @@ import {
   type DeliveryRef,
 } from '../store/webhook-deliveries';
 import { postWebhook } from '../lib/webhooks/post';
-import { signWebhook } from '../lib/webhooks/signature';
+import { signWebhook, signWebhookParts, type WebhookHeaders } from '../lib/webhooks/signature';
 import { type WebhookArgs } from '../workflows/definitions';
 import { webhookMessageId } from '../domain/run';
 
@@ -67,9 +68,9 @@ export function createWebhookActivities(deps: WebhookDeps) {
 
   async function deliverWebhook(args: WebhookArgs): Promise<{ status: number }> {
     const delivery = ref(args);
-    const { secret, body } = await deliveryPayload(deps.collections, args, delivery);
+    const payload = await deliveryPayload(deps.collections, args, delivery);
     // Signed per attempt: the timestamp is the attempt's, so receivers' replay windows accept retries.
-    const headers = signWebhook(secret, delivery.id, Date.now() / 1000, body);
+    const { headers, body } = await signed(payload, delivery.id, Date.now() / 1000);
     const attempt: Attempt = { args, delivery, where: origin(args.url) };
     let answer: { status: number; answer: string };
     try {
@@ -107,13 +108,23 @@ interface Attempt {
   where: string;
 }
 
-/** The account's signing secret and the body to send; a run without a final record or account is undeliverable. */
+/** What one attempt sends: the account's secret, and the body, or for a big run (D31) its parts. */
+interface Payload {
+  secret: string;
+  body: string | (() => AsyncIterable<string>);
+}
+
+/**
+ * The account's signing secret and the body to send; a run without a final record or account is
+ * undeliverable. The body is the JSON of GET /api/v1/runs/{id}: a big run's is read from its
+ * chunks and item blocks as it is sent, never whole in memory (a million rows' answers do not fit).
+ */
 async function deliveryPayload(
   collections: WebhookDeps['collections'],
   args: WebhookArgs,
   delivery: DeliveryRef,
-): Promise<{ secret: string; body: string }> {
-  const run = await findRunRecord(collections, args.runId, true);
+): Promise<Payload> {
+  const run = await findRunWithoutLog(collections, args.runId);
   if (!run?.finalized)
     throw ApplicationFailure.nonRetryable(
       `run ${args.runId} has no final record to deliver`,
@@ -126,10 +137,25 @@ async function deliveryPayload(
       'WebhookUndeliverable',
     );
   // The body shows the delivery as it stood before this attempt.
-  const body = JSON.stringify(
-    runView(run, undefined, await findDelivery(collections, delivery.id)),
-  );
-  return { secret, body };
+  const shown = await findDelivery(collections, delivery.id);
+  return {
+    secret,
+    body: isBigRun(run)
+      ? () => runViewParts(collections, run, shown)
+      : JSON.stringify(runView(run, undefined, shown)),
+  };
+}
+
+/** The signature headers and the body: a big run's is signed in a first pass over its parts and sent in a second. */
+async function signed(
+  payload: Payload,
+  id: string,
+  atSeconds: number,
+): Promise<{ headers: WebhookHeaders; body: string | StreamedBody }> {
+  const { secret, body } = payload;
+  if (typeof body === 'string') return { headers: signWebhook(secret, id, atSeconds, body), body };
+  const { headers, length } = await signWebhookParts(secret, id, atSeconds, body());
+  return { headers, body: { length, parts: body } };
 }
 
 /** Records an attempt that got no answer and returns the failure to throw: final for a refused URL, retried otherwise. */

@@ -19,7 +19,7 @@ import { findDelivery } from '../../store/webhook-deliveries';
 import { isTerminal, webhookMessageId, type RunStatus } from '../../domain/run';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
-import { streamRunView } from './run-view-stream';
+import { isBigRun, streamRunView } from '../../store/run-view-stream';
 
 /**
  * The caller's run record with its event log (what a stream replays; its stored items stay in
@@ -83,7 +83,7 @@ export async function readRunAnswer(
   const doc = await loadRunHead(deps.collections, accountId, runId);
   if (!doc.finalized) return answer(await unfinishedView(deps, doc, known.skeleton));
   const delivery = await finishedDelivery(deps, doc);
-  return isBig(doc)
+  return isBigRun(doc)
     ? { status: doc.status, body: streamRunView(deps.collections, doc, delivery) }
     : answer(finishedView(deps, doc, delivery));
 }
@@ -119,9 +119,6 @@ async function finishedDelivery(
   return doc.webhook ? findDelivery(deps.collections, webhookMessageId(doc._id)) : null;
 }
 
-/** D31/D35: a run whose items are kept outside its record (chunks or stored outputs). */
-const isBig = (doc: RunDoc) => !!doc.chunks || !!doc.stored_outputs;
-
 /** The view of a finalized record, cached once nothing can change it (a delivery's progress is never served stale), and not a big run's view. */
 function finishedView(
   deps: ReadRunDeps,
@@ -129,7 +126,7 @@ function finishedView(
   delivery: WebhookDeliveryDoc | null,
 ): RunView {
   const view = runView(doc, undefined, delivery);
-  if (!isBig(doc) && isSettled(view)) deps.finishedRuns?.set(doc.account_id, view);
+  if (!isBigRun(doc) && isSettled(view)) deps.finishedRuns?.set(doc.account_id, view);
   return view;
 }
 

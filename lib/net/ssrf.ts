@@ -12,6 +12,8 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { LookupFunction } from 'node:net';
 
 /** Why an address is not reachable through the guard; `public` is the only acceptable class. */
@@ -259,7 +261,12 @@ function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
 function requestOnce(
   url: URL,
   pinned: { address: string; family: 4 | 6 } | undefined,
-  init: { method: string; headers: Record<string, string>; body?: Buffer; signal: AbortSignal },
+  init: {
+    method: string;
+    headers: Record<string, string>;
+    body?: Buffer | StreamedBody;
+    signal: AbortSignal;
+  },
 ): Promise<http.IncomingMessage> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -278,8 +285,19 @@ function requestOnce(
     });
     req.once('response', resolve);
     req.once('error', reject);
-    req.end(init.body);
+    if (!init.body || Buffer.isBuffer(init.body)) req.end(init.body);
+    // Sent as it is read; a failed read ends the request with its error.
+    else pipeline(Readable.from(init.body.parts()), req).catch((err) => req.destroy(err));
   });
+}
+
+/**
+ * A body too large to hold in memory: its length in bytes, and its bytes, read anew for each
+ * request that sends it (a 307/308 redirect sends it again). The parts must add up to `length`.
+ */
+export interface StreamedBody {
+  length: number;
+  parts: () => AsyncIterable<string | Uint8Array>;
 }
 
 /** What guardedFetch sends; the guard's options say where it may go. */
@@ -288,7 +306,7 @@ export interface GuardedRequest {
   method?: string;
   /** Names in any case; the transport's own (host, content-length, transfer-encoding, connection) are ignored. */
   headers?: Record<string, string>;
-  body?: string | Uint8Array;
+  body?: string | Uint8Array | StreamedBody;
   /** Bounds the whole exchange, every hop and the answer's body included. */
   signal: AbortSignal;
   /** Redirects followed before giving up (default MAX_REDIRECTS); 0 hands a redirect back as the answer. */
@@ -315,6 +333,9 @@ function withoutHeaders(
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !names.has(name)));
 }
 
+const isStreamed = (body: string | Uint8Array | StreamedBody): body is StreamedBody =>
+  typeof body === 'object' && 'parts' in body;
+
 /**
  * Makes one HTTP request of any method through the guard: the scheme is checked, the host
  * resolved and every address checked, and the connection pinned to the checked address. Up to
@@ -332,7 +353,7 @@ export async function guardedFetch(
   const maxRedirects = opts.maxRedirects ?? MAX_REDIRECTS;
   let url = checkedUrl(raw, opts);
   let method = (opts.method ?? 'GET').toUpperCase();
-  let body = opts.body === undefined ? undefined : Buffer.from(opts.body);
+  let body = opts.body === undefined || isStreamed(opts.body) ? opts.body : Buffer.from(opts.body);
   const given = Object.fromEntries(
     Object.entries(opts.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
   );

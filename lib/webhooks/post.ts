@@ -4,7 +4,7 @@
  * connection made to the checked address. Redirects are never followed: the answer's status, 3xx
  * included, is returned for the caller to judge.
  */
-import { guardedFetch, type GuardOptions } from '../net/ssrf';
+import { guardedFetch, type GuardOptions, type StreamedBody } from '../net/ssrf';
 
 export interface PostOptions extends Pick<GuardOptions, 'allowHttp' | 'allowPrivate' | 'resolve'> {
   headers: Record<string, string>;
@@ -16,12 +16,12 @@ export interface PostOptions extends Pick<GuardOptions, 'allowHttp' | 'allowPriv
 const MAX_ANSWER_BYTES = 4096;
 
 /**
- * POSTs `body` as JSON to `raw` and resolves to the answer's status and the start of its body.
+ * POSTs `body` as JSON (a big run's streamed) to `raw` and resolves to the answer's status and the start of its body.
  * Throws UrlRefusedError for a refused URL (retrying cannot help) and other errors for network failures.
  */
 export async function postWebhook(
   raw: string,
-  body: string,
+  body: string | StreamedBody,
   opts: PostOptions,
 ): Promise<{ status: number; answer: string }> {
   const res = await guardedFetch(raw, {

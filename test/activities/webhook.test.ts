@@ -7,7 +7,8 @@ import { webhookWorkflowId } from '../../workflows/definitions';
 import { webhookMessageId } from '../../domain/run';
 import { type TestService, temporalClient } from '../support/service';
 import { expectError } from '../support/api-assert';
-import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
+import { greetingWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
+import { findRunRecord } from '../../store/runs';
 import { call, waitFor } from '../support/http';
 import {
   startWebhookReceiver,
@@ -48,6 +49,7 @@ describe('webhooks (D20)', function () {
   this.timeout(60_000);
   // Tests deliver to a loopback http receiver: both need the configuration's permission.
   const ctx = useService({
+    fakeOpenAI: true,
     env: {
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true',
@@ -59,6 +61,8 @@ describe('webhooks (D20)', function () {
   before(async () => {
     receiver = await startWebhookReceiver();
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('hook'));
+    // Concurrency 4: a node of more than 8 rows keeps its items in the store (D35).
+    await publish(ctx.svc.url, ctx.key, rowsWorkflow('hook-rows', '{{row}}', { concurrency: 4 }));
   });
   after(async () => {
     await receiver?.close();
@@ -124,6 +128,31 @@ describe('webhooks (D20)', function () {
     // A wrong secret or an altered body does not verify.
     assert.throws(() => verify(`whsec_${Buffer.alloc(24, 7).toString('base64')}`, hit));
     assert.throws(() => verify(secret, { ...hit, body: hit.body.replace('Ada', 'Eve') }));
+  });
+
+  it('a big run’s record arrives whole and verifies: read from its item blocks as it is sent (D31, D35)', async () => {
+    const secret = await cliSecret(ctx.svc, ctx.accountId);
+    const rows = Array.from({ length: 300 }, (_, i) => `r${i}`);
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'hook-rows', inputs: { rows }, webhook: `${receiver.url}/big` },
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const runId: string = res.body.run_id;
+    const hit = await waitFor(
+      async () => receiver.hitsOn('/big').find((h) => JSON.parse(h.body).id === runId),
+      { what: 'the big run’s webhook' },
+    );
+    const payload = verify(secret, hit);
+    const record = await findRunRecord(ctx.svc.store.collections, runId);
+    assert.ok(record?.stored_outputs?.answers, 'the items are kept in the store');
+    const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    assert.deepEqual({ ...payload, webhook: null }, { ...read.body, webhook: null });
+    assert.deepEqual(
+      payload.output.answers.map((item: any) => item.parts[0].text),
+      rows.map((row) => `echo: ${row}`),
+    );
+    assert.equal(hit.headers['content-length'], String(Buffer.byteLength(hit.body)));
   });
 
   it('a run without a webhook delivers nothing', async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { checkFileSignature, signFileUrl, signedUrlAt } from '../../../lib/files/signing';
-import { signWebhook } from '../../../lib/webhooks/signature';
+import { signWebhook, signWebhookParts } from '../../../lib/webhooks/signature';
 
 const SECRET = 'x'.repeat(32);
 const NOW = Date.UTC(2031, 0, 1);
@@ -59,6 +59,17 @@ describe('webhook signatures (lib/webhooks/signature.ts, D20)', () => {
     const headers = signWebhook(secret, 'msg_1', now, body);
     assert.match(headers['webhook-signature'], /^v1,[A-Za-z0-9+/]+=*$/);
     assert.deepEqual(new Webhook(secret).verify(body, { ...headers }), JSON.parse(body));
+  });
+
+  it('signs a body given in parts (a big run’s, sent as it is read) as the whole, and counts its bytes', async () => {
+    const parts = ['{"id":"run_1","output":{"a":[', '"é",', '"x"]}}'];
+    const now = Math.floor(Date.now() / 1000);
+    async function* read() {
+      yield* parts;
+    }
+    const { headers, length } = await signWebhookParts(secret, 'msg_1', now, read());
+    assert.deepEqual(headers, signWebhook(secret, 'msg_1', now, parts.join('')));
+    assert.equal(length, Buffer.byteLength(parts.join('')));
   });
 
   it('fails verification when one byte of the body changes', () => {

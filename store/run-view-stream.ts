@@ -1,29 +1,35 @@
 /**
- * D31: a finished big run's view as a JSON byte stream. The record holds every output label (with
- * no items) and its chunks hold the items, label by label in output order, so the answer is written
- * as the chunks are read: one chunk (about 1 MB) in memory at a time, whatever the run's size. A
- * stored output's items (D35) are read from its blocks, one block at a time.
+ * D31: a finished big run's view (the JSON of GET /api/v1/runs/{id}) as a byte stream, for the
+ * API's answers and the worker's webhook body. The record holds every output label (with no items)
+ * and its chunks hold the items, label by label in output order, so the JSON is written as the
+ * chunks are read: one chunk (about 1 MB) in memory at a time, whatever the run's size. A stored
+ * output's items (D35) are read from its blocks, one block at a time.
  */
 import { Readable } from 'node:stream';
-import type { Collections } from '../../store/db';
-import type { RunDoc, WebhookDeliveryDoc } from '../../store/documents';
-import { runView } from '../../domain/run-view';
-import { chunksOf } from '../../store/runs';
-import { storedItems } from '../../store/item-blocks';
-import type { StoredChunk } from '../../domain/run-chunks';
+import type { Collections } from './db';
+import type { RunDoc, WebhookDeliveryDoc } from './documents';
+import { runView } from '../domain/run-view';
+import { chunksOf } from './runs';
+import { storedItems } from './item-blocks';
+import type { StoredChunk } from '../domain/run-chunks';
 
 const OUTPUT_MARK = '\u0000output\u0000';
 
-/** The run view of a finalized, chunked record, streamed. */
+/** D31/D35: a run whose items are kept outside its record (chunks or stored outputs): its view is streamed. */
+export const isBigRun = (doc: Pick<RunDoc, 'chunks' | 'stored_outputs'>): boolean =>
+  !!doc.chunks || !!doc.stored_outputs;
+
+/** The run view of a finalized, chunked record (its head: findRunHead), streamed. */
 export function streamRunView(
   collections: Pick<Collections, 'runChunks' | 'itemBlocks'>,
   doc: RunDoc,
   delivery?: WebhookDeliveryDoc | null,
 ): Readable {
-  return Readable.from(render(collections, doc, delivery), { objectMode: false });
+  return Readable.from(runViewParts(collections, doc, delivery), { objectMode: false });
 }
 
-async function* render(
+/** The same JSON as its parts, in order (each at most ~64 KB beyond one item); each call reads the store anew. */
+export async function* runViewParts(
   collections: Pick<Collections, 'runChunks' | 'itemBlocks'>,
   doc: RunDoc,
   delivery?: WebhookDeliveryDoc | null,
