@@ -6,8 +6,7 @@
  * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
  * scans the whole collection for anything more (tools/bench/FINDINGS.md P5: ~8× cheaper per read).
  */
-import type { OutputItem, RunEvent, RunFinal, RunOutput } from '../domain/run';
-import { storedItems } from './item-blocks';
+import type { RunEvent, RunFinal, RunOutput } from '../domain/run';
 import { joinChunks, type RunChunk, type StoredChunk } from '../domain/run-chunks';
 import type { Collections } from './db';
 import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
@@ -82,7 +81,7 @@ export async function findRun(
   runId: string,
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc), false) : null;
+  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc)) : null;
 }
 
 /**
@@ -139,17 +138,15 @@ export async function findRunWithoutLog(
 }
 
 /**
- * Any account's run, whole (events and output joined from its chunks), or null: for the worker and
- * operators. D35: the items of stored outputs are joined in only when `c` has `itemBlocks` and
- * `withItems` is set (a webhook's body); readers of the event log leave them where they are.
+ * Any account's run with its event log and output joined from its chunks, or null: for the worker
+ * and operators. The items of stored outputs (D35) stay in their blocks, as for findRun.
  */
 export async function findRunRecord(
-  c: Pick<Collections, 'runs' | 'runChunks'> & Partial<Pick<Collections, 'itemBlocks'>>,
+  c: Pick<Collections, 'runs' | 'runChunks'>,
   runId: string,
-  withItems = false,
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne({ _id: runId });
-  return doc && withChunks(c, fromStored(doc), withItems);
+  return doc && withChunks(c, fromStored(doc));
 }
 
 /**
@@ -202,32 +199,12 @@ export async function saveRunChunk(
   }
 }
 
-/** Joins a finalized record's chunks and stored outputs (D35) back in, for the readers that want it whole (webhooks, operators). */
-async function withChunks(
-  c: Pick<Collections, 'runChunks'> & Partial<Pick<Collections, 'itemBlocks'>>,
-  doc: RunDoc,
-  withItems: boolean,
-): Promise<RunDoc> {
-  if (!doc.finalized) return doc;
-  let joined = doc;
-  if (doc.chunks) {
-    const chunks: StoredChunk[] = [];
-    for await (const chunk of chunksOf(c, doc)) chunks.push(chunk);
-    joined = joinChunks(doc, chunks);
-  }
-  const stored = doc.stored_outputs;
-  if (withItems && c.itemBlocks && stored && joined.output && doc.item_id_base) {
-    const blocks = { itemBlocks: c.itemBlocks };
-    const output = { ...joined.output };
-    for (const [label, ref] of Object.entries(stored)) {
-      const items: OutputItem[] = [];
-      for await (const item of storedItems(blocks, doc._id, doc.item_id_base, ref, 0, false))
-        items.push(item);
-      output[label] = items;
-    }
-    joined = { ...joined, output };
-  }
-  return joined;
+/** Joins a finalized record's chunks (D31) back in: its whole event log and inline output. */
+async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promise<RunDoc> {
+  if (!doc.finalized || !doc.chunks) return doc;
+  const chunks: StoredChunk[] = [];
+  for await (const chunk of chunksOf(c, doc)) chunks.push(chunk);
+  return joinChunks(doc, chunks);
 }
 
 function parseChunk(chunk: RunChunkDoc): StoredChunk {

@@ -50,6 +50,9 @@ import {
   type StartRunDeps,
 } from './start-run';
 
+/** How the claimed start is made (a re-run, a waited start); its run id is the claim's. */
+type ClaimOptions = Omit<StartOptions, 'runId'>;
+
 /** A claim this old whose run is still unrecorded (or whose workflow is missing) was abandoned by its request. */
 export const STALE_MS = 10_000;
 /** The longest a repeat waits for the first request's run before answering 503 (the caller may retry). */
@@ -80,7 +83,7 @@ export async function startIdempotent(
   auth: AuthContext,
   request: StartRequest,
   key: string,
-  opts: Omit<StartOptions, 'runId'> = {},
+  opts: ClaimOptions = {},
 ): Promise<RunDoc> {
   const { rerun } = opts;
   const id = idempotencyId(auth.accountId, key);
@@ -128,7 +131,7 @@ async function startClaimed(
   auth: AuthContext,
   request: StartRequest,
   claim: IdempotencyKeyDoc,
-  opts: Omit<StartOptions, 'runId'>,
+  opts: ClaimOptions,
 ): Promise<RunDoc | null> {
   try {
     return await startRun(deps, auth, request, { ...opts, runId: claim.run_id });
@@ -147,7 +150,7 @@ async function awaitRun(
   request: StartRequest,
   claim: IdempotencyKeyDoc,
   deadline: number,
-  opts: Omit<StartOptions, 'runId'>,
+  opts: ClaimOptions,
 ): Promise<RunDoc | null> {
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
     const run = await findRun(deps.collections, auth.accountId, claim.run_id);

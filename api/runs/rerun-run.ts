@@ -106,9 +106,7 @@ async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<bool
   const listed = Object.values(head.stored_outputs ?? {});
   if (listed.some((output) => output.failed && output.failed.length > 0)) return true;
   // A big inline output (a list straight from a `batch`) is kept in chunks: join them for this check.
-  const run = head.chunks
-    ? ((await findRunRecord(deps.collections, head._id, false)) ?? head)
-    : head;
+  const run = head.chunks ? ((await findRunRecord(deps.collections, head._id)) ?? head) : head;
   for (const items of Object.values(run.output ?? {}))
     if (items.some((item) => item.status !== 'completed')) return true;
   const stored = Object.values(run.stored_outputs ?? {});
