@@ -60,7 +60,8 @@ export function idAtOffset(base: string, offset: number): string {
   let low = half(cut + HALF_CHARS) + offset;
   const carry = Math.floor(low / HALF_SPACE);
   low -= carry * HALF_SPACE;
-  const high = (half(cut) + carry) % HALF_SPACE;
+  // A negative offset (an item's id back to its run's base, domain/run-log.ts) may borrow below zero.
+  const high = (((half(cut) + carry) % HALF_SPACE) + HALF_SPACE) % HALF_SPACE;
   return base.slice(0, cut) + encodeHalf(high) + encodeHalf(low);
 }
 

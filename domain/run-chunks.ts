@@ -11,7 +11,7 @@
  * are one token `code*count`, so a 1,000,000-row run's log is a few KB. Small runs (nearly all)
  * stay one piece: `chunks` is empty.
  */
-import { idAtOffset } from './ids';
+import { itemCodeOf, itemEventOf, RunLog, type ItemEvent } from './run-log';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './run';
 
 /** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it), and two of them under its 4 MB message limit. */
@@ -39,11 +39,6 @@ export type StoredChunk = Pick<RunChunk, 'index' | 'output'> & {
   itemEvents?: string;
   events?: RunEvent[];
 };
-
-type ItemEvent = Extract<
-  RunEvent,
-  { type: 'response.output_item.added' | 'response.output_item.done' }
->;
 
 /** Bytes of one item event in the JSON log, about: enough to tell a small run from a large one without serializing its log. */
 const ITEM_EVENT_BYTES = 150;
@@ -74,7 +69,7 @@ export function splitFinal(
   if (!compactable || innerCount * ITEM_EVENT_BYTES + outputBytes <= maxBytes) {
     if (!itemCodes) return { final: { ...final, chunks: 0 }, chunks: [] };
     const events: RunEvent[] = [final.events[0]];
-    for (const code of itemCodes) events.push(itemEvent(final.itemIdBase!, code, events.length));
+    for (const code of itemCodes) events.push(itemEventOf(final.itemIdBase!, code, events.length));
     events.push({ ...final.events.at(-1)!, sequence_number: events.length });
     return { final: { ...final, events, chunks: 0 }, chunks: [] };
   }
@@ -100,9 +95,7 @@ export function splitFinal(
     codes[room(token.length + 1)].push(token);
     run = null;
   };
-  const codeOf = (event: ItemEvent) =>
-    event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
-  for (const code of itemCodes ?? (inner as ItemEvent[]).map(codeOf)) {
+  for (const code of itemCodes ?? (inner as ItemEvent[]).map(itemCodeOf)) {
     if (run && code === run.code + 2 * run.n) run.n++;
     else {
       put();
@@ -124,35 +117,40 @@ function isItemEvent(event: RunEvent): boolean {
   return event.type === 'response.output_item.added' || event.type === 'response.output_item.done';
 }
 
-/** Puts the chunks back into the final record's `events` and `output` (the inverse of splitFinal). */
-export function joinChunks<T extends ChunkedRecord>(record: T, chunks: readonly StoredChunk[]): T {
-  const kept = record.events ?? [];
-  const events: RunEvent[] = kept.slice(0, 1);
+/** The chunks in their order (the stored order of a query is not theirs). */
+function inOrder<T extends { index: number }>(chunks: readonly T[]): T[] {
+  return [...chunks].sort((a, b) => a.index - b.index);
+}
+
+/** A chunked record's output with the chunks' items joined in (the inverse of splitFinal's output part). */
+export function joinOutput(
+  record: Pick<ChunkedRecord, 'output'>,
+  chunks: readonly Pick<StoredChunk, 'index' | 'output'>[],
+): RunOutput | null {
   const output: RunOutput | null =
     record.output &&
     Object.fromEntries(Object.entries(record.output).map(([label, items]) => [label, [...items]]));
-  const sorted = [...chunks].sort((a, b) => a.index - b.index);
-  for (const chunk of sorted) {
-    if (chunk.events) events.push(...chunk.events); // written before item events were compact: whole events
-    if (chunk.itemEvents)
-      for (const token of chunk.itemEvents.split(',')) {
-        const [code, n] = token.split('*').map((part) => parseInt(part, 36));
-        for (let k = 0; k < (n ?? 1); k++)
-          events.push(itemEvent(record.item_id_base!, code + 2 * k, events.length));
-      }
+  for (const chunk of inOrder(chunks))
     for (const [label, items] of Object.entries(chunk.output))
       if (output) (output[label] ??= []).push(...items);
-  }
-  for (const event of kept.slice(1)) events.push({ ...event, sequence_number: events.length });
-  return { ...record, events, output };
+  return output;
 }
 
-function itemEvent(base: string, code: number, sequence: number): RunEvent {
-  const outputIndex = Math.floor(code / 2);
-  return {
-    type: code % 2 === 1 ? 'response.output_item.done' : 'response.output_item.added',
-    sequence_number: sequence,
-    output_index: outputIndex,
-    item: { type: 'message', id: idAtOffset(base, outputIndex), phase: 'final_answer' },
-  };
+/**
+ * A chunked record's whole event log, compact (domain/run-log.ts): its first event, the chunks'
+ * item events, its last event (the inverse of splitFinal's log part). A million rows' events stay
+ * a few thousand numbers; none is made into an object here.
+ */
+export function logOfChunks(
+  record: Pick<ChunkedRecord, 'events' | 'item_id_base'>,
+  chunks: readonly Omit<StoredChunk, 'output'>[],
+): RunLog {
+  const kept = record.events ?? [];
+  const log = RunLog.of(kept.slice(0, 1));
+  for (const chunk of inOrder(chunks)) {
+    for (const event of chunk.events ?? []) log.append(event); // written before item events were compact: whole events
+    if (chunk.itemEvents) log.appendItemCodes(record.item_id_base!, chunk.itemEvents);
+  }
+  for (const event of kept.slice(1)) log.append({ ...event, sequence_number: log.length });
+  return log;
 }

@@ -6,8 +6,9 @@
  * `_id` index either way; FerretDB 1.x pushes only an exact `{_id}` filter down to SQLite and
  * scans the whole collection for anything more (tools/bench/FINDINGS.md P5: ~8× cheaper per read).
  */
-import type { RunEvent, RunFinal, RunOutput } from '../domain/run';
-import { joinChunks, type RunChunk, type StoredChunk } from '../domain/run-chunks';
+import type { RunEvent, RunFinal, RunOutput, RunStatus } from '../domain/run';
+import { joinOutput, logOfChunks, type RunChunk, type StoredChunk } from '../domain/run-chunks';
+import { RunLog } from '../domain/run-log';
 import type { Collections } from './db';
 import type { RunChunkDoc, RunDoc, StoredRunDoc } from './documents';
 import { bulkOutcomes } from './bulk-outcomes';
@@ -70,25 +71,10 @@ function parseOrNull<T>(json: string | null | undefined): T | null {
 }
 
 /**
- * The caller's run with its event log and output joined from its chunks (D31), or null: another
- * account's run is indistinguishable from a missing one. The items of stored outputs (D35) stay in
- * their blocks: a million of them do not fit in memory; their readers stream them (run-view-stream,
- * output pages, the results file).
- */
-export async function findRun(
-  c: Pick<Collections, 'runs' | 'runChunks'>,
-  accountId: string,
-  runId: string,
-): Promise<RunDoc | null> {
-  const doc = await c.runs.findOne({ _id: runId });
-  return doc && doc.account_id === accountId ? withChunks(c, fromStored(doc)) : null;
-}
-
-/**
  * The caller's run without its chunks joined in (D31; for a big run `output` holds only its labels:
  * read the chunks with `chunksOf`) and without its event log (`events` is null): reads, output
  * pages and deletes never use the log, which for a small run of many items holds every item again,
- * so it is neither sent nor parsed (the stream reads it with findRunRecord).
+ * so it is neither sent nor parsed (a stream reads it with findRunLog).
  */
 export async function findRunHead(
   c: Pick<Collections, 'runs'>,
@@ -107,10 +93,15 @@ export async function findRunHead(
 export async function* chunksOf(
   c: Pick<Collections, 'runChunks'>,
   doc: Pick<RunDoc, '_id' | 'chunks' | 'finalized'>,
+  opts: { output: boolean } = { output: true },
 ): AsyncGenerator<StoredChunk> {
   if (!doc.finalized || !doc.chunks) return;
+  // A reader of the log alone (findRunLog) leaves the items out: a chunk holds up to 512 KB of them.
+  const projection = opts.output ? {} : { output_json: 0 };
   let index = 0;
-  for await (const chunk of c.runChunks.find({ run_id: doc._id }).sort({ index: 1 })) {
+  for await (const chunk of c.runChunks
+    .find({ run_id: doc._id }, { projection })
+    .sort({ index: 1 })) {
     if (chunk.index !== index) break;
     yield parseChunk(chunk);
     index++;
@@ -138,15 +129,46 @@ export async function findRunWithoutLog(
 }
 
 /**
- * Any account's run with its event log and output joined from its chunks, or null: for the worker
- * and operators. The items of stored outputs (D35) stay in their blocks, as for findRun.
+ * Any account's run with its output joined from its chunks, without its event log (findRunLog),
+ * or null: for the worker and operators. The items of stored outputs (D35) stay in their blocks.
  */
 export async function findRunRecord(
   c: Pick<Collections, 'runs' | 'runChunks'>,
   runId: string,
 ): Promise<RunDoc | null> {
-  const doc = await c.runs.findOne({ _id: runId });
-  return doc && withChunks(c, fromStored(doc));
+  const doc = await c.runs.findOne({ _id: runId }, { projection: { events_json: 0 } });
+  if (!doc) return null;
+  const run = fromStored(doc);
+  if (!run.finalized || !run.chunks) return run;
+  const chunks: StoredChunk[] = [];
+  for await (const chunk of chunksOf(c, run)) chunks.push(chunk);
+  return { ...run, output: joinOutput(run, chunks) };
+}
+
+/**
+ * A run's status and, once its record is final, its whole event log (D11), kept compact
+ * (domain/run-log.ts: a million rows' events are a few thousand numbers), or null without a
+ * record. What a stream replays; nothing else reads the log. `log` is null while the run is live
+ * (its workflow holds the log then).
+ */
+export async function findRunLog(
+  c: Pick<Collections, 'runs' | 'runChunks'>,
+  runId: string,
+): Promise<{ status: RunStatus; log: RunLog | null } | null> {
+  const doc = await c.runs.findOne(
+    { _id: runId },
+    { projection: { status: 1, finalized: 1, chunks: 1, item_id_base: 1, events_json: 1 } },
+  );
+  if (!doc) return null;
+  const events = parseOrNull<RunEvent[]>(doc.events_json);
+  if (!doc.finalized || !events) return { status: doc.status, log: null };
+  if (!doc.chunks) return { status: doc.status, log: RunLog.of(events) };
+  const chunks: StoredChunk[] = [];
+  for await (const chunk of chunksOf(c, doc, { output: false })) chunks.push(chunk);
+  return {
+    status: doc.status,
+    log: logOfChunks({ events, item_id_base: doc.item_id_base }, chunks),
+  };
 }
 
 /**
@@ -199,21 +221,13 @@ export async function saveRunChunk(
   }
 }
 
-/** Joins a finalized record's chunks (D31) back in: its whole event log and inline output. */
-async function withChunks(c: Pick<Collections, 'runChunks'>, doc: RunDoc): Promise<RunDoc> {
-  if (!doc.finalized || !doc.chunks) return doc;
-  const chunks: StoredChunk[] = [];
-  for await (const chunk of chunksOf(c, doc)) chunks.push(chunk);
-  return joinChunks(doc, chunks);
-}
-
 function parseChunk(chunk: RunChunkDoc): StoredChunk {
   return {
     index: chunk.index,
     itemEvents: chunk.item_events,
     events:
       chunk.events_json === undefined ? undefined : (JSON.parse(chunk.events_json) as RunEvent[]),
-    output: JSON.parse(chunk.output_json) as RunOutput,
+    output: chunk.output_json === undefined ? {} : (JSON.parse(chunk.output_json) as RunOutput),
   };
 }
 

@@ -5,6 +5,7 @@
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
+import { itemEventOf } from '../domain/run-log';
 import { type RunArgs } from './definitions';
 import { emptyNodeUsage, totalUsage, type NodeUsage, type RunUsage } from '../domain/run-usage';
 import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
@@ -365,23 +366,9 @@ export class RunState {
     const out: RunEvent[] = [];
     for (let i = Math.max(0, from); i < Math.min(to, this.log.length); i++) {
       const entry = this.log[i];
-      out.push(typeof entry === 'number' ? this.itemEventAt(i, entry) : entry);
+      out.push(typeof entry === 'number' ? itemEventOf(this.itemIdBase, entry, i) : entry);
     }
     return out;
-  }
-
-  private itemEventAt(sequence: number, code: number): RunEvent {
-    const outputIndex = Math.floor(code / 2);
-    return {
-      type: code % 2 === 1 ? 'response.output_item.done' : 'response.output_item.added',
-      sequence_number: sequence,
-      output_index: outputIndex,
-      item: {
-        type: 'message',
-        id: idAtOffset(this.itemIdBase, outputIndex),
-        phase: 'final_answer',
-      },
-    };
   }
 
   /**

@@ -14,7 +14,7 @@ import {
   StreamQuerySchema,
 } from '../contract/request-schemas';
 import { listOutputItems, outputItemLines, type OutputItemsDeps } from '../runs/output-items';
-import { loadRun, readRunAnswer, type ReadRunDeps } from '../runs/read-run';
+import { loadRunHead, readRunAnswer, type ReadRunDeps } from '../runs/read-run';
 import { sendRun } from './run-body';
 import { streamExistingRun, type RunStreamDeps } from '../stream/run-streams';
 
@@ -98,7 +98,7 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
       // The cursor streamExistingRun uses is checked there; this refuses a malformed query cursor even when the header wins.
       parseRequest(StreamQuerySchema, ctx.query, 'query');
       // Ownership is checked before any byte of the stream: another account's run is a JSON 404.
-      const run = await loadRun(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
+      const run = await loadRunHead(deps.collections, ctx.state.auth!.accountId, ctx.params.runId);
       await streamExistingRun(ctx, deps, run);
     },
   );

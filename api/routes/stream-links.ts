@@ -7,7 +7,7 @@
  */
 import Router from '@koa/router';
 import { FileLinks } from '../../lib/files/links';
-import { findRunRecord } from '../../store/runs';
+import { findRunWithoutLog } from '../../store/runs';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import type { Collections } from '../../store/db';
@@ -76,7 +76,7 @@ export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
     // A link names the key that made it; one made before links did is bound to the run's key.
     const keyId = typeof kid === 'string' ? kid : undefined;
     parseRequest(StreamQuerySchema, ctx.query, 'query');
-    const run = await findRunRecord(deps.collections, runId);
+    const run = await findRunWithoutLog(deps.collections, runId, { inputs: false });
     if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
     if (!(await deps.keys.isLive(keyId ?? run.key_id)))
       throw new LinkRefusedError('stream', 'key_revoked');

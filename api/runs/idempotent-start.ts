@@ -36,7 +36,7 @@ import {
   requestHash,
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
-import { findRun, runInputs } from '../../store/runs';
+import { findRunHead, runInputs } from '../../store/runs';
 import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
@@ -153,7 +153,7 @@ async function awaitRun(
   opts: ClaimOptions,
 ): Promise<RunDoc | null> {
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
-    const run = await findRun(deps.collections, auth.accountId, claim.run_id);
+    const run = await findRunHead(deps.collections, auth.accountId, claim.run_id);
     if (run) {
       await resumeAbandoned(deps, run, claim);
       return run;

@@ -4,13 +4,13 @@
  * a cancel, a `Prefer: wait` start) with its status; a finished big run's answer is a byte stream
  * (D31) that reads its chunks and item blocks one at a time, so no read holds a big run's items
  * (D35). Its steps: fromThisProcess, the record's head, then finishedView or unfinishedView.
- * loadRun and loadRunHead are the ownership checks of the routes that need the record itself.
+ * loadRunHead is the ownership check of the routes that need the record itself.
  */
 import type { Readable } from 'node:stream';
 import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { RunDoc, WebhookDeliveryDoc } from '../../store/documents';
-import { findRun, findRunHead } from '../../store/runs';
+import { findRunHead } from '../../store/runs';
 import { NotFoundError } from '../../domain/errors';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
@@ -22,29 +22,15 @@ import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
 import { isBigRun, streamRunView } from '../../store/run-view-stream';
 
 /**
- * The caller's run record with its event log (what a stream replays; its stored items stay in
- * their blocks), or 404: unknown, malformed or another account's id look the same.
+ * The caller's run record without its chunks, items or event log, or 404: unknown, malformed or
+ * another account's id look the same. The ownership check of the routes that need the record itself.
  */
-export function loadRun(
-  collections: Pick<Collections, 'runs' | 'runChunks'>,
-  accountId: string,
-  runId: string,
-): Promise<RunDoc> {
-  return owned(runId, () => findRun(collections, accountId, runId));
-}
-
-/** The caller's run record without its chunks, items or event log, or 404 as loadRun: an ownership check. */
-export function loadRunHead(
+export async function loadRunHead(
   collections: Pick<Collections, 'runs'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc> {
-  return owned(runId, () => findRunHead(collections, accountId, runId));
-}
-
-/** What `find` gives for a well-formed run id, else 404. */
-async function owned(runId: string, find: () => Promise<RunDoc | null>): Promise<RunDoc> {
-  const doc = isId('run', runId) ? await find() : null;
+  const doc = isId('run', runId) ? await findRunHead(collections, accountId, runId) : null;
   if (!doc) throw notFound(runId);
   return doc;
 }

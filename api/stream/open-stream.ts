@@ -1,8 +1,9 @@
 /** Binds one HTTP response to a run's poller: SSE head, first event, keepalives, events, `[DONE]`, cleanup. */
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
-import type { RunEvent, StreamEvent } from '../../domain/run';
-import type { PollerRegistry, RunKnowledge } from './run-poller';
+import type { StreamEvent } from '../../domain/run';
+import type { EventsView } from '../../domain/run-log';
+import type { PollerRegistry, RunKnowledge, RunSeed } from './run-poller';
 import {
   DONE,
   KEEPALIVE,
@@ -40,7 +41,7 @@ export function openStream(
   ctx: Context,
   opts: StreamOptions,
   runId: string,
-  seed: RunKnowledge,
+  seed: RunSeed,
   opening: (state: RunKnowledge) => { event: StreamEvent; cursor: number },
 ): void {
   ctx.respond = false; // from here on this function owns the socket
@@ -53,20 +54,21 @@ export function openStream(
   stream.subscribe(runId, seed, opening);
 }
 
-/** One open stream: its socket, its timers, and the backlog of a client catching up. */
+/** One open stream: its socket, its timers, and how far it has read its run's log. */
 class RunStream {
   private keepalive: NodeJS.Timeout | undefined;
   private keyCheck: NodeJS.Timeout | undefined;
   private closed = false;
   private opened = false;
   private unsubscribe: (() => void) | undefined;
-  // A client catching up (a reattach deep into a 100,000-row run) is handed tens of thousands of
-  // events at once: they wait here, as references, and go out as fast as the socket drains, so
-  // neither the client nor the limit below mistakes a catch-up for a client that stopped reading.
-  // Events that arrive while the backlog drains join it and count as unread: a client that never
-  // catches up is still cut off.
-  private readonly backlog: RunEvent[] = [];
-  private next = 0; // index of the first backlog event not yet written
+  // A client catching up (a reattach deep into a million-row run) may read millions of events at
+  // once: they stay in the poller's compact log (domain/run-log.ts) and are made into text one at a
+  // time as the socket drains, so a catch-up costs no memory and neither the client nor the limit
+  // below mistakes it for a client that stopped reading. Events that arrive while the client is
+  // behind count as unread: a client that never catches up is still cut off.
+  private log: EventsView | undefined;
+  private sent = 0; // the last sequence number written
+  private granted = 0; // the last one the poller lets this client have
   private unreadNewBytes = 0;
   private catchingUp = true; // until the synchronous hand-over in `start` is over
   private ending = false;
@@ -91,14 +93,18 @@ class RunStream {
   };
 
   private readonly pump = (): void => {
-    const { res, backlog } = this;
-    while (!this.closed && this.next < backlog.length && res.writableLength < this.highWater)
-      res.write(formatEvent(backlog[this.next++]));
+    const { res, log } = this;
+    while (!this.closed && this.sent < this.granted && res.writableLength < this.highWater)
+      res.write(formatEvent(log!.at(++this.sent)));
     if (this.closed) return;
-    if (this.next < backlog.length) return void res.once('drain', this.pump);
-    backlog.length = this.next = this.unreadNewBytes = 0;
+    if (this.sent < this.granted) return void res.once('drain', this.pump);
+    this.unreadNewBytes = 0;
     if (this.ending) this.finish();
   };
+
+  private get behind(): boolean {
+    return this.sent < this.granted;
+  }
 
   private finish(): void {
     this.write(DONE);
@@ -147,12 +153,14 @@ class RunStream {
   /** Hands the stream to the run's poller: the first event, the backlog, then each event as it comes. */
   subscribe(
     runId: string,
-    seed: RunKnowledge,
+    seed: RunSeed,
     opening: (state: RunKnowledge) => { event: StreamEvent; cursor: number },
   ): void {
     this.unsubscribe = this.opts.pollers.subscribe(runId, seed, {
       start: (state) => {
         const { event, cursor } = opening(state);
+        this.log = state.events;
+        this.sent = this.granted = cursor;
         this.write(formatFirstEvent(event));
         queueMicrotask(() => {
           this.catchingUp = false;
@@ -160,9 +168,9 @@ class RunStream {
         });
         return cursor;
       },
-      deliver: (event: RunEvent) => this.deliver(event),
+      advance: (upTo) => this.advance(upTo),
       end: () => {
-        if (this.catchingUp || this.next < this.backlog.length) this.ending = true;
+        if (this.catchingUp || this.behind) this.ending = true;
         else this.finish();
       },
       drop: () => {
@@ -177,11 +185,17 @@ class RunStream {
     if (this.closed) this.unsubscribe(); // the client left before we subscribed
   }
 
-  private deliver(event: RunEvent): void {
-    if (this.catchingUp) return void this.backlog.push(event);
-    if (this.next >= this.backlog.length) return this.write(formatEvent(event));
-    this.backlog.push(event);
-    this.unreadNewBytes += JSON.stringify(event).length;
+  /** The poller has events up to `upTo` for this client: written as the socket takes them (`pump`). */
+  private advance(upTo: number): void {
+    if (this.catchingUp || !this.behind) {
+      this.granted = upTo;
+      if (!this.catchingUp) this.pump();
+      return;
+    }
+    // Behind already (a drain is awaited): these are unread.
+    for (let seq = this.granted + 1; seq <= upTo; seq++)
+      this.unreadNewBytes += formatEvent(this.log!.at(seq)).length;
+    this.granted = upTo;
     if (this.unreadNewBytes > this.opts.maxBufferedBytes) {
       this.res.destroy();
       this.close();

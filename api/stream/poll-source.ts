@@ -1,5 +1,5 @@
 import type { Collections } from '../../store/db';
-import { findRunRecord } from '../../store/runs';
+import { findRunLog } from '../../store/runs';
 import type { RunGateway } from '../temporal/run-gateway';
 import type { PollSource } from './run-poller';
 
@@ -21,9 +21,6 @@ export function createPollSource(
       const ended = await gateway.awaitEnd(runId, signal);
       return typeof ended === 'string' ? null : ended;
     },
-    async stored(runId) {
-      const doc = await findRunRecord(collections, runId);
-      return doc ? { status: doc.status, events: doc.finalized ? doc.events : null } : null;
-    },
+    stored: (runId) => findRunLog(collections, runId),
   };
 }

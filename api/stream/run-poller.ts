@@ -1,7 +1,9 @@
 /**
  * D15: one poller per run per API process, however many clients stream it. A poller asks the
  * run for news once per poll interval, keeps the run's event log as far as it knows it, and
- * hands every subscriber the events after its cursor. It also waits for the run's end (the
+ * lets every subscriber read the events after its cursor. The log is compact (domain/run-log.ts):
+ * a million-row run's two million item events are numbers, made into events one at a time as each
+ * client's socket takes them, so a stream of a big run costs the API little. It also waits for the run's end (the
  * `awaitEnd` update, one per process and run): the end and the events of the run's last step
  * reach the clients the moment the workflow gets there, not up to a poll interval later, with
  * no extra query. It stops when its last subscriber leaves or has been given the terminal event:
@@ -14,6 +16,7 @@ import {
   type RunSnapshot,
   type RunStatus,
 } from '../../domain/run';
+import { RunLog, type EventsView } from '../../domain/run-log';
 
 /** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
 export interface PollSource {
@@ -25,22 +28,31 @@ export interface PollSource {
    */
   awaitEnd(runId: string, signal: AbortSignal): Promise<RunSnapshot | null>;
   /** The stored record's status, and its whole event log once finalized. */
-  stored(runId: string): Promise<{ status: RunStatus; events: RunEvent[] | null } | null>;
+  stored(runId: string): Promise<{ status: RunStatus; log: RunLog | null } | null>;
 }
 
 /** What a poller knows about its run. */
 export interface RunKnowledge {
   status: RunStatus;
-  /** The log so far, index = sequence_number. */
-  events: readonly RunEvent[];
+  /** The log so far, by sequence number. */
+  events: EventsView;
+}
+
+/** What a new poller starts from: what the caller knows of the run. */
+export interface RunSeed {
+  status: RunStatus;
+  log: RunLog;
 }
 
 /** One streaming client. */
 export interface Subscriber {
-  /** The poller knows the run's state: open the stream and return the client's cursor (last sequence it has). */
+  /**
+   * The poller knows the run's state: open the stream and return the client's cursor (last
+   * sequence it has). `state.events` is the poller's log, which grows: the client reads from it.
+   */
   start(state: RunKnowledge): number;
-  /** One event after the cursor, in order. */
-  deliver(event: RunEvent): void;
+  /** The events after the cursor up to `upTo` may be sent, in order (read from the log `start` was given). */
+  advance(upTo: number): void;
   /** The terminal event was delivered: finish the stream. */
   end(): void;
   /**
@@ -60,7 +72,7 @@ const END_WAIT_RETRY_MS = 30_000;
 
 export class RunPoller {
   status: RunStatus;
-  readonly events: RunEvent[];
+  readonly log = new RunLog();
   queries = 0;
   private readonly attached = new Set<Attached>();
   private timer: NodeJS.Timeout | undefined;
@@ -77,13 +89,13 @@ export class RunPoller {
 
   constructor(
     readonly runId: string,
-    seed: RunKnowledge,
+    seed: RunSeed,
     private readonly source: PollSource,
     private readonly pollMs: number,
     private readonly onStop: (poller: RunPoller) => void,
   ) {
     this.status = seed.status;
-    this.events = [...seed.events];
+    this.log.appendFrom(seed.log);
     // The first look happens at once, so a new stream learns the current status without waiting a tick.
     this.timer = setTimeout(() => void this.tick(), 0);
     this.waitForEnd();
@@ -94,7 +106,7 @@ export class RunPoller {
   }
 
   get terminal(): boolean {
-    const last = this.events.at(-1);
+    const last = this.log.last();
     return last !== undefined && isTerminalEvent(last);
   }
 
@@ -137,7 +149,7 @@ export class RunPoller {
   }
 
   private startOne(entry: Attached): void {
-    entry.cursor = entry.sub.start({ status: this.status, events: this.events });
+    entry.cursor = entry.sub.start({ status: this.status, events: this.log });
     // Missed events go out at once, but spec rule 3: a terminal event reaches a newly attached
     // client on the next poll tick, about a second later.
     this.deliver(entry, false);
@@ -145,14 +157,14 @@ export class RunPoller {
 
   private deliver(entry: Attached, includeTerminal: boolean): void {
     if (entry.cursor === null) return;
-    for (let seq = entry.cursor + 1; seq < this.events.length; seq++) {
-      const event = this.events[seq];
-      if (!includeTerminal && isTerminalEvent(event)) return;
-      entry.sub.deliver(event);
-      entry.cursor = seq;
+    const last = this.log.length - 1;
+    const upTo = !includeTerminal && this.terminal ? last - 1 : last;
+    if (upTo > entry.cursor) {
+      entry.cursor = upTo;
+      entry.sub.advance(upTo);
     }
     // Past the terminal event (or resumed after it): the stream is over.
-    if (includeTerminal && this.terminal && entry.cursor >= this.events.length - 1) {
+    if (includeTerminal && this.terminal && entry.cursor >= last) {
       this.attached.delete(entry);
       entry.sub.end();
     }
@@ -177,7 +189,7 @@ export class RunPoller {
     // Until one look succeeded the run's state is unknown (Temporal down): clients wait,
     // with keepalives, instead of being told the stale `pending` of the stored record.
     if (looked) {
-      const state = { status: this.status, events: [...this.events] };
+      const state = { status: this.status, events: this.log.view() };
       this.lookWaiters = this.lookWaiters.filter(
         (waiter) => waiter.from > look || (waiter.resolve(state), false),
       );
@@ -203,12 +215,12 @@ export class RunPoller {
     this.queries++;
     let snapshot: RunSnapshot | null;
     try {
-      snapshot = await this.source.snapshot(this.runId, this.events.length - 1);
+      snapshot = await this.source.snapshot(this.runId, this.log.length - 1);
     } catch (err) {
       // Temporal unreachable: a run that ended just before still has its whole log in its record.
       const stored = await this.source.stored(this.runId);
-      if (!stored?.events || !isTerminal(stored.status)) throw err;
-      this.merge(stored.events);
+      if (!stored?.log || !isTerminal(stored.status)) throw err;
+      this.log.appendFrom(stored.log);
       this.status = stored.status;
       return false;
     }
@@ -217,12 +229,12 @@ export class RunPoller {
       // knows; one that brings the end itself carries the run's final status.
       if (!this.terminal) this.status = snapshot.status;
       this.merge(snapshot.events);
-      return snapshot.events.length > 0 && snapshot.eventCount > this.events.length;
+      return snapshot.events.length > 0 && snapshot.eventCount > this.log.length;
     }
     // No news from Temporal: no worker has run the run yet, or its workflow has closed.
     const stored = await this.source.stored(this.runId);
     if (!stored) return false;
-    if (stored.events) this.merge(stored.events);
+    if (stored.log) this.log.appendFrom(stored.log);
     if (isTerminal(stored.status) || this.status === 'pending') this.status = stored.status;
     return false;
   }
@@ -261,10 +273,9 @@ export class RunPoller {
     if (this.attached.size === 0) this.stop();
   }
 
+  /** Takes in the events that continue the log (an answer may overlap what it has). */
   private merge(events: readonly RunEvent[]): void {
-    for (const event of events) {
-      if (event.sequence_number === this.events.length) this.events.push(event);
-    }
+    for (const event of events) this.log.append(event);
   }
 }
 
@@ -280,7 +291,7 @@ export class PollerRegistry {
   ) {}
 
   /** Subscribes a client to the run's poller, creating it (seeded with what the caller knows) if needed. */
-  subscribe(runId: string, seed: RunKnowledge, sub: Subscriber): () => void {
+  subscribe(runId: string, seed: RunSeed, sub: Subscriber): () => void {
     if (this.stopped) {
       sub.drop();
       return () => {};
@@ -302,12 +313,12 @@ export class PollerRegistry {
    */
   look(
     runId: string,
-    seed: RunKnowledge,
+    seed: RunSeed,
     timeoutMs: number,
   ): { state: Promise<RunKnowledge | undefined>; release: () => void } {
     const release = this.subscribe(runId, seed, {
       start: () => Number.MAX_SAFE_INTEGER,
-      deliver: () => {},
+      advance: () => {},
       end: () => {},
       drop: () => {},
     });

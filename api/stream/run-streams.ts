@@ -6,12 +6,17 @@ import { isTerminalEvent } from '../../domain/run';
 import { InvalidRequestError } from '../../domain/errors';
 import { openStream } from './open-stream';
 import { createdEventOf, resumedEvent } from './stream-events';
-import type { PollerRegistry, RunKnowledge } from './run-poller';
+import type { PollerRegistry, RunKnowledge, RunSeed } from './run-poller';
+import { RunLog } from '../../domain/run-log';
+import type { Collections } from '../../store/db';
+import { findRunLog } from '../../store/runs';
 import type { KeyCache } from '../auth/key-cache';
 import type { StreamCap } from './stream-cap';
 
 export interface RunStreamDeps {
   pollers: PollerRegistry;
+  /** A finished run's stream replays its stored log. */
+  collections: Pick<Collections, 'runs' | 'runChunks'>;
   config: Pick<Config, 'api'>;
   /** D6: a stream ends when its key is revoked (within KEY_CACHE_MS plus a second). */
   keys: Pick<KeyCache, 'isLive'>;
@@ -25,12 +30,15 @@ function options(deps: RunStreamDeps, keyId: string) {
   return { pollers: deps.pollers, keepaliveMs, maxBufferedBytes, keyIsLive };
 }
 
-/** What the API knows of a run before its poller has looked: the stored log, or just the created event. */
-function seedOf(run: RunDoc): RunKnowledge {
-  return {
-    status: run.status,
-    events: run.finalized && run.events ? run.events : [createdEventOf(run)],
-  };
+/** What the API knows of a run before its poller has looked: just its created event. */
+function seedOf(run: RunDoc): RunSeed {
+  return { status: run.status, log: RunLog.of([createdEventOf(run)]) };
+}
+
+/** What the API knows of a run before its poller has looked: a finished run's stored log (compact), else seedOf's. */
+async function storedSeedOf(deps: RunStreamDeps, run: RunDoc): Promise<RunSeed> {
+  const stored = run.finalized ? await findRunLog(deps.collections, run._id) : null;
+  return stored?.log ? { status: stored.status, log: stored.log } : seedOf(run);
 }
 
 /**
@@ -63,7 +71,8 @@ export async function streamExistingRun(
   linkKeyId?: string, // a stream link's key (D34): the stream lives as long as that key
 ): Promise<void> {
   const given = cursorFrom(ctx);
-  const seed = seedOf(run);
+  const seed = await storedSeedOf(deps, run);
+  const whole = seed.log.length > 1; // the stored log of a finished run
   // The stream's key: the caller's, a stream link's (D34), else the one that started the run.
   const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
   const freeSlot = deps.streams.take(keyId); // D40: over the key's cap, a 429 before any byte
@@ -72,7 +81,7 @@ export async function streamExistingRun(
   try {
     let spent = false;
     // Cursor 0 (`response.created`) is never beyond nor terminal: it opens at once, as does a run whose whole log is stored.
-    if (given !== undefined && given.cursor > 0 && !(run.finalized && run.events)) {
+    if (given !== undefined && given.cursor > 0 && !whole) {
       // A live run: judged against a fresh look, not a poller's last one (another API process may have sent newer events).
       const look = deps.pollers.look(run._id, seed, deps.config.api.stream.keepaliveMs);
       release = look.release;
@@ -80,7 +89,7 @@ export async function streamExistingRun(
       // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor.
       spent = state !== undefined && isSpent(state, given);
     } else if (given !== undefined) {
-      spent = isSpent(seed, given);
+      spent = isSpent({ status: seed.status, events: seed.log }, given);
     }
     if (spent) {
       ctx.status = 204; // nothing left to receive: an EventSource stops here instead of reconnecting
@@ -91,7 +100,7 @@ export async function streamExistingRun(
       const last = state.events.length - 1;
       // "From now on" still ends with the terminal event of a finished run (spec rule 3).
       const cursor =
-        given?.cursor ?? (last >= 0 && isTerminalEvent(state.events[last]) ? last - 1 : last);
+        given?.cursor ?? (last >= 0 && isTerminalEvent(state.events.at(last)) ? last - 1 : last);
       return {
         event: resumedEvent(run._id, cursor, state.status),
         cursor,
@@ -112,7 +121,7 @@ function isSpent(state: RunKnowledge, given: { cursor: number; param: string }):
       { param: given.param, code: 'cursor_out_of_range' },
     );
   }
-  return given.cursor === last && isTerminalEvent(state.events[last]);
+  return given.cursor === last && isTerminalEvent(state.events.at(last));
 }
 
 /** D11: `Last-Event-ID` (what a browser's EventSource resends) wins over `?starting_after=`. */

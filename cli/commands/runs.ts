@@ -2,8 +2,9 @@
  * The `runs` commands: the stored run record (status, output, error, cost, times, optionally
  * events), and deleting a run or every run of an account (D39).
  */
+import type { EventsView } from '../../domain/run-log';
 import type { RunDoc } from '../../store/documents';
-import { findRunRecord, runExists, runInputs } from '../../store/runs';
+import { findRunLog, findRunRecord, runExists, runInputs } from '../../store/runs';
 import { eraseRun } from '../../store/erase-run';
 import { accountRunIds } from '../../store/run-search';
 import {
@@ -77,26 +78,35 @@ async function runsShow(ctx: CommandContext): Promise<number> {
   const c = await ctx.collections();
   const run = await findRunRecord(c, ctx.args[0]);
   if (!run) throw new CliError(`no run ${ctx.args[0]}`);
+  // A finished run's log, compact (a big run's two million events are made one at a time, if asked for).
+  const log = (await findRunLog(c, run._id))?.log ?? null;
   const withEvents = ctx.values.events === true;
   if (ctx.json) {
-    const { _id, events, payload_secret: _secret, ...rest } = run; // the D39 secret is never shown
+    const { _id, events: _none, payload_secret: _secret, ...rest } = run; // the D39 secret is never shown
     printJson(ctx, {
       id: _id,
       ...rest,
-      event_count: events?.length ?? null,
-      ...(withEvents ? { events } : {}),
+      event_count: log?.length ?? null,
+      ...(withEvents ? { events: log?.toArray() ?? null } : {}),
     });
     return EXIT_OK;
   }
   // D38: a re-run's inputs are its first ancestor's (null: erased with it, D39).
-  printRun(ctx, run, withEvents, run.inputs_from ? await runInputs(c, run) : run.inputs);
+  printRun(
+    ctx,
+    run,
+    withEvents ? log : null,
+    log?.length,
+    run.inputs_from ? await runInputs(c, run) : run.inputs,
+  );
   return EXIT_OK;
 }
 
 function printRun(
   ctx: CommandContext,
   run: RunDoc,
-  withEvents: boolean,
+  events: EventsView | null,
+  eventCount: number | undefined,
   inputs: Record<string, unknown> | null,
 ): void {
   ctx.out(`Run ${run._id}`);
@@ -113,7 +123,7 @@ function printRun(
       ['completed', formatDate(run.completed_at)],
       ['total cost', formatUsd(run.total_cost)],
       ['error', run.error ?? '-'],
-      ['events', run.events ? String(run.events.length) : '-'],
+      ['events', eventCount === undefined ? '-' : String(eventCount)],
     ]).join('\n'),
   );
   if (!run.finalized) {
@@ -129,9 +139,9 @@ function printRun(
     ctx.out('Output:');
     ctx.out(indentJson(run.output));
   }
-  if (withEvents && run.events) {
+  if (events) {
     ctx.out('Events:');
-    for (const e of run.events) ctx.out(`  ${JSON.stringify(e)}`);
+    for (let seq = 0; seq < events.length; seq++) ctx.out(`  ${JSON.stringify(events.at(seq))}`);
   }
 }
 

@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { startPeerService, startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
-import { call, waitFor } from '../support/http';
+import { call } from '../support/http';
 import { batchWorkflow } from '../support/fixtures';
 import { events, openSse } from '../support/sse';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
-import { findRunRecord } from '../../store/runs';
+import { storedLog } from '../support/runs';
 
 const batch = batchWorkflow('batch', ['slow:400 a', 'slow:1200 b', 'slow:2000 c']);
 
@@ -57,10 +57,6 @@ describe('graceful API shutdown', function () {
     await resumed.closed;
     assert.equal(resumed.frames.at(-1)!.data, '[DONE]');
     const stitched = [...events(stream), ...events(resumed).slice(1)];
-    const record = await waitFor(async () => {
-      const doc = await findRunRecord(second.store.collections, runId);
-      return doc?.finalized ? doc : undefined;
-    });
-    assert.deepEqual(stitched, record.events);
+    assert.deepEqual(stitched, await storedLog(second.store.collections, runId));
   });
 });

@@ -15,7 +15,6 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { WrsClient } from '../../clients/typescript';
-import { findRunRecord } from '../../store/runs';
 import { RECONNECT } from '../../api/stream/sse';
 import { DRAIN_CLOSE_MARGIN_MS } from '../../api/drain';
 import { ensurePythonClientEnv } from '../../tools/stack/python-tools';
@@ -23,7 +22,7 @@ import { startApiProcess, type ApiProcess } from '../support/api-process';
 import { batchWorkflow, publish } from '../support/fixtures';
 import { call, readResponse, waitFor } from '../support/http';
 import { startReadyProxy, type ReadyProxy } from '../support/ready-proxy';
-import { startRun } from '../support/runs';
+import { startRun, storedLog } from '../support/runs';
 import { events, openSse } from '../support/sse';
 import { useService } from '../support/use-service';
 
@@ -218,12 +217,9 @@ describe('API drain on SIGTERM (api/main.ts)', function () {
     const streams = [...ts, pyEvents(), [...events(raw), ...events(resumed).slice(1)]];
     for (const got of streams) {
       const runId = got[0].response.run_id;
-      const record = await waitFor(async () => {
-        const doc = await findRunRecord(ctx.svc.store.collections, runId);
-        return doc?.finalized ? doc : undefined;
-      });
-      assert.equal(record.status, 'completed');
-      assert.deepEqual(got, record.events);
+      const log = await storedLog(ctx.svc.store.collections, runId);
+      assert.equal(log.at(-1)!.type, 'response.completed');
+      assert.deepEqual(got, log);
     }
     // Each client of the proxy reconnected once, to the other process.
     assert.ok(proxy.routed[1] >= TS_STREAMS + 2, JSON.stringify(proxy.routed));

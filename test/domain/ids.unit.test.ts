@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ID_PREFIXES, isId, newId } from '../../domain/ids';
+import { ID_PREFIXES, idAtOffset, isId, newId, offsetOf } from '../../domain/ids';
 
 function seeded(seed: number): () => number {
   // mulberry32: deterministic, so the tests do not depend on Math.random.
@@ -73,5 +73,19 @@ describe('ids (D5)', () => {
     assert.equal(isId('file', ` ${good}`), false);
     assert.equal(isId('file', 42), false);
     assert.equal(isId('file', undefined), false);
+  });
+
+  it('idAtOffset goes back as well as forth, across both halves, and offsetOf inverts it', () => {
+    for (const base of [
+      newId('item', 1, () => 0),
+      newId('item', 1, () => 0.999),
+      newId('item', 1, seeded(7)),
+    ]) {
+      for (const offset of [1, 31, 32 ** 8, 32 ** 8 + 5, 2_000_001]) {
+        const ahead = idAtOffset(base, offset);
+        assert.equal(idAtOffset(ahead, -offset), base, `${base} ± ${offset}`);
+        assert.equal(offsetOf(base, ahead), offset);
+      }
+    }
   });
 });

@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { startFerretDb } from '../../tools/stack';
-import { findRunRecord } from '../../store/runs';
+import { storedLog } from '../support/runs';
 import { runsEnded } from '../../lib/metrics';
 import { call } from '../support/http';
 import { events, openSse } from '../support/sse';
@@ -126,11 +126,11 @@ describe('reliability: FerretDB restart with runs in flight', function () {
     // The stored log of every run ends with exactly one terminal event; the stream had that log (after event 0).
     assert.deepEqual(
       streamed.slice(1),
-      (await findRunRecord(c, runIds[0]))!.events!.slice(1),
+      (await storedLog(c, runIds[0])).slice(1),
       'the stream saw the stored log',
     );
     for (const runId of runIds) {
-      const log = (await findRunRecord(c, runId))!.events!;
+      const log = await storedLog(c, runId);
       assert.deepEqual(
         log.filter((e) => TERMINAL.has(e.type)).map((e) => e.sequence_number),
         [log.length - 1],

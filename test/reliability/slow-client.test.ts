@@ -45,10 +45,10 @@ describe('reliability: slow stream clients', function () {
     if (!poller) return false;
     const event = {
       type: 'response.in_progress',
-      sequence_number: poller.events.length,
+      sequence_number: poller.log.length,
       padding: 'p'.repeat(EVENT_BYTES),
     } as unknown as RunEvent;
-    poller.events.push(event);
+    poller.log.append(event);
     return true;
   }
 
@@ -137,7 +137,7 @@ describe('reliability: slow stream clients', function () {
     const count = 16;
     for (let i = 0; i < count; i++) {
       assert.ok(feed(runId), 'the poller is still there');
-      const seq = ctx.svc.api.pollers.get(runId)!.events.length - 1;
+      const seq = ctx.svc.api.pollers.get(runId)!.log.length - 1;
       await stream.until(
         (f) => f.event?.sequence_number === seq && f.event?.type === 'response.in_progress',
       );

@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { startTemporal } from '../../tools/stack';
-import { findRunRecord } from '../../store/runs';
+import { storedLog } from '../support/runs';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { runsEnded } from '../../lib/metrics';
 import { call } from '../support/http';
@@ -170,7 +170,7 @@ describe('reliability: Temporal restart with runs in flight', function () {
         ['running', 'completed'].includes(got[0].response.status),
         `stream ${n}: ${JSON.stringify(got[0])}`,
       );
-      const log = (await findRunRecord(c, runIds[n]))!.events!;
+      const log = await storedLog(c, runIds[n]);
       assert.deepEqual(
         got.slice(1),
         log.slice(1),

@@ -15,7 +15,6 @@
 import assert from 'node:assert/strict';
 import { deriveId } from '../../store/ids';
 import { accountBalance } from '../../store/ledger';
-import type { RunEvent } from '../../domain/run';
 import { newAccount } from '../support/accounts';
 import { publish, rowsWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
@@ -25,7 +24,7 @@ import {
   useWorkerProcesses,
   type WorkerProcess,
 } from '../support/worker-process';
-import { findRunRecord } from '../../store/runs';
+import { storedLog } from '../support/runs';
 import { useService } from '../support/use-service';
 
 const RUNS = 100;
@@ -156,7 +155,7 @@ describe('reliability: worker killed with 100 runs in flight', function () {
         `${runId} cost ${run.total_cost}, expected ${RUN_USD}: each call counted once`,
       );
 
-      const log = (await findRunRecord(c, runId))!.events as RunEvent[];
+      const log = await storedLog(c, runId);
       events += log.length;
       assert.deepEqual(
         log.map((e) => e.sequence_number),

@@ -11,8 +11,8 @@ import type { Store } from '../../store/db';
 import { accountBalance } from '../../store/ledger';
 import {
   finalizeRunRecord,
-  findRun,
   findRunHead,
+  findRunLog,
   findRunRecord,
   insertRun,
   saveRunChunk,
@@ -64,9 +64,12 @@ describe('store: run records hold any JSON a node produces', function () {
 
     const record = (await findRunRecord(c, runId))!;
     assert.equal(record.finalized, true);
-    // The output: the record's own piece and the chunk's, joined (each appears twice, byte for byte); the events the record kept.
+    // The output: the record's own piece and the chunk's, joined (each appears twice, byte for byte); the log is findRunLog's.
     assert.deepEqual(record.output, { answer: [...output.answer, ...output.answer] });
-    assert.deepEqual(record.events, events);
+    assert.equal(record.events, null);
+    const stored = (await findRunLog(c, runId))!;
+    assert.equal(stored.status, 'completed');
+    assert.deepEqual(stored.log?.toArray(), events);
     const data = record.output!.answer[0].parts[0] as { data: Record<string, unknown> };
     assert.ok(
       Object.hasOwn(data.data, '__proto__'),
@@ -79,7 +82,7 @@ describe('store: run records hold any JSON a node produces', function () {
     assert.equal(head.events, null);
     assert.equal(head.finalized, true);
     assert.equal(
-      await findRun(c, 'acct_other', runId),
+      await findRunHead(c, 'acct_other', runId),
       null,
       'another account still reads nothing',
     );

@@ -4,6 +4,8 @@ import { isId } from '../../domain/ids';
 import type { Collections } from '../../store/db';
 import type { LedgerDoc, StoredRunDoc } from '../../store/documents';
 import { deriveId } from '../../store/ids';
+import { findRunLog } from '../../store/runs';
+import type { RunEvent } from '../../domain/run';
 import { publish, waitForRun } from './fixtures';
 import { call, waitFor } from './http';
 
@@ -49,6 +51,12 @@ export function finalizedRecord(c: Collections, runId: string): Promise<StoredRu
     },
     { what: `the final record of ${runId}` },
   );
+}
+
+/** A run's whole stored event log (store/runs.ts findRunLog) once its end is written, made whole. */
+export async function storedLog(c: Collections, runId: string): Promise<RunEvent[]> {
+  await finalizedRecord(c, runId);
+  return (await findRunLog(c, runId))!.log!.toArray();
 }
 
 /** A run's one debit (D17) once its end has booked it (see finalizedRecord). */

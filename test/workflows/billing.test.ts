@@ -11,7 +11,7 @@ import { useService } from '../support/use-service';
 import { call, waitFor } from '../support/http';
 import { batchWorkflow, publish, waitForRun } from '../support/fixtures';
 import { expectError } from '../support/api-assert';
-import { runToEnd, startRun } from '../support/runs';
+import { runToEnd, startRun, storedLog } from '../support/runs';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
 
 describe('workflow execution: billing and ownership (real Temporal + FerretDB)', function () {
@@ -63,7 +63,7 @@ describe('workflow execution: billing and ownership (real Temporal + FerretDB)',
       error: first.record.error,
       totalCost: first.record.total_cost!,
       completedAtMs: first.record.completed_at!.getTime(),
-      events: first.record.events!,
+      events: await storedLog(collections, run.id),
       itemIdBase: first.record.item_id_base ?? undefined,
     };
     await activities.finalizeRun(final);

@@ -4,7 +4,7 @@
  * whole (GET and a stream replayed from the record) and leaves no chunk behind after retention.
  */
 import assert from 'node:assert/strict';
-import { splitFinal, joinChunks } from '../../domain/run-chunks';
+import { splitFinal, joinOutput, logOfChunks } from '../../domain/run-chunks';
 import { type RunArgs } from '../../workflows/definitions';
 import { SNAPSHOT_EVENTS, type RunEvent, type RunFinal } from '../../domain/run';
 import { RunState } from '../../workflows/run-state';
@@ -89,9 +89,10 @@ describe('run chunks: a large run end in pieces', () => {
       );
     const compact = chunks.map((chunk) => chunk.itemEvents.length).reduce((a, b) => a + b, 0);
     assert.ok(compact < 2_000 * 6, `item events take ${compact} bytes, a few per event`);
-    const joined = joinChunks({ ...head, item_id_base: head.itemIdBase }, [...chunks].reverse()); // order comes from the index, not the list
-    assert.deepEqual(joined.events, final.events);
-    assert.deepEqual(joined.output, final.output);
+    const reversed = [...chunks].reverse(); // order comes from the index, not the list
+    const log = logOfChunks({ ...head, item_id_base: head.itemIdBase }, reversed);
+    assert.deepEqual(log.toArray(), final.events);
+    assert.deepEqual(joinOutput(head, reversed), final.output);
   });
 
   describe('end to end', function () {

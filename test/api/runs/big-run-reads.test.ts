@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { logCommands, describeCommands, type CommandLog } from '../../../store/round-trips';
-import { findRunRecord } from '../../../store/runs';
+import { findRunLog, findRunRecord } from '../../../store/runs';
 import { publish, rowsWorkflow } from '../../support/fixtures';
 import { call } from '../../support/http';
 import { PRICES } from '../../support/execution';
@@ -79,5 +79,18 @@ describe('a finished big run: only the reads that return its items read them (D3
     assert.equal(resumed[1].item.id, started.body.output.answers[ROWS - 1].id);
     const { blocks, seen } = itemBlockReads();
     assert.deepEqual(blocks, [], describeCommands(seen));
+
+    // The whole log again, from the first item: the stream reads it from a log kept compact
+    // (domain/run-log.ts), a segment for a block's rows, not an object for each event.
+    const stored = (await findRunLog(ctx.svc.store.collections, runId))!.log!;
+    assert.ok(
+      stored.segmentCount < ROWS / 2,
+      `${stored.segmentCount} segments for ${stored.length} events`,
+    );
+    const replay = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?starting_after=0`, {
+      key: ctx.key,
+    });
+    await replay.closed;
+    assert.deepEqual(events(replay).slice(1), stored.toArray().slice(1));
   });
 });

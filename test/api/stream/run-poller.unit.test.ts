@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 import {
   PollerRegistry,
   type PollSource,
-  type RunKnowledge,
+  type RunSeed,
   type Subscriber,
 } from '../../../api/stream/run-poller';
 import { createdEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../../domain/run';
+import { RunLog, type EventsView } from '../../../domain/run-log';
 import { waitFor } from '../../support/http';
 
 const RUN = 'run_01J00000000000000000000000';
@@ -43,7 +44,7 @@ function fakeRun() {
     status: 'running' as RunStatus,
     log: [createdEvent({ runId: RUN, createdAtMs: 0, publishedWorkflowId: 'wf_x' })],
     down: false,
-    stored: null as { status: RunStatus; events: RunEvent[] | null } | null,
+    stored: null as { status: RunStatus; log: RunLog | null } | null,
     snapshots: 0,
     /** Answers the poller's wait for the end with the log's last `tail` events (the `awaitEnd` update). */
     end: (_tail: number) => {},
@@ -73,7 +74,7 @@ function fakeRun() {
   return { run, source };
 }
 
-/** A client that starts at `cursor` and records everything it is handed. */
+/** A client that starts at `cursor` and records every event it may read, read from the poller's log. */
 function client(cursor: number) {
   const state = {
     started: false,
@@ -82,13 +83,18 @@ function client(cursor: number) {
     dropped: false,
     got: [] as number[],
   };
+  let log: EventsView;
+  let read = cursor;
   const sub: Subscriber = {
     start: (known) => {
       state.started = true;
       state.status = known.status;
+      log = known.events;
       return cursor;
     },
-    deliver: (e) => state.got.push(e.sequence_number),
+    advance: (upTo) => {
+      while (read < upTo) state.got.push(log.at(++read).sequence_number);
+    },
     end: () => (state.ended = true),
     drop: () => (state.dropped = true),
   };
@@ -97,7 +103,7 @@ function client(cursor: number) {
 
 const until = (check: () => boolean, what: string) =>
   waitFor(async () => (check() ? true : undefined), { timeoutMs: 3000, intervalMs: 5, what });
-const seed: RunKnowledge = { status: 'pending', events: [] };
+const seed: RunSeed = { status: 'pending', log: new RunLog() };
 
 describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
   it('polls a run once per interval however many clients stream it, and stops when the last leaves (D15)', async () => {
@@ -234,7 +240,11 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     assert.equal(c.state.started, false, 'no stale status while no look succeeded');
     run.stored = {
       status: 'completed',
-      events: [...run.log, itemEvent(1, 'response.output_item.added', 0), completedEvent(2)],
+      log: RunLog.of([
+        ...run.log,
+        itemEvent(1, 'response.output_item.added', 0),
+        completedEvent(2),
+      ]),
     };
     await until(() => c.state.ended, 'the end from the stored record');
     assert.deepEqual(c.state.got, [1, 2]);

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { greetingWorkflow, publish } from '../../support/fixtures';
 import { call, waitFor } from '../../support/http';
 import { events, openSse, type SseClient } from '../../support/sse';
-import { findRunRecord } from '../../../store/runs';
 import { RETRY_MS } from '../../../api/stream/sse';
 import { useService } from '../../support/use-service';
+import { storedLog } from '../../support/runs';
 
 const POLL_MS = 1_000;
 
@@ -82,13 +82,8 @@ describe('streams (D11–D15)', function () {
     open.push(client);
     return client;
   };
-  const storedEvents = async (runId: string) => {
-    const doc = await waitFor(async () => {
-      const d = await findRunRecord(ctx.svc.store.collections, runId);
-      return d?.finalized ? d : undefined;
-    });
-    return doc.events as any[];
-  };
+  const storedEvents = async (runId: string) =>
+    (await storedLog(ctx.svc.store.collections, runId)) as any[];
   /** The exact bytes a stream of these log events must be. */
   const framed = (log: object[]) =>
     `retry: ${RETRY_MS}\n` +

@@ -7,10 +7,10 @@ import { EventSource, type FetchLike } from 'eventsource';
 import OpenAI from 'openai';
 import { WrsClient } from '../../../clients/typescript';
 import { RETRY_MS } from '../../../api/stream/sse';
-import { findRunRecord } from '../../../store/runs';
 import { greetingWorkflow, publish } from '../../support/fixtures';
 import { call, waitFor } from '../../support/http';
 import { useService } from '../../support/use-service';
+import { storedLog } from '../../support/runs';
 
 /** What one EventSource saw: its messages, each connection's status and Authorization, how it ended. */
 interface Followed {
@@ -61,13 +61,9 @@ describe('third-party stream clients', function () {
       body: { workflowId: 'greet', inputs: { name } },
     });
     assert.equal(start.status, 202, JSON.stringify(start.body));
-    const record = await waitFor(async () => {
-      const doc = await findRunRecord(ctx.svc.store.collections, start.body.run_id);
-      return doc?.finalized ? doc : undefined;
-    });
     return {
       runId: start.body.run_id as string,
-      log: record.events as Array<{ sequence_number: number }>,
+      log: await storedLog(ctx.svc.store.collections, start.body.run_id),
     };
   };
 
@@ -196,10 +192,9 @@ describe('third-party stream clients', function () {
     assert.equal(received[0].type, 'response.created');
     assert.equal(received.at(-1).type, 'response.completed');
     // The stream ends with the run's terminal state; the record is finalized just after.
-    const record = await waitFor(async () => {
-      const doc = await findRunRecord(ctx.svc.store.collections, received[0].response.run_id);
-      return doc?.finalized ? doc : undefined;
-    });
-    assert.deepEqual(received, record.events);
+    assert.deepEqual(
+      received,
+      await storedLog(ctx.svc.store.collections, received[0].response.run_id),
+    );
   });
 });

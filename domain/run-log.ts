@@ -1,0 +1,196 @@
+/**
+ * A run's event log (D11) as the API holds it while streaming: flat in memory at any size (D35).
+ *
+ * Every event between a run's `response.created` and its terminal event is an output item's
+ * `added` or `done`, and an item's id follows from the run's item id base and its output index
+ * (domain/ids.ts idAtOffset). So an item event is one number, its code `output_index × 2 + done`
+ * (as the workflow keeps it, workflows/run-state.ts, and stores it, domain/run-chunks.ts), and a
+ * block's rows (D35: consecutive items, one type) are one segment `(first code, count)`. A
+ * finished 1,000,000-row run's two million item events are a few thousand segments here; as
+ * objects they were ~400 MB in the API for every run a client streamed. Events are made again
+ * when read (`at`), one at a time, as a stream sends them. An event that is not such an item
+ * event (the first, the last, items of runs from before the base) is kept whole.
+ */
+import { idAtOffset } from './ids';
+import type { RunEvent } from './run';
+
+/** Read access to a log's first `length` events. */
+export interface EventsView {
+  readonly length: number;
+  /** The event with this sequence number, 0 ≤ sequence < length. */
+  at(sequence: number): RunEvent;
+}
+
+/** An output item's event: what the log keeps as a number. */
+export type ItemEvent = Extract<
+  RunEvent,
+  { type: 'response.output_item.added' | 'response.output_item.done' }
+>;
+
+/** The item event with code `output_index × 2 + done` at `sequence`, its id from the run's base. */
+export function itemEventOf(base: string, code: number, sequence: number): RunEvent {
+  const outputIndex = Math.floor(code / 2);
+  return {
+    type: code % 2 === 1 ? 'response.output_item.done' : 'response.output_item.added',
+    sequence_number: sequence,
+    output_index: outputIndex,
+    item: { type: 'message', id: idAtOffset(base, outputIndex), phase: 'final_answer' },
+  };
+}
+
+/** The code of an item event: `output_index × 2 + done`. */
+export function itemCodeOf(event: ItemEvent): number {
+  return event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
+}
+
+const WHOLE = -1;
+
+export class RunLog implements EventsView {
+  /** Segments as triples: first sequence number, first code (WHOLE: one event kept in `whole`), count. */
+  private readonly segments: number[] = [];
+  private readonly whole = new Map<number, RunEvent>();
+  /** The run's item id base, learnt from its first item event or given with stored codes. */
+  private base: string | undefined;
+  private size = 0;
+  /** The segment the last `at` found: a stream reads in order, so the next is usually there or next. */
+  private hint = 0;
+
+  /** A log of `events`, which must be numbered from 0 in order. */
+  static of(events: readonly RunEvent[]): RunLog {
+    const log = new RunLog();
+    for (const event of events) log.append(event);
+    return log;
+  }
+
+  get length(): number {
+    return this.size;
+  }
+
+  /** Segments held: what the log costs, about 24 bytes each (tests check a big run stays small). */
+  get segmentCount(): number {
+    return this.segments.length / 3;
+  }
+
+  /** The last event, if any. */
+  last(): RunEvent | undefined {
+    return this.size === 0 ? undefined : this.at(this.size - 1);
+  }
+
+  at(sequence: number): RunEvent {
+    if (!Number.isInteger(sequence) || sequence < 0 || sequence >= this.size)
+      throw new RangeError(`no event ${sequence} in a log of ${this.size}`);
+    const s = this.segmentOf(sequence);
+    const start = this.segments[s * 3];
+    const code = this.segments[s * 3 + 1];
+    if (code === WHOLE) return this.whole.get(start)!;
+    return itemEventOf(this.base!, code + 2 * (sequence - start), sequence);
+  }
+
+  /** The first `length` events, fixed: what a look saw, whatever is appended later. */
+  view(length = this.size): EventsView {
+    return { length, at: (sequence) => this.at(sequence) };
+  }
+
+  /** Appends the event that continues the log (sequence number = length); false for any other. */
+  append(event: RunEvent): boolean {
+    if (event.sequence_number !== this.size) return false;
+    const code = this.compactCode(event);
+    if (code === undefined) this.push(WHOLE, 1, event);
+    else this.push(code, 1);
+    return true;
+  }
+
+  /**
+   * Appends stored item events (domain/run-chunks.ts): tokens `code` or `code*count` in base 36,
+   * comma-separated, of the run whose item id base is `base`.
+   */
+  appendItemCodes(base: string, tokens: string): void {
+    if (tokens === '') return;
+    // Another base than the log's (never within one run): kept whole rather than misnamed.
+    const foreign = this.base !== undefined && this.base !== base;
+    this.base ??= base;
+    for (const token of tokens.split(',')) {
+      const [code, count = 1] = token.split('*').map((part) => parseInt(part, 36));
+      if (!foreign) this.push(code, count);
+      else
+        for (let k = 0; k < count; k++)
+          this.push(WHOLE, 1, itemEventOf(base, code + 2 * k, this.size));
+    }
+  }
+
+  /** Appends the events of `other` that this log lacks (those from `length` on), segment by segment. */
+  appendFrom(other: RunLog): void {
+    if (other.size <= this.size) return;
+    let s = other.segmentOf(this.size);
+    for (; s < other.segments.length / 3; s++) {
+      const start = other.segments[s * 3];
+      const code = other.segments[s * 3 + 1];
+      const count = other.segments[s * 3 + 2];
+      const skip = this.size - start; // > 0 only in the segment this log ends inside
+      if (code === WHOLE) {
+        if (skip === 0) this.push(WHOLE, 1, other.whole.get(start)!);
+      } else if (this.base === undefined || this.base === other.base) {
+        this.base = other.base;
+        this.push(code + 2 * skip, count - skip);
+      } else {
+        for (let seq = this.size; seq < start + count; seq++) this.push(WHOLE, 1, other.at(seq));
+      }
+    }
+  }
+
+  /** Every event, made whole (an operator's tool; a stream reads with `at`). */
+  toArray(): RunEvent[] {
+    return Array.from({ length: this.size }, (_, sequence) => this.at(sequence));
+  }
+
+  /** The code of an item event exactly as `itemEventOf` would make it again, else undefined. */
+  private compactCode(event: RunEvent): number | undefined {
+    if (event.type !== 'response.output_item.added' && event.type !== 'response.output_item.done')
+      return undefined;
+    const { item } = event;
+    const plain =
+      Object.keys(event).length === 4 &&
+      Object.keys(item).length === 3 &&
+      item.type === 'message' &&
+      item.phase === 'final_answer' &&
+      Number.isSafeInteger(event.output_index) &&
+      event.output_index >= 0;
+    if (!plain) return undefined;
+    // The base follows from the first item event's id and index; every later one must agree.
+    this.base ??= idAtOffset(item.id, -event.output_index);
+    return idAtOffset(this.base, event.output_index) === item.id ? itemCodeOf(event) : undefined;
+  }
+
+  /** Adds `count` events: a whole one, or item events from `code` on, extending the last segment when they follow it. */
+  private push(code: number, count: number, event?: RunEvent): void {
+    if (count <= 0) return;
+    const { segments } = this;
+    const n = segments.length;
+    if (event) this.whole.set(this.size, event);
+    else if (n > 0 && segments[n - 2] !== WHOLE && segments[n - 2] + 2 * segments[n - 1] === code) {
+      segments[n - 1] += count;
+      this.size += count;
+      return;
+    }
+    segments.push(this.size, code, count);
+    this.size += count;
+  }
+
+  /** The index of the segment holding `sequence` (< length). */
+  private segmentOf(sequence: number): number {
+    const { segments } = this;
+    const holds = (s: number) =>
+      segments[s * 3] <= sequence && sequence < segments[s * 3] + segments[s * 3 + 2];
+    if (holds(this.hint)) return this.hint;
+    if (this.hint + 1 < segments.length / 3 && holds(this.hint + 1)) return ++this.hint;
+    let low = 0;
+    let high = segments.length / 3 - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if (segments[mid * 3] <= sequence) low = mid;
+      else high = mid - 1;
+    }
+    this.hint = low;
+    return low;
+  }
+}
