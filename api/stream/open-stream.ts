@@ -150,7 +150,7 @@ class RunStream {
     }, KEY_CHECK_MS);
   }
 
-  /** Hands the stream to the run's poller: the first event, the backlog, then each event as it comes. */
+  /** Hands the stream to the run's poller: the first event, what the client missed, then each event as it comes. */
   subscribe(
     runId: string,
     seed: RunSeed,

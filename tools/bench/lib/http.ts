@@ -90,12 +90,16 @@ export interface SseStream {
   close(): void;
 }
 
-/** Opens a GET SSE stream on its own socket and records every data event with its arrival time. */
+/**
+ * Opens a GET SSE stream on its own socket and records every data event with its arrival time,
+ * or, with `onEvent`, hands each to it and keeps none (millions of events: P4c's replay).
+ */
 export function openSse(
   agent: http.Agent,
   baseUrl: string,
   path: string,
   key: string,
+  onEvent?: (event: any) => void,
 ): Promise<SseStream> {
   const url = new URL(path, baseUrl);
   assertLoopback(url);
@@ -133,6 +137,7 @@ export function openSse(
               if (!line.startsWith('data: ')) continue;
               const data = line.slice(6);
               if (data === '[DONE]') stream.done = true;
+              else if (onEvent) onEvent(JSON.parse(data));
               else events.push({ event: JSON.parse(data), at });
             }
           }
