@@ -138,6 +138,27 @@ export class RunLog implements EventsView {
     }
   }
 
+  /** The item id base the log's item events follow (learnt from the first, or given), if any. */
+  get itemIdBase(): string | undefined {
+    return this.base;
+  }
+
+  /**
+   * The codes of events [from, to) when every one is an item event kept as a number (what
+   * RunFinal.itemCodes carries to domain/run-chunks.ts), else undefined.
+   */
+  itemCodes(from: number, to: number): number[] | undefined {
+    const codes: number[] = [];
+    for (let seq = from; seq < to;) {
+      const s = this.segmentOf(seq);
+      const [start, code, count] = this.segments.slice(s * 3, s * 3 + 3);
+      if (code === WHOLE) return undefined;
+      for (const end = Math.min(to, start + count); seq < end; seq++)
+        codes.push(code + 2 * (seq - start));
+    }
+    return codes;
+  }
+
   /** Every event, made whole (an operator's tool; a stream reads with `at`). */
   toArray(): RunEvent[] {
     return Array.from({ length: this.size }, (_, sequence) => this.at(sequence));
@@ -149,6 +170,8 @@ export class RunLog implements EventsView {
       return undefined;
     const { item } = event;
     const plain =
+      typeof item === 'object' &&
+      item !== null &&
       Object.keys(event).length === 4 &&
       Object.keys(item).length === 3 &&
       item.type === 'message' &&

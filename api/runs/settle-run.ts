@@ -7,9 +7,10 @@
  * by a worker), its event log ending in `response.failed`. Writing it is idempotent, like finalize.
  */
 import type { Collections } from '../../store/db';
-import { findRunRecord } from '../../store/runs';
+import { findRunWithoutLog } from '../../store/runs';
 import { recordChunkedRunEnd } from '../../store/run-end';
-import { isTerminalEvent, type RunEvent, type RunFinal, type RunSnapshot } from '../../domain/run';
+import { isTerminalEvent, type RunFinal, type RunSnapshot } from '../../domain/run';
+import { RunLog } from '../../domain/run-log';
 import { splitFinal } from '../../domain/run-chunks';
 import { settledFailureEvent } from '../stream/stream-events';
 
@@ -31,23 +32,28 @@ export async function settleRun(
   runId: string,
   status: number,
 ): Promise<void> {
-  const doc = await findRunRecord(collections, runId);
+  const doc = await findRunWithoutLog(collections, runId, { inputs: false });
   if (!doc || doc.finalized) return;
-  const events: RunEvent[] = [];
+  // The log as the workflow answers it, page by page, kept compact (a million rows' events: D35).
+  const log = new RunLog();
   let last: RunSnapshot | null = null;
   for (;;) {
-    const page = await closedSnapshot(runId, events.length - 1);
+    const page = await closedSnapshot(runId, log.length - 1);
     if (!page) break;
     last = page;
-    // Every event that continues the log (a filter would compare against the length before the push: one event a page).
-    for (const event of page.events)
-      if (event.sequence_number === events.length) events.push(event);
-    if (page.events.length === 0 || events.length >= page.eventCount) break;
+    for (const event of page.events) log.append(event); // those that continue the log
+    if (page.events.length === 0 || log.length >= page.eventCount) break;
   }
   const error = `the run's workflow was ${CLOSED_AS[status] ?? 'closed'} outside the service before the run could finish`;
-  const ended = events.at(-1);
-  if (last && ended && isTerminalEvent(ended)) events.pop(); // a run that ended but could not persist: this end replaces its own
-  events.push(settledFailureEvent(events.length, error));
+  const ended = log.last();
+  // A run that ended but could not persist: this end replaces its own.
+  const kept = last && ended && isTerminalEvent(ended) ? log.length - 1 : log.length;
+  const failed = settledFailureEvent(kept, error);
+  // Between the first event and this end, item events only: handed on as numbers (RunFinal.itemCodes).
+  const itemCodes = kept > 1 ? log.itemCodes(1, kept) : undefined;
+  const events = itemCodes
+    ? [log.at(0), failed]
+    : [...Array.from({ length: kept }, (_, seq) => log.at(seq)), failed];
   const final: RunFinal = {
     runId,
     accountId: doc.account_id,
@@ -57,15 +63,9 @@ export async function settleRun(
     totalCost: last?.total_cost ?? 0, // no replay to be had: nothing is known to have run, nothing is billed
     completedAtMs: Date.now(),
     events,
-    itemIdBase: firstItemId(events),
-    ...(last?.usage ? { usage: last.usage } : {}),
+    itemIdBase: log.itemIdBase,
+    ...(itemCodes ? { itemCodes } : {}),
   };
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');
-}
-
-/** Item 0's id is the base every other item id follows from (domain/ids.ts idAtOffset). */
-function firstItemId(events: RunEvent[]): string | undefined {
-  for (const event of events) if ('item' in event && event.output_index === 0) return event.item.id;
-  return undefined;
 }

@@ -2,12 +2,12 @@
  * D15: one poller per run per API process, however many clients stream it. A poller asks the
  * run for news once per poll interval, keeps the run's event log as far as it knows it, and
  * lets every subscriber read the events after its cursor. The log is compact (domain/run-log.ts):
- * a million-row run's two million item events are numbers, made into events one at a time as each
- * client's socket takes them, so a stream of a big run costs the API little. It also waits for the run's end (the
- * `awaitEnd` update, one per process and run): the end and the events of the run's last step
- * reach the clients the moment the workflow gets there, not up to a poll interval later, with
- * no extra query. It stops when its last subscriber leaves or has been given the terminal event:
- * nothing outlives the clients.
+ * a million-row run's two million item events are numbers, made into events one at a time as
+ * each client's socket takes them, so a stream of a big run costs the API little. It also waits
+ * for the run's end (the `awaitEnd` update, one per process and run): the end and the events of
+ * the run's last step reach the clients the moment the workflow gets there, not up to a poll
+ * interval later, with no extra query. It stops when its last subscriber leaves or has been
+ * given the terminal event: nothing outlives the clients.
  */
 import {
   isTerminal,

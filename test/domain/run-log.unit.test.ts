@@ -105,6 +105,15 @@ describe('run log (domain/run-log.ts, D35)', () => {
     assert.deepEqual(log.at(5), itemEventOf(other, 8, 5));
   });
 
+  it('hands its item events on as codes, and its base, when nothing else lies between', () => {
+    const codes = blockCodes(300, 100);
+    const log = RunLog.of(runEvents(codes));
+    assert.equal(log.itemIdBase, BASE);
+    assert.deepEqual(log.itemCodes(1, log.length - 1), codes);
+    assert.deepEqual(log.itemCodes(150, 160), codes.slice(149, 159), 'from inside segments');
+    assert.equal(log.itemCodes(0, 2), undefined, 'the created event is kept whole');
+  });
+
   it('gives a fixed view of what a look saw', () => {
     const events = runEvents([0, 1]);
     const log = RunLog.of(events.slice(0, 2));
