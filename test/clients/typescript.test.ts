@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WrsApiError, WrsClient, type StreamEvent } from '../../clients/typescript';
-import { call, waitFor } from '../support/http';
+import { call } from '../support/http';
 import { batchWorkflow } from '../support/fixtures';
-import { findRunRecord } from '../../store/runs';
+import { storedLog } from '../support/runs';
 import { useService } from '../support/use-service';
 
 const batch = batchWorkflow('batch', ['slow:300 a', 'slow:900 b', 'slow:1500 c']);
@@ -204,11 +204,7 @@ describe('typed client', function () {
         seen.map((_, i) => i),
       );
       const runId = (seen[0] as Extract<StreamEvent, { type: 'response.created' }>).response.run_id;
-      const record = await waitFor(async () => {
-        const doc = await findRunRecord(ctx.svc.store.collections, runId);
-        return doc?.finalized ? doc : undefined;
-      });
-      assert.deepEqual(seen, record.events);
+      assert.deepEqual(seen, await storedLog(ctx.svc.store.collections, runId));
     } finally {
       await proxy.close();
     }
