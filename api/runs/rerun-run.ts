@@ -7,10 +7,10 @@
  */
 import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { isId } from '../../domain/ids';
-import { isTerminal } from '../../domain/run';
+import { isTerminal, type RunOutput } from '../../domain/run';
 import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
-import { findRunRecord, findRunWithoutLog, runInputs } from '../../store/runs';
+import { chunksOf, findRunWithoutLog, runInputs } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../auth/auth-context';
 import type { EndWait } from '../temporal/run-gateway';
@@ -105,18 +105,21 @@ async function hasUnfinishedWork(deps: StartRunDeps, head: RunDoc): Promise<bool
   // chunk (a big run's event log, megabytes) or page is read.
   const listed = Object.values(head.stored_outputs ?? {});
   if (listed.some((output) => output.failed && output.failed.length > 0)) return true;
-  // A big inline output (a list straight from a `batch`) is kept in chunks: join them for this check.
-  const run = head.chunks ? ((await findRunRecord(deps.collections, head._id)) ?? head) : head;
-  for (const items of Object.values(run.output ?? {}))
-    if (items.some((item) => item.status !== 'completed')) return true;
-  const stored = Object.values(run.stored_outputs ?? {});
-  if (stored.length > 0 && !run.item_id_base) return true; // cannot tell: let the re-run find out
+  // A big inline output (a list straight from a `batch`) is kept in chunks: read one at a time,
+  // never joined (a million rows' items would all be in the API at once).
+  const unfinished = (output: RunOutput) =>
+    Object.values(output).some((items) => items.some((item) => item.status !== 'completed'));
+  if (unfinished(head.output ?? {})) return true;
+  for await (const chunk of chunksOf(deps.collections, head))
+    if (unfinished(chunk.output)) return true;
+  const stored = Object.values(head.stored_outputs ?? {});
+  if (stored.length > 0 && !head.item_id_base) return true; // cannot tell: let the re-run find out
   for (const output of stored) {
     if (output.failed) continue; // listed, and empty: a non-empty list answered above
     for await (const item of storedItems(
       deps.collections,
-      run._id,
-      run.item_id_base!,
+      head._id,
+      head.item_id_base!,
       output,
       0,
       false,
