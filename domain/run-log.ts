@@ -7,7 +7,7 @@
  * (as the workflow keeps it, workflows/run-state.ts, and stores it, domain/run-chunks.ts), and a
  * block's rows (D35: consecutive items, one type) are one segment `(first code, count)`. A
  * finished 1,000,000-row run's two million item events are a few thousand segments here; as
- * objects they were ~400 MB in the API for every run a client streamed. Events are made again
+ * objects they were ~500 MB in the API (measured) for every such run a client streamed. Events are made again
  * when read (`at`), one at a time, as a stream sends them. An event that is not such an item
  * event (the first, the last, items of runs from before the base) is kept whole.
  */
@@ -79,9 +79,7 @@ export class RunLog implements EventsView {
   at(sequence: number): RunEvent {
     if (!Number.isInteger(sequence) || sequence < 0 || sequence >= this.size)
       throw new RangeError(`no event ${sequence} in a log of ${this.size}`);
-    const s = this.segmentOf(sequence);
-    const start = this.segments[s * 3];
-    const code = this.segments[s * 3 + 1];
+    const [start, code] = this.segment(this.segmentOf(sequence));
     if (code === WHOLE) return this.whole.get(start)!;
     return itemEventOf(this.base!, code + 2 * (sequence - start), sequence);
   }
@@ -121,11 +119,8 @@ export class RunLog implements EventsView {
   /** Appends the events of `other` that this log lacks (those from `length` on), segment by segment. */
   appendFrom(other: RunLog): void {
     if (other.size <= this.size) return;
-    let s = other.segmentOf(this.size);
-    for (; s < other.segments.length / 3; s++) {
-      const start = other.segments[s * 3];
-      const code = other.segments[s * 3 + 1];
-      const count = other.segments[s * 3 + 2];
+    for (let s = other.segmentOf(this.size); s < other.segmentCount; s++) {
+      const [start, code, count] = other.segment(s);
       const skip = this.size - start; // > 0 only in the segment this log ends inside
       if (code === WHOLE) {
         if (skip === 0) this.push(WHOLE, 1, other.whole.get(start)!);
@@ -150,8 +145,7 @@ export class RunLog implements EventsView {
   itemCodes(from: number, to: number): number[] | undefined {
     const codes: number[] = [];
     for (let seq = from; seq < to;) {
-      const s = this.segmentOf(seq);
-      const [start, code, count] = this.segments.slice(s * 3, s * 3 + 3);
+      const [start, code, count] = this.segment(this.segmentOf(seq));
       if (code === WHOLE) return undefined;
       for (const end = Math.min(to, start + count); seq < end; seq++)
         codes.push(code + 2 * (seq - start));
@@ -199,15 +193,21 @@ export class RunLog implements EventsView {
     this.size += count;
   }
 
+  /** Segment `s`: its first sequence number, its first code (or WHOLE) and its count. */
+  private segment(s: number): [start: number, code: number, count: number] {
+    const { segments } = this;
+    return [segments[s * 3], segments[s * 3 + 1], segments[s * 3 + 2]];
+  }
+
   /** The index of the segment holding `sequence` (< length). */
   private segmentOf(sequence: number): number {
     const { segments } = this;
     const holds = (s: number) =>
       segments[s * 3] <= sequence && sequence < segments[s * 3] + segments[s * 3 + 2];
     if (holds(this.hint)) return this.hint;
-    if (this.hint + 1 < segments.length / 3 && holds(this.hint + 1)) return ++this.hint;
+    if (this.hint + 1 < this.segmentCount && holds(this.hint + 1)) return ++this.hint;
     let low = 0;
-    let high = segments.length / 3 - 1;
+    let high = this.segmentCount - 1;
     while (low < high) {
       const mid = (low + high + 1) >> 1;
       if (segments[mid * 3] <= sequence) low = mid;

@@ -130,7 +130,7 @@ export async function findRunWithoutLog(
 
 /**
  * Any account's run with its output joined from its chunks, without its event log (findRunLog),
- * or null: for the worker and operators. The items of stored outputs (D35) stay in their blocks.
+ * or null: for operators (the CLI). The items of stored outputs (D35) stay in their blocks.
  */
 export async function findRunRecord(
   c: Pick<Collections, 'runs' | 'runChunks'>,
