@@ -72,16 +72,20 @@ function parseOrNull<T>(json: string | null | undefined): T | null {
 
 /**
  * The caller's run without its chunks joined in (D31; for a big run `output` holds only its labels:
- * read the chunks with `chunksOf`) and without its event log (`events` is null): reads, output
- * pages and deletes never use the log, which for a small run of many items holds every item again,
- * so it is neither sent nor parsed (a stream reads it with findRunLog).
+ * read the chunks with `chunksOf`), without its event log (`events` is null) and without its
+ * inputs (`inputs` is empty: read them with runInputs). Reads, output pages and deletes use
+ * neither: the log of a small run of many items holds every item again, and a big run's inputs
+ * may be a megabyte of rows (D35), so they are neither sent nor parsed for every read.
  */
 export async function findRunHead(
   c: Pick<Collections, 'runs'>,
   accountId: string,
   runId: string,
 ): Promise<RunDoc | null> {
-  const doc = await c.runs.findOne({ _id: runId }, { projection: { events_json: 0 } });
+  const doc = await c.runs.findOne(
+    { _id: runId },
+    { projection: { events_json: 0, inputs_json: 0, inputs: 0 } },
+  );
   return doc && doc.account_id === accountId ? fromStored(doc) : null;
 }
 

@@ -181,8 +181,12 @@ async function resumeAbandoned(
   if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
   const version = await findVersionById(deps.collections, run.published_workflow_version_id);
   if (!version?.graph) return;
-  // D38: a re-run's record references its inputs; erased meanwhile (D39), the run cannot start.
-  const inputs = await runInputs(deps.collections, run);
+  // The head left the inputs out: read from the record that holds them, this run's or (D38) the
+  // first ancestor's of a re-run; erased meanwhile (D39), the run cannot start.
+  const inputs = await runInputs(deps.collections, {
+    ...run,
+    inputs_from: run.inputs_from ?? run._id,
+  });
   if (!inputs) return;
   const slug = await workflowSlug(deps.collections, run.published_workflow_id);
   await deps.gateway.start(
