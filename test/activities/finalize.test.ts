@@ -8,11 +8,10 @@ import { createActivities } from '../../activities';
 import { generateId, deriveId } from '../../store/ids';
 import { insertRun, finalizeRunRecord } from '../../store/runs';
 import { recordRunEnd } from '../../store/run-end';
-import type { Store } from '../../store/db';
 import { accountBalance } from '../../store/ledger';
 import type { RunFinal } from '../../domain/run';
 import { newAccount } from '../support/accounts';
-import { connectTestStore, pendingRun as pendingRunDoc } from '../support/store';
+import { pendingRun as pendingRunDoc, useTestStore } from '../support/store';
 import { findRunRecord } from '../../store/runs';
 
 const CONFIG = { providers: {}, prices: {} };
@@ -20,15 +19,11 @@ const CREDITS = 10;
 
 describe('finalize activity: one record and one debit per run (D17)', function () {
   this.timeout(60_000);
-  let store: Store;
-  before(async () => {
-    store = await connectTestStore();
-  });
-  after(async () => store?.close());
+  const db = useTestStore();
 
   /** A fresh account with a pending run of it, and the final its workflow would hand over. */
   async function pendingRun(totalCost = 0.0014): Promise<{ accountId: string; final: RunFinal }> {
-    const c = store.collections;
+    const c = db.store.collections;
     const { accountId, keyId } = await newAccount(c, CREDITS);
     const run = pendingRunDoc({ _id: generateId('run'), account_id: accountId, key_id: keyId });
     await insertRun(c, run);
@@ -56,7 +51,7 @@ describe('finalize activity: one record and one debit per run (D17)', function (
 
   /** Asserts the run is finalized with `final` and debited exactly once. */
   async function assertSettled(accountId: string, final: RunFinal): Promise<void> {
-    const c = store.collections;
+    const c = db.store.collections;
     const record = (await findRunRecord(c, final.runId))!;
     assert.equal(record.finalized, true);
     assert.equal(record.status, final.status);
@@ -74,7 +69,7 @@ describe('finalize activity: one record and one debit per run (D17)', function (
 
   it('writes the record and one debit; a retry changes nothing, nor does a settle after it', async () => {
     const { accountId, final } = await pendingRun();
-    const c = store.collections;
+    const c = db.store.collections;
     const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
     await finalizeRun(final);
     await assertSettled(accountId, final);
@@ -85,7 +80,7 @@ describe('finalize activity: one record and one debit per run (D17)', function (
   });
 
   it('keeps the first end booked: a second, different end (a reset workflow, a late finalize) writes nothing', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const first = await pendingRun();
     const settled = {
       ...first.final,
@@ -105,7 +100,7 @@ describe('finalize activity: one record and one debit per run (D17)', function (
   });
 
   it('finishes the job whatever step an earlier attempt died after', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const { finalizeRun } = createActivities({ collections: c, config: CONFIG });
     const debit = (final: RunFinal) =>
       c.ledger.insertOne({
@@ -150,13 +145,13 @@ describe('finalize activity: one record and one debit per run (D17)', function (
 
   it('debits once when several attempts run at the same time', async () => {
     const { accountId, final } = await pendingRun();
-    const { finalizeRun } = createActivities({ collections: store.collections, config: CONFIG });
+    const { finalizeRun } = createActivities({ collections: db.store.collections, config: CONFIG });
     await Promise.all(Array.from({ length: 5 }, () => finalizeRun(final)));
     await assertSettled(accountId, final);
   });
 
   it('lands every debit of many runs of one account finishing at once, each once', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const first = await pendingRun(0.001);
     const finals = [first.final];
     for (let i = 1; i < 12; i++) {

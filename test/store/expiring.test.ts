@@ -4,7 +4,6 @@
  * and by the sweep where it does not (FerretDB v1, which these tests run on).
  */
 import assert from 'node:assert/strict';
-import type { Store } from '../../store/db';
 import { ensureExpiryIndexes, sweepExpired } from '../../store/expiry';
 import {
   canonicalJson,
@@ -13,18 +12,14 @@ import {
   requestHash,
 } from '../../store/idempotency';
 import { countRequest, WINDOW_MS } from '../../store/rate-limits';
-import { connectTestStore } from '../support/store';
+import { useTestStore } from '../support/store';
 
 describe('store: rate-limit windows and idempotency keys (D16, D18)', function () {
   this.timeout(60_000);
-  let store: Store;
-  before(async () => {
-    store = await connectTestStore();
-  });
-  after(async () => store?.close());
+  const db = useTestStore();
 
   it('counts per key, bucket and one-minute window, in one document each', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const t = Date.UTC(2030, 0, 1, 12, 30, 15);
     assert.equal((await countRequest(c, 'key_a', 'starts', t)).count, 1);
     assert.equal((await countRequest(c, 'key_a', 'starts', t + 44_000)).count, 2);
@@ -42,7 +37,7 @@ describe('store: rate-limit windows and idempotency keys (D16, D18)', function (
   });
 
   it('expires windows and keys by TTL index, or by the sweep where TTL indexes are missing', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const ttl = await ensureExpiryIndexes([c.rateLimits, c.idempotencyKeys]);
     const names = (await c.rateLimits.indexes()).map((i) => i.name);
     assert.ok(names.includes(ttl ? 'expires_at_ttl' : 'expires_at'), names.join());
@@ -67,7 +62,7 @@ describe('store: rate-limit windows and idempotency keys (D16, D18)', function (
   });
 
   it('lets one of many concurrent claims of a key win, and hashes requests canonically', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const id = idempotencyId('acct_x', 'k1');
     const now = Date.now();
     const claims = Array.from({ length: 20 }, (_, i) => ({

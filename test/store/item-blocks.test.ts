@@ -15,7 +15,7 @@ import {
 import { itemLines } from '../../api/runs/output-items';
 import { newId } from '../../domain/ids';
 import { pageId, type StoredRow } from '../../domain/item-blocks';
-import { connectTestStore } from '../support/store';
+import { useTestStore } from '../support/store';
 import { waitFor } from '../support/http';
 
 const row = (text: string): StoredRow => ({
@@ -35,14 +35,10 @@ async function planOf(store: Store, collection: string, id: string): Promise<str
 
 describe('store: item pages (D35)', function () {
   this.timeout(60_000);
-  let store: Store;
-  before(async () => {
-    store = await connectTestStore();
-  });
-  after(async () => store?.close());
+  const db = useTestStore();
 
   it('stores a page compressed and reads it back; a retry changes nothing', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const rows = [row('één "quoted" answer\n'.repeat(50)), null, row('third')];
     await insertPages(c, 'run_a', 'ask', [{ page: 0, rows }]);
     await insertPages(c, 'run_a', 'ask', [{ page: 0, rows: [null, null, null] }]);
@@ -58,7 +54,7 @@ describe('store: item pages (D35)', function () {
   });
 
   it('still reads a page written as JSON text', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const rows = [row('old'), null];
     await c.itemBlocks.insertOne({
       _id: pageId('run_b', 'ask', 0),
@@ -72,7 +68,7 @@ describe('store: item pages (D35)', function () {
   });
 
   it('writes the results file from the stored lines byte for byte as the items serialized one by one', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const failedRow: StoredRow = {
       item: {
         status: 'failed',
@@ -110,8 +106,8 @@ describe('store: item pages (D35)', function () {
     // The launcher adds the index to new tables within seconds of their creation.
     const plansNow = () =>
       Promise.all([
-        planOf(store, 'item_blocks', pageId('run_a', 'ask', 0)),
-        planOf(store, 'runs', 'run_x'),
+        planOf(db.store, 'item_blocks', pageId('run_a', 'ask', 0)),
+        planOf(db.store, 'runs', 'run_x'),
       ]);
     const indexed = await waitFor(
       async () => {

@@ -7,22 +7,19 @@ import assert from 'node:assert/strict';
 import { CreditCheck } from '../../api/limits/credit-check';
 import type { RunFinal } from '../../domain/run';
 import { accountCredit } from '../../store/credit-holds';
-import type { Store } from '../../store/db';
 import { generateId, deriveId } from '../../store/ids';
 import { recordRunEnd } from '../../store/run-end';
 import { insertRun } from '../../store/runs';
 import { newAccount } from '../support/accounts';
-import { connectTestStore, pendingRun } from '../support/store';
+import { pendingRun, useTestStore } from '../support/store';
 
 describe('run end: the hold is released once (D17)', function () {
   this.timeout(60_000);
-  let store: Store;
-  before(async () => (store = await connectTestStore()));
-  after(async () => store?.close());
+  const db = useTestStore();
 
   /** An account holding `credit`, a run of it whose hold was reserved as a start does, and its final. */
   async function heldRun(credit: number, holdUsd: number, totalCost: number) {
-    const c = store.collections;
+    const c = db.store.collections;
     const { accountId, keyId } = await newAccount(c, credit);
     const runId = generateId('run');
     const credits = new CreditCheck(c);
@@ -46,7 +43,7 @@ describe('run end: the hold is released once (D17)', function () {
   }
 
   it('finalize, a retry and a settle racing it release the hold once, with the debit', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const { accountId, final } = await heldRun(0.005, 0.003, 0.002);
     assert.deepEqual(await accountCredit(c, accountId), {
       balance_usd: 0.005,
@@ -75,7 +72,7 @@ describe('run end: the hold is released once (D17)', function () {
   });
 
   it('a run that cost nothing books an entry of amount 0 that gives its hold back', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const { accountId, final } = await heldRun(1, 0.011, 0);
     await recordRunEnd(c, final);
     await recordRunEnd(c, final);
@@ -88,7 +85,7 @@ describe('run end: the hold is released once (D17)', function () {
   });
 
   it('a final that carries the hold its run was started with releases it without reading the record', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const { accountId, final } = await heldRun(0.005, 0.003, 0.002);
     // The record is read only by findOne: a store whose findOne fails shows the read is gone.
     const runs = new Proxy(c.runs, {

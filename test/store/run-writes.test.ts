@@ -5,27 +5,22 @@
  */
 import assert from 'node:assert/strict';
 import type { RunFinal } from '../../domain/run';
-import type { Store } from '../../store/db';
 import { deriveId, generateId } from '../../store/ids';
 import { claimIdempotencyKey, IDEMPOTENCY_TTL_MS } from '../../store/idempotency';
 import { isDuplicateKey } from '../../store/ledger';
 import { findRunRecord, insertRun } from '../../store/runs';
 import { RunWrites } from '../../store/run-writes';
-import { connectTestStore, pendingRun } from '../support/store';
+import { pendingRun, useTestStore } from '../support/store';
 
 describe('RunWrites: group commit of run records and debits (FerretDB)', function () {
   this.timeout(60_000);
-  let store: Store;
-  before(async () => {
-    store = await connectTestStore();
-  });
-  after(async () => store?.close());
+  const db = useTestStore();
 
   const newRun = () =>
     pendingRun({ _id: generateId('run'), account_id: 'acct_gc', key_id: 'key_gc' });
 
   it('stores concurrent starts in fewer commands, each before its caller is answered', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const writes = new RunWrites(c);
     const runs = Array.from({ length: 40 }, newRun);
     await Promise.all(
@@ -41,7 +36,7 @@ describe('RunWrites: group commit of run records and debits (FerretDB)', functio
   });
 
   it('fails only the start whose run id is taken (in the store already, or twice in one batch)', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const writes = new RunWrites(c);
     const existing = newRun();
     await insertRun(c, existing);
@@ -60,7 +55,7 @@ describe('RunWrites: group commit of run records and debits (FerretDB)', functio
   });
 
   it('books a debit once however many attempts post it together; the others learn it was booked', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const writes = new RunWrites(c);
     const runId = generateId('run');
     const entry = {
@@ -86,7 +81,7 @@ describe('RunWrites: group commit of run records and debits (FerretDB)', functio
   });
 
   it('gives an idempotency key to exactly one of many claims sent together (D18)', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const writes = new RunWrites(c);
     const now = Date.now();
     const claimOf = (runId: string) => ({
@@ -109,7 +104,7 @@ describe('RunWrites: group commit of run records and debits (FerretDB)', functio
   });
 
   it('writes the final records of many runs ending together', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const writes = new RunWrites(c);
     const runs = Array.from({ length: 12 }, newRun);
     for (const run of runs) await insertRun(c, run);

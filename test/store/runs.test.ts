@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Store } from '../../store/db';
 import { accountBalance } from '../../store/ledger';
 import {
   finalizeRunRecord,
@@ -20,7 +19,7 @@ import {
 import type { RunEvent, RunFinal, RunOutput } from '../../domain/run';
 import { publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
-import { connectTestStore, pendingRun } from '../support/store';
+import { pendingRun, useTestStore } from '../support/store';
 import { useService } from '../support/use-service';
 
 /** JSON that FerretDB cannot hold as document content, every kind at once (and a `__proto__` key). */
@@ -30,14 +29,10 @@ const awkward = (): unknown => JSON.parse(AWKWARD);
 
 describe('store: run records hold any JSON a node produces', function () {
   this.timeout(60_000);
-  let store: Store;
-  before(async () => {
-    store = await connectTestStore();
-  });
-  after(async () => store?.close());
+  const db = useTestStore();
 
   it('finalizes, reads back and chunks output with nested arrays, `$`, dotted and NUL keys unchanged', async () => {
-    const c = store.collections;
+    const c = db.store.collections;
     const runId = `run_${Date.now().toString(36)}awkward`;
     const output: RunOutput = {
       answer: [

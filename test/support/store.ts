@@ -15,6 +15,24 @@ export async function connectTestStore(): Promise<Store> {
   });
 }
 
+/**
+ * A fresh database for the enclosing `describe`: connected before its tests, closed after them
+ * (mocha's hooks). Read it as `.store` inside a test or hook.
+ */
+export function useTestStore(): { readonly store: Store } {
+  let store: Store | undefined;
+  before(async () => {
+    store = await connectTestStore();
+  });
+  after(async () => store?.close());
+  return {
+    get store(): Store {
+      if (!store) throw new Error('the test store is connected in a before() hook');
+      return store;
+    },
+  };
+}
+
 /** A run record as a start writes it (`pending`, nothing finished), for store and activity tests; `fields` override. */
 export function pendingRun(
   fields: Pick<RunDoc, '_id' | 'account_id' | 'key_id'> & Partial<RunDoc>,

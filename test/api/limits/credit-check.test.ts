@@ -18,10 +18,9 @@ import {
   sumsFrom,
   writeCheckpoint,
 } from '../../../store/ledger';
-import type { Store } from '../../../store/db';
 import { countingCalls } from '../../support/counting';
 import { waitFor } from '../../support/http';
-import { connectTestStore } from '../../support/store';
+import { useTestStore } from '../../support/store';
 
 /** Settles every promise: how many were admitted, and that every refusal is the 402. */
 async function outcomes(starts: Promise<void>[]): Promise<number> {
@@ -32,28 +31,26 @@ async function outcomes(starts: Promise<void>[]): Promise<number> {
 }
 
 describe('CreditCheck (D17 holds)', () => {
-  let store: Store;
-  before(async () => (store = await connectTestStore()));
-  after(async () => store?.close());
+  const db = useTestStore();
 
   it('refuses an account at zero and lets it start the moment it is topped up', async () => {
-    const account = await createAccount(store.collections, { name: 'broke', creditsUsd: 0 });
-    const check = new CreditCheck(store.collections);
+    const account = await createAccount(db.store.collections, { name: 'broke', creditsUsd: 0 });
+    const check = new CreditCheck(db.store.collections);
     const refused = await check.reserve(account._id, 'run_a', 0.001).catch((err) => err);
     assert.ok(refused instanceof InsufficientCreditsError);
     assert.match(refused.message, /no credit left \(balance \$0\.00\)/);
-    await addCredits(store.collections, account._id, 1);
+    await addCredits(db.store.collections, account._id, 1);
     await check.reserve(account._id, 'run_b', 0.001);
   });
 
   it('admits, across two processes racing 80 starts, exactly what $0.005 covers at $0.001 a hold', async () => {
-    const account = await createAccount(store.collections, { name: 'race', creditsUsd: 0.005 });
-    const [a, b] = [new CreditCheck(store.collections), new CreditCheck(store.collections)];
+    const account = await createAccount(db.store.collections, { name: 'race', creditsUsd: 0.005 });
+    const [a, b] = [new CreditCheck(db.store.collections), new CreditCheck(db.store.collections)];
     const admitted = await outcomes(
       Array.from({ length: 80 }, (_, i) => (i % 2 ? a : b).reserve(account._id, `run_${i}`, 0.001)),
     );
     assert.equal(admitted, 5);
-    assert.deepEqual(await accountCredit(store.collections, account._id), {
+    assert.deepEqual(await accountCredit(db.store.collections, account._id), {
       balance_usd: 0.005,
       held_usd: 0.005,
       available_usd: 0,
@@ -65,23 +62,23 @@ describe('CreditCheck (D17 holds)', () => {
   });
 
   it('lets only the last admitted hold pass zero: a hold larger than what is left still starts, then nothing', async () => {
-    const account = await createAccount(store.collections, { name: 'over', creditsUsd: 0.005 });
-    const check = new CreditCheck(store.collections);
+    const account = await createAccount(db.store.collections, { name: 'over', creditsUsd: 0.005 });
+    const check = new CreditCheck(db.store.collections);
     const admitted = await outcomes(
       Array.from({ length: 10 }, (_, i) => check.reserve(account._id, `run_${i}`, 0.003)),
     );
     assert.equal(admitted, 2);
-    const credit = await accountCredit(store.collections, account._id);
+    const credit = await accountCredit(db.store.collections, account._id);
     assert.equal(credit.available_usd, -0.001); // below zero by less than one hold
   });
 
   it('sees a release at once when refusing: the freed credit admits the next start', async () => {
-    const account = await createAccount(store.collections, { name: 'cycle', creditsUsd: 0.002 });
-    const check = new CreditCheck(store.collections);
+    const account = await createAccount(db.store.collections, { name: 'cycle', creditsUsd: 0.002 });
+    const check = new CreditCheck(db.store.collections);
     await check.reserve(account._id, 'run_1', 0.002);
     await assert.rejects(check.reserve(account._id, 'run_2', 0.002), InsufficientCreditsError);
     // The run ends: its debit gives the hold back (store/run-end.ts); it cost half its hold.
-    await postEntry(store.collections, {
+    await postEntry(db.store.collections, {
       _id: 'led_cycle_1',
       account_id: account._id,
       kind: 'run',
@@ -94,7 +91,7 @@ describe('CreditCheck (D17 holds)', () => {
     await assert.rejects(check.reserve(account._id, 'run_4', 0.002), InsufficientCreditsError);
     // A start that never ran gives its hold back with a release entry.
     await check.release(account._id, 'run_3', 0.002, 'test');
-    assert.deepEqual(await accountCredit(store.collections, account._id), {
+    assert.deepEqual(await accountCredit(db.store.collections, account._id), {
       balance_usd: 0.001,
       held_usd: 0,
       available_usd: 0.001,
@@ -102,12 +99,12 @@ describe('CreditCheck (D17 holds)', () => {
   });
 
   it('a rich account: concurrent starts share one chain insert, the next ones use the lease with no store write, and close() gives the rest back', async () => {
-    const account = await createAccount(store.collections, { name: 'rich', creditsUsd: 100 });
+    const account = await createAccount(db.store.collections, { name: 'rich', creditsUsd: 100 });
     const { collection: creditHolds, probe } = countingCalls(
-      store.collections.creditHolds,
+      db.store.collections.creditHolds,
       'insertOne',
     );
-    const check = new CreditCheck({ ...store.collections, creditHolds });
+    const check = new CreditCheck({ ...db.store.collections, creditHolds });
     await Promise.all(
       Array.from({ length: 32 }, (_, i) => check.reserve(account._id, `r${i}`, 0.01)),
     );
@@ -120,42 +117,42 @@ describe('CreditCheck (D17 holds)', () => {
     assert.equal(probe.calls, 2, 'one more lease for 64 more starts');
     await check.close();
     // Held now: exactly the 32 + 64 admitted holds; the lease's unused rest went back.
-    const credit = await accountCredit(store.collections, account._id);
+    const credit = await accountCredit(db.store.collections, account._id);
     assert.equal(credit.held_usd, 0.96);
     assert.equal(credit.available_usd, 99.04);
   });
 
   it('a stale sum in one process never over-admits: the chain carries what another process reserved', async () => {
-    const account = await createAccount(store.collections, { name: 'stale', creditsUsd: 0.003 });
-    const a = new CreditCheck(store.collections, 60_000);
-    const b = new CreditCheck(store.collections, 60_000);
+    const account = await createAccount(db.store.collections, { name: 'stale', creditsUsd: 0.003 });
+    const a = new CreditCheck(db.store.collections, 60_000);
+    const b = new CreditCheck(db.store.collections, 60_000);
     await a.reserve(account._id, 'run_a1', 0.001); // a remembers the sum: 0.003
     await b.reserve(account._id, 'run_b1', 0.001);
     await b.reserve(account._id, 'run_b2', 0.001);
     await assert.rejects(a.reserve(account._id, 'run_a2', 0.001), InsufficientCreditsError);
-    assert.equal((await findChainHead(store.collections, account._id)).reserved_usd, 0.003);
+    assert.equal((await findChainHead(db.store.collections, account._id)).reserved_usd, 0.003);
   });
 
   it('finds the chain head by galloping over ids from any known entry', async () => {
     // Too little for a lease (store/credit-holds.ts): every start is its own entry.
-    const account = await createAccount(store.collections, {
+    const account = await createAccount(db.store.collections, {
       name: 'long chain',
       creditsUsd: 0.15,
     });
-    const check = new CreditCheck(store.collections);
+    const check = new CreditCheck(db.store.collections);
     for (let i = 0; i < 13; i++) await check.reserve(account._id, `run_${i}`, 0.01);
-    const head = await findChainHead(store.collections, account._id);
+    const head = await findChainHead(db.store.collections, account._id);
     assert.deepEqual(head, { n: 13, reserved_usd: 0.13 });
     assert.deepEqual(
-      await findChainHead(store.collections, account._id, { n: 5, reserved_usd: 0.05 }),
+      await findChainHead(db.store.collections, account._id, { n: 5, reserved_usd: 0.05 }),
       head,
     );
   });
 
   it('sums the ledger once for many concurrent starts of one account', async () => {
-    const account = await createAccount(store.collections, { name: 'busy', creditsUsd: 1 });
-    const { collection: ledger, probe } = countingCalls(store.collections.ledger, 'aggregate');
-    const check = new CreditCheck({ ...store.collections, ledger });
+    const account = await createAccount(db.store.collections, { name: 'busy', creditsUsd: 1 });
+    const { collection: ledger, probe } = countingCalls(db.store.collections.ledger, 'aggregate');
+    const check = new CreditCheck({ ...db.store.collections, ledger });
     await Promise.all(
       Array.from({ length: 32 }, (_, i) => check.reserve(account._id, `r${i}`, 0.001)),
     );
@@ -168,7 +165,10 @@ describe('CreditCheck (D17 holds)', () => {
   });
 
   it('sums only the entries after the newest checkpoint, releases included, and writes the next one off the start path', async () => {
-    const account = await createAccount(store.collections, { name: 'long ledger', creditsUsd: 0 });
+    const account = await createAccount(db.store.collections, {
+      name: 'long ledger',
+      creditsUsd: 0,
+    });
     const old = new Date(Date.now() - 2 * CHECKPOINT_LAG_MS);
     const entries = Array.from({ length: 500 }, (_, i) => ({
       _id: `led_old_${account._id}_${i}`,
@@ -179,8 +179,8 @@ describe('CreditCheck (D17 holds)', () => {
       note: null,
       created_at: old,
     }));
-    await store.collections.ledger.insertMany(entries);
-    await store.collections.ledger.insertOne({
+    await db.store.collections.ledger.insertMany(entries);
+    await db.store.collections.ledger.insertOne({
       _id: `led_oldrel_${account._id}`,
       account_id: account._id,
       kind: 'release',
@@ -190,7 +190,7 @@ describe('CreditCheck (D17 holds)', () => {
       released_usd: 0.25,
       created_at: old,
     });
-    await postEntry(store.collections, {
+    await postEntry(db.store.collections, {
       _id: `led_new_${account._id}`,
       account_id: account._id,
       kind: 'run',
@@ -199,30 +199,30 @@ describe('CreditCheck (D17 holds)', () => {
       note: null,
       released_usd: 0.5,
     });
-    const check = new CreditCheck(store.collections, 0);
+    const check = new CreditCheck(db.store.collections, 0);
     await check.reserve(account._id, 'run_1', 0); // 5 - 0.5 > 0; the account has no checkpoint yet: one is written
     await waitFor(async () => (check.checkpointing === 0 ? true : undefined), {
       what: 'the checkpoint write',
     });
-    const chk = await latestCheckpoint(store.collections, account._id);
+    const chk = await latestCheckpoint(db.store.collections, account._id);
     assert.equal(chk?.n, 1);
     assert.equal(chk?.total_usd, 5); // the old entries, not the recent debit (newer than the checkpoint's lag)
     assert.equal(chk?.released_usd, 0.25);
     // Now a sum covers the debit alone, and still says the same.
-    assert.deepEqual(await sumsFrom(store.collections, account._id, chk), {
+    assert.deepEqual(await sumsFrom(db.store.collections, account._id, chk), {
       balance: 4.5,
       released: 0.75,
     });
-    assert.equal(await balanceFrom(store.collections, account._id, chk), 4.5);
-    assert.equal(await accountBalance(store.collections, account._id), 4.5);
+    assert.equal(await balanceFrom(db.store.collections, account._id, chk), 4.5);
+    assert.equal(await accountBalance(db.store.collections, account._id), 4.5);
     // Another process writing checkpoint 1 again loses the id and adopts the winner's.
-    assert.equal((await writeCheckpoint(store.collections, account._id, null))?.n, 1);
+    assert.equal((await writeCheckpoint(db.store.collections, account._id, null))?.n, 1);
     assert.equal(
-      await store.collections.ledgerCheckpoints.countDocuments({ account_id: account._id }),
+      await db.store.collections.ledgerCheckpoints.countDocuments({ account_id: account._id }),
       1,
     );
     // Spending it all is seen through the checkpoint (by another process, which reads the newest one).
-    await postEntry(store.collections, {
+    await postEntry(db.store.collections, {
       _id: `led_all_${account._id}`,
       account_id: account._id,
       kind: 'run',
@@ -231,7 +231,7 @@ describe('CreditCheck (D17 holds)', () => {
       note: null,
     });
     await assert.rejects(
-      new CreditCheck(store.collections).reserve(account._id, 'run_2', 0.001),
+      new CreditCheck(db.store.collections).reserve(account._id, 'run_2', 0.001),
       InsufficientCreditsError,
     );
     // A release entry is booked once, however often it is posted.
@@ -242,7 +242,7 @@ describe('CreditCheck (D17 holds)', () => {
       usd: 1,
       note: 'x',
     };
-    assert.equal(await postRelease(store.collections, release), true);
-    assert.equal(await postRelease(store.collections, release), false);
+    assert.equal(await postRelease(db.store.collections, release), true);
+    assert.equal(await postRelease(db.store.collections, release), false);
   });
 });

@@ -5,7 +5,7 @@ import { WINDOW_MS, windowId, windowStartOf } from '../../../store/rate-limits';
 import { RateCounter } from '../../../api/limits/rate-counter';
 import { countingCalls } from '../../support/counting';
 import { waitFor } from '../../support/http';
-import { connectTestStore } from '../../support/store';
+import { useTestStore } from '../../support/store';
 
 /** The store's rate-limit collection with its writes counted. */
 function countingWrites(store: Store) {
@@ -17,14 +17,12 @@ function countingWrites(store: Store) {
 }
 
 describe('RateCounter (D16)', () => {
-  let store: Store;
-  before(async () => (store = await connectTestStore()));
-  after(async () => store?.close());
+  const db = useTestStore();
   const NOW = Date.UTC(2031, 5, 1, 10, 0, 5);
   const LIMIT = 1200; // the default D16 limit of other requests
 
   it('gives sequential requests one write each and their exact positions', async () => {
-    const { probe, collections } = countingWrites(store);
+    const { probe, collections } = countingWrites(db.store);
     const counter = new RateCounter(collections);
     const counts = [];
     for (let i = 0; i < 3; i++)
@@ -35,7 +33,7 @@ describe('RateCounter (D16)', () => {
   });
 
   it('counts 50 concurrent requests with two writes, each at its own position, and gives the unused lease back', async () => {
-    const { probe, collections } = countingWrites(store);
+    const { probe, collections } = countingWrites(db.store);
     const counter = new RateCounter(collections);
     const results = await Promise.all(
       Array.from({ length: 50 }, () => counter.count('key_burst', 'requests', LIMIT, NOW)),
@@ -49,7 +47,7 @@ describe('RateCounter (D16)', () => {
     // also leases the next counts of this busy key. Unused, the lease is given back.
     assert.equal(probe.calls, 2);
     const window = () =>
-      store.collections.rateLimits.findOne({ _id: windowId('key_burst', 'requests', NOW) });
+      db.store.collections.rateLimits.findOne({ _id: windowId('key_burst', 'requests', NOW) });
     await waitFor(async () => ((await window())?.count === 50 ? true : undefined), {
       what: 'the window back at 50',
       intervalMs: 20,
@@ -65,7 +63,7 @@ describe('RateCounter (D16)', () => {
   });
 
   it('keeps keys, buckets and windows apart', async () => {
-    const counter = new RateCounter(store.collections);
+    const counter = new RateCounter(db.store.collections);
     const [a, b, c, d] = await Promise.all([
       counter.count('key_a', 'starts', LIMIT, NOW),
       counter.count('key_b', 'starts', LIMIT, NOW),
@@ -77,8 +75,8 @@ describe('RateCounter (D16)', () => {
   });
 
   it('shares the window with another process: counts alternate between two counters without a gap', async () => {
-    const one = new RateCounter(store.collections);
-    const two = new RateCounter(store.collections);
+    const one = new RateCounter(db.store.collections);
+    const two = new RateCounter(db.store.collections);
     const seen = [];
     for (let i = 0; i < 6; i++)
       seen.push((await (i % 2 ? two : one).count('key_shared', 'requests', LIMIT, NOW)).count);
@@ -86,7 +84,7 @@ describe('RateCounter (D16)', () => {
   });
 
   it('fails every request of a failed write with its error, and counts the next burst afresh', async () => {
-    const { probe, collections } = countingWrites(store);
+    const { probe, collections } = countingWrites(db.store);
     const counter = new RateCounter(collections);
     probe.fail = new Error('database is down');
     const failed = await Promise.allSettled(
