@@ -50,31 +50,65 @@ const RANDOM_SPACE = 32n ** BigInt(RANDOM_CHARS);
  * output index, and a 100,000-item event log can be stored without 100,000 ids (D31).
  */
 export function idAtOffset(base: string, offset: number): string {
-  // Two 40-bit halves in plain numbers (exact below 2^53): a big run's log derives millions of ids.
-  const cut = base.length - RANDOM_CHARS;
-  const half = (from: number) => {
-    let n = 0;
-    for (let i = from; i < from + HALF_CHARS; i++) n = n * 32 + CROCKFORD.indexOf(base[i]);
-    return n;
-  };
-  let low = half(cut + HALF_CHARS) + offset;
-  const carry = Math.floor(low / HALF_SPACE);
-  low -= carry * HALF_SPACE;
-  // A negative offset (an item's id back to its run's base, domain/run-log.ts) may borrow below zero.
-  const high = (((half(cut) + carry) % HALF_SPACE) + HALF_SPACE) % HALF_SPACE;
-  return base.slice(0, cut) + encodeHalf(high) + encodeHalf(low);
+  return new IdSequence(base).at(offset);
+}
+
+/**
+ * The ids of one sequence (idAtOffset), for a caller that derives many: the base is decoded once
+ * and the upper half's text kept while it does not change, so an id costs one 8-character encode.
+ * A stream replaying a million-row run, or its results export, derives millions (~0.14 µs each
+ * here, against ~0.9 µs decoding the base every time).
+ */
+export class IdSequence {
+  private readonly head: string;
+  // Two 40-bit halves in plain numbers (exact below 2^53).
+  private readonly high: number;
+  private readonly low: number;
+  private lastHigh = -1;
+  private lastHead = '';
+
+  constructor(base: string) {
+    const cut = base.length - RANDOM_CHARS;
+    this.head = base.slice(0, cut);
+    this.high = decodeHalf(base, cut);
+    this.low = decodeHalf(base, cut + HALF_CHARS);
+  }
+
+  at(offset: number): string {
+    let low = this.low + offset;
+    const carry = Math.floor(low / HALF_SPACE);
+    low -= carry * HALF_SPACE;
+    // A negative offset (an item's id back to its run's base, domain/run-log.ts) may borrow below zero.
+    const high = (((this.high + carry) % HALF_SPACE) + HALF_SPACE) % HALF_SPACE;
+    if (high !== this.lastHigh) {
+      this.lastHigh = high;
+      this.lastHead = this.head + encodeHalf(high);
+    }
+    return this.lastHead + encodeHalf(low);
+  }
 }
 
 const HALF_CHARS = RANDOM_CHARS / 2;
 const HALF_SPACE = 32 ** HALF_CHARS;
+/** Each alphabet character's value, by its char code. */
+const DIGITS = new Int8Array(128).fill(-1);
+for (let i = 0; i < CROCKFORD.length; i++) DIGITS[CROCKFORD.charCodeAt(i)] = i;
+const CHAR_CODES = Array.from(CROCKFORD, (ch) => ch.charCodeAt(0));
+
+function decodeHalf(text: string, from: number): number {
+  let n = 0;
+  for (let i = from; i < from + HALF_CHARS; i++) n = n * 32 + (DIGITS[text.charCodeAt(i)] ?? -1);
+  return n;
+}
 
 function encodeHalf(n: number): string {
-  let text = '';
-  for (let i = 0; i < HALF_CHARS; i++) {
-    text = CROCKFORD[n % 32] + text;
+  const codes = new Array<number>(HALF_CHARS);
+  for (let i = HALF_CHARS - 1; i >= 0; i--) {
+    codes[i] = CHAR_CODES[n % 32];
     n = Math.floor(n / 32);
   }
-  return text;
+  const [a, b, c, d, e, f, g, h] = codes; // HALF_CHARS of them; a spread is several times slower
+  return String.fromCharCode(a, b, c, d, e, f, g, h);
 }
 
 /** The offset of `id` from `base` (the inverse of idAtOffset), or -1 when `id` is not of the same sequence. */

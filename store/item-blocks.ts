@@ -23,7 +23,7 @@ import { promisify } from 'node:util';
 import { deflateRaw, inflateRaw } from 'node:zlib';
 import { Binary, type AnyBulkWriteOperation } from 'mongodb';
 import { pageId, type StoredOutput, type StoredRow } from '../domain/item-blocks';
-import { idAtOffset } from '../domain/ids';
+import { IdSequence } from '../domain/ids';
 import type { OutputItem } from '../domain/run';
 import type { Collections } from './db';
 import type { ItemBlockDoc } from './documents';
@@ -240,10 +240,11 @@ export async function* storedItems(
   from: number,
   live: boolean,
 ): AsyncGenerator<OutputItem> {
+  const ids = new IdSequence(itemIdBase);
   for await (const { first, end, lines } of pagesFrom(c, runId, stored, from)) {
     for (let k = Math.max(first, from); k < end; k++) {
       const row = rowOf(lines?.[k - first] ?? '');
-      const id = idAtOffset(itemIdBase, stored.idOffset + k);
+      const id = ids.at(stored.idOffset + k);
       if (row) {
         const { status, parts, error } = row.item;
         yield { id, item_index: k, status, parts, ...(error ? { error } : {}) };
@@ -266,11 +267,12 @@ export async function* storedItemLines(
   from: number,
   live: boolean,
 ): AsyncGenerator<string> {
+  const ids = new IdSequence(itemIdBase);
   for await (const { first, end, lines } of pagesFrom(c, runId, stored, from)) {
     let piece = '';
     for (let k = Math.max(first, from); k < end; k++) {
       const line = lines?.[k - first];
-      const head = `{"id":"${idAtOffset(itemIdBase, stored.idOffset + k)}","item_index":${k},`;
+      const head = `{"id":"${ids.at(stored.idOffset + k)}","item_index":${k},`;
       if (line) piece += `${head}${line.slice(line.indexOf(' ') + 2)}\n`;
       else if (live) piece += `${head}"status":"running","parts":[]}\n`;
     }

@@ -8,7 +8,12 @@ import type { StreamErrorEvent } from './stream-events';
 
 /** The bytes of one event. */
 export function formatEvent(event: StreamEvent): string {
-  return `id: ${event.sequence_number}\ndata: ${JSON.stringify(event)}\n\n`;
+  return formatEventText(event.sequence_number, JSON.stringify(event));
+}
+
+/** The bytes of one event given as its JSON text (a run's log writes its item events straight, domain/run-log.ts `jsonAt`). */
+export function formatEventText(sequence: number, json: string): string {
+  return `id: ${sequence}\ndata: ${json}\n\n`;
 }
 
 /**

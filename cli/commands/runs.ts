@@ -141,7 +141,7 @@ function printRun(
   }
   if (events) {
     ctx.out('Events:');
-    for (let seq = 0; seq < events.length; seq++) ctx.out(`  ${JSON.stringify(events.at(seq))}`);
+    for (let seq = 0; seq < events.length; seq++) ctx.out(`  ${events.jsonAt(seq)}`);
   }
 }
 

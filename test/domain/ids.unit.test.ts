@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ID_PREFIXES, idAtOffset, isId, newId, offsetOf } from '../../domain/ids';
+import { ID_PREFIXES, IdSequence, idAtOffset, isId, newId, offsetOf } from '../../domain/ids';
 
 function seeded(seed: number): () => number {
   // mulberry32: deterministic, so the tests do not depend on Math.random.
@@ -87,5 +87,22 @@ describe('ids (D5)', () => {
         assert.equal(offsetOf(base, ahead), offset);
       }
     }
+  });
+
+  it('an IdSequence gives the ids idAtOffset gives, in order, across carries and back', () => {
+    let draws = 0; // the lower half near its top: the first offsets carry into the upper half
+    const base = newId('item', 1, () => (draws++ < 8 ? 0.5 : 0.999));
+    const sequence = new IdSequence(base);
+    let previous = '';
+    for (let offset = 0; offset < 3_000; offset++) {
+      const id = sequence.at(offset);
+      assert.equal(id, idAtOffset(base, offset));
+      assert.equal(offsetOf(base, id), offset);
+      assert.ok(id > previous, `ids sort as their offsets (${offset})`);
+      previous = id;
+    }
+    // Out of order, as a reader may ask: the kept upper half must follow each answer.
+    for (const offset of [-1, 32 ** 8 + 2, 5, -(32 ** 8), 0])
+      assert.equal(sequence.at(offset), idAtOffset(base, offset), `offset ${offset}`);
   });
 });

@@ -31,10 +31,14 @@ function blockCodes(rows: number, block: number): number[] {
   return codes;
 }
 
+/** Every event read back as the original, as an object and as the JSON text a stream sends. */
 function assertSame(log: RunLog, events: RunEvent[]): void {
   assert.equal(log.length, events.length);
-  for (let seq = 0; seq < events.length; seq++)
-    assert.equal(JSON.stringify(log.at(seq)), JSON.stringify(events[seq]), `event ${seq}`);
+  for (let seq = 0; seq < events.length; seq++) {
+    const text = JSON.stringify(events[seq]);
+    assert.equal(JSON.stringify(log.at(seq)), text, `event ${seq}`);
+    assert.equal(log.jsonAt(seq), text, `event ${seq} as text`);
+  }
 }
 
 describe('run log (domain/run-log.ts, D35)', () => {
@@ -51,6 +55,7 @@ describe('run log (domain/run-log.ts, D35)', () => {
     for (const seq of [1_001, 0, 600, 599, 1, 1_000, 250])
       assert.deepEqual(log.at(seq), events[seq], `event ${seq}`);
     assert.throws(() => log.at(events.length), RangeError);
+    assert.throws(() => log.jsonAt(-1), RangeError);
   });
 
   it('keeps rows finished out of order, and items whose ids follow no base, exactly', () => {
