@@ -7,7 +7,7 @@ import { startTracing } from '../lib/observability/tracing';
 import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './temporal/run-gateway';
-import { settleRun } from './runs/settle-run';
+import { oneSettleAtATime, settleRun } from './runs/settle-run';
 import { CreditCheck } from './limits/credit-check';
 import { listen, type CloseStats, type RunningServer } from './server';
 import { Drain } from './drain';
@@ -55,8 +55,9 @@ export async function startApi(
     taskQueue: config.temporal.taskQueue,
     queryTimeoutMs: config.api.queryTimeoutMs,
     rpcTimeoutMs: config.temporal.rpcTimeoutMs,
-    onClosedUnfinished: (runId, status) =>
+    onClosedUnfinished: oneSettleAtATime((runId, status) =>
       settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
+    ),
     payloads: payloadProtection(config, store.db),
     traced: config.tracing.otlpEndpoint !== undefined,
   });

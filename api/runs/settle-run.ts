@@ -69,3 +69,24 @@ export async function settleRun(
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');
 }
+
+/**
+ * `settle` run at most once at a time per run in this process. Every read of a closed, unfinished
+ * run asks for its settling (api/temporal/run-gateway.ts), and a big run's settle asks a worker to
+ * replay its history once per page of its log: seconds for a thousand rows, many minutes for a
+ * million. A caller reading the run meanwhile (a client polling it every second) joins the settle
+ * under way instead of starting one more replay loop of its own.
+ */
+export function oneSettleAtATime(
+  settle: (runId: string, status: number) => Promise<void>,
+): (runId: string, status: number) => Promise<void> {
+  const underWay = new Map<string, Promise<void>>();
+  return (runId, status) => {
+    let settling = underWay.get(runId);
+    if (!settling) {
+      settling = settle(runId, status).finally(() => underWay.delete(runId));
+      underWay.set(runId, settling);
+    }
+    return settling;
+  };
+}
