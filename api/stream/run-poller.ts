@@ -38,10 +38,9 @@ export interface RunKnowledge {
   events: EventsView;
 }
 
-/** What a new poller starts from: what the caller knows of the run. */
-export interface RunSeed {
-  status: RunStatus;
-  log: RunLog;
+/** What a new poller starts from: what the caller knows of the run (a log the poller copies from). */
+export interface RunSeed extends RunKnowledge {
+  events: RunLog;
 }
 
 /** One streaming client. */
@@ -95,7 +94,7 @@ export class RunPoller {
     private readonly onStop: (poller: RunPoller) => void,
   ) {
     this.status = seed.status;
-    this.log.appendFrom(seed.log);
+    this.log.appendFrom(seed.events);
     // The first look happens at once, so a new stream learns the current status without waiting a tick.
     this.timer = setTimeout(() => void this.tick(), 0);
     this.waitForEnd();

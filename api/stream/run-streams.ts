@@ -32,13 +32,13 @@ function options(deps: RunStreamDeps, keyId: string) {
 
 /** What the API knows of a run before its poller has looked: just its created event. */
 function seedOf(run: RunDoc): RunSeed {
-  return { status: run.status, log: RunLog.of([createdEventOf(run)]) };
+  return { status: run.status, events: RunLog.of([createdEventOf(run)]) };
 }
 
 /** What the API knows of a run before its poller has looked: a finished run's stored log (compact), else seedOf's. */
 async function storedSeedOf(deps: RunStreamDeps, run: RunDoc): Promise<RunSeed> {
   const stored = run.finalized ? await findRunLog(deps.collections, run._id) : null;
-  return stored?.log ? { status: stored.status, log: stored.log } : seedOf(run);
+  return stored?.log ? { status: stored.status, events: stored.log } : seedOf(run);
 }
 
 /**
@@ -72,7 +72,7 @@ export async function streamExistingRun(
 ): Promise<void> {
   const given = cursorFrom(ctx);
   const seed = await storedSeedOf(deps, run);
-  const whole = seed.log.length > 1; // the stored log of a finished run
+  const whole = seed.events.length > 1; // the stored log of a finished run
   // The stream's key: the caller's, a stream link's (D34), else the one that started the run.
   const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
   const freeSlot = deps.streams.take(keyId); // D40: over the key's cap, a 429 before any byte
@@ -89,7 +89,7 @@ export async function streamExistingRun(
       // No look succeeded (Temporal unreachable): the stream opens and sends what comes after the cursor.
       spent = state !== undefined && isSpent(state, given);
     } else if (given !== undefined) {
-      spent = isSpent({ status: seed.status, events: seed.log }, given);
+      spent = isSpent(seed, given);
     }
     if (spent) {
       ctx.status = 204; // nothing left to receive: an EventSource stops here instead of reconnecting

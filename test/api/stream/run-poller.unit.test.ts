@@ -103,7 +103,7 @@ function client(cursor: number) {
 
 const until = (check: () => boolean, what: string) =>
   waitFor(async () => (check() ? true : undefined), { timeoutMs: 3000, intervalMs: 5, what });
-const seed: RunSeed = { status: 'pending', log: new RunLog() };
+const seed: RunSeed = { status: 'pending', events: new RunLog() };
 
 describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
   it('polls a run once per interval however many clients stream it, and stops when the last leaves (D15)', async () => {
