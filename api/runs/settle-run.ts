@@ -65,6 +65,7 @@ export async function settleRun(
     events,
     itemIdBase: log.itemIdBase,
     ...(itemCodes ? { itemCodes } : {}),
+    ...(last?.usage ? { usage: last.usage } : {}),
   };
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');
