@@ -11,7 +11,7 @@
  * are one token `code*count`, so a 1,000,000-row run's log is a few KB. Small runs (nearly all)
  * stay one piece: `chunks` is empty.
  */
-import { itemCodeOf, itemEventOf, RunLog, type ItemEvent } from './run-log';
+import { codeToken, itemCodeOf, itemEventOf, RunLog, type ItemEvent } from './run-log';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './run';
 
 /** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it), and two of them under its 4 MB message limit. */
@@ -90,8 +90,7 @@ export function splitFinal(
   let run: { code: number; n: number } | null = null;
   const put = () => {
     if (!run) return;
-    const token =
-      run.n === 1 ? run.code.toString(36) : `${run.code.toString(36)}*${run.n.toString(36)}`;
+    const token = codeToken(run.code, run.n);
     codes[room(token.length + 1)].push(token);
     run = null;
   };

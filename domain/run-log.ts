@@ -13,7 +13,7 @@
  * last, items of runs from before the base) is kept whole.
  */
 import { IdSequence, idAtOffset } from './ids';
-import type { RunEvent } from './run';
+import type { CompactEvents, RunEvent, RunSnapshot } from './run';
 
 /** Read access to a log's first `length` events. */
 export interface EventsView {
@@ -59,6 +59,16 @@ function itemEventJson(id: string, code: number, sequence: number): string {
 /** The code of an item event: `output_index × 2 + done`. */
 export function itemCodeOf(event: ItemEvent): number {
   return event.output_index * 2 + (event.type === 'response.output_item.done' ? 1 : 0);
+}
+
+/**
+ * The token of `count` item events of one type for consecutive items, codes `code`, `code + 2`,
+ * …: `code` or `code*count` in base 36 (a block's rows, D35, are one). Tokens are joined by commas
+ * where they are stored (domain/run-chunks.ts) and answered (CompactEvents); `appendItemCodes`
+ * reads them.
+ */
+export function codeToken(code: number, count: number): string {
+  return count === 1 ? code.toString(36) : `${code.toString(36)}*${count.toString(36)}`;
 }
 
 const WHOLE = -1;
@@ -131,16 +141,38 @@ export class RunLog implements EventsView {
    * comma-separated, of the run whose item id base is `base`.
    */
   appendItemCodes(base: string, tokens: string): void {
-    if (tokens === '') return;
-    // Another base than the log's (never within one run): kept whole rather than misnamed.
-    const foreign = this.base !== undefined && this.base !== base;
-    this.base ??= base;
-    for (const token of tokens.split(',')) {
-      const [code, count = 1] = token.split('*').map((part) => parseInt(part, 36));
-      if (!foreign) this.push(code, count);
-      else
-        for (let k = 0; k < count; k++)
-          this.push(WHOLE, 1, itemEventOf(base, code + 2 * k, this.size));
+    for (const [code, count] of parseTokens(tokens)) this.pushCodes(base, code, count);
+  }
+
+  /**
+   * Appends what a `snapshot` answer has that continues the log: its `events`, or its compact
+   * events (workflow code from before SnapshotOptions answers the former whatever is asked). An
+   * answer may begin before the log's end (asked for before other events came in another way).
+   * Returns how many events were appended.
+   */
+  appendAnswer(answer: Pick<RunSnapshot, 'events' | 'compact'>): number {
+    const before = this.size;
+    for (const event of answer.events) this.append(event);
+    if (answer.compact) this.appendCompact(answer.compact);
+    return this.size - before;
+  }
+
+  /** Appends the compact events that continue the log (see appendAnswer). */
+  private appendCompact({ from, itemIdBase, pieces }: CompactEvents): void {
+    let sequence = from;
+    for (const piece of pieces) {
+      if (sequence > this.size) break; // a gap: nothing after it continues the log
+      if (typeof piece !== 'string') {
+        this.append(piece);
+        sequence++;
+        continue;
+      }
+      for (const [code, count] of parseTokens(piece)) {
+        if (sequence > this.size) break;
+        const skip = this.size - sequence; // the events of the token the log has already
+        if (skip < count) this.pushCodes(itemIdBase, code + 2 * skip, count - skip);
+        sequence += count;
+      }
     }
   }
 
@@ -224,6 +256,16 @@ export class RunLog implements EventsView {
     return (this.idSequence ??= new IdSequence(this.base!));
   }
 
+  /** Appends `count` item events from `code` of the run whose item id base is `base`. */
+  private pushCodes(base: string, code: number, count: number): void {
+    // Another base than the log's (never within one run): kept whole rather than misnamed.
+    this.base ??= base;
+    if (this.base === base) this.push(code, count);
+    else
+      for (let k = 0; k < count; k++)
+        this.push(WHOLE, 1, itemEventOf(base, code + 2 * k, this.size));
+  }
+
   /** Adds `count` events: a whole one, or item events from `code` on, extending the last segment when they follow it. */
   private push(code: number, count: number, event?: RunEvent): void {
     if (count <= 0) return;
@@ -267,5 +309,14 @@ export class RunLog implements EventsView {
   private holds(s: number, sequence: number): boolean {
     const { segments } = this;
     return segments[s * 3] <= sequence && sequence < segments[s * 3] + segments[s * 3 + 2];
+  }
+}
+
+/** The (code, count) of each of `tokens` (comma-separated, see codeToken). */
+function* parseTokens(tokens: string): Generator<[code: number, count: number]> {
+  if (tokens === '') return;
+  for (const token of tokens.split(',')) {
+    const [code, count = 1] = token.split('*').map((part) => parseInt(part, 36));
+    yield [code, count];
   }
 }

@@ -75,6 +75,11 @@ export interface RunSnapshot {
   events: RunEvent[];
   /** Number of events in the log so far; `events` holds at most SNAPSHOT_EVENTS of them (ask again after the last). */
   eventCount: number;
+  /**
+   * D35: the events after the sequence when the query asked for them compact (SnapshotOptions);
+   * `events` is then empty. Workflow code from before the option answers `events` instead.
+   */
+  compact?: CompactEvents;
   /** Once completed; null with `outputDeferred` when too large for a query answer (read it from the record). */
   output: RunOutput | null;
   outputDeferred?: boolean;
@@ -83,6 +88,25 @@ export interface RunSnapshot {
   completed_at_ms: number | null;
   /** D36: what the run used so far; absent from runs of workflow code before D36. */
   usage?: RunUsage;
+}
+
+/** The `snapshot` query's options, its second argument (workflow code from before it ignores it). */
+export interface SnapshotOptions {
+  /** D35: the events as CompactEvents, so a big run's log comes in a few answers instead of one per SNAPSHOT_EVENTS. */
+  compact?: boolean;
+}
+
+/**
+ * Events of a log from `from` on, in order: whole events, and runs of item events as the text
+ * of their tokens (domain/run-log.ts codeToken). A block's rows are one token, so a finished
+ * 1,000,000-row run's two million item events fit one answer (a settle replays its history once
+ * per answer).
+ */
+export interface CompactEvents {
+  from: number;
+  /** The id of output item 0: the item events' ids follow from it (domain/ids.ts idAtOffset). */
+  itemIdBase: string;
+  pieces: Array<RunEvent | string>;
 }
 
 /** The final state the workflow hands to persistence, exactly once per run. */
@@ -132,6 +156,8 @@ export interface OutputPage {
  * has ~20,000 events, so a stream catching up gets them in pages.
  */
 export const SNAPSHOT_EVENTS = 5_000;
+/** Bound of a compact answer's item-event tokens, in characters (the whole events in it stay within SNAPSHOT_EVENTS). */
+export const SNAPSHOT_TOKEN_CHARS = 512 * 1024;
 export const SNAPSHOT_OUTPUT_BYTES = 1024 * 1024;
 /**
  * Events at the end of the log that the `awaitEnd` update answers with: the last step's events

@@ -5,7 +5,7 @@
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
-import { itemEventOf } from '../domain/run-log';
+import { codeToken, itemEventOf } from '../domain/run-log';
 import { type RunArgs } from './definitions';
 import { emptyNodeUsage, totalUsage, type NodeUsage, type RunUsage } from '../domain/run-usage';
 import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
@@ -15,6 +15,8 @@ import {
   SNAPSHOT_EVENTS,
   END_TAIL_EVENTS,
   SNAPSHOT_OUTPUT_BYTES,
+  SNAPSHOT_TOKEN_CHARS,
+  type CompactEvents,
   type OutputItem,
   type OutputPage,
   type RunEvent,
@@ -22,6 +24,7 @@ import {
   type RunOutput,
   type RunSnapshot,
   type RunStatus,
+  type SnapshotOptions,
 } from '../domain/run';
 
 type EventBody = RunEvent extends infer E
@@ -213,17 +216,19 @@ export class RunState {
     else this.log.push(failedEvent(this.log.length, this.error!));
   }
 
-  /** Answer of the snapshot query: events after `afterSequence`, results only once terminal. */
-  snapshot(afterSequence: number): RunSnapshot {
+  /** Answer of the snapshot query: events after `afterSequence` (compact if asked), results only once terminal. */
+  snapshot(afterSequence: number, options: SnapshotOptions = {}): RunSnapshot {
     const terminal = this.status !== 'running';
     const from = Math.max(0, afterSequence + 1);
     const deferred =
       this.status === 'completed' &&
       (this.outputBytes > SNAPSHOT_OUTPUT_BYTES || this.storedResults.size > 0);
+    const compact = options.compact === true;
     return {
       status: this.status,
-      events: this.eventsBetween(from, from + SNAPSHOT_EVENTS),
+      events: compact ? [] : this.eventsBetween(from, from + SNAPSHOT_EVENTS),
       eventCount: this.log.length,
+      ...(compact ? { compact: this.compactFrom(from) } : {}),
       output: this.status === 'completed' && !deferred ? this.output() : null,
       ...(deferred ? { outputDeferred: true } : {}),
       error: this.error,
@@ -369,6 +374,41 @@ export class RunState {
       out.push(typeof entry === 'number' ? itemEventOf(this.itemIdBase, entry, i) : entry);
     }
     return out;
+  }
+
+  /**
+   * D35: events from `from` on as CompactEvents: a stretch of item events is read as runs of
+   * consecutive codes, each one token, until the answer's bounds (SNAPSHOT_EVENTS whole events,
+   * SNAPSHOT_TOKEN_CHARS of tokens).
+   */
+  private compactFrom(from: number): CompactEvents {
+    const { log } = this;
+    const pieces: CompactEvents['pieces'] = [];
+    let tokens: string[] = [];
+    let chars = 0;
+    let whole = 0;
+    const endTokens = () => {
+      if (tokens.length > 0) pieces.push(tokens.join(','));
+      tokens = [];
+    };
+    for (let i = from; i < log.length && whole < SNAPSHOT_EVENTS && chars < SNAPSHOT_TOKEN_CHARS;) {
+      const entry = log[i];
+      if (typeof entry !== 'number') {
+        endTokens();
+        pieces.push(entry);
+        whole++;
+        i++;
+        continue;
+      }
+      let count = 1;
+      while (log[i + count] === entry + 2 * count) count++;
+      const token = codeToken(entry, count);
+      tokens.push(token);
+      chars += token.length + 1;
+      i += count;
+    }
+    endTokens();
+    return { from, itemIdBase: this.itemIdBase, pieces };
   }
 
   /**

@@ -62,7 +62,9 @@ export async function runWorkflow(
   args: RunArgs,
 ): Promise<{ status: RunStatus; total_cost: number }> {
   const state = new RunState(args, { now: () => Date.now(), random: Math.random });
-  setHandler(snapshotQuery, (afterSequence) => state.snapshot(afterSequence ?? -1));
+  setHandler(snapshotQuery, (afterSequence, options) =>
+    state.snapshot(afterSequence ?? -1, { compact: options?.compact === true }),
+  );
   // D28: how many callers wait for the end right now (a `Prefer: wait` start, a stream's poller).
   let waiting = 0;
   setHandler(awaitEndUpdate, async () => {

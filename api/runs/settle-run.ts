@@ -41,8 +41,8 @@ export async function settleRun(
     const page = await closedSnapshot(runId, log.length - 1);
     if (!page) break;
     last = page;
-    for (const event of page.events) log.append(event); // those that continue the log
-    if (page.events.length === 0 || log.length >= page.eventCount) break;
+    // D35: compact answers, so a million rows' log is a replay or two, not one per 5,000 events.
+    if (log.appendAnswer(page) === 0 || log.length >= page.eventCount) break;
   }
   const error = `the run's workflow was ${CLOSED_AS[status] ?? 'closed'} outside the service before the run could finish`;
   const ended = log.last();
@@ -73,10 +73,11 @@ export async function settleRun(
 
 /**
  * `settle` run at most once at a time per run in this process. Every read of a closed, unfinished
- * run asks for its settling (api/temporal/run-gateway.ts), and a big run's settle asks a worker to
- * replay its history once per page of its log: seconds for a thousand rows, many minutes for a
- * million. A caller reading the run meanwhile (a client polling it every second) joins the settle
- * under way instead of starting one more replay loop of its own.
+ * run asks for its settling (api/temporal/run-gateway.ts), and a settle asks a worker to replay the
+ * run's history once per page of its log (compact pages: one or two for a million rows in blocks,
+ * more for rows run one by one), each replay seconds for a big run. A caller reading the run
+ * meanwhile (a client polling it every second) joins the settle under way instead of starting
+ * one more round of replays of its own.
  */
 export function oneSettleAtATime(
   settle: (runId: string, status: number) => Promise<void>,

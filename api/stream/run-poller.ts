@@ -9,13 +9,7 @@
  * interval later, with no extra query. It stops when its last subscriber leaves or has been
  * given the terminal event: nothing outlives the clients.
  */
-import {
-  isTerminal,
-  isTerminalEvent,
-  type RunEvent,
-  type RunSnapshot,
-  type RunStatus,
-} from '../../domain/run';
+import { isTerminal, isTerminalEvent, type RunSnapshot, type RunStatus } from '../../domain/run';
 import { RunLog, type EventsView } from '../../domain/run-log';
 
 /** Where a poller gets news: the live workflow, and the final record once Temporal is done. */
@@ -227,8 +221,7 @@ export class RunPoller {
       // An answer begun before the end arrived (ended(), below) is older than what the poller
       // knows; one that brings the end itself carries the run's final status.
       if (!this.terminal) this.status = snapshot.status;
-      this.merge(snapshot.events);
-      return snapshot.events.length > 0 && snapshot.eventCount > this.log.length;
+      return this.log.appendAnswer(snapshot) > 0 && snapshot.eventCount > this.log.length;
     }
     // No news from Temporal: no worker has run the run yet, or its workflow has closed.
     const stored = await this.source.stored(this.runId);
@@ -264,17 +257,12 @@ export class RunPoller {
    */
   private ended(end: RunSnapshot): void {
     if (this.terminal) return; // a look got there first: the ticks deliver it as usual
-    this.merge(end.events);
+    this.log.appendAnswer(end); // the events that continue the log (an answer may overlap it)
     if (!this.terminal) return;
     this.status = end.status;
     if (!this.ready) return;
     for (const entry of [...this.attached]) this.deliver(entry, true);
     if (this.attached.size === 0) this.stop();
-  }
-
-  /** Takes in the events that continue the log (an answer may overlap what it has). */
-  private merge(events: readonly RunEvent[]): void {
-    for (const event of events) this.log.append(event);
   }
 }
 

@@ -26,7 +26,7 @@ import {
   outputPageQuery,
   type RunArgs,
 } from '../../workflows/definitions';
-import { type OutputPage, type RunSnapshot } from '../../domain/run';
+import { type OutputPage, type RunSnapshot, type SnapshotOptions } from '../../domain/run';
 import { workflowDetails, workflowSummary } from '../../workflows/summaries';
 import {
   DEADLINE_EXCEEDED,
@@ -116,6 +116,9 @@ export interface EndWait {
 /** temporal.api.enums.v1.WorkflowExecutionStatus COMPLETED: the workflow returned (after finalizing its run). */
 const WORKFLOW_COMPLETED = 2;
 
+/** Every snapshot asked for compact (D35): a big run's log in a few answers; workflows from before answer `events`. */
+const COMPACT: SnapshotOptions = { compact: true };
+
 /** How many started run ids a process remembers (oldest forgotten first). */
 const STARTED_MEMORY = 10_000;
 
@@ -155,7 +158,7 @@ export class RunGateway {
   async closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null> {
     try {
       return await this.opts.connection.withDeadline(Date.now() + 30_000, () =>
-        this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence),
+        this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence, COMPACT),
       );
     } catch {
       return null;
@@ -416,7 +419,7 @@ export class RunGateway {
     afterSequence = -1,
   ): Promise<{ snapshot: RunSnapshot | null; queued: boolean; unanswered: boolean }> {
     const { answer, queued, unanswered } = await this.query(runId, (handle) =>
-      handle.query(snapshotQuery, afterSequence),
+      handle.query(snapshotQuery, afterSequence, COMPACT),
     );
     return { snapshot: answer ? answer.value : null, queued, unanswered };
   }

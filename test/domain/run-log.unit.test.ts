@@ -1,6 +1,6 @@
 /** domain/run-log.ts: a run's event log kept compact, read back byte for byte. */
 import assert from 'node:assert/strict';
-import { RunLog, itemEventOf } from '../../domain/run-log';
+import { RunLog, codeToken, itemEventOf } from '../../domain/run-log';
 import { idAtOffset, newId } from '../../domain/ids';
 import { createdEvent, type RunEvent } from '../../domain/run';
 
@@ -119,6 +119,36 @@ describe('run log (domain/run-log.ts, D35)', () => {
     assert.equal(log.itemCodes(0, 2), undefined, 'the created event is kept whole');
   });
 
+  it("takes a compact answer's events that continue it: from inside a token, none past a gap", () => {
+    const codes = blockCodes(3_000, 1_000);
+    const events = runEvents(codes);
+    const pieces = [events[0], tokens(codes), events.at(-1)!];
+    const answer = (from: number, given = pieces) => ({
+      events: [],
+      compact: { from, itemIdBase: BASE, pieces: given },
+    });
+    const whole = new RunLog();
+    assert.equal(whole.appendAnswer(answer(0)), events.length);
+    assertSame(whole, events);
+    assert.equal(whole.segmentCount, 2 + 6, 'the ends, then one segment a block and type');
+
+    // Asked for after event 0, answered when the log had more (they came in another way).
+    const behind = RunLog.of(events.slice(0, 1_234));
+    assert.equal(behind.appendAnswer(answer(1, pieces.slice(1))), events.length - 1_234);
+    assertSame(behind, events);
+
+    const short = RunLog.of(events.slice(0, 1));
+    assert.equal(short.appendAnswer(answer(5, pieces.slice(1))), 0, 'events 1 to 4 are missing');
+    assert.equal(short.length, 1);
+  });
+
+  it('takes an answer of whole events too (workflow code from before the compact option)', () => {
+    const events = runEvents([0, 1]);
+    const log = RunLog.of(events.slice(0, 2));
+    assert.equal(log.appendAnswer({ events: events.slice(1) }), 2);
+    assertSame(log, events);
+  });
+
   it('gives a fixed view of what a look saw', () => {
     const events = runEvents([0, 1]);
     const log = RunLog.of(events.slice(0, 2));
@@ -135,7 +165,7 @@ function tokens(codes: number[]): string {
   for (let i = 0; i < codes.length;) {
     let n = 1;
     while (i + n < codes.length && codes[i + n] === codes[i] + 2 * n) n++;
-    out.push(n === 1 ? codes[i].toString(36) : `${codes[i].toString(36)}*${n.toString(36)}`);
+    out.push(codeToken(codes[i], n));
     i += n;
   }
   return out.join(',');

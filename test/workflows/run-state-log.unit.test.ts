@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { RunState } from '../../workflows/run-state';
 import type { RunArgs } from '../../workflows/definitions';
 import { logOfChunks, splitFinal } from '../../domain/run-chunks';
+import { RunLog } from '../../domain/run-log';
+import { SNAPSHOT_TOKEN_CHARS } from '../../domain/run';
 
 const args = {
   runId: 'run_1',
@@ -73,6 +75,42 @@ describe('run state: a compact event log (D35)', () => {
     const sample = [0, 1, 1_000, 1_999, 2_000, 1_999_999, 2_000_001];
     for (const i of sample)
       assert.deepEqual(log.at(i), state.snapshot(i - 1).events[0], `event ${i}`);
+  });
+
+  it('answers a 1,000,000-row log compact in one answer, read back exactly', () => {
+    const state = storedRun(1_000_000, 1_000);
+    const answer = state.snapshot(-1, { compact: true });
+    assert.deepEqual(answer.events, [], 'the events are in `compact` only');
+    assert.equal(answer.compact?.from, 0);
+    assert.equal(
+      answer.compact?.pieces.length,
+      3,
+      'created, the item events as one text, completed',
+    );
+    const bytes = JSON.stringify(answer).length;
+    assert.ok(bytes < 50_000, `${bytes} bytes`);
+    const log = new RunLog();
+    assert.equal(log.appendAnswer(answer), answer.eventCount);
+    assert.ok(log.segmentCount <= 2_002, `${log.segmentCount} segments`);
+    for (const i of [0, 1, 1_000, 1_999, 2_000, 1_234_567, 1_999_999, 2_000_001])
+      assert.deepEqual(log.at(i), state.snapshot(i - 1).events[0], `event ${i}`);
+  });
+
+  it('pages a compact log that does not run in blocks by the characters of its tokens', () => {
+    // One row at a time: every item's `added` is followed by its `done`, so no two codes make one token.
+    const state = storedRun(100_000, 1);
+    const { eventCount } = state.snapshot(Number.MAX_SAFE_INTEGER);
+    const log = new RunLog();
+    let answers = 0;
+    while (log.length < eventCount) {
+      const answer = state.snapshot(log.length - 1, { compact: true });
+      const tokens = answer.compact!.pieces.filter((piece) => typeof piece === 'string').join('');
+      assert.ok(tokens.length <= SNAPSHOT_TOKEN_CHARS + 16, `${tokens.length} characters`);
+      assert.ok(log.appendAnswer(answer) > 0, 'every answer continues the log');
+      answers++;
+    }
+    assert.ok(answers >= 2 && answers <= 3, `${answers} answers`);
+    assert.deepEqual(log.toArray(), state.events);
   });
 
   it('a small compact log is stored whole', () => {
