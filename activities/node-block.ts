@@ -16,7 +16,7 @@
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
-import { failed } from '../domain/items';
+import { failed, unpackItem } from '../domain/items';
 import {
   FAILED_ROWS_PER_BLOCK,
   oneItem,
@@ -345,7 +345,9 @@ async function readPorts(c: C, req: NodeBlockRequest): Promise<Record<string, It
   await Promise.all(
     Object.entries(req.ports).map(async ([name, source]: [string, PortSource]) => {
       if ('item' in source) out[name] = [source.item];
-      else if ('items' in source) out[name] = source.items;
+      else if ('packed' in source) out[name] = source.packed.map(unpackItem);
+      else if ('items' in source)
+        out[name] = source.items; // blocks scheduled before packing
       else if ('picked' in source) {
         // D38: the rows the block runs, at their places (a carried row needs no input).
         const items: Item[] = new Array<Item>(req.count);

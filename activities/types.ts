@@ -1,6 +1,7 @@
 /** What the workflow hands the node activities and what they answer: activity types only, safe for workflow code. */
 import type { NodeOfType } from '../domain/graph';
 import type { Item } from '../domain/parts';
+import type { PackedItem } from '../domain/items';
 import type { ItemRef } from '../domain/item-blocks';
 import type { BlockUsage, CallUsage } from '../domain/run-usage';
 
@@ -72,6 +73,8 @@ export type PortSource =
   | { items: Item[] }
   /** D38: some rows of an inline list, by row index (a re-run's block gets only the rows it runs). */
   | { picked: Array<[number, Item]> }
+  /** D35: the block's rows of an inline list, packed (domain/items.ts packItem). */
+  | { packed: PackedItem[] }
   | ItemRef;
 
 /**

@@ -27,6 +27,7 @@ import type {
 import { MAX_BLOCK_ROWS, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
 import { MAX_ROWS } from '../domain/run-size';
 import { isId } from '../domain/ids';
+import { packItem } from '../domain/items';
 import { normalizeLabel } from '../domain/labels';
 import { executeGraph, type RowProgress } from './engine';
 import { planChunks } from './chunk-plan';
@@ -417,7 +418,8 @@ class RunActivities {
       // D38: a block that runs a few rows gets only their items.
       if ('items' in source && run)
         own[name] = { picked: run.flatMap((i) => (source.items[i] ? [[i, source.items[i]]] : [])) };
-      else if ('items' in source) own[name] = { items: source.items.slice(first, first + count) };
+      else if ('items' in source)
+        own[name] = { packed: source.items.slice(first, first + count).map(packItem) };
       else if ('ref' in source) {
         // D35 pipelining: wait for the rows this block reads; the activity gets the reference only.
         if (source.ready)
