@@ -216,7 +216,7 @@ export class RunState {
     else this.log.push(failedEvent(this.log.length, this.error!));
   }
 
-  /** Answer of the snapshot query: events after `afterSequence` (compact if asked), results only once terminal. */
+  /** Answer of the snapshot query: events after `afterSequence` (compact if asked), results once terminal. */
   snapshot(afterSequence: number, options: SnapshotOptions = {}): RunSnapshot {
     const terminal = this.status !== 'running';
     const from = Math.max(0, afterSequence + 1);
