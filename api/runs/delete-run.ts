@@ -17,7 +17,6 @@ import { DomainError, NotFoundError } from '../../domain/errors';
 import { webhookWorkflowId } from '../../workflows/definitions';
 import type { RunGateway } from '../temporal/run-gateway';
 import { cancelRun } from './cancel-run';
-import { settleRun } from './settle-run';
 import type { FinishedRunCache } from './finished-run-cache';
 import type { KnownRuns } from './known-runs';
 
@@ -83,10 +82,6 @@ async function stopRun(deps: DeleteRunDeps, accountId: string, runId: string): P
   }
   if (await deps.gateway.waitForClose(runId, CANCEL_WAIT_MS)) return;
   await deps.gateway.terminate(runId, 'run deleted (D39): it did not stop when cancelled');
-  await settleRun(
-    deps.collections,
-    (id, after) => deps.gateway.closedSnapshot(id, after),
-    runId,
-    TERMINATED,
-  );
+  // Joins a settle under way (a reader that found the run closed first) instead of a second one.
+  await deps.gateway.settle(runId, TERMINATED);
 }

@@ -52,9 +52,10 @@ export interface RunGatewayOptions {
   rpcTimeoutMs: number;
   /**
    * Told about a run whose workflow closed without completing cleanly (terminated, timed out):
-   * its own finalize never ran (api/runs/settle-run.ts). Awaited before the caller hears "no news".
+   * its own finalize never ran, so it settles the run (api/runs/settle-run.ts). Awaited before
+   * the caller hears "no news".
    */
-  onClosedUnfinished?: (runId: string, status: number) => Promise<void>;
+  onClosedUnfinished: (runId: string, status: number) => Promise<void>;
   /** D32: seals every payload the API sends to Temporal and opens every answer. */
   payloads: PayloadProtection;
   /**
@@ -482,8 +483,12 @@ export class RunGateway {
 
   /** Closed: completed workflows finalized their run themselves; any other end needs settling. */
   private async settleUnfinished(runId: string, status: number): Promise<void> {
-    if (status !== WORKFLOW_COMPLETED)
-      await this.opts.onClosedUnfinished?.(runId, status).catch(() => undefined);
+    if (status !== WORKFLOW_COMPLETED) await this.settle(runId, status).catch(() => undefined);
+  }
+
+  /** Settles a run whose workflow closed with `status` without finalizing (onClosedUnfinished); rejects as it does. */
+  settle(runId: string, status: number): Promise<void> {
+    return this.opts.onClosedUnfinished(runId, status);
   }
 
   /**
