@@ -41,6 +41,7 @@ export function valuePart(value: unknown): Part {
  */
 export type PackedItem = string | [unknown] | Item;
 
+/** The item as a block's input carries it (see PackedItem). */
 export function packItem(item: Item): PackedItem {
   if (item.status !== 'completed' || item.parts.length !== 1 || 'error' in item) return item;
   const [part] = item.parts;
@@ -50,6 +51,7 @@ export function packItem(item: Item): PackedItem {
   return item;
 }
 
+/** The item a packed one stands for: `unpackItem(packItem(item))` equals `item`. */
 export function unpackItem(packed: PackedItem): Item {
   if (typeof packed === 'string') return completed({ type: 'text', text: packed });
   if (Array.isArray(packed)) return completed({ type: 'json', data: packed[0] });
