@@ -13,7 +13,15 @@ import {
   type Subscriber,
 } from '../../../api/stream/run-poller';
 import { createdEvent, type RunEvent, type RunSnapshot, type RunStatus } from '../../../domain/run';
-import { RunLog, type EventsView } from '../../../domain/run-log';
+import {
+  RunLog,
+  codeToken,
+  itemCodeOf,
+  itemEventOf,
+  type EventsView,
+  type ItemEvent,
+} from '../../../domain/run-log';
+import { newId } from '../../../domain/ids';
 import { waitFor } from '../../support/http';
 
 const RUN = 'run_01J00000000000000000000000';
@@ -228,6 +236,48 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
       c.state.got,
       Array.from({ length: 21 }, (_, i) => i + 1),
     );
+  });
+
+  it("catches up on a big run's compact answers one right after another, not one a tick", async () => {
+    const base = newId('item', 0, () => 0.5);
+    const events: RunEvent[] = [
+      createdEvent({ runId: RUN, createdAtMs: 0, publishedWorkflowId: 'wf_x' }),
+    ];
+    for (let code = 0; code < 6_000; code++) events.push(itemEventOf(base, code, events.length));
+    const PAGE = 1_000; // events an answer, as the gateway asks them: compact
+    let answers = 0;
+    const source: PollSource = {
+      async snapshot(_runId, after) {
+        answers++;
+        const from = after + 1;
+        const pieces = events
+          .slice(from, from + PAGE)
+          .map((event) => ('item' in event ? codeToken(itemCodeOf(event as ItemEvent), 1) : event));
+        return {
+          status: 'running',
+          events: [],
+          eventCount: events.length,
+          compact: { from, itemIdBase: base, pieces },
+          output: null,
+          error: null,
+          total_cost: 0,
+          completed_at_ms: null,
+        };
+      },
+      awaitEnd: (_runId, signal) =>
+        new Promise((resolve) => signal.addEventListener('abort', () => resolve(null))),
+      stored: async () => null,
+    };
+    const registry = new PollerRegistry(source, 5_000);
+    const c = client(0);
+    const off = registry.subscribe(RUN, seed, c.sub);
+    await until(() => c.state.got.length === events.length - 1, 'every event, well within a tick');
+    assert.deepEqual(
+      c.state.got,
+      Array.from({ length: events.length - 1 }, (_, i) => i + 1),
+    );
+    assert.equal(answers, Math.ceil(events.length / PAGE), 'one query an answer');
+    off();
   });
 
   it('tells nothing while Temporal is down, and serves the stored log of a run that ended meanwhile', async () => {
