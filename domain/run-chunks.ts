@@ -11,7 +11,7 @@
  * are one token `code*count`, so a 1,000,000-row run's log is a few KB. Small runs (nearly all)
  * stay one piece: `chunks` is empty.
  */
-import { codeToken, itemCodeOf, itemEventOf, RunLog, type ItemEvent } from './run-log';
+import { codeToken, itemCodeOf, itemEventOf, RunLog, runLength, type ItemEvent } from './run-log';
 import type { OutputItem, RunEvent, RunFinal, RunOutput } from './run';
 
 /** Upper bound of one chunk's JSON, well under Temporal's 2 MB payload limit (an item alone may exceed it), and two of them under its 4 MB message limit. */
@@ -87,21 +87,13 @@ export function splitFinal(
     return chunks.length - 1;
   };
   // D35: a run of events of one type for consecutive items (a block's rows) is one token, `code*n`.
-  let run: { code: number; n: number } | null = null;
-  const put = () => {
-    if (!run) return;
-    const token = codeToken(run.code, run.n);
+  const logCodes = itemCodes ?? (inner as ItemEvent[]).map(itemCodeOf);
+  for (let i = 0; i < logCodes.length;) {
+    const count = runLength(logCodes, i);
+    const token = codeToken(logCodes[i], count);
     codes[room(token.length + 1)].push(token);
-    run = null;
-  };
-  for (const code of itemCodes ?? (inner as ItemEvent[]).map(itemCodeOf)) {
-    if (run && code === run.code + 2 * run.n) run.n++;
-    else {
-      put();
-      run = { code, n: 1 };
-    }
+    i += count;
   }
-  put();
   for (const { label, item, bytes: needed } of items)
     (chunks[room(needed)].output[label] ??= [] as OutputItem[]).push(item);
   chunks.forEach((chunk, i) => (chunk.itemEvents = codes[i].join(',')));

@@ -71,6 +71,14 @@ export function codeToken(code: number, count: number): string {
   return count === 1 ? code.toString(36) : `${code.toString(36)}*${count.toString(36)}`;
 }
 
+/** How many entries from `at` on (at least 1) are the codes `codes[at]`, `+ 2`, `+ 4`, …: one token's count. */
+export function runLength(codes: ArrayLike<unknown>, at: number): number {
+  const first = codes[at] as number;
+  let count = 1;
+  while (codes[at + count] === first + 2 * count) count++;
+  return count;
+}
+
 const WHOLE = -1;
 
 export class RunLog implements EventsView {

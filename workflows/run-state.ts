@@ -5,7 +5,7 @@
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { idAtOffset, newId } from '../domain/ids';
-import { codeToken, itemEventOf } from '../domain/run-log';
+import { codeToken, itemEventOf, runLength } from '../domain/run-log';
 import { type RunArgs } from './definitions';
 import { emptyNodeUsage, totalUsage, type NodeUsage, type RunUsage } from '../domain/run-usage';
 import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
@@ -400,8 +400,7 @@ export class RunState {
         i++;
         continue;
       }
-      let count = 1;
-      while (log[i + count] === entry + 2 * count) count++;
+      const count = runLength(log, i);
       const token = codeToken(entry, count);
       tokens.push(token);
       chars += token.length + 1;
