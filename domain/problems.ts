@@ -10,15 +10,15 @@ export type Problem = {
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
-/** Renders a path such as `['nodes', 3, 'label']` as `nodes[3].label` (`workflow` for the root). */
-export function formatPath(path: readonly PropertyKey[]): string {
+/** Renders a path such as `['nodes', 3, 'label']` as `nodes[3].label` (`root` for the root itself). */
+export function formatPath(path: readonly PropertyKey[], root = 'workflow'): string {
   let out = '';
   for (const key of path) {
     if (typeof key === 'number') out += `[${key}]`;
     else if (typeof key === 'string' && IDENTIFIER.test(key)) out += out === '' ? key : `.${key}`;
     else out += `[${JSON.stringify(String(key))}]`;
   }
-  return out === '' ? 'workflow' : out;
+  return out === '' ? root : out;
 }
 
 /** One message naming every problem, e.g. "Invalid inputs: `a` is required; `b` must be a number". */

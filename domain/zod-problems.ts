@@ -58,6 +58,7 @@ function describe(issue: Issue): string {
   switch (issue.code) {
     case 'invalid_type':
       if (issue.input === undefined) return 'is required';
+      if (issue.expected === 'int' && typeof issue.input === 'number') return 'must be an integer';
       return `must be ${EXPECTED[issue.expected] ?? issue.expected}, not ${kindOf(issue.input)}`;
     case 'invalid_union':
       if ('discriminator' in issue && issue.discriminator !== undefined) {
@@ -88,8 +89,35 @@ function describe(issue: Issue): string {
   }
 }
 
-/** One problem per zod issue (unknown keys: one per key), at most one per field, in issue order. */
-export function zodIssuesToProblems(issues: readonly z.core.$ZodIssue[]): Problem[] {
+/** What a parsed value is, for the problems of its root: its name as a field, and as an owner of fields. */
+export interface ProblemSubject {
+  /** The field name of the value itself ("`body` must be an object"). */
+  root: string;
+  /** The value as the owner of its unknown keys ("`x` is not a field of the request body"). */
+  owner: string;
+}
+
+/** A workflow document (D26), the default subject. */
+export const WORKFLOW_SUBJECT: ProblemSubject = { root: 'workflow', owner: 'a workflow' };
+
+/**
+ * zod's `int()` checks the safe integer range before the schema's own bounds: for a `limit` of
+ * 1e20 it reports "≤ 9007199254740991" first, where the bound that means something is `max(100)`.
+ */
+function isSafeRangeIssue(issue: Issue): boolean {
+  if (issue.code !== 'too_big' && issue.code !== 'too_small') return false;
+  const n = Number(issue.code === 'too_big' ? issue.maximum : issue.minimum);
+  return issue.origin === 'int' && Math.abs(n) === Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * One problem per zod issue (unknown keys: one per key), at most one per field, in issue order; a
+ * safe-integer bound only when the field has no other problem.
+ */
+export function zodIssuesToProblems(
+  issues: readonly z.core.$ZodIssue[],
+  subject: ProblemSubject = WORKFLOW_SUBJECT,
+): Problem[] {
   const problems: Problem[] = [];
   const seen = new Set<string>();
   const add = (field: string, problem: string) => {
@@ -97,21 +125,25 @@ export function zodIssuesToProblems(issues: readonly z.core.$ZodIssue[]): Proble
     seen.add(field);
     problems.push({ field, problem });
   };
+  const path = (p: readonly PropertyKey[]) => formatPath(p, subject.root);
+  const bounded = new Set(
+    (issues as readonly Issue[]).filter((i) => !isSafeRangeIssue(i)).map((i) => path(i.path)),
+  );
   for (const issue of issues as readonly Issue[]) {
+    if (isSafeRangeIssue(issue) && bounded.has(path(issue.path))) continue;
     if (issue.code === 'unrecognized_keys') {
       const type = (issue.input as { type?: unknown } | undefined)?.type;
       const owner =
         typeof type === 'string'
           ? `${code(type)} nodes`
           : issue.path.length === 0
-            ? 'a workflow'
+            ? subject.owner
             : issue.path[0] === 'edges' && issue.path.length === 2
               ? 'an edge'
               : 'this object';
-      for (const key of issue.keys)
-        add(formatPath([...issue.path, key]), `is not a field of ${owner}`);
+      for (const key of issue.keys) add(path([...issue.path, key]), `is not a field of ${owner}`);
     } else {
-      add(formatPath(issue.path), describe(issue));
+      add(path(issue.path), describe(issue));
     }
   }
   return problems;

@@ -3,7 +3,7 @@
  * of the TypeScript types (z.infer) and of the OpenAPI document.
  */
 import { z } from 'zod';
-import { zodIssuesToProblems } from '../../domain/zod-problems';
+import { type ProblemSubject, zodIssuesToProblems } from '../../domain/zod-problems';
 import { describeProblems } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { RUN_PRIORITIES } from '../../domain/run-priority';
@@ -256,17 +256,23 @@ export const ContractQuerySchema = z
   })
   .strict();
 
+/** What a request value is called where its problems name it (`body` must be an object). */
+const SUBJECTS = {
+  request: { root: 'body', owner: 'the request body' },
+  query: { root: 'query', owner: 'the query' },
+} as const satisfies Record<string, ProblemSubject>;
+
 /** Parses a request value with a schema, or throws a 400 naming every problem (one `details` entry each). */
 export function parseRequest<T extends z.ZodType>(
   schema: T,
   value: unknown,
-  what = 'request',
+  what: keyof typeof SUBJECTS = 'request',
 ): z.infer<T> {
   // reportInput: without the offending value zod-problems cannot tell "missing" from "wrong type",
   // and would answer `"stream": "yes"` with "is required".
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
-  const details = zodIssuesToProblems(result.error.issues);
+  const details = zodIssuesToProblems(result.error.issues, SUBJECTS[what]);
   // A field with a code of its own (D37 `invalid_metadata`) names that code and that field.
   const codeOf = (field: string) => FIELD_CODES.get(field.split(/[.[]/)[0]);
   const coded = details.find((d) => codeOf(d.field));

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import {
+  ListRunsQuerySchema,
+  parseRequest,
+  StartRequestSchema,
+} from '../../../api/contract/request-schemas';
+import { InvalidRequestError } from '../../../domain/errors';
+
+/** The 400 parseRequest throws for `value`. */
+function refusal(...args: Parameters<typeof parseRequest>): InvalidRequestError {
+  try {
+    parseRequest(...args);
+  } catch (err) {
+    assert.ok(err instanceof InvalidRequestError, String(err));
+    return err;
+  }
+  assert.fail('expected a refusal');
+}
+
+describe('parseRequest', () => {
+  it('names a body that is not an object `body`, not `workflow`', () => {
+    const err = refusal(StartRequestSchema, [1, 2]);
+    assert.equal(err.message, 'Invalid request: `body` must be an object, not an array');
+    assert.deepEqual(err.details, [{ field: 'body', problem: 'must be an object, not an array' }]);
+    assert.equal(err.param, 'body');
+    assert.equal(err.code, undefined); // docs/api.md: an invalid field has `param` and no `code`
+  });
+
+  it("names the owner of an unknown field as the request's body or query", () => {
+    const body = refusal(StartRequestSchema, { workflowId: 'hello', inputs: {}, colour: 1 });
+    assert.deepEqual(body.details, [
+      { field: 'colour', problem: 'is not a field of the request body' },
+    ]);
+    const query = refusal(ListRunsQuerySchema, { after: 'x' }, 'query');
+    assert.deepEqual(query.details, [{ field: 'after', problem: 'is not a field of the query' }]);
+    assert.equal(query.message, 'Invalid query: `after` is not a field of the query');
+  });
+
+  it("states a number's own bounds, not the safe-integer range zod checks first", () => {
+    const high = refusal(ListRunsQuerySchema, { limit: '99999999999999999999' }, 'query');
+    assert.deepEqual(high.details, [{ field: 'limit', problem: 'must be ≤ 100' }]);
+    const low = refusal(ListRunsQuerySchema, { limit: '-99999999999999999999' }, 'query');
+    assert.deepEqual(low.details, [{ field: 'limit', problem: 'must be ≥ 1' }]);
+    const fraction = refusal(ListRunsQuerySchema, { limit: '1.5' }, 'query');
+    assert.deepEqual(fraction.details, [{ field: 'limit', problem: 'must be an integer' }]);
+  });
+});
