@@ -14,6 +14,7 @@ import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
 import { createNodeBlockActivity, createTallyBlockActivity } from './node-block';
 import { createFileRowsActivity } from './file-rows';
+import { createStoredListActivities } from './stored-lists';
 import { createLoadCarryOverActivity } from './carry-over';
 import type { OutboundGuard } from './provider-http';
 import { DEFAULT_PROVIDER_CALLS, scheduledExecutors } from './provider-calls';
@@ -89,6 +90,8 @@ export function createActivities(deps: ActivityDeps) {
     // D38: what a re-run of failed items carries over from its parent.
     loadCarryOver: createLoadCarryOverActivity(deps.collections),
     loadFileRows: createFileRowsActivity({ files, collections: deps.collections }),
+    // D35: `select` and `join` of a stored list.
+    ...createStoredListActivities(deps.collections),
     // Small nodes use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
     runNodeChunk: createNodeChunkActivity(executors),
     llm,

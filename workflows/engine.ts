@@ -9,7 +9,8 @@ import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { NodeFailure } from './errors';
-import { batchItems, joinItems, selectItems, textItem, userInputItems } from './pure-nodes';
+import { joinItems } from '../domain/join-items';
+import { batchItems, selectedIndex, selectItems, textItem, userInputItems } from './pure-nodes';
 import { failed } from '../domain/items';
 
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
@@ -41,6 +42,11 @@ export interface EngineHooks {
   /** A list node produced a stored list (its items are all done). */
   onStoredList?(nodeId: string, list: ItemRef): void;
   /**
+   * D35: `select` and `join` of a stored list, read by an activity once the list is done; absent, or
+   * answering undefined (a run started before they could), such a node fails as it did before.
+   */
+  storedListNodes?(): StoredListNodes | undefined;
+  /**
    * Runs the given iterations of an I/O node (as activities, in whatever grouping suits), reporting
    * every row through `progress`; resolves when each row has reported done.
    */
@@ -51,6 +57,18 @@ export interface EngineHooks {
   onIterationDone(nodeId: string, iteration: number, items: Item[]): void;
   /** A node has produced all its items (D33 progress). */
   onNodeDone?(nodeId: string): void;
+}
+
+/** How `select` and `join` take a stored list (D35): an activity reads what they need from the store. */
+export interface StoredListNodes {
+  /** The item at row `at` of the done list. */
+  select(node: Extract<GraphNode, { type: 'select' }>, list: ItemRef, at: number): Promise<Item[]>;
+  /** The join's one item, read row by row from the done list. */
+  join(
+    node: Extract<GraphNode, { type: 'join' }>,
+    list: ItemRef,
+    sourceId: string,
+  ): Promise<Item[]>;
 }
 
 const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
@@ -122,9 +140,8 @@ export async function executeGraph(
         return batchItems(node, inline(node, ports).rows);
       }
       case 'select':
-        return selectItems(node, inline(node, ports).in ?? []);
       case 'join':
-        return joinItems(node, inline(node, ports).in ?? [], sources.in);
+        return runListNode(node, ports, sources, hooks);
       case 'text':
         return iterate(node, inline(node, ports), sources, hooks, async (rows, report) => {
           for (const row of rows) report(row.index, [textItem(node, row.ports)]);
@@ -175,7 +192,40 @@ function runIoNode(
   );
 }
 
-/** The ports as item lists; a stored list (D35) reaches only I/O nodes and results for now. */
+/**
+ * `select` and `join`: of an inline list in workflow code (at once, not in a later microtask: the
+ * order of every run's commands depends on it), of a stored list (D35) by an activity.
+ */
+function runListNode(
+  node: Extract<GraphNode, { type: 'select' | 'join' }>,
+  ports: Record<string, NodeValue>,
+  sources: Record<string, string>,
+  hooks: EngineHooks,
+): Item[] | Promise<Item[]> {
+  const stored = storedInput(ports.in, hooks);
+  if (!stored) {
+    const items = inline(node, ports).in ?? [];
+    return node.type === 'select' ? selectItems(node, items) : joinItems(node, items, sources.in);
+  }
+  if (node.type === 'join')
+    return stored.done().then((list) => stored.nodes.join(node, list, sources.in));
+  const at = selectedIndex(node, stored.count); // out of range: fails before any read
+  return stored.done().then((list) => stored.nodes.select(node, list, at));
+}
+
+/** A stored list on a list node's port, with what reads it, once the list is done; else undefined. */
+function storedInput(value: NodeValue | undefined, hooks: EngineHooks) {
+  if (!isItemRef(value)) return undefined;
+  const nodes = hooks.storedListNodes?.();
+  if (!nodes) return undefined;
+  const done = async (): Promise<ItemRef> => {
+    await value.ready?.(0, value.count);
+    return { ref: value.ref, count: value.count }; // an activity's input: without `ready`
+  };
+  return { nodes, count: value.count, done };
+}
+
+/** The ports as item lists; a stored list (D35) reaches only I/O nodes, `select`, `join` and results. */
 function inline(node: GraphNode, ports: Record<string, NodeValue>): Record<string, Item[]> {
   const out: Record<string, Item[]> = {};
   for (const [name, value] of Object.entries(ports)) {
@@ -183,7 +233,7 @@ function inline(node: GraphNode, ports: Record<string, NodeValue>): Record<strin
       throw new NodeFailure(
         node.id,
         node.type,
-        `cannot take the ${value.count} rows of node '${value.ref}', which are read from a file; only llm, http_request, image_generation, model and user_result nodes can`,
+        `cannot take the ${value.count} rows of node '${value.ref}', which are kept in the store (a file's rows, or a node of more rows than twice the run's concurrency); only llm, http_request, image_generation, model, select, join and user_result nodes can`,
       );
     out[name] = value;
   }

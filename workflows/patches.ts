@@ -63,6 +63,12 @@ export const PATCHES = {
     change:
       "D28: a run without chunks whose end somebody awaits (an `awaitEnd` update in when it ends) writes its end as the activity again, so the workflow task that ends it answers the update without waiting for the local end's writes; old runs keep the local end.",
   },
+  'stored-list-nodes': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D35: `select` and `join` given a stored list (a file's rows, a big node's items) read it in an activity (`selectStoredItem`, `joinStoredItems`) once it is done; old runs fail such a node with the refusal they had.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -7,7 +7,7 @@ import type { Item, Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
 import { MAX_ROWS } from '../domain/run-size';
 import { NodeFailure } from './errors';
-import { completed, failed, itemText, valuePart } from '../domain/items';
+import { completed, itemText, valuePart } from '../domain/items';
 
 type NodeOf<T extends GraphNode['type']> = Extract<GraphNode, { type: T }>;
 
@@ -96,39 +96,18 @@ function partRows(node: NodeOf<'batch'>, part: Part): unknown[] {
 
 /** Select: the one item at `index` (negative counts from the end). */
 export function selectItems(node: NodeOf<'select'>, items: Item[]): Item[] {
-  const at = node.index < 0 ? items.length + node.index : node.index;
-  if (at < 0 || at >= items.length) {
+  return [items[selectedIndex(node, items.length)]];
+}
+
+/** The position select takes from a list of `length` items; a NodeFailure when there is none. */
+export function selectedIndex(node: NodeOf<'select'>, length: number): number {
+  const at = node.index < 0 ? length + node.index : node.index;
+  if (at < 0 || at >= length) {
     throw new NodeFailure(
       node.id,
       node.type,
-      `index ${node.index} is out of range for ${items.length} item(s)`,
+      `index ${node.index} is out of range for ${length} item(s)`,
     );
   }
-  return [items[at]];
-}
-
-/** Join: one item with the texts joined by the separator and every other part after them in order. */
-export function joinItems(node: NodeOf<'join'>, items: Item[], sourceId: string): Item[] {
-  const bad = items.findIndex((item) => item.status === 'failed');
-  if (bad >= 0) {
-    return [
-      failed({
-        message: `input item ${bad} from node '${sourceId}' failed: ${items[bad].error?.message ?? 'unknown error'}`,
-        type: 'upstream_failed',
-      }),
-    ];
-  }
-  const texts: string[] = [];
-  const others: Part[] = [];
-  for (const item of items) {
-    for (const part of item.parts) {
-      if (part.type === 'text') texts.push(part.text);
-      else others.push(part);
-    }
-  }
-  const parts: Part[] =
-    texts.length > 0
-      ? [{ type: 'text', text: texts.join(node.separator ?? '\n') }, ...others]
-      : others;
-  return [completed(...parts)];
+  return at;
 }

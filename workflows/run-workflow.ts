@@ -29,7 +29,7 @@ import { MAX_ROWS } from '../domain/run-size';
 import { isId } from '../domain/ids';
 import { packItem } from '../domain/items';
 import { normalizeLabel } from '../domain/labels';
-import { executeGraph, type RowProgress } from './engine';
+import { executeGraph, type RowProgress, type StoredListNodes } from './engine';
 import { planChunks } from './chunk-plan';
 import { resolveFileInputs } from './file-inputs';
 import { NodeFailure } from './errors';
@@ -642,11 +642,45 @@ class RunActivities {
     );
   };
 
+  /**
+   * D35: `select` and `join` of a stored list, each an activity that reads it once it is done (patch
+   * `stored-list-nodes`: asked only when such a node meets a stored list, so other runs get no
+   * marker; a run from before fails that node as it did then).
+   */
+  storedListNodes = (): StoredListNodes | undefined => {
+    if (!isPatched('stored-list-nodes')) return undefined;
+    const { args, slots, nodes } = this.run;
+    const { nodeFailureOf } = this;
+    const failed = (node: { id: string; type: string }) => (err: unknown) => {
+      throw nodeFailureOf(node, err);
+    };
+    return {
+      select: (node, list, at) =>
+        slots
+          .with(() =>
+            nodes.selectStoredItem.executeWithOptions(
+              { summary: activitySummary(node, { item: at }) },
+              [{ runId: args.runId, list, at }],
+            ),
+          )
+          .catch(failed(node)),
+      join: (node, list, sourceId) =>
+        slots
+          .with(() =>
+            nodes.joinStoredItems.executeWithOptions(
+              { summary: activitySummary(node, { rows: [0, list.count - 1] }) },
+              [{ runId: args.runId, node, list, sourceId }],
+            ),
+          )
+          .catch(failed(node)),
+    };
+  };
+
   /** The run's graph, with this run's hooks: its file inputs resolved first. */
   runGraph = async () => {
     const { args, options, state, progress } = this.run;
     const carry = this.run.carry();
-    const { runIoRows, runStoredRows, fileRows, resolveFile } = this;
+    const { runIoRows, runStoredRows, fileRows, resolveFile, storedListNodes } = this;
     // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
     return executeGraph(
       args.graph,
@@ -657,6 +691,7 @@ class RunActivities {
         isBig: (count) => count > 2 * options.concurrency,
         runStoredRows,
         fileRows,
+        storedListNodes,
         onStoredList: (nodeId, list) => {
           state.reserveStored(nodeId, list.count);
           state.storedStarted(nodeId, 0, list.count);

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowDocumentSchema, type WorkflowDocument } from '../../domain/graph';
 import type { Item } from '../../domain/parts';
-import { executeGraph, type EngineHooks } from '../../workflows/engine';
+import { executeGraph, type EngineHooks, type StoredListNodes } from '../../workflows/engine';
 import { type IoNode } from '../../activities/types';
 import { NodeFailure } from '../../workflows/errors';
 import { completed, failed, itemText } from '../../domain/items';
@@ -194,6 +194,52 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
       texts(ok.get('out')),
       ['1 z', '2 z'],
       'a single item broadcasts to every iteration',
+    );
+  });
+
+  it("hands a big node's stored list to join once every row of it is done, without its `ready`", async () => {
+    const rowsDone = deferred<void>();
+    const log: string[] = [];
+    const stored: StoredListNodes = {
+      select: async () => assert.fail('no select in this graph'),
+      join: async (node, list, sourceId) => {
+        log.push(`join ${node.id} of ${JSON.stringify(list)} from ${sourceId}`);
+        return [completed({ type: 'text', text: 'joined' })];
+      },
+    };
+    const { hooks } = fakeHooks(async () => assert.fail('the rows run in blocks'));
+    const big: EngineHooks = {
+      ...hooks,
+      isBig: () => true,
+      runStoredRows: (node, _ports, _sources, count) => {
+        log.push(`blocks of ${node.id}`);
+        const ready = async () => rowsDone.promise;
+        return { list: { ref: node.id, count, ready }, done: rowsDone.promise };
+      },
+      storedListNodes: () => stored,
+    };
+    const run = executeGraph(example('batch-summaries'), { rows: ['a', 'b', 'c'] }, big);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(log, ['blocks of summarize'], 'the join waits for the rows');
+    rowsDone.resolve();
+    const out = (await run) as Map<string, Item[]>;
+    assert.deepEqual(log, [
+      'blocks of summarize',
+      'join all of {"ref":"summarize","count":3} from summarize',
+    ]);
+    assert.deepEqual(texts(out.get('all_result')), ['joined']);
+
+    // A run started before stored lists reached list nodes (storedListNodes answers nothing) fails the join.
+    await assert.rejects(
+      executeGraph(
+        example('batch-summaries'),
+        { rows: ['a'] },
+        {
+          ...big,
+          storedListNodes: () => undefined,
+        },
+      ),
+      /node 'all' \(join\): cannot take the 1 rows of node 'summarize', which are kept in the store/,
     );
   });
 });

@@ -1,0 +1,98 @@
+/**
+ * D35: the list nodes `select` and `join` over a stored list (a file's rows, the items of a node
+ * bigger than its run's concurrency serves at once). The workflow never holds such a list, so these
+ * activities read what the node needs from the list's pages (by `_id`, domain/item-blocks.ts) once
+ * the list is done, and answer the node's one item. Reading changes nothing: a retry is free.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { NodeOfType } from '../domain/graph';
+import { pagesOf, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
+import { Joiner } from '../domain/join-items';
+import type { Item } from '../domain/parts';
+import type { Collections } from '../store/db';
+import { readPage } from '../store/item-blocks';
+
+type C = Pick<Collections, 'itemBlocks'>;
+
+/**
+ * The largest item a join of a stored list makes, in bytes of its parts' JSON: the item travels
+ * through Temporal's history (its payloads are refused above 2 MB) to the nodes after the join.
+ */
+export const JOIN_MAX_BYTES = 1024 * 1024;
+
+/** Pages read at once: FerretDB serves several `_id` reads in parallel (store/item-blocks.ts). */
+const READ_AHEAD = 8;
+
+export interface SelectStoredRequest {
+  runId: string;
+  list: ItemRef;
+  /** The row to take (the workflow resolved a negative index and checked the range). */
+  at: number;
+}
+
+export interface JoinStoredRequest {
+  runId: string;
+  node: NodeOfType<'join'>;
+  list: ItemRef;
+  /** The node feeding the join, for the message of a failed input item. */
+  sourceId: string;
+}
+
+/** A row the done list should hold and does not: the store lost it, so no retry brings it back. */
+function missingRow(list: ItemRef, row: number): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `row ${row} of node '${list.ref}' is missing from the store`,
+    'StoredRowMissing',
+  );
+}
+
+/** Builds the activities of `select` and `join` over stored lists. */
+export function createStoredListActivities(collections: C) {
+  /** The rows of the list's pages in order, READ_AHEAD pages in flight, heartbeating once a batch. */
+  async function* rowsOf(runId: string, list: ItemRef): AsyncGenerator<Item> {
+    const pages = pagesOf(0, list.count);
+    for (let i = 0; i < pages.length; i += READ_AHEAD) {
+      const batch = pages.slice(i, i + READ_AHEAD);
+      const read = await Promise.all(batch.map((p) => readPage(collections, runId, list.ref, p)));
+      Context.current().heartbeat();
+      for (const [k, rows] of read.entries()) {
+        const first = batch[k] * PAGE_ROWS;
+        const end = Math.min(first + PAGE_ROWS, list.count);
+        for (let row = first; row < end; row++) {
+          const stored = rows?.[row - first];
+          if (!stored) throw missingRow(list, row);
+          yield stored.item;
+        }
+      }
+    }
+  }
+
+  return {
+    async selectStoredItem(req: SelectStoredRequest): Promise<Item[]> {
+      const page = Math.floor(req.at / PAGE_ROWS);
+      const rows = await readPage(collections, req.runId, req.list.ref, page);
+      const stored = rows?.[req.at - page * PAGE_ROWS];
+      if (!stored) throw missingRow(req.list, req.at);
+      return [stored.item];
+    },
+
+    async joinStoredItems(req: JoinStoredRequest): Promise<Item[]> {
+      const separator = req.node.separator ?? '\n';
+      const joiner = new Joiner(separator, req.sourceId);
+      let bytes = 0;
+      let index = 0;
+      for await (const item of rowsOf(req.runId, req.list)) {
+        if (!joiner.add(item, index)) break; // a failed input item decides the join
+        bytes += Buffer.byteLength(JSON.stringify(item.parts)) + separator.length;
+        if (bytes > JOIN_MAX_BYTES) {
+          throw ApplicationFailure.nonRetryable(
+            `the joined item would be larger than ${JOIN_MAX_BYTES / 1024 / 1024} MiB (at row ${index} of ${req.list.count}): join fewer rows, or read them from a result of the node before the join`,
+            'JoinTooLarge',
+          );
+        }
+        index++;
+      }
+      return joiner.result();
+    },
+  };
+}
