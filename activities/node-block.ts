@@ -262,7 +262,10 @@ async function runRows(
     rows[index - req.first] = {
       item,
       cost,
-      u: [usage.calls, usage.input_tokens, usage.output_tokens],
+      // A text node's row (D35) made no call: no usage, as a row that never ran.
+      ...(req.node.type !== 'text' && {
+        u: [usage.calls, usage.input_tokens, usage.output_tokens],
+      }),
     };
     pending.delete(index);
     rowDone(index);

@@ -17,11 +17,12 @@
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
-import { failed } from '../domain/items';
+import { failed, textItem } from '../domain/items';
 import type { CallUsage } from '../domain/run-usage';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
+  BlockNode,
   IoNodeType,
   NodeChunkRequest,
   NodeChunkResult,
@@ -126,10 +127,10 @@ export function callUsage(result?: NodeResult): CallUsage {
   };
 }
 
-/** Runs one row of a node with the executor of its type. */
+/** Runs one row of a node with the executor of its type (a `text` node's needs none). */
 export function executeRow(
   executors: RowExecutors,
-  req: Pick<NodeChunkRequest, 'runId' | 'accountId' | 'node'>,
+  req: Pick<NodeChunkRequest, 'runId' | 'accountId'> & { node: BlockNode },
   row: NodeRow,
 ): Promise<NodeResult> {
   const base = {
@@ -148,6 +149,8 @@ export function executeRow(
       return executors.image_generation({ ...base, node });
     case 'model':
       return executors.model({ ...base, node });
+    case 'text': // D35: a text node given a stored list fills its template in blocks, at no cost
+      return Promise.resolve({ items: [textItem(node, row.ports)], costUsd: 0 });
   }
 }
 

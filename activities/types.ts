@@ -8,6 +8,8 @@ import type { BlockUsage, CallUsage } from '../domain/run-usage';
 /** Node types that do I/O or cost money, so they run in activities (docs/architecture.md "Where nodes run"). */
 export type IoNodeType = 'llm' | 'http_request' | 'image_generation' | 'model';
 export type IoNode = NodeOfType<IoNodeType>;
+/** A node that runs in blocks of stored rows (D35): an I/O node, or a `text` node given a stored list. */
+export type BlockNode = IoNode | NodeOfType<'text'>;
 
 /** One iteration of an I/O node, as the workflow hands it to an activity. */
 export interface NodeRequest<T extends IoNodeType> {
@@ -78,14 +80,14 @@ export type PortSource =
   | ItemRef;
 
 /**
- * One block of a big I/O node's rows (D35): the activity reads its input rows from the store (or
+ * One block of a big node's rows (D35): the activity reads its input rows from the store (or
  * the few given inline), runs them, and writes its items to the store as block `block` of the node.
  * Rows `first` … `first + count - 1`; `first` is `block × blockRows`.
  */
 export interface NodeBlockRequest {
   runId: string;
   accountId?: string;
-  node: IoNode;
+  node: BlockNode;
   block: number;
   first: number;
   count: number;

@@ -1,5 +1,6 @@
 /** How items flow between nodes: turning parts into template text and building items (docs/workflow-format.md "Values and iteration"). */
 import type { Item, ItemError, Part } from './parts';
+import { renderTemplate } from './templates';
 
 /** The text a template placeholder receives for one item: texts as-is, JSON serialized, files by URL. */
 export function itemText(item: Item): string {
@@ -56,4 +57,11 @@ export function unpackItem(packed: PackedItem): Item {
   if (typeof packed === 'string') return completed({ type: 'text', text: packed });
   if (Array.isArray(packed)) return completed({ type: 'json', data: packed[0] });
   return packed;
+}
+
+/** The `text` node's one item: its template filled with the texts of one iteration's port items. */
+export function textItem(node: { template: string }, ports: Record<string, Item>): Item {
+  const values: Record<string, string> = {};
+  for (const [port, item] of Object.entries(ports)) values[port] = itemText(item);
+  return completed({ type: 'text', text: renderTemplate(node.template, values) });
 }

@@ -3,15 +3,15 @@
  * ready (independent branches run in parallel), item nodes iterate over their inputs
  * (docs/workflow-format.md "Values and iteration"), and failed items keep their place.
  */
-import type { IoNode, NodeRow, PortSource } from '../activities/types';
+import type { BlockNode, IoNode, NodeRow, PortSource } from '../activities/types';
 import { isItemRef, type ItemRef } from '../domain/item-blocks';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { NodeFailure } from './errors';
 import { joinItems } from '../domain/join-items';
-import { batchItems, selectedIndex, selectItems, textItem, userInputItems } from './pure-nodes';
-import { failed } from '../domain/items';
+import { batchItems, selectedIndex, selectItems, userInputItems } from './pure-nodes';
+import { failed, textItem } from '../domain/items';
 
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
 export interface RowProgress {
@@ -32,7 +32,7 @@ export interface EngineHooks {
    * done (`ItemRef.ready`, per-row pipelining); `done` settles when every block has.
    */
   runStoredRows?(
-    node: IoNode,
+    node: BlockNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     count: number,
@@ -42,10 +42,12 @@ export interface EngineHooks {
   /** A list node produced a stored list (its items are all done). */
   onStoredList?(nodeId: string, list: ItemRef): void;
   /**
-   * D35: `select` and `join` of a stored list, read by an activity once the list is done; absent, or
-   * answering undefined (a run started before they could), such a node fails as it did before.
+   * D35: whether `text`, `select` and `join` take a stored list, asked only when one meets such a
+   * node; false (or absent) for a run started before they could, where the node fails as it did.
    */
-  storedListNodes?(): StoredListNodes | undefined;
+  pureNodesTakeStored?(): boolean;
+  /** D35: `select` and `join` of a stored list, read by an activity once the list is done. */
+  storedListReads?: StoredListNodes;
   /**
    * Runs the given iterations of an I/O node (as activities, in whatever grouping suits), reporting
    * every row through `progress`; resolves when each row has reported done.
@@ -116,7 +118,7 @@ export async function executeGraph(
       }),
     );
     const items = await runNode(node, ports, sources);
-    if (isIoNode(node) && isItemRef(items) && items.ready) return items; // streamed: done when its blocks are
+    if (runsInBlocks(node) && isItemRef(items) && items.ready) return items; // streamed: done when its blocks are
     if (isItemRef(items)) {
       if (!isIoNode(node) && node.type !== 'user_result') hooks.onStoredList?.(node.id, items);
     } else if (!isIoNode(node) && node.type !== 'text') hooks.onIterationDone(node.id, 0, items);
@@ -143,6 +145,13 @@ export async function executeGraph(
       case 'join':
         return runListNode(node, ports, sources, hooks);
       case 'text':
+        // D35: a text node given a stored list fills its template row by row in blocks, as an I/O node runs.
+        if (
+          hooks.runStoredRows &&
+          Object.values(ports).some(isItemRef) &&
+          hooks.pureNodesTakeStored?.()
+        )
+          return runInBlocks(node, ports, sources, hooks, streaming);
         return iterate(node, inline(node, ports), sources, hooks, async (rows, report) => {
           for (const row of rows) report(row.index, [textItem(node, row.ports)]);
         });
@@ -172,24 +181,39 @@ function runIoNode(
   if (
     hooks.runStoredRows &&
     (Object.values(ports).some(isItemRef) || hooks.isBig?.(lengthOf(node, ports)))
-  ) {
-    const { list, done } = hooks.runStoredRows(
-      node,
-      portSources(ports),
-      sources,
-      lengthOf(node, ports),
-    );
-    const finished = done.then(() => hooks.onNodeDone?.(node.id));
-    finished.catch(() => undefined); // awaited by executeGraph; not an unhandled rejection meanwhile
-    streaming.push(finished);
-    return list; // as is, not wrapped: runNode resolves in the same microtask as before the split
-  }
+  )
+    return runInBlocks(node, ports, sources, hooks, streaming);
   return iterate(node, inline(node, ports), sources, hooks, (rows, report) =>
     hooks.runIoRows(node, rows, {
       started: (i) => hooks.onIterationStart(node.id, i),
       done: report,
     }),
   );
+}
+
+/** True for the nodes whose stored list is handed on while their blocks run (D35 pipelining). */
+function runsInBlocks(node: GraphNode): node is BlockNode {
+  return isIoNode(node) || node.type === 'text';
+}
+
+/** D35: a node in blocks whose items go to the store; its stored list is handed on at once, its blocks join `streaming`. */
+function runInBlocks(
+  node: BlockNode,
+  ports: Record<string, NodeValue>,
+  sources: Record<string, string>,
+  hooks: EngineHooks,
+  streaming: Promise<void>[],
+): ItemRef {
+  const { list, done } = hooks.runStoredRows!(
+    node,
+    portSources(ports),
+    sources,
+    lengthOf(node, ports),
+  );
+  const finished = done.then(() => hooks.onNodeDone?.(node.id));
+  finished.catch(() => undefined); // awaited by executeGraph; not an unhandled rejection meanwhile
+  streaming.push(finished);
+  return list; // as is, not wrapped: runNode resolves in the same microtask as before the split
 }
 
 /**
@@ -215,9 +239,8 @@ function runListNode(
 
 /** A stored list on a list node's port, with what reads it, once the list is done; else undefined. */
 function storedInput(value: NodeValue | undefined, hooks: EngineHooks) {
-  if (!isItemRef(value)) return undefined;
-  const nodes = hooks.storedListNodes?.();
-  if (!nodes) return undefined;
+  const nodes = hooks.storedListReads;
+  if (!isItemRef(value) || !nodes || !hooks.pureNodesTakeStored?.()) return undefined;
   const done = async (): Promise<ItemRef> => {
     await value.ready?.(0, value.count);
     return { ref: value.ref, count: value.count }; // an activity's input: without `ready`
@@ -225,7 +248,7 @@ function storedInput(value: NodeValue | undefined, hooks: EngineHooks) {
   return { nodes, count: value.count, done };
 }
 
-/** The ports as item lists; a stored list (D35) reaches only I/O nodes, `select`, `join` and results. */
+/** The ports as item lists; a stored list (D35) reaches only I/O, `text`, `select`, `join` and result nodes. */
 function inline(node: GraphNode, ports: Record<string, NodeValue>): Record<string, Item[]> {
   const out: Record<string, Item[]> = {};
   for (const [name, value] of Object.entries(ports)) {
@@ -233,7 +256,7 @@ function inline(node: GraphNode, ports: Record<string, NodeValue>): Record<strin
       throw new NodeFailure(
         node.id,
         node.type,
-        `cannot take the ${value.count} rows of node '${value.ref}', which are kept in the store (a file's rows, or a node of more rows than twice the run's concurrency); only llm, http_request, image_generation, model, select, join and user_result nodes can`,
+        `cannot take the ${value.count} rows of node '${value.ref}', which are kept in the store (a file's rows, or a node of more rows than twice the run's concurrency); only llm, http_request, image_generation, model, text, select, join and user_result nodes can`,
       );
     out[name] = value;
   }

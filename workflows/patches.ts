@@ -67,7 +67,7 @@ export const PATCHES = {
     since: '0.1.0',
     stage: 'patched',
     change:
-      "D35: `select` and `join` given a stored list (a file's rows, a big node's items) read it in an activity (`selectStoredItem`, `joinStoredItems`) once it is done; old runs fail such a node with the refusal they had.",
+      "D35: `text`, `select` and `join` given a stored list (a file's rows, a big node's items) take it: text in blocks (`runNodeBlock`), select and join in an activity that reads it once it is done (`selectStoredItem`, `joinStoredItems`); old runs fail such a node with the refusal they had.",
   },
 } as const satisfies Record<string, PatchEntry>;
 

@@ -4,10 +4,9 @@
  */
 import type { GraphNode } from '../domain/graph';
 import type { Item, Part } from '../domain/parts';
-import { renderTemplate } from '../domain/templates';
 import { MAX_ROWS } from '../domain/run-size';
 import { NodeFailure } from './errors';
-import { completed, itemText, valuePart } from '../domain/items';
+import { completed, valuePart } from '../domain/items';
 
 type NodeOf<T extends GraphNode['type']> = Extract<GraphNode, { type: T }>;
 
@@ -36,13 +35,6 @@ function isFilePart(value: unknown): value is Extract<Part, { type: 'image' | 'v
     ['image', 'video', 'file'].includes(v.type as string) &&
     typeof v.url === 'string'
   );
-}
-
-/** One text item from a template and the texts of one iteration's port items. */
-export function textItem(node: NodeOf<'text'>, ports: Record<string, Item>): Item {
-  const values: Record<string, string> = {};
-  for (const [port, item] of Object.entries(ports)) values[port] = itemText(item);
-  return completed({ type: 'text', text: renderTemplate(node.template, values) });
 }
 
 /** Batch: one item per row, from the `rows` port (a JSON array, or text split into lines) or the node's own rows. */

@@ -18,6 +18,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type {
+  BlockNode,
   IoNode,
   NodeBlockResult,
   NodeChunkResult,
@@ -29,7 +30,7 @@ import { MAX_ROWS } from '../domain/run-size';
 import { isId } from '../domain/ids';
 import { packItem } from '../domain/items';
 import { normalizeLabel } from '../domain/labels';
-import { executeGraph, type RowProgress, type StoredListNodes } from './engine';
+import { executeGraph, isIoNode, type RowProgress, type StoredListNodes } from './engine';
 import { planChunks } from './chunk-plan';
 import { resolveFileInputs } from './file-inputs';
 import { NodeFailure } from './errors';
@@ -318,13 +319,13 @@ class RunActivities {
   };
 
   /**
-   * D35: a big I/O node runs in blocks of rows, each an activity that reads its rows from the store
+   * D35: a big I/O node (or a text node given a stored list) runs in blocks of rows, each an activity that reads its rows from the store
    * (or takes its slice of a list that came with the request) and writes its items there. History
    * carries the references, counts and costs only. Every block is waited for; the first that fails
    * cancels the others, and the rows a failed or cancelled block finished are billed from the store.
    */
   runStoredRows = (
-    node: IoNode,
+    node: BlockNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     count: number,
@@ -351,7 +352,7 @@ class RunActivities {
     const inner =
       blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / lanes));
     state.reserveStored(node.id, count);
-    for (let i = 0; i < count; i++) progress.itemStarted();
+    if (isIoNode(node)) for (let i = 0; i < count; i++) progress.itemStarted();
     // D35 pipelining: a block's rows are ready for the next node of the chain once it is done.
     const ready = Array.from({ length: blocks }, () => {
       let resolve!: () => void;
@@ -403,7 +404,7 @@ class RunActivities {
   };
 
   runBlock = async (
-    node: IoNode,
+    node: BlockNode,
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     block: number,
@@ -482,27 +483,30 @@ class RunActivities {
   };
 
   /** Counts what a block answered (or, after a failure, what its pages hold): cost, usage, rows done. */
-  applyBlock = (node: IoNode, first: number, count: number, result: NodeBlockResult): void => {
+  applyBlock = (node: BlockNode, first: number, count: number, result: NodeBlockResult): void => {
     const { state, cap, progress, failedRows } = this.run;
     state.addCost(result.costUsd);
     // D36: usage counted from the stored rows like the cost (absent in answers recorded before D36).
     const usage = result.usage;
-    state.addUsage(node.id, {
-      cost: result.costUsd,
-      ...(usage && {
-        provider_calls: usage.calls,
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        items_completed: usage.completed,
-        items_failed: usage.failed,
-      }),
-    });
+    // A text node's blocks (D35) cost nothing and, as its inline iterations, are no I/O work (D33, D36).
+    const io = isIoNode(node);
+    if (io)
+      state.addUsage(node.id, {
+        cost: result.costUsd,
+        ...(usage && {
+          provider_calls: usage.calls,
+          input_tokens: usage.input_tokens,
+          output_tokens: usage.output_tokens,
+          items_completed: usage.completed,
+          items_failed: usage.failed,
+        }),
+      });
     if (usage) cap?.observe(node.id, usage.calls, result.costUsd);
     failedRows.note(node.id, result.failed); // D38
     const ranges: Array<[number, number]> =
       result.done === 0 ? [] : result.ranges.length > 0 ? result.ranges : [[first, first + count]];
     state.storedDone(node.id, ranges);
-    for (let i = 0; i < result.done; i++) progress.itemDone();
+    if (io) for (let i = 0; i < result.done; i++) progress.itemDone();
   };
 
   /** D31/D35: list nodes whose rows come from an uploaded file (a `file` input, or a `json` input given a file id). */
@@ -624,7 +628,7 @@ class RunActivities {
    * Temporal terminates a workflow whose history passes 51,200 events or 50 MB, and a terminated
    * run could not write its record. Long before that the run fails on its own terms (D31).
    */
-  guardHistory = (node: IoNode): void => {
+  guardHistory = (node: BlockNode): void => {
     const { historyLength, historySize } = workflowInfo();
     if (historyLength > HISTORY_EVENTS_LIMIT || historySize > HISTORY_BYTES_LIMIT) {
       const mb = (historySize / 1024 / 1024).toFixed(1);
@@ -642,13 +646,8 @@ class RunActivities {
     );
   };
 
-  /**
-   * D35: `select` and `join` of a stored list, each an activity that reads it once it is done (patch
-   * `stored-list-nodes`: asked only when such a node meets a stored list, so other runs get no
-   * marker; a run from before fails that node as it did then).
-   */
-  storedListNodes = (): StoredListNodes | undefined => {
-    if (!isPatched('stored-list-nodes')) return undefined;
+  /** D35: `select` and `join` of a stored list, each an activity that reads it once it is done. */
+  storedListReads = (): StoredListNodes => {
     const { args, slots, nodes } = this.run;
     const { nodeFailureOf } = this;
     const failed = (node: { id: string; type: string }) => (err: unknown) => {
@@ -680,7 +679,7 @@ class RunActivities {
   runGraph = async () => {
     const { args, options, state, progress } = this.run;
     const carry = this.run.carry();
-    const { runIoRows, runStoredRows, fileRows, resolveFile, storedListNodes } = this;
+    const { runIoRows, runStoredRows, fileRows, resolveFile, storedListReads } = this;
     // D19: file inputs become stored, signed parts first (workflows/file-inputs.ts).
     return executeGraph(
       args.graph,
@@ -691,7 +690,10 @@ class RunActivities {
         isBig: (count) => count > 2 * options.concurrency,
         runStoredRows,
         fileRows,
-        storedListNodes,
+        // D35: text, select and join take a stored list (patch `stored-list-nodes`: asked only when
+        // one meets such a node, so other runs record no marker; a run from before keeps its refusal).
+        pureNodesTakeStored: () => isPatched('stored-list-nodes'),
+        storedListReads: storedListReads(),
         onStoredList: (nodeId, list) => {
           state.reserveStored(nodeId, list.count);
           state.storedStarted(nodeId, 0, list.count);

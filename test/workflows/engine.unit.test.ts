@@ -216,7 +216,8 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
         const ready = async () => rowsDone.promise;
         return { list: { ref: node.id, count, ready }, done: rowsDone.promise };
       },
-      storedListNodes: () => stored,
+      pureNodesTakeStored: () => true,
+      storedListReads: stored,
     };
     const run = executeGraph(example('batch-summaries'), { rows: ['a', 'b', 'c'] }, big);
     await new Promise((resolve) => setImmediate(resolve));
@@ -229,17 +230,52 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     ]);
     assert.deepEqual(texts(out.get('all_result')), ['joined']);
 
-    // A run started before stored lists reached list nodes (storedListNodes answers nothing) fails the join.
+    // A run started before stored lists reached list nodes (pureNodesTakeStored: false) fails the join.
     await assert.rejects(
       executeGraph(
         example('batch-summaries'),
         { rows: ['a'] },
         {
           ...big,
-          storedListNodes: () => undefined,
+          pureNodesTakeStored: () => false,
         },
       ),
       /node 'all' \(join\): cannot take the 1 rows of node 'summarize', which are kept in the store/,
+    );
+  });
+
+  it('runs a text node given a stored list in blocks, and refuses it in a run from before', async () => {
+    const graph = WorkflowDocumentSchema.parse({
+      slug: 'file-text',
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
+        { id: 'split', type: 'batch' },
+        { id: 'say', type: 'text', template: 'Q: {{row}}' },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'say', port: 'row' },
+        { from: 'say', to: 'out' },
+      ],
+    });
+    const blocks: string[] = [];
+    const { hooks } = fakeHooks(async () => assert.fail('no I/O node'));
+    const stored: EngineHooks = {
+      ...hooks,
+      fileRows: () => async () => ({ ref: 'split', count: 500 }),
+      runStoredRows: (node, ports, _sources, count) => {
+        blocks.push(`${node.id} of ${JSON.stringify(ports)}, ${count} rows`);
+        return { list: { ref: node.id, count }, done: Promise.resolve() };
+      },
+      pureNodesTakeStored: () => true,
+    };
+    const out = await executeGraph(graph, {}, stored);
+    assert.deepEqual(blocks, ['say of {"row":{"ref":"split","count":500}}, 500 rows']);
+    assert.deepEqual(out.get('out'), { ref: 'say', count: 500 });
+    await assert.rejects(
+      executeGraph(graph, {}, { ...stored, pureNodesTakeStored: () => false }),
+      /node 'say' \(text\): cannot take the 500 rows of node 'split', which are kept in the store/,
     );
   });
 });

@@ -1,8 +1,10 @@
 /**
- * D35: `select` and `join` given a stored list (a file's rows, the items of a node of more rows
- * than twice its run's concurrency) read it from the store once it is done, as the inline nodes
- * would: the examples' `batch → llm → join` works at any row count. A join too large for one item,
- * a select out of range and a `text` node given a stored list fail the run naming the node.
+ * D35: `text`, `select` and `join` given a stored list (a file's rows, the items of a node of more
+ * rows than twice its run's concurrency) work as on an inline list: a text node fills its template
+ * in blocks, row by row (so file rows → text → llm pipelines); select and join read the list from
+ * the store once it is done, so the examples' `batch → llm → join` works at any row count. A join
+ * too large for one item, a select out of range and a `batch` given a stored list fail the run
+ * naming the node.
  */
 import assert from 'node:assert/strict';
 import { JOIN_MAX_BYTES } from '../../activities/stored-lists';
@@ -31,7 +33,8 @@ function listWorkflow(
   ];
   for (const node of opts.after) {
     nodes.push(node, { id: `${node.id}_out`, type: 'user_result', label: `${node.id} out` });
-    edges.push({ from, to: node.id, port: node.type === 'text' ? 'row' : 'in' });
+    const port = { text: 'row', batch: 'rows' }[node.type as string] ?? 'in';
+    edges.push({ from, to: node.id, port });
     edges.push({ from: node.id, to: `${node.id}_out` });
   }
   return { slug, concurrency: CONCURRENCY, nodes, edges };
@@ -39,7 +42,7 @@ function listWorkflow(
 
 const jsonLines = (rows: string[]) => rows.map((row) => JSON.stringify(row)).join('\n');
 
-describe('select and join of stored lists (D35)', function () {
+describe('text, select and join of stored lists (D35)', function () {
   this.timeout(120_000);
   const ctx = useService({ fakeOpenAI: true, env: { PRICES } });
 
@@ -58,6 +61,56 @@ describe('select and join of stored lists (D35)', function () {
     const answers = rows.map((row) => `echo: ${row}`);
     assert.deepEqual(texts(run.output.all_out), [answers.join(' | ')]);
     assert.deepEqual(texts(run.output.last_out), [answers[29]]);
+  });
+
+  it("a text node fills its template row by row from a file's rows and from a big node's items", async () => {
+    const rows = Array.from({ length: 30 }, (_, i) => `line ${i}`);
+    const file = await uploadFile(ctx.svc.url, ctx.key, 'questions.jsonl', jsonLines(rows));
+    // file rows → text → llm: the prompt built by a text node, as a spreadsheet run would.
+    const asking = {
+      slug: 'file-text-llm',
+      concurrency: CONCURRENCY,
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
+        { id: 'split', type: 'batch' },
+        { id: 'say', type: 'text', template: 'Q: {{row}}' },
+        { id: 'ask', type: 'llm', model: 'gpt-4o-mini', prompt: '{{q}}' },
+        { id: 'questions', type: 'user_result', label: 'Questions' },
+        { id: 'answers', type: 'user_result', label: 'Answers' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'say', port: 'row' },
+        { from: 'say', to: 'ask', port: 'q' },
+        { from: 'say', to: 'questions' },
+        { from: 'ask', to: 'answers' },
+      ],
+    };
+    const run = await runToEnd(ctx.svc.url, ctx.key, asking, { rows: file });
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    assert.deepEqual(
+      texts(run.output.questions),
+      rows.map((row) => `Q: ${row}`),
+    );
+    assert.deepEqual(
+      texts(run.output.answers),
+      rows.map((row) => `echo: Q: ${row}`),
+    );
+    assert.deepEqual(Object.keys(run.usage.by_node), ['ask'], 'a text node makes no call');
+    assert.equal(run.usage.provider_calls, 30);
+
+    // big llm → text: the answers of a stored list, post-processed row by row.
+    const after = listWorkflow('llm-text', {
+      inputType: 'json',
+      llm: true,
+      after: [{ id: 'say', type: 'text', template: 'A: {{row}}' }],
+    });
+    const posted = await runToEnd(ctx.svc.url, ctx.key, after, { rows });
+    assert.equal(posted.status, 'completed', JSON.stringify(posted.error));
+    assert.deepEqual(
+      texts(posted.output.say_out),
+      rows.map((row) => `A: echo: ${row}`),
+    );
   });
 
   it("take a file's rows, across pages; a failed row fails the join's item", async () => {
@@ -86,7 +139,7 @@ describe('select and join of stored lists (D35)', function () {
     assert.match(joined.error.message, /^input item 7 from node 'ask' failed: /);
   });
 
-  it('fail the run naming the node: a select out of range, a join too large, a text node', async () => {
+  it('fail the run naming the node: a select out of range, a join too large, a batch', async () => {
     const rows = Array.from({ length: 120 }, (_, i) => `${i} ${'x'.repeat(10_000)}`);
     const file = await uploadFile(ctx.svc.url, ctx.key, 'wide.jsonl', jsonLines(rows));
     assert.ok(rows.join('').length > JOIN_MAX_BYTES, 'the rows together pass the join limit');
@@ -101,9 +154,9 @@ describe('select and join of stored lists (D35)', function () {
           /^node 'all' \(join\): the joined item would be larger than 1 MiB \(at row 10\d of 120\)/,
       },
       {
-        node: { id: 'say', type: 'text', template: '{{row}}' },
+        node: { id: 'again', type: 'batch' },
         error:
-          /^node 'say' \(text\): cannot take the 120 rows of node 'split', which are kept in the store/,
+          /^node 'again' \(batch\): cannot take the 120 rows of node 'split', which are kept in the store/,
       },
     ];
     for (const { node, error } of cases) {

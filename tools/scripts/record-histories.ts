@@ -155,6 +155,30 @@ async function main(): Promise<void> {
     const big = await run('run-big-chunked', svc, key, 'big', { rows });
     assert.equal((await waitForRun(svc.url, key, big, 300_000)).status, 'completed');
 
+    log(
+      "a big node's stored list through text and join (40 rows at concurrency 8: patch stored-list-nodes)",
+    );
+    const pureDoc = rowsWorkflow('stored-pure', '{{row}}', { concurrency: 8 });
+    await publish(svc.url, key, {
+      ...pureDoc,
+      nodes: [
+        ...pureDoc.nodes,
+        { id: 'say', type: 'text', template: 'A: {{row}}' },
+        { id: 'all', type: 'join' },
+        { id: 'joined', type: 'user_result', label: 'Joined' },
+      ],
+      edges: [
+        ...pureDoc.edges,
+        { from: 'ask', to: 'say', port: 'row' },
+        { from: 'say', to: 'all' },
+        { from: 'all', to: 'joined' },
+      ],
+    });
+    const pure = await run('run-stored-pure-nodes', svc, key, 'stored-pure', {
+      rows: Array.from({ length: 40 }, (_, i) => `${MARKER} pure ${i}`),
+    });
+    assert.equal((await waitForRun(svc.url, key, pure, 120_000)).status, 'completed');
+
     log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
     const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
       key,
