@@ -51,6 +51,7 @@ const SHAPES = [
   'run-rerun-failed-rows',
   'run-awaited',
   'run-awaited-pure',
+  'run-stored-pure-nodes',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -60,6 +61,7 @@ const LATER_SHAPES = [
   'run-rerun-failed-rows',
   'run-awaited',
   'run-awaited-pure',
+  'run-stored-pure-nodes',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {
