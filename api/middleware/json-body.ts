@@ -7,6 +7,7 @@ import type { Middleware } from 'koa';
 import { formatPath } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
+import { assertIdentityEncoding } from './identity-encoding';
 
 export interface JsonBodyOptions {
   limitBytes: number;
@@ -29,6 +30,7 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
         code: 'unsupported_media_type',
       });
     }
+    assertIdentityEncoding(ctx.req.headers);
     const declared = Number(ctx.get('content-length') || '0');
     if (declared > opts.limitBytes) throw tooLarge(opts.limitBytes);
     const bytes = await readAtMost(ctx.req, opts.limitBytes);

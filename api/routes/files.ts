@@ -20,6 +20,7 @@ import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import type { FileView } from '../contract/response-schemas';
 import { uploadFile, type UploadDeps } from '../files/upload-file';
+import { assertIdentityEncoding } from '../middleware/identity-encoding';
 import { LinkRefusedError } from './link-refused';
 
 /** The file object of the API, with a fresh signed link for the caller's key (D6: it dies with the key). */
@@ -63,6 +64,7 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
   const baseUrl = (ctx: Context) => requestBaseUrl(ctx, deps.config);
 
   router.post('/api/v1/files', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
+    assertIdentityEncoding(ctx.req.headers); // stored as sent, a compressed body would stay compressed
     const doc = await uploadFile(deps, ctx.req, {
       accountId: ctx.state.auth!.accountId,
       queryName: ctx.query.name,

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../support/fixtures';
 import { call, type ApiResponse } from '../support/http';
@@ -273,6 +274,27 @@ describe('reliability: hostile input', function () {
     const split = await rawRequest(ctx.svc.url, head('abc-split\r\nX-Injected: 1'));
     assert.equal(split.status, 202, JSON.stringify(split.body));
     assert.equal(split.headers.get('x-injected'), null);
+    await assertHealthy();
+  });
+
+  it('a compressed JSON body (Content-Encoding: gzip) is a 415 naming the coding, not "not UTF-8"', async () => {
+    const body = gzipSync(Buffer.from(JSON.stringify({ workflowId: 'greet', inputs: {} })));
+    const res = await fetch(`${ctx.svc.url}/api/v1/responses`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ctx.key}`,
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      body,
+    });
+    const answer = { status: res.status, headers: res.headers, body: (await res.json()) as any };
+    expectError(answer as ApiResponse, {
+      status: 415,
+      type: 'invalid_request_error',
+      code: 'unsupported_media_type',
+    });
+    assert.match(answer.body.error.message, /Content-Encoding `gzip` is not supported/);
     await assertHealthy();
   });
 

@@ -4,6 +4,7 @@
  * at start (a cross-account or unknown file id is a D4 input error), and D29 retention.
  */
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import http from 'node:http';
 import { ObjectId } from 'mongodb';
 import type { TestService } from '../../support/service';
@@ -34,11 +35,12 @@ async function uploadRaw(
   svc: TestService,
   key: string | undefined,
   bytes: Uint8Array,
-  opts: { name?: string; type?: string } = {},
+  opts: { name?: string; type?: string; encoding?: string } = {},
 ): Promise<Upload> {
   const query = opts.name !== undefined ? `?name=${encodeURIComponent(opts.name)}` : '';
   const headers: Record<string, string> = {
     'content-type': opts.type ?? 'application/octet-stream',
+    ...(opts.encoding ? { 'content-encoding': opts.encoding } : {}),
   };
   if (key) headers.authorization = `Bearer ${key}`;
   const res = await fetch(`${svc.url}/api/v1/files${query}`, {
@@ -330,6 +332,21 @@ describe('files (D19)', function () {
         code: 'invalid_api_key',
       });
       assert.deepEqual(await storedCounts(ctx.svc), before);
+    });
+
+    it('refuses a compressed upload (Content-Encoding) with 415 and keeps nothing; identity is no coding', async () => {
+      const before = await storedCounts(ctx.svc);
+      const rows = gzipSync(Buffer.from('{"a":1}\n{"a":2}\n'));
+      const res = await uploadRaw(ctx.svc, ctx.key, rows, { name: 'rows.jsonl', encoding: 'gzip' });
+      expectError(res as any, {
+        status: 415,
+        type: 'invalid_request_error',
+        code: 'unsupported_media_type',
+      });
+      assert.match(res.body.error.message, /^Content-Encoding `gzip` is not supported/);
+      assert.deepEqual(await storedCounts(ctx.svc), before);
+      const plain = await uploadRaw(ctx.svc, ctx.key, png(), { encoding: 'identity' });
+      assert.equal(plain.status, 201, JSON.stringify(plain.body));
     });
   });
 
