@@ -5,12 +5,14 @@
  * the list is done, and answer the node's one item. Reading changes nothing: a retry is free.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
 import type { NodeOfType } from '../domain/graph';
 import { pagesOf, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
 import { Joiner } from '../domain/join-items';
 import type { Item } from '../domain/parts';
 import type { Collections } from '../store/db';
 import { readPage } from '../store/item-blocks';
+import { cancelledByShutdown, handBack } from './shutdown';
 
 type C = Pick<Collections, 'itemBlocks'>;
 
@@ -46,6 +48,17 @@ function missingRow(list: ItemRef, row: number): ApplicationFailure {
   );
 }
 
+/**
+ * Heartbeats (Temporal delivers a cancel through them) and stops a cancelled read: a run's cancel
+ * (D8) ends it now, not after the last page; a worker's drain hands it back to another worker.
+ */
+function stopIfCancelled(context: Context): void {
+  context.heartbeat();
+  if (!context.cancellationSignal.aborted) return;
+  if (cancelledByShutdown(context)) throw handBack();
+  throw new CancelledFailure('the run was cancelled');
+}
+
 /** Builds the activities of `select` and `join` over stored lists. */
 export function createStoredListActivities(collections: C) {
   /** The rows of the list's pages in order, READ_AHEAD pages in flight, heartbeating once a batch. */
@@ -54,7 +67,7 @@ export function createStoredListActivities(collections: C) {
     for (let i = 0; i < pages.length; i += READ_AHEAD) {
       const batch = pages.slice(i, i + READ_AHEAD);
       const read = await Promise.all(batch.map((p) => readPage(collections, runId, list.ref, p)));
-      Context.current().heartbeat();
+      stopIfCancelled(Context.current());
       for (const [k, rows] of read.entries()) {
         const first = batch[k] * PAGE_ROWS;
         const end = Math.min(first + PAGE_ROWS, list.count);
