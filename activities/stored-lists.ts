@@ -17,8 +17,9 @@ import { cancelledByShutdown, handBack } from './shutdown';
 type C = Pick<Collections, 'itemBlocks'>;
 
 /**
- * The largest item a join of a stored list makes, in bytes of its parts' JSON: the item travels
- * through Temporal's history (its payloads are refused above 2 MB) to the nodes after the join.
+ * The largest item a join of a stored list makes, in bytes (its texts and separators, the JSON of
+ * its other parts): the item travels through Temporal's history (its payloads are refused above
+ * 2 MB) to the nodes after the join.
  */
 export const JOIN_MAX_BYTES = 1024 * 1024;
 
@@ -46,6 +47,17 @@ function missingRow(list: ItemRef, row: number): ApplicationFailure {
     `row ${row} of node '${list.ref}' is missing from the store`,
     'StoredRowMissing',
   );
+}
+
+/** What an input item adds to the joined item: its texts and a separator, its other parts' JSON. */
+function joinedBytes(item: Item, separator: string): number {
+  let bytes = 0;
+  for (const part of item.parts)
+    bytes +=
+      part.type === 'text'
+        ? Buffer.byteLength(part.text) + Buffer.byteLength(separator)
+        : Buffer.byteLength(JSON.stringify(part));
+  return bytes;
 }
 
 /**
@@ -96,7 +108,7 @@ export function createStoredListActivities(collections: C) {
       let index = 0;
       for await (const item of rowsOf(req.runId, req.list)) {
         if (!joiner.add(item, index)) break; // a failed input item decides the join
-        bytes += Buffer.byteLength(JSON.stringify(item.parts)) + separator.length;
+        bytes += joinedBytes(item, separator);
         if (bytes > JOIN_MAX_BYTES) {
           throw ApplicationFailure.nonRetryable(
             `the joined item would be larger than ${JOIN_MAX_BYTES / 1024 / 1024} MiB (at row ${index} of ${req.list.count}): join fewer rows, or read them from a result of the node before the join`,
