@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
-import { completed } from '../domain/items';
+import { completed, itemLookup } from '../domain/items';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
@@ -23,7 +23,6 @@ import {
 import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
-import { templateValues } from './node-inputs';
 
 export interface HttpRequestDeps {
   files: () => FileDeps;
@@ -84,7 +83,7 @@ interface RenderedRequest {
 /** Renders the node's URL, headers and body from the iteration's inputs; a non-http(s) URL fails for good. */
 function renderRequest(req: NodeRequest<'http_request'>): RenderedRequest {
   const { node } = req;
-  const values = templateValues(req.ports);
+  const values = itemLookup(req.ports);
   const url = renderTemplate(node.url, values);
   if (!/^https?:\/\//i.test(url)) {
     throw ApplicationFailure.nonRetryable(

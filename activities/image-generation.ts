@@ -4,13 +4,13 @@ import type { Config } from '../config';
 import type { Part } from '../domain/parts';
 import { renderTemplate } from '../domain/templates';
 import { fallbackName } from '../lib/files/names';
-import { completed } from '../domain/items';
+import { completed, itemLookup } from '../domain/items';
 import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { DEFAULT_MAX_ANSWER_BYTES } from '../lib/net/read-limited';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
-import { configuredProvider, templateValues } from './node-inputs';
+import { configuredProvider } from './node-inputs';
 
 interface ImagesAnswer {
   data?: Array<{ b64_json?: string; url?: string }>;
@@ -28,7 +28,7 @@ export function createImageGenerationActivity(deps: {
     const provider = configuredProvider(deps.config, 'image', providerName, 'openai');
     // Its configured origin is trusted; image URLs in its answer are checked like a caller's.
     const guard = providerGuard(deps.guard, provider);
-    const values = templateValues(req.ports);
+    const values = itemLookup(req.ports);
     const n = node.n ?? 1;
     // No `response_format`: newer models refuse it and always answer b64_json; older ones answer URLs. Both are handled.
     // The images come inline (b64_json) in this one JSON answer: each of the n may fill the cap.

@@ -1,13 +1,13 @@
 /** The `llm` node: one OpenAI-compatible chat completion per iteration (docs/workflow-format.md). */
 import type { Config } from '../config';
 import { renderTemplate } from '../domain/templates';
-import { completed, valuePart } from '../domain/items';
+import { completed, valuePart, itemLookup } from '../domain/items';
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeating } from './heartbeat';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import { tokenCost } from './pricing';
 import type { NodeRequest, NodeResult } from './types';
-import { configuredProvider, templateValues } from './node-inputs';
+import { configuredProvider } from './node-inputs';
 
 interface ChatCompletion {
   choices?: Array<{ message?: { content?: string | null } }>;
@@ -23,7 +23,7 @@ export function createLlmActivity(deps: {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
     const provider = configuredProvider(deps.config, 'llm', providerName, 'openai');
-    const values = templateValues(req.ports);
+    const values = itemLookup(req.ports);
     const messages = [
       ...(node.system ? [{ role: 'system', content: renderTemplate(node.system, values) }] : []),
       { role: 'user', content: renderTemplate(node.prompt, values) },

@@ -6,8 +6,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
-import { renderTemplate } from '../domain/templates';
-import { completed } from '../domain/items';
+import { renderTemplate, type TemplateLookup } from '../domain/templates';
+import { completed, itemLookup } from '../domain/items';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
 import {
@@ -19,7 +19,7 @@ import {
   type ProviderGuard,
 } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
-import { configuredProvider, templateValues } from './node-inputs';
+import { configuredProvider } from './node-inputs';
 
 interface Prediction {
   id?: string;
@@ -33,7 +33,7 @@ const ENDED = new Set(['succeeded', 'failed', 'canceled']);
 const FILE_URL = /^(https?:\/\/|data:)/i;
 
 /** Renders every string at any depth of the node's `input` as a template. */
-function renderDeep(value: unknown, values: Record<string, string>): unknown {
+function renderDeep(value: unknown, values: TemplateLookup): unknown {
   if (typeof value === 'string') return renderTemplate(value, values);
   if (Array.isArray(value)) return value.map((v) => renderDeep(v, values));
   if (value !== null && typeof value === 'object') {
@@ -78,7 +78,7 @@ export function createModelActivity(deps: ModelDeps) {
   return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
     const { node } = req;
     const provider = modelProvider(deps, node);
-    const values = templateValues(req.ports);
+    const values = itemLookup(req.ports);
 
     let predictionId = resumedPredictionId();
     return heartbeating(
@@ -149,7 +149,7 @@ async function fetchPrediction(provider: ModelProvider, id: string): Promise<Pre
 async function createPrediction(
   provider: ModelProvider,
   node: NodeRequest<'model'>['node'],
-  values: Record<string, string>,
+  values: TemplateLookup,
 ): Promise<Prediction & { id: string }> {
   const target = node.version !== undefined ? { version: node.version } : { model: node.model };
   const prediction = (await postJson(

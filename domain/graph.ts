@@ -22,7 +22,7 @@ const label = z.string().max(200).meta({
 
 const template = (what: string, nonEmpty = false) =>
   (nonEmpty ? z.string().min(1) : z.string()).meta({
-    description: `${what}; \`{{ name }}\` placeholders become input ports.`,
+    description: `${what}; \`{{ name }}\` placeholders become input ports (\`{{ name.field }}\`, \`{{ name["a key"] }}\`: a value inside the port's JSON).`,
   });
 
 // Strict objects so that a misspelt field (`temprature`) is reported instead of ignored;

@@ -1,6 +1,6 @@
 /** How items flow between nodes: turning parts into template text and building items (docs/workflow-format.md "Values and iteration"). */
 import type { Item, ItemError, Part } from './parts';
-import { renderTemplate } from './templates';
+import { renderTemplate, type TemplateLookup } from './templates';
 
 /** The text a template placeholder receives for one item: texts as-is, JSON serialized, files by URL. */
 export function itemText(item: Item): string {
@@ -59,9 +59,28 @@ export function unpackItem(packed: PackedItem): Item {
   return packed;
 }
 
-/** The `text` node's one item: its template filled with the texts of one iteration's port items. */
+/**
+ * What a template's placeholders render for one iteration's port items: `{{ row }}` the item's
+ * text, `{{ row.name }}` the value at that path inside the item's JSON (its one json part), a
+ * string as it is and anything else as JSON; a path that leads nowhere (or into an item that is not
+ * JSON) renders empty. Own properties only, at every step.
+ */
+export function itemLookup(ports: Record<string, Item>): TemplateLookup {
+  return (port, path) => {
+    if (!Object.prototype.hasOwnProperty.call(ports, port)) return '';
+    const item = ports[port];
+    if (path.length === 0) return itemText(item);
+    const [part] = item.parts;
+    let value: unknown = item.parts.length === 1 && part.type === 'json' ? part.data : undefined;
+    for (const key of path) {
+      if (value === null || typeof value !== 'object' || !Object.hasOwn(value, key)) return '';
+      value = (value as Record<string, unknown>)[key];
+    }
+    return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  };
+}
+
+/** The `text` node's one item: its template filled from one iteration's port items. */
 export function textItem(node: { template: string }, ports: Record<string, Item>): Item {
-  const values: Record<string, string> = {};
-  for (const [port, item] of Object.entries(ports)) values[port] = itemText(item);
-  return completed({ type: 'text', text: renderTemplate(node.template, values) });
+  return completed({ type: 'text', text: renderTemplate(node.template, itemLookup(ports)) });
 }

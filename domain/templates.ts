@@ -1,19 +1,48 @@
 // `{{ name }}` placeholders: they are both the input ports of templated nodes and the
-// substitution syntax at run time, so one regex serves both.
+// substitution syntax at run time, so one regex serves both. A placeholder may reach into its
+// port's JSON value (a CSV row's column, a field of a JSON Lines row): `{{ row.name }}`,
+// `{{ row.tags.0 }}`, `{{ row["First Name"] }}`; its port is still `row`.
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
+const NAME = '[A-Za-z_][A-Za-z0-9_]*';
+/** One step into a value: `.key` (letters, digits, `_`, `-`; digits index an array) or `["any key"]`. */
+const STEP = String.raw`\.[A-Za-z0-9_-]+|\[\s*"(?:[^"\\]|\\.)*"\s*\]`;
+const PLACEHOLDER = new RegExp(String.raw`\{\{\s*(${NAME})((?:${STEP})*)\s*\}\}`, 'g');
+const STEPS = new RegExp(STEP, 'g');
 
-/** The distinct placeholder names of a template, in order of first appearance. */
+/** What a placeholder renders: its port's value, or (with a path) a value inside it; '' for none. */
+export type TemplateLookup = (port: string, path: readonly string[]) => string;
+
+/** The distinct placeholder names (input ports) of a template, in order of first appearance. */
 export function placeholders(template: string): string[] {
   const seen = new Set<string>();
   for (const m of template.matchAll(PLACEHOLDER)) seen.add(m[1]);
   return [...seen];
 }
 
-/** Replaces every `{{ name }}` with `values[name]`; a missing value renders as the empty string. */
-export function renderTemplate(template: string, values: Record<string, string>): string {
-  return template.replace(PLACEHOLDER, (_m, key: string) =>
-    // Own properties only: `{{constructor}}` must not render Object.prototype.constructor.
-    Object.prototype.hasOwnProperty.call(values, key) ? String(values[key]) : '',
+/** The keys of a placeholder's steps: `.a["b c"].0` → ['a', 'b c', '0']. */
+function pathOf(steps: string): string[] {
+  return [...steps.matchAll(STEPS)].map(([step]) =>
+    step.startsWith('.') ? step.slice(1) : (JSON.parse(step.slice(1, -1).trim()) as string),
+  );
+}
+
+/**
+ * Replaces every placeholder with what `values` gives for it: a lookup, or plain texts by port
+ * (a placeholder with a path renders empty then). A missing value renders as the empty string.
+ */
+export function renderTemplate(
+  template: string,
+  values: TemplateLookup | Record<string, string>,
+): string {
+  const lookup: TemplateLookup =
+    typeof values === 'function'
+      ? values
+      : // Own properties only: `{{constructor}}` must not render Object.prototype.constructor.
+        (port, path) =>
+          path.length === 0 && Object.prototype.hasOwnProperty.call(values, port)
+            ? String(values[port])
+            : '';
+  return template.replace(PLACEHOLDER, (_m, port: string, steps: string) =>
+    lookup(port, steps ? pathOf(steps) : []),
   );
 }

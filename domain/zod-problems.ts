@@ -98,7 +98,7 @@ export interface ProblemSubject {
 }
 
 /** A workflow document (D26), the default subject. */
-export const WORKFLOW_SUBJECT: ProblemSubject = { root: 'workflow', owner: 'a workflow' };
+const WORKFLOW_SUBJECT: ProblemSubject = { root: 'workflow', owner: 'a workflow' };
 
 /**
  * zod's `int()` checks the safe integer range before the schema's own bounds: for a `limit` of

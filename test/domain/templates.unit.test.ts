@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { inputPorts, NodeSchema } from '../../domain/graph';
 import { placeholders, renderTemplate } from '../../domain/templates';
+import { completed, itemLookup } from '../../domain/items';
 
 describe('templates', () => {
   it('placeholders are unique, in order of first use, with optional spaces', () => {
@@ -23,6 +24,53 @@ describe('templates', () => {
   it('does not interpret replacement patterns or inherited properties', () => {
     assert.equal(renderTemplate('{{a}}', { a: '$& $1 $$' }), '$& $1 $$');
     assert.equal(renderTemplate('[{{constructor}}][{{toString}}]', {}), '[][]');
+  });
+
+  it('a placeholder with a path is a placeholder of its port', () => {
+    assert.deepEqual(placeholders('{{ row.name }} {{row["First Name"]}} {{row.tags.0}} {{ q }}'), [
+      'row',
+      'q',
+    ]);
+    // Not placeholders: a step that is no key, a bracket without a quoted key, a space before a step.
+    assert.deepEqual(placeholders('{{row.}} {{row[0]}} {{row .a}} {{row.a b}} {{row.a.}}'), []);
+  });
+
+  it("renders a path into the port's JSON value: strings as they are, other values as JSON, nothing for a miss", () => {
+    const row = completed({
+      type: 'json',
+      data: {
+        name: 'Ada',
+        'First Name': 'Ada L.',
+        age: 36,
+        tags: ['x', 'y'],
+        addr: { city: 'London' },
+        none: null,
+      },
+    });
+    const values = itemLookup({ row, note: completed({ type: 'text', text: 'plain' }) });
+    assert.equal(
+      renderTemplate(
+        '{{row.name}}|{{ row["First Name"] }}|{{row.age}}|{{row.tags.1}}|{{row.addr}}|{{row.addr.city}}|{{row.none}}',
+        values,
+      ),
+      'Ada|Ada L.|36|y|{"city":"London"}|London|null',
+    );
+    assert.equal(
+      renderTemplate(
+        '[{{row.missing}}][{{row.tags.5}}][{{row.name.first}}][{{note.x}}][{{absent.x}}]',
+        values,
+      ),
+      '[][][][][]',
+    );
+    // Own properties only, at every step; escapes in a bracketed key are JSON's.
+    assert.equal(
+      renderTemplate('[{{row.constructor}}][{{row.addr.toString}}][{{row.tags.map}}]', values),
+      '[][][]',
+    );
+    const quoted = itemLookup({ row: completed({ type: 'json', data: { 'say "hi"': 'ok' } }) });
+    assert.equal(renderTemplate('{{row["say \\"hi\\""]}}', quoted), 'ok');
+    // A plain record of texts has no values inside: a path renders empty.
+    assert.equal(renderTemplate('{{a}}{{a.b}}', { a: 'x' }), 'x');
   });
 
   it('inputPorts lists what each node type accepts', () => {

@@ -11,6 +11,7 @@ import { temporalClient } from '../support/service';
 import { useService } from '../support/use-service';
 import { call } from '../support/http';
 import { runToEnd } from '../support/runs';
+import { uploadFile } from '../support/files';
 import { LLM_CALL_USD, PRICES, START_FEE_USD, assertItemShape, texts } from '../support/execution';
 
 interface Target {
@@ -327,5 +328,33 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
       Math.abs(run.total_cost - (START_FEE_USD + 5 * LLM_CALL_USD)) < 1e-9,
       `total_cost ${run.total_cost}`,
     );
+  });
+
+  it("fills placeholders from inside JSON rows: a CSV file's columns", async () => {
+    const { svc, key } = ctx;
+    const csv = 'name,Home Town\nAda,London\n"Grace, R.",Arlington\n';
+    const file = await uploadFile(svc.url, key, 'people.csv', csv);
+    const doc = {
+      slug: 'row-fields',
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
+        { id: 'split', type: 'batch' },
+        { id: 'line', type: 'text', template: '{{ row.name }} of {{ row["Home Town"] }}' },
+        { id: 'ask', type: 'llm', model: 'gpt-4o-mini', prompt: 'Greet {{row.name}}' },
+        { id: 'lines', type: 'user_result', label: 'Lines' },
+        { id: 'greetings', type: 'user_result', label: 'Greetings' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'line', port: 'row' },
+        { from: 'split', to: 'ask', port: 'row' },
+        { from: 'line', to: 'lines' },
+        { from: 'ask', to: 'greetings' },
+      ],
+    };
+    const run = await runToEnd(svc.url, key, doc, { rows: file });
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    assert.deepEqual(texts(run.output.lines), ['Ada of London', 'Grace, R. of Arlington']);
+    assert.deepEqual(texts(run.output.greetings), ['echo: Greet Ada', 'echo: Greet Grace, R.']);
   });
 });
