@@ -70,7 +70,15 @@ function describe(issue: Issue): string {
           given === undefined ? 'is required' : `${code(String(given))} is not a known type`;
         return `${head} (one of ${options.join(', ')})`;
       }
-      return 'matches none of the allowed forms';
+      // A union given a message of its own (`z.union([...], { error })`) says what it takes.
+      return issue.message.startsWith('Invalid')
+        ? 'matches none of the allowed forms'
+        : issue.message;
+    case 'invalid_key': {
+      // A record's key: what the key's own check says (the metadata key pattern, D37).
+      const inner = (issue as { issues?: Issue[] }).issues?.[0];
+      return `is not a valid key${inner ? `: ${describe(inner)}` : ''}`;
+    }
     case 'invalid_value':
       return `must be ${issue.values.length === 1 ? '' : 'one of '}${issue.values.map((v) => code(String(v))).join(', ')}`;
     case 'too_small':

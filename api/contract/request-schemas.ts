@@ -130,7 +130,10 @@ export type AsyncStartResponse = z.infer<typeof AsyncStartResponseSchema>;
 
 /** An ISO 8601 time: a date-time with `Z` or an offset, or a date (its midnight UTC). */
 const isoTime = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], {
+    error:
+      'must be an ISO 8601 date-time with `Z` or an offset (2026-01-31T12:00:00Z), or a date (2026-01-31)',
+  })
   .transform((text) => new Date(text));
 
 /**

@@ -44,4 +44,20 @@ describe('parseRequest', () => {
     const fraction = refusal(ListRunsQuerySchema, { limit: '1.5' }, 'query');
     assert.deepEqual(fraction.details, [{ field: 'limit', problem: 'must be an integer' }]);
   });
+
+  it("says what a metadata key and a time filter take, not zod's words", () => {
+    const key = refusal(ListRunsQuerySchema, { 'metadata[a][b]': '1' }, 'query');
+    assert.equal(key.code, 'invalid_metadata');
+    assert.deepEqual(key.details, [
+      {
+        field: 'metadata["a][b"]',
+        problem: 'is not a valid key: keys are 1–64 letters, digits, `_`, `-` or `.`',
+      },
+    ]);
+    const time = refusal(ListRunsQuerySchema, { created_after: 'yesterday' }, 'query');
+    assert.match(
+      time.details![0].problem,
+      /^must be an ISO 8601 date-time .* or a date \(2026-01-31\)$/,
+    );
+  });
 });
