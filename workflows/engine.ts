@@ -145,7 +145,7 @@ export async function executeGraph(
       case 'join':
         return runListNode(node, ports, sources, hooks);
       case 'text':
-        // D35: a text node given a stored list fills its template row by row in blocks, as an I/O node runs.
+        // D35: a text node given a stored list fills its template in blocks, as an I/O node runs.
         if (
           hooks.runStoredRows &&
           Object.values(ports).some(isItemRef) &&

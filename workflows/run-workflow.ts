@@ -319,10 +319,11 @@ class RunActivities {
   };
 
   /**
-   * D35: a big I/O node (or a text node given a stored list) runs in blocks of rows, each an activity that reads its rows from the store
-   * (or takes its slice of a list that came with the request) and writes its items there. History
-   * carries the references, counts and costs only. Every block is waited for; the first that fails
-   * cancels the others, and the rows a failed or cancelled block finished are billed from the store.
+   * D35: a big I/O node (or a text node given a stored list) runs in blocks of rows, each an
+   * activity that reads its rows from the store (or takes its slice of a list that came with the
+   * request) and writes its items there. History carries the references, counts and costs only.
+   * Every block is waited for; the first that fails cancels the others, and the rows a failed or
+   * cancelled block finished are billed from the store.
    */
   runStoredRows = (
     node: BlockNode,
