@@ -101,7 +101,7 @@ function routers(deps: RouteDeps) {
       only(deps, ...GUARDS, 'db', 'gateway', 'finishedRuns', 'knownRuns', 'pollers', 'streams'),
     ),
     rerunRoutes(only(deps, ...STARTS)),
-    filesRoutes(only(deps, ...GUARDS, 'db')),
+    filesRoutes(only(deps, ...GUARDS, 'db', 'fileQuota')),
     streamLinkRoutes(only(deps, ...GUARDS, 'db', 'pollers', 'streams')),
     playgroundRoutes(only(deps, 'config')),
     codecRoutes({ config: deps.config, codec: deps.gateway.codec }),

@@ -18,6 +18,7 @@ import { KnownRuns } from './runs/known-runs';
 import { RunWrites } from '../store/run-writes';
 import { WorkflowCatalog } from './workflows/workflow-catalog';
 import { KeyCache } from './auth/key-cache';
+import { FileQuota } from './files/file-quota';
 import { Drain } from './drain';
 import type { AuthenticateDeps } from './middleware/authenticate';
 import type { RateLimitDeps } from './middleware/rate-limit';
@@ -39,6 +40,8 @@ export interface AppDeps {
   /** The group commit of run records at start (store/run-writes.ts). */
   runWrites?: RunWrites;
   streams?: StreamCap;
+  /** D19: what each account's uploads may still hold. */
+  fileQuota?: FileQuota;
   /** Set on SIGTERM (api/drain.ts): readiness fails, waits answer at once. */
   drain?: Drain;
 }
@@ -56,6 +59,7 @@ export type RouteDeps = AppDeps &
       | 'knownRuns'
       | 'runWrites'
       | 'streams'
+      | 'fileQuota'
       | 'drain'
     >
   >;
@@ -86,6 +90,7 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     runWrites: appDeps.runWrites ?? new RunWrites(appDeps.collections),
     // Open streams per key in this process (docs/api.md "Connections").
     streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
+    fileQuota: appDeps.fileQuota ?? new FileQuota(appDeps.db, appDeps.config.files),
     drain: appDeps.drain ?? new Drain(),
   };
 }

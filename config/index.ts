@@ -116,6 +116,8 @@ export const EnvSchema = z.object({
   WORKER_CALL_LAG_TARGET_SHARED_MS: z.coerce.number().int().min(1).default(15),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
   MAX_UPLOAD_BYTES: int(268_435_456), // 256 MiB: a million 200-byte rows as JSON Lines (D35); streamed, memory stays flat
+  // What one account's uploads may hold at once (D19): 100 GiB, so one tenant cannot fill the storage all share.
+  FILE_STORAGE_MAX_BYTES: int(107_374_182_400),
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
   FILE_URL_TTL_SECONDS: int(604_800),
   FILE_FETCH_TIMEOUT_MS: int(60_000),
@@ -244,6 +246,8 @@ export interface Config {
   files: {
     /** D10: the largest upload, URL input or stored node output, in bytes. */
     maxBytes: number;
+    /** D19: the bytes one account's uploaded files may hold at once (api/files/file-quota.ts). */
+    storageMaxBytes: number;
     /**
      * HMAC key of signed file links (D19). Unset (never in production): the API and the worker
      * share a random one kept in MongoDB (lib/files/url-secret.ts).
@@ -468,6 +472,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
     },
     files: {
       maxBytes: e.MAX_UPLOAD_BYTES,
+      storageMaxBytes: e.FILE_STORAGE_MAX_BYTES,
       urlSecret: e.FILE_URL_SECRET,
       urlTtlSeconds: e.FILE_URL_TTL_SECONDS,
       fetchTimeoutMs: e.FILE_FETCH_TIMEOUT_MS,

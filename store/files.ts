@@ -211,6 +211,20 @@ export async function ownedFileIds(
   return new Set(docs.map((d) => d._id));
 }
 
+/**
+ * The bytes the account's uploads hold (its files of source `upload`): what the storage quota
+ * counts (api/files/file-quota.ts). An aggregate over the account's files (a scan on FerretDB).
+ */
+export async function uploadedBytes(db: Db, accountId: string): Promise<number> {
+  const [sum] = await filesCollection(db)
+    .aggregate<{ bytes: number }>([
+      { $match: { 'metadata.account_id': accountId, 'metadata.source': 'upload' } },
+      { $group: { _id: null, bytes: { $sum: '$length' } } },
+    ])
+    .toArray();
+  return sum?.bytes ?? 0;
+}
+
 /** Streams a file's bytes, or the byte range [start, endExclusive). */
 export function openFileContent(
   db: Db,

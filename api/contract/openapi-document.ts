@@ -19,6 +19,7 @@ import {
   StreamLinkRequestSchema,
 } from './request-schemas';
 import {
+  DeletedFileSchema,
   DeletedRunSchema,
   ErrorEnvelopeSchema,
   FileSchema,
@@ -42,6 +43,7 @@ const COMPONENTS = {
   Error: ErrorEnvelopeSchema,
   PublishedWorkflow: PublishResponseSchema,
   RunList: RunListSchema,
+  DeletedFile: DeletedFileSchema,
   DeletedRun: DeletedRunSchema,
   OutputItemList: OutputItemListSchema,
   WorkflowContract: WorkflowContractSchema,

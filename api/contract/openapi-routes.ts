@@ -46,6 +46,7 @@ import {
   StreamQuerySchema,
 } from './request-schemas';
 import {
+  DeletedFileSchema,
   DeletedRunSchema,
   ErrorEnvelopeSchema,
   FileSchema,
@@ -64,8 +65,8 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The file or stream link is forged or altered (`invalid_signature`), has expired (`url_expired`) or was made for a key since revoked (`key_revoked`).',
   404: 'Not found, or not owned by the caller (`not_found_error`).',
   405: 'Method not allowed on this route.',
-  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`, `run_not_finished`, `run_inputs_erased`).',
-  413: 'Body over the limit (`request_too_large`).',
+  409: 'Conflict (`idempotency_key_reused`, `run_not_cancellable`, `run_not_finished`, `run_inputs_erased`, `file_of_run`).',
+  413: 'Body over the limit (`request_too_large`), or an upload the account’s storage quota has no room for (`storage_quota_exceeded`).',
   415: 'Content-Type is not application/json.',
   416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',
   422: 'The published graph cannot run (`workflow_graph_corrupt`).',
@@ -337,7 +338,7 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
     post: {
       operationId: 'uploadFile',
       summary:
-        'Upload a file (D19): the raw body, or the first file part of a multipart form; streamed, 100 MiB at most by default',
+        'Upload a file (D19): the raw body, or the first file part of a multipart form; streamed, 256 MiB at most by default, within the account’s storage quota',
       requestParams: { query: UploadQuerySchema },
       requestBody: {
         required: true,
@@ -365,6 +366,16 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
       responses: {
         '200': json(FileSchema, 'The file.', true),
         ...errors(401, 404, 429, 500, 503),
+      },
+    },
+    delete: {
+      operationId: 'deleteFile',
+      summary:
+        'Delete an upload (D19): its bytes and links are gone and its room in the storage quota is free; a run’s own file goes with its run (`file_of_run`)',
+      requestParams: { path: FileIdPathSchema },
+      responses: {
+        '200': json(DeletedFileSchema, 'Deleted.', true),
+        ...errors(401, 404, 409, 429, 500, 503),
       },
     },
   },

@@ -84,6 +84,14 @@ export const DeletedRunSchema = z.object({
 });
 export type DeletedRun = z.infer<typeof DeletedRunSchema>;
 
+/** D19: the answer of DELETE /api/v1/files/{fileId}. */
+export const DeletedFileSchema = z.object({
+  id: z.string().describe('The deleted file’s id (`file_...`).'),
+  object: z.literal('file'),
+  deleted: z.literal(true),
+});
+export type DeletedFile = z.infer<typeof DeletedFileSchema>;
+
 /** D31: a page of one output's items, in output order. */
 export const OutputItemListSchema = z.object({
   object: z.literal('list'),

@@ -1,6 +1,7 @@
 /**
  * POST /api/v1/files (D19): the body streams into GridFS as it arrives, so an upload of any
- * size holds at most a chunk in memory (D10: 100 MiB limit by default). Two shapes:
+ * size holds at most a chunk in memory (D10: MAX_UPLOAD_BYTES, 256 MiB by default), within what
+ * the account's uploads may still hold (api/files/file-quota.ts). Two shapes:
  *   - raw: the body is the file; `?name=` names it (the Content-Type header is not trusted: the
  *     type is sniffed from the bytes);
  *   - multipart/form-data: the first file part is the file (parsed by busboy as it streams);
@@ -20,10 +21,12 @@ import {
 } from '../../store/files';
 import { InvalidRequestError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
+import type { FileQuota } from './file-quota';
 
 export interface UploadDeps {
   db: Db;
   config: Pick<Config, 'files'>;
+  fileQuota: FileQuota;
 }
 
 /** 413 `request_too_large`; `Connection: close` because the rest of the body is never read. */
@@ -32,6 +35,14 @@ export function uploadTooLarge(limit: number): InvalidRequestError {
     code: 'request_too_large',
     headers: { Connection: 'close' },
   });
+}
+
+/** 413 `storage_quota_exceeded`: the account's uploads hold (nearly) all they may (D19). */
+export function storageQuotaExceeded(used: number, quota: number): InvalidRequestError {
+  return new HttpError(
+    `The account's uploaded files hold ${used} of the ${quota} bytes they may: this file does not fit. Delete files you no longer need (DELETE /api/v1/files/{fileId}); files also go after the retention period.`,
+    { code: 'storage_quota_exceeded', headers: { Connection: 'close' } },
+  );
 }
 
 /** A client that went away mid-upload: nothing was stored, and nobody reads this answer. */
@@ -51,25 +62,33 @@ export async function uploadFile(
   const limit = deps.config.files.maxBytes;
   const declared = Number(req.headers['content-length'] ?? '0');
   if (declared > limit) throw uploadTooLarge(limit); // refused before a byte is read
+  const { room, used } = await deps.fileQuota.room(opts.accountId);
+  if (room === 0 || declared > room) throw storageQuotaExceeded(used, deps.fileQuota.maxBytes);
   const queryName = cleanFileName(typeof opts.queryName === 'string' ? opts.queryName : undefined);
   const store = (source: AsyncIterable<Uint8Array>, partName?: string) =>
     storeFile(deps.db, source, {
       accountId: opts.accountId,
       name:
         queryName ?? cleanFileName(partName) ?? ((mime: string) => fallbackName('upload', mime)),
-      maxBytes: limit,
+      maxBytes: Math.min(limit, room),
       source: 'upload',
     } satisfies StoreFileOptions);
+  const release = deps.fileQuota.hold(opts.accountId, declared);
   let doc: FileDoc;
   try {
     doc = /^multipart\/form-data\b/i.test(opts.contentType)
       ? await storeMultipart(req, req.headers, store, (d) => deleteFile(deps.db, d._id))
       : await store(req);
   } catch (err) {
-    if (err instanceof FileTooLargeError) throw uploadTooLarge(limit);
+    if (err instanceof FileTooLargeError)
+      throw room < limit
+        ? storageQuotaExceeded(used, deps.fileQuota.maxBytes)
+        : uploadTooLarge(limit);
     if (interrupted(err))
       throw new InvalidRequestError('The upload was interrupted.', { code: 'upload_interrupted' });
     throw err;
+  } finally {
+    release();
   }
   if (doc.length === 0) {
     await deleteFile(deps.db, doc._id);
@@ -78,6 +97,7 @@ export async function uploadFile(
       { code: 'empty_file' },
     );
   }
+  deps.fileQuota.changed(opts.accountId, doc.length);
   return doc;
 }
 

@@ -1,5 +1,6 @@
 /**
- * Files (D19): POST /api/v1/files uploads, GET /api/v1/files/{fileId} re-issues a link, and
+ * Files (D19): POST /api/v1/files uploads, GET /api/v1/files/{fileId} re-issues a link, DELETE
+ * /api/v1/files/{fileId} removes an upload (its room in the quota with it), and
  * GET /files/{fileId}/content serves the bytes to whoever holds a signed link, without an
  * Authorization header (so `<img src>` and `<video src>` work in a browser).
  */
@@ -9,16 +10,16 @@ import { isId } from '../../domain/ids';
 import { defaultBaseUrl, FileLinks } from '../../lib/files/links';
 import { contentDisposition } from '../../lib/files/names';
 import { parseRange } from '../../lib/files/range';
-import { findFile, openFileContent, type FileDoc } from '../../store/files';
+import { deleteFile, findFile, openFileContent, type FileDoc } from '../../store/files';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import type { GuardDeps } from '../deps';
 import type { KeyCache } from '../auth/key-cache';
-import { NotFoundError } from '../../domain/errors';
+import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
-import type { FileView } from '../contract/response-schemas';
+import type { DeletedFile, FileView } from '../contract/response-schemas';
 import { uploadFile, type UploadDeps } from '../files/upload-file';
 import { assertIdentityEncoding } from '../middleware/identity-encoding';
 import { LinkRefusedError } from './link-refused';
@@ -74,16 +75,41 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
     ctx.body = await fileView(links, doc, baseUrl(ctx), ctx.state.auth!.keyId);
   });
 
+  /** The caller's file named by the path; 404 for any other (D6). */
+  const ownFile = async (ctx: Context): Promise<FileDoc> => {
+    const { fileId } = ctx.params;
+    const doc = isId('file', fileId)
+      ? await findFile(deps.db, fileId, ctx.state.auth!.accountId)
+      : null;
+    if (!doc) throw new NotFoundError(`No file \`${fileId.slice(0, 64)}\`.`);
+    return doc;
+  };
+
   router.get(
     '/api/v1/files/:fileId',
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
-      const doc = isId('file', ctx.params.fileId)
-        ? await findFile(deps.db, ctx.params.fileId, ctx.state.auth!.accountId)
-        : null;
-      if (!doc) throw new NotFoundError(`No file \`${ctx.params.fileId.slice(0, 64)}\`.`);
-      ctx.body = await fileView(links, doc, baseUrl(ctx), ctx.state.auth!.keyId);
+      ctx.body = await fileView(links, await ownFile(ctx), baseUrl(ctx), ctx.state.auth!.keyId);
+    },
+  );
+
+  router.delete(
+    '/api/v1/files/:fileId',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      const doc = await ownFile(ctx);
+      const { source, run_id: runId } = doc.metadata;
+      // A run's file (a node's output, a URL input it copied) is part of its record: it goes with the run (D39).
+      if (source !== 'upload')
+        throw new InvalidRequestError(
+          `File \`${doc._id}\` belongs to run \`${runId}\` (${source === 'output' ? 'an output of one of its nodes' : 'a URL input it copied'}) and goes with it: delete the run (DELETE /api/v1/runs/${runId}).`,
+          { code: 'file_of_run' },
+        );
+      await deleteFile(deps.db, doc._id);
+      deps.fileQuota.changed(doc.metadata.account_id, -doc.length);
+      ctx.body = { id: doc._id, object: 'file', deleted: true } satisfies DeletedFile;
     },
   );
 

@@ -145,6 +145,9 @@ def test_upload_and_read_a_file(client: WrsClient, tmp_path) -> None:  # type: i
     assert httpx.get(uploaded["url"]).content == b"hello from python\n"  # a signed link: no key needed
     same = client.upload(b"raw bytes", name="raw.bin")
     assert same["size"] == 9
+    assert client.delete_file(same["id"]) == {"id": same["id"], "object": "file", "deleted": True}
+    with pytest.raises(NotFoundError):
+        client.get_file(same["id"])
 
 
 def test_list_runs_pages_with_a_cursor(client: WrsClient, workflows: dict) -> None:

@@ -1,7 +1,8 @@
 /**
  * Files (D19): uploads (raw and multipart, streamed into GridFS), MIME sniffing, the
  * upload limit (D10), signed links (ok, tampered, expired), range requests, file inputs checked
- * at start (a cross-account or unknown file id is a D4 input error), and D29 retention.
+ * at start (a cross-account or unknown file id is a D4 input error), D29 retention, and the
+ * storage quota of an account's uploads with the delete that makes room.
  */
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
@@ -18,7 +19,8 @@ import { sniffMime } from '../../../lib/files/sniff';
 import { sharedDevSecret } from '../../../store/settings';
 import { signedUrlAt } from '../../../lib/files/signing';
 import { parseRange } from '../../../lib/files/range';
-import { deleteFilesOlderThan, filesCollection, storeFile } from '../../../store/files';
+import { deleteFilesOlderThan, filesCollection, storeBytes, storeFile } from '../../../store/files';
+import { FileQuota } from '../../../api/files/file-quota';
 import { connectTestStore } from '../../support/store';
 import { useService } from '../../support/use-service';
 
@@ -547,6 +549,7 @@ describe('files (D19)', function () {
       const res = await call(ctx.svc.url, 'GET', '/api/v1/openapi.json');
       assert.ok(res.body.paths['/api/v1/files'].post);
       assert.ok(res.body.paths['/api/v1/files/{fileId}'].get);
+      assert.ok(res.body.paths['/api/v1/files/{fileId}'].delete);
       assert.deepEqual(res.body.paths['/files/{fileId}/content'].get.security, []);
       assert.deepEqual(Object.keys(res.body.components.schemas.File.properties).sort(), [
         'id',
@@ -591,5 +594,127 @@ describe('files (D19)', function () {
         type: 'not_found_error',
       });
     });
+  });
+});
+
+describe('files: the storage quota of uploads and their delete (D19)', function () {
+  this.timeout(60_000);
+  const KIB = 1024;
+  const ctx = useService({
+    worker: false,
+    env: { MAX_UPLOAD_BYTES: String(64 * KIB), FILE_STORAGE_MAX_BYTES: String(160 * KIB) },
+  });
+  const quotaError = {
+    status: 413,
+    type: 'invalid_request_error',
+    code: 'storage_quota_exceeded',
+  } as const;
+  const remove = (key: string, fileId: string) =>
+    call(ctx.svc.url, 'DELETE', `/api/v1/files/${fileId}`, { key });
+
+  it('refuses an upload the quota has no room for (declared and streamed, keeping nothing); a delete makes room; other accounts are not touched', async () => {
+    const { key } = await ctx.newAccount();
+    const first = await uploadRaw(ctx.svc, key, Buffer.alloc(64 * KIB, 1), { name: 'a.bin' });
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.equal((await uploadRaw(ctx.svc, key, Buffer.alloc(64 * KIB, 2))).status, 201);
+
+    const before = await storedCounts(ctx.svc);
+    const declared = await uploadRaw(ctx.svc, key, Buffer.alloc(33 * KIB, 3));
+    expectError(declared as any, {
+      ...quotaError,
+      message: [`${128 * KIB} of the ${160 * KIB} bytes`],
+    });
+    // No Content-Length: refused once it grows past the 32 KiB left.
+    const streamed = await uploadChunked(ctx.svc, key, 64 * KIB);
+    assert.equal(streamed.status, 413, JSON.stringify(streamed.body));
+    assert.equal(streamed.body.error.code, 'storage_quota_exceeded');
+    assert.deepEqual(await storedCounts(ctx.svc), before, 'nothing of the refused uploads is kept');
+
+    // What is left fits exactly; then nothing does.
+    assert.equal((await uploadRaw(ctx.svc, key, Buffer.alloc(32 * KIB, 4))).status, 201);
+    expectError((await uploadRaw(ctx.svc, key, Buffer.from('x'))) as any, quotaError);
+
+    const other = await ctx.newAccount();
+    assert.equal((await uploadRaw(ctx.svc, other.key, Buffer.alloc(64 * KIB, 5))).status, 201);
+
+    const deleted = await remove(key, first.body.id);
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    assert.deepEqual(deleted.body, { id: first.body.id, object: 'file', deleted: true });
+    expectError(await call(ctx.svc.url, 'GET', `/api/v1/files/${first.body.id}`, { key }), {
+      status: 404,
+      type: 'not_found_error',
+      code: 'not_found',
+    });
+    expectError(await call(ctx.svc.url, 'GET', first.body.url.slice(ctx.svc.url.length)), {
+      status: 404,
+      type: 'not_found_error',
+    });
+    expectError(await remove(key, first.body.id), { status: 404, type: 'not_found_error' });
+    assert.equal((await uploadRaw(ctx.svc, key, Buffer.alloc(64 * KIB, 6))).status, 201);
+  });
+
+  it("DELETE: another account's file and an unknown id are 404, a run's own file 409 file_of_run, no key 401", async () => {
+    const mine = await ctx.newAccount();
+    const other = await ctx.newAccount();
+    const theirs = await uploadRaw(ctx.svc, other.key, Buffer.from('theirs'));
+    expectError(await remove(mine.key, theirs.body.id), {
+      status: 404,
+      type: 'not_found_error',
+      code: 'not_found',
+    });
+    assert.equal(
+      (await call(ctx.svc.url, 'GET', `/api/v1/files/${theirs.body.id}`, { key: other.key }))
+        .status,
+      200,
+    );
+    expectError(await remove(mine.key, 'file_nope'), { status: 404, type: 'not_found_error' });
+    expectError(await call(ctx.svc.url, 'DELETE', `/api/v1/files/${theirs.body.id}`), {
+      status: 401,
+      type: 'authentication_error',
+      code: 'invalid_api_key',
+    });
+
+    // A node's output, as the worker stores it.
+    const output = await storeBytes(ctx.svc.store.db, Buffer.from('an answer'), {
+      accountId: mine.accountId,
+      name: 'answer.txt',
+      maxBytes: 64 * KIB,
+      source: 'output',
+      runId: 'run_01JAAAAAAAAAAAAAAAAAAAAAAA',
+    });
+    expectError(await remove(mine.key, output._id), {
+      status: 409,
+      type: 'invalid_request_error',
+      code: 'file_of_run',
+      message: ['run_01JAAAAAAAAAAAAAAAAAAAAAAA', 'DELETE /api/v1/runs/'],
+    });
+    assert.ok(await filesCollection(ctx.svc.store.db).findOne({ _id: output._id }), 'still there');
+  });
+
+  it("counts another process's uploads at once when the account is near its quota", async () => {
+    const { accountId } = await ctx.newAccount();
+    // Another API process's quota on the same store; within two uploads of the quota, so it reads every time.
+    const quota = new FileQuota(ctx.svc.store.db, {
+      storageMaxBytes: 100 * KIB,
+      maxBytes: 64 * KIB,
+    });
+    assert.deepEqual(await quota.room(accountId), { room: 100 * KIB, used: 0 });
+    const release = quota.hold(accountId, 10 * KIB); // an upload in flight here
+    await storeBytes(ctx.svc.store.db, Buffer.alloc(50 * KIB), {
+      accountId,
+      name: 'elsewhere.bin',
+      maxBytes: 64 * KIB,
+      source: 'upload',
+    });
+    await storeBytes(ctx.svc.store.db, Buffer.alloc(20 * KIB), {
+      accountId,
+      name: 'output.bin',
+      maxBytes: 64 * KIB,
+      source: 'output', // a run's file: not counted
+      runId: 'run_01JAAAAAAAAAAAAAAAAAAAAAAB',
+    });
+    assert.deepEqual(await quota.room(accountId), { room: 40 * KIB, used: 60 * KIB });
+    release();
+    assert.deepEqual(await quota.room(accountId), { room: 50 * KIB, used: 50 * KIB });
   });
 });

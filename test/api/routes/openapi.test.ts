@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { createApp } from '../../../api/app';
 import { createLogger } from '../../../api/logger';
 import { setAccountRateLimits } from '../../../store/accounts';
-import { deleteFile } from '../../../store/files';
 import { greetingWorkflow, llmWorkflow } from '../../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../../support/http';
 import { openSse } from '../../support/sse';
@@ -595,7 +594,15 @@ describe('OpenAPI document conformance (D25)', function () {
       '/api/v1/files',
       await upload('soon gone', { 'content-type': 'text/plain' }, '?name=gone.txt'),
     );
-    await deleteFile(ctx.svc.store.db, other.body.id);
+    const path = `/api/v1/files/${other.body.id}`;
+    assert.equal(
+      (await op('DELETE', '/api/v1/files/{fileId}', path, { key: ctx.key })).status,
+      200,
+    );
+    assert.equal(
+      (await op('DELETE', '/api/v1/files/{fileId}', path, { key: ctx.key })).status,
+      404,
+    );
     assert.equal((await content(other.body.url)).status, 404);
   });
 

@@ -21,6 +21,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._errors import APIError, StreamError, error_from_response
 from ._types import (
+    DeletedFile,
     DeletedRun,
     TERMINAL_EVENTS,
     TERMINAL_STATUSES,
@@ -329,6 +330,10 @@ class WrsClient(_Base):
         """A file of your account, with a fresh signed link."""
         return cast(File, self._json("GET", _path("files", file_id)))
 
+    def delete_file(self, file_id: str) -> DeletedFile:
+        """Deletes an upload (D19), freeing its room in the storage quota; its links are 404 after."""
+        return cast(DeletedFile, self._json("DELETE", _path("files", file_id)))
+
     def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
         """A published workflow's contract: its inputs (with a JSON Schema) and outputs."""
         return cast(WorkflowContract, self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))
@@ -486,6 +491,9 @@ class AsyncWrsClient(_Base):
 
     async def get_file(self, file_id: str) -> File:
         return cast(File, await self._json("GET", _path("files", file_id)))
+
+    async def delete_file(self, file_id: str) -> DeletedFile:
+        return cast(DeletedFile, await self._json("DELETE", _path("files", file_id)))
 
     async def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
         return cast(WorkflowContract, await self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))

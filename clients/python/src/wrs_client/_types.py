@@ -86,6 +86,14 @@ class DeletedRun(TypedDict):
     deleted: bool
 
 
+class DeletedFile(TypedDict):
+    """The answer of `DELETE /api/v1/files/{file_id}` (D19)."""
+
+    id: str
+    object: str
+    deleted: bool
+
+
 class AsyncStart(TypedDict):
     """The 202 answer of a start."""
 

@@ -1,0 +1,82 @@
+/**
+ * D19: the storage quota of uploads. The bytes an account's uploaded files hold at once are
+ * bounded (FILE_STORAGE_MAX_BYTES), so one tenant cannot fill the storage every tenant shares;
+ * deleting files (DELETE /api/v1/files/{fileId}) or their expiry (D29) makes room again.
+ *
+ * What an account holds is a store aggregate (a scan of the files on FerretDB), so each process
+ * remembers it: asked again after STALE_MS, and on every upload once what is left is within two
+ * uploads of the limit, where a remembered sum could decide wrongly. Uploads in flight in this
+ * process hold the length they declared. Other processes' uploads of the last STALE_MS, and
+ * uploads without a declared length, can take an account past its quota by at most what they
+ * carry: the quota bounds the storage, it is not a ledger (D17's credits are).
+ */
+import type { Db } from 'mongodb';
+import { uploadedBytes } from '../../store/files';
+
+/** How long a process trusts the sum it read while the account is far from its quota. */
+export const STALE_MS = 30_000;
+/** Accounts remembered per process (a few dozen bytes each). */
+const MAX_ACCOUNTS = 10_000;
+
+export interface QuotaRoom {
+  /** Bytes the next upload may have. */
+  room: number;
+  /** Bytes the account's uploads hold, with those in flight here. */
+  used: number;
+}
+
+export class FileQuota {
+  private readonly known = new Map<string, { bytes: number; at: number }>();
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly limits: { storageMaxBytes: number; maxBytes: number },
+    private readonly staleMs = STALE_MS,
+  ) {}
+
+  /** The quota, for messages. */
+  get maxBytes(): number {
+    return this.limits.storageMaxBytes;
+  }
+
+  /** What the account's next upload may hold. */
+  async room(accountId: string): Promise<QuotaRoom> {
+    const pending = this.inFlight.get(accountId) ?? 0;
+    let known = this.known.get(accountId);
+    const near = (bytes: number) =>
+      this.limits.storageMaxBytes - bytes - pending < 2 * this.limits.maxBytes;
+    if (!known || Date.now() - known.at > this.staleMs || near(known.bytes)) {
+      known = { bytes: await uploadedBytes(this.db, accountId), at: Date.now() };
+      this.remember(accountId, known);
+    }
+    const used = known.bytes + pending;
+    return { room: Math.max(0, this.limits.storageMaxBytes - used), used };
+  }
+
+  /** Holds `bytes` for an upload in flight (its declared length); the answer gives them back. */
+  hold(accountId: string, bytes: number): () => void {
+    if (bytes <= 0) return () => undefined;
+    this.inFlight.set(accountId, (this.inFlight.get(accountId) ?? 0) + bytes);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.inFlight.get(accountId) ?? 0) - bytes;
+      if (left > 0) this.inFlight.set(accountId, left);
+      else this.inFlight.delete(accountId);
+    };
+  }
+
+  /** An upload stored (`bytes` > 0) or deleted (< 0): the remembered sum follows at once. */
+  changed(accountId: string, bytes: number): void {
+    const known = this.known.get(accountId);
+    if (known) known.bytes = Math.max(0, known.bytes + bytes);
+  }
+
+  private remember(accountId: string, entry: { bytes: number; at: number }): void {
+    this.known.delete(accountId);
+    this.known.set(accountId, entry);
+    if (this.known.size > MAX_ACCOUNTS) this.known.delete(this.known.keys().next().value!);
+  }
+}
