@@ -198,6 +198,26 @@ export function findFile(db: Db, fileId: string, accountId?: string): Promise<Fi
   );
 }
 
+/**
+ * D19: one page of the account's uploads, newest first (ids sort by creation time, D5): up to
+ * `limit + 1`, the one more telling whether another page follows.
+ */
+export function uploadPage(
+  db: Db,
+  accountId: string,
+  opts: { limit: number; startingAfter?: string },
+): Promise<FileDoc[]> {
+  return filesCollection(db)
+    .find({
+      'metadata.account_id': accountId,
+      'metadata.source': 'upload',
+      ...(opts.startingAfter ? { _id: { $lt: opts.startingAfter } } : {}),
+    })
+    .sort({ _id: -1 })
+    .limit(opts.limit + 1)
+    .toArray();
+}
+
 /** The ids among `fileIds` that `accountId` owns. */
 export async function ownedFileIds(
   db: Db,

@@ -38,6 +38,7 @@ import {
   AsyncStartResponseSchema,
   ContractQuerySchema,
   ListRunsQueryFieldsSchema,
+  ListFilesQuerySchema,
   ListWorkflowsQuerySchema,
   OutputItemsQuerySchema,
   RerunRequestSchema,
@@ -49,6 +50,7 @@ import {
   DeletedFileSchema,
   DeletedRunSchema,
   ErrorEnvelopeSchema,
+  FileListSchema,
   FileSchema,
   OutputItemListSchema,
   PublishResponseSchema,
@@ -335,6 +337,16 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
     },
   },
   '/api/v1/files': {
+    get: {
+      operationId: 'listFiles',
+      summary:
+        'List your uploads, newest first, with fresh signed links: what counts against the storage quota (D19)',
+      requestParams: { query: ListFilesQuerySchema },
+      responses: {
+        '200': json(FileListSchema, 'A page of files.', true),
+        ...errors(400, 401, 429, 500, 503),
+      },
+    },
     post: {
       operationId: 'uploadFile',
       summary:

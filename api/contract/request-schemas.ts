@@ -252,6 +252,19 @@ export const ListWorkflowsQuerySchema = z
   .strict();
 export type ListWorkflowsQuery = z.infer<typeof ListWorkflowsQuerySchema>;
 
+/** D19: the query of GET /api/v1/files. */
+export const ListFilesQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: z
+      .string()
+      .regex(/^file_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a file id')
+      .optional()
+      .describe('Return files uploaded before this one.'),
+  })
+  .strict();
+export type ListFilesQuery = z.infer<typeof ListFilesQuerySchema>;
+
 /** D24: the query of GET /api/v1/workflows/{workflowId}. */
 export const ContractQuerySchema = z
   .object({

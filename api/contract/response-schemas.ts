@@ -56,6 +56,7 @@ export const FileSchema = z.object({
     .string()
     .describe('Sniffed from the bytes, not taken from the upload’s Content-Type.'),
   size: z.int().min(0).describe('Bytes.'),
+  created_at: dateTime,
   url: z.string().meta({
     format: 'uri',
     description: 'Signed link to the content; expires (FILE_URL_TTL_SECONDS, default 7 days).',
@@ -83,6 +84,10 @@ export const DeletedRunSchema = z.object({
   deleted: z.literal(true),
 });
 export type DeletedRun = z.infer<typeof DeletedRunSchema>;
+
+/** D19: a page of the caller's uploads. */
+export const FileListSchema = listOf(FileSchema);
+export type FileList = z.infer<typeof FileListSchema>;
 
 /** D19: the answer of DELETE /api/v1/files/{fileId}. */
 export const DeletedFileSchema = z.object({

@@ -1,5 +1,6 @@
 /**
- * Files (D19): POST /api/v1/files uploads, GET /api/v1/files/{fileId} re-issues a link, DELETE
+ * Files (D19): POST /api/v1/files uploads, GET /api/v1/files lists the caller's uploads,
+ * GET /api/v1/files/{fileId} re-issues a link, DELETE
  * /api/v1/files/{fileId} removes an upload (its room in the quota with it), and
  * GET /files/{fileId}/content serves the bytes to whoever holds a signed link, without an
  * Authorization header (so `<img src>` and `<video src>` work in a browser).
@@ -10,7 +11,7 @@ import { isId } from '../../domain/ids';
 import { defaultBaseUrl, FileLinks } from '../../lib/files/links';
 import { contentDisposition } from '../../lib/files/names';
 import { parseRange } from '../../lib/files/range';
-import { deleteFile, findFile, openFileContent, type FileDoc } from '../../store/files';
+import { deleteFile, findFile, openFileContent, uploadPage, type FileDoc } from '../../store/files';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import type { GuardDeps } from '../deps';
@@ -19,7 +20,8 @@ import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
-import type { DeletedFile, FileView } from '../contract/response-schemas';
+import type { DeletedFile, FileList, FileView } from '../contract/response-schemas';
+import { ListFilesQuerySchema, parseRequest } from '../contract/request-schemas';
 import { uploadFile, type UploadDeps } from '../files/upload-file';
 import { assertIdentityEncoding } from '../middleware/identity-encoding';
 import { LinkRefusedError } from './link-refused';
@@ -36,6 +38,7 @@ async function fileView(
     name: doc.metadata.name,
     mime_type: doc.metadata.mime_type,
     size: doc.length,
+    created_at: doc.metadata.created_at.toISOString(),
     url: await links.url(doc._id, baseUrl, keyId),
   };
 }
@@ -73,6 +76,20 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
     });
     ctx.status = 201;
     ctx.body = await fileView(links, doc, baseUrl(ctx), ctx.state.auth!.keyId);
+  });
+
+  router.get('/api/v1/files', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
+    const { limit, starting_after } = parseRequest(ListFilesQuerySchema, ctx.query, 'query');
+    const { accountId, keyId } = ctx.state.auth!;
+    const docs = await uploadPage(deps.db, accountId, { limit, startingAfter: starting_after });
+    const page = docs.slice(0, limit);
+    ctx.body = {
+      object: 'list',
+      data: await Promise.all(page.map((doc) => fileView(links, doc, baseUrl(ctx), keyId))),
+      first_id: page[0]?._id ?? null,
+      last_id: page.at(-1)?._id ?? null,
+      has_more: docs.length > limit,
+    } satisfies FileList;
   });
 
   /** The caller's file named by the path; 404 for any other (D6). */

@@ -231,7 +231,10 @@ describe('reliability: fuzzing every route never takes the API process down', fu
       ['GET', `/api/v1/runs/${runId}/stream`, auth],
       ['POST', `/api/v1/runs/${runId}/stream-link`, json],
       ['POST', '/api/v1/files', auth],
+      ['GET', '/api/v1/files', auth],
       ['GET', `/api/v1/files/${fileId}`, auth],
+      // D19: an id of no file, so the fuzzing deletes nothing the other routes read.
+      ['DELETE', '/api/v1/files/file_01J00000000000000000000000', auth],
       ['GET', fileLink, {}],
       ['GET', streamLink, {}],
       ['POST', '/codec/decode', json],

@@ -145,6 +145,9 @@ def test_upload_and_read_a_file(client: WrsClient, tmp_path) -> None:  # type: i
     assert httpx.get(uploaded["url"]).content == b"hello from python\n"  # a signed link: no key needed
     same = client.upload(b"raw bytes", name="raw.bin")
     assert same["size"] == 9
+    page = client.list_files(limit=1)
+    assert [f["id"] for f in page["data"]] == [same["id"]] and page["has_more"] is True
+    assert client.list_files(starting_after=same["id"])["data"][0]["id"] == uploaded["id"]
     assert client.delete_file(same["id"]) == {"id": same["id"], "object": "file", "deleted": True}
     with pytest.raises(NotFoundError):
         client.get_file(same["id"])

@@ -178,7 +178,14 @@ describe('files (D19)', function () {
       });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       assertCors(res as any);
-      assert.deepEqual(Object.keys(res.body).sort(), ['id', 'mime_type', 'name', 'size', 'url']);
+      assert.deepEqual(Object.keys(res.body).sort(), [
+        'created_at',
+        'id',
+        'mime_type',
+        'name',
+        'size',
+        'url',
+      ]);
       assert.ok(isId('file', res.body.id), res.body.id);
       assert.equal(res.body.name, 'pixel.png');
       assert.equal(res.body.mime_type, 'image/png');
@@ -552,6 +559,7 @@ describe('files (D19)', function () {
       assert.ok(res.body.paths['/api/v1/files/{fileId}'].delete);
       assert.deepEqual(res.body.paths['/files/{fileId}/content'].get.security, []);
       assert.deepEqual(Object.keys(res.body.components.schemas.File.properties).sort(), [
+        'created_at',
         'id',
         'mime_type',
         'name',
@@ -689,6 +697,53 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
       message: ['run_01JAAAAAAAAAAAAAAAAAAAAAAA', 'DELETE /api/v1/runs/'],
     });
     assert.ok(await filesCollection(ctx.svc.store.db).findOne({ _id: output._id }), 'still there');
+  });
+
+  it("GET /api/v1/files lists the caller's uploads newest first, a page at a time, without a run's files or other accounts'", async () => {
+    const mine = await ctx.newAccount();
+    const other = await ctx.newAccount();
+    const ids: string[] = [];
+    for (const name of ['one.txt', 'two.txt', 'three.txt']) {
+      const res = await uploadRaw(ctx.svc, mine.key, Buffer.from(name), { name });
+      ids.push(res.body.id);
+    }
+    await uploadRaw(ctx.svc, other.key, Buffer.from('theirs'));
+    await storeBytes(ctx.svc.store.db, Buffer.from('an answer'), {
+      accountId: mine.accountId,
+      name: 'answer.txt',
+      maxBytes: 64 * KIB,
+      source: 'output',
+      runId: 'run_01JAAAAAAAAAAAAAAAAAAAAAAC',
+    });
+    const list = (query: string) =>
+      call(ctx.svc.url, 'GET', `/api/v1/files${query}`, { key: mine.key });
+
+    const first = await list('?limit=2');
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(
+      first.body.data.map((f: any) => f.name),
+      ['three.txt', 'two.txt'],
+    );
+    assert.deepEqual(
+      [first.body.object, first.body.first_id, first.body.last_id, first.body.has_more],
+      ['list', ids[2], ids[1], true],
+    );
+    const file = first.body.data[0];
+    assert.equal(file.size, 'three.txt'.length);
+    assert.ok(Date.parse(file.created_at) <= Date.now());
+    assert.equal(await (await fetch(file.url)).text(), 'three.txt', 'each with a working link');
+
+    const rest = await list(`?limit=2&starting_after=${first.body.last_id}`);
+    assert.deepEqual(
+      rest.body.data.map((f: any) => f.id),
+      [ids[0]],
+    );
+    assert.equal(rest.body.has_more, false);
+    expectError(await list('?starting_after=run_01JAAAAAAAAAAAAAAAAAAAAAAC'), {
+      status: 400,
+      type: 'invalid_request_error',
+      param: 'starting_after',
+    });
   });
 
   it("counts another process's uploads at once when the account is near its quota", async () => {

@@ -594,6 +594,12 @@ describe('OpenAPI document conformance (D25)', function () {
       '/api/v1/files',
       await upload('soon gone', { 'content-type': 'text/plain' }, '?name=gone.txt'),
     );
+    const listed = await op('GET', '/api/v1/files', '/api/v1/files?limit=1', { key: ctx.key });
+    assert.deepEqual(listed.body.data[0].id, other.body.id);
+    assert.equal(
+      (await op('GET', '/api/v1/files', '/api/v1/files?limit=0', { key: ctx.key })).status,
+      400,
+    );
     const path = `/api/v1/files/${other.body.id}`;
     assert.equal(
       (await op('DELETE', '/api/v1/files/{fileId}', path, { key: ctx.key })).status,

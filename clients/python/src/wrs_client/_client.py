@@ -330,6 +330,10 @@ class WrsClient(_Base):
         """A file of your account, with a fresh signed link."""
         return cast(File, self._json("GET", _path("files", file_id)))
 
+    def list_files(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None) -> "Page[File]":
+        """One page of your uploads, newest first (what counts against the storage quota)."""
+        return cast("Page[File]", self._json("GET", _path("files"), params=_query(limit=limit, starting_after=starting_after)))
+
     def delete_file(self, file_id: str) -> DeletedFile:
         """Deletes an upload (D19), freeing its room in the storage quota; its links are 404 after."""
         return cast(DeletedFile, self._json("DELETE", _path("files", file_id)))
@@ -491,6 +495,9 @@ class AsyncWrsClient(_Base):
 
     async def get_file(self, file_id: str) -> File:
         return cast(File, await self._json("GET", _path("files", file_id)))
+
+    async def list_files(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None) -> "Page[File]":
+        return cast("Page[File]", await self._json("GET", _path("files"), params=_query(limit=limit, starting_after=starting_after)))
 
     async def delete_file(self, file_id: str) -> DeletedFile:
         return cast(DeletedFile, await self._json("DELETE", _path("files", file_id)))

@@ -121,6 +121,7 @@ class File(TypedDict):
     name: str
     mime_type: str
     size: int
+    created_at: str
     url: str
 
 
