@@ -4,13 +4,23 @@
  * reconnect with GET /runs/{id}/stream and Last-Event-ID — never repeat the POST.
  */
 import type { AsyncStartResponse, StartRequest } from '../../api/contract/request-schemas';
-import type { DeletedRun, OutputItemList, StreamLink } from '../../api/contract/response-schemas';
+import type {
+  DeletedFile,
+  DeletedRun,
+  FileList,
+  FileView,
+  OutputItemList,
+  StreamLink,
+} from '../../api/contract/response-schemas';
 import type { RunView } from '../../domain/run-view';
 import { isTerminal, isTerminalEvent, type OutputItem, type StreamEvent } from '../../domain/run';
 
 export type {
   AsyncStartResponse,
+  DeletedFile,
   DeletedRun,
+  FileList,
+  FileView as File,
   OutputItem,
   OutputItemList,
   RunView as Run,
@@ -179,20 +189,52 @@ export class WrsClient {
     return this.json('DELETE', `/api/v1/runs/${encodeURIComponent(runId)}`);
   }
 
+  /**
+   * D19: uploads a file as the raw body (a browser's `File` or any Blob, bytes or text; in Node
+   * `fs.openAsBlob(path)` streams one from disk). The service sniffs its type; give the `id` as
+   * a file, image or video input, or a `json` input of rows (D35).
+   */
+  upload(
+    content: Blob | ArrayBuffer | Uint8Array | string,
+    opts: { name?: string } = {},
+  ): Promise<FileView> {
+    // A browser's File carries its name (`File` is global in browsers and Node 20+).
+    const name =
+      opts.name ??
+      (typeof File !== 'undefined' && content instanceof File ? content.name : undefined);
+    return this.json(
+      'POST',
+      `/api/v1/files${name ? `?name=${encodeURIComponent(name)}` : ''}`,
+      undefined,
+      { 'content-type': 'application/octet-stream' },
+      content,
+    );
+  }
+
+  /** D19: a file of your account with a fresh signed link. */
+  getFile(fileId: string): Promise<FileView> {
+    return this.json('GET', `/api/v1/files/${encodeURIComponent(fileId)}`);
+  }
+
+  /** D19: one page of your uploads, newest first. */
+  listFiles(query: { limit?: number; starting_after?: string } = {}): Promise<FileList> {
+    return this.json('GET', `/api/v1/files${queryString(query)}`);
+  }
+
+  /** D19: deletes an upload, freeing its room in the storage quota; a run's own file goes with its run. */
+  deleteFile(fileId: string): Promise<DeletedFile> {
+    return this.json('DELETE', `/api/v1/files/${encodeURIComponent(fileId)}`);
+  }
+
   /** D31: one page of a run's output `key` (live or finished), in output order. */
   listItems(
     runId: string,
     key: string,
     query: { limit?: number; starting_after?: string } = {},
   ): Promise<OutputItemList> {
-    const params = new URLSearchParams(
-      Object.entries(query)
-        .filter(([, v]) => v !== undefined)
-        .map(([k, v]): [string, string] => [k, String(v)]),
-    );
     return this.json(
       'GET',
-      `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${params.size ? `?${params}` : ''}`,
+      `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${queryString(query)}`,
     );
   }
 
@@ -361,17 +403,20 @@ export class WrsClient {
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
+    raw?: RequestInit['body'],
   ): Promise<T> {
-    const res = await this.request(method, path, body, headers);
+    const res = await this.request(method, path, body, headers, undefined, raw);
     return (await res.json()) as T;
   }
 
+  /** Sends `body` as JSON, or `raw` as it is (an upload). */
   private async request(
     method: string,
     path: string,
     body?: unknown,
     headers: Record<string, string> = {},
     signal?: AbortSignal,
+    raw?: RequestInit['body'],
   ): Promise<Response> {
     const res = await this.fetchFn(this.base + path, {
       method,
@@ -381,7 +426,7 @@ export class WrsClient {
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
     });
     if (!res.ok) {
       const envelope = (await res.json().catch(() => null)) as {
@@ -400,6 +445,16 @@ export class WrsClient {
     }
     return res;
   }
+}
+
+/** `?a=1&b=2` of the defined values, or nothing. */
+function queryString(query: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams(
+    Object.entries(query)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]): [string, string] => [k, String(v)]),
+  );
+  return params.size ? `?${params}` : '';
 }
 
 /** Parses an SSE body into events (and 'DONE' for the terminator), skipping comments. */

@@ -1,6 +1,10 @@
-// The typed client — start, get, cancel, wait(), and stream() surviving a forced disconnect.
+// The typed client — start, get, cancel, wait(), files, and stream() surviving a forced disconnect.
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { openAsBlob } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { WrsApiError, WrsClient, type StreamEvent } from '../../clients/typescript';
 import { call } from '../support/http';
@@ -108,6 +112,38 @@ describe('typed client', function () {
       client.start({ workflowId: 'nope' }),
       (err: WrsApiError) => err.status === 404 && err.code === 'published_workflow_not_found',
     );
+  });
+
+  it('uploads (bytes, a Blob, a file from disk), reads, lists and deletes files (D19)', async () => {
+    const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wrs-client-'));
+    const onDisk = path.join(dir, 'rows.jsonl');
+    await fs.writeFile(onDisk, '{"q":1}\n{"q":2}\n');
+    const fromDisk = await client.upload(await openAsBlob(onDisk), { name: 'rows.jsonl' });
+    const bytes = await client.upload(new TextEncoder().encode('hello'), { name: 'hello.txt' });
+    const blob = await client.upload(new File(['a file'], 'picked.txt'));
+    assert.deepEqual(
+      [fromDisk.size, bytes.size, blob.name, blob.mime_type],
+      [16, 5, 'picked.txt', 'text/plain'],
+    );
+    assert.equal(await (await fetch(bytes.url)).text(), 'hello');
+    assert.equal((await client.getFile(fromDisk.id)).name, 'rows.jsonl');
+    const page = await client.listFiles({ limit: 2 });
+    assert.deepEqual(
+      page.data.map((f) => f.id),
+      [blob.id, bytes.id],
+    );
+    assert.equal(page.has_more, true);
+    assert.deepEqual(await client.deleteFile(bytes.id), {
+      id: bytes.id,
+      object: 'file',
+      deleted: true,
+    });
+    await assert.rejects(
+      client.getFile(bytes.id),
+      (err: WrsApiError) => err.status === 404 && err.code === 'not_found',
+    );
+    await fs.rm(dir, { recursive: true });
   });
 
   it('starts with a priority (D36); one that is not low, normal or high is 400 naming the field', async () => {
