@@ -82,8 +82,17 @@ function chunksCollection(db: Db) {
 function ensureIndexes(db: Db): Promise<unknown> {
   let done = indexed.get(db);
   if (!done) {
-    done = filesCollection(db)
+    const files = filesCollection(db);
+    // One at a time: FerretDB 1.24 drops the connection when createIndexes races another's (store/db.ts).
+    done = files
       .createIndex({ 'metadata.created_at': 1 }, { name: 'created_at' })
+      .then(() =>
+        // An account's uploads, newest first: the list and the quota's sum (uploadPage, uploadedBytes).
+        files.createIndex(
+          { 'metadata.account_id': 1, 'metadata.source': 1, _id: -1 },
+          { name: 'account_uploads' },
+        ),
+      )
       .catch((err: unknown) => {
         indexed.delete(db);
         throw err;

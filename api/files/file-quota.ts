@@ -3,18 +3,22 @@
  * bounded (FILE_STORAGE_MAX_BYTES), so one tenant cannot fill the storage every tenant shares;
  * deleting files (DELETE /api/v1/files/{fileId}) or their expiry (D29) makes room again.
  *
- * What an account holds is a store aggregate (a scan of the files on FerretDB), so each process
- * remembers it: asked again after STALE_MS, and on every upload once what is left is within two
- * uploads of the limit, where a remembered sum could decide wrongly. Uploads in flight in this
- * process hold the length they declared. Other processes' uploads of the last STALE_MS, and
- * uploads without a declared length, can take an account past its quota by at most what they
- * carry: the quota bounds the storage, it is not a ledger (D17's credits are).
+ * What an account holds is a store aggregate (an index range on MongoDB, a scan of every file on
+ * FerretDB), so each process remembers it and adds its own uploads and deletes: it asks the store
+ * again after STALE_MS, and after NEAR_MS once what is left is within two uploads of the limit,
+ * where another process's uploads could decide. So an account near its quota costs the store at
+ * most one sum a second per API process, however fast it uploads. Uploads in flight in this
+ * process hold the length they declared. Other processes' uploads of the last second (30 s far
+ * from the quota), and uploads without a declared length, can take an account past its quota by
+ * at most what they carry: the quota bounds the storage, it is not a ledger (D17's credits are).
  */
 import type { Db } from 'mongodb';
 import { uploadedBytes } from '../../store/files';
 
 /** How long a process trusts the sum it read while the account is far from its quota. */
 export const STALE_MS = 30_000;
+/** The same within two uploads of the quota. */
+export const NEAR_MS = 1_000;
 /** Accounts remembered per process (a few dozen bytes each). */
 const MAX_ACCOUNTS = 10_000;
 
@@ -32,7 +36,7 @@ export class FileQuota {
   constructor(
     private readonly db: Db,
     private readonly limits: { storageMaxBytes: number; maxBytes: number },
-    private readonly staleMs = STALE_MS,
+    private readonly timing = { staleMs: STALE_MS, nearMs: NEAR_MS },
   ) {}
 
   /** The quota, for messages. */
@@ -44,9 +48,7 @@ export class FileQuota {
   async room(accountId: string): Promise<QuotaRoom> {
     const pending = this.inFlight.get(accountId) ?? 0;
     let known = this.known.get(accountId);
-    const near = (bytes: number) =>
-      this.limits.storageMaxBytes - bytes - pending < 2 * this.limits.maxBytes;
-    if (!known || Date.now() - known.at > this.staleMs || near(known.bytes)) {
+    if (!known || Date.now() - known.at >= this.trustMs(known.bytes + pending)) {
       known = { bytes: await uploadedBytes(this.db, accountId), at: Date.now() };
       this.remember(accountId, known);
     }
@@ -72,6 +74,12 @@ export class FileQuota {
   changed(accountId: string, bytes: number): void {
     const known = this.known.get(accountId);
     if (known) known.bytes = Math.max(0, known.bytes + bytes);
+  }
+
+  /** How long a sum is trusted: shorter within two uploads of the quota, where others' uploads could decide. */
+  private trustMs(used: number): number {
+    const near = this.limits.storageMaxBytes - used < 2 * this.limits.maxBytes;
+    return near ? this.timing.nearMs : this.timing.staleMs;
   }
 
   private remember(accountId: string, entry: { bytes: number; at: number }): void {

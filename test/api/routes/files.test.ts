@@ -748,11 +748,13 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
 
   it("counts another process's uploads at once when the account is near its quota", async () => {
     const { accountId } = await ctx.newAccount();
-    // Another API process's quota on the same store; within two uploads of the quota, so it reads every time.
-    const quota = new FileQuota(ctx.svc.store.db, {
-      storageMaxBytes: 100 * KIB,
-      maxBytes: 64 * KIB,
-    });
+    // Another API process's quota on the same store, within two uploads of the quota, where it
+    // asks the store again after NEAR_MS (0 here); far from it, it would trust its sum for 30 s.
+    const quota = new FileQuota(
+      ctx.svc.store.db,
+      { storageMaxBytes: 100 * KIB, maxBytes: 64 * KIB },
+      { staleMs: 60_000, nearMs: 0 },
+    );
     assert.deepEqual(await quota.room(accountId), { room: 100 * KIB, used: 0 });
     const release = quota.hold(accountId, 10 * KIB); // an upload in flight here
     await storeBytes(ctx.svc.store.db, Buffer.alloc(50 * KIB), {
