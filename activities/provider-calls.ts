@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { priorityOfKey } from '../domain/run-priority';
 import type { Collections } from '../store/db';
-import { providerCallCap } from '../store/accounts';
+import { accountCap } from '../store/accounts';
 import { CallScheduler } from './call-scheduler';
 import { governCalls } from './load-governor';
 import type { RowExecutors } from './node-chunk';
@@ -49,7 +49,7 @@ class AccountCaps {
     if (known && Date.now() - known.at < CAP_REFRESH_MS) return;
     let pending = this.loading.get(accountId);
     if (!pending) {
-      pending = providerCallCap(this.collections, accountId)
+      pending = accountCap(this.collections, accountId, 'max_provider_calls')
         .then((cap) => void this.caps.set(accountId, { cap, at: Date.now() }))
         .catch(() => void this.caps.set(accountId, { cap: known?.cap ?? null, at: Date.now() }))
         .finally(() => this.loading.delete(accountId));

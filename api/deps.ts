@@ -90,7 +90,7 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     runWrites: appDeps.runWrites ?? new RunWrites(appDeps.collections),
     // Open streams per key in this process (docs/api.md "Connections").
     streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
-    fileQuota: appDeps.fileQuota ?? new FileQuota(appDeps.db, appDeps.config.files),
+    fileQuota: appDeps.fileQuota ?? new FileQuota(appDeps, appDeps.config.files),
     drain: appDeps.drain ?? new Drain(),
   };
 }

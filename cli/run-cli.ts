@@ -47,6 +47,9 @@ Accounts
                                                 \`default\` returns one to the service default
   accounts provider-calls ACCOUNT_ID [--max N]  the account's provider calls in flight at most per worker (D36);
                                                 \`default\` returns it to ACCOUNT_MAX_PROVIDER_CALLS
+  accounts file-storage ACCOUNT_ID [--max BYTES]
+                                                what the account's uploads may hold at once (D19);
+                                                \`default\` returns it to FILE_STORAGE_MAX_BYTES
   accounts webhook-secret ACCOUNT_ID [--rotate]
                                                 the secret that signs the account's webhooks (D20);
                                                 --rotate replaces it (deliveries still retrying use the new one)

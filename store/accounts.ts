@@ -150,25 +150,30 @@ export async function setAccountRateLimits(
   return limits;
 }
 
-/** D36: the account's own cap of concurrent provider calls, or null (the operator's default applies). */
-export async function providerCallCap(
+/**
+ * An account's own caps, set by operators (`wrs accounts ...`): its provider calls in flight per
+ * worker (D36) and what its uploads may hold (D19). Null: the operator's default applies.
+ */
+export type AccountCap = 'max_provider_calls' | 'max_file_storage_bytes';
+
+/** The account's own value of `cap`, or null (the operator's default applies). */
+export async function accountCap(
   c: Pick<Collections, 'accounts'>,
   accountId: string,
+  cap: AccountCap,
 ): Promise<number | null> {
-  const account = await c.accounts.findOne(
-    { _id: accountId },
-    { projection: { max_provider_calls: 1 } },
-  );
-  return account?.max_provider_calls ?? null;
+  const account = await c.accounts.findOne({ _id: accountId }, { projection: { [cap]: 1 } });
+  return account?.[cap] ?? null;
 }
 
-/** D36: sets (a number) or clears (null: back to the operator's default) the account's cap of concurrent provider calls. */
-export async function setProviderCallCap(
+/** Sets (a number) or clears (null: back to the operator's default) the account's own `cap`. */
+export async function setAccountCap(
   c: Pick<Collections, 'accounts'>,
   accountId: string,
-  cap: number | null,
+  cap: AccountCap,
+  value: number | null,
 ): Promise<void> {
-  const res = await c.accounts.updateOne({ _id: accountId }, { $set: { max_provider_calls: cap } });
+  const res = await c.accounts.updateOne({ _id: accountId }, { $set: { [cap]: value } });
   if (res.matchedCount !== 1) throw new Error(`no account ${accountId}`);
 }
 

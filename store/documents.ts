@@ -17,6 +17,8 @@ export interface AccountDoc {
   webhook_secret?: string;
   /** D36: the account's provider calls in flight at most per worker process; absent: the operator's default. */
   max_provider_calls?: number | null;
+  /** D19: what the account's uploads may hold at once, in bytes; absent: the operator's default. */
+  max_file_storage_bytes?: number | null;
   created_at: Date;
 }
 

@@ -62,8 +62,8 @@ export async function uploadFile(
   const limit = deps.config.files.maxBytes;
   const declared = Number(req.headers['content-length'] ?? '0');
   if (declared > limit) throw uploadTooLarge(limit); // refused before a byte is read
-  const { room, used } = await deps.fileQuota.room(opts.accountId);
-  if (room === 0 || declared > room) throw storageQuotaExceeded(used, deps.fileQuota.maxBytes);
+  const { room, used, quota } = await deps.fileQuota.room(opts.accountId);
+  if (room === 0 || declared > room) throw storageQuotaExceeded(used, quota);
   const queryName = cleanFileName(typeof opts.queryName === 'string' ? opts.queryName : undefined);
   const store = (source: AsyncIterable<Uint8Array>, partName?: string) =>
     storeFile(deps.db, source, {
@@ -81,9 +81,7 @@ export async function uploadFile(
       : await store(req);
   } catch (err) {
     if (err instanceof FileTooLargeError)
-      throw room < limit
-        ? storageQuotaExceeded(used, deps.fileQuota.maxBytes)
-        : uploadTooLarge(limit);
+      throw room < limit ? storageQuotaExceeded(used, quota) : uploadTooLarge(limit);
     if (interrupted(err))
       throw new InvalidRequestError('The upload was interrupted.', { code: 'upload_interrupted' });
     throw err;

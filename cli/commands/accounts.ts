@@ -1,11 +1,12 @@
-/** The `accounts` commands: create, show, rate limits (D16), the provider-call cap (D36) and the webhook signing secret (D20). */
+/** The `accounts` commands: create, show, rate limits (D16), the provider-call cap (D36), the storage of uploads (D19) and the webhook signing secret (D20). */
 import type { AccountDoc } from '../../store/documents';
+import type { AccountCap } from '../../store/accounts';
 import {
   countLiveKeys,
   createAccount,
   rotateWebhookSecret,
   setAccountRateLimits,
-  setProviderCallCap,
+  setAccountCap,
   webhookSecret,
 } from '../../store/accounts';
 import { accountBalance } from '../../store/ledger';
@@ -34,7 +35,17 @@ export const accountCommands: Command[] = [
     words: ['accounts', 'provider-calls'],
     args: ['ACCOUNT_ID'],
     options: ['max'],
-    run: accountsProviderCalls,
+    run: capCommand('max_provider_calls', (cap) =>
+      cap === null ? 'the default cap of provider calls' : `at most ${cap} provider calls`,
+    ),
+  },
+  {
+    words: ['accounts', 'file-storage'],
+    args: ['ACCOUNT_ID'],
+    options: ['max'],
+    run: capCommand('max_file_storage_bytes', (cap) =>
+      cap === null ? 'uploads within the default quota' : `uploads within ${cap} bytes`,
+    ),
   },
   {
     words: ['accounts', 'webhook-secret'],
@@ -51,6 +62,7 @@ function accountJson(a: AccountDoc, balanceUsd: number) {
     balance_usd: balanceUsd,
     rate_limits: a.rate_limits ?? null,
     max_provider_calls: a.max_provider_calls ?? null,
+    max_file_storage_bytes: a.max_file_storage_bytes ?? null,
     created_at: a.created_at,
   };
 }
@@ -102,6 +114,7 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
         ['balance', formatUsd(balance)],
         ['rate limits', formatLimits(account.rate_limits)],
         ['provider calls', String(account.max_provider_calls ?? 'default')],
+        ['upload storage', String(account.max_file_storage_bytes ?? 'default')],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
       ]).join('\n'),
@@ -141,21 +154,24 @@ async function accountsLimits(ctx: CommandContext): Promise<number> {
  * D36: the account's provider calls in flight at most, per worker process (`--max N`, or
  * `--max default` for the operator's ACCOUNT_MAX_PROVIDER_CALLS). Workers read it within 5 s.
  */
-async function accountsProviderCalls(ctx: CommandContext): Promise<number> {
-  const text = ctx.values.max === undefined ? undefined : String(ctx.values.max).trim();
-  const c = await ctx.collections();
-  const account = await requireAccount(c, ctx.args[0]);
-  let cap = account.max_provider_calls ?? null;
-  if (text !== undefined) {
-    cap = text === 'default' ? null : parsePositiveInt(text, '--max');
-    await setProviderCallCap(c, account._id, cap);
-  }
-  if (ctx.json) printJson(ctx, { account_id: account._id, max_provider_calls: cap });
-  else
-    ctx.out(
-      `Account ${account._id}: ${cap === null ? 'the default cap' : `at most ${cap}`} provider calls at once per worker`,
-    );
-  return EXIT_OK;
+/**
+ * An account's own cap, shown, set with `--max N` or returned to the operator's default with
+ * `--max default`: its provider calls in flight per worker (D36), what its uploads may hold (D19).
+ */
+function capCommand(cap: AccountCap, describe: (value: number | null) => string) {
+  return async (ctx: CommandContext): Promise<number> => {
+    const text = ctx.values.max === undefined ? undefined : String(ctx.values.max).trim();
+    const c = await ctx.collections();
+    const account = await requireAccount(c, ctx.args[0]);
+    let value = account[cap] ?? null;
+    if (text !== undefined) {
+      value = text === 'default' ? null : parsePositiveInt(text, '--max');
+      await setAccountCap(c, account._id, cap, value);
+    }
+    if (ctx.json) printJson(ctx, { account_id: account._id, [cap]: value });
+    else ctx.out(`Account ${account._id}: ${describe(value)}`);
+    return EXIT_OK;
+  };
 }
 
 async function accountsWebhookSecret(ctx: CommandContext): Promise<number> {

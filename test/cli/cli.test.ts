@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../cli/run-cli';
-import { providerCallCap } from '../../store/accounts';
+import { accountCap } from '../../store/accounts';
 import { expectRefusedWithin2s } from '../support/api-assert';
 import { call } from '../support/http';
 import { useService } from '../support/use-service';
@@ -71,14 +71,26 @@ describe('operator CLI (D27)', function () {
       (await cliJson('accounts', 'provider-calls', id, '--max', '3')).max_provider_calls,
       3,
     );
-    assert.equal(await providerCallCap(ctx.svc.store.collections, id), 3);
+    assert.equal(await accountCap(ctx.svc.store.collections, id, 'max_provider_calls'), 3);
     assert.equal((await cliJson('accounts', 'show', id)).max_provider_calls, 3);
     assert.equal((await cli('accounts', 'provider-calls', id, '--max', '0')).code, 2);
     assert.equal(
       (await cliJson('accounts', 'provider-calls', id, '--max', 'default')).max_provider_calls,
       null,
     );
-    assert.equal(await providerCallCap(ctx.svc.store.collections, id), null);
+    assert.equal(await accountCap(ctx.svc.store.collections, id, 'max_provider_calls'), null);
+  });
+
+  it('sets, shows and clears an account’s own quota of upload storage (D19)', async () => {
+    const { id } = await cliJson('accounts', 'create', '--name', 'Storage');
+    const set = await cliJson('accounts', 'file-storage', id, '--max', '1073741824');
+    assert.equal(set.max_file_storage_bytes, 1_073_741_824);
+    assert.equal((await cliJson('accounts', 'show', id)).max_file_storage_bytes, 1_073_741_824);
+    const human = await cli('accounts', 'file-storage', id);
+    assert.match(human.out, /uploads within 1073741824 bytes/);
+    assert.equal((await cli('accounts', 'file-storage', id, '--max', '-1')).code, 2);
+    await cliJson('accounts', 'file-storage', id, '--max', 'default');
+    assert.equal(await accountCap(ctx.svc.store.collections, id, 'max_file_storage_bytes'), null);
   });
 
   it('adds credits, also negative corrections, through the ledger', async () => {

@@ -6,7 +6,7 @@
  * the counts the fake provider saw, never on wall-clock thresholds.
  */
 import assert from 'node:assert/strict';
-import { setProviderCallCap } from '../../store/accounts';
+import { setAccountCap } from '../../store/accounts';
 import { expectError } from '../support/api-assert';
 import { PRICES } from '../support/execution';
 import { publish, waitForRun } from '../support/fixtures';
@@ -59,7 +59,7 @@ describe('run priority and fair sharing of provider calls (D36)', function () {
   it('holds an account to its cap and takes its high-priority run before its queued low ones', async () => {
     const CAP = 2;
     const { accountId, key } = await ctx.newAccount(100);
-    await setProviderCallCap(ctx.svc.store.collections, accountId, CAP);
+    await setAccountCap(ctx.svc.store.collections, accountId, 'max_provider_calls', CAP);
     const tag = `cap${Date.now()}`;
     await publish(ctx.svc.url, key, batchDoc('prio-batch', 150, 8));
     const lows: string[] = [];

@@ -35,7 +35,7 @@ import {
 import { connectStore, type Store } from '../../store/db';
 import { payloadProtection } from '../../lib/codec/data-converter';
 import { deleteAll } from './lib/delete-all';
-import { createAccount, issueKey, setProviderCallCap } from '../../store/accounts';
+import { createAccount, issueKey, setAccountCap } from '../../store/accounts';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../workflows/definitions';
 import { FULL, QUICK, type ApiStats, type BenchContext, type BenchResult } from './context';
 import { startFakeLlm, type FakeLlm } from './fake-llm';
@@ -358,7 +358,12 @@ async function main(): Promise<void> {
       creditsUsd: 1_000_000,
     });
     // P3 holds 100 of the account's llm calls at once; D36's default cap per account is 64.
-    await setProviderCallCap(store.collections, account._id, config.providerCalls.workerSlots);
+    await setAccountCap(
+      store.collections,
+      account._id,
+      'max_provider_calls',
+      config.providerCalls.workerSlots,
+    );
     const { secret: key } = await issueKey(store.collections, account._id, 'bench');
     connection = await Connection.connect({ address: stack.temporal.address });
     // The service's own data converter: results are sealed by its codec (D32), with the bench database's development key.

@@ -21,6 +21,7 @@ import { signedUrlAt } from '../../../lib/files/signing';
 import { parseRange } from '../../../lib/files/range';
 import { deleteFilesOlderThan, filesCollection, storeBytes, storeFile } from '../../../store/files';
 import { FileQuota } from '../../../api/files/file-quota';
+import { setAccountCap } from '../../../store/accounts';
 import { connectTestStore } from '../../support/store';
 import { useService } from '../../support/use-service';
 
@@ -661,6 +662,17 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
     assert.equal((await uploadRaw(ctx.svc, key, Buffer.alloc(64 * KIB, 6))).status, 201);
   });
 
+  it('an account’s own quota (`wrs accounts file-storage`) wins over FILE_STORAGE_MAX_BYTES', async () => {
+    const { accountId, key } = await ctx.newAccount();
+    await setAccountCap(ctx.svc.store.collections, accountId, 'max_file_storage_bytes', 200 * KIB);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await uploadRaw(ctx.svc, key, Buffer.alloc(64 * KIB, i))).status, 201);
+    expectError((await uploadRaw(ctx.svc, key, Buffer.alloc(64 * KIB, 9))) as any, {
+      ...quotaError,
+      message: [`${192 * KIB} of the ${200 * KIB} bytes`],
+    });
+  });
+
   it("DELETE: another account's file and an unknown id are 404, a run's own file 409 file_of_run, no key 401", async () => {
     const mine = await ctx.newAccount();
     const other = await ctx.newAccount();
@@ -751,11 +763,11 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
     // Another API process's quota on the same store, within two uploads of the quota, where it
     // asks the store again after NEAR_MS (0 here); far from it, it would trust its sum for 30 s.
     const quota = new FileQuota(
-      ctx.svc.store.db,
+      ctx.svc.store,
       { storageMaxBytes: 100 * KIB, maxBytes: 64 * KIB },
       { staleMs: 60_000, nearMs: 0 },
     );
-    assert.deepEqual(await quota.room(accountId), { room: 100 * KIB, used: 0 });
+    assert.deepEqual(await quota.room(accountId), { room: 100 * KIB, used: 0, quota: 100 * KIB });
     const release = quota.hold(accountId, 10 * KIB); // an upload in flight here
     await storeBytes(ctx.svc.store.db, Buffer.alloc(50 * KIB), {
       accountId,
@@ -770,8 +782,16 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
       source: 'output', // a run's file: not counted
       runId: 'run_01JAAAAAAAAAAAAAAAAAAAAAAB',
     });
-    assert.deepEqual(await quota.room(accountId), { room: 40 * KIB, used: 60 * KIB });
+    assert.deepEqual(await quota.room(accountId), {
+      room: 40 * KIB,
+      used: 60 * KIB,
+      quota: 100 * KIB,
+    });
     release();
-    assert.deepEqual(await quota.room(accountId), { room: 50 * KIB, used: 50 * KIB });
+    assert.deepEqual(await quota.room(accountId), {
+      room: 50 * KIB,
+      used: 50 * KIB,
+      quota: 100 * KIB,
+    });
   });
 });
