@@ -6,13 +6,13 @@
  *
  * What an account holds is a store aggregate (an index range on MongoDB, a scan of every file on
  * FerretDB), so each process remembers it (with the account's quota) and adds its own uploads and
- * deletes: it asks the store
- * again after STALE_MS, and after NEAR_MS once what is left is within two uploads of the limit,
- * where another process's uploads could decide. So an account near its quota costs the store at
- * most one sum a second per API process, however fast it uploads. Uploads in flight in this
- * process hold the length they declared. Other processes' uploads of the last second (30 s far
- * from the quota), and uploads without a declared length, can take an account past its quota by
- * at most what they carry: the quota bounds the storage, it is not a ledger (D17's credits are).
+ * deletes: it asks the store again after STALE_MS, and after NEAR_MS once what is left is within
+ * two uploads of the limit, where another process's uploads could decide. So an account near its
+ * quota costs the store at most one sum a second per API process, however fast it uploads.
+ * Uploads in flight in this process hold the length they declared. Other processes' uploads of
+ * the last second (30 s far from the quota), and uploads without a declared length, can take an
+ * account past its quota by at most what they carry: the quota bounds the storage, it is not a
+ * ledger (D17's credits are).
  */
 import type { Db } from 'mongodb';
 import { accountCap } from '../../store/accounts';

@@ -1,8 +1,8 @@
 /** The `accounts` commands: create, show, rate limits (D16), the provider-call cap (D36), the storage of uploads (D19) and the webhook signing secret (D20). */
 import type { AccountDoc } from '../../store/documents';
-import type { AccountCap } from '../../store/accounts';
 import {
   countLiveKeys,
+  type AccountCap,
   createAccount,
   rotateWebhookSecret,
   setAccountRateLimits,
@@ -36,7 +36,9 @@ export const accountCommands: Command[] = [
     args: ['ACCOUNT_ID'],
     options: ['max'],
     run: capCommand('max_provider_calls', (cap) =>
-      cap === null ? 'the default cap of provider calls' : `at most ${cap} provider calls`,
+      cap === null
+        ? 'the default cap of provider calls at once per worker'
+        : `at most ${cap} provider calls at once per worker`,
     ),
   },
   {
@@ -151,12 +153,10 @@ async function accountsLimits(ctx: CommandContext): Promise<number> {
 }
 
 /**
- * D36: the account's provider calls in flight at most, per worker process (`--max N`, or
- * `--max default` for the operator's ACCOUNT_MAX_PROVIDER_CALLS). Workers read it within 5 s.
- */
-/**
  * An account's own cap, shown, set with `--max N` or returned to the operator's default with
- * `--max default`: its provider calls in flight per worker (D36), what its uploads may hold (D19).
+ * `--max default`: its provider calls in flight per worker process (D36, ACCOUNT_MAX_PROVIDER_CALLS;
+ * workers read it within 5 s), what its uploads may hold (D19, FILE_STORAGE_MAX_BYTES; API
+ * processes within 30 s).
  */
 function capCommand(cap: AccountCap, describe: (value: number | null) => string) {
   return async (ctx: CommandContext): Promise<number> => {
