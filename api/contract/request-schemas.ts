@@ -7,6 +7,7 @@ import { type ProblemSubject, zodIssuesToProblems } from '../../domain/zod-probl
 import { describeProblems } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { RUN_PRIORITIES } from '../../domain/run-priority';
+import type { IdPrefix } from '../../domain/ids';
 
 /** D37: how many metadata keys a run may carry, and how long a value may be. */
 export const METADATA_MAX_KEYS = 16;
@@ -136,18 +137,25 @@ const isoTime = z
   })
   .transform((text) => new Date(text));
 
+/** D23's cursor pagination, newest first: a page size and the id of the last item seen. */
+function pageFields(prefix: IdPrefix, what: string, description: string) {
+  return {
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: z
+      .string()
+      .regex(new RegExp(`^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`), `must be ${what}`)
+      .optional()
+      .describe(description),
+  };
+}
+
 /**
  * D23, D37: the query of GET /api/v1/runs (cursor pagination, newest first; every filter AND-ed).
  * `metadata[<key>]=<value>` arrives as flat query keys; they are gathered into `metadata` first.
  */
 export const ListRunsQueryFieldsSchema = z
   .object({
-    limit: z.coerce.number().int().min(1).max(100).default(20),
-    starting_after: z
-      .string()
-      .regex(/^run_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a run id')
-      .optional()
-      .describe('Return runs older than this one.'),
+    ...pageFields('run', 'a run id', 'Return runs older than this one.'),
     status: z.enum(['pending', 'running', 'completed', 'failed', 'cancelled']).optional(),
     workflow_id: z
       .string()
@@ -241,27 +249,13 @@ export const StreamLinkRequestSchema = z
 
 /** D30: the query of GET /api/v1/workflows (cursor pagination like D23, newest first). */
 export const ListWorkflowsQuerySchema = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(100).default(20),
-    starting_after: z
-      .string()
-      .regex(/^wf_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a workflow id')
-      .optional()
-      .describe('Return workflows published before this one.'),
-  })
+  .object(pageFields('wf', 'a workflow id', 'Return workflows published before this one.'))
   .strict();
 export type ListWorkflowsQuery = z.infer<typeof ListWorkflowsQuerySchema>;
 
 /** D19: the query of GET /api/v1/files. */
 export const ListFilesQuerySchema = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(100).default(20),
-    starting_after: z
-      .string()
-      .regex(/^file_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a file id')
-      .optional()
-      .describe('Return files uploaded before this one.'),
-  })
+  .object(pageFields('file', 'a file id', 'Return files uploaded before this one.'))
   .strict();
 export type ListFilesQuery = z.infer<typeof ListFilesQuerySchema>;
 
