@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { publish, waitForRun } from '../support/fixtures';
+import { uploadFile } from '../support/files';
 import { call, waitFor } from '../support/http';
 import { startRun } from '../support/runs';
 import { temporalClient } from '../support/service';
@@ -54,16 +55,8 @@ describe('big runs from files, no items in history (D35)', function () {
     env: { PRICES: JSON.stringify({ 'gpt-test': PRICE }), START_FEE_USD: String(START_FEE) },
   });
 
-  const upload = async (name: string, text: string, key = ctx.key): Promise<string> => {
-    const res = await fetch(`${ctx.svc.url}/api/v1/files?name=${encodeURIComponent(name)}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' },
-      body: Buffer.from(text),
-    });
-    const body = (await res.json()) as { id: string };
-    assert.equal(res.status, 201, JSON.stringify(body));
-    return body.id;
-  };
+  const upload = (name: string, text: string, key = ctx.key) =>
+    uploadFile(ctx.svc.url, key, name, text);
 
   const history = async (runId: string) => {
     const { historyLength, historySize, startTime, closeTime } = await temporalClient(ctx.svc)
