@@ -207,7 +207,8 @@ export class WrsClient {
       `/api/v1/files${name ? `?name=${encodeURIComponent(name)}` : ''}`,
       undefined,
       { 'content-type': 'application/octet-stream' },
-      content,
+      // fetch sends any Uint8Array (a Node Buffer too); the DOM's types ask for one over an ArrayBuffer.
+      content as RequestInit['body'],
     );
   }
 
