@@ -92,8 +92,12 @@ describe('playground page', function () {
       if (req.method !== 'POST' || req.url !== '/api/v1/responses') return;
       svc.api.server.off('request', cut);
       const write = res.write.bind(res) as (chunk: unknown, done?: () => void) => boolean;
+      let cutting = false;
       res.write = ((chunk: unknown) => {
+        // Nothing after the first event reaches the browser, however soon the run's next event comes.
+        if (cutting) return true;
         if (!String(chunk).includes('response.created')) return write(chunk);
+        cutting = true;
         // Handed to the kernel first, and read by the browser before the reset: a reset drops unread data.
         return write(chunk, () => setTimeout(() => req.socket.destroy(), 200));
       }) as typeof res.write;

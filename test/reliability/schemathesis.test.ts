@@ -226,6 +226,17 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
       assert.equal(res.status, 201);
       files.push(await res.json());
     }
+    // Uploads only DELETE /api/v1/files/{fileId} may remove (the hooks send it no other id).
+    const deletable = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${svc.url}/api/v1/files?name=deletable-${i}.txt`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' },
+        body: `deletable ${i}`,
+      });
+      assert.equal(res.status, 201);
+      deletable.push(((await res.json()) as { id: string }).id);
+    }
     const links = files.map((f: any) => {
       const url = new URL(f.url);
       return {
@@ -246,6 +257,7 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
         live_runs: liveRuns,
         workflows: published,
         files: files.map((f: any) => f.id),
+        deletable_files: deletable,
         links,
         assets,
         graph: greetingWorkflow('unused'),

@@ -13,7 +13,8 @@ case to confirm it, and the replay must make the same request.
 The fixtures come from the JSON file named by WRS_ST_FIXTURES (written by the test):
   {"runs": [finished run ids], "live_runs": [ids of runs a slow model call keeps running],
    "workflows": [{"id", "slug", "version", "version_id", "inputs", "live"}],
-   "files": [file ids], "links": [{"file_id", "expires", "sig"}], "assets": [playground asset names],
+   "files": [file ids], "deletable_files": [ids of uploads only DELETE may remove],
+   "links": [{"file_id", "expires", "sig"}], "assets": [playground asset names],
    "graph": {"nodes", "edges"} of a valid workflow whose first node is its User Input}
 A live run's stream would last as long as the slow call, so live runs are only read, listed,
 cancelled (the first cancel ends one) and deleted, never streamed or re-run, and the live workflow
@@ -114,6 +115,13 @@ def map_case(context, case):
         file_id = pick(case.path_parameters.get("fileId"), FIXTURES["files"])
         if file_id:
             case.path_parameters["fileId"] = file_id
+
+    if operation == "DELETE /api/v1/files/{fileId}" and path_ok:
+        # Only the test's deletable uploads, else an id of no file: an upload schemathesis made itself
+        # must stay, since its stateful check reads back what a POST created (ST302), and the other
+        # operations' fixture files must stay for them.
+        file_id = pick(case.path_parameters.get("fileId"), FIXTURES["deletable_files"])
+        case.path_parameters["fileId"] = file_id or "file_01J00000000000000000000000"
 
     if operation == "GET /files/{fileId}/content" and path_ok and query_ok:
         # The signature covers the id and the expiry, so the three travel together; Range stays generated.
