@@ -10,6 +10,7 @@ import type { DestinationStream } from 'pino';
 import type { Config } from '../../config';
 import { startApi, type ApiHandle } from '../../api/start-api';
 import { createLogger } from '../../api/logger';
+import { serverFaults } from './server-faults';
 import { connectStore, type Store } from '../../store/db';
 import { startInProcessWorker, testConfig, type InProcessWorker } from './backend';
 import { testStack } from './stack';
@@ -34,7 +35,7 @@ export interface ServiceStack {
 export interface ServiceOptions {
   worker?: boolean;
   env?: Record<string, string>;
-  /** Where the API's log lines go, at the env's LOG_LEVEL (default: nowhere). */
+  /** Where the API's log lines go, at the env's LOG_LEVEL (default: its error lines, to test/support/server-faults.ts). */
   logDestination?: DestinationStream;
   /** Servers of the test's own instead of the shared stack (which is then not started for it). */
   stack?: ServiceStack;
@@ -49,7 +50,7 @@ export async function startService(opts: ServiceOptions = {}): Promise<TestServi
   const store = await connectStore(config.mongo);
   const logger = opts.logDestination
     ? createLogger(config.logLevel, 'wrs-api', opts.logDestination)
-    : createLogger('silent');
+    : createLogger('error', 'wrs-api', serverFaults);
   const api = await startApi(config, logger, { monitorCommands: opts.monitorCommands });
   let worker: InProcessWorker | undefined;
 
