@@ -95,7 +95,7 @@ function routers(deps: RouteDeps) {
     healthRoutes(only(deps, 'drain', 'db', 'gateway')),
     metricsRoutes(only(deps, 'db', 'gateway', 'config')),
     openapiRoutes(only(deps, 'config')),
-    workflowsRoutes(only(deps, ...GUARDS, 'catalog')),
+    workflowsRoutes(only(deps, ...GUARDS, 'catalog', 'workflowQuota')),
     responsesRoutes(only(deps, ...STARTS)),
     runsRoutes(
       only(deps, ...GUARDS, 'db', 'gateway', 'finishedRuns', 'knownRuns', 'pollers', 'streams'),

@@ -18,7 +18,7 @@ import { KnownRuns } from './runs/known-runs';
 import { RunWrites } from '../store/run-writes';
 import { WorkflowCatalog } from './workflows/workflow-catalog';
 import { KeyCache } from './auth/key-cache';
-import { FileQuota } from './files/file-quota';
+import { fileQuota, workflowQuota, type StorageQuota } from './limits/storage-quota';
 import { Drain } from './drain';
 import type { AuthenticateDeps } from './middleware/authenticate';
 import type { RateLimitDeps } from './middleware/rate-limit';
@@ -41,7 +41,9 @@ export interface AppDeps {
   runWrites?: RunWrites;
   streams?: StreamCap;
   /** D19: what each account's uploads may still hold. */
-  fileQuota?: FileQuota;
+  fileQuota?: StorageQuota;
+  /** D26: what each account's published workflows may still hold. */
+  workflowQuota?: StorageQuota;
   /** Set on SIGTERM (api/drain.ts): readiness fails, waits answer at once. */
   drain?: Drain;
 }
@@ -60,6 +62,7 @@ export type RouteDeps = AppDeps &
       | 'runWrites'
       | 'streams'
       | 'fileQuota'
+      | 'workflowQuota'
       | 'drain'
     >
   >;
@@ -90,7 +93,8 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     runWrites: appDeps.runWrites ?? new RunWrites(appDeps.collections),
     // Open streams per key in this process (docs/api.md "Connections").
     streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
-    fileQuota: appDeps.fileQuota ?? new FileQuota(appDeps, appDeps.config.files),
+    fileQuota: appDeps.fileQuota ?? fileQuota(appDeps, appDeps.config.files),
+    workflowQuota: appDeps.workflowQuota ?? workflowQuota(appDeps.collections, appDeps.config.api),
     drain: appDeps.drain ?? new Drain(),
   };
 }

@@ -50,6 +50,9 @@ Accounts
   accounts file-storage ACCOUNT_ID [--max BYTES]
                                                 what the account's uploads may hold at once (D19);
                                                 \`default\` returns it to FILE_STORAGE_MAX_BYTES
+  accounts workflow-storage ACCOUNT_ID [--max BYTES]
+                                                what the account's published workflow versions may hold (D26);
+                                                \`default\` returns it to WORKFLOW_STORAGE_MAX_BYTES
   accounts webhook-secret ACCOUNT_ID [--rotate]
                                                 the secret that signs the account's webhooks (D20);
                                                 --rotate replaces it (deliveries still retrying use the new one)

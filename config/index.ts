@@ -75,6 +75,8 @@ export const EnvSchema = z.object({
   NODE_MAX_ATTEMPTS: int(5),
   RETRY_INITIAL_MS: int(1_000),
   MAX_JSON_BODY_BYTES: int(1_048_576),
+  // What one account's published workflow versions may hold (D26): 1 GiB, a thousand of the largest graphs.
+  WORKFLOW_STORAGE_MAX_BYTES: int(1_073_741_824),
   MAX_JSON_DEPTH: int(64),
   STREAM_POLL_MS: int(1_000),
   STREAM_KEEPALIVE_MS: int(15_000),
@@ -205,6 +207,8 @@ export interface Config {
     tls?: { certFile: string; keyFile: string };
     maxJsonBodyBytes: number;
     maxJsonDepth: number;
+    /** D26: the bytes one account's published workflow versions may hold (api/limits/storage-quota.ts). */
+    workflowStorageMaxBytes: number;
     queryTimeoutMs: number;
     /** Time to live of a finished run's view in an API process's cache (0 disables it). */
     finishedRunCacheMs: number;
@@ -246,7 +250,7 @@ export interface Config {
   files: {
     /** D10: the largest upload, URL input or stored node output, in bytes. */
     maxBytes: number;
-    /** D19: the bytes one account's uploaded files may hold at once (api/files/file-quota.ts). */
+    /** D19: the bytes one account's uploaded files may hold at once (api/limits/storage-quota.ts). */
     storageMaxBytes: number;
     /**
      * HMAC key of signed file links (D19). Unset (never in production): the API and the worker
@@ -422,6 +426,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
           : undefined,
       maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
       maxJsonDepth: e.MAX_JSON_DEPTH,
+      workflowStorageMaxBytes: e.WORKFLOW_STORAGE_MAX_BYTES,
       queryTimeoutMs: e.QUERY_TIMEOUT_MS,
       finishedRunCacheMs: e.FINISHED_RUN_CACHE_MS,
       stream: {

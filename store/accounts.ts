@@ -152,9 +152,11 @@ export async function setAccountRateLimits(
 
 /**
  * An account's own caps, set by operators (`wrs accounts ...`): its provider calls in flight per
- * worker (D36) and what its uploads may hold (D19). Null: the operator's default applies.
+ * worker (D36), what its uploads may hold (D19) and what its published workflows may hold (D26).
+ * Null: the operator's default applies.
  */
-export type AccountCap = 'max_provider_calls' | 'max_file_storage_bytes';
+export type AccountCap =
+  'max_provider_calls' | 'max_file_storage_bytes' | 'max_workflow_storage_bytes';
 
 /** The account's own value of `cap`, or null (the operator's default applies). */
 export async function accountCap(

@@ -19,6 +19,8 @@ export interface AccountDoc {
   max_provider_calls?: number | null;
   /** D19: what the account's uploads may hold at once, in bytes; absent: the operator's default. */
   max_file_storage_bytes?: number | null;
+  /** D26: what the account's published workflow versions may hold, in bytes; absent: the operator's default. */
+  max_workflow_storage_bytes?: number | null;
   created_at: Date;
 }
 
@@ -48,6 +50,8 @@ export interface WorkflowDoc {
   slug: string;
   name: string | null;
   public: boolean;
+  /** The bytes its versions hold (graph and contract as JSON), for the account's quota; absent before it was counted. */
+  stored_bytes?: number;
   created_at: Date;
   updated_at: Date;
 }

@@ -242,7 +242,7 @@ export async function ownedFileIds(
 
 /**
  * The bytes the account's uploads hold (its files of source `upload`): what the storage quota
- * counts (api/files/file-quota.ts). An aggregate over the account's files (a scan on FerretDB).
+ * counts (api/limits/storage-quota.ts). An aggregate over the account's files (a scan on FerretDB).
  */
 export async function uploadedBytes(db: Db, accountId: string): Promise<number> {
   const [sum] = await filesCollection(db)

@@ -15,13 +15,19 @@ export interface PublishResult {
   outputs: Contract['outputs'];
 }
 
+export interface PublishOptions {
+  /** Asked with the bytes the version will hold before anything is stored; throws to refuse (the API's quota). */
+  admit?: (bytes: number) => Promise<void>;
+  /** Told at once (the API's workflow catalog and quota), so this process's next start runs the new version (D1). */
+  onPublished?: (workflow: WorkflowDoc, version: WorkflowVersionDoc, bytes: number) => void;
+}
+
 /** Validates the whole graph (every problem reported) and stores it as the next immutable version. */
 export async function publishWorkflow(
   collections: Collections,
   accountId: string,
   document: unknown,
-  /** Told at once (the API's workflow catalog), so this process's next start runs the new version (D1). */
-  onPublished?: (workflow: WorkflowDoc, version: WorkflowVersionDoc) => void,
+  opts: PublishOptions = {},
 ): Promise<PublishResult> {
   const result = validateGraph(document);
   if (!result.ok) {
@@ -31,13 +37,16 @@ export async function publishWorkflow(
       details: result.problems,
     });
   }
+  const bytes = versionBytes(result.graph, result.contract);
+  await opts.admit?.(bytes);
   const { workflow, version } = await insertWorkflowVersion(
     collections,
     accountId,
     result.graph,
     result.contract,
+    bytes,
   );
-  onPublished?.(workflow, version);
+  opts.onPublished?.(workflow, version, bytes);
   return {
     workflow_id: workflow._id,
     version_id: version._id,
@@ -46,4 +55,9 @@ export async function publishWorkflow(
     inputs: result.contract.inputs,
     outputs: result.contract.outputs,
   };
+}
+
+/** What a version holds, as its quota counts it: its graph and contract as JSON text. */
+function versionBytes(graph: unknown, contract: Contract): number {
+  return Buffer.byteLength(JSON.stringify(graph)) + Buffer.byteLength(JSON.stringify(contract));
 }

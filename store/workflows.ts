@@ -10,14 +10,19 @@ import { isDuplicateKey } from './ledger';
 
 type WorkflowCollections = Pick<Collections, 'workflows' | 'workflowVersions'>;
 
-/** Publishes a graph: a new workflow, or the next version of the account's workflow with that slug. */
+/**
+ * Publishes a graph: a new workflow, or the next version of the account's workflow with that slug.
+ * `bytes` (what the version holds) is added to the workflow's `stored_bytes` first, so a version is
+ * never stored uncounted (a failed insert leaves it counted: the safe side of the quota).
+ */
 export async function insertWorkflowVersion(
   c: WorkflowCollections,
   accountId: string,
   graph: WorkflowDocument,
   contract: Contract,
+  bytes = 0,
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
-  const workflow = await upsertWorkflow(c, accountId, graph);
+  const workflow = await upsertWorkflow(c, accountId, graph, bytes);
   // Version numbers come from the versions themselves: the unique (workflow_id, version) index
   // turns a concurrent publish into a retry with the next number instead of a lost version.
   for (let attempt = 0; ; attempt++) {
@@ -44,6 +49,7 @@ async function upsertWorkflow(
   c: WorkflowCollections,
   accountId: string,
   graph: WorkflowDocument,
+  bytes: number,
 ): Promise<WorkflowDoc> {
   const now = new Date();
   const set = { name: graph.name ?? null, public: graph.public ?? false, updated_at: now };
@@ -53,6 +59,7 @@ async function upsertWorkflow(
         { account_id: accountId, slug: graph.slug },
         {
           $set: set,
+          $inc: { stored_bytes: bytes },
           $setOnInsert: {
             _id: generateId('wf'),
             account_id: accountId,
@@ -68,6 +75,24 @@ async function upsertWorkflow(
       if (!isDuplicateKey(err) || attempt >= 3) throw err;
     }
   }
+}
+
+/**
+ * The bytes the account's published versions hold (the sum of its workflows' `stored_bytes`): what
+ * its workflow quota counts (api/limits/storage-quota.ts). A scan of the workflows, not of their
+ * versions, on FerretDB (a workflow is a small document; a version holds a whole graph).
+ */
+export async function publishedBytes(
+  c: Pick<Collections, 'workflows'>,
+  accountId: string,
+): Promise<number> {
+  const [sum] = await c.workflows
+    .aggregate<{ bytes: number }>([
+      { $match: { account_id: accountId } },
+      { $group: { _id: null, bytes: { $sum: '$stored_bytes' } } },
+    ])
+    .toArray();
+  return sum?.bytes ?? 0;
 }
 
 /** The newest version of a workflow, or null. */

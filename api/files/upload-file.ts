@@ -1,7 +1,7 @@
 /**
  * POST /api/v1/files (D19): the body streams into GridFS as it arrives, so an upload of any
  * size holds at most a chunk in memory (D10: MAX_UPLOAD_BYTES, 256 MiB by default), within what
- * the account's uploads may still hold (api/files/file-quota.ts). Two shapes:
+ * the account's uploads may still hold (api/limits/storage-quota.ts). Two shapes:
  *   - raw: the body is the file; `?name=` names it (the Content-Type header is not trusted: the
  *     type is sniffed from the bytes);
  *   - multipart/form-data: the first file part is the file (parsed by busboy as it streams);
@@ -21,12 +21,12 @@ import {
 } from '../../store/files';
 import { InvalidRequestError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
-import type { FileQuota } from './file-quota';
+import type { StorageQuota } from '../limits/storage-quota';
 
 export interface UploadDeps {
   db: Db;
   config: Pick<Config, 'files'>;
-  fileQuota: FileQuota;
+  fileQuota: StorageQuota;
 }
 
 /** 413 `request_too_large`; `Connection: close` because the rest of the body is never read. */

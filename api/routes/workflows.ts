@@ -1,8 +1,10 @@
-/** POST /api/v1/workflows (publish a graph, D26), GET /api/v1/workflows (list them, D30) and GET /api/v1/workflows/{workflowId} (a contract, D24). */
+/** POST /api/v1/workflows (publish a graph, D26, within the account's workflow storage), GET /api/v1/workflows (list them, D30) and GET /api/v1/workflows/{workflowId} (a contract, D24). */
 import Router from '@koa/router';
 import type { Collections } from '../../store/db';
 import type { GuardDeps } from '../deps';
 import type { WorkflowCatalog } from '../workflows/workflow-catalog';
+import type { StorageQuota } from '../limits/storage-quota';
+import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { jsonBody } from '../middleware/json-body';
@@ -15,8 +17,12 @@ import {
   parseRequest,
 } from '../contract/request-schemas';
 
-/** What the workflows routes use: their guards, the store (publish, list) and the catalog (contracts). */
-export type WorkflowsRouteDeps = GuardDeps & { collections: Collections; catalog: WorkflowCatalog };
+/** What the workflows routes use: their guards, the store (publish, list), the catalog (contracts) and the quota (D26). */
+export type WorkflowsRouteDeps = GuardDeps & {
+  collections: Collections;
+  catalog: WorkflowCatalog;
+  workflowQuota: StorageQuota;
+};
 
 /** Routes of the workflows resource. */
 export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
@@ -30,13 +36,18 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
       maxDepth: deps.config.api.maxJsonDepth,
     }),
     async (ctx) => {
+      const accountId = ctx.state.auth!.accountId;
       ctx.status = 201;
-      ctx.body = await publishWorkflow(
-        deps.collections,
-        ctx.state.auth!.accountId,
-        ctx.request.body,
-        (workflow, version) => deps.catalog.published(workflow, version),
-      );
+      ctx.body = await publishWorkflow(deps.collections, accountId, ctx.request.body, {
+        admit: async (bytes) => {
+          const { room, used, quota } = await deps.workflowQuota.room(accountId);
+          if (bytes > room) throw workflowStorageExceeded(bytes, used, quota);
+        },
+        onPublished: (workflow, version, bytes) => {
+          deps.catalog.published(workflow, version);
+          deps.workflowQuota.changed(accountId, bytes);
+        },
+      });
     },
   );
   router.get('/api/v1/workflows', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
@@ -61,4 +72,12 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
     },
   );
   return router;
+}
+
+/** D26: a version that does not fit in what the account's published workflows may hold (413, nothing stored). */
+function workflowStorageExceeded(bytes: number, used: number, quota: number): HttpError {
+  return new HttpError(
+    `The account's published workflow versions hold ${used} of the ${quota} bytes they may: this version (${bytes} bytes) does not fit. Versions are kept for the runs that name them; ask your operator for a larger quota.`,
+    { code: 'storage_quota_exceeded' },
+  );
 }

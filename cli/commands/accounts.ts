@@ -50,6 +50,16 @@ export const accountCommands: Command[] = [
     ),
   },
   {
+    words: ['accounts', 'workflow-storage'],
+    args: ['ACCOUNT_ID'],
+    options: ['max'],
+    run: capCommand('max_workflow_storage_bytes', (cap) =>
+      cap === null
+        ? 'published workflows within the default quota'
+        : `published workflows within ${cap} bytes`,
+    ),
+  },
+  {
     words: ['accounts', 'webhook-secret'],
     args: ['ACCOUNT_ID'],
     options: ['rotate'],
@@ -65,6 +75,7 @@ function accountJson(a: AccountDoc, balanceUsd: number) {
     rate_limits: a.rate_limits ?? null,
     max_provider_calls: a.max_provider_calls ?? null,
     max_file_storage_bytes: a.max_file_storage_bytes ?? null,
+    max_workflow_storage_bytes: a.max_workflow_storage_bytes ?? null,
     created_at: a.created_at,
   };
 }
@@ -117,6 +128,7 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
         ['rate limits', formatLimits(account.rate_limits)],
         ['provider calls', String(account.max_provider_calls ?? 'default')],
         ['upload storage', String(account.max_file_storage_bytes ?? 'default')],
+        ['workflow storage', String(account.max_workflow_storage_bytes ?? 'default')],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
       ]).join('\n'),
@@ -155,8 +167,9 @@ async function accountsLimits(ctx: CommandContext): Promise<number> {
 /**
  * An account's own cap, shown, set with `--max N` or returned to the operator's default with
  * `--max default`: its provider calls in flight per worker process (D36, ACCOUNT_MAX_PROVIDER_CALLS;
- * workers read it within 5 s), what its uploads may hold (D19, FILE_STORAGE_MAX_BYTES; API
- * processes within 30 s).
+ * workers read it within 5 s), what its uploads may hold (D19, FILE_STORAGE_MAX_BYTES) and what
+ * its published workflows may hold (D26, WORKFLOW_STORAGE_MAX_BYTES; API processes read both
+ * within 30 s).
  */
 function capCommand(cap: AccountCap, describe: (value: number | null) => string) {
   return async (ctx: CommandContext): Promise<number> => {

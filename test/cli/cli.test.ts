@@ -81,17 +81,27 @@ describe('operator CLI (D27)', function () {
     assert.equal(await accountCap(ctx.svc.store.collections, id, 'max_provider_calls'), null);
   });
 
-  it('sets, shows and clears an account’s own quota of upload storage (D19)', async () => {
-    const { id } = await cliJson('accounts', 'create', '--name', 'Storage');
-    const set = await cliJson('accounts', 'file-storage', id, '--max', '1073741824');
-    assert.equal(set.max_file_storage_bytes, 1_073_741_824);
-    assert.equal((await cliJson('accounts', 'show', id)).max_file_storage_bytes, 1_073_741_824);
-    const human = await cli('accounts', 'file-storage', id);
-    assert.match(human.out, /uploads within 1073741824 bytes/);
-    assert.equal((await cli('accounts', 'file-storage', id, '--max', '-1')).code, 2);
-    await cliJson('accounts', 'file-storage', id, '--max', 'default');
-    assert.equal(await accountCap(ctx.svc.store.collections, id, 'max_file_storage_bytes'), null);
-  });
+  for (const [command, cap, described, decision] of [
+    ['file-storage', 'max_file_storage_bytes', /uploads within 1073741824 bytes/, 'D19'],
+    [
+      'workflow-storage',
+      'max_workflow_storage_bytes',
+      /published workflows within 1073741824 bytes/,
+      'D26',
+    ],
+  ] as const) {
+    it(`sets, shows and clears an account’s own ${command} quota (${decision})`, async () => {
+      const { id } = await cliJson('accounts', 'create', '--name', 'Storage');
+      const set = await cliJson('accounts', command, id, '--max', '1073741824');
+      assert.equal(set[cap], 1_073_741_824);
+      assert.equal((await cliJson('accounts', 'show', id))[cap], 1_073_741_824);
+      const human = await cli('accounts', command, id);
+      assert.match(human.out, described);
+      assert.equal((await cli('accounts', command, id, '--max', '-1')).code, 2);
+      await cliJson('accounts', command, id, '--max', 'default');
+      assert.equal(await accountCap(ctx.svc.store.collections, id, cap), null);
+    });
+  }
 
   it('adds credits, also negative corrections, through the ledger', async () => {
     const { id } = await cliJson('accounts', 'create', '--name', 'Credits');

@@ -20,7 +20,7 @@ import { sharedDevSecret } from '../../../store/settings';
 import { signedUrlAt } from '../../../lib/files/signing';
 import { parseRange } from '../../../lib/files/range';
 import { deleteFilesOlderThan, filesCollection, storeBytes, storeFile } from '../../../store/files';
-import { FileQuota } from '../../../api/files/file-quota';
+import { fileQuota } from '../../../api/limits/storage-quota';
 import { setAccountCap } from '../../../store/accounts';
 import { connectTestStore } from '../../support/store';
 import { useService } from '../../support/use-service';
@@ -753,7 +753,7 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
     const { accountId } = await ctx.newAccount();
     // Another API process's quota on the same store, within two uploads of the quota, where it
     // asks the store again after NEAR_MS (0 here); far from it, it would trust its sum for 30 s.
-    const quota = new FileQuota(
+    const quota = fileQuota(
       ctx.svc.store,
       { storageMaxBytes: 100 * KIB, maxBytes: 64 * KIB },
       { staleMs: 60_000, nearMs: 0 },

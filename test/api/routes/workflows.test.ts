@@ -1,5 +1,6 @@
 /** API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
 import assert from 'node:assert/strict';
+import { setAccountCap } from '../../../store/accounts';
 import { detailFor, expectError } from '../../support/api-assert';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../../support/fixtures';
 import { call } from '../../support/http';
@@ -207,5 +208,68 @@ describe('API workflows: publishing (D26)', function () {
       /`greeting2`.*`greeting`.*both normalize to `greeting`/,
     );
     assert.equal(error.details.length, 1);
+  });
+});
+
+describe('API workflows: what an account’s published versions may hold (D26)', function () {
+  this.timeout(60_000);
+  // A greeting version holds ~550 bytes (graph and contract as JSON): about eleven fit.
+  const QUOTA = 6_000;
+  const ctx = useService({ worker: false, env: { WORKFLOW_STORAGE_MAX_BYTES: String(QUOTA) } });
+
+  /** Publishes versions of `slug` until one is refused (at most 50); returns how many fit and the refusal. */
+  async function publishUntilRefused(key: string, slug: string) {
+    for (let fitted = 0; fitted < 50; fitted++) {
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+        key,
+        body: greetingWorkflow(slug, `Hello ${fitted}`),
+      });
+      if (res.status !== 201) return { fitted, refused: res };
+    }
+    assert.fail('50 versions fitted in the quota');
+  }
+
+  it('refuses a version that does not fit with 413 storage_quota_exceeded and stores nothing', async () => {
+    const { key } = await ctx.newAccount();
+    const { fitted, refused } = await publishUntilRefused(key, 'quota-full');
+    assert.ok(fitted >= 5 && fitted <= 15, `${fitted} versions fitted in ${QUOTA} bytes`);
+    expectError(refused, {
+      status: 413,
+      type: 'invalid_request_error',
+      code: 'storage_quota_exceeded',
+      message: [`of the ${QUOTA} bytes`, 'published workflow versions'],
+    });
+    // Nothing of the refused version was stored: the latest is still the last that fitted.
+    const latest = await call(ctx.svc.url, 'GET', '/api/v1/workflows/quota-full', { key });
+    assert.equal(latest.status, 200);
+    assert.equal(latest.body.version, fitted);
+    // A new workflow of the same account is refused as well; another account publishes.
+    const other = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+      key,
+      body: greetingWorkflow('quota-other'),
+    });
+    expectError(other, {
+      status: 413,
+      type: 'invalid_request_error',
+      code: 'storage_quota_exceeded',
+    });
+    await publish(ctx.svc.url, (await ctx.newAccount()).key, greetingWorkflow('quota-full'));
+  });
+
+  it('an account’s own quota (`wrs accounts workflow-storage`) wins over WORKFLOW_STORAGE_MAX_BYTES', async () => {
+    const { accountId, key } = await ctx.newAccount();
+    await setAccountCap(
+      ctx.svc.store.collections,
+      accountId,
+      'max_workflow_storage_bytes',
+      3 * QUOTA,
+    );
+    const { fitted, refused } = await publishUntilRefused(key, 'quota-own');
+    assert.ok(fitted >= 25, `${fitted} versions fitted in ${3 * QUOTA} bytes`);
+    expectError(refused, {
+      status: 413,
+      type: 'invalid_request_error',
+      code: 'storage_quota_exceeded',
+    });
   });
 });

@@ -1,0 +1,151 @@
+/**
+ * Storage quotas per account, so one tenant cannot fill the storage every tenant shares: what its
+ * uploaded files hold (D19, FILE_STORAGE_MAX_BYTES, `wrs accounts file-storage`) and what its
+ * published workflow versions hold (D26, WORKFLOW_STORAGE_MAX_BYTES, `wrs accounts
+ * workflow-storage`). Deleting files or their expiry (D29) makes room for uploads; published
+ * versions stay (runs and re-runs name them), so an account at its workflow quota asks its operator.
+ *
+ * What an account holds is a store aggregate (an index range on MongoDB, a scan on FerretDB), so
+ * each process remembers it (with the account's quota) and adds its own writes and deletes: it asks
+ * the store again after STALE_MS, and after NEAR_MS once what is left is within two of the largest
+ * writes of the limit, where another process's writes could decide. So an account near its quota
+ * costs the store at most one sum a second per API process, however fast it writes. Uploads in
+ * flight in this process hold the length they declared. Other processes' writes of the last second
+ * (30 s far from the quota), and uploads without a declared length, can take an account past its
+ * quota by at most what they carry: a quota bounds the storage, it is not a ledger (D17's credits are).
+ */
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
+import { accountCap, type AccountCap } from '../../store/accounts';
+import type { Collections } from '../../store/db';
+import { uploadedBytes } from '../../store/files';
+import { publishedBytes } from '../../store/workflows';
+
+/** How long a process trusts the sum it read while the account is far from its quota. */
+export const STALE_MS = 30_000;
+/** The same within two of the largest writes of the quota. */
+export const NEAR_MS = 1_000;
+/** Accounts remembered per process (a few dozen bytes each). */
+const MAX_ACCOUNTS = 10_000;
+
+export interface QuotaRoom {
+  /** Bytes the next write may have. */
+  room: number;
+  /** Bytes the account holds, with uploads in flight here. */
+  used: number;
+  /** The account's quota. */
+  quota: number;
+}
+
+interface Known {
+  bytes: number;
+  quota: number;
+  at: number;
+}
+
+/** How long a remembered sum is trusted, far from the quota and near it (tests shorten them). */
+export interface QuotaTiming {
+  staleMs: number;
+  nearMs: number;
+}
+
+/** One kind of storage an account holds, and how it is bounded. */
+export interface QuotaSpec {
+  /** The bytes the account holds now (a store aggregate). */
+  used(accountId: string): Promise<number>;
+  /** The account's own quota, where an operator set one. */
+  cap: AccountCap;
+  /** The quota of every other account. */
+  defaultBytes: number;
+  /** The largest single write (an upload, a published graph): "near the quota" is within two of them. */
+  largestWrite: number;
+}
+
+export class StorageQuota {
+  private readonly known = new Map<string, Known>();
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(
+    private readonly accounts: Pick<Collections, 'accounts'>,
+    private readonly spec: QuotaSpec,
+    private readonly timing: QuotaTiming = { staleMs: STALE_MS, nearMs: NEAR_MS },
+  ) {}
+
+  /** What the account's next write may hold. */
+  async room(accountId: string): Promise<QuotaRoom> {
+    const pending = this.inFlight.get(accountId) ?? 0;
+    let known = this.known.get(accountId);
+    if (!known || Date.now() - known.at >= this.trustMs(known.quota - known.bytes - pending)) {
+      const [bytes, own] = await Promise.all([
+        this.spec.used(accountId),
+        accountCap(this.accounts, accountId, this.spec.cap),
+      ]);
+      known = { bytes, quota: own ?? this.spec.defaultBytes, at: Date.now() };
+      this.remember(accountId, known);
+    }
+    const used = known.bytes + pending;
+    return { room: Math.max(0, known.quota - used), used, quota: known.quota };
+  }
+
+  /** Holds `bytes` for an upload in flight (its declared length); the answer gives them back. */
+  hold(accountId: string, bytes: number): () => void {
+    if (bytes <= 0) return () => undefined;
+    this.inFlight.set(accountId, (this.inFlight.get(accountId) ?? 0) + bytes);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.inFlight.get(accountId) ?? 0) - bytes;
+      if (left > 0) this.inFlight.set(accountId, left);
+      else this.inFlight.delete(accountId);
+    };
+  }
+
+  /** A write stored (`bytes` > 0) or deleted (< 0): the remembered sum follows at once. */
+  changed(accountId: string, bytes: number): void {
+    const known = this.known.get(accountId);
+    if (known) known.bytes = Math.max(0, known.bytes + bytes);
+  }
+
+  /** How long a sum is trusted: shorter within two of the largest writes of the quota, where others' writes could decide. */
+  private trustMs(left: number): number {
+    return left < 2 * this.spec.largestWrite ? this.timing.nearMs : this.timing.staleMs;
+  }
+
+  private remember(accountId: string, entry: Known): void {
+    this.known.delete(accountId);
+    this.known.set(accountId, entry);
+    if (this.known.size > MAX_ACCOUNTS) this.known.delete(this.known.keys().next().value!);
+  }
+}
+
+/** D19: what an account's uploads may still hold. */
+export function fileQuota(
+  store: { db: Db; collections: Pick<Collections, 'accounts'> },
+  files: Pick<Config['files'], 'storageMaxBytes' | 'maxBytes'>,
+  timing?: QuotaTiming,
+): StorageQuota {
+  return new StorageQuota(
+    store.collections,
+    {
+      used: (accountId) => uploadedBytes(store.db, accountId),
+      cap: 'max_file_storage_bytes',
+      defaultBytes: files.storageMaxBytes,
+      largestWrite: files.maxBytes,
+    },
+    timing,
+  );
+}
+
+/** D26: what an account's published workflow versions may still hold. */
+export function workflowQuota(
+  collections: Pick<Collections, 'accounts' | 'workflows'>,
+  api: Config['api'],
+): StorageQuota {
+  return new StorageQuota(collections, {
+    used: (accountId) => publishedBytes(collections, accountId),
+    cap: 'max_workflow_storage_bytes',
+    defaultBytes: api.workflowStorageMaxBytes,
+    largestWrite: api.maxJsonBodyBytes,
+  });
+}
