@@ -231,14 +231,31 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
   '/api/v1/runs/{runId}/outputs/{key}': {
     get: {
       operationId: 'listOutputItems',
-      summary: 'Page one output of a run, live or finished (D31)',
+      summary:
+        'Page one output of a run, live or finished (D31), or download all of it as JSON Lines or CSV (D35)',
       requestParams: { path: RunOutputPathSchema, query: OutputItemsQuerySchema },
       responses: {
-        '200': json(
-          OutputItemListSchema,
-          'A page of items in output order; items of a live run that have not ended show `running`.',
-          true,
-        ),
+        '200': {
+          ...json(
+            OutputItemListSchema,
+            'A page of items in output order; items of a live run that have not ended show `running`. With `Accept: application/x-ndjson` or `text/csv`, the results file instead: every item of the output, in order, streamed (the page query is ignored).',
+            true,
+          ),
+          content: {
+            'application/json': { schema: OutputItemListSchema },
+            'application/x-ndjson': {
+              schema: z.string().meta({
+                description: 'One OutputItem JSON object a line, in output order.',
+              }),
+            },
+            'text/csv': {
+              schema: z.string().meta({
+                description:
+                  "RFC 4180 CSV under the header `item_index,id,status,output,error`: one record per item, its parts as text (file parts as their links), a failed item’s message; a field starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`.",
+              }),
+            },
+          },
+        },
         ...errors(400, 401, 404, 429, 500, 503),
       },
     },

@@ -13,7 +13,12 @@ import {
   parseRequest,
   StreamQuerySchema,
 } from '../contract/request-schemas';
-import { listOutputItems, outputItemLines, type OutputItemsDeps } from '../runs/output-items';
+import {
+  listOutputItems,
+  outputItemLines,
+  type OutputItemsDeps,
+  type ResultsFormat,
+} from '../runs/output-items';
 import { loadRunHead, readRunAnswer, type ReadRunDeps } from '../runs/read-run';
 import { sendRun } from './run-body';
 import { streamExistingRun, type RunStreamDeps } from '../stream/run-streams';
@@ -49,15 +54,21 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
-      // D35: the results file, every item as JSON Lines, when asked for by Accept.
-      if (/\bapplication\/x-ndjson\b/i.test(ctx.get('Accept'))) {
+      // D35: the results file, every item as JSON Lines or CSV, when asked for by Accept.
+      const format = resultsFormat(ctx.get('Accept'));
+      if (format) {
         const lines = await outputItemLines(
           deps,
           ctx.state.auth!.accountId,
           ctx.params.runId,
           ctx.params.key,
+          format,
         );
-        ctx.type = 'application/x-ndjson';
+        // A download names itself (koa sets a type from the name's extension: ours is set after).
+        ctx.attachment(
+          `${ctx.params.runId}-${ctx.params.key}.${format === 'csv' ? 'csv' : 'jsonl'}`,
+        );
+        ctx.type = RESULTS_TYPES[format];
         ctx.body = Readable.from(lines, { objectMode: false });
         return;
       }
@@ -103,4 +114,17 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     },
   );
   return router;
+}
+
+/** The media types of the results file (D35), by format. */
+const RESULTS_TYPES: Record<ResultsFormat, string> = {
+  ndjson: 'application/x-ndjson',
+  csv: 'text/csv; charset=utf-8',
+};
+
+/** The results file's format an `Accept` header asks for, or undefined (a page of items as JSON). */
+function resultsFormat(accept: string): ResultsFormat | undefined {
+  if (/\bapplication\/x-ndjson\b/i.test(accept)) return 'ndjson';
+  if (/\btext\/csv\b/i.test(accept)) return 'csv';
+  return undefined;
 }

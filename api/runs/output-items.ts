@@ -1,6 +1,6 @@
 /**
- * D31/D35: one output of a run, a page at a time (the D23 list shape) or whole as JSON Lines (the
- * results file), for runs live or finished. A stored output (D35) is read from its blocks by `_id`,
+ * D31/D35: one output of a run, a page at a time (the D23 list shape) or whole as JSON Lines or CSV
+ * (the results file), for runs live or finished. A stored output (D35) is read from its blocks by `_id`,
  * so a page costs the same at any offset; a finished big run's other outputs are read chunk by
  * chunk from its record; a live run's other outputs answer from the workflow.
  */
@@ -10,6 +10,7 @@ import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { storedItemLines, storedItems } from '../../store/item-blocks';
 import { chunksOf, findRunHead } from '../../store/runs';
+import { itemCsv } from './output-csv';
 import type { OutputItem } from '../../domain/run';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../../domain/errors';
 import type { OutputItemList } from '../contract/response-schemas';
@@ -114,17 +115,28 @@ async function storedPage(
   return page(items.slice(0, limit), items.length > limit);
 }
 
+/** The results file's formats: JSON Lines (`application/x-ndjson`, exact) or CSV (`text/csv`, api/runs/output-csv.ts). */
+export type ResultsFormat = 'ndjson' | 'csv';
+
 /**
- * D35: every item of output `key`, in order, for `Accept: application/x-ndjson` (the results file).
- * The run, the key and the caller are checked before the first item, so a refusal is still a JSON
- * error; then items are read a block (or a chunk, or a page of a live run) at a time.
+ * D35: every item of output `key`, in order, as the results file (`Accept: application/x-ndjson`
+ * or `text/csv`). The run, the key and the caller are checked before the first item, so a
+ * refusal is still a JSON error; then items are read a block (or a chunk, or a page of a live run)
+ * at a time.
  */
 export async function outputItemLines(
   deps: OutputItemsDeps,
   accountId: string,
   runId: string,
   key: string,
+  format: ResultsFormat = 'ndjson',
 ): Promise<AsyncIterable<string>> {
+  const lines = format === 'csv' ? itemCsv : itemLines;
+  // A stored output's JSON Lines are written straight from its pages, without parsing its items.
+  const storedLines = (itemIdBase: string, stored: StoredOutput, live: boolean) =>
+    format === 'csv'
+      ? itemCsv(storedItems(deps.collections, runId, itemIdBase, stored, 0, live))
+      : storedItemLines(deps.collections, runId, itemIdBase, stored, 0, live);
   let doc = await headOf(deps, accountId, runId);
   if (!doc.finalized) {
     const first = await deps.gateway.outputPage(runId, key, null, 1_000);
@@ -132,8 +144,8 @@ export async function outputItemLines(
       if (first.value === null) throw unknownOutput(key);
       const value = first.value;
       if (value.stored && value.itemIdBase)
-        return storedItemLines(deps.collections, runId, value.itemIdBase, value.stored, 0, true);
-      return itemLines(livePages(deps, runId, key, value.items, value.has_more));
+        return storedLines(value.itemIdBase, value.stored, true);
+      return lines(livePages(deps, runId, key, value.items, value.has_more));
     }
     // No news from the workflow: it may have just ended, its record written meanwhile; else an
     // empty file would be a wrong answer, so the caller is asked to retry.
@@ -142,11 +154,10 @@ export async function outputItemLines(
       throw new ServiceUnavailableError('The run did not answer in time. Retry shortly.');
   }
   const stored = storedOutput(doc, key);
-  if (stored && doc.item_id_base)
-    return storedItemLines(deps.collections, runId, doc.item_id_base, stored, 0, false);
+  if (stored && doc.item_id_base) return storedLines(doc.item_id_base, stored, false);
   const labels = doc.output ?? {};
   if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
-  return itemLines(recordItems(deps, doc, key));
+  return lines(recordItems(deps, doc, key));
 }
 
 async function* recordItems(

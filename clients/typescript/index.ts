@@ -290,6 +290,27 @@ export class WrsClient {
     if (carry) yield JSON.parse(carry) as OutputItem;
   }
 
+  /**
+   * D35: the results file as CSV (`Accept: text/csv`, header `item_index,id,status,output,error`),
+   * its bytes as they arrive: in Node `await pipeline(client.exportCsv(id, key),
+   * fs.createWriteStream('results.csv'))`, in a browser `new Blob(await Array.fromAsync(...))`.
+   * API errors are raised before the first chunk.
+   */
+  async *exportCsv(
+    runId: string,
+    key: string,
+    opts: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<Uint8Array> {
+    const res = await this.request(
+      'GET',
+      `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`,
+      undefined,
+      { accept: 'text/csv' },
+      opts.signal,
+    );
+    if (res.body) yield* res.body as unknown as AsyncIterable<Uint8Array>;
+  }
+
   /** Requests cancellation (D8); the run turns `cancelled` once it has stopped. */
   cancel(runId: string): Promise<RunView> {
     return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);

@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { parse } from 'csv-parse/sync';
 import { WrsApiError, WrsClient, type StreamEvent } from '../../clients/typescript';
 import { call } from '../support/http';
 import { batchWorkflow } from '../support/fixtures';
@@ -104,6 +105,15 @@ describe('typed client', function () {
     const exported = [];
     for await (const item of client.exportItems(started.run_id, 'answers')) exported.push(item);
     assert.deepEqual(exported, run.output!.answers);
+    // The same file as CSV, its bytes as they came.
+    const chunks = [];
+    for await (const chunk of client.exportCsv(started.run_id, 'answers')) chunks.push(chunk);
+    const [header, ...records] = parse(Buffer.concat(chunks)) as string[][];
+    assert.deepEqual(header, ['item_index', 'id', 'status', 'output', 'error']);
+    assert.deepEqual(
+      records.map((r) => r[1]),
+      run.output!.answers.map((item) => item.id),
+    );
     await assert.rejects(
       client.cancel(started.run_id),
       (err: WrsApiError) => err.status === 409 && err.code === 'run_not_cancellable',

@@ -1,5 +1,6 @@
-/** Uploads for tests of file inputs (D31, D35): `POST /api/v1/files` with raw bytes, asserting 201. */
+/** Uploads for tests of file inputs (D31, D35), `POST /api/v1/files` with raw bytes, and the results files of outputs. */
 import assert from 'node:assert/strict';
+import { parse } from 'csv-parse/sync';
 
 /** Uploads `text` as file `name`; returns its `file_...` id. */
 export async function uploadFile(
@@ -29,4 +30,14 @@ export async function resultsFile(url: string, key: string, runId: string, outpu
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line) as { item_index: number; status: string; parts: any[] });
+}
+
+/** The CSV results file of a run's output (D35): its header, its records as csv-parse reads them, and the answer's headers; asserts 200. */
+export async function resultsCsv(url: string, key: string, runId: string, output: string) {
+  const res = await fetch(`${url}/api/v1/runs/${runId}/outputs/${output}`, {
+    headers: { authorization: `Bearer ${key}`, accept: 'text/csv' },
+  });
+  assert.equal(res.status, 200);
+  const [header, ...records] = parse(await res.text()) as string[][];
+  return { header, records, headers: res.headers };
 }

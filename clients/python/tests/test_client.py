@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import os
 import threading
@@ -70,6 +72,8 @@ def test_async_client_start_wait_and_stream(base_url: str, api_key: str, workflo
         async with AsyncWrsClient(base_url, api_key) as client:
             run = await client.run(workflows["greet"], {"name": "Bo"})
             assert run["status"] == "completed"
+            exported = b"".join([chunk async for chunk in client.export_csv(run["id"], "greeting")])
+            assert exported.decode().splitlines()[1].endswith(",completed,\"Hello, Bo!\",")  # D35: the results file as CSV
             events = [e async for e in client.stream(workflows["greet"], {"name": "Cy"})]
             assert [e["sequence_number"] for e in events] == list(range(len(events)))
             assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
@@ -225,6 +229,9 @@ def test_output_items_pages(client: WrsClient, workflows: dict) -> None:
     assert page["object"] == "list" and page["data"] == items[:3] and page["has_more"]
     assert [i["id"] for i in client.iter_output_items(run["id"], "answers", page_size=3)] == [i["id"] for i in items]
     assert list(client.export_items(run["id"], "answers")) == items  # D35: the results file, JSON Lines
+    rows = list(csv.reader(io.StringIO(b"".join(client.export_csv(run["id"], "answers")).decode())))
+    assert rows[0] == ["item_index", "id", "status", "output", "error"]
+    assert [r[1] for r in rows[1:]] == [i["id"] for i in items]  # D35: the same file as CSV
     with pytest.raises(NotFoundError):
         client.output_items(run["id"], "nothing")
 

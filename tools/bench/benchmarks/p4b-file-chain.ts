@@ -5,6 +5,8 @@
  * time to the workflow's close, its history (bytes, events), API and worker peak RSS, the live
  * stream (every item event, in order), and the JSON Lines export of the output (every item).
  */
+import { Readable } from 'node:stream';
+import { parse } from 'csv-parse';
 import type { BenchContext, BenchResult, Row } from '../context';
 import { keepAliveAgent, openSse } from '../lib/http';
 import { fmt, nowMs } from '../lib/stats';
@@ -111,6 +113,19 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
     break;
   }
   const exportMs = nowMs() - tExport;
+  // The same file as CSV (its header, then a record per item), read by csv-parse as it streams.
+  const tCsv = nowMs();
+  const csvAnswer = await fetch(`${ctx.apiUrl}/api/v1/runs/${runId}/outputs/answers`, {
+    headers: { authorization: `Bearer ${ctx.key}`, accept: 'text/csv' },
+  });
+  let csvRecords = 0;
+  let csvOrdered = csvAnswer.status === 200;
+  if (csvAnswer.body)
+    for await (const record of Readable.fromWeb(csvAnswer.body as never).pipe(
+      parse({ from_line: 2 }),
+    ))
+      if (Number((record as string[])[0]) !== csvRecords++) csvOrdered = false;
+  const csvMs = nowMs() - tCsv;
   const usage = end();
   agent.destroy();
 
@@ -140,6 +155,12 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
       n: 1,
       p50: exportMs,
       note: `${exported} items (${completed} completed), ${ordered ? 'in order' : '**out of order**'}`,
+    },
+    {
+      case: `${n} items: CSV export`,
+      n: 1,
+      p50: csvMs,
+      note: `${csvRecords} records, ${csvOrdered ? 'in order' : '**out of order**'} (the pages parsed into items, each written as a CSV line)`,
     },
   ];
   const verdicts: BenchResult['verdicts'] = [
@@ -172,7 +193,7 @@ export async function benchFileChain(ctx: BenchContext): Promise<BenchResult> {
     },
   ];
   ctx.log(
-    `P4b ${n} file rows: ${ok ? 'completed' : `NOT completed (${outcome})`} in ${fmt(wall / 1000, 1)} s (ideal ${fmt(ideal / 1000, 1)} s), history ${historyEvents} events / ${fmt(historyBytes / 2 ** 20, 2)} MB, export ${fmt(exportMs / 1000, 2)} s`,
+    `P4b ${n} file rows: ${ok ? 'completed' : `NOT completed (${outcome})`} in ${fmt(wall / 1000, 1)} s (ideal ${fmt(ideal / 1000, 1)} s), history ${historyEvents} events / ${fmt(historyBytes / 2 ** 20, 2)} MB, export ${fmt(exportMs / 1000, 2)} s, CSV ${fmt(csvMs / 1000, 2)} s`,
   );
   return {
     id: 'p4b',

@@ -273,6 +273,14 @@ class WrsClient(_Base):
         finally:
             response.close()
 
+    def export_csv(self, run_id: str, key: str) -> Iterator[bytes]:
+        """The results file as CSV (D35; header item_index,id,status,output,error), its bytes as they arrive: write them to a file."""
+        response = self._send("GET", _path("runs", run_id, "outputs", key), headers={"accept": "text/csv"}, stream=True)
+        try:
+            yield from response.iter_bytes()
+        finally:
+            response.close()
+
     # -- streams --------------------------------------------------------------------------------
     def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
         """
@@ -443,6 +451,14 @@ class AsyncWrsClient(_Base):
             async for line in response.aiter_lines():
                 if line:
                     yield cast(OutputItem, json.loads(line))
+        finally:
+            await response.aclose()
+
+    async def export_csv(self, run_id: str, key: str) -> AsyncIterator[bytes]:
+        response = await self._send("GET", _path("runs", run_id, "outputs", key), headers={"accept": "text/csv"}, stream=True)
+        try:
+            async for chunk in response.aiter_bytes():
+                yield chunk
         finally:
             await response.aclose()
 
