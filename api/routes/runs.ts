@@ -1,6 +1,7 @@
 /** GET /api/v1/runs/{runId} (the run record, safe to poll), GET /api/v1/runs/{runId}/stream (reattach), DELETE /api/v1/runs/{runId} (D39). */
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
+import type { Context } from 'koa';
 import type { GuardDeps } from '../deps';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
@@ -55,7 +56,7 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     rateLimit(deps, 'requests'),
     async (ctx) => {
       // D35: the results file, every item as JSON Lines or CSV, when asked for by Accept.
-      const format = resultsFormat(ctx.get('Accept'));
+      const format = resultsFormat(ctx);
       if (format) {
         const lines = await outputItemLines(
           deps,
@@ -122,9 +123,11 @@ const RESULTS_TYPES: Record<ResultsFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 };
 
-/** The results file's format an `Accept` header asks for, or undefined (a page of items as JSON). */
-function resultsFormat(accept: string): ResultsFormat | undefined {
-  if (/\bapplication\/x-ndjson\b/i.test(accept)) return 'ndjson';
-  if (/\btext\/csv\b/i.test(accept)) return 'csv';
-  return undefined;
+/**
+ * The results file's format the request's `Accept` prefers (its q-values weighed), or undefined:
+ * a page of items as JSON, also when `Accept` is absent, any type, or types we do not serve.
+ */
+function resultsFormat(ctx: Context): ResultsFormat | undefined {
+  const best = ctx.accepts('application/json', RESULTS_TYPES.ndjson, 'text/csv');
+  return best === RESULTS_TYPES.ndjson ? 'ndjson' : best === 'text/csv' ? 'csv' : undefined;
 }

@@ -63,15 +63,23 @@ describe('the CSV results file of an output (D35)', function () {
     });
   }
 
-  it('refuses an unknown output with the JSON error, not a CSV file', async () => {
+  it('answers a page of JSON when Accept prefers it, and refuses an unknown output with the JSON error', async () => {
     const started = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
       key: ctx.key,
       body: { workflowId: 'csv-rows', inputs: { rows: ['a'] } },
       headers: { prefer: 'wait=60' },
     });
-    const res = await fetch(`${ctx.svc.url}/api/v1/runs/${started.body.id}/outputs/nothing`, {
-      headers: { authorization: `Bearer ${ctx.key}`, accept: 'text/csv' },
-    });
+    const output = (name: string, accept: string) =>
+      fetch(`${ctx.svc.url}/api/v1/runs/${started.body.id}/outputs/${name}`, {
+        headers: { authorization: `Bearer ${ctx.key}`, accept },
+      });
+    for (const accept of ['text/csv;q=0.5, application/json', '*/*', 'image/png']) {
+      const res = await output('answers', accept);
+      assert.equal(res.status, 200, accept);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/json/, accept);
+      assert.equal(((await res.json()) as any).object, 'list', accept);
+    }
+    const res = await output('nothing', 'text/csv');
     assert.equal(res.status, 404);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
     assert.equal(((await res.json()) as any).error.type, 'not_found_error');
