@@ -187,6 +187,20 @@ export async function workflowPage(
   return { docs, latest };
 }
 
+/**
+ * D26: deletes a workflow and every version of it. The versions go first, so a delete cut short
+ * leaves the workflow to be deleted again (still counted by the quota), never versions nobody can
+ * reach; they are swept once more after the workflow, for a publish that raced the delete.
+ */
+export async function deleteWorkflowVersions(
+  c: WorkflowCollections,
+  workflowId: string,
+): Promise<void> {
+  await c.workflowVersions.deleteMany({ workflow_id: workflowId });
+  await c.workflows.deleteOne({ _id: workflowId });
+  await c.workflowVersions.deleteMany({ workflow_id: workflowId });
+}
+
 /** A workflow's slug by id, or null (a version whose workflow is gone still runs under its id). */
 export async function workflowSlug(
   c: Pick<Collections, 'workflows'>,

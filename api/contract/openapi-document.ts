@@ -21,6 +21,7 @@ import {
 import {
   DeletedFileSchema,
   DeletedRunSchema,
+  DeletedWorkflowSchema,
   ErrorEnvelopeSchema,
   FileListSchema,
   FileSchema,
@@ -46,6 +47,7 @@ const COMPONENTS = {
   RunList: RunListSchema,
   DeletedFile: DeletedFileSchema,
   DeletedRun: DeletedRunSchema,
+  DeletedWorkflow: DeletedWorkflowSchema,
   OutputItemList: OutputItemListSchema,
   WorkflowContract: WorkflowContractSchema,
   WorkflowList: WorkflowListSchema,

@@ -49,6 +49,7 @@ import {
 import {
   DeletedFileSchema,
   DeletedRunSchema,
+  DeletedWorkflowSchema,
   ErrorEnvelopeSchema,
   FileListSchema,
   FileSchema,
@@ -204,6 +205,16 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
       responses: {
         '200': json(WorkflowContractSchema, 'The contract.'),
         ...errors(400, 401, 404, 429, 500, 503),
+      },
+    },
+    delete: {
+      operationId: 'deleteWorkflow',
+      summary:
+        'Delete one of your workflows and every version of it (D26): its slug is free again and its room in the workflow storage quota too; runs already started finish, and keep their results',
+      requestParams: { path: WorkflowIdPathSchema },
+      responses: {
+        '200': json(DeletedWorkflowSchema, 'Deleted.', true),
+        ...errors(401, 404, 429, 500, 503),
       },
     },
   },

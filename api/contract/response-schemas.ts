@@ -78,11 +78,15 @@ const listOf = <T extends z.ZodType>(item: T) =>
 export const RunListSchema = listOf(RunSchema);
 
 /** D39: the answer of DELETE /api/v1/runs/{runId}. */
-export const DeletedRunSchema = z.object({
-  id: z.string().describe('The deleted run’s id (`run_...`).'),
-  object: z.literal('run'),
-  deleted: z.literal(true),
-});
+/** The answer of a DELETE: `{id, object, deleted: true}`, as OpenAI's API answers one. */
+const deletedSchema = <O extends string>(object: O, idDescription: string) =>
+  z.object({
+    id: z.string().describe(idDescription),
+    object: z.literal(object),
+    deleted: z.literal(true),
+  });
+
+export const DeletedRunSchema = deletedSchema('run', 'The deleted run’s id (`run_...`).');
 export type DeletedRun = z.infer<typeof DeletedRunSchema>;
 
 /** D19: a page of the caller's uploads. */
@@ -90,12 +94,15 @@ export const FileListSchema = listOf(FileSchema);
 export type FileList = z.infer<typeof FileListSchema>;
 
 /** D19: the answer of DELETE /api/v1/files/{fileId}. */
-export const DeletedFileSchema = z.object({
-  id: z.string().describe('The deleted file’s id (`file_...`).'),
-  object: z.literal('file'),
-  deleted: z.literal(true),
-});
+export const DeletedFileSchema = deletedSchema('file', 'The deleted file’s id (`file_...`).');
 export type DeletedFile = z.infer<typeof DeletedFileSchema>;
+
+/** D26: the answer of DELETE /api/v1/workflows/{workflowId}. */
+export const DeletedWorkflowSchema = deletedSchema(
+  'workflow',
+  'The deleted workflow’s id (`wf_...`).',
+);
+export type DeletedWorkflow = z.infer<typeof DeletedWorkflowSchema>;
 
 /** D31: a page of one output's items, in output order. */
 export const OutputItemListSchema = z.object({

@@ -2,8 +2,8 @@
  * Storage quotas per account, so one tenant cannot fill the storage every tenant shares: what its
  * uploaded files hold (D19, FILE_STORAGE_MAX_BYTES, `wrs accounts file-storage`) and what its
  * published workflow versions hold (D26, WORKFLOW_STORAGE_MAX_BYTES, `wrs accounts
- * workflow-storage`). Deleting files or their expiry (D29) makes room for uploads; published
- * versions stay (runs and re-runs name them), so an account at its workflow quota asks its operator.
+ * workflow-storage`). Deleting files (or their expiry, D29) makes room for uploads, deleting a
+ * workflow (DELETE /api/v1/workflows/{workflowId}) room for versions.
  *
  * What an account holds is a store aggregate (an index range on MongoDB, a scan on FerretDB), so
  * each process remembers it (with the account's quota) and adds its own writes and deletes: it asks

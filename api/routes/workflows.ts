@@ -1,4 +1,8 @@
-/** POST /api/v1/workflows (publish a graph, D26, within the account's workflow storage), GET /api/v1/workflows (list them, D30) and GET /api/v1/workflows/{workflowId} (a contract, D24). */
+/**
+ * The workflows resource: POST /api/v1/workflows (publish a graph, D26, within the account's
+ * workflow storage), GET /api/v1/workflows (list them, D30), GET /api/v1/workflows/{workflowId} (a
+ * contract, D24) and DELETE /api/v1/workflows/{workflowId} (a workflow and its versions, D26).
+ */
 import Router from '@koa/router';
 import type { Collections } from '../../store/db';
 import type { GuardDeps } from '../deps';
@@ -11,6 +15,7 @@ import { jsonBody } from '../middleware/json-body';
 import { publishWorkflow } from '../../store/publish-workflow';
 import { workflowContract } from '../workflows/workflow-contract';
 import { listWorkflows } from '../workflows/list-workflows';
+import { deleteWorkflow } from '../workflows/delete-workflow';
 import {
   ContractQuerySchema,
   ListWorkflowsQuerySchema,
@@ -71,13 +76,21 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
       );
     },
   );
+  router.delete(
+    '/api/v1/workflows/:workflowId',
+    authenticate(deps),
+    rateLimit(deps, 'requests'),
+    async (ctx) => {
+      ctx.body = await deleteWorkflow(deps, ctx.state.auth!.accountId, ctx.params.workflowId);
+    },
+  );
   return router;
 }
 
 /** D26: a version that does not fit in what the account's published workflows may hold (413, nothing stored). */
 function workflowStorageExceeded(bytes: number, used: number, quota: number): HttpError {
   return new HttpError(
-    `The account's published workflow versions hold ${used} of the ${quota} bytes they may: this version (${bytes} bytes) does not fit. Versions are kept for the runs that name them; ask your operator for a larger quota.`,
+    `The account's published workflow versions hold ${used} of the ${quota} bytes they may: this version (${bytes} bytes) does not fit. Delete workflows you no longer need (DELETE /api/v1/workflows/{workflowId}), or ask your operator for a larger quota.`,
     { code: 'storage_quota_exceeded' },
   );
 }

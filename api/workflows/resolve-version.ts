@@ -32,12 +32,7 @@ export async function resolveVersion(
   pin: number | string | undefined,
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
   const workflow = await lookup.findWorkflow(accountId, ref);
-  // A path segment can be ~16 KB (GET /workflows/{id}): never echo more of it than an id could be.
-  if (!workflow)
-    throw new NotFoundError(
-      `No published workflow \`${ref.slice(0, 256)}\` in this account.`,
-      'published_workflow_not_found',
-    );
+  if (!workflow) throw workflowNotFound(ref);
   const version = await lookup.findVersion(workflow._id, pin);
   if (!version) {
     const which =
@@ -50,4 +45,13 @@ export async function resolveVersion(
     );
   }
   return { workflow, version };
+}
+
+/** D2's 404 for a reference that names no workflow of the caller's. */
+export function workflowNotFound(ref: string): NotFoundError {
+  // A path segment can be ~16 KB (GET /workflows/{id}): never echo more of it than an id could be.
+  return new NotFoundError(
+    `No published workflow \`${ref.slice(0, 256)}\` in this account.`,
+    'published_workflow_not_found',
+  );
 }

@@ -5,7 +5,8 @@
  *  - a workflow record (slug, id, `public`) and the slug's latest-version pointer can change on
  *    publish: kept at most POINTER_TTL_MS. The process that publishes updates both at once, so
  *    D1 ("absent: the latest version") holds immediately there and within 2 s in any other;
- *  - "not found" is never remembered, so a first publish is visible everywhere at once.
+ *  - "not found" is never remembered, so a first publish is visible everywhere at once; a delete
+ *    is seen at once in its process and within POINTER_TTL_MS in any other.
  * lru-cache holds the entries (TTL, a bound on their number, least recently used out first) and
  * runs one load per key at a time, so a burst of starts of a cold workflow costs one round trip.
  */
@@ -111,6 +112,17 @@ export class WorkflowCatalog {
       this.publishedHere.set(workflow._id, pointer);
       this.pointers.set(workflow._id, pointer);
     }
+  }
+
+  /**
+   * Called by this process's delete: later starts here find no such workflow at once. Its versions
+   * stay cached until evicted, unreachable (every start resolves the workflow first, D2).
+   */
+  deleted(workflow: WorkflowDoc): void {
+    this.workflows.delete(`id\0${workflow._id}`);
+    this.workflows.delete(`slug\0${workflow.account_id}\0${workflow.slug}`);
+    this.pointers.delete(workflow._id);
+    this.publishedHere.delete(workflow._id);
   }
 
   private async loadPointer(workflowId: string): Promise<Pointer | null> {

@@ -219,6 +219,8 @@ describe('reliability: fuzzing every route never takes the API process down', fu
       ['POST', '/api/v1/workflows', json],
       ['GET', '/api/v1/workflows', auth],
       ['GET', '/api/v1/workflows/greet', auth],
+      // D26: an id of no workflow, so the fuzzing deletes nothing the other routes read.
+      ['DELETE', '/api/v1/workflows/wf_01J00000000000000000000000', auth],
       ['POST', '/api/v1/responses', json],
       ['GET', '/api/v1/runs', auth],
       ['GET', `/api/v1/runs/${runId}`, auth],

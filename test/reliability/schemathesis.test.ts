@@ -237,6 +237,12 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
       assert.equal(res.status, 201);
       deletable.push(((await res.json()) as { id: string }).id);
     }
+    // Workflows only DELETE /api/v1/workflows/{workflowId} may remove (the hooks send it no other id).
+    const deletableWorkflows = [];
+    for (let i = 0; i < 20; i++)
+      deletableWorkflows.push(
+        (await publish(svc.url, key, greetingWorkflow(`deletable-${i}`))).workflow_id,
+      );
     const links = files.map((f: any) => {
       const url = new URL(f.url);
       return {
@@ -258,6 +264,7 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
         workflows: published,
         files: files.map((f: any) => f.id),
         deletable_files: deletable,
+        deletable_workflows: deletableWorkflows,
         links,
         assets,
         graph: greetingWorkflow('unused'),

@@ -287,3 +287,19 @@ def test_priority(client: WrsClient, workflows: dict) -> None:
     with pytest.raises(InvalidRequestError) as refused:
         client.start(workflows["greet"], {"name": "x"}, priority="urgent")
     assert refused.value.param == "priority"
+
+
+def test_delete_workflow(client: WrsClient, base_url: str, api_key: str) -> None:
+    """D26: DELETE /api/v1/workflows/{workflow_id}; afterwards its contract is 404."""
+    doc = {
+        "slug": "py-deleted",
+        "nodes": [{"id": "greet", "type": "text", "template": "Hello!"}, {"id": "out", "type": "user_result", "label": "Out"}],
+        "edges": [{"from": "greet", "to": "out"}],
+    }
+    res = httpx.post(f"{base_url}/api/v1/workflows", json=doc, headers={"authorization": f"Bearer {api_key}"}, timeout=30)
+    assert res.status_code == 201, res.text
+    assert client.workflow("py-deleted")["version"] == 1
+    assert client.delete_workflow("py-deleted") == {"id": res.json()["workflow_id"], "object": "workflow", "deleted": True}
+    with pytest.raises(NotFoundError) as gone:
+        client.workflow("py-deleted")
+    assert gone.value.code == "published_workflow_not_found"

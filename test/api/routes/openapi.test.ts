@@ -483,11 +483,24 @@ describe('OpenAPI document conformance (D25)', function () {
     );
   });
 
-  it('listing workflows (D30) and the playground page with its assets, and the documented refusals', async () => {
+  it('listing and deleting workflows (D30, D26) and the playground page with its assets, and the documented refusals', async () => {
     await op('POST', '/api/v1/workflows', '/api/v1/workflows', {
       key: ctx.key,
       body: greetingWorkflow('listed'),
     });
+    await op('POST', '/api/v1/workflows', '/api/v1/workflows', {
+      key: ctx.key,
+      body: greetingWorkflow('deleted'),
+    });
+    for (const status of [200, 404])
+      assert.equal(
+        (
+          await op('DELETE', '/api/v1/workflows/{workflowId}', '/api/v1/workflows/deleted', {
+            key: ctx.key,
+          })
+        ).status,
+        status,
+      );
     const list = await op('GET', '/api/v1/workflows', '/api/v1/workflows?limit=1', {
       key: ctx.key,
     });

@@ -229,7 +229,7 @@ describe('API workflows: what an account’s published versions may hold (D26)',
     assert.fail('50 versions fitted in the quota');
   }
 
-  it('refuses a version that does not fit with 413 storage_quota_exceeded and stores nothing', async () => {
+  it('refuses a version that does not fit with 413 storage_quota_exceeded and stores nothing, until a workflow is deleted', async () => {
     const { key } = await ctx.newAccount();
     const { fitted, refused } = await publishUntilRefused(key, 'quota-full');
     assert.ok(fitted >= 5 && fitted <= 15, `${fitted} versions fitted in ${QUOTA} bytes`);
@@ -254,6 +254,10 @@ describe('API workflows: what an account’s published versions may hold (D26)',
       code: 'storage_quota_exceeded',
     });
     await publish(ctx.svc.url, (await ctx.newAccount()).key, greetingWorkflow('quota-full'));
+    // Deleting the workflow gives its versions' room back at once.
+    const deleted = await call(ctx.svc.url, 'DELETE', '/api/v1/workflows/quota-full', { key });
+    assert.equal(deleted.status, 200);
+    await publish(ctx.svc.url, key, greetingWorkflow('quota-other'));
   });
 
   it('an account’s own quota (`wrs accounts workflow-storage`) wins over WORKFLOW_STORAGE_MAX_BYTES', async () => {

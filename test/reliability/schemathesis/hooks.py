@@ -14,6 +14,7 @@ The fixtures come from the JSON file named by WRS_ST_FIXTURES (written by the te
   {"runs": [finished run ids], "live_runs": [ids of runs a slow model call keeps running],
    "workflows": [{"id", "slug", "version", "version_id", "inputs", "live"}],
    "files": [file ids], "deletable_files": [ids of uploads only DELETE may remove],
+   "deletable_workflows": [ids of workflows only DELETE may remove],
    "links": [{"file_id", "expires", "sig"}], "assets": [playground asset names],
    "graph": {"nodes", "edges"} of a valid workflow whose first node is its User Input}
 A live run's stream would last as long as the slow call, so live runs are only read, listed,
@@ -122,6 +123,12 @@ def map_case(context, case):
         # operations' fixture files must stay for them.
         file_id = pick(case.path_parameters.get("fileId"), FIXTURES["deletable_files"])
         case.path_parameters["fileId"] = file_id or "file_01J00000000000000000000000"
+
+    if operation == "DELETE /api/v1/workflows/{workflowId}" and path_ok:
+        # The same for workflows: the fixtures' are started, read and re-run by the other operations,
+        # and one schemathesis published must stay for its stateful reads (ST302).
+        workflow_id = pick(case.path_parameters.get("workflowId"), FIXTURES["deletable_workflows"])
+        case.path_parameters["workflowId"] = workflow_id or "wf_01J00000000000000000000000"
 
     if operation == "GET /files/{fileId}/content" and path_ok and query_ok:
         # The signature covers the id and the expiry, so the three travel together; Range stays generated.

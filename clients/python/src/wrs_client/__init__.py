@@ -11,7 +11,7 @@ from ._errors import (
     WebhookVerificationError,
     WrsError,
 )
-from ._types import AsyncStart, DeletedFile, DeletedRun, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WorkflowContract
+from ._types import AsyncStart, DeletedFile, DeletedRun, DeletedWorkflow, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WorkflowContract
 from .webhooks import verify_webhook
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "WebhookVerificationError",
     "AsyncStart",
     "DeletedFile",
+    "DeletedWorkflow",
     "DeletedRun",
     "File",
     "NodeUsage",

@@ -22,6 +22,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from ._errors import APIError, StreamError, error_from_response
 from ._types import (
     DeletedFile,
+    DeletedWorkflow,
     DeletedRun,
     TERMINAL_EVENTS,
     TERMINAL_STATUSES,
@@ -350,6 +351,10 @@ class WrsClient(_Base):
         """A published workflow's contract: its inputs (with a JSON Schema) and outputs."""
         return cast(WorkflowContract, self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))
 
+    def delete_workflow(self, workflow_id: str) -> DeletedWorkflow:
+        """Deletes one of your workflows with every version (D26); runs under way finish, and its runs stay readable."""
+        return cast(DeletedWorkflow, self._json("DELETE", _path("workflows", workflow_id)))
+
 
 class AsyncWrsClient(_Base):
     """The asyncio client: the same methods as WrsClient, as coroutines and async iterators."""
@@ -520,3 +525,6 @@ class AsyncWrsClient(_Base):
 
     async def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
         return cast(WorkflowContract, await self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))
+
+    async def delete_workflow(self, workflow_id: str) -> DeletedWorkflow:
+        return cast(DeletedWorkflow, await self._json("DELETE", _path("workflows", workflow_id)))

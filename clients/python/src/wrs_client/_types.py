@@ -94,6 +94,14 @@ class DeletedFile(TypedDict):
     deleted: bool
 
 
+class DeletedWorkflow(TypedDict):
+    """The answer of `DELETE /api/v1/workflows/{workflow_id}` (D26)."""
+
+    id: str
+    object: str
+    deleted: bool
+
+
 class AsyncStart(TypedDict):
     """The 202 answer of a start."""
 
