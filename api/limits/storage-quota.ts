@@ -9,10 +9,11 @@
  * each process remembers it (with the account's quota) and adds its own writes and deletes: it asks
  * the store again after STALE_MS, and after NEAR_MS once what is left is within two of the largest
  * writes of the limit, where another process's writes could decide. So an account near its quota
- * costs the store at most one sum a second per API process, however fast it writes. Uploads in
- * flight in this process hold the length they declared. Other processes' writes of the last second
- * (30 s far from the quota), and uploads without a declared length, can take an account past its
- * quota by at most what they carry: a quota bounds the storage, it is not a ledger (D17's credits are).
+ * costs the store at most one sum a second per API process, however fast it writes. Writes in
+ * flight in this process hold their length (an upload the length it declared), so concurrent ones
+ * cannot pass the quota together. Other processes' writes of the last second (30 s far from the
+ * quota), and uploads without a declared length, can take an account past its quota by at most
+ * what they carry: a quota bounds the storage, it is not a ledger (D17's credits are).
  */
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
@@ -73,9 +74,9 @@ export class StorageQuota {
 
   /** What the account's next write may hold. */
   async room(accountId: string): Promise<QuotaRoom> {
-    const pending = this.inFlight.get(accountId) ?? 0;
     let known = this.known.get(accountId);
-    if (!known || Date.now() - known.at >= this.trustMs(known.quota - known.bytes - pending)) {
+    const held = () => this.inFlight.get(accountId) ?? 0;
+    if (!known || Date.now() - known.at >= this.trustMs(known.quota - known.bytes - held())) {
       const [bytes, own] = await Promise.all([
         this.spec.used(accountId),
         accountCap(this.accounts, accountId, this.spec.cap),
@@ -83,11 +84,12 @@ export class StorageQuota {
       known = { bytes, quota: own ?? this.spec.defaultBytes, at: Date.now() };
       this.remember(accountId, known);
     }
-    const used = known.bytes + pending;
+    // Read after the store's answer: writes held meanwhile count.
+    const used = known.bytes + held();
     return { room: Math.max(0, known.quota - used), used, quota: known.quota };
   }
 
-  /** Holds `bytes` for an upload in flight (its declared length); the answer gives them back. */
+  /** Holds `bytes` for a write in flight (an upload's declared length, a version being published) until its answer. */
   hold(accountId: string, bytes: number): () => void {
     if (bytes <= 0) return () => undefined;
     this.inFlight.set(accountId, (this.inFlight.get(accountId) ?? 0) + bytes);

@@ -42,17 +42,25 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
     }),
     async (ctx) => {
       const accountId = ctx.state.auth!.accountId;
+      // The version's bytes are held from the check to the answer, so concurrent publishes in this
+      // process cannot pass the quota together.
+      let release = () => {};
+      try {
+        ctx.body = await publishWorkflow(deps.collections, accountId, ctx.request.body, {
+          admit: async (bytes) => {
+            const { room, used, quota } = await deps.workflowQuota.room(accountId);
+            if (bytes > room) throw workflowStorageExceeded(bytes, used, quota);
+            release = deps.workflowQuota.hold(accountId, bytes);
+          },
+          onPublished: (workflow, version, bytes) => {
+            deps.catalog.published(workflow, version);
+            deps.workflowQuota.changed(accountId, bytes);
+          },
+        });
+      } finally {
+        release();
+      }
       ctx.status = 201;
-      ctx.body = await publishWorkflow(deps.collections, accountId, ctx.request.body, {
-        admit: async (bytes) => {
-          const { room, used, quota } = await deps.workflowQuota.room(accountId);
-          if (bytes > room) throw workflowStorageExceeded(bytes, used, quota);
-        },
-        onPublished: (workflow, version, bytes) => {
-          deps.catalog.published(workflow, version);
-          deps.workflowQuota.changed(accountId, bytes);
-        },
-      });
     },
   );
   router.get('/api/v1/workflows', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {

@@ -217,6 +217,9 @@ describe('API workflows: what an account’s published versions may hold (D26)',
   const QUOTA = 6_000;
   const ctx = useService({ worker: false, env: { WORKFLOW_STORAGE_MAX_BYTES: String(QUOTA) } });
 
+  const publishAs = (key: string, slug: string) =>
+    call(ctx.svc.url, 'POST', '/api/v1/workflows', { key, body: greetingWorkflow(slug) });
+
   /** Publishes versions of `slug` until one is refused (at most 50); returns how many fit and the refusal. */
   async function publishUntilRefused(key: string, slug: string) {
     for (let fitted = 0; fitted < 50; fitted++) {
@@ -258,6 +261,25 @@ describe('API workflows: what an account’s published versions may hold (D26)',
     const deleted = await call(ctx.svc.url, 'DELETE', '/api/v1/workflows/quota-full', { key });
     assert.equal(deleted.status, 200);
     await publish(ctx.svc.url, key, greetingWorkflow('quota-other'));
+  });
+
+  it('holds concurrent publishes of one process to the quota', async () => {
+    // Workflows of slugs of one length hold the same bytes: as many fit at once as one by one.
+    const slug = (tag: string, i: number) => `quota-${tag}-${String(i).padStart(2, '0')}`;
+    const sequential = (await ctx.newAccount()).key;
+    let fit = 0;
+    while ((await publishAs(sequential, slug('s', fit))).status === 201) fit++;
+    const concurrent = (await ctx.newAccount()).key;
+    const answers = await Promise.all(
+      Array.from({ length: 2 * fit + 4 }, (_, i) => publishAs(concurrent, slug('c', i))),
+    );
+    assert.equal(answers.filter((a) => a.status === 201).length, fit);
+    for (const refused of answers.filter((a) => a.status !== 201))
+      expectError(refused, {
+        status: 413,
+        type: 'invalid_request_error',
+        code: 'storage_quota_exceeded',
+      });
   });
 
   it('an account’s own quota (`wrs accounts workflow-storage`) wins over WORKFLOW_STORAGE_MAX_BYTES', async () => {
