@@ -67,7 +67,7 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
         );
         // A download names itself (koa sets a type from the name's extension: ours is set after).
         ctx.attachment(
-          `${ctx.params.runId}-${ctx.params.key}.${format === 'csv' ? 'csv' : 'jsonl'}`,
+          `${ctx.params.runId}-${ctx.params.key.slice(0, 64)}.${format === 'csv' ? 'csv' : 'jsonl'}`,
         );
         ctx.type = RESULTS_TYPES[format];
         ctx.body = Readable.from(lines, { objectMode: false });
