@@ -10,9 +10,9 @@ import { isId } from '../domain/ids';
 import type { Part } from '../domain/parts';
 import { remoteFileName, withExtension } from '../lib/files/names';
 import { guardedGet, UrlRefusedError } from '../lib/net/ssrf';
-import { findFile, FileTooLargeError, storeFile } from '../store/files';
+import { findFile, FileTooLargeError } from '../store/files';
 import { isTransientStatus } from './failures';
-import { runAccount, type FileDeps } from './files';
+import { runAccount, STORAGE_QUOTA_EXCEEDED, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { activitySignal, rethrowIfCancelled } from './provider-http';
 
@@ -66,13 +66,18 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
         throw new FileTooLargeError(files.maxBytes);
       }
       const name = remoteFileName(res.url, res.headers['content-disposition']);
-      const doc = await storeFile(db, res.body, {
-        accountId,
-        runId: req.runId,
-        name: (mime) => withExtension(name ?? req.key, mime),
-        maxBytes: files.maxBytes,
-        source: 'input',
-      });
+      // A URL input's copy is the caller's data, as an upload is: within the account's quota.
+      const doc = await storeWithinQuota(
+        deps.files(),
+        res.body,
+        Number(res.headers['content-length'] ?? '0'),
+        {
+          accountId,
+          runId: req.runId,
+          name: (mime) => withExtension(name ?? req.key, mime),
+          source: 'input',
+        },
+      );
       return {
         type: req.inputType,
         url: await links.url(doc._id),
@@ -81,6 +86,8 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
       };
     } catch (err) {
       rethrowIfCancelled();
+      if (err instanceof ApplicationFailure && err.type === STORAGE_QUOTA_EXCEEDED)
+        throw refused(`input '${req.key}': ${err.message}`);
       if (err instanceof ApplicationFailure) throw err;
       if (err instanceof UrlRefusedError) throw refused(`input '${req.key}': ${err.message}`);
       if (err instanceof FileTooLargeError)

@@ -1,8 +1,12 @@
 /**
  * Files that activities produce (docs/workflow-format.md "Providers"): every file a node yields is stored in
  * GridFS under the run's account and handed on as a part with a signed link served by this
- * service (D19), so a provider's temporary URL never reaches a caller.
+ * service (D19), so a provider's temporary URL never reaches a caller. Every one counts against the
+ * account's storage quota (store/storage-quota.ts); files of work nobody paid for (an
+ * `http_request` answer, a URL input's copy) are refused past it, paid ones are kept (D35: nothing
+ * paid is lost; their price bounds them).
  */
+import type { Readable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
@@ -18,6 +22,7 @@ import {
 } from '../lib/net/ssrf';
 import type { Collections } from '../store/db';
 import { runAccountId } from '../store/runs';
+import type { StorageQuota } from '../store/storage-quota';
 import {
   FileTooLargeError,
   storeBytes,
@@ -34,6 +39,8 @@ export interface FileDeps {
   links: FileLinks;
   collections: Pick<Collections, 'runs'>;
   config: Pick<Config, 'files'>;
+  /** D19: what the account's files may still hold (this worker's remembered sums). */
+  quota: StorageQuota;
 }
 
 /** The account a run's files belong to: passed by the workflow, or (runs started before it was) read from the run record. */
@@ -73,17 +80,60 @@ export function storageFailure(err: unknown, what: string): never {
   throw err;
 }
 
+/**
+ * D19: stores a file of work nobody paid for (an `http_request` answer, a URL input's copy) within
+ * the account's storage quota, as an upload is: refused before a byte is stored when its declared
+ * length does not fit, else once it grows past the room left; nothing of it is kept then.
+ */
+export async function storeWithinQuota(
+  deps: FileDeps,
+  body: Readable,
+  declaredBytes: number,
+  opts: Omit<StoreFileOptions, 'maxBytes'>,
+): Promise<FileDoc> {
+  const limit = deps.config.files.maxBytes;
+  const { room, used, quota } = await deps.quota.room(opts.accountId);
+  if (room === 0 || declaredBytes > room) {
+    body.destroy(); // unread: the connection must not wait on it
+    throw quotaFull(used, quota);
+  }
+  const release = deps.quota.hold(opts.accountId, declaredBytes);
+  try {
+    const doc = await storeFile(deps.db, body, { ...opts, maxBytes: Math.min(limit, room) });
+    deps.quota.changed(opts.accountId, doc.length);
+    return doc;
+  } catch (err) {
+    if (err instanceof FileTooLargeError && room < limit) throw quotaFull(used, quota);
+    throw err;
+  } finally {
+    release();
+  }
+}
+
+/** The failure type of a file the account's storage quota has no room for. */
+export const STORAGE_QUOTA_EXCEEDED = 'StorageQuotaExceeded';
+
+/** The account's files hold what they may: the item (a URL input: its run) fails; a re-run of failed items may retry once room is made. */
+function quotaFull(used: number, quota: number): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `the account's files hold ${used} of the ${quota} bytes its storage quota allows: delete files or runs to make room`,
+    STORAGE_QUOTA_EXCEEDED,
+  );
+}
+
 /** Stores bytes a provider sent inline (`b64_json`, a `data:` URL). */
 export async function storeOutputBytes(
   deps: FileDeps,
   bytes: Uint8Array,
   opts: Omit<StoreFileOptions, 'maxBytes' | 'source'>,
 ): Promise<FileDoc> {
-  return storeBytes(deps.db, bytes, {
+  const doc = await storeBytes(deps.db, bytes, {
     ...opts,
     maxBytes: deps.config.files.maxBytes,
     source: 'output',
   }).catch((err) => storageFailure(err, 'the output'));
+  deps.quota.changed(opts.accountId, doc.length);
+  return doc;
 }
 
 /**
@@ -140,12 +190,14 @@ export async function storeProviderFile(
     if (declared > deps.config.files.maxBytes)
       storageFailure(new FileTooLargeError(deps.config.files.maxBytes), `${provider}'s output`);
     const named = remoteFileName(new URL(rawUrl), res.headers['content-disposition']);
-    return await storeFile(deps.db, res.body, {
+    const doc = await storeFile(deps.db, res.body, {
       ...base,
       name: (mime) => withExtension(named ?? opts.stem, mime),
       maxBytes: deps.config.files.maxBytes,
       source: 'output',
     });
+    deps.quota.changed(opts.accountId, doc.length);
+    return doc;
   } catch (err) {
     rethrowIfCancelled();
     if (err instanceof ApplicationFailure) throw err;

@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
 import { completed, itemLookup } from '../domain/items';
 import { providerFailure } from './failures';
-import { filePart, runAccount, storageFailure, type FileDeps } from './files';
+import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
 import { guardedFetch, UrlRefusedError, type GuardedResponse } from '../lib/net/ssrf';
@@ -20,7 +20,6 @@ import {
   DEFAULT_MAX_ANSWER_BYTES,
   readLimited,
 } from '../lib/net/read-limited';
-import { storeFile } from '../store/files';
 import { activitySignal, rethrowIfCancelled, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 
@@ -147,11 +146,12 @@ async function binaryAnswer(
 ): Promise<NodeResult> {
   const accountId = await runAccount(files, req);
   const name = remoteFileName(res.url, res.headers['content-disposition']);
-  const doc = await storeFile(files.db, body, {
+  const declared = Number(res.headers['content-length'] ?? '0');
+  // Nobody pays for an http_request (costUsd 0): what it stores is bounded by the account's quota.
+  const doc = await storeWithinQuota(files, body, declared, {
     accountId,
     runId: req.runId,
     name: (mime) => withExtension(name ?? 'response', mime),
-    maxBytes: files.config.files.maxBytes,
     source: 'output',
   }).catch((err) => {
     rethrowIfCancelled();

@@ -3,6 +3,7 @@ import type { Db } from 'mongodb';
 import type { Config } from '../config';
 import { FileLinks } from '../lib/files/links';
 import type { Collections } from '../store/db';
+import { fileQuota } from '../store/storage-quota';
 import { invalidNodeConfig } from './failures';
 import { createFileInputActivity } from './file-input';
 import type { FileDeps } from './files';
@@ -44,6 +45,7 @@ export function createActivities(deps: ActivityDeps) {
           links: new FileLinks({ api, files: filesConfig }, deps.db),
           collections: deps.collections,
           config: { files: filesConfig },
+          quota: fileQuota({ db: deps.db, collections: deps.collections }, filesConfig),
         }
       : undefined;
   const files = (): FileDeps => {

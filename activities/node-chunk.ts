@@ -19,6 +19,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed, textItem } from '../domain/items';
 import type { CallUsage } from '../domain/run-usage';
+import { STORAGE_QUOTA_EXCEEDED } from './files';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
@@ -154,9 +155,16 @@ export function executeRow(
   }
 }
 
-/** A provider's refusal of one item (non-retryable `ProviderRejected`) becomes that item, failed in place (D9). */
+/**
+ * A provider's refusal of one item (non-retryable `ProviderRejected`) becomes that item, failed in
+ * place (D9); so does a file the account's storage quota has no room for (D19,
+ * `StorageQuotaExceeded`): a re-run of the failed items retries them once room is made (D38).
+ */
 export function refusedItem(err: unknown): Item | undefined {
-  if (!(err instanceof ApplicationFailure) || err.type !== 'ProviderRejected') return undefined;
+  if (!(err instanceof ApplicationFailure)) return undefined;
+  if (err.type === STORAGE_QUOTA_EXCEEDED)
+    return failed({ message: err.message, type: 'storage_quota_exceeded' });
+  if (err.type !== 'ProviderRejected') return undefined;
   const status = (err.details?.[0] as { status?: number } | undefined)?.status;
   return failed({
     message: err.message,

@@ -18,7 +18,7 @@ import { KnownRuns } from './runs/known-runs';
 import { RunWrites } from '../store/run-writes';
 import { WorkflowCatalog } from './workflows/workflow-catalog';
 import { KeyCache } from './auth/key-cache';
-import { fileQuota, workflowQuota, type StorageQuota } from './limits/storage-quota';
+import { fileQuota, workflowQuota, type StorageQuota } from '../store/storage-quota';
 import { Drain } from './drain';
 import type { AuthenticateDeps } from './middleware/authenticate';
 import type { RateLimitDeps } from './middleware/rate-limit';

@@ -118,7 +118,7 @@ export const EnvSchema = z.object({
   WORKER_CALL_LAG_TARGET_SHARED_MS: z.coerce.number().int().min(1).default(15),
   // Files (D19, D10). FILE_URL_SECRET signs file links; API and worker must share it.
   MAX_UPLOAD_BYTES: int(268_435_456), // 256 MiB: a million 200-byte rows as JSON Lines (D35); streamed, memory stays flat
-  // What one account's uploads may hold at once (D19): 100 GiB, so one tenant cannot fill the storage all share.
+  // What one account's files (uploads and those its runs made) may hold at once (D19): 100 GiB, so one tenant cannot fill the storage all share.
   FILE_STORAGE_MAX_BYTES: int(107_374_182_400),
   FILE_URL_SECRET: z.string().min(32, { message: 'must be at least 32 characters' }).optional(),
   FILE_URL_TTL_SECONDS: int(604_800),
@@ -207,7 +207,7 @@ export interface Config {
     tls?: { certFile: string; keyFile: string };
     maxJsonBodyBytes: number;
     maxJsonDepth: number;
-    /** D26: the bytes one account's published workflow versions may hold (api/limits/storage-quota.ts). */
+    /** D26: the bytes one account's published workflow versions may hold (store/storage-quota.ts). */
     workflowStorageMaxBytes: number;
     queryTimeoutMs: number;
     /** Time to live of a finished run's view in an API process's cache (0 disables it). */
@@ -250,7 +250,7 @@ export interface Config {
   files: {
     /** D10: the largest upload, URL input or stored node output, in bytes. */
     maxBytes: number;
-    /** D19: the bytes one account's uploaded files may hold at once (api/limits/storage-quota.ts). */
+    /** D19: the bytes one account's files (uploads and its runs' files) may hold at once (store/storage-quota.ts). */
     storageMaxBytes: number;
     /**
      * HMAC key of signed file links (D19). Unset (never in production): the API and the worker

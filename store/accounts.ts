@@ -152,7 +152,7 @@ export async function setAccountRateLimits(
 
 /**
  * An account's own caps, set by operators (`wrs accounts ...`): its provider calls in flight per
- * worker (D36), what its uploads may hold (D19) and what its published workflows may hold (D26).
+ * worker (D36), what its files may hold (D19) and what its published workflows may hold (D26).
  * Null: the operator's default applies.
  */
 export type AccountCap =

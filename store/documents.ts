@@ -17,7 +17,7 @@ export interface AccountDoc {
   webhook_secret?: string;
   /** D36: the account's provider calls in flight at most per worker process; absent: the operator's default. */
   max_provider_calls?: number | null;
-  /** D19: what the account's uploads may hold at once, in bytes; absent: the operator's default. */
+  /** D19: what the account's files (uploads and its runs' files) may hold at once, in bytes; absent: the operator's default. */
   max_file_storage_bytes?: number | null;
   /** D26: what the account's published workflow versions may hold, in bytes; absent: the operator's default. */
   max_workflow_storage_bytes?: number | null;

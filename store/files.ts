@@ -87,7 +87,7 @@ function ensureIndexes(db: Db): Promise<unknown> {
     done = files
       .createIndex({ 'metadata.created_at': 1 }, { name: 'created_at' })
       .then(() =>
-        // An account's uploads, newest first: the list and the quota's sum (uploadPage, uploadedBytes).
+        // An account's uploads, newest first (uploadPage), and every file of it (the quota's sum, storedBytes).
         files.createIndex(
           { 'metadata.account_id': 1, 'metadata.source': 1, _id: -1 },
           { name: 'account_uploads' },
@@ -241,13 +241,14 @@ export async function ownedFileIds(
 }
 
 /**
- * The bytes the account's uploads hold (its files of source `upload`): what the storage quota
- * counts (api/limits/storage-quota.ts). An aggregate over the account's files (a scan on FerretDB).
+ * The bytes every file of the account holds, its uploads and the files its runs made: what the
+ * storage quota counts (store/storage-quota.ts). An aggregate over the account's files (a scan on
+ * FerretDB).
  */
-export async function uploadedBytes(db: Db, accountId: string): Promise<number> {
+export async function storedBytes(db: Db, accountId: string): Promise<number> {
   const [sum] = await filesCollection(db)
     .aggregate<{ bytes: number }>([
-      { $match: { 'metadata.account_id': accountId, 'metadata.source': 'upload' } },
+      { $match: { 'metadata.account_id': accountId } },
       { $group: { _id: null, bytes: { $sum: '$length' } } },
     ])
     .toArray();

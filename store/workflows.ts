@@ -79,7 +79,7 @@ async function upsertWorkflow(
 
 /**
  * The bytes the account's published versions hold (the sum of its workflows' `stored_bytes`): what
- * its workflow quota counts (api/limits/storage-quota.ts). A scan of the workflows, not of their
+ * its workflow quota counts (store/storage-quota.ts). A scan of the workflows, not of their
  * versions, on FerretDB (a workflow is a small document; a version holds a whole graph).
  */
 export async function publishedBytes(

@@ -368,7 +368,7 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
     get: {
       operationId: 'listFiles',
       summary:
-        'List your uploads, newest first, with fresh signed links: what counts against the storage quota (D19)',
+        'List your uploads, newest first, with fresh signed links (D19; the files your runs made are on the runs)',
       requestParams: { query: ListFilesQuerySchema },
       responses: {
         '200': json(FileListSchema, 'A page of files.', true),

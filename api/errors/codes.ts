@@ -59,7 +59,7 @@ export const ERROR_CODES = {
   run_inputs_erased: invalid(409), // D38: a re-run whose inputs went with a deleted ancestor (D39)
   file_of_run: invalid(409), // D19: a run's own file goes with the run
   request_too_large: invalid(413), // 431 when the request line and headers are too large (api/server.ts)
-  storage_quota_exceeded: invalid(413), // D19: the account's uploads hold what they may
+  storage_quota_exceeded: invalid(413), // D19, D26: the account's files, or its published workflows, hold what they may
   unsupported_media_type: invalid(415),
   range_not_satisfiable: invalid(416),
   workflow_graph_corrupt: invalid(422),

@@ -1,7 +1,7 @@
 /**
  * POST /api/v1/files (D19): the body streams into GridFS as it arrives, so an upload of any
  * size holds at most a chunk in memory (D10: MAX_UPLOAD_BYTES, 256 MiB by default), within what
- * the account's uploads may still hold (api/limits/storage-quota.ts). Two shapes:
+ * the account's uploads may still hold (store/storage-quota.ts). Two shapes:
  *   - raw: the body is the file; `?name=` names it (the Content-Type header is not trusted: the
  *     type is sniffed from the bytes);
  *   - multipart/form-data: the first file part is the file (parsed by busboy as it streams);
@@ -21,7 +21,7 @@ import {
 } from '../../store/files';
 import { InvalidRequestError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
-import type { StorageQuota } from '../limits/storage-quota';
+import type { StorageQuota } from '../../store/storage-quota';
 
 export interface UploadDeps {
   db: Db;
@@ -37,10 +37,10 @@ export function uploadTooLarge(limit: number): InvalidRequestError {
   });
 }
 
-/** 413 `storage_quota_exceeded`: the account's uploads hold (nearly) all they may (D19). */
+/** 413 `storage_quota_exceeded`: the account's files hold (nearly) all they may (D19). */
 export function storageQuotaExceeded(used: number, quota: number): InvalidRequestError {
   return new HttpError(
-    `The account's uploaded files hold ${used} of the ${quota} bytes they may: this file does not fit. Delete files you no longer need (DELETE /api/v1/files/{fileId}); files also go after the retention period.`,
+    `The account's files (its uploads and the files its runs made) hold ${used} of the ${quota} bytes they may: this file does not fit. Delete uploads (DELETE /api/v1/files/{fileId}) or runs (DELETE /api/v1/runs/{runId}) you no longer need; files also go after the retention period.`,
     { code: 'storage_quota_exceeded', headers: { Connection: 'close' } },
   );
 }

@@ -7,7 +7,7 @@ import Router from '@koa/router';
 import type { Collections } from '../../store/db';
 import type { GuardDeps } from '../deps';
 import type { WorkflowCatalog } from '../workflows/workflow-catalog';
-import type { StorageQuota } from '../limits/storage-quota';
+import type { StorageQuota } from '../../store/storage-quota';
 import { HttpError } from '../errors/http-error';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';

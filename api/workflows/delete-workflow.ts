@@ -8,7 +8,7 @@
 import type { Collections } from '../../store/db';
 import { deleteWorkflowVersions, findWorkflowRecord } from '../../store/workflows';
 import type { DeletedWorkflow } from '../contract/response-schemas';
-import type { StorageQuota } from '../limits/storage-quota';
+import type { StorageQuota } from '../../store/storage-quota';
 import type { WorkflowCatalog } from './workflow-catalog';
 import { workflowNotFound } from './resolve-version';
 

@@ -46,7 +46,7 @@ export const accountCommands: Command[] = [
     args: ['ACCOUNT_ID'],
     options: ['max'],
     run: capCommand('max_file_storage_bytes', (cap) =>
-      cap === null ? 'uploads within the default quota' : `uploads within ${cap} bytes`,
+      cap === null ? 'files within the default quota' : `files within ${cap} bytes`,
     ),
   },
   {
@@ -127,7 +127,7 @@ async function accountsShow(ctx: CommandContext): Promise<number> {
         ['balance', formatUsd(balance)],
         ['rate limits', formatLimits(account.rate_limits)],
         ['provider calls', String(account.max_provider_calls ?? 'default')],
-        ['upload storage', String(account.max_file_storage_bytes ?? 'default')],
+        ['file storage', String(account.max_file_storage_bytes ?? 'default')],
         ['workflow storage', String(account.max_workflow_storage_bytes ?? 'default')],
         ['created', formatDate(account.created_at)],
         ['live keys', String(keys)],
@@ -167,7 +167,7 @@ async function accountsLimits(ctx: CommandContext): Promise<number> {
 /**
  * An account's own cap, shown, set with `--max N` or returned to the operator's default with
  * `--max default`: its provider calls in flight per worker process (D36, ACCOUNT_MAX_PROVIDER_CALLS;
- * workers read it within 5 s), what its uploads may hold (D19, FILE_STORAGE_MAX_BYTES) and what
+ * workers read it within 5 s), what its files may hold (D19, FILE_STORAGE_MAX_BYTES) and what
  * its published workflows may hold (D26, WORKFLOW_STORAGE_MAX_BYTES; API processes read both
  * within 30 s).
  */

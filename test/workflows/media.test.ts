@@ -17,6 +17,8 @@ import { IMAGE_COLOURS } from '../fakes/openai';
 import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
 import { mp4, pdf, png } from '../fakes/media';
 import { filesCollection } from '../../store/files';
+import { setAccountCap } from '../../store/accounts';
+import { expectError } from '../support/api-assert';
 import { useService } from '../support/use-service';
 
 const START_FEE_USD = 0.001;
@@ -377,6 +379,64 @@ describe('media in runs (D19)', function () {
       );
       assert.deepEqual((await download(ctx.svc, parts[0])).bytes, pdf('Q3'));
       assert.deepEqual((await download(ctx.svc, parts[1])).bytes, mp4(3_000));
+    });
+  });
+
+  it('keeps the files of unpaid work within the account’s storage quota: http_request answers, URL inputs, then uploads (D19)', async () => {
+    const { accountId, key } = await ctx.newAccount(100);
+    const clip = mp4(3_000).length;
+    await setAccountCap(ctx.svc.store.collections, accountId, 'max_file_storage_bytes', 2.5 * clip);
+    // One row at a time, so the count is exact: two clips fit, the next two find no room.
+    const fetched = await runToEnd(ctx.svc.url, key, {
+      slug: 'fetch-many',
+      concurrency: 1,
+      nodes: [
+        { id: 'paths', type: 'batch', rows: ['clip', 'clip', 'clip', 'clip'] },
+        { id: 'get', type: 'http_request', url: `${target.origin}/{{path}}` },
+        { id: 'out', type: 'user_result', label: 'Files' },
+      ],
+      edges: [
+        { from: 'paths', to: 'get', port: 'path' },
+        { from: 'get', to: 'out' },
+      ],
+    } as never);
+    const items = fetched.output?.files ?? [];
+    assert.deepEqual(
+      items.map((item: any) => item.status),
+      ['completed', 'completed', 'failed', 'failed'],
+      JSON.stringify(fetched).slice(0, 500),
+    );
+    assert.match(items[2].error.message, /storage quota/);
+    const stored = await filesCollection(ctx.svc.store.db)
+      .find({ 'metadata.account_id': accountId })
+      .toArray();
+    assert.equal(stored.length, 2, 'nothing of a refused answer is kept');
+    // A URL input's copy is refused the same way, failing its run before anything else runs.
+    const copied = await runToEnd(
+      ctx.svc.url,
+      key,
+      {
+        slug: 'quota-copy',
+        nodes: [
+          { id: 'doc', type: 'user_input', label: 'Document', input_type: 'file' },
+          { id: 'out', type: 'user_result', label: 'Copy' },
+        ],
+        edges: [{ from: 'doc', to: 'out' }],
+      } as never,
+      { document: `${target.origin}/clip` },
+    );
+    assert.equal(copied.status, 'failed');
+    assert.match(copied.error, /input 'document'.*storage quota/);
+    // The runs' files count for uploads as well.
+    const upload = await call(ctx.svc.url, 'POST', '/api/v1/files?name=more.txt', {
+      key,
+      body: 'x'.repeat(clip),
+      headers: { 'content-type': 'text/plain' },
+    });
+    expectError(upload, {
+      status: 413,
+      type: 'invalid_request_error',
+      code: 'storage_quota_exceeded',
     });
   });
 

@@ -20,7 +20,7 @@ import { sharedDevSecret } from '../../../store/settings';
 import { signedUrlAt } from '../../../lib/files/signing';
 import { parseRange } from '../../../lib/files/range';
 import { deleteFilesOlderThan, filesCollection, storeBytes, storeFile } from '../../../store/files';
-import { fileQuota } from '../../../api/limits/storage-quota';
+import { fileQuota } from '../../../store/storage-quota';
 import { setAccountCap } from '../../../store/accounts';
 import { connectTestStore } from '../../support/store';
 import { useService } from '../../support/use-service';
@@ -770,18 +770,18 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
       accountId,
       name: 'output.bin',
       maxBytes: 64 * KIB,
-      source: 'output', // a run's file: not counted
+      source: 'output', // a run's file: counted too
       runId: 'run_01JAAAAAAAAAAAAAAAAAAAAAAB',
     });
     assert.deepEqual(await quota.room(accountId), {
-      room: 40 * KIB,
-      used: 60 * KIB,
+      room: 20 * KIB,
+      used: 80 * KIB,
       quota: 100 * KIB,
     });
     release();
     assert.deepEqual(await quota.room(accountId), {
-      room: 50 * KIB,
-      used: 50 * KIB,
+      room: 30 * KIB,
+      used: 70 * KIB,
       quota: 100 * KIB,
     });
   });

@@ -1,9 +1,10 @@
 /**
  * Storage quotas per account, so one tenant cannot fill the storage every tenant shares: what its
- * uploaded files hold (D19, FILE_STORAGE_MAX_BYTES, `wrs accounts file-storage`) and what its
+ * files hold, uploads and the files its runs made (D19, FILE_STORAGE_MAX_BYTES, `wrs accounts
+ * file-storage`; the API refuses uploads past it, the worker files of unpaid work) and what its
  * published workflow versions hold (D26, WORKFLOW_STORAGE_MAX_BYTES, `wrs accounts
- * workflow-storage`). Deleting files (or their expiry, D29) makes room for uploads, deleting a
- * workflow (DELETE /api/v1/workflows/{workflowId}) room for versions.
+ * workflow-storage`). Deleting uploads or runs (or their expiry, D29) makes room for files,
+ * deleting a workflow (DELETE /api/v1/workflows/{workflowId}) room for versions.
  *
  * What an account holds is a store aggregate (an index range on MongoDB, a scan on FerretDB), so
  * each process remembers it (with the account's quota) and adds its own writes and deletes: it asks
@@ -16,11 +17,10 @@
  * what they carry: a quota bounds the storage, it is not a ledger (D17's credits are).
  */
 import type { Db } from 'mongodb';
-import type { Config } from '../../config';
-import { accountCap, type AccountCap } from '../../store/accounts';
-import type { Collections } from '../../store/db';
-import { uploadedBytes } from '../../store/files';
-import { publishedBytes } from '../../store/workflows';
+import { accountCap, type AccountCap } from './accounts';
+import type { Collections } from './db';
+import { storedBytes } from './files';
+import { publishedBytes } from './workflows';
 
 /** How long a process trusts the sum it read while the account is far from its quota. */
 export const STALE_MS = 30_000;
@@ -121,16 +121,16 @@ export class StorageQuota {
   }
 }
 
-/** D19: what an account's uploads may still hold. */
+/** D19: what an account's files may still hold. */
 export function fileQuota(
   store: { db: Db; collections: Pick<Collections, 'accounts'> },
-  files: Pick<Config['files'], 'storageMaxBytes' | 'maxBytes'>,
+  files: { storageMaxBytes: number; maxBytes: number },
   timing?: QuotaTiming,
 ): StorageQuota {
   return new StorageQuota(
     store.collections,
     {
-      used: (accountId) => uploadedBytes(store.db, accountId),
+      used: (accountId) => storedBytes(store.db, accountId),
       cap: 'max_file_storage_bytes',
       defaultBytes: files.storageMaxBytes,
       largestWrite: files.maxBytes,
@@ -142,7 +142,7 @@ export function fileQuota(
 /** D26: what an account's published workflow versions may still hold. */
 export function workflowQuota(
   collections: Pick<Collections, 'accounts' | 'workflows'>,
-  api: Config['api'],
+  api: { workflowStorageMaxBytes: number; maxJsonBodyBytes: number },
 ): StorageQuota {
   return new StorageQuota(collections, {
     used: (accountId) => publishedBytes(collections, accountId),
