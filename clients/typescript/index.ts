@@ -271,17 +271,9 @@ export class WrsClient {
     key: string,
     opts: { signal?: AbortSignal } = {},
   ): AsyncGenerator<OutputItem> {
-    const res = await this.request(
-      'GET',
-      `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`,
-      undefined,
-      { accept: 'application/x-ndjson' },
-      opts.signal,
-    );
-    if (!res.body) return;
     const decoder = new TextDecoder();
     let carry = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of this.resultsFile(runId, key, 'application/x-ndjson', opts.signal)) {
       const lines = (carry + decoder.decode(chunk, { stream: true })).split('\n');
       carry = lines.pop()!;
       for (const line of lines) if (line) yield JSON.parse(line) as OutputItem;
@@ -301,12 +293,22 @@ export class WrsClient {
     key: string,
     opts: { signal?: AbortSignal } = {},
   ): AsyncGenerator<Uint8Array> {
+    yield* this.resultsFile(runId, key, 'text/csv', opts.signal);
+  }
+
+  /** The bytes of an output's results file in the format `accept` names (D35), as they arrive. */
+  private async *resultsFile(
+    runId: string,
+    key: string,
+    accept: string,
+    signal?: AbortSignal,
+  ): AsyncGenerator<Uint8Array> {
     const res = await this.request(
       'GET',
       `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`,
       undefined,
-      { accept: 'text/csv' },
-      opts.signal,
+      { accept },
+      signal,
     );
     if (res.body) yield* res.body as unknown as AsyncIterable<Uint8Array>;
   }
