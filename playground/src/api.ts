@@ -61,6 +61,25 @@ export async function api<T>(
   return (await res.json()) as T;
 }
 
+/**
+ * D35: an output's results file as CSV, saved by the browser as `<run id>-<key>.csv`. The key goes
+ * in a header, so a plain link cannot fetch it: the file is read into a Blob and saved from there.
+ */
+export async function downloadCsv(runId: string, key: string): Promise<void> {
+  const res = await fetch(
+    `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`,
+    { headers: { ...authHeaders(), Accept: 'text/csv' } },
+  );
+  if (!res.ok) throw errorAnswer(res.status, await res.text());
+  const url = URL.createObjectURL(await res.blob());
+  const link = Object.assign(document.createElement('a'), {
+    href: url,
+    download: `${runId}-${key}.csv`,
+  });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000); // the save has the Blob by then
+}
+
 export interface UploadedFile {
   id: string;
   name: string;

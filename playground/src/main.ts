@@ -4,7 +4,7 @@
  * live event timeline, see its outputs and usage (D36), cancel, delete (D39) or re-run it (D38), reopen
  * recent runs, and copy the request as code. State lives in this module; rendering is plain DOM.
  */
-import { api, apiKey, ErrorAnswer } from './api';
+import { api, apiKey, downloadCsv, ErrorAnswer } from './api';
 import { byId, h, say } from './dom';
 import { buildForm, type InputsForm, type InputsSchema } from './form';
 import type { Run } from '../../clients/typescript';
@@ -421,6 +421,10 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
       el.outputs,
       run,
       new Map((state.contract?.outputs ?? []).map((o) => [o.key, o.label])),
+      (key) =>
+        void downloadCsv(runId, key).catch((err: Error) =>
+          addEvent(`the CSV file could not be saved: ${err.message}`, 'note'),
+        ),
     );
     void loadRuns();
   } catch (err) {

@@ -37,8 +37,16 @@ function renderPart(part: Part, label: string): HTMLElement {
   }
 }
 
-/** The outputs (or the run's error) in `container`; `labels` maps output keys to their labels. */
-export function renderRun(container: HTMLElement, run: Run, labels: Map<string, string>): void {
+/**
+ * The outputs (or the run's error) in `container`; `labels` maps output keys to their labels.
+ * Each output with items offers its results file as CSV (`onCsv(key)`).
+ */
+export function renderRun(
+  container: HTMLElement,
+  run: Run,
+  labels: Map<string, string>,
+  onCsv: (key: string) => void,
+): void {
   container.replaceChildren();
   if (run.status === 'failed')
     container.append(
@@ -57,7 +65,24 @@ export function renderRun(container: HTMLElement, run: Run, labels: Map<string, 
       h(
         'section',
         { class: 'output', 'aria-label': label },
-        h('h3', {}, label, h('code', { class: 'key' }, key)),
+        h(
+          'h3',
+          {},
+          label,
+          h('code', { class: 'key' }, key),
+          items.length > 0
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'small download',
+                  title: 'Every item of this output as a CSV file',
+                  onclick: () => onCsv(key),
+                },
+                'Download CSV',
+              )
+            : null,
+        ),
         ...(items.length === 0 ? [h('p', { class: 'muted' }, 'No items.')] : []),
         ...items.map((item) =>
           h(

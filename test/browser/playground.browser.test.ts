@@ -192,6 +192,16 @@ describe('playground page', function () {
       (await waitForRun(svc.url, key, helloRunId)).output.greeting[0].parts[0].text,
       'Hello, Ada!',
     );
+    // D35: the output's results file as CSV, saved by the browser.
+    const [csv] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download CSV' }).click(),
+    ]);
+    assert.equal(csv.suggestedFilename(), `${helloRunId}-greeting.csv`);
+    assert.match(
+      readFileSync((await csv.path())!, 'utf8'),
+      /^item_index,id,status,output,error\r\n0,item_\w+,completed,"Hello, Ada!",\r\n$/,
+    );
 
     const code = page.locator('#code');
     assert.match(
