@@ -387,7 +387,7 @@ describe('media in runs (D19)', function () {
     const clip = mp4(3_000).length;
     await setAccountCap(ctx.svc.store.collections, accountId, 'max_file_storage_bytes', 2.5 * clip);
     // One row at a time, so the count is exact: two clips fit, the next two find no room.
-    const fetched = await runToEnd(ctx.svc.url, key, {
+    const fetchMany = {
       slug: 'fetch-many',
       concurrency: 1,
       nodes: [
@@ -399,32 +399,30 @@ describe('media in runs (D19)', function () {
         { from: 'paths', to: 'get', port: 'path' },
         { from: 'get', to: 'out' },
       ],
-    } as never);
+    };
+    const fetched = await runToEnd(ctx.svc.url, key, fetchMany);
     const items = fetched.output?.files ?? [];
     assert.deepEqual(
       items.map((item: any) => item.status),
       ['completed', 'completed', 'failed', 'failed'],
       JSON.stringify(fetched).slice(0, 500),
     );
+    assert.equal(items[2].error.type, 'storage_quota_exceeded');
     assert.match(items[2].error.message, /storage quota/);
     const stored = await filesCollection(ctx.svc.store.db)
       .find({ 'metadata.account_id': accountId })
       .toArray();
     assert.equal(stored.length, 2, 'nothing of a refused answer is kept');
     // A URL input's copy is refused the same way, failing its run before anything else runs.
-    const copied = await runToEnd(
-      ctx.svc.url,
-      key,
-      {
-        slug: 'quota-copy',
-        nodes: [
-          { id: 'doc', type: 'user_input', label: 'Document', input_type: 'file' },
-          { id: 'out', type: 'user_result', label: 'Copy' },
-        ],
-        edges: [{ from: 'doc', to: 'out' }],
-      } as never,
-      { document: `${target.origin}/clip` },
-    );
+    const copy = {
+      slug: 'quota-copy',
+      nodes: [
+        { id: 'doc', type: 'user_input', label: 'Document', input_type: 'file' },
+        { id: 'out', type: 'user_result', label: 'Copy' },
+      ],
+      edges: [{ from: 'doc', to: 'out' }],
+    };
+    const copied = await runToEnd(ctx.svc.url, key, copy, { document: `${target.origin}/clip` });
     assert.equal(copied.status, 'failed');
     assert.match(copied.error, /input 'document'.*storage quota/);
     // The runs' files count for uploads as well.
