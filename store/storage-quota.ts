@@ -62,9 +62,16 @@ export interface QuotaSpec {
   largestWrite: number;
 }
 
+/** A sum being read from the store, and what this process wrote or deleted meanwhile. */
+interface Refresh {
+  done: Promise<Known>;
+  delta: number;
+}
+
 export class StorageQuota {
   private readonly known = new Map<string, Known>();
   private readonly inFlight = new Map<string, number>();
+  private readonly refreshing = new Map<string, Refresh>();
 
   constructor(
     private readonly accounts: Pick<Collections, 'accounts'>,
@@ -76,14 +83,8 @@ export class StorageQuota {
   async room(accountId: string): Promise<QuotaRoom> {
     let known = this.known.get(accountId);
     const held = () => this.inFlight.get(accountId) ?? 0;
-    if (!known || Date.now() - known.at >= this.trustMs(known.quota - known.bytes - held())) {
-      const [bytes, own] = await Promise.all([
-        this.spec.used(accountId),
-        accountCap(this.accounts, accountId, this.spec.cap),
-      ]);
-      known = { bytes, quota: own ?? this.spec.defaultBytes, at: Date.now() };
-      this.remember(accountId, known);
-    }
+    if (!known || Date.now() - known.at >= this.trustMs(known.quota - known.bytes - held()))
+      known = await this.refresh(accountId);
     // Read after the store's answer: writes held meanwhile count.
     const used = known.bytes + held();
     return { room: Math.max(0, known.quota - used), used, quota: known.quota };
@@ -107,6 +108,39 @@ export class StorageQuota {
   changed(accountId: string, bytes: number): void {
     const known = this.known.get(accountId);
     if (known) known.bytes = Math.max(0, known.bytes + bytes);
+    // A delete the read may already miss is not taken off again: that could only undercount.
+    const refresh = this.refreshing.get(accountId);
+    if (refresh && bytes > 0) refresh.delta += bytes;
+  }
+
+  /**
+   * The account's sum read anew, one read per account at a time. A write this process finished
+   * while the sum was read may or may not be in it, so it is added again: a sum too high until the
+   * next read (the safe side) rather than a write lost from the count.
+   */
+  private refresh(accountId: string): Promise<Known> {
+    const running = this.refreshing.get(accountId);
+    if (running) return running.done;
+    const read = Promise.all([
+      this.spec.used(accountId),
+      accountCap(this.accounts, accountId, this.spec.cap),
+    ]);
+    const refresh: Refresh = {
+      delta: 0,
+      done: read
+        .then(([bytes, own]) => {
+          const known = {
+            bytes: Math.max(0, bytes + refresh.delta),
+            quota: own ?? this.spec.defaultBytes,
+            at: Date.now(),
+          };
+          this.remember(accountId, known);
+          return known;
+        })
+        .finally(() => this.refreshing.delete(accountId)),
+    };
+    this.refreshing.set(accountId, refresh);
+    return refresh.done;
   }
 
   /** How long a sum is trusted: shorter within two of the largest writes of the quota, where others' writes could decide. */
