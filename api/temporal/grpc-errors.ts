@@ -2,7 +2,8 @@
  * What a failed Temporal call means to the API, in one place: the gRPC status behind an error of
  * @temporalio/client (bare or wrapped in its ServiceError), and the two questions callers ask.
  */
-import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isGrpcServiceError, NamespaceNotFoundError, ServiceError } from '@temporalio/client';
 
 /** gRPC status UNAVAILABLE: the server cannot be reached (refused, reset, not resolvable). */
 export const UNAVAILABLE = 14;
@@ -37,7 +38,42 @@ export function isTemporalUnreachable(err: unknown): boolean {
   return grpcCode(err) === UNAVAILABLE || isChannelClosed(err);
 }
 
-/** True when Temporal could not be reached or did not answer in time: the request answers 503 (retry later). */
+/**
+ * True when Temporal could not be reached, did not answer in time, or did not find the namespace
+ * the API checked at start-up (its search attributes are listed there): the request answers 503
+ * (retry later).
+ */
 export function isTemporalUnavailable(err: unknown): boolean {
-  return isTemporalUnreachable(err) || grpcCode(err) === DEADLINE_EXCEEDED;
+  return (
+    isTemporalUnreachable(err) ||
+    grpcCode(err) === DEADLINE_EXCEEDED ||
+    err instanceof NamespaceNotFoundError
+  );
+}
+
+/**
+ * Waits between the tries of a call Temporal refused with "namespace not found" (see
+ * `retryNamespaceMisses`): 1.75 s in all.
+ */
+export const NAMESPACE_RETRY_MS = [250, 500, 1_000];
+
+/**
+ * Runs `call`, again after each of `delaysMs` while Temporal answers that the namespace does not
+ * exist. The namespace existed when the API started, and the development server's SQLite store
+ * fails a namespace lookup now and then under load (seen in CI: a start answered
+ * NamespaceNotFoundError between two that succeeded); the call was refused, so it did nothing and
+ * may be sent again. Past the last try the error stands (503 through isTemporalUnavailable).
+ */
+export async function retryNamespaceMisses<T>(
+  call: () => Promise<T>,
+  delaysMs: readonly number[] = NAMESPACE_RETRY_MS,
+): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err instanceof NamespaceNotFoundError) || attempt >= delaysMs.length) throw err;
+      await sleep(delaysMs[attempt]);
+    }
+  }
 }

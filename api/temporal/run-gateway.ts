@@ -34,6 +34,7 @@ import {
   grpcCode,
   isTemporalUnavailable,
   isTemporalUnreachable,
+  retryNamespaceMisses,
 } from './grpc-errors';
 import { ensureRetentionSchedule } from './retention-schedule';
 import { ServiceUnavailableError } from '../../domain/errors';
@@ -194,8 +195,10 @@ export class RunGateway {
       ],
     } satisfies WorkflowStartOptions;
     try {
-      if (wait) await this.startAwaited(options, wait);
-      else await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, options));
+      await retryNamespaceMisses(async () => {
+        if (wait) await this.startAwaited(options, wait);
+        else await this.withDeadline(() => this.client.workflow.start(RUN_WORKFLOW_TYPE, options));
+      });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return;
       // A deadline, or a wait over before Temporal answered, leaves it open whether the start reached
