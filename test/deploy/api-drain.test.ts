@@ -29,6 +29,8 @@ import { useService } from '../support/use-service';
 const DELAY_MS = 1_500;
 const GRACE_MS = 20_000;
 const TS_STREAMS = 6;
+/** The tag of the provider call that keeps every run of the first test going until it is released. */
+const HOLD = 'drain-runs';
 const CLIENT_SRC = path.join(__dirname, '..', '..', 'clients', 'python', 'src');
 // Streams the run to its end with the package's own resume logic, one event per line.
 const PYTHON_STREAM = `
@@ -62,11 +64,12 @@ describe('API drain on SIGTERM (api/main.ts)', function () {
 
   before(async () => {
     python = await ensurePythonClientEnv();
-    // Four provider calls in parallel, the last ending ~6 s in: every run is mid-way at SIGTERM.
+    // Four provider calls in parallel, the last held until the drain is checked: every run is
+    // mid-way at SIGTERM however slowly the clients got there (a timer of 6.5 s once ran out first).
     await publish(
       ctx.svc.url,
       ctx.key,
-      batchWorkflow('drain', ['slow:1000 a', 'slow:2500 b', 'slow:4500 c', 'slow:6500 d']),
+      batchWorkflow('drain', ['slow:1000 a', 'slow:2500 b', 'slow:4500 c', `hold:${HOLD} d`]),
     );
     api = await startApiProcess(ctx.svc.config, {
       env: { API_SHUTDOWN_DELAY_MS: String(DELAY_MS), API_SHUTDOWN_GRACE_MS: String(GRACE_MS) },
@@ -198,6 +201,7 @@ describe('API drain on SIGTERM (api/main.ts)', function () {
     assert.ok(drained, api.output());
     assert.equal(drained.cut, 0, 'no request was cut');
     assert.ok(drained.streams >= TS_STREAMS + 2, JSON.stringify(drained));
+    ctx.fake.release(HOLD); // the runs may end now, their clients resumed on the other process
 
     // --- the raw stream: the reconnect comment, a clean end, no [DONE]; resumed on the other process ---
     await raw.closed;
