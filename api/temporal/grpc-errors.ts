@@ -1,6 +1,7 @@
 /**
  * What a failed Temporal call means to the API, in one place: the gRPC status behind an error of
- * @temporalio/client (bare or wrapped in its ServiceError), and the two questions callers ask.
+ * @temporalio/client (bare or wrapped in its ServiceError), the questions callers ask of it, and
+ * the tries a call gets when Temporal misses its own namespace.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, NamespaceNotFoundError, ServiceError } from '@temporalio/client';
