@@ -92,12 +92,14 @@ export async function storeWithinQuota(
   opts: Omit<StoreFileOptions, 'maxBytes'>,
 ): Promise<FileDoc> {
   const limit = deps.config.files.maxBytes;
-  const { room, used, quota } = await deps.quota.room(opts.accountId);
-  if (room === 0 || declaredBytes > room) {
+  const { room, used, quota, fits, release } = await deps.quota.reserve(
+    opts.accountId,
+    declaredBytes,
+  );
+  if (!fits) {
     body.destroy(); // unread: the connection must not wait on it
     throw quotaFull(used, quota);
   }
-  const release = deps.quota.hold(opts.accountId, declaredBytes);
   try {
     const doc = await storeFile(deps.db, body, { ...opts, maxBytes: Math.min(limit, room) });
     deps.quota.changed(opts.accountId, doc.length);

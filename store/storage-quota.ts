@@ -38,6 +38,12 @@ export interface QuotaRoom {
   quota: number;
 }
 
+/** A write's place in the quota (see `reserve`). */
+export interface Reservation extends QuotaRoom {
+  fits: boolean;
+  release: () => void;
+}
+
 interface Known {
   bytes: number;
   quota: number;
@@ -88,6 +94,16 @@ export class StorageQuota {
     // Read after the store's answer: writes held meanwhile count.
     const used = known.bytes + held();
     return { room: Math.max(0, known.quota - used), used, quota: known.quota };
+  }
+
+  /**
+   * The check and the hold of one write of `bytes` (its declared length; 0 when unknown): whether
+   * it fits what is left, and, when it does, its bytes held until `release()` (the answer).
+   */
+  async reserve(accountId: string, bytes: number): Promise<Reservation> {
+    const room = await this.room(accountId);
+    const fits = room.room > 0 && bytes <= room.room;
+    return { ...room, fits, release: fits ? this.hold(accountId, bytes) : () => undefined };
   }
 
   /** Holds `bytes` for a write in flight (an upload's declared length, a version being published) until its answer. */

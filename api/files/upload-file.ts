@@ -62,9 +62,12 @@ export async function uploadFile(
   const limit = deps.config.files.maxBytes;
   const declared = Number(req.headers['content-length'] ?? '0');
   if (declared > limit) throw uploadTooLarge(limit); // refused before a byte is read
-  const { room, used, quota } = await deps.fileQuota.room(opts.accountId);
-  if (room === 0 || declared > room) throw storageQuotaExceeded(used, quota);
   const queryName = cleanFileName(typeof opts.queryName === 'string' ? opts.queryName : undefined);
+  const { room, used, quota, fits, release } = await deps.fileQuota.reserve(
+    opts.accountId,
+    declared,
+  );
+  if (!fits) throw storageQuotaExceeded(used, quota);
   const store = (source: AsyncIterable<Uint8Array>, partName?: string) =>
     storeFile(deps.db, source, {
       accountId: opts.accountId,
@@ -73,7 +76,6 @@ export async function uploadFile(
       maxBytes: Math.min(limit, room),
       source: 'upload',
     } satisfies StoreFileOptions);
-  const release = deps.fileQuota.hold(opts.accountId, declared);
   let doc: FileDoc;
   try {
     doc = /^multipart\/form-data\b/i.test(opts.contentType)

@@ -48,9 +48,10 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
       try {
         ctx.body = await publishWorkflow(deps.collections, accountId, ctx.request.body, {
           admit: async (bytes) => {
-            const { room, used, quota } = await deps.workflowQuota.room(accountId);
-            if (bytes > room) throw workflowStorageExceeded(bytes, used, quota);
-            release = deps.workflowQuota.hold(accountId, bytes);
+            const reservation = await deps.workflowQuota.reserve(accountId, bytes);
+            if (!reservation.fits)
+              throw workflowStorageExceeded(bytes, reservation.used, reservation.quota);
+            release = reservation.release;
           },
           onPublished: (workflow, version, bytes) => {
             deps.catalog.published(workflow, version);

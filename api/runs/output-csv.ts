@@ -12,20 +12,13 @@
  */
 import type { OutputItem } from '../../domain/run';
 import type { Part } from '../../domain/parts';
+import { inPieces } from './results-pieces';
 
 export const CSV_HEADER = 'item_index,id,status,output,error\r\n';
 
 /** Items as CSV lines under the header, in pieces of ~64 KB (one write each). */
-export async function* itemCsv(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
-  let piece = CSV_HEADER;
-  for await (const item of items) {
-    piece += csvLine(item);
-    if (piece.length >= 64 * 1024) {
-      yield piece;
-      piece = '';
-    }
-  }
-  if (piece) yield piece;
+export function itemCsv(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
+  return inPieces(items, csvLine, CSV_HEADER);
 }
 
 /** One item's line. */

@@ -11,6 +11,7 @@ import type { RunDoc } from '../../store/documents';
 import { storedItemLines, storedItems } from '../../store/item-blocks';
 import { chunksOf, findRunHead } from '../../store/runs';
 import { itemCsv } from './output-csv';
+import { inPieces } from './results-pieces';
 import type { OutputItem } from '../../domain/run';
 import { InvalidRequestError, NotFoundError, ServiceUnavailableError } from '../../domain/errors';
 import type { OutputItemList } from '../contract/response-schemas';
@@ -189,16 +190,8 @@ async function* livePages(
 }
 
 /** Items as JSON Lines, in pieces of ~64 KB (one write each). */
-export async function* itemLines(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
-  let piece = '';
-  for await (const item of items) {
-    piece += `${JSON.stringify(item)}\n`;
-    if (piece.length >= 64 * 1024) {
-      yield piece;
-      piece = '';
-    }
-  }
-  if (piece) yield piece;
+export function itemLines(items: AsyncIterable<OutputItem>): AsyncGenerator<string> {
+  return inPieces(items, (item) => `${JSON.stringify(item)}\n`);
 }
 
 function page(data: OutputItem[], hasMore: boolean): OutputItemList {
