@@ -1,17 +1,16 @@
 /**
  * D31/D35: a list node's rows from an uploaded file. The file is read as a stream (lib/files/rows.ts)
- * and its rows are written to the store in pages (domain/item-blocks.ts), 100 pages per round
- * trip; the workflow gets only the count, so no row ever travels through Temporal's history. A
- * malformed file fails the run, naming the input and the line, before any node after it runs.
- * A retry inserts the same pages again, which are found there already, so it changes nothing.
+ * and its rows are written to the store in pages (store/page-writer.ts); the workflow gets only
+ * the count, so no row ever travels through Temporal's history. A malformed file fails the run,
+ * naming the input and the line, before any node after it runs. A retry inserts the same pages
+ * again, which are found there already, so it changes nothing.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { PAGE_ROWS, type StoredRow } from '../domain/item-blocks';
 import { completed, valuePart } from '../domain/items';
 import { formatOf, readRows, RowsError } from '../lib/files/rows';
 import type { Collections } from '../store/db';
 import { findFile, openFileContent } from '../store/files';
-import { insertPages, type PageWrite } from '../store/item-blocks';
+import { PageWriter } from '../store/page-writer';
 import type { FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 
@@ -26,9 +25,6 @@ export interface FileRowsRequest {
   maxRows: number;
 }
 
-/** Pages written per round trip: 10,000 rows of ~200 bytes, ~2 MB. */
-const PAGES_PER_WRITE = 100;
-
 const refused = (message: string) => ApplicationFailure.nonRetryable(message, 'InvalidInput');
 
 /** Builds the activity that reads a file's rows into stored pages and answers how many there are. */
@@ -41,33 +37,18 @@ export function createFileRowsActivity(deps: {
     const doc = await findFile(db, req.fileId, req.accountId);
     if (!doc) throw refused(`input '${req.key}': file ${req.fileId} does not exist`);
     const format = formatOf(doc.metadata.name, doc.metadata.mime_type);
-    let count = 0;
-    let page: StoredRow[] = [];
-    let pending: PageWrite[] = [];
-    const flush = async () => {
-      await insertPages(deps.collections, req.runId, req.nodeId, pending);
-      pending = [];
-    };
+    const pages = new PageWriter(deps.collections, req.runId, req.nodeId);
     const stream = openFileContent(db, req.fileId);
     try {
-      for await (const row of readRows(stream, format, req.maxRows)) {
-        page.push({ item: completed(valuePart(row)), cost: 0 });
-        count++;
-        if (page.length === PAGE_ROWS) {
-          pending.push({ page: count / PAGE_ROWS - 1, rows: page });
-          page = [];
-          if (pending.length === PAGES_PER_WRITE) await flush();
-        }
-      }
+      for await (const row of readRows(stream, format, req.maxRows))
+        await pages.add({ item: completed(valuePart(row)), cost: 0 });
     } catch (err) {
       if (err instanceof RowsError) throw refused(`input '${req.key}': ${err.message}`);
       throw err;
     } finally {
       stream.destroy();
     }
-    if (page.length > 0) pending.push({ page: Math.floor(count / PAGE_ROWS), rows: page });
-    await flush();
-    return { count };
+    return { count: await pages.end() };
   };
   return function loadFileRows(req: FileRowsRequest): Promise<{ count: number }> {
     return heartbeating(() => load(req));

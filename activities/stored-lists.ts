@@ -1,17 +1,24 @@
 /**
- * D35: the list nodes `select` and `join` over a stored list (a file's rows, the items of a node
- * bigger than its run's concurrency serves at once). The workflow never holds such a list, so these
- * activities read what the node needs from the list's pages (by `_id`, domain/item-blocks.ts) once
- * the list is done, and answer the node's one item. Reading changes nothing: a retry is free.
+ * D35: the list nodes `select`, `join` and `batch` over a stored list (a file's rows, the items of
+ * a node bigger than its run's concurrency serves at once). The workflow never holds such a list,
+ * so these activities read what the node needs from the list's pages (by `_id`,
+ * domain/item-blocks.ts) once the list is done: select and join answer the node's one item, batch
+ * stores its rows as a list of its own and answers their count. Reading changes nothing, and a
+ * batch writes the same pages again: a retry is free.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { NodeOfType } from '../domain/graph';
 import { pagesOf, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
+import { BatchRowsProblem, rowsOfItem } from '../domain/batch-rows';
+import { completed, valuePart } from '../domain/items';
 import { Joiner } from '../domain/join-items';
 import type { Item } from '../domain/parts';
 import type { Collections } from '../store/db';
+import { tooManyRows } from '../domain/run-size';
 import { readPage } from '../store/item-blocks';
+import { PageWriter } from '../store/page-writer';
+import { heartbeating } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 
 type C = Pick<Collections, 'itemBlocks'>;
@@ -39,6 +46,14 @@ export interface JoinStoredRequest {
   list: ItemRef;
   /** The node feeding the join, for the message of a failed input item. */
   sourceId: string;
+}
+
+export interface BatchStoredRequest {
+  runId: string;
+  /** The batch node: the owner of the pages written. */
+  nodeId: string;
+  list: ItemRef;
+  maxRows: number;
 }
 
 /** A row the done list should hold and does not: the store lost it, so no retry brings it back. */
@@ -118,6 +133,34 @@ export function createStoredListActivities(collections: C) {
         index++;
       }
       return joiner.result();
+    },
+
+    /**
+     * `batch` of a stored list: the rows of its items (domain/batch-rows.ts) stored in order as the
+     * batch node's own list, whose count the workflow gets. An item that gives no rows fails the
+     * node, as the inline batch does.
+     */
+    batchStoredRows(req: BatchStoredRequest): Promise<{ count: number }> {
+      // Heartbeats every second besides the reads': one item's rows may take many writes.
+      return heartbeating(async () => {
+        const pages = new PageWriter(collections, req.runId, req.nodeId);
+        for await (const item of rowsOf(req.runId, req.list)) {
+          let rows: unknown[];
+          try {
+            rows = rowsOfItem(item);
+          } catch (err) {
+            if (err instanceof BatchRowsProblem)
+              throw ApplicationFailure.nonRetryable(err.message, 'InvalidRows');
+            throw err;
+          }
+          for (const row of rows) {
+            if (pages.count === req.maxRows)
+              throw ApplicationFailure.nonRetryable(tooManyRows(req.maxRows, true), 'TooManyRows');
+            await pages.add({ item: completed(valuePart(row)), cost: 0 });
+          }
+        }
+        return { count: await pages.end() };
+      });
     },
   };
 }

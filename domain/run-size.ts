@@ -10,6 +10,11 @@ import { normalizeLabel } from './labels';
 /** Rows per list node and items per output at most (D31). */
 export const MAX_ROWS = 1_000_000;
 
+/** Why a list node of `rows` rows fails (`more`: it stopped counting there). */
+export function tooManyRows(rows: number, more = false): string {
+  return `has ${more ? 'more than ' : ''}${rows} rows; a run takes at most ${MAX_ROWS} per list (D31)`;
+}
+
 /** The batch nodes whose rows are known at start and number more than MAX_ROWS, with their counts. */
 export function oversizedBatches(
   graph: WorkflowDocument,

@@ -46,7 +46,9 @@ export interface EngineHooks {
    * node; false (or absent) for a run started before they could, where the node fails as it did.
    */
   pureNodesTakeStored?(): boolean;
-  /** D35: `select` and `join` of a stored list, read by an activity once the list is done. */
+  /** D35: whether `batch` takes a stored list, asked only when one meets a batch (as above). */
+  batchTakesStored?(): boolean;
+  /** D35: `select`, `join` and `batch` of a stored list, read by an activity once the list is done. */
   storedListReads?: StoredListNodes;
   /**
    * Runs the given iterations of an I/O node (as activities, in whatever grouping suits), reporting
@@ -61,7 +63,7 @@ export interface EngineHooks {
   onNodeDone?(nodeId: string): void;
 }
 
-/** How `select` and `join` take a stored list (D35): an activity reads what they need from the store. */
+/** How `select`, `join` and `batch` take a stored list (D35): an activity reads what they need from the store. */
 export interface StoredListNodes {
   /** The item at row `at` of the done list. */
   select(node: Extract<GraphNode, { type: 'select' }>, list: ItemRef, at: number): Promise<Item[]>;
@@ -71,6 +73,8 @@ export interface StoredListNodes {
     list: ItemRef,
     sourceId: string,
   ): Promise<Item[]>;
+  /** The batch's rows, read item by item from the done list and stored as the batch's own list. */
+  batch(node: Extract<GraphNode, { type: 'batch' }>, list: ItemRef): Promise<ItemRef>;
 }
 
 const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
@@ -136,11 +140,8 @@ export async function executeGraph(
         return userInputItems(node, inputs[normalizeLabel(node.label)]);
       case 'user_result':
         return ports.in ?? [];
-      case 'batch': {
-        const fromFile = hooks.fileRows?.(node.id);
-        if (fromFile) return fromFile();
-        return batchItems(node, inline(node, ports).rows);
-      }
+      case 'batch':
+        return runBatch(node, ports, hooks);
       case 'select':
       case 'join':
         return runListNode(node, ports, sources, hooks);
@@ -217,6 +218,22 @@ function runInBlocks(
 }
 
 /**
+ * `batch`: of a file's rows (D31) or a stored list (D35) by an activity that stores its rows; of
+ * inline items in workflow code, at once (as list nodes below).
+ */
+function runBatch(
+  node: Extract<GraphNode, { type: 'batch' }>,
+  ports: Record<string, NodeValue>,
+  hooks: EngineHooks,
+): Item[] | Promise<ItemRef> {
+  const fromFile = hooks.fileRows?.(node.id);
+  if (fromFile) return fromFile();
+  const stored = storedInput(ports.rows, hooks, hooks.batchTakesStored);
+  if (stored) return stored.done().then((list) => stored.nodes.batch(node, list));
+  return batchItems(node, inline(node, ports).rows);
+}
+
+/**
  * `select` and `join`: of an inline list in workflow code (at once, not in a later microtask: the
  * order of every run's commands depends on it), of a stored list (D35) by an activity.
  */
@@ -226,7 +243,7 @@ function runListNode(
   sources: Record<string, string>,
   hooks: EngineHooks,
 ): Item[] | Promise<Item[]> {
-  const stored = storedInput(ports.in, hooks);
+  const stored = storedInput(ports.in, hooks, hooks.pureNodesTakeStored);
   if (!stored) {
     const items = inline(node, ports).in ?? [];
     return node.type === 'select' ? selectItems(node, items) : joinItems(node, items, sources.in);
@@ -237,10 +254,17 @@ function runListNode(
   return stored.done().then((list) => stored.nodes.select(node, list, at));
 }
 
-/** A stored list on a list node's port, with what reads it, once the list is done; else undefined. */
-function storedInput(value: NodeValue | undefined, hooks: EngineHooks) {
+/**
+ * A stored list on a list node's port, with what reads it, once the list is done; else undefined
+ * (also in a run started before the node could take one: `takes`, its patch, asked only here).
+ */
+function storedInput(
+  value: NodeValue | undefined,
+  hooks: EngineHooks,
+  takes: (() => boolean) | undefined,
+) {
   const nodes = hooks.storedListReads;
-  if (!isItemRef(value) || !nodes || !hooks.pureNodesTakeStored?.()) return undefined;
+  if (!isItemRef(value) || !nodes || !takes?.()) return undefined;
   const done = async (): Promise<ItemRef> => {
     await value.ready?.(0, value.count);
     return { ref: value.ref, count: value.count }; // an activity's input: without `ready`

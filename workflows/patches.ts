@@ -69,6 +69,12 @@ export const PATCHES = {
     change:
       "D35: `text`, `select` and `join` given a stored list (a file's rows, a big node's items) take it: text in blocks (`runNodeBlock`), select and join in an activity that reads it once it is done (`selectStoredItem`, `joinStoredItems`); old runs fail such a node with the refusal they had.",
   },
+  'stored-list-batch': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D35: `batch` given a stored list takes it: an activity (`batchStoredRows`) reads its items once it is done and stores their rows as the batch's own list; old runs fail such a batch with the refusal they had.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

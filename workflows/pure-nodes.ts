@@ -3,8 +3,9 @@
  * replay for free and add no activity round trip (docs/architecture.md "Where nodes run").
  */
 import type { GraphNode } from '../domain/graph';
+import { BatchRowsProblem, rowsOfItem } from '../domain/batch-rows';
 import type { Item, Part } from '../domain/parts';
-import { MAX_ROWS } from '../domain/run-size';
+import { MAX_ROWS, tooManyRows } from '../domain/run-size';
 import { NodeFailure } from './errors';
 import { completed, valuePart } from '../domain/items';
 
@@ -37,53 +38,24 @@ function isFilePart(value: unknown): value is Extract<Part, { type: 'image' | 'v
   );
 }
 
-/** Batch: one item per row, from the `rows` port (a JSON array, or text split into lines) or the node's own rows. */
+/** Batch: one item per row, from the `rows` port (domain/batch-rows.ts) or the node's own rows. */
 export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined): Item[] {
   let rows: unknown[];
   if (rowsInput) {
     rows = [];
-    for (const item of rowsInput) {
-      if (item.status === 'failed')
-        throw new NodeFailure(
-          node.id,
-          node.type,
-          `rows input failed: ${item.error?.message ?? 'unknown error'}`,
-        );
-      for (const part of item.parts) rows.push(...partRows(node, part));
+    try {
+      for (const item of rowsInput) for (const row of rowsOfItem(item)) rows.push(row);
+    } catch (err) {
+      if (err instanceof BatchRowsProblem) throw new NodeFailure(node.id, node.type, err.message);
+      throw err;
     }
   } else if (node.rows) {
     rows = node.rows;
   } else {
     throw new NodeFailure(node.id, node.type, 'has neither rows nor a rows input');
   }
-  if (rows.length > MAX_ROWS)
-    throw new NodeFailure(
-      node.id,
-      node.type,
-      `has ${rows.length} rows; a run takes at most ${MAX_ROWS} per list (D31)`,
-    );
+  if (rows.length > MAX_ROWS) throw new NodeFailure(node.id, node.type, tooManyRows(rows.length));
   return rows.map((row) => completed(valuePart(row)));
-}
-
-function partRows(node: NodeOf<'batch'>, part: Part): unknown[] {
-  if (part.type === 'json') {
-    if (!Array.isArray(part.data))
-      throw new NodeFailure(node.id, node.type, 'rows input is JSON but not an array');
-    return part.data;
-  }
-  if (part.type === 'text') {
-    const trimmed = part.text.trim();
-    if (trimmed.startsWith('[')) {
-      try {
-        const parsed: unknown = JSON.parse(trimmed);
-        if (Array.isArray(parsed)) return parsed;
-      } catch {
-        // not JSON after all: fall through to lines
-      }
-    }
-    return part.text.split(/\r?\n/).filter((line) => line.trim() !== '');
-  }
-  return [part.url];
 }
 
 /** Select: the one item at `index` (negative counts from the end). */

@@ -647,7 +647,7 @@ class RunActivities {
     );
   };
 
-  /** D35: `select` and `join` of a stored list, each an activity that reads it once it is done. */
+  /** D35: `select`, `join` and `batch` of a stored list, each an activity that reads it once it is done. */
   storedListReads = (): StoredListNodes => {
     const { args, slots, nodes } = this.run;
     const { nodeFailureOf } = this;
@@ -673,6 +673,16 @@ class RunActivities {
             ),
           )
           .catch(failed(node)),
+      batch: (node, list) =>
+        slots
+          .with(() =>
+            nodes.batchStoredRows.executeWithOptions(
+              { summary: activitySummary(node, { rows: [0, list.count - 1] }) },
+              [{ runId: args.runId, nodeId: node.id, list, maxRows: MAX_ROWS }],
+            ),
+          )
+          .then(({ count }) => ({ ref: node.id, count }))
+          .catch(failed(node)),
     };
   };
 
@@ -691,9 +701,11 @@ class RunActivities {
         isBig: (count) => count > 2 * options.concurrency,
         runStoredRows,
         fileRows,
-        // D35: text, select and join take a stored list (patch `stored-list-nodes`: asked only when
-        // one meets such a node, so other runs record no marker; a run from before keeps its refusal).
+        // D35: text, select and join take a stored list (patch `stored-list-nodes`), and batch
+        // (`stored-list-batch`), each asked only when one meets such a node, so other runs record
+        // no marker; a run from before keeps its refusal.
         pureNodesTakeStored: () => isPatched('stored-list-nodes'),
+        batchTakesStored: () => isPatched('stored-list-batch'),
         storedListReads: storedListReads(),
         onStoredList: (nodeId, list) => {
           state.reserveStored(nodeId, list.count);

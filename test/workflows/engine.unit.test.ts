@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowDocumentSchema, type WorkflowDocument } from '../../domain/graph';
+import type { ItemRef } from '../../domain/item-blocks';
 import type { Item } from '../../domain/parts';
 import { executeGraph, type EngineHooks, type StoredListNodes } from '../../workflows/engine';
 import { type IoNode } from '../../activities/types';
@@ -202,6 +203,7 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     const log: string[] = [];
     const stored: StoredListNodes = {
       select: async () => assert.fail('no select in this graph'),
+      batch: async () => assert.fail('no batch of a stored list in this graph'),
       join: async (node, list, sourceId) => {
         log.push(`join ${node.id} of ${JSON.stringify(list)} from ${sourceId}`);
         return [completed({ type: 'text', text: 'joined' })];
@@ -276,6 +278,66 @@ describe('engine (workflows/engine.ts, fake EngineHooks)', () => {
     await assert.rejects(
       executeGraph(graph, {}, { ...stored, pureNodesTakeStored: () => false }),
       /node 'say' \(text\): cannot take the 500 rows of node 'split', which are kept in the store/,
+    );
+  });
+  it("hands a big node's stored list to a batch once it is done, whose rows go on stored; refused in a run from before", async () => {
+    const graph = WorkflowDocumentSchema.parse({
+      slug: 'llm-batch',
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+        { id: 'split', type: 'batch' },
+        { id: 'ask', type: 'llm', model: 'm', prompt: '{{row}}' },
+        { id: 'again', type: 'batch' },
+        { id: 'say', type: 'text', template: 'Q: {{row}}' },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'ask', port: 'row' },
+        { from: 'ask', to: 'again', port: 'rows' },
+        { from: 'again', to: 'say', port: 'row' },
+        { from: 'say', to: 'out' },
+      ],
+    });
+    const rowsDone = deferred<void>();
+    const log: string[] = [];
+    const { hooks } = fakeHooks(async () => assert.fail('the rows run in blocks'));
+    const big: EngineHooks = {
+      ...hooks,
+      isBig: () => true,
+      runStoredRows: (node, ports, _sources, count) => {
+        log.push(`blocks of ${node.id} from ${node.id === 'ask' ? 'row' : JSON.stringify(ports)}`);
+        const ready = async () => rowsDone.promise;
+        return { list: { ref: node.id, count, ready }, done: rowsDone.promise };
+      },
+      pureNodesTakeStored: () => true,
+      batchTakesStored: () => true,
+      storedListReads: {
+        select: async () => assert.fail('no select in this graph'),
+        join: async () => assert.fail('no join in this graph'),
+        batch: async (node, list) => {
+          log.push(`batch ${node.id} of ${JSON.stringify(list)}`);
+          return { ref: node.id, count: 7 };
+        },
+      },
+    };
+    const run = executeGraph(graph, { rows: ['a', 'b', 'c'] }, big);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(log, ['blocks of ask from row'], 'the batch waits for the rows');
+    rowsDone.resolve();
+    const out = await run;
+    assert.deepEqual(log, [
+      'blocks of ask from row',
+      'batch again of {"ref":"ask","count":3}',
+      'blocks of say from {"row":{"ref":"again","count":7}}',
+    ]);
+    const { ref, count } = out.get('out') as ItemRef;
+    assert.deepEqual({ ref, count }, { ref: 'say', count: 7 });
+
+    // A run started before a batch could take a stored list (batchTakesStored: false) fails it.
+    await assert.rejects(
+      executeGraph(graph, { rows: ['a'] }, { ...big, batchTakesStored: () => false }),
+      /node 'again' \(batch\): cannot take the 1 rows of node 'ask', which are kept in the store/,
     );
   });
 });

@@ -52,6 +52,7 @@ const SHAPES = [
   'run-awaited',
   'run-awaited-pure',
   'run-stored-pure-nodes',
+  'run-stored-batch',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -62,6 +63,7 @@ const LATER_SHAPES = [
   'run-awaited',
   'run-awaited-pure',
   'run-stored-pure-nodes',
+  'run-stored-batch',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {

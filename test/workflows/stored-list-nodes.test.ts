@@ -2,9 +2,9 @@
  * D35: `text`, `select` and `join` given a stored list (a file's rows, the items of a node of more
  * rows than twice its run's concurrency) work as on an inline list: a text node fills its template
  * in blocks, row by row (so file rows → text → llm pipelines); select and join read the list from
- * the store once it is done, so the examples' `batch → llm → join` works at any row count. A join
- * too large for one item, a select out of range and a `batch` given a stored list fail the run
- * naming the node.
+ * the store once it is done, so the examples' `batch → llm → join` works at any row count; a
+ * `batch` given one stores the rows of its items as a list of its own. A join too large for one
+ * item, a select out of range and a batch of a failed item fail the run naming the node.
  */
 import assert from 'node:assert/strict';
 import { JOIN_MAX_BYTES } from '../../activities/stored-lists';
@@ -42,7 +42,7 @@ function listWorkflow(
 
 const jsonLines = (rows: string[]) => rows.map((row) => JSON.stringify(row)).join('\n');
 
-describe('text, select and join of stored lists (D35)', function () {
+describe('text, select, join and batch of stored lists (D35)', function () {
   this.timeout(120_000);
   const ctx = useService({ fakeOpenAI: true, env: { PRICES } });
 
@@ -139,7 +139,7 @@ describe('text, select and join of stored lists (D35)', function () {
     assert.match(joined.error.message, /^input item 7 from node 'ask' failed: /);
   });
 
-  it('fail the run naming the node: a select out of range, a join too large, a batch', async () => {
+  it('fail the run naming the node: a select out of range, a join too large', async () => {
     const rows = Array.from({ length: 120 }, (_, i) => `${i} ${'x'.repeat(10_000)}`);
     const file = await uploadFile(ctx.svc.url, ctx.key, 'wide.jsonl', jsonLines(rows));
     assert.ok(rows.join('').length > JOIN_MAX_BYTES, 'the rows together pass the join limit');
@@ -153,11 +153,6 @@ describe('text, select and join of stored lists (D35)', function () {
         error:
           /^node 'all' \(join\): the joined item would be larger than 1 MiB \(at row 10\d of 120\)/,
       },
-      {
-        node: { id: 'again', type: 'batch' },
-        error:
-          /^node 'again' \(batch\): cannot take the 120 rows of node 'split', which are kept in the store/,
-      },
     ];
     for (const { node, error } of cases) {
       const doc = listWorkflow(`refused-${node.type}`, { inputType: 'file', after: [node] });
@@ -165,5 +160,43 @@ describe('text, select and join of stored lists (D35)', function () {
       assert.equal(run.status, 'failed', node.type);
       assert.match(run.error, error);
     }
+  });
+  it("a batch splits a big node's items into rows of their own, across pages, which run on; a failed item fails it", async () => {
+    // Each answer ("echo: q<i>\nr<i>") is two lines: 80 answers, 160 rows of the second batch.
+    const rows = Array.from({ length: 80 }, (_, i) => `q${i}\nr${i}`);
+    const doc = (slug: string) => ({
+      slug,
+      concurrency: CONCURRENCY,
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+        { id: 'split', type: 'batch' },
+        { id: 'ask', type: 'llm', model: 'gpt-4o-mini', prompt: '{{row}}' },
+        { id: 'again', type: 'batch' },
+        { id: 'say', type: 'text', template: 'S: {{row}}' },
+        { id: 'lines', type: 'user_result', label: 'Lines' },
+        { id: 'said', type: 'user_result', label: 'Said' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'ask', port: 'row' },
+        { from: 'ask', to: 'again', port: 'rows' },
+        { from: 'again', to: 'say', port: 'row' },
+        { from: 'again', to: 'lines' },
+        { from: 'say', to: 'said' },
+      ],
+    });
+    const run = await runToEnd(ctx.svc.url, ctx.key, doc('llm-batch'), { rows });
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    const lines = rows.flatMap((_, i) => [`echo: q${i}`, `r${i}`]);
+    assert.deepEqual(texts(run.output.lines), lines);
+    assert.deepEqual(
+      texts(run.output.said),
+      lines.map((line) => `S: ${line}`),
+    );
+
+    rows[41] = 'status:400';
+    const failed = await runToEnd(ctx.svc.url, ctx.key, doc('llm-batch-failed'), { rows });
+    assert.equal(failed.status, 'failed');
+    assert.match(failed.error, /^node 'again' \(batch\): rows input failed: /);
   });
 });

@@ -179,6 +179,26 @@ async function main(): Promise<void> {
     });
     assert.equal((await waitForRun(svc.url, key, pure, 120_000)).status, 'completed');
 
+    log("a big node's stored list split again by a batch (patch stored-list-batch)");
+    const batchDoc = rowsWorkflow('stored-batch', '{{row}}', { concurrency: 8 });
+    await publish(svc.url, key, {
+      ...batchDoc,
+      nodes: [
+        ...batchDoc.nodes,
+        { id: 'again', type: 'batch' },
+        { id: 'lines', type: 'user_result', label: 'Lines' },
+      ],
+      edges: [
+        ...batchDoc.edges,
+        { from: 'ask', to: 'again', port: 'rows' },
+        { from: 'again', to: 'lines' },
+      ],
+    });
+    const batched = await run('run-stored-batch', svc, key, 'stored-batch', {
+      rows: Array.from({ length: 40 }, (_, i) => `${MARKER} split ${i}\nline two`),
+    });
+    assert.equal((await waitForRun(svc.url, key, batched, 120_000)).status, 'completed');
+
     log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
     const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
       key,

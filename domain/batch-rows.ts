@@ -1,0 +1,42 @@
+/**
+ * The `batch` node's rows from its `rows` port (NODES.md): each input item gives the rows of its
+ * parts (a json part's array, a text part's JSON array or else its non-empty lines, a file part's
+ * link). Taken item by item, so a batch of a stored list (D35, activities/stored-lists.ts) never
+ * holds the list; the workflow's inline batch (workflows/pure-nodes.ts) reads the same way.
+ */
+import type { Item, Part } from './parts';
+
+/** Why an input item gives no rows: the batch fails with it, naming the node. */
+export class BatchRowsProblem extends Error {
+  override readonly name = 'BatchRowsProblem';
+}
+
+/** The rows one input item of the `rows` port gives, in order; a BatchRowsProblem when it gives none. */
+export function rowsOfItem(item: Item): unknown[] {
+  if (item.status === 'failed')
+    throw new BatchRowsProblem(`rows input failed: ${item.error?.message ?? 'unknown error'}`);
+  const rows: unknown[] = [];
+  for (const part of item.parts) for (const row of rowsOfPart(part)) rows.push(row);
+  return rows;
+}
+
+function rowsOfPart(part: Part): unknown[] {
+  if (part.type === 'json') {
+    if (!Array.isArray(part.data))
+      throw new BatchRowsProblem('rows input is JSON but not an array');
+    return part.data;
+  }
+  if (part.type === 'text') {
+    const trimmed = part.text.trim();
+    if (trimmed.startsWith('[')) {
+      try {
+        const parsed: unknown = JSON.parse(trimmed);
+        if (Array.isArray(parsed)) return parsed;
+      } catch {
+        // not JSON after all: its lines
+      }
+    }
+    return part.text.split(/\r?\n/).filter((line) => line.trim() !== '');
+  }
+  return [part.url];
+}

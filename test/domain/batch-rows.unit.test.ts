@@ -1,0 +1,50 @@
+/** domain/batch-rows.ts: the rows a `batch` takes from each item of its `rows` port (NODES.md). */
+import assert from 'node:assert/strict';
+import { BatchRowsProblem, rowsOfItem } from '../../domain/batch-rows';
+import { completed, failed } from '../../domain/items';
+
+describe('batch rows (domain/batch-rows.ts)', () => {
+  it("takes a json part's array, a text part's JSON array or its non-empty lines, a file part's link", () => {
+    assert.deepEqual(rowsOfItem(completed({ type: 'json', data: [1, { a: 2 }, 'x'] })), [
+      1,
+      { a: 2 },
+      'x',
+    ]);
+    assert.deepEqual(rowsOfItem(completed({ type: 'text', text: ' ["a", 2] ' })), ['a', 2]);
+    assert.deepEqual(rowsOfItem(completed({ type: 'text', text: 'one\r\n\n  \ntwo\n' })), [
+      'one',
+      'two',
+    ]);
+    assert.deepEqual(rowsOfItem(completed({ type: 'text', text: '[not json\nsecond' })), [
+      '[not json',
+      'second',
+    ]);
+    assert.deepEqual(
+      rowsOfItem(
+        completed({ type: 'file', url: 'https://files.example/f' }, { type: 'text', text: 'a\nb' }),
+      ),
+      ['https://files.example/f', 'a', 'b'],
+      "an item's parts in order",
+    );
+  });
+
+  it('takes a list longer than a call may spread (300,000 rows of one item)', () => {
+    const data = Array.from({ length: 300_000 }, (_, i) => i);
+    assert.equal(rowsOfItem(completed({ type: 'json', data })).length, 300_000);
+    const text = data.join('\n');
+    assert.equal(rowsOfItem(completed({ type: 'text', text })).length, 300_000);
+  });
+
+  it('names why an item gives no rows: a failed item, JSON that is not an array', () => {
+    assert.throws(
+      () => rowsOfItem(failed({ message: 'provider said no', type: 'provider_error' })),
+      (err: unknown) =>
+        err instanceof BatchRowsProblem && err.message === 'rows input failed: provider said no',
+    );
+    assert.throws(
+      () => rowsOfItem(completed({ type: 'json', data: { rows: [1] } })),
+      (err: unknown) =>
+        err instanceof BatchRowsProblem && err.message === 'rows input is JSON but not an array',
+    );
+  });
+});
