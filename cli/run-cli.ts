@@ -68,6 +68,8 @@ Credits (D17)
 
 Workflows and runs
   workflows publish ACCOUNT_ID FILE.json        validate and publish a workflow, as POST /api/v1/workflows does
+  workflows recount-storage ACCOUNT_ID          count what the account's workflows hold again from their versions
+                                                (D26): after an upgrade from a release before the quota
   runs show RUN_ID [--events]                   the stored run record (status, output, error, cost, times)
   runs delete RUN_ID                            delete a run and everything kept of it (D39); a live run is
                                                 cancelled first (terminated after 15 s); needs TEMPORAL_ADDRESS

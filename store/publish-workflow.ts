@@ -2,7 +2,7 @@
 import { validateGraph, describeGraphProblems } from '../domain/validate-graph';
 import type { Contract } from '../domain/contract';
 import type { Collections } from './db';
-import { insertWorkflowVersion } from './workflows';
+import { insertWorkflowVersion, versionBytes } from './workflows';
 import { InvalidRequestError } from '../domain/errors';
 import type { WorkflowDoc, WorkflowVersionDoc } from './documents';
 
@@ -55,9 +55,4 @@ export async function publishWorkflow(
     inputs: result.contract.inputs,
     outputs: result.contract.outputs,
   };
-}
-
-/** What a version holds, as its quota counts it: its graph and contract as JSON text. */
-function versionBytes(graph: unknown, contract: Contract): number {
-  return Buffer.byteLength(JSON.stringify(graph)) + Buffer.byteLength(JSON.stringify(contract));
 }

@@ -95,6 +95,49 @@ export async function publishedBytes(
   return sum?.bytes ?? 0;
 }
 
+/** What a version holds, as the workflow quota counts it (D26): its graph and contract as JSON text. */
+export function versionBytes(graph: unknown, contract: unknown): number {
+  return Buffer.byteLength(JSON.stringify(graph)) + Buffer.byteLength(JSON.stringify(contract));
+}
+
+/** A workflow whose `stored_bytes` a recount changed: what it said (null: never counted) and what it says now. */
+export interface Recounted {
+  workflowId: string;
+  slug: string;
+  before: number | null;
+  after: number;
+}
+
+/**
+ * Sets the `stored_bytes` of each of the account's workflows to what its versions hold: counts a
+ * workflow published before the quota existed (none), and one a failed insert left counted with
+ * a version it never stored (too many). One scan of the account's versions and one of its
+ * workflows; a publish between the two may be missed and is counted by the next recount.
+ */
+export async function recountStoredBytes(
+  c: WorkflowCollections,
+  accountId: string,
+): Promise<Recounted[]> {
+  const held = new Map<string, number>();
+  const versions = c.workflowVersions.find(
+    { account_id: accountId },
+    { projection: { workflow_id: 1, graph: 1, contract: 1 } },
+  );
+  for await (const v of versions)
+    held.set(v.workflow_id, (held.get(v.workflow_id) ?? 0) + versionBytes(v.graph, v.contract));
+  const changed: Recounted[] = [];
+  const workflows = await c.workflows
+    .find({ account_id: accountId }, { projection: { slug: 1, stored_bytes: 1 } })
+    .toArray(); // read whole before any is updated: small documents
+  for (const wf of workflows) {
+    const after = held.get(wf._id) ?? 0;
+    if (wf.stored_bytes === after) continue;
+    await c.workflows.updateOne({ _id: wf._id }, { $set: { stored_bytes: after } });
+    changed.push({ workflowId: wf._id, slug: wf.slug, before: wf.stored_bytes ?? null, after });
+  }
+  return changed;
+}
+
 /** The newest version of a workflow, or null. */
 export function latestVersion(
   c: WorkflowCollections,

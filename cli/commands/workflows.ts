@@ -1,7 +1,11 @@
-/** The `workflows` command: validate and publish a workflow file, as POST /api/v1/workflows does. */
+/**
+ * The `workflows` commands: validate and publish a workflow file, as POST /api/v1/workflows does;
+ * count an account's workflow storage again from its versions (D26).
+ */
 import { readFile } from 'node:fs/promises';
 import { DomainError } from '../../domain/errors';
 import { publishWorkflow } from '../../store/publish-workflow';
+import { publishedBytes, recountStoredBytes } from '../../store/workflows';
 import {
   CliError,
   EXIT_FAILED,
@@ -20,7 +24,42 @@ export const workflowCommands: Command[] = [
     options: [],
     run: workflowsPublish,
   },
+  {
+    words: ['workflows', 'recount-storage'],
+    args: ['ACCOUNT_ID'],
+    options: [],
+    run: workflowsRecountStorage,
+  },
 ];
+
+/** D26: the account's workflow storage counted again from its versions (store/workflows.ts recountStoredBytes). */
+async function workflowsRecountStorage(ctx: CommandContext): Promise<number> {
+  const [accountId] = ctx.args;
+  const c = await ctx.collections();
+  await requireAccount(c, accountId);
+  const changed = await recountStoredBytes(c, accountId);
+  const total = await publishedBytes(c, accountId);
+  if (ctx.json) {
+    printJson(ctx, {
+      account_id: accountId,
+      stored_bytes: total,
+      changed: changed.map((w) => ({
+        workflow_id: w.workflowId,
+        slug: w.slug,
+        stored_bytes: w.after,
+        was: w.before,
+      })),
+    });
+    return EXIT_OK;
+  }
+  ctx.out(`Published workflows of ${accountId} hold ${total} bytes`);
+  if (changed.length === 0) ctx.out('Every workflow was counted right.');
+  for (const w of changed)
+    ctx.out(
+      `  ${w.slug} (${w.workflowId}): ${w.before === null ? 'not counted' : `${w.before} bytes`} → ${w.after} bytes`,
+    );
+  return EXIT_OK;
+}
 
 async function workflowsPublish(ctx: CommandContext): Promise<number> {
   const [accountId, file] = ctx.args;

@@ -103,6 +103,36 @@ describe('operator CLI (D27)', function () {
     });
   }
 
+  it('counts an account’s workflow storage again from its versions: a workflow from before the quota, then nothing to change (D26)', async () => {
+    const { id } = await cliJson('accounts', 'create', '--name', 'Recount');
+    await cliJson('workflows', 'publish', id, 'examples/hello.json');
+    const { workflow_id: workflowId } = await cliJson(
+      'workflows',
+      'publish',
+      id,
+      'examples/hello.json',
+    );
+    const { workflows } = ctx.svc.store.collections;
+    const counted = (await workflows.findOne({ _id: workflowId }))?.stored_bytes;
+    assert.ok(counted && counted > 0, 'two versions counted at publish');
+    // A workflow published before the quota existed: nothing counted.
+    await workflows.updateOne({ _id: workflowId }, { $unset: { stored_bytes: '' } });
+
+    const human = await cli('workflows', 'recount-storage', id);
+    assert.equal(human.code, 0, human.err);
+    assert.match(
+      human.out,
+      new RegExp(`hello \\(${workflowId}\\): not counted → ${counted} bytes`),
+    );
+    assert.equal((await workflows.findOne({ _id: workflowId }))?.stored_bytes, counted);
+    const again = await cliJson('workflows', 'recount-storage', id);
+    assert.deepEqual(again, { account_id: id, stored_bytes: counted, changed: [] });
+    assert.equal(
+      (await cli('workflows', 'recount-storage', 'acct_01ARZ3NDEKTSV4RRFFQ69G5FAV')).code,
+      1,
+    );
+  });
+
   it('adds credits, also negative corrections, through the ledger', async () => {
     const { id } = await cliJson('accounts', 'create', '--name', 'Credits');
     assert.equal((await cliJson('accounts', 'show', id)).balance_usd, 0);
