@@ -11,10 +11,10 @@
  * the store again after STALE_MS, and after NEAR_MS once what is left is within two of the largest
  * writes of the limit, where another process's writes could decide. So an account near its quota
  * costs the store at most one sum a second per API process, however fast it writes. Writes in
- * flight in this process hold their length (an upload the length it declared), so concurrent ones
- * cannot pass the quota together. Other processes' writes of the last second (30 s far from the
- * quota), and uploads without a declared length, can take an account past its quota by at most
- * what they carry: a quota bounds the storage, it is not a ledger (D17's credits are).
+ * flight in this process hold their length (the length an upload declared, else the most it may
+ * grow to), so concurrent ones cannot pass the quota together. Other processes' writes of the last
+ * second (30 s far from the quota) can take an account past its quota by at most what they carry:
+ * a quota bounds the storage, it is not a ledger (D17's credits are).
  */
 import type { Db } from 'mongodb';
 import { accountCap, type AccountCap } from './accounts';
@@ -98,12 +98,15 @@ export class StorageQuota {
 
   /**
    * The check and the hold of one write of `bytes` (its declared length; 0 when unknown): whether
-   * it fits what is left, and, when it does, its bytes held until `release()` (the answer).
+   * it fits what is left, and, when it does, its bytes held until `release()` (the answer). A write
+   * of unknown length holds the most it may grow to (the largest write, within the room), so
+   * concurrent ones in this process cannot each take the whole room.
    */
   async reserve(accountId: string, bytes: number): Promise<Reservation> {
     const room = await this.room(accountId);
     const fits = room.room > 0 && bytes <= room.room;
-    return { ...room, fits, release: fits ? this.hold(accountId, bytes) : () => undefined };
+    const held = bytes > 0 ? bytes : Math.min(this.spec.largestWrite, room.room);
+    return { ...room, fits, release: fits ? this.hold(accountId, held) : () => undefined };
   }
 
   /** Holds `bytes` for a write in flight (an upload's declared length, a version being published) until its answer. */

@@ -749,6 +749,21 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
     });
   });
 
+  it('holds the most a write of unknown length may grow to, so concurrent ones cannot each take the whole room', async () => {
+    const { accountId } = await ctx.newAccount();
+    const quota = fileQuota(ctx.svc.store, { storageMaxBytes: 100 * KIB, maxBytes: 64 * KIB });
+    // Two uploads without a Content-Length in flight at once: the first may grow to 64 KiB.
+    const first = await quota.reserve(accountId, 0);
+    assert.deepEqual([first.fits, first.room], [true, 100 * KIB]);
+    const second = await quota.reserve(accountId, 0);
+    assert.deepEqual([second.fits, second.room], [true, 36 * KIB], 'the first holds 64 KiB');
+    const third = await quota.reserve(accountId, 0);
+    assert.deepEqual([third.fits, third.room], [false, 0], 'the second holds the 36 KiB left');
+    first.release();
+    second.release();
+    assert.equal((await quota.room(accountId)).room, 100 * KIB, 'released with their answers');
+  });
+
   it("counts another process's uploads at once when the account is near its quota", async () => {
     const { accountId } = await ctx.newAccount();
     // Another API process's quota on the same store, within two uploads of the quota, where it
