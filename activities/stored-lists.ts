@@ -16,7 +16,7 @@ import { Joiner } from '../domain/join-items';
 import type { Item } from '../domain/parts';
 import type { Collections } from '../store/db';
 import { tooManyRows } from '../domain/run-size';
-import { readPage } from '../store/item-blocks';
+import { insertPages, readPage } from '../store/item-blocks';
 import { PageWriter } from '../store/page-writer';
 import { heartbeating } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
@@ -24,11 +24,18 @@ import { cancelledByShutdown, handBack } from './shutdown';
 type C = Pick<Collections, 'itemBlocks'>;
 
 /**
- * The largest item a join of a stored list makes, in bytes (its texts and separators, the JSON of
- * its other parts): the item travels through Temporal's history (its payloads are refused above
- * 2 MB) to the nodes after the join.
+ * The largest joined item handed to the workflow, in bytes (its texts and separators, the JSON of
+ * its other parts): such an item travels through Temporal's history (whose payloads are refused
+ * above 2 MB) to the nodes after the join. A larger one stays in the store (D35's claim check).
  */
 export const JOIN_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The largest joined item at all, kept in the store as the join's one-row list: its page is one
+ * document (16 MB at most on MongoDB), written compressed, and its JSON is bounded below that.
+ */
+export const JOIN_STORED_MAX_BYTES = 8 * 1024 * 1024;
+const JOIN_STORED_MAX_JSON_BYTES = 14 * 1024 * 1024;
 
 /** Pages read at once: FerretDB serves several `_id` reads in parallel (store/item-blocks.ts). */
 const READ_AHEAD = 8;
@@ -46,6 +53,12 @@ export interface JoinStoredRequest {
   list: ItemRef;
   /** The node feeding the join, for the message of a failed input item. */
   sourceId: string;
+  /**
+   * The workflow takes a joined item larger than JOIN_MAX_BYTES as a stored list of one row (an
+   * ItemRef). Absent in the requests of workflow code from before, which takes items only: for
+   * them such a join fails as it did.
+   */
+  storeLarge?: boolean;
 }
 
 export interface BatchStoredRequest {
@@ -61,6 +74,14 @@ function missingRow(list: ItemRef, row: number): ApplicationFailure {
   return ApplicationFailure.nonRetryable(
     `row ${row} of node '${list.ref}' is missing from the store`,
     'StoredRowMissing',
+  );
+}
+
+/** A join past its bound fails the node, naming the row that passed it. */
+function joinTooLarge(max: number, row: number, count: number): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `the joined item would be larger than ${max / 1024 / 1024} MiB (at row ${row} of ${count}): join fewer rows, or read them from a result of the node before the join`,
+    'JoinTooLarge',
   );
 }
 
@@ -116,23 +137,31 @@ export function createStoredListActivities(collections: C) {
       return [stored.item];
     },
 
-    async joinStoredItems(req: JoinStoredRequest): Promise<Item[]> {
+    /**
+     * The join's one item: handed back when it is small, else (`storeLarge`) written as the first
+     * row of the join's own stored list, whose reference the workflow gets, so the item never
+     * enters the history. Retried, the page is found written already.
+     */
+    async joinStoredItems(req: JoinStoredRequest): Promise<Item[] | ItemRef> {
       const separator = req.node.separator ?? '\n';
       const joiner = new Joiner(separator, req.sourceId);
+      const max = req.storeLarge ? JOIN_STORED_MAX_BYTES : JOIN_MAX_BYTES;
       let bytes = 0;
       let index = 0;
       for await (const item of rowsOf(req.runId, req.list)) {
         if (!joiner.add(item, index)) break; // a failed input item decides the join
         bytes += joinedBytes(item, separator);
-        if (bytes > JOIN_MAX_BYTES) {
-          throw ApplicationFailure.nonRetryable(
-            `the joined item would be larger than ${JOIN_MAX_BYTES / 1024 / 1024} MiB (at row ${index} of ${req.list.count}): join fewer rows, or read them from a result of the node before the join`,
-            'JoinTooLarge',
-          );
-        }
+        if (bytes > max) throw joinTooLarge(max, index, req.list.count);
         index++;
       }
-      return joiner.result();
+      const joined = joiner.result();
+      if (bytes <= JOIN_MAX_BYTES || !req.storeLarge) return joined;
+      const json = Buffer.byteLength(JSON.stringify(joined[0]));
+      if (json > JOIN_STORED_MAX_JSON_BYTES) throw joinTooLarge(max, index - 1, req.list.count);
+      await insertPages(collections, req.runId, req.node.id, [
+        { page: 0, rows: [{ item: joined[0], cost: 0 }] },
+      ]);
+      return { ref: req.node.id, count: 1 };
     },
 
     /**

@@ -67,12 +67,12 @@ export interface EngineHooks {
 export interface StoredListNodes {
   /** The item at row `at` of the done list. */
   select(node: Extract<GraphNode, { type: 'select' }>, list: ItemRef, at: number): Promise<Item[]>;
-  /** The join's one item, read row by row from the done list. */
+  /** The join's one item, read row by row from the done list; a large one stays stored (a list of one row). */
   join(
     node: Extract<GraphNode, { type: 'join' }>,
     list: ItemRef,
     sourceId: string,
-  ): Promise<Item[]>;
+  ): Promise<Item[] | ItemRef>;
   /** The batch's rows, read item by item from the done list and stored as the batch's own list. */
   batch(node: Extract<GraphNode, { type: 'batch' }>, list: ItemRef): Promise<ItemRef>;
 }
@@ -242,7 +242,7 @@ function runListNode(
   ports: Record<string, NodeValue>,
   sources: Record<string, string>,
   hooks: EngineHooks,
-): Item[] | Promise<Item[]> {
+): Item[] | Promise<Item[] | ItemRef> {
   const stored = storedInput(ports.in, hooks, hooks.pureNodesTakeStored);
   if (!stored) {
     const items = inline(node, ports).in ?? [];

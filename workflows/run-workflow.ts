@@ -669,7 +669,7 @@ class RunActivities {
           .with(() =>
             nodes.joinStoredItems.executeWithOptions(
               { summary: activitySummary(node, { rows: [0, list.count - 1] }) },
-              [{ runId: args.runId, node, list, sourceId }],
+              [{ runId: args.runId, node, list, sourceId, storeLarge: true }],
             ),
           )
           .catch(failed(node)),

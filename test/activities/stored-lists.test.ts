@@ -11,6 +11,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createStoredListActivities } from '../../activities/stored-lists';
 import { completed } from '../../domain/items';
+import type { Item } from '../../domain/parts';
 import type { ItemRef } from '../../domain/item-blocks';
 import { readPage } from '../../store/item-blocks';
 import { generateId } from '../../store/ids';
@@ -47,12 +48,13 @@ describe('stored-list activities: cancels, drains and limits (D35)', function ()
     const env = activityEnv();
     let beats = 0;
     env.on('heartbeat', () => beats++);
-    const [joined] = await runIn(env, activities().joinStoredItems, {
+    const [joined] = (await runIn(env, activities().joinStoredItems, {
       runId,
       node: joinNode,
       list,
       sourceId: 'ask',
-    });
+      storeLarge: true,
+    })) as Item[]; // small: handed back
     assert.equal(joined.parts.length, 1);
     const text = (joined.parts[0] as { text: string }).text;
     assert.equal(text.split('|').length, ROWS);
@@ -121,6 +123,39 @@ describe('stored-list activities: cancels, drains and limits (D35)', function ()
         return true;
       },
     );
+  });
+
+  it('keeps a joined item past 1 MiB in the store as the join’s one-row list; refuses it past 8 MiB, and past 1 MiB for workflow code from before', async () => {
+    const runId = generateId('run');
+    const row = 'y'.repeat(100 * 1024);
+    const pages = new PageWriter(db.store.collections, runId, 'wide');
+    for (let i = 0; i < 90; i++)
+      await pages.add({ item: completed({ type: 'text', text: row }), cost: 0 });
+    await pages.end();
+    const env = activityEnv();
+    const join = (count: number, storeLarge?: boolean) =>
+      runIn(env, activities().joinStoredItems, {
+        runId,
+        node: joinNode,
+        list: { ref: 'wide', count },
+        sourceId: 'wide',
+        ...(storeLarge ? { storeLarge } : {}),
+      });
+
+    assert.deepEqual(await join(12, true), { ref: 'all', count: 1 });
+    const [stored] = (await readPage(db.store.collections, runId, 'all', 0)) ?? [];
+    const text = (stored?.item.parts[0] as { text: string }).text;
+    assert.equal(text.length, 12 * row.length + 11, 'twelve rows and their separators');
+
+    const tooLarge = (mib: number) => (err: unknown) => {
+      assert.ok(err instanceof ApplicationFailure, String(err));
+      assert.equal(err.type, 'JoinTooLarge');
+      assert.equal(err.nonRetryable, true);
+      assert.match(err.message, new RegExp(`^the joined item would be larger than ${mib} MiB`));
+      return true;
+    };
+    await assert.rejects(join(12), tooLarge(1), 'a request without storeLarge');
+    await assert.rejects(join(90, true), tooLarge(8));
   });
 
   it('a batch stops at the rows a list may have, naming the limit', async () => {

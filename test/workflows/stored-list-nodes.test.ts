@@ -3,12 +3,15 @@
  * rows than twice its run's concurrency) work as on an inline list: a text node fills its template
  * in blocks, row by row (so file rows → text → llm pipelines); select and join read the list from
  * the store once it is done, so the examples' `batch → llm → join` works at any row count; a
- * `batch` given one stores the rows of its items as a list of its own. A join too large for one
- * item, a select out of range and a batch of a failed item fail the run naming the node.
+ * `batch` given one stores the rows of its items as a list of its own; a joined item too large for
+ * the history stays in the store. A join past 8 MiB, a select out of range and a batch of a failed
+ * item fail the run naming the node.
  */
 import assert from 'node:assert/strict';
 import { JOIN_MAX_BYTES } from '../../activities/stored-lists';
 import { uploadFile } from '../support/files';
+import { call } from '../support/http';
+import { temporalClient } from '../support/service';
 import { runToEnd } from '../support/runs';
 import { PRICES, texts } from '../support/execution';
 import { useService } from '../support/use-service';
@@ -139,28 +142,58 @@ describe('text, select, join and batch of stored lists (D35)', function () {
     assert.match(joined.error.message, /^input item 7 from node 'ask' failed: /);
   });
 
-  it('fail the run naming the node: a select out of range, a join too large', async () => {
+  it('a join past 1 MiB stays in the store, out of the history; past 8 MiB it fails the run naming the node, as a select out of range does', async () => {
     const rows = Array.from({ length: 120 }, (_, i) => `${i} ${'x'.repeat(10_000)}`);
     const file = await uploadFile(ctx.svc.url, ctx.key, 'wide.jsonl', jsonLines(rows));
-    assert.ok(rows.join('').length > JOIN_MAX_BYTES, 'the rows together pass the join limit');
+    const joined = rows.join('\n');
+    assert.ok(joined.length > JOIN_MAX_BYTES, 'the rows together pass what the history takes');
+    // rows → join → a text node after it: the stored item runs on as any stored list does.
+    const doc = listWorkflow('wide-join', {
+      inputType: 'file',
+      after: [{ id: 'all', type: 'join' }],
+    });
+    doc.nodes.push(
+      { id: 'say', type: 'text', template: 'All: {{x}}' },
+      { id: 'said', type: 'user_result', label: 'Said' },
+    );
+    doc.edges.push({ from: 'all', to: 'say', port: 'x' }, { from: 'say', to: 'said' });
+    const run = await runToEnd(ctx.svc.url, ctx.key, doc, { rows: file });
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    assert.deepEqual(texts(run.output.all_out), [joined]);
+    assert.deepEqual(texts(run.output.said), [`All: ${joined}`]);
+    const page = await call(ctx.svc.url, 'GET', `/api/v1/runs/${run.id}/outputs/all_out`, {
+      key: ctx.key,
+    });
+    assert.deepEqual(texts(page.body.data), [joined]);
+    const { historySize } = await temporalClient(ctx.svc).workflow.getHandle(run.id).describe();
+    assert.ok(
+      Number(historySize) < 256 * 1024,
+      `the joined item is not in the history (${historySize} bytes)`,
+    );
+
+    const huge = Array.from({ length: 90 }, (_, i) => `${i} ${'z'.repeat(100 * 1024)}`);
+    const hugeFile = await uploadFile(ctx.svc.url, ctx.key, 'huge.jsonl', jsonLines(huge));
     const cases = [
       {
         node: { id: 'pick', type: 'select', index: -121 },
+        file,
         error: /^node 'pick' \(select\): index -121 is out of range for 120 item\(s\)$/,
       },
       {
         node: { id: 'all', type: 'join' },
+        file: hugeFile,
         error:
-          /^node 'all' \(join\): the joined item would be larger than 1 MiB \(at row 10\d of 120\)/,
+          /^node 'all' \(join\): the joined item would be larger than 8 MiB \(at row 8\d of 90\)/,
       },
     ];
-    for (const { node, error } of cases) {
-      const doc = listWorkflow(`refused-${node.type}`, { inputType: 'file', after: [node] });
-      const run = await runToEnd(ctx.svc.url, ctx.key, doc, { rows: file });
-      assert.equal(run.status, 'failed', node.type);
-      assert.match(run.error, error);
+    for (const { node, file: rowsFile, error } of cases) {
+      const refused = listWorkflow(`refused-${node.type}`, { inputType: 'file', after: [node] });
+      const failed = await runToEnd(ctx.svc.url, ctx.key, refused, { rows: rowsFile });
+      assert.equal(failed.status, 'failed', node.type);
+      assert.match(failed.error, error);
     }
   });
+
   it("a batch splits a big node's items into rows of their own, across pages, which run on; a failed item fails it", async () => {
     // Each answer ("echo: q<i>\nr<i>") is two lines: 80 answers, 160 rows of the second batch.
     const rows = Array.from({ length: 80 }, (_, i) => `q${i}\nr${i}`);
