@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
+import { rowTooLarge } from '../domain/item-blocks';
 import { completed, itemLookup } from '../domain/items';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
@@ -62,7 +63,7 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
       !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))
     )
       return binaryAnswer(deps.files(), req, res, body);
-    return heldAnswer(res, body, ok, type, maxAnswerBytes());
+    return heldAnswer(res, body, ok, type, maxAnswerBytes(), req.rowMaxBytes);
   };
 
   return function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
@@ -167,14 +168,17 @@ async function heldAnswer(
   ok: boolean,
   type: string,
   maxAnswerBytes: number,
+  rowMaxBytes = Infinity,
 ): Promise<NodeResult> {
-  const bytes = await readLimited(body, maxAnswerBytes, res.headers['content-length']).catch(
+  // A row of a list holds less than one answer may (domain/item-blocks.ts): no more is read.
+  const byRow = rowMaxBytes < maxAnswerBytes;
+  const cap = byRow ? rowMaxBytes : maxAnswerBytes;
+  const bytes = await readLimited(body, cap, res.headers['content-length']).catch(
     (err: unknown) => {
-      if (err instanceof AnswerTooLargeError)
-        throw ApplicationFailure.nonRetryable(
-          `http ${res.url.host}: ${err.message}`,
-          'ProviderRejected',
-        );
+      if (err instanceof AnswerTooLargeError) {
+        const why = byRow ? rowTooLarge(cap).error!.message : err.message;
+        throw ApplicationFailure.nonRetryable(`http ${res.url.host}: ${why}`, 'ProviderRejected');
+      }
       throw err;
     },
   );

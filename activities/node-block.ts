@@ -22,6 +22,7 @@ import {
   oneItem,
   PAGE_ROWS,
   pagesOf,
+  STORED_ROW_MAX_BYTES,
   toRanges,
   type StoredRow,
 } from '../domain/item-blocks';
@@ -32,7 +33,7 @@ import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
-import { callUsage, executeRow, refusedItem } from './node-chunk';
+import { callUsage, executeRow, refusedItem, withinRowBound } from './node-chunk';
 import type { CallUsage } from '../domain/run-usage';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
 
@@ -280,8 +281,11 @@ async function runRows(
           resumed: pending.get(row.index),
           checkpoint: (details: unknown) => pending.set(row.index, details),
         };
-        const result = await inRow(scope, () => executeRow(executors, req, row));
-        record(row.index, oneItem(result.items), result.costUsd, callUsage(result));
+        const result = await inRow(scope, () =>
+          executeRow(executors, req, row, STORED_ROW_MAX_BYTES),
+        );
+        const [item] = withinRowBound([oneItem(result.items)], STORED_ROW_MAX_BYTES);
+        record(row.index, item, result.costUsd, callUsage(result));
       } catch (err) {
         if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
         const refusal = refusedItem(err);

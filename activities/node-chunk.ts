@@ -17,6 +17,7 @@
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
+import { INLINE_ROW_MAX_BYTES, rowTooLarge } from '../domain/item-blocks';
 import { failed, textItem } from '../domain/items';
 import type { CallUsage } from '../domain/run-usage';
 import { STORAGE_QUOTA_EXCEEDED } from './files';
@@ -84,8 +85,15 @@ export function createNodeChunkActivity(executors: RowExecutors) {
             resumed: pending.get(row.index),
             checkpoint: (details: unknown) => pending.set(row.index, details),
           };
-          const result = await inRow(scope, () => executeRow(executors, req, row));
-          record(row.index, result.items, result.costUsd, callUsage(result));
+          const result = await inRow(scope, () =>
+            executeRow(executors, req, row, INLINE_ROW_MAX_BYTES),
+          );
+          record(
+            row.index,
+            withinRowBound(result.items, INLINE_ROW_MAX_BYTES),
+            result.costUsd,
+            callUsage(result),
+          );
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
           const refusal = refusedItem(err);
@@ -119,6 +127,16 @@ export function createNodeChunkActivity(executors: RowExecutors) {
   };
 }
 
+/**
+ * A row's items, or its item failed when they hold more than `maxBytes` (their JSON): its page or
+ * its chunk's answer must stay within what the store and the history take. The cost stays billed.
+ */
+export function withinRowBound(items: Item[], maxBytes: number): Item[] {
+  let bytes = 0;
+  for (const item of items) bytes += JSON.stringify(item).length;
+  return bytes > maxBytes ? [rowTooLarge(maxBytes)] : items;
+}
+
 /** D36: what one provider call used (a refused call: the call, no tokens). */
 export function callUsage(result?: NodeResult): CallUsage {
   return {
@@ -133,12 +151,14 @@ export function executeRow(
   executors: RowExecutors,
   req: Pick<NodeChunkRequest, 'runId' | 'accountId'> & { node: BlockNode },
   row: NodeRow,
+  rowMaxBytes: number,
 ): Promise<NodeResult> {
   const base = {
     runId: req.runId,
     accountId: req.accountId,
     iteration: row.index,
     ports: row.ports,
+    rowMaxBytes,
   };
   const { node } = req;
   switch (node.type) {

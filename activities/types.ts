@@ -20,6 +20,12 @@ export interface NodeRequest<T extends IoNodeType> {
   iteration: number;
   /** The item each input port receives in this iteration. */
   ports: Record<string, Item>;
+  /**
+   * The most the row's item may hold (domain/item-blocks.ts STORED_ROW_MAX_BYTES or
+   * INLINE_ROW_MAX_BYTES, set by the chunk or block running it): an http_request reads no more
+   * of its answer than this. Absent: the answer caps only.
+   */
+  rowMaxBytes?: number;
 }
 
 /** What a node iteration produced and what it cost (D17). */

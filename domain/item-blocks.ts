@@ -5,10 +5,33 @@
  * SQLite), so any row is one `_id` read away and a reader holds one page at a time. History
  * carries only the reference (`ItemRef`), counts and costs.
  */
+import { failed } from './items';
 import type { Item } from './parts';
 
 /** Rows per stored page: a page of 2 KB answers is ~200 KB, written once when it is complete. */
 export const PAGE_ROWS = 100;
+
+/**
+ * The largest item one row of a stored list holds (its JSON): a page of PAGE_ROWS of them stays
+ * one document (16 MB at most), and what a block holds in memory stays bounded however big the
+ * answers a tenant's server sends. An answer past it fails its row's item.
+ */
+export const STORED_ROW_MAX_BYTES = 128 * 1024;
+
+/** The same for a row whose item travels in its chunk's answer through the history (2 MB a payload). */
+export const INLINE_ROW_MAX_BYTES = 1024 * 1024;
+
+/** What a row's item past its bound becomes: failed, naming the bound (the row's cost stays billed). */
+export function rowTooLarge(maxBytes: number): Item {
+  const where =
+    maxBytes === STORED_ROW_MAX_BYTES
+      ? 'a row of a big list (D35) holds at most 128 KiB'
+      : 'an item handed on through the run holds at most 1 MiB';
+  return failed({
+    message: `the answer is over the ${maxBytes} byte limit of one item: ${where}`,
+    type: 'provider_error',
+  });
+}
 
 /** Rows per activity at most: 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */
 export const MAX_BLOCK_ROWS = 1_000;

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../config';
+import { STORED_ROW_MAX_BYTES } from '../../domain/item-blocks';
 import { DEFAULT_MAX_ANSWER_BYTES } from '../../lib/net/read-limited';
 import { streamHugeJson } from '../fakes/huge-body';
 import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
@@ -25,7 +26,12 @@ const limitMessage = (who: string, cap = CAP) =>
   `${who}: the answer is over the ${cap} byte limit (MAX_ANSWER_BYTES)`;
 
 /** A workflow document (runToEnd's parameter names only its slug). */
-const workflow = (doc: { slug: string; nodes: unknown[]; edges: unknown[] }) => doc;
+const workflow = (doc: {
+  slug: string;
+  concurrency?: number;
+  nodes: unknown[];
+  edges: unknown[];
+}) => doc;
 
 /** Runs `fn` while sampling this process's RSS (the worker runs in it); returns its result and the peak growth in bytes. */
 async function withPeakRss<T>(fn: () => Promise<T>): Promise<{ result: T; growth: number }> {
@@ -195,6 +201,87 @@ describe('answers the worker reads are capped (MAX_ANSWER_BYTES)', function () {
     assert.equal(target.sent.length, 1, 'not retried');
     assert.ok(target.sent[0] < CAP + SLACK, `${target.sent[0]} bytes sent`);
     assert.ok(growth < 64 * 1024 * 1024, `RSS grew by ${(growth / 1048576).toFixed(1)} MiB`);
+  });
+
+  it('a row of a big list reads at most 128 KiB of an http_request answer: 200 answers of 600 KB at concurrency 64 fail their items, and the worker holds none of them', async () => {
+    const before = target.sent.length;
+    const { result: run, growth } = await withPeakRss(() =>
+      runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        workflow({
+          slug: 'wide-http',
+          concurrency: 64, // 200 rows: more than twice that, so the rows are kept in the store (D35)
+          nodes: [
+            { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+            { id: 'split', type: 'batch' },
+            {
+              id: 'call',
+              type: 'http_request',
+              method: 'GET',
+              url: `${target.origin}/huge/{{row}}`,
+            },
+            { id: 'out', type: 'user_result', label: 'Answers' },
+          ],
+          edges: [
+            { from: 'rows', to: 'split', port: 'rows' },
+            { from: 'split', to: 'call', port: 'row' },
+            { from: 'call', to: 'out' },
+          ],
+        }),
+        { rows: Array.from({ length: 200 }, () => 600_000) },
+        120_000,
+      ),
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    const host = new URL(target.origin).host;
+    const errors = new Set(run.output.answers.map((item: any) => item.error?.message));
+    assert.deepEqual(
+      [...errors],
+      [
+        `http ${host}: the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35) holds at most 128 KiB`,
+      ],
+    );
+    const sent = target.sent.slice(before);
+    assert.equal(sent.length, 200, 'one request a row, not retried');
+    assert.ok(Math.max(...sent) < STORED_ROW_MAX_BYTES + SLACK, `${Math.max(...sent)} bytes sent`);
+    assert.ok(growth < 128 * 1024 * 1024, `RSS grew by ${(growth / 1048576).toFixed(1)} MiB`);
+  });
+
+  it('an llm row of a big list whose answer passes 128 KiB fails its item, the call still counted', async () => {
+    const run = await runToEnd(
+      ctx.svc.url,
+      ctx.key,
+      workflow({
+        slug: 'wide-llm',
+        concurrency: 2, // 6 rows: kept in the store (D35)
+        nodes: [
+          { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+          { id: 'split', type: 'batch' },
+          { id: 'ask', type: 'llm', model: 'gpt-4o-mini', prompt: '{{row}}' },
+          { id: 'out', type: 'user_result', label: 'Answers' },
+        ],
+        edges: [
+          { from: 'rows', to: 'split', port: 'rows' },
+          { from: 'split', to: 'ask', port: 'row' },
+          { from: 'ask', to: 'out' },
+        ],
+      }),
+      { rows: ['huge:200000', 'short', 'huge:200000', 'short', 'short', 'short'] },
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    assert.deepEqual(
+      run.output.answers.map((item: any) => item.error?.message ?? item.parts[0].text),
+      [
+        `the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35) holds at most 128 KiB`,
+        'echo: short',
+        `the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35) holds at most 128 KiB`,
+        'echo: short',
+        'echo: short',
+        'echo: short',
+      ],
+    );
+    assert.equal(run.usage.provider_calls, 6, 'the calls were made: counted (and billed) as made');
   });
 
   it('the worker goes on serving runs, and an answer under the cap is read whole', async () => {

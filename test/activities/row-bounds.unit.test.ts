@@ -1,0 +1,37 @@
+/**
+ * The bounds of one row's item (domain/item-blocks.ts, activities/node-chunk.ts withinRowBound): a
+ * row of a big list holds at most 128 KiB, so a page of 100 stays one document; an item handed on
+ * through the history at most 1 MiB. Past them the row's item fails in place, naming the bound.
+ */
+import assert from 'node:assert/strict';
+import { withinRowBound } from '../../activities/node-chunk';
+import { INLINE_ROW_MAX_BYTES, STORED_ROW_MAX_BYTES } from '../../domain/item-blocks';
+import { completed } from '../../domain/items';
+
+const text = (bytes: number) => completed({ type: 'text', text: 'a'.repeat(bytes) });
+
+describe('row bounds (withinRowBound)', () => {
+  it('keeps items within the bound as they are', () => {
+    const items = [text(STORED_ROW_MAX_BYTES - 100)];
+    assert.equal(withinRowBound(items, STORED_ROW_MAX_BYTES), items);
+  });
+
+  it("fails a row whose items together pass it, naming the bound; a list's items count together", () => {
+    const [stored] = withinRowBound([text(STORED_ROW_MAX_BYTES)], STORED_ROW_MAX_BYTES);
+    assert.deepEqual(stored, {
+      status: 'failed',
+      parts: [],
+      error: {
+        message:
+          'the answer is over the 131072 byte limit of one item: a row of a big list (D35) holds at most 128 KiB',
+        type: 'provider_error',
+      },
+    });
+    const half = text(INLINE_ROW_MAX_BYTES / 2);
+    const [inline] = withinRowBound([half, half], INLINE_ROW_MAX_BYTES);
+    assert.equal(
+      inline.error?.message,
+      'the answer is over the 1048576 byte limit of one item: an item handed on through the run holds at most 1 MiB',
+    );
+  });
+});
