@@ -22,7 +22,7 @@ import {
   oneItem,
   PAGE_ROWS,
   pagesOf,
-  STORED_ROW_MAX_BYTES,
+  storedRowMaxBytes,
   toRanges,
   type StoredRow,
 } from '../domain/item-blocks';
@@ -271,6 +271,7 @@ async function runRows(
     pending.delete(index);
     rowDone(index);
   };
+  const rowMax = storedRowMaxBytes(req); // the item of one row: bounded by its page
   const lane = async (): Promise<void> => {
     for (;;) {
       if (stopped !== undefined || signal.aborted) return;
@@ -281,10 +282,8 @@ async function runRows(
           resumed: pending.get(row.index),
           checkpoint: (details: unknown) => pending.set(row.index, details),
         };
-        const result = await inRow(scope, () =>
-          executeRow(executors, req, row, STORED_ROW_MAX_BYTES),
-        );
-        const [item] = withinRowBound([oneItem(result.items)], STORED_ROW_MAX_BYTES);
+        const result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
+        const [item] = withinRowBound([oneItem(result.items)], rowMax);
         record(row.index, item, result.costUsd, callUsage(result));
       } catch (err) {
         if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled

@@ -9,7 +9,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { NodeOfType } from '../domain/graph';
-import { pagesOf, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
+import { pagesOf, PAGE_ROWS, STORED_ITEM_MAX_BYTES, type ItemRef } from '../domain/item-blocks';
 import { BatchRowsProblem, rowsOfItem } from '../domain/batch-rows';
 import { completed, valuePart } from '../domain/items';
 import { Joiner } from '../domain/join-items';
@@ -26,15 +26,12 @@ type C = Pick<Collections, 'itemBlocks'>;
 /**
  * The largest joined item handed to the workflow, in bytes (its texts and separators, the JSON of
  * its other parts): such an item travels through Temporal's history (whose payloads are refused
- * above 2 MB) to the nodes after the join. A larger one stays in the store (D35's claim check).
+ * above 2 MB) to the nodes after the join. A larger one stays in the store (D35's claim check), up
+ * to STORED_ITEM_MAX_BYTES.
  */
 export const JOIN_MAX_BYTES = 1024 * 1024;
 
-/**
- * The largest joined item at all, kept in the store as the join's one-row list: its page is one
- * document (16 MB at most on MongoDB), written compressed, and its JSON is bounded below that.
- */
-export const JOIN_STORED_MAX_BYTES = 8 * 1024 * 1024;
+/** Its JSON at most, escapes included: below the 16 MB of the one document its page is. */
 const JOIN_STORED_MAX_JSON_BYTES = 14 * 1024 * 1024;
 
 /** Pages read at once: FerretDB serves several `_id` reads in parallel (store/item-blocks.ts). */
@@ -145,7 +142,7 @@ export function createStoredListActivities(collections: C) {
     async joinStoredItems(req: JoinStoredRequest): Promise<Item[] | ItemRef> {
       const separator = req.node.separator ?? '\n';
       const joiner = new Joiner(separator, req.sourceId);
-      const max = req.storeLarge ? JOIN_STORED_MAX_BYTES : JOIN_MAX_BYTES;
+      const max = req.storeLarge ? STORED_ITEM_MAX_BYTES : JOIN_MAX_BYTES;
       let bytes = 0;
       let index = 0;
       for await (const item of rowsOf(req.runId, req.list)) {

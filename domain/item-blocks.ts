@@ -12,21 +12,34 @@ import type { Item } from './parts';
 export const PAGE_ROWS = 100;
 
 /**
- * The largest item one row of a stored list holds (its JSON): a page of PAGE_ROWS of them stays
- * one document (16 MB at most), and what a block holds in memory stays bounded however big the
- * answers a tenant's server sends. An answer past it fails its row's item.
+ * The largest item one row of a stored list of several rows holds (its JSON): a page of PAGE_ROWS
+ * of them stays one document (16 MB at most), and what a block holds in memory stays bounded
+ * however big the answers a tenant's server sends. An answer past it fails its row's item.
  */
 export const STORED_ROW_MAX_BYTES = 128 * 1024;
 
+/**
+ * The largest item of a stored list of one row (a join too large for the history, and what runs
+ * on from it): alone in its page, compressed, with room for its JSON's escapes.
+ */
+export const STORED_ITEM_MAX_BYTES = 8 * 1024 * 1024;
+
 /** The same for a row whose item travels in its chunk's answer through the history (2 MB a payload). */
 export const INLINE_ROW_MAX_BYTES = 1024 * 1024;
+
+/** The bound of a row of a block of a stored list (a block [0, 1) is the whole list). */
+export function storedRowMaxBytes(block: { first: number; count: number }): number {
+  return block.first === 0 && block.count === 1 ? STORED_ITEM_MAX_BYTES : STORED_ROW_MAX_BYTES;
+}
 
 /** What a row's item past its bound becomes: failed, naming the bound (the row's cost stays billed). */
 export function rowTooLarge(maxBytes: number): Item {
   const where =
     maxBytes === STORED_ROW_MAX_BYTES
       ? 'a row of a big list (D35) holds at most 128 KiB'
-      : 'an item handed on through the run holds at most 1 MiB';
+      : maxBytes === STORED_ITEM_MAX_BYTES
+        ? 'a stored item holds at most 8 MiB'
+        : 'an item handed on through the run holds at most 1 MiB';
   return failed({
     message: `the answer is over the ${maxBytes} byte limit of one item: ${where}`,
     type: 'provider_error',

@@ -1,11 +1,17 @@
 /**
  * The bounds of one row's item (domain/item-blocks.ts, activities/node-chunk.ts withinRowBound): a
- * row of a big list holds at most 128 KiB, so a page of 100 stays one document; an item handed on
- * through the history at most 1 MiB. Past them the row's item fails in place, naming the bound.
+ * row of a big list holds at most 128 KiB, so a page of 100 stays one document, the one row of a
+ * stored list of one 8 MiB; an item handed on through the history at most 1 MiB. Past them the
+ * row's item fails in place, naming the bound.
  */
 import assert from 'node:assert/strict';
 import { withinRowBound } from '../../activities/node-chunk';
-import { INLINE_ROW_MAX_BYTES, STORED_ROW_MAX_BYTES } from '../../domain/item-blocks';
+import {
+  INLINE_ROW_MAX_BYTES,
+  STORED_ITEM_MAX_BYTES,
+  STORED_ROW_MAX_BYTES,
+  storedRowMaxBytes,
+} from '../../domain/item-blocks';
 import { completed } from '../../domain/items';
 
 const text = (bytes: number) => completed({ type: 'text', text: 'a'.repeat(bytes) });
@@ -32,6 +38,16 @@ describe('row bounds (withinRowBound)', () => {
     assert.equal(
       inline.error?.message,
       'the answer is over the 1048576 byte limit of one item: an item handed on through the run holds at most 1 MiB',
+    );
+  });
+
+  it('gives the only row of a stored list of one (a big join, what runs on from it) 8 MiB, every other stored row 128 KiB', () => {
+    assert.equal(storedRowMaxBytes({ first: 0, count: 1 }), STORED_ITEM_MAX_BYTES);
+    assert.equal(storedRowMaxBytes({ first: 0, count: 2 }), STORED_ROW_MAX_BYTES);
+    assert.equal(
+      storedRowMaxBytes({ first: 1_000, count: 1 }),
+      STORED_ROW_MAX_BYTES,
+      'a last block',
     );
   });
 });
