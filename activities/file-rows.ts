@@ -6,6 +6,7 @@
  * again, which are found there already, so it changes nothing.
  */
 import { ApplicationFailure } from '@temporalio/activity';
+import { STORED_ROW_MAX_BYTES } from '../domain/item-blocks';
 import { completed, valuePart } from '../domain/items';
 import { formatOf, readRows, RowsError } from '../lib/files/rows';
 import type { Collections } from '../store/db';
@@ -40,7 +41,7 @@ export function createFileRowsActivity(deps: {
     const pages = new PageWriter(deps.collections, req.runId, req.nodeId);
     const stream = openFileContent(db, req.fileId);
     try {
-      for await (const row of readRows(stream, format, req.maxRows))
+      for await (const row of readRows(stream, format, req.maxRows, STORED_ROW_MAX_BYTES))
         await pages.add({ item: completed(valuePart(row)), cost: 0 });
     } catch (err) {
       if (err instanceof RowsError) throw refused(`input '${req.key}': ${err.message}`);

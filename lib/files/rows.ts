@@ -2,7 +2,9 @@
  * D31/D35: the rows of an uploaded file, read as a stream with bounded memory. A file holds a JSON
  * array, JSON Lines or CSV (a header row, then one object per row); the format follows the file's
  * name and type, else its first byte. Only the row being parsed (and the caller's batch) is held,
- * whatever the file's size. A malformed file throws RowsError naming the line.
+ * whatever the file's size, and a row longer than `maxRowChars` (a row of a big list is stored 100
+ * to a page of one document, domain/item-blocks.ts) is refused as soon as it is, never buffered
+ * whole. A malformed file throws RowsError naming the line.
  */
 import { parse as parseCsv } from 'csv-parse';
 import { Readable } from 'node:stream';
@@ -29,11 +31,12 @@ export function formatOf(name: string, mime: string): RowsFormat | undefined {
   return undefined;
 }
 
-/** Rows of a text stream, one at a time; throws RowsError past `maxRows` or at the first malformed line. */
+/** Rows of a text stream, one at a time; throws RowsError past `maxRows`, at a row past `maxRowChars` or at the first malformed line. */
 export async function* readRows(
   source: AsyncIterable<Buffer | string>,
   format: RowsFormat | undefined,
   maxRows: number,
+  maxRowChars = Infinity,
 ): AsyncGenerator<unknown> {
   const text = decode(source);
   const first = await text.next();
@@ -44,7 +47,11 @@ export async function* readRows(
   const kind = format ?? (lead === '[' ? 'json' : /[{"\d\-tfn]/.test(lead) ? 'jsonl' : 'csv');
   let count = 0;
   const rows =
-    kind === 'json' ? jsonArray(chars) : kind === 'jsonl' ? jsonLines(chars) : csv(chars);
+    kind === 'json'
+      ? jsonArray(chars, maxRowChars)
+      : kind === 'jsonl'
+        ? jsonLines(chars, maxRowChars)
+        : csv(chars, maxRowChars);
   for await (const { row, line } of rows) {
     if (++count > maxRows)
       throw new RowsError(`the file has more than ${maxRows} rows, the limit of a list`, line);
@@ -77,6 +84,13 @@ interface Row {
   line: number;
 }
 
+function tooLong(line: number, maxRowChars: number): RowsError {
+  return new RowsError(
+    `line ${line}: the row is longer than ${maxRowChars} characters, the most one row of a list holds`,
+    line,
+  );
+}
+
 function parseAt(text: string, line: number): unknown {
   try {
     return JSON.parse(text);
@@ -85,7 +99,7 @@ function parseAt(text: string, line: number): unknown {
   }
 }
 
-async function* jsonLines(chars: AsyncIterable<string>): AsyncGenerator<Row> {
+async function* jsonLines(chars: AsyncIterable<string>, maxRowChars: number): AsyncGenerator<Row> {
   let carry = '';
   let line = 0;
   for await (const chunk of chars) {
@@ -93,15 +107,17 @@ async function* jsonLines(chars: AsyncIterable<string>): AsyncGenerator<Row> {
     carry = parts.pop()!;
     for (const text of parts) {
       line++;
+      if (text.length > maxRowChars) throw tooLong(line, maxRowChars);
       if (text.trim()) yield { row: parseAt(text, line), line };
     }
+    if (carry.length > maxRowChars) throw tooLong(line + 1, maxRowChars);
   }
   line++;
   if (carry.trim()) yield { row: parseAt(carry, line), line };
 }
 
 /** A top-level JSON array, cut into its elements by a scanner (strings, escapes, nesting), each parsed alone. */
-async function* jsonArray(chars: AsyncIterable<string>): AsyncGenerator<Row> {
+async function* jsonArray(chars: AsyncIterable<string>, maxRowChars: number): AsyncGenerator<Row> {
   let line = 1;
   let state: 'open' | 'first' | 'before' | 'value' | 'end' = 'open';
   let depth = 0;
@@ -127,6 +143,7 @@ async function* jsonArray(chars: AsyncIterable<string>): AsyncGenerator<Row> {
         else if (depth > 0 && (ch === ']' || ch === '}')) depth--;
         else if (depth === 0 && (ch === ',' || ch === ']')) {
           element += chunk.slice(start, i);
+          if (element.length > maxRowChars) throw tooLong(elementLine, maxRowChars);
           yield { row: parseAt(element, elementLine), line: elementLine };
           element = '';
           state = ch === ',' ? 'before' : 'end';
@@ -153,14 +170,20 @@ async function* jsonArray(chars: AsyncIterable<string>): AsyncGenerator<Row> {
       }
     }
     if (state === 'value') element += chunk.slice(start);
+    if (element.length > maxRowChars) throw tooLong(elementLine, maxRowChars);
   }
   if ((state as string) !== 'end') fail('the array is not closed');
 }
 
 /** CSV with a header row: one object per row, by csv-parse (quoting, embedded newlines, BOM). */
-async function* csv(chars: AsyncIterable<string>): AsyncGenerator<Row> {
+async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGenerator<Row> {
   const parser = Readable.from(chars).pipe(
-    parseCsv({ columns: true, skip_empty_lines: true, info: true }),
+    parseCsv({
+      columns: true,
+      skip_empty_lines: true,
+      info: true,
+      ...(Number.isFinite(maxRowChars) ? { max_record_size: maxRowChars } : {}),
+    }),
   );
   try {
     for await (const record of parser as AsyncIterable<{

@@ -230,16 +230,26 @@ describe('big runs from files, no items in history (D35)', function () {
     assert.match(run.output.answers[299].parts[0].text, /c, 299/);
   });
 
-  it('a malformed file fails the run naming the input and the line, before any provider call', async () => {
-    const before = ctx.fake.requests.length;
-    const fileId = await upload('bad.jsonl', '"a"\n"b"\n{"broken": \n"d"\n');
-    const runId = await startRun(ctx.svc.url, ctx.key, 'file-rows', { rows: fileId });
-    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
-    assert.equal(run.status, 'failed');
-    assert.match(run.error, /input 'rows'/);
-    assert.match(run.error, /line 3/);
-    assert.equal(ctx.fake.requests.length, before, 'no provider call');
-    assert.equal(run.total_cost, START_FEE);
+  it('a malformed file, or one with a row past 128 KiB, fails the run naming the input and the line, before any provider call', async () => {
+    const files = [
+      { name: 'bad.jsonl', text: '"a"\n"b"\n{"broken": \n"d"\n', error: /line 3/ },
+      {
+        name: 'wide.jsonl',
+        text: `"a"\n"${'w'.repeat(200_000)}"\n"c"\n`,
+        error: /line 2: the row is longer than 131072 characters, the most one row of a list holds/,
+      },
+    ];
+    for (const { name, text, error } of files) {
+      const before = ctx.fake.requests.length;
+      const fileId = await upload(name, text);
+      const runId = await startRun(ctx.svc.url, ctx.key, 'file-rows', { rows: fileId });
+      const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+      assert.equal(run.status, 'failed', name);
+      assert.match(run.error, /input 'rows'/);
+      assert.match(run.error, error);
+      assert.equal(ctx.fake.requests.length, before, 'no provider call');
+      assert.equal(run.total_cost, START_FEE);
+    }
   });
 
   it("another account's file id given to a json input is refused: the run fails, nothing of the file read", async () => {

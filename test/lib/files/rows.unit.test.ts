@@ -8,13 +8,14 @@ async function rows(
   format?: RowsFormat,
   size = 3,
   maxRows = 1_000,
+  maxRowChars?: number,
 ): Promise<unknown[]> {
   const bytes = Buffer.from(text);
   const source = (async function* () {
     for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
   })();
   const out: unknown[] = [];
-  for await (const row of readRows(source, format, maxRows)) out.push(row);
+  for await (const row of readRows(source, format, maxRows, maxRowChars)) out.push(row);
   return out;
 }
 
@@ -48,6 +49,34 @@ describe('file rows (lib/files/rows.ts)', () => {
   it('stops past the row limit, naming it', async () => {
     await assert.rejects(rows('1\n2\n3\n', undefined, 3, 2), /more than 2 rows/);
     assert.equal((await rows('1\n2\n', undefined, 3, 2)).length, 2);
+  });
+
+  it('refuses a row longer than the most a row holds in every format, as soon as it is, naming its line', async () => {
+    const long = 'x'.repeat(50);
+    const within = async (text: string, format: RowsFormat) => rows(text, format, 7, 1_000, 40);
+    await assert.rejects(
+      within(`"a"\n"${long}"\n"c"\n`, 'jsonl'),
+      /^RowsError: line 2: the row is longer than 40 characters, the most one row of a list holds$/,
+    );
+    await assert.rejects(within(`"a"\n"${long}`, 'jsonl'), /line 2: the row is longer than 40/);
+    await assert.rejects(within(`[1,\n"${long}", 3]`, 'json'), /line 2: the row is longer than 40/);
+    await assert.rejects(within(`[1,\n"${long}"`, 'json'), /line 2: the row is longer than 40/);
+    await assert.rejects(within(`a,b\n1,2\n${long},3\n`, 'csv'), /^RowsError: line 3: /);
+    assert.deepEqual(await within(`"${'y'.repeat(30)}"\n`, 'jsonl'), ['y'.repeat(30)]);
+
+    // An endless row is refused once it passes the bound: not read on to its end.
+    let read = 0;
+    const endless = (async function* () {
+      yield '"';
+      for (;;) {
+        read += 1_000;
+        yield 'z'.repeat(1_000);
+      }
+    })();
+    await assert.rejects(async () => {
+      for await (const row of readRows(endless, 'jsonl', 10, 10_000)) assert.fail(String(row));
+    }, /line 1: the row is longer than 10000/);
+    assert.ok(read <= 11_000, `${read} characters read`);
   });
 
   it('takes the format from the name or type, else from the first byte', async () => {
