@@ -53,6 +53,7 @@ const SHAPES = [
   'run-awaited-pure',
   'run-stored-pure-nodes',
   'run-stored-batch',
+  'run-stored-join',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -64,6 +65,7 @@ const LATER_SHAPES = [
   'run-awaited-pure',
   'run-stored-pure-nodes',
   'run-stored-batch',
+  'run-stored-join',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {

@@ -199,6 +199,28 @@ async function main(): Promise<void> {
     });
     assert.equal((await waitForRun(svc.url, key, batched, 120_000)).status, 'completed');
 
+    log("a join past 1 MiB kept in the store (D35: a big llm's answers doubled by a text node)");
+    const joinDoc = rowsWorkflow('stored-join', '{{row}}', { concurrency: 8 });
+    await publish(svc.url, key, {
+      ...joinDoc,
+      nodes: [
+        ...joinDoc.nodes,
+        { id: 'twice', type: 'text', template: '{{row}} {{row}}' },
+        { id: 'all', type: 'join' },
+        { id: 'joined', type: 'user_result', label: 'Joined' },
+      ],
+      edges: [
+        ...joinDoc.edges,
+        { from: 'ask', to: 'twice', port: 'row' },
+        { from: 'twice', to: 'all' },
+        { from: 'all', to: 'joined' },
+      ],
+    });
+    const joinedRun = await run('run-stored-join', svc, key, 'stored-join', {
+      rows: Array.from({ length: 45 }, (_, i) => `${MARKER} join ${i} ${'j'.repeat(20_000)}`),
+    });
+    assert.equal((await waitForRun(svc.url, key, joinedRun, 120_000)).status, 'completed');
+
     log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
     const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
       key,
