@@ -199,13 +199,14 @@ async function main(): Promise<void> {
     });
     assert.equal((await waitForRun(svc.url, key, batched, 120_000)).status, 'completed');
 
-    log("a join past 1 MiB kept in the store (D35: a big llm's answers doubled by a text node)");
+    log("a join past 1 MiB kept in the store (D35: a big llm's answers repeated by a text node)");
     const joinDoc = rowsWorkflow('stored-join', '{{row}}', { concurrency: 8 });
     await publish(svc.url, key, {
       ...joinDoc,
       nodes: [
         ...joinDoc.nodes,
-        { id: 'twice', type: 'text', template: '{{row}} {{row}}' },
+        // Sixteen times each 3 KB answer: a 2.2 MB join from a small request (a small history).
+        { id: 'twice', type: 'text', template: Array(16).fill('{{row}}').join(' ') },
         { id: 'all', type: 'join' },
         { id: 'joined', type: 'user_result', label: 'Joined' },
       ],
@@ -217,7 +218,7 @@ async function main(): Promise<void> {
       ],
     });
     const joinedRun = await run('run-stored-join', svc, key, 'stored-join', {
-      rows: Array.from({ length: 45 }, (_, i) => `${MARKER} join ${i} ${'j'.repeat(20_000)}`),
+      rows: Array.from({ length: 45 }, (_, i) => `${MARKER} join ${i} ${'j'.repeat(3_000)}`),
     });
     assert.equal((await waitForRun(svc.url, key, joinedRun, 120_000)).status, 'completed');
 
