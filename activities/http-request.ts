@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { renderTemplate } from '../domain/templates';
-import { rowTooLarge } from '../domain/item-blocks';
+import { rowTooLargeMessage } from '../domain/item-blocks';
 import { completed, itemLookup } from '../domain/items';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
@@ -176,7 +176,7 @@ async function heldAnswer(
   const bytes = await readLimited(body, cap, res.headers['content-length']).catch(
     (err: unknown) => {
       if (err instanceof AnswerTooLargeError) {
-        const why = byRow ? rowTooLarge(cap).error!.message : err.message;
+        const why = byRow ? rowTooLargeMessage(cap) : err.message;
         throw ApplicationFailure.nonRetryable(`http ${res.url.host}: ${why}`, 'ProviderRejected');
       }
       throw err;

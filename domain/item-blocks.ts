@@ -32,18 +32,20 @@ export function storedRowMaxBytes(block: { first: number; count: number }): numb
   return block.first === 0 && block.count === 1 ? STORED_ITEM_MAX_BYTES : STORED_ROW_MAX_BYTES;
 }
 
-/** What a row's item past its bound becomes: failed, naming the bound (the row's cost stays billed). */
-export function rowTooLarge(maxBytes: number): Item {
+/** Why a row's answer does not fit its item's bound (`maxBytes`, one of the three above). */
+export function rowTooLargeMessage(maxBytes: number): string {
   const where =
     maxBytes === STORED_ROW_MAX_BYTES
       ? 'a row of a big list (D35) holds at most 128 KiB'
       : maxBytes === STORED_ITEM_MAX_BYTES
         ? 'a stored item holds at most 8 MiB'
         : 'an item handed on through the run holds at most 1 MiB';
-  return failed({
-    message: `the answer is over the ${maxBytes} byte limit of one item: ${where}`,
-    type: 'provider_error',
-  });
+  return `the answer is over the ${maxBytes} byte limit of one item: ${where}`;
+}
+
+/** What a row's item past its bound becomes: failed, naming the bound (the row's cost stays billed). */
+export function rowTooLarge(maxBytes: number): Item {
+  return failed({ message: rowTooLargeMessage(maxBytes), type: 'provider_error' });
 }
 
 /** Rows per activity at most: 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */
