@@ -8,9 +8,8 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
-import { renderTemplate } from '../domain/templates';
 import { rowTooLargeMessage } from '../domain/item-blocks';
-import { completed, itemLookup } from '../domain/items';
+import { completed } from '../domain/items';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
@@ -23,6 +22,7 @@ import {
 } from '../lib/net/read-limited';
 import { activitySignal, rethrowIfCancelled, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
+import { rowTemplates } from './node-inputs';
 
 export interface HttpRequestDeps {
   files: () => FileDeps;
@@ -83,8 +83,8 @@ interface RenderedRequest {
 /** Renders the node's URL, headers and body from the iteration's inputs; a non-http(s) URL fails for good. */
 function renderRequest(req: NodeRequest<'http_request'>): RenderedRequest {
   const { node } = req;
-  const values = itemLookup(req.ports);
-  const url = renderTemplate(node.url, values);
+  const fill = rowTemplates(req);
+  const url = fill(node.url);
   if (!/^https?:\/\//i.test(url)) {
     throw ApplicationFailure.nonRetryable(
       `url '${url.slice(0, 200)}' is not an http(s) URL`,
@@ -93,10 +93,9 @@ function renderRequest(req: NodeRequest<'http_request'>): RenderedRequest {
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(node.headers ?? {}))
-    headers[name.toLowerCase()] = renderTemplate(value, values);
+    headers[name.toLowerCase()] = fill(value);
   const method = node.method ?? 'GET';
-  const body =
-    node.body !== undefined && method !== 'GET' ? renderTemplate(node.body, values) : undefined;
+  const body = node.body !== undefined && method !== 'GET' ? fill(node.body) : undefined;
   // What fetch sent for a string body, which this node used before the guard: keep receivers' parsing unchanged.
   if (body !== undefined && headers['content-type'] === undefined)
     headers['content-type'] = 'text/plain;charset=UTF-8';

@@ -2,15 +2,14 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
-import { renderTemplate } from '../domain/templates';
 import { fallbackName } from '../lib/files/names';
-import { completed, itemLookup } from '../domain/items';
+import { completed } from '../domain/items';
 import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { DEFAULT_MAX_ANSWER_BYTES } from '../lib/net/read-limited';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
-import { configuredProvider } from './node-inputs';
+import { configuredProvider, rowTemplates } from './node-inputs';
 
 interface ImagesAnswer {
   data?: Array<{ b64_json?: string; url?: string }>;
@@ -28,7 +27,6 @@ export function createImageGenerationActivity(deps: {
     const provider = configuredProvider(deps.config, 'image', providerName, 'openai');
     // Its configured origin is trusted; image URLs in its answer are checked like a caller's.
     const guard = providerGuard(deps.guard, provider);
-    const values = itemLookup(req.ports);
     const n = node.n ?? 1;
     // No `response_format`: newer models refuse it and always answer b64_json; older ones answer URLs. Both are handled.
     // The images come inline (b64_json) in this one JSON answer: each of the n may fill the cap.
@@ -39,7 +37,7 @@ export function createImageGenerationActivity(deps: {
       `${provider.base_url.replace(/\/$/, '')}/images/generations`,
       {
         model: node.model,
-        prompt: renderTemplate(node.prompt, values),
+        prompt: rowTemplates(req)(node.prompt),
         n,
         ...(node.size ? { size: node.size } : {}),
       },

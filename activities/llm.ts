@@ -1,13 +1,12 @@
 /** The `llm` node: one OpenAI-compatible chat completion per iteration (docs/workflow-format.md). */
 import type { Config } from '../config';
-import { renderTemplate } from '../domain/templates';
-import { completed, valuePart, itemLookup } from '../domain/items';
+import { completed, valuePart } from '../domain/items';
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeating } from './heartbeat';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import { tokenCost } from './pricing';
 import type { NodeRequest, NodeResult } from './types';
-import { configuredProvider } from './node-inputs';
+import { configuredProvider, rowTemplates } from './node-inputs';
 
 interface ChatCompletion {
   choices?: Array<{ message?: { content?: string | null } }>;
@@ -23,10 +22,10 @@ export function createLlmActivity(deps: {
     const { node } = req;
     const providerName = node.provider ?? 'openai';
     const provider = configuredProvider(deps.config, 'llm', providerName, 'openai');
-    const values = itemLookup(req.ports);
+    const fill = rowTemplates(req);
     const messages = [
-      ...(node.system ? [{ role: 'system', content: renderTemplate(node.system, values) }] : []),
-      { role: 'user', content: renderTemplate(node.prompt, values) },
+      ...(node.system ? [{ role: 'system', content: fill(node.system) }] : []),
+      { role: 'user', content: fill(node.prompt) },
     ];
     const output = node.output ?? 'text';
     const answer = (await heartbeating(() =>

@@ -6,8 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
-import { renderTemplate, type TemplateLookup } from '../domain/templates';
-import { completed, itemLookup } from '../domain/items';
+import { completed } from '../domain/items';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
 import {
@@ -19,7 +18,7 @@ import {
   type ProviderGuard,
 } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
-import { configuredProvider } from './node-inputs';
+import { configuredProvider, rowTemplates } from './node-inputs';
 
 interface Prediction {
   id?: string;
@@ -33,11 +32,11 @@ const ENDED = new Set(['succeeded', 'failed', 'canceled']);
 const FILE_URL = /^(https?:\/\/|data:)/i;
 
 /** Renders every string at any depth of the node's `input` as a template. */
-function renderDeep(value: unknown, values: TemplateLookup): unknown {
-  if (typeof value === 'string') return renderTemplate(value, values);
-  if (Array.isArray(value)) return value.map((v) => renderDeep(v, values));
+function renderDeep(value: unknown, fill: (template: string) => string): unknown {
+  if (typeof value === 'string') return fill(value);
+  if (Array.isArray(value)) return value.map((v) => renderDeep(v, fill));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderDeep(v, values)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderDeep(v, fill)]));
   }
   return value;
 }
@@ -78,7 +77,7 @@ export function createModelActivity(deps: ModelDeps) {
   return async function model(req: NodeRequest<'model'>): Promise<NodeResult> {
     const { node } = req;
     const provider = modelProvider(deps, node);
-    const values = itemLookup(req.ports);
+    const fill = rowTemplates(req);
 
     let predictionId = resumedPredictionId();
     return heartbeating(
@@ -88,7 +87,7 @@ export function createModelActivity(deps: ModelDeps) {
           if (predictionId) {
             prediction = await fetchPrediction(provider, predictionId);
           } else {
-            const created = await createPrediction(provider, node, values);
+            const created = await createPrediction(provider, node, fill);
             prediction = created;
             predictionId = created.id;
             checkpoint({ predictionId }); // at once: an attempt that dies now must not make its retry pay for a second prediction
@@ -149,14 +148,14 @@ async function fetchPrediction(provider: ModelProvider, id: string): Promise<Pre
 async function createPrediction(
   provider: ModelProvider,
   node: NodeRequest<'model'>['node'],
-  values: TemplateLookup,
+  fill: (template: string) => string,
 ): Promise<Prediction & { id: string }> {
   const target = node.version !== undefined ? { version: node.version } : { model: node.model };
   const prediction = (await postJson(
     provider.guard,
     provider.name,
     `${provider.base}/predictions`,
-    { ...target, input: renderDeep(node.input, values) },
+    { ...target, input: renderDeep(node.input, fill) },
     provider.auth,
   )) as Prediction;
   if (typeof prediction.id !== 'string')

@@ -25,6 +25,7 @@ import {
   storedRowMaxBytes,
   toRanges,
   type StoredRow,
+  withinRowBound,
 } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
@@ -33,7 +34,7 @@ import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
-import { callUsage, executeRow, refusedItem, withinRowBound } from './node-chunk';
+import { callUsage, executeRow, refusal } from './node-chunk';
 import type { CallUsage } from '../domain/run-usage';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
 
@@ -287,8 +288,8 @@ async function runRows(
         record(row.index, item, result.costUsd, callUsage(result));
       } catch (err) {
         if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
-        const refusal = refusedItem(err);
-        if (refusal) record(row.index, refusal, 0, callUsage());
+        const refused = refusal(err);
+        if (refused) record(row.index, refused.item, 0, refused.usage);
         else stopped ??= err;
       }
     }

@@ -17,11 +17,12 @@
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
-import { INLINE_ROW_MAX_BYTES, rowTooLarge } from '../domain/item-blocks';
-import { failed, textItem } from '../domain/items';
+import { boundedTextItem, INLINE_ROW_MAX_BYTES, withinRowBound } from '../domain/item-blocks';
+import { failed } from '../domain/items';
 import type { CallUsage } from '../domain/run-usage';
 import { STORAGE_QUOTA_EXCEEDED } from './files';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { TEMPLATE_TOO_LARGE } from './node-inputs';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
   BlockNode,
@@ -96,9 +97,8 @@ export function createNodeChunkActivity(executors: RowExecutors) {
           );
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
-          const refusal = refusedItem(err);
-          if (refusal)
-            record(row.index, [refusal], 0, callUsage()); // the call was made, and refused
+          const refused = refusal(err);
+          if (refused) record(row.index, [refused.item], 0, refused.usage);
           else stopped ??= err;
         }
       }
@@ -125,16 +125,6 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     }
     return { rows };
   };
-}
-
-/**
- * A row's items, or its item failed when they hold more than `maxBytes` (their JSON): its page or
- * its chunk's answer must stay within what the store and the history take. The cost stays billed.
- */
-export function withinRowBound(items: Item[], maxBytes: number): Item[] {
-  let bytes = 0;
-  for (const item of items) bytes += JSON.stringify(item).length;
-  return bytes > maxBytes ? [rowTooLarge(maxBytes)] : items;
 }
 
 /** D36: what one provider call used (a refused call: the call, no tokens). */
@@ -170,25 +160,33 @@ export function executeRow(
       return executors.image_generation({ ...base, node });
     case 'model':
       return executors.model({ ...base, node });
-    case 'text': // D35: a text node given a stored list fills its template in blocks, at no cost
-      return Promise.resolve({ items: [textItem(node, row.ports)], costUsd: 0 });
+    case 'text': // D35: a text node of a big or stored list fills its template in blocks, at no cost
+      return Promise.resolve({
+        items: [boundedTextItem(node, row.ports, rowMaxBytes)],
+        costUsd: 0,
+      });
   }
 }
 
 /**
  * A provider's refusal of one item (non-retryable `ProviderRejected`) becomes that item, failed in
- * place (D9); so does a file the account's storage quota has no room for (D19,
- * `StorageQuotaExceeded`): a re-run of the failed items retries them once room is made (D38).
+ * place (D9), and counts its call; so does a file the account's storage quota has no room for (D19,
+ * `StorageQuotaExceeded`): a re-run of the failed items retries them once room is made (D38). A
+ * row whose templates fill past their bound (`TemplateTooLarge`) fails in place having made no call.
  */
-export function refusedItem(err: unknown): Item | undefined {
+export function refusal(err: unknown): { item: Item; usage: CallUsage } | undefined {
   if (!(err instanceof ApplicationFailure)) return undefined;
+  const called = (item: Item) => ({ item, usage: callUsage() });
+  if (err.type === TEMPLATE_TOO_LARGE)
+    return {
+      item: failed({ message: err.message, type: 'template_too_large' }),
+      usage: { calls: 0, input_tokens: 0, output_tokens: 0 },
+    };
   if (err.type === STORAGE_QUOTA_EXCEEDED)
-    return failed({ message: err.message, type: 'storage_quota_exceeded' });
+    return called(failed({ message: err.message, type: 'storage_quota_exceeded' }));
   if (err.type !== 'ProviderRejected') return undefined;
   const status = (err.details?.[0] as { status?: number } | undefined)?.status;
-  return failed({
-    message: err.message,
-    type: 'provider_error',
-    ...(status ? { code: status } : {}),
-  });
+  return called(
+    failed({ message: err.message, type: 'provider_error', ...(status ? { code: status } : {}) }),
+  );
 }

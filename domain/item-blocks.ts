@@ -5,7 +5,8 @@
  * SQLite), so any row is one `_id` read away and a reader holds one page at a time. History
  * carries only the reference (`ItemRef`), counts and costs.
  */
-import { failed } from './items';
+import { failed, textItem } from './items';
+import { TemplateTooLarge } from './templates';
 import type { Item } from './parts';
 
 /** Rows per stored page: a page of 2 KB answers is ~200 KB, written once when it is complete. */
@@ -32,20 +33,67 @@ export function storedRowMaxBytes(block: { first: number; count: number }): numb
   return block.first === 0 && block.count === 1 ? STORED_ITEM_MAX_BYTES : STORED_ROW_MAX_BYTES;
 }
 
-/** Why a row's answer does not fit its item's bound (`maxBytes`, one of the three above). */
-export function rowTooLargeMessage(maxBytes: number): string {
+/** Why `what` (a row's answer, a filled template) does not fit its item's bound (`maxBytes`, one of the three above). */
+export function rowTooLargeMessage(maxBytes: number, what = 'the answer'): string {
   const where =
     maxBytes === STORED_ROW_MAX_BYTES
       ? 'a row of a big list (D35) holds at most 128 KiB'
       : maxBytes === STORED_ITEM_MAX_BYTES
         ? 'a stored item holds at most 8 MiB'
         : 'an item handed on through the run holds at most 1 MiB';
-  return `the answer is over the ${maxBytes} byte limit of one item: ${where}`;
+  return `${what} is over the ${maxBytes} byte limit of one item: ${where}`;
 }
 
 /** What a row's item past its bound becomes: failed, naming the bound (the row's cost stays billed). */
 export function rowTooLarge(maxBytes: number): Item {
   return failed({ message: rowTooLargeMessage(maxBytes), type: 'provider_error' });
+}
+
+/**
+ * A row's items, or its item failed when they hold more than `maxBytes` (their JSON): its page or
+ * its chunk's answer must stay within what the store and the history take. The cost stays billed.
+ */
+export function withinRowBound(items: Item[], maxBytes: number): Item[] {
+  let bytes = 0;
+  for (const item of items) bytes += JSON.stringify(item).length;
+  return bytes > maxBytes ? [rowTooLarge(maxBytes)] : items;
+}
+
+/**
+ * A `text` node's item within its bound (its JSON, as any row's): failed past it, naming the bound,
+ * and never built when the filled text alone would pass it. A template that repeats a placeholder
+ * over a large value would otherwise make a string the process cannot hold.
+ */
+export function boundedTextItem(
+  node: { template: string },
+  ports: Record<string, Item>,
+  maxBytes: number,
+): Item {
+  try {
+    const item = textItem(node, ports, maxBytes);
+    if (JSON.stringify(item).length <= maxBytes) return item;
+  } catch (err) {
+    if (!(err instanceof TemplateTooLarge)) throw err;
+  }
+  return failed({
+    message: rowTooLargeMessage(maxBytes, 'the filled template'),
+    type: 'template_too_large',
+  });
+}
+
+/**
+ * The text the `text` nodes of one run may fill in the run itself, in all (their items live in the
+ * workflow and reach the history with the run's end); a list of more than twice the run's
+ * concurrency fills its rows in the store instead (D35).
+ */
+export const RUN_TEXT_MAX_CHARS = 8 * 1024 * 1024;
+
+/** A text node's item past RUN_TEXT_MAX_CHARS. */
+export function runTextSpent(): Item {
+  return failed({
+    message: `the filled template is over the ${RUN_TEXT_MAX_CHARS} character limit of the text the text nodes of one run hold in the run (a list of more than twice the run's concurrency fills its rows in the store instead, D35)`,
+    type: 'template_too_large',
+  });
 }
 
 /** Rows per activity at most: 1,000,000 rows are 1,000 activities (history ≪ 20,000 events). */

@@ -80,7 +80,17 @@ export function itemLookup(ports: Record<string, Item>): TemplateLookup {
   };
 }
 
-/** The `text` node's one item: its template filled from one iteration's port items. */
-export function textItem(node: { template: string }, ports: Record<string, Item>): Item {
-  return completed({ type: 'text', text: renderTemplate(node.template, itemLookup(ports)) });
+/**
+ * The `text` node's one item: its template filled from one iteration's port items. Throws
+ * TemplateTooLarge when the text would pass `maxLength` (domain/item-blocks.ts boundedTextItem).
+ */
+export function textItem(
+  node: { template: string },
+  ports: Record<string, Item>,
+  maxLength = Infinity,
+): Item {
+  return completed({
+    type: 'text',
+    text: renderTemplate(node.template, itemLookup(ports), maxLength),
+  });
 }

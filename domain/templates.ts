@@ -27,12 +27,25 @@ function pathOf(steps: string): string[] {
 }
 
 /**
+ * A template whose filled text would pass its bound: thrown before that text is built, so a few
+ * placeholders repeated over a large value cannot make a string the process cannot hold.
+ */
+export class TemplateTooLarge extends Error {
+  constructor(readonly maxLength: number) {
+    super(`the filled template would pass ${maxLength} characters, the most it may hold`);
+    this.name = 'TemplateTooLarge';
+  }
+}
+
+/**
  * Replaces every placeholder with what `values` gives for it: a lookup, or plain texts by port
  * (a placeholder with a path renders empty then). A missing value renders as the empty string.
+ * Throws TemplateTooLarge as soon as the filled text would pass `maxLength` characters.
  */
 export function renderTemplate(
   template: string,
   values: TemplateLookup | Record<string, string>,
+  maxLength = Infinity,
 ): string {
   const lookup: TemplateLookup =
     typeof values === 'function'
@@ -42,7 +55,37 @@ export function renderTemplate(
           path.length === 0 && Object.prototype.hasOwnProperty.call(values, port)
             ? String(values[port])
             : '';
-  return template.replace(PLACEHOLDER, (_m, port: string, steps: string) =>
-    lookup(port, steps ? pathOf(steps) : []),
-  );
+  const pieces: string[] = [];
+  let length = 0;
+  let at = 0;
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    const value = lookup(m[1], m[2] ? pathOf(m[2]) : []);
+    length += m.index - at + value.length;
+    if (length > maxLength) throw new TemplateTooLarge(maxLength);
+    pieces.push(template.slice(at, m.index), value);
+    at = m.index + m[0].length;
+  }
+  if (length + template.length - at > maxLength) throw new TemplateTooLarge(maxLength);
+  pieces.push(template.slice(at));
+  return pieces.join('');
+}
+
+/**
+ * Fills the templates of one request (a prompt and its system message, a URL, headers and body)
+ * within one bound in all: the request throws TemplateTooLarge naming it.
+ */
+export function templateFiller(
+  values: TemplateLookup,
+  maxLength: number,
+): (template: string) => string {
+  let left = maxLength;
+  return (template) => {
+    try {
+      const text = renderTemplate(template, values, left);
+      left -= text.length;
+      return text;
+    } catch (err) {
+      throw err instanceof TemplateTooLarge ? new TemplateTooLarge(maxLength) : err;
+    }
+  };
 }

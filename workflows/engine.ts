@@ -4,7 +4,14 @@
  * (docs/workflow-format.md "Values and iteration"), and failed items keep their place.
  */
 import type { BlockNode, IoNode, NodeRow, PortSource } from '../activities/types';
-import { isItemRef, type ItemRef } from '../domain/item-blocks';
+import {
+  boundedTextItem,
+  INLINE_ROW_MAX_BYTES,
+  isItemRef,
+  RUN_TEXT_MAX_CHARS,
+  runTextSpent,
+  type ItemRef,
+} from '../domain/item-blocks';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
 import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
@@ -48,6 +55,13 @@ export interface EngineHooks {
   pureNodesTakeStored?(): boolean;
   /** D35: whether `batch` takes a stored list, asked only when one meets a batch (as above). */
   batchTakesStored?(): boolean;
+  /**
+   * Whether a `text` node's item in the run is bounded (1 MiB, RUN_TEXT_MAX_CHARS for the run),
+   * asked only when one would pass a bound; false for a run that filled it before the bound.
+   */
+  boundsText?(): boolean;
+  /** D35: whether a `text` node of a big list fills it in blocks, asked only when one meets one (as above). */
+  bigTextInBlocks?(): boolean;
   /** D35: `select`, `join` and `batch` of a stored list, read by an activity once the list is done. */
   storedListReads?: StoredListNodes;
   /**
@@ -98,6 +112,7 @@ export async function executeGraph(
     incoming.set(edge.to, list);
   }
   const results = new Map<string, Promise<NodeValue>>();
+  const fillText = textFiller(hooks);
   /** Nodes whose value was handed on before they finished (D35 pipelining): awaited at the end. */
   const streaming: Promise<void>[] = [];
 
@@ -146,15 +161,17 @@ export async function executeGraph(
       case 'join':
         return runListNode(node, ports, sources, hooks);
       case 'text':
-        // D35: a text node given a stored list fills its template in blocks, as an I/O node runs.
+        // D35: a text node given a stored list, or a big one, fills its template in blocks, as an
+        // I/O node runs, so its items stay out of the run and its history.
         if (
           hooks.runStoredRows &&
-          Object.values(ports).some(isItemRef) &&
-          hooks.pureNodesTakeStored?.()
+          (Object.values(ports).some(isItemRef)
+            ? hooks.pureNodesTakeStored?.()
+            : hooks.isBig?.(lengthOf(node, ports)) && hooks.bigTextInBlocks?.())
         )
           return runInBlocks(node, ports, sources, hooks, streaming);
         return iterate(node, inline(node, ports), sources, hooks, async (rows, report) => {
-          for (const row of rows) report(row.index, [textItem(node, row.ports)]);
+          for (const row of rows) report(row.index, [fillText(node, row.ports)]);
         });
       default:
         return runIoNode(node, ports, sources, hooks, streaming);
@@ -364,4 +381,29 @@ async function iterate(
   if (missing)
     throw new NodeFailure(node.id, node.type, `iteration ${missing.index} produced no result`);
   return perIteration.flat();
+}
+
+/** The characters of a text node's one text part. */
+function textLength(item: Item): number {
+  const [part] = item.parts;
+  return part?.type === 'text' ? part.text.length : 0;
+}
+
+/**
+ * Fills a `text` node's item in the run itself, bounded (1 MiB an item, RUN_TEXT_MAX_CHARS for the
+ * run's text nodes in all; D35 keeps a big list's in the store): past a bound the item fails in place.
+ */
+function textFiller(
+  hooks: EngineHooks,
+): (node: { template: string }, ports: Record<string, Item>) => Item {
+  let textLeft = RUN_TEXT_MAX_CHARS;
+  return (node, ports) => {
+    let item = boundedTextItem(node, ports, INLINE_ROW_MAX_BYTES);
+    const filled = item.status === 'completed' ? textLength(item) : 0;
+    if (filled > textLeft) item = runTextSpent();
+    // A run that filled it before the bound (a replay) fills it again as it did.
+    if (item.status === 'failed' && !hooks.boundsText?.()) item = textItem(node, ports);
+    if (item.status === 'completed') textLeft -= textLength(item);
+    return item;
+  };
 }

@@ -75,6 +75,18 @@ export const PATCHES = {
     change:
       "D35: `batch` given a stored list takes it: an activity (`batchStoredRows`) reads its items once it is done and stores their rows as the batch's own list; old runs fail such a batch with the refusal they had.",
   },
+  'text-bounds': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "A `text` node's item filled in the workflow is bounded: past 1 MiB (its JSON), or past RUN_TEXT_MAX_CHARS for the run's text nodes in all, it fails in place (`template_too_large`) without its text being built (domain/item-blocks.ts boundedTextItem); old runs fill it whatever its size (a template repeating a placeholder over a large value failed their workflow task again and again).",
+  },
+  'big-text-in-blocks': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D35: a `text` node of a big inline list (more rows than twice the run's concurrency) fills it in blocks (`runNodeBlock`) whose items go to the store, as a big I/O node does; old runs fill it in the workflow, its items in the history.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -706,6 +706,10 @@ class RunActivities {
         // no marker; a run from before keeps its refusal.
         pureNodesTakeStored: () => isPatched('stored-list-nodes'),
         batchTakesStored: () => isPatched('stored-list-batch'),
+        // A text node's item past its bound fails (patch `text-bounds`), and a text node of a big
+        // list fills it in blocks (`big-text-in-blocks`): each asked only when met, as above.
+        boundsText: () => isPatched('text-bounds'),
+        bigTextInBlocks: () => isPatched('big-text-in-blocks'),
         storedListReads: storedListReads(),
         onStoredList: (nodeId, list) => {
           state.reserveStored(nodeId, list.count);

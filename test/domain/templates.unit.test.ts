@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { inputPorts, NodeSchema } from '../../domain/graph';
-import { placeholders, renderTemplate } from '../../domain/templates';
+import {
+  placeholders,
+  renderTemplate,
+  TemplateTooLarge,
+  templateFiller,
+} from '../../domain/templates';
 import { completed, itemLookup } from '../../domain/items';
 
 describe('templates', () => {
@@ -114,5 +119,32 @@ describe('templates', () => {
       }),
       ['path', 'token', 'payload'],
     );
+  });
+
+  describe('bounds', () => {
+    it('fills a template up to exactly its bound, counting the text around placeholders', () => {
+      assert.equal(renderTemplate('<{{a}}>', { a: 'xyz' }, 5), '<xyz>');
+      assert.throws(() => renderTemplate('<{{a}}>', { a: 'xyz' }, 4), TemplateTooLarge);
+      assert.throws(() => renderTemplate('a long text, no placeholder', {}, 4), TemplateTooLarge);
+    });
+
+    it('stops at the first placeholder past the bound: a million copies of a large value are never built', () => {
+      let looked = 0;
+      const lookup = () => (looked++, 'x'.repeat(100_000));
+      assert.throws(
+        () => renderTemplate('{{a}}'.repeat(1_000_000), lookup, 1024 * 1024),
+        (err: Error) =>
+          err instanceof TemplateTooLarge &&
+          err.message === 'the filled template would pass 1048576 characters, the most it may hold',
+      );
+      assert.equal(looked, 11);
+    });
+
+    it("shares one bound between a request's templates, and names the whole bound", () => {
+      const fill = templateFiller(() => 'abc', 10);
+      assert.equal(fill('{{a}}{{a}}'), 'abcabc');
+      assert.equal(fill('{{a}}'), 'abc');
+      assert.throws(() => fill('{{a}}'), /would pass 10 characters/);
+    });
   });
 });

@@ -54,6 +54,8 @@ const SHAPES = [
   'run-stored-pure-nodes',
   'run-stored-batch',
   'run-stored-join',
+  'run-text-bounds',
+  'run-big-text',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -66,6 +68,8 @@ const LATER_SHAPES = [
   'run-stored-pure-nodes',
   'run-stored-batch',
   'run-stored-join',
+  'run-text-bounds',
+  'run-big-text',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {

@@ -222,6 +222,45 @@ async function main(): Promise<void> {
     });
     assert.equal((await waitForRun(svc.url, key, joinedRun, 120_000)).status, 'completed');
 
+    log(
+      'a text item past its bound (patch text-bounds) and a text node of a big list in blocks (big-text-in-blocks)',
+    );
+    await publish(svc.url, key, {
+      slug: 'text-bounds',
+      nodes: [
+        { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
+        { id: 'many', type: 'text', template: '{{a}}'.repeat(200) },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [
+        { from: 'a', to: 'many', port: 'a' },
+        { from: 'many', to: 'out' },
+      ],
+    });
+    const bounded = await run('run-text-bounds', svc, key, 'text-bounds', {
+      a: `${MARKER} ${'b'.repeat(6_000)}`, // 200 copies: 1.2 MB, past an item's 1 MiB
+    });
+    assert.equal((await waitForRun(svc.url, key, bounded, 120_000)).status, 'completed');
+    await publish(svc.url, key, {
+      slug: 'big-text',
+      concurrency: 8,
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+        { id: 'split', type: 'batch' },
+        { id: 'say', type: 'text', template: 'Q: {{row}}' },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'say', port: 'row' },
+        { from: 'say', to: 'out' },
+      ],
+    });
+    const bigText = await run('run-big-text', svc, key, 'big-text', {
+      rows: Array.from({ length: 40 }, (_, i) => `${MARKER} text ${i}`),
+    });
+    assert.equal((await waitForRun(svc.url, key, bigText, 120_000)).status, 'completed');
+
     log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
     const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
       key,
