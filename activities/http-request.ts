@@ -10,6 +10,7 @@ import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { rowTooLargeMessage } from '../domain/item-blocks';
 import { completed } from '../domain/items';
+import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
 import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
@@ -191,10 +192,15 @@ async function heldAnswer(
   if (type.includes('json')) {
     try {
       return {
-        items: [completed({ type: 'json', data: JSON.parse(text) as unknown })],
+        items: [completed({ type: 'json', data: parseJsonWithin(text) })],
         costUsd: 0,
       };
-    } catch {
+    } catch (err) {
+      if (err instanceof JsonTooDeep)
+        throw ApplicationFailure.nonRetryable(
+          `the answer's JSON ${err.message}`,
+          'ProviderRejected',
+        );
       throw ApplicationFailure.nonRetryable(
         'the answer says JSON but does not parse',
         'ProviderRejected',

@@ -1,6 +1,7 @@
 /** The `llm` node: one OpenAI-compatible chat completion per iteration (docs/workflow-format.md). */
 import type { Config } from '../config';
 import { completed, valuePart } from '../domain/items';
+import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeating } from './heartbeat';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
@@ -93,8 +94,10 @@ function responseFormat(output: 'json' | 'list', schema: Record<string, unknown>
 
 function parseModelJson(provider: string, content: string): unknown {
   try {
-    return JSON.parse(content) as unknown;
-  } catch {
+    return parseJsonWithin(content);
+  } catch (err) {
+    if (err instanceof JsonTooDeep)
+      throw modelOutputError(provider, `the model answered with JSON that ${err.message}`);
     throw modelOutputError(provider, 'the model answered with invalid JSON');
   }
 }

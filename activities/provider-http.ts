@@ -10,6 +10,7 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Provider } from '../config';
+import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
 import {
   guardedFetch,
   UrlRefusedError,
@@ -177,8 +178,13 @@ async function requestJson(
   });
   if (status < 200 || status >= 300) throw providerFailure(provider, status, errorMessage(text));
   try {
-    return JSON.parse(text) as unknown;
-  } catch {
+    return parseJsonWithin(text);
+  } catch (err) {
+    if (err instanceof JsonTooDeep)
+      throw ApplicationFailure.nonRetryable(
+        `${provider}: answer ${err.message}`,
+        'ProviderRejected',
+      );
     throw providerFailure(provider, 502, 'answer is not JSON');
   }
 }

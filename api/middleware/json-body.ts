@@ -6,6 +6,7 @@
 import type { Middleware } from 'koa';
 import { formatPath } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
+import { depthExceeds } from '../../domain/json-depth';
 import { HttpError } from '../errors/http-error';
 import { assertIdentityEncoding } from './identity-encoding';
 
@@ -101,16 +102,4 @@ export function loneSurrogatePath(value: unknown): PropertyKey[] | undefined {
     }
   }
   return undefined;
-}
-
-/** Iterative (no recursion, so no stack overflow on hostile input) depth check. */
-export function depthExceeds(value: unknown, maxDepth: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
-    if (current === null || typeof current !== 'object') continue;
-    if (depth > maxDepth) return true;
-    for (const child of Object.values(current)) stack.push([child, depth + 1]);
-  }
-  return false;
 }

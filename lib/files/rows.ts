@@ -8,6 +8,7 @@
  */
 import { parse as parseCsv } from 'csv-parse';
 import { Readable } from 'node:stream';
+import { JsonTooDeep, parseJsonWithin } from '../../domain/json-depth';
 
 export type RowsFormat = 'json' | 'jsonl' | 'csv';
 
@@ -93,9 +94,10 @@ function tooLong(line: number, maxRowChars: number): RowsError {
 
 function parseAt(text: string, line: number): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonWithin(text);
   } catch (err) {
-    throw new RowsError(`line ${line}: ${(err as Error).message}`, line);
+    const why = err instanceof JsonTooDeep ? `the row ${err.message}` : (err as Error).message;
+    throw new RowsError(`line ${line}: ${why}`, line);
   }
 }
 

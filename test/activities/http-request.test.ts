@@ -41,7 +41,7 @@ interface Target {
 
 /**
  * A loopback server: /r/<status>?to=<url> redirects, /loop/<n> redirects to /loop/<n+1> forever,
- * /gzip answers gzipped JSON, anything else echoes the request as JSON.
+ * /gzip answers gzipped JSON, /deep/<n> JSON nested n deep, anything else echoes the request as JSON.
  */
 async function startTarget(host = '127.0.0.1'): Promise<Target> {
   const seen: Seen[] = [];
@@ -65,6 +65,11 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
     if (loop) {
       res.writeHead(302, { location: `/loop/${Number(loop[1]) + 1}` });
       return res.end();
+    }
+    const deep = /^\/deep\/(\d+)$/.exec(url.pathname);
+    if (deep) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end('['.repeat(Number(deep[1])) + ']'.repeat(Number(deep[1])));
     }
     if (url.pathname === '/gzip') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
@@ -288,6 +293,20 @@ describe('http_request node behind the SSRF guard', function () {
         ),
         { zipped: true },
       );
+    });
+  });
+
+  describe('the answer', () => {
+    it('fails the item for good when its JSON nests deeper than 64 levels (60,000 deep overflowed the stack and failed the whole node after five attempts)', async () => {
+      const run = activity({ allowPrivate: true });
+      await rejected(
+        run(request(`${target.origin}/deep/60000`)),
+        /^the answer's JSON nests deeper than 64 levels$/,
+      );
+      await rejected(run(request(`${target.origin}/deep/65`)), /nests deeper than 64 levels/);
+      let data = json(await run(request(`${target.origin}/deep/64`)));
+      for (let depth = 1; depth < 64; depth++) data = data[0];
+      assert.deepEqual(data, []);
     });
   });
 

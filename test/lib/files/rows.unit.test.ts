@@ -46,6 +46,19 @@ describe('file rows (lib/files/rows.ts)', () => {
     await assert.rejects(rows('a,b\n1,2\n3\n', 'csv'), /line 3: /);
   });
 
+  it('refuses a row nested deeper than 64 levels in either JSON format, naming its line (60,000 deep overflowed the stack of the batch)', async () => {
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    await assert.rejects(
+      rows(`"a"\n${deep(60_000)}\n`, 'jsonl', 4_096, 1_000, 200_000),
+      /^RowsError: line 2: the row nests deeper than 64 levels$/,
+    );
+    await assert.rejects(
+      rows(`[1,\n${deep(65)}]`),
+      /^RowsError: line 2: the row nests deeper than 64 levels$/,
+    );
+    assert.equal((await rows(`[${deep(64)}]`)).length, 1);
+  });
+
   it('stops past the row limit, naming it', async () => {
     await assert.rejects(rows('1\n2\n3\n', undefined, 3, 2), /more than 2 rows/);
     assert.equal((await rows('1\n2\n', undefined, 3, 2)).length, 2);
