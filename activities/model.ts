@@ -6,7 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
-import { completed } from '../domain/items';
+import { completed, failed } from '../domain/items';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
 import {
@@ -208,6 +208,21 @@ async function predictionResult(
   prediction: Prediction,
 ): Promise<NodeResult> {
   const { node } = req;
+  // D17: seconds of prediction time times the model's per-second price.
+  const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
+  const seconds = Number(prediction.metrics?.predict_time ?? 0);
+  const costUsd = Number.isFinite(seconds) ? seconds * price : 0;
+  const urls = fileUrlCount(prediction.output);
+  if (urls > MAX_OUTPUT_FILES)
+    return {
+      items: [
+        failed({
+          message: `${provider.name}: the prediction's output lists ${urls} files, more than the ${MAX_OUTPUT_FILES} one item holds`,
+          type: 'provider_error',
+        }),
+      ],
+      costUsd, // the prediction ran: its time is billed, nothing of it is fetched
+    };
   const files = deps.files();
   const accountId = await runAccount(files, req);
   const parts = await outputParts(prediction.output, (url, i) =>
@@ -217,13 +232,20 @@ async function predictionResult(
       stem: `output-${i + 1}`,
     }).then((doc) => filePart(files.links, doc)),
   );
-  // D17: seconds of prediction time times the model's per-second price.
-  const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
-  const seconds = Number(prediction.metrics?.predict_time ?? 0);
-  return {
-    items: [completed(...parts)],
-    costUsd: Number.isFinite(seconds) ? seconds * price : 0,
-  };
+  return { items: [completed(...parts)], costUsd };
+}
+
+/**
+ * The most files one prediction's output may list: each is fetched and stored (bounded by
+ * MAX_UPLOAD_BYTES, not by the storage quota: outputs that were paid for are kept, D19), so an
+ * answer listing thousands would have the worker fetch them all, one after the other.
+ */
+export const MAX_OUTPUT_FILES = 100;
+
+/** How many of a prediction's output values are file URLs (outputParts stores each). */
+function fileUrlCount(output: unknown): number {
+  const list = Array.isArray(output) ? output : [output];
+  return list.filter((value) => typeof value === 'string' && FILE_URL.test(value)).length;
 }
 
 /** Best effort: the run is being cancelled either way, so a provider that does not answer is not waited for long. */

@@ -18,6 +18,7 @@ import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
 import { mp4, pdf, png } from '../fakes/media';
 import { filesCollection } from '../../store/files';
 import { setAccountCap } from '../../store/accounts';
+import { MAX_OUTPUT_FILES } from '../../activities/model';
 import { expectError } from '../support/api-assert';
 import { useService } from '../support/use-service';
 
@@ -650,6 +651,28 @@ describe('media in runs (D19)', function () {
         assert.match(items[i].error.message, why);
       }
     };
+
+    it(`fails an item whose prediction lists more than MAX_OUTPUT_FILES (${MAX_OUTPUT_FILES}) files, fetching none of them`, async () => {
+      const own = `${new URL(replicate.baseUrl).origin}/files/out.mp3`;
+      const doc = modelDoc('many-files', [own]);
+      (doc.nodes[1] as any).input.urls = Array(MAX_OUTPUT_FILES + 1).fill('{{u}}');
+      const fetched = () => replicate.log.filter((line) => line.startsWith('GET /files/')).length;
+      const before = fetched();
+      const run = await runToEnd(guarded.svc.url, guarded.key, doc);
+      refusedItems(run, 'media', [
+        new RegExp(
+          `^replicate: the prediction's output lists ${MAX_OUTPUT_FILES + 1} files, more than the ${MAX_OUTPUT_FILES} one item holds$`,
+        ),
+      ]);
+      assert.equal(fetched(), before, 'no output was fetched');
+      (doc.nodes[1] as any).input.urls = Array(MAX_OUTPUT_FILES).fill('{{u}}');
+      const within = await runToEnd(guarded.svc.url, guarded.key, { ...doc, slug: 'files-within' });
+      assert.equal(
+        within.output.media[0].parts.length,
+        MAX_OUTPUT_FILES,
+        JSON.stringify(within.error),
+      );
+    });
 
     it('still stores outputs served from the provider’s own configured origin (allowed exactly)', async () => {
       const run = await runToEnd(
