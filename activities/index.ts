@@ -13,7 +13,12 @@ import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
 import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
-import { createNodeBlockActivity, createTallyBlockActivity } from './node-block';
+import {
+  createNodeBlockActivity,
+  createTallyBlockActivity,
+  DEFAULT_WORKER_BLOCKS,
+} from './node-block';
+import { CallScheduler } from './call-scheduler';
 import { createFileRowsActivity } from './file-rows';
 import { createStoredListActivities } from './stored-lists';
 import { createLoadCarryOverActivity } from './carry-over';
@@ -80,14 +85,22 @@ export function createActivities(deps: ActivityDeps) {
   });
   // D36: the rows of chunks and blocks (every node row of a run) wait for a slot of this worker's
   // provider-call scheduler: shared round-robin between accounts, by priority within one.
+  const limits = deps.config.providerCalls ?? DEFAULT_PROVIDER_CALLS;
   const { executors } = scheduledExecutors(
     { llm, http_request: httpRequest, image_generation: imageGeneration, model },
     deps.collections,
-    deps.config.providerCalls ?? DEFAULT_PROVIDER_CALLS,
+    limits,
   );
   return {
     // D35: a big node's blocks of rows, read from and written to the store.
-    runNodeBlock: createNodeBlockActivity(executors, deps.collections),
+    runNodeBlock: createNodeBlockActivity(
+      executors,
+      deps.collections,
+      new CallScheduler({
+        slots: limits.workerBlocks ?? DEFAULT_WORKER_BLOCKS,
+        capOf: () => Infinity, // round-robin between accounts is the only share
+      }),
+    ),
     tallyBlock: createTallyBlockActivity(deps.collections),
     // D38: what a re-run of failed items carries over from its parent.
     loadCarryOver: createLoadCarryOverActivity(deps.collections),

@@ -22,6 +22,8 @@ export interface ProviderCallLimits {
   lagTargetMs: number;
   /** The same while two or more accounts have calls in flight or waiting (`lagTargetMs` if not given). */
   sharedLagTargetMs?: number;
+  /** D35: blocks of big nodes this worker runs at once (activities/node-block.ts); 8 if not given. */
+  workerBlocks?: number;
 }
 
 /** The defaults when a worker is built without configuration (unit uses of createActivities). */

@@ -110,6 +110,9 @@ export const EnvSchema = z.object({
   // accounts), and one account's at most unless the account has its own cap (`wrs accounts provider-calls`).
   WORKER_PROVIDER_CALLS: int(128),
   ACCOUNT_MAX_PROVIDER_CALLS: int(64),
+  // D35: blocks of big nodes one worker process runs at once (shared round-robin between accounts):
+  // each holds the items of its unwritten pages, so their number bounds the worker's memory.
+  WORKER_BLOCKS: int(8),
   // D36: while the worker's event loop lags more than this (p99, ms) its provider-call slots shrink, so
   // small runs' work is not queued behind a saturated CPU (activities/load-governor.ts); 0 turns it off.
   WORKER_CALL_LAG_TARGET_MS: z.coerce.number().int().min(0).default(40),
@@ -296,6 +299,8 @@ export interface Config {
     lagTargetMs: number;
     /** The same while two or more accounts have calls on the worker. */
     sharedLagTargetMs: number;
+    /** D35: blocks of big nodes one worker process runs at once, all accounts together. */
+    workerBlocks: number;
   };
   /** A worker in its own process serves /metrics here (the API serves its own). */
   worker: {
@@ -501,6 +506,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
       accountCap: e.ACCOUNT_MAX_PROVIDER_CALLS,
       lagTargetMs: e.WORKER_CALL_LAG_TARGET_MS,
       sharedLagTargetMs: e.WORKER_CALL_LAG_TARGET_SHARED_MS,
+      workerBlocks: e.WORKER_BLOCKS,
     },
     worker: {
       metricsPort: e.WORKER_METRICS_PORT,

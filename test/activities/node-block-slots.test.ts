@@ -1,0 +1,111 @@
+/**
+ * The worker's block slots (activities/node-block.ts, WORKER_BLOCKS): a block holds the items of
+ * its unwritten pages, so a worker runs a bounded number of blocks at once. Run in Temporal's
+ * activity test environment against a real database (FerretDB): a block past the slots waits,
+ * heartbeating, and runs once one is free; a run's cancel while it waits answers at once with
+ * nothing run and nothing billed.
+ */
+import assert from 'node:assert/strict';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { CallScheduler } from '../../activities/call-scheduler';
+import { createNodeBlockActivity } from '../../activities/node-block';
+import type { RowExecutors } from '../../activities/node-chunk';
+import type { NodeBlockRequest, NodeBlockResult } from '../../activities/types';
+import { completed } from '../../domain/items';
+import { generateId } from '../../store/ids';
+import { waitFor } from '../support/http';
+import { useTestStore } from '../support/store';
+
+describe('block slots: a worker runs a bounded number of blocks at once (D35)', function () {
+  this.timeout(60_000);
+  const db = useTestStore();
+
+  /** An llm executor whose calls wait for `open()`; `calls` counts them by run. */
+  function gatedExecutors() {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const calls = new Map<string, number>();
+    const executors = {
+      llm: async (req: { runId: string; iteration: number }) => {
+        calls.set(req.runId, (calls.get(req.runId) ?? 0) + 1);
+        await gate;
+        return {
+          items: [completed({ type: 'text', text: `answer ${req.iteration}` })],
+          costUsd: 0.5,
+        };
+      },
+    } as unknown as RowExecutors;
+    return { executors, calls, open };
+  }
+
+  const block = (runId: string, accountId: string): NodeBlockRequest => ({
+    runId,
+    accountId,
+    node: {
+      id: 'ask',
+      type: 'llm',
+      provider: 'openai',
+      model: 'gpt-test',
+      prompt: '{{row}}',
+      output: 'text',
+    },
+    block: 0,
+    first: 0,
+    count: 100,
+    ports: { row: { packed: Array.from({ length: 100 }, (_, i) => `row ${i}`) } },
+    sources: { row: 'split' },
+    concurrency: 4,
+  });
+  const activityEnv = () =>
+    new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+
+  it('runs a block past the slots once one is free, heartbeating while it waits', async () => {
+    const { executors, calls, open } = gatedExecutors();
+    const slots = new CallScheduler({ slots: 1, capOf: () => Infinity });
+    const run = createNodeBlockActivity(executors, db.store.collections, slots);
+    const [first, second] = [generateId('run'), generateId('run')];
+    const running = activityEnv().run(run, block(first, 'acct_a')) as Promise<NodeBlockResult>;
+    await waitFor(async () => calls.get(first) === 4 || undefined, {
+      what: 'the first block runs',
+    });
+    const waitingEnv = activityEnv();
+    let beats = 0;
+    waitingEnv.on('heartbeat', () => beats++);
+    const waiting = waitingEnv.run(run, block(second, 'acct_b')) as Promise<NodeBlockResult>;
+    await waitFor(async () => beats >= 2 || undefined, { what: 'the waiting block heartbeats' });
+    assert.equal(calls.get(second), undefined, 'the second block has not started');
+    open();
+    const results = await Promise.all([running, waiting]);
+    for (const result of results) {
+      assert.equal(result.done, 100);
+      assert.equal(result.costUsd, 50);
+    }
+    assert.equal(calls.get(second), 100);
+  });
+
+  it("answers a run's cancel while waiting at once: nothing ran, nothing billed", async () => {
+    const { executors, calls, open } = gatedExecutors();
+    const slots = new CallScheduler({ slots: 1, capOf: () => Infinity });
+    const run = createNodeBlockActivity(executors, db.store.collections, slots);
+    const [first, second] = [generateId('run'), generateId('run')];
+    const running = activityEnv().run(run, block(first, 'acct_a')) as Promise<NodeBlockResult>;
+    await waitFor(async () => calls.get(first) === 4 || undefined, {
+      what: 'the first block runs',
+    });
+    const waitingEnv = activityEnv();
+    waitingEnv.on('heartbeat', () => waitingEnv.cancel());
+    const cancelled = (await waitingEnv.run(run, block(second, 'acct_b'))) as NodeBlockResult;
+    assert.deepEqual(cancelled, {
+      done: 0,
+      ranges: [],
+      costUsd: 0,
+      usage: { calls: 0, input_tokens: 0, output_tokens: 0, completed: 0, failed: 0 },
+      failed: [],
+      cancelled: true,
+    });
+    assert.equal(calls.get(second), undefined);
+    open();
+    assert.equal((await running).done, 100);
+  });
+});
