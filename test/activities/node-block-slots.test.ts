@@ -60,7 +60,8 @@ describe('block slots: a worker runs a bounded number of blocks at once (D35)', 
   const activityEnv = () =>
     new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
 
-  it('runs a block past the slots once one is free, heartbeating while it waits', async () => {
+  /** One slot, held by a first block whose calls wait; the second block's run id and the gate. */
+  async function slotHeld() {
     const { executors, calls, open } = gatedExecutors();
     const slots = new CallScheduler({ slots: 1, capOf: () => Infinity });
     const run = createNodeBlockActivity(executors, db.store.collections, slots);
@@ -69,6 +70,11 @@ describe('block slots: a worker runs a bounded number of blocks at once (D35)', 
     await waitFor(async () => calls.get(first) === 4 || undefined, {
       what: 'the first block runs',
     });
+    return { run, calls, open, second, running };
+  }
+
+  it('runs a block past the slots once one is free, heartbeating while it waits', async () => {
+    const { run, calls, open, second, running } = await slotHeld();
     const waitingEnv = activityEnv();
     let beats = 0;
     waitingEnv.on('heartbeat', () => beats++);
@@ -76,8 +82,7 @@ describe('block slots: a worker runs a bounded number of blocks at once (D35)', 
     await waitFor(async () => beats >= 2 || undefined, { what: 'the waiting block heartbeats' });
     assert.equal(calls.get(second), undefined, 'the second block has not started');
     open();
-    const results = await Promise.all([running, waiting]);
-    for (const result of results) {
+    for (const result of await Promise.all([running, waiting])) {
       assert.equal(result.done, 100);
       assert.equal(result.costUsd, 50);
     }
@@ -85,14 +90,7 @@ describe('block slots: a worker runs a bounded number of blocks at once (D35)', 
   });
 
   it("answers a run's cancel while waiting at once: nothing ran, nothing billed", async () => {
-    const { executors, calls, open } = gatedExecutors();
-    const slots = new CallScheduler({ slots: 1, capOf: () => Infinity });
-    const run = createNodeBlockActivity(executors, db.store.collections, slots);
-    const [first, second] = [generateId('run'), generateId('run')];
-    const running = activityEnv().run(run, block(first, 'acct_a')) as Promise<NodeBlockResult>;
-    await waitFor(async () => calls.get(first) === 4 || undefined, {
-      what: 'the first block runs',
-    });
+    const { run, calls, open, second, running } = await slotHeld();
     const waitingEnv = activityEnv();
     waitingEnv.on('heartbeat', () => waitingEnv.cancel());
     const cancelled = (await waitingEnv.run(run, block(second, 'acct_b'))) as NodeBlockResult;
