@@ -107,11 +107,10 @@ export function createNodeBlockActivity(
       if (started || !context.cancellationSignal.aborted) throw err;
       // Cancelled, or the worker is shutting down, before the block's turn: nothing ran here.
       if (cancelledByShutdown(context)) throw handBack();
-      const { rows } = await waitingForStore(
-        () => readRows(collections, req.runId, req.node.id, req.first, req.count),
-        () => context.heartbeat(context.info.heartbeatDetails),
+      const stored = await storedTally(collections, { ...req, nodeId: req.node.id }, () =>
+        context.heartbeat(context.info.heartbeatDetails),
       );
-      return { ...tally(req.first, rows), cancelled: true };
+      return { ...stored, cancelled: true };
     } finally {
       clearInterval(waiting);
     }
@@ -384,12 +383,21 @@ export function createTallyBlockActivity(collections: C) {
     first: number;
     count: number;
   }): Promise<NodeBlockResult> {
-    const { rows } = await waitingForStore(
-      () => readRows(collections, req.runId, req.nodeId, req.first, req.count),
-      () => Context.current().heartbeat(),
-    );
-    return tally(req.first, rows);
+    return storedTally(collections, req, () => Context.current().heartbeat());
   };
+}
+
+/** What a block's stored pages hold, counted as its answer counts them; `alive` while the store is waited for. */
+async function storedTally(
+  collections: C,
+  block: { runId: string; nodeId: string; first: number; count: number },
+  alive: () => void,
+): Promise<NodeBlockResult> {
+  const { rows } = await waitingForStore(
+    () => readRows(collections, block.runId, block.nodeId, block.first, block.count),
+    alive,
+  );
+  return tally(block.first, rows);
 }
 
 function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {

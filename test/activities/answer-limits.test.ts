@@ -14,7 +14,7 @@ import { STORED_ROW_MAX_BYTES } from '../../domain/item-blocks';
 import { DEFAULT_MAX_ANSWER_BYTES } from '../../lib/net/read-limited';
 import { streamHugeJson } from '../fakes/huge-body';
 import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
-import { firstText, llmWorkflow } from '../support/fixtures';
+import { firstText, llmWorkflow, rowsWorkflow } from '../support/fixtures';
 import { runToEnd } from '../support/runs';
 import { useService } from '../support/use-service';
 
@@ -252,21 +252,7 @@ describe('answers the worker reads are capped (MAX_ANSWER_BYTES)', function () {
     const run = await runToEnd(
       ctx.svc.url,
       ctx.key,
-      workflow({
-        slug: 'wide-llm',
-        concurrency: 2, // 6 rows: kept in the store (D35)
-        nodes: [
-          { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-          { id: 'split', type: 'batch' },
-          { id: 'ask', type: 'llm', model: 'gpt-4o-mini', prompt: '{{row}}' },
-          { id: 'out', type: 'user_result', label: 'Answers' },
-        ],
-        edges: [
-          { from: 'rows', to: 'split', port: 'rows' },
-          { from: 'split', to: 'ask', port: 'row' },
-          { from: 'ask', to: 'out' },
-        ],
-      }),
+      rowsWorkflow('wide-llm', '{{row}}', { concurrency: 2 }), // 6 rows: kept in the store (D35)
       { rows: ['huge:200000', 'short', 'huge:200000', 'short', 'short', 'short'] },
     );
     assert.equal(run.status, 'completed', JSON.stringify(run.error));

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { RUN_TEXT_MAX_CHARS } from '../../domain/item-blocks';
 import { resultsFile } from '../support/files';
 import { temporalClient } from '../support/service';
+import { rowsWorkflow } from '../support/fixtures';
 import { runToEnd } from '../support/runs';
 import { PRICES, START_FEE_USD, texts } from '../support/execution';
 import { useService } from '../support/use-service';
@@ -67,31 +68,12 @@ describe('filled templates are bounded', function () {
   });
 
   it("fails an llm row whose prompt would pass 1 MiB before its call (rows of 200 KB, 2,500 placeholders: the worker's heap ran out before)", async () => {
-    const doc = {
-      slug: 'prompt-bomb',
-      nodes: [
-        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-        { id: 'split', type: 'batch' },
-        {
-          id: 'ask',
-          type: 'llm',
-          model: 'gpt-test',
-          system: 'tag:prompt-bomb',
-          prompt: '{{row}}'.repeat(2_500),
-        },
-        { id: 'out', type: 'user_result', label: 'Out' },
-      ],
-      edges: [
-        { from: 'rows', to: 'split', port: 'rows' },
-        { from: 'split', to: 'ask', port: 'row' },
-        { from: 'ask', to: 'out' },
-      ],
-    };
+    const doc = rowsWorkflow('prompt-bomb', `tag:prompt-bomb ${'{{row}}'.repeat(2_500)}`);
     const rows = Array.from({ length: 4 }, (_, i) => `${i}`.repeat(200_000));
     const run = await runToEnd(ctx.svc.url, ctx.key, doc, { rows });
     assert.equal(run.status, 'completed', JSON.stringify(run.error));
-    assert.equal(run.output.out.length, 4);
-    for (const item of run.output.out)
+    assert.equal(run.output.answers.length, 4);
+    for (const item of run.output.answers)
       assert.deepEqual(item.error, {
         message:
           "the request's templates would fill more than 1048576 characters, the most one request may hold",
