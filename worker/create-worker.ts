@@ -1,4 +1,4 @@
-/** A Temporal worker for runs: the workflow bundle plus the activities built from injected dependencies. */
+/** The Temporal workers of a process: the workflow bundle plus the activities built from injected dependencies. */
 import {
   NativeConnection,
   Worker,
@@ -14,6 +14,8 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import { createActivities, type ActivityDeps } from '../activities';
+import { DEFAULT_WORKER_BLOCKS } from '../activities/node-block';
+import { blockTaskQueue } from '../workflows/definitions';
 import { tracingResource, workflowSpanProcessor } from '../lib/observability/tracing';
 import { countAttempts } from './metrics-interceptor';
 import type { PayloadProtection } from '../lib/codec/data-converter';
@@ -37,28 +39,54 @@ export interface WorkerOptions extends ActivityDeps {
 
 export { bundleWorkflows } from './workflow-bundle';
 
-/** Creates (but does not run) a worker polling the run task queue. */
-export async function createRunWorker(opts: WorkerOptions): Promise<Worker> {
-  return Worker.create({
+/**
+ * Creates (but does not run) a process's two workers on one connection: `runs` polls the run task
+ * queue (workflows and every activity), `blocks` its block queue (D35, workflows/definitions.ts
+ * blockTaskQueue) for only as many blocks as the process runs at once (WORKER_BLOCKS), so a block
+ * waits in Temporal until a slot is free. Both share one set of activities, hence one block
+ * scheduler (a run started before the block queue still has its blocks on the run task queue).
+ */
+export async function createRunWorkers(opts: WorkerOptions): Promise<RunWorkers> {
+  const activities = createActivities(opts);
+  const shared = {
     connection: opts.connection,
     namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    ...workflowSource(opts),
-    activities: createActivities(opts),
     dataConverter: opts.payloads.dataConverter,
     shutdownGraceTime: opts.shutdownGraceTimeMs ?? 30_000,
     ...(opts.shutdownForceTimeMs ? { shutdownForceTime: opts.shutdownForceTimeMs } : {}),
+    // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
+    maxHeartbeatThrottleInterval: '1s',
+  } as const;
+  const activityInterceptors = [countAttempts, traceActivities];
+  const runs = await Worker.create({
+    ...shared,
+    taskQueue: opts.taskQueue,
+    ...workflowSource(opts),
+    activities,
     interceptors: {
-      activity: [countAttempts, traceActivities],
+      activity: activityInterceptors,
       // Only when bundling at start: a prebuilt bundle carries them (bundleWorkflows), and the SDK
       // warns at every start that it ignores them beside one.
       ...(usesBundle(opts) ? {} : { workflowModules: [TRACING_INTERCEPTORS] }),
     },
     // The workflow sandbox's spans leave it through this sink (a no-op while tracing is off).
     sinks: { exporter: workflowSpanSink() },
-    // Heartbeats reach the server at most this late, so a cancel reaches a waiting activity within ~1 s.
-    maxHeartbeatThrottleInterval: '1s',
   });
+  const blocks = await Worker.create({
+    ...shared,
+    taskQueue: blockTaskQueue(opts.taskQueue),
+    activities: { runNodeBlock: activities.runNodeBlock },
+    interceptors: { activity: activityInterceptors },
+    maxConcurrentActivityTaskExecutions:
+      opts.config.providerCalls?.workerBlocks ?? DEFAULT_WORKER_BLOCKS,
+  });
+  return { runs, blocks };
+}
+
+/** The workers of one process (createRunWorkers). */
+export interface RunWorkers {
+  runs: Worker;
+  blocks: Worker;
 }
 
 /** A span per activity attempt, child of the workflow's (no-op while tracing is off). */

@@ -1,6 +1,7 @@
 /**
- * Starts a run worker from configuration: its Temporal connection (with fail-over across the
- * configured frontends), the codec, the activities over the given store, and `run()`. The one
+ * Starts a process's run workers from configuration (the run task queue's and the block queue's,
+ * worker/create-worker.ts): their Temporal connection (with fail-over across the configured
+ * frontends), the codec, the activities over the given store, and `run()`. The one
  * wiring used by the worker process (worker/main.ts, which `npm start` runs), the tests and the bench.
  */
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -9,7 +10,7 @@ import { connectFirst } from '../config/temporal-connection';
 import type { Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
 import { startTracing } from '../lib/observability/tracing';
-import { createRunWorker } from './create-worker';
+import { createRunWorkers, type RunWorkers } from './create-worker';
 import { bundleInChildProcess } from './workflow-bundle';
 
 export interface RunningWorker {
@@ -25,7 +26,7 @@ export interface RunningWorker {
  */
 const FORCE_AFTER_GRACE_MS = 10_000;
 
-/** Connects, creates the worker and runs it; resolves once it is running (its end is `done`). */
+/** Connects, creates the workers and runs them; resolves once they are running (their end is `done`). */
 export async function startWorker(
   config: Config,
   store: Pick<Store, 'collections' | 'db'>,
@@ -50,10 +51,10 @@ export async function startWorker(
     throw err;
   });
   const shutdownGraceTimeMs = opts.shutdownGraceMs ?? config.worker.shutdownGraceMs;
-  let worker;
+  let workers: RunWorkers;
   try {
     const workflowBundle = await bundling;
-    worker = await createRunWorker({
+    workers = await createRunWorkers({
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
@@ -73,12 +74,27 @@ export async function startWorker(
     await stopTracing();
     throw err;
   }
-  const running = worker.run();
+  const all = [workers.runs, workers.blocks];
+  const stopAll = () => {
+    for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  // One worker failing stops the other; the connection closes once both have stopped.
+  const running = Promise.allSettled(
+    all.map((w) =>
+      w.run().catch((err: unknown) => {
+        stopAll();
+        throw err;
+      }),
+    ),
+  ).then((results) => {
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  });
   const done = running.finally(() => connection.close()).finally(stopTracing);
   return {
     done,
     async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      stopAll();
       await done;
     },
   };

@@ -12,6 +12,15 @@ export const RUN_WORKFLOW_TYPE = 'runWorkflow';
 /** D29: the workflow the retention schedule starts every hour. */
 export const RETENTION_WORKFLOW_TYPE = 'retentionWorkflow';
 
+/**
+ * D35: the task queue of a big node's blocks beside the run task queue `taskQueue`. Each worker
+ * takes from it only as many blocks as it runs at once (WORKER_BLOCKS), so blocks past them wait
+ * in Temporal, not in the activity slots every run's other work needs (worker/create-worker.ts).
+ */
+export function blockTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-blocks`;
+}
+
 /** Search attributes shown and filterable in the Temporal UI. */
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('WrsAccountId', SearchAttributeType.KEYWORD),

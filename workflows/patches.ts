@@ -87,6 +87,12 @@ export const PATCHES = {
     change:
       "D35: a `text` node of a big inline list (more rows than twice the run's concurrency) fills it in blocks (`runNodeBlock`) whose items go to the store, as a big I/O node does; old runs fill it in the workflow, its items in the history.",
   },
+  'blocks-queue': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D35: a big node's blocks (`runNodeBlock`) are scheduled on the run task queue's `-blocks` queue (workflows/definitions.ts blockTaskQueue), from which a worker takes only the blocks it runs at once (WORKER_BLOCKS): blocks past them wait in Temporal instead of in the activity slots of every run's other work. Old runs schedule their blocks on the run task queue.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

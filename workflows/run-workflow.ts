@@ -37,7 +37,7 @@ import { NodeFailure } from './errors';
 import { Semaphore } from './semaphore';
 import { RunState } from './run-state';
 import { splitFinal } from '../domain/run-chunks';
-import { awaitEndUpdate, snapshotQuery, type RunArgs } from './definitions';
+import { awaitEndUpdate, blockTaskQueue, snapshotQuery, type RunArgs } from './definitions';
 import { type RunStatus } from '../domain/run';
 import { startWebhookDelivery } from './webhook-workflow';
 import {
@@ -435,6 +435,9 @@ class RunActivities {
     const proxy = proxyActivities<Activities>({
       ...nodeOptions,
       startToCloseTimeout: options.nodeAttemptTimeoutMs * waves,
+      // D35: a block waits for a worker's block slot in a queue of its own; old runs' blocks
+      // share the run task queue (their worker holds an activity slot while they wait).
+      ...(isPatched('blocks-queue') ? { taskQueue: blockTaskQueue(workflowInfo().taskQueue) } : {}),
     });
     const unit = slots.with(async () => {
       if (CancellationScope.current().consideredCancelled)

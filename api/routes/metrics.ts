@@ -1,7 +1,7 @@
 /**
  * GET /metrics: Prometheus exposition (no key; expose it only to your scraper's network in
  * production). Each scrape first refreshes the server-side gauges (lib/metrics): whether MongoDB
- * and Temporal answer, the run task queue's backlog on the Temporal server and the runs open past
+ * and Temporal answer, the backlog of the run task queue and of its block queue (D35) on the Temporal server and the runs open past
  * their timeout. They are asked at scrape time, bounded, so they hold whether or not any worker
  * polls; a gauge Temporal could not answer for is dropped rather than left stale.
  */
@@ -38,7 +38,6 @@ export function metricsRoutes(deps: MetricsRouteDeps): Router {
 }
 
 async function refreshServerSide(deps: MetricsRouteDeps): Promise<void> {
-  const taskQueue = deps.config.temporal.taskQueue;
   const openBefore = new Date(Date.now() - deps.config.runs.runTimeoutMs - OPEN_RUN_MARGIN_MS);
   const [mongo, temporal] = await Promise.allSettled([
     deps.db.command({ ping: 1 }, { timeoutMS: SCRAPE_CHECK_MS }),
@@ -50,7 +49,7 @@ async function refreshServerSide(deps: MetricsRouteDeps): Promise<void> {
   taskQueueBacklogAge.reset();
   runsOpenPastTimeout.reset();
   if (temporal.status !== 'fulfilled') return;
-  for (const { taskType, count, ageSeconds } of temporal.value.backlog) {
+  for (const { taskQueue, taskType, count, ageSeconds } of temporal.value.backlog) {
     taskQueueBacklog.set({ task_queue: taskQueue, task_type: taskType }, count);
     taskQueueBacklogAge.set({ task_queue: taskQueue, task_type: taskType }, ageSeconds);
   }

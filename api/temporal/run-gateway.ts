@@ -22,6 +22,7 @@ import {
   SEARCH_ATTRIBUTES,
   SEARCH_ATTRIBUTE_TYPES,
   awaitEndUpdate,
+  blockTaskQueue,
   snapshotQuery,
   outputPageQuery,
   type RunArgs,
@@ -102,6 +103,14 @@ export function connectTemporal(temporal: Config['temporal']): Promise<Connectio
       interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
     }),
   );
+}
+
+/** One task queue's backlog by task type, as the server estimates it (operationalStats). */
+export interface QueueBacklog {
+  taskQueue: string;
+  taskType: 'workflow' | 'activity';
+  count: number;
+  ageSeconds: number;
 }
 
 /** How a wait for a run's end ended: its terminal snapshot, the wait's signal first, or no update taken (see awaitEnd). */
@@ -266,44 +275,50 @@ export class RunGateway {
   }
 
   /**
-   * What monitoring needs from the server side (api/routes/metrics.ts): the run task queue's
-   * approximate backlog (count, and age of its oldest task) per task type, and how many run
-   * workflows are still open though started before `openBefore`. Each call is bounded by `ms`.
+   * What monitoring needs from the server side (api/routes/metrics.ts): the approximate backlog
+   * (count, and age of its oldest task) of the run task queue per task type and of its block queue
+   * (D35, blocks waiting for a worker's block slot), and how many run workflows are still open
+   * though started before `openBefore`. Each call is bounded by `ms`.
    */
   async operationalStats(
     ms: number,
     openBefore: Date,
   ): Promise<{
-    backlog: { taskType: 'workflow' | 'activity'; count: number; ageSeconds: number }[];
+    backlog: QueueBacklog[];
     openPastTimeout: number;
   }> {
     const deadline = Date.now() + ms;
-    const describe = async (taskType: 'workflow' | 'activity') => {
+    const describe = async (
+      taskType: 'workflow' | 'activity',
+      taskQueue = this.opts.taskQueue,
+    ): Promise<QueueBacklog> => {
       const res = await this.opts.connection.withDeadline(deadline, () =>
         this.opts.connection.workflowService.describeTaskQueue({
           namespace: this.opts.namespace,
-          taskQueue: { name: this.opts.taskQueue, kind: 1 /* NORMAL */ },
+          taskQueue: { name: taskQueue, kind: 1 /* NORMAL */ },
           taskQueueType: taskType === 'workflow' ? 1 : 2,
           reportStats: true,
         }),
       );
       const age = res.stats?.approximateBacklogAge;
       return {
+        taskQueue,
         taskType,
         count: Number(res.stats?.approximateBacklogCount ?? 0),
         ageSeconds: Number(age?.seconds ?? 0) + (age?.nanos ?? 0) / 1e9,
       };
     };
-    const [workflow, activity, open] = await Promise.all([
+    const [workflow, activity, blocks, open] = await Promise.all([
       describe('workflow'),
       describe('activity'),
+      describe('activity', blockTaskQueue(this.opts.taskQueue)),
       this.opts.connection.withDeadline(deadline, () =>
         this.client.workflow.count(
           `WorkflowType = '${RUN_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND StartTime < '${openBefore.toISOString()}'`,
         ),
       ),
     ]);
-    return { backlog: [workflow, activity], openPastTimeout: open.count };
+    return { backlog: [workflow, activity, blocks], openPastTimeout: open.count };
   }
 
   /** D29: creates the hourly retention schedule of this task queue unless it exists; returns its id. */
