@@ -1,0 +1,50 @@
+/**
+ * The storage quota's check and hold (store/storage-quota.ts): writes of one process that arrive
+ * while the account's sum is being read all wait for that one read, and must then see each
+ * other's holds, so together they fit the quota as they would one by one.
+ */
+import assert from 'node:assert/strict';
+import type { Collections } from '../../store/db';
+import { StorageQuota } from '../../store/storage-quota';
+
+/** An accounts collection with no account's own quota, read in a tick like the store's answer. */
+const noOwnQuota = {
+  accounts: { findOne: async () => null },
+} as unknown as Pick<Collections, 'accounts'>;
+
+/** A quota of `quota` bytes whose sum the store answers (0 bytes held) when `answer()` is called. */
+function quotaWithPendingSum(quota: number) {
+  let answer!: () => void;
+  const read = new Promise<number>((resolve) => (answer = () => resolve(0)));
+  const storage = new StorageQuota(noOwnQuota, {
+    used: () => read,
+    cap: 'max_workflow_storage_bytes',
+    defaultBytes: quota,
+    largestWrite: 100,
+  });
+  return { storage, answer };
+}
+
+describe('storage quota: the check and the hold of concurrent writes', () => {
+  it('lets writes that waited for one read of the sum fit the quota together, no more', async () => {
+    const { storage, answer } = quotaWithPendingSum(1_000);
+    const reservations = Array.from({ length: 25 }, () => storage.reserve('acct_a', 100));
+    answer();
+    const fits = (await Promise.all(reservations)).filter((r) => r.fits);
+    assert.equal(fits.length, 10, `${fits.length} writes of 100 bytes fit a quota of 1,000`);
+    for (const r of fits) r.release();
+    assert.equal((await storage.room('acct_a')).room, 1_000, 'released holds give the room back');
+  });
+
+  it('holds the most a write of unknown length may grow to', async () => {
+    const { storage, answer } = quotaWithPendingSum(250);
+    const reservations = Array.from({ length: 5 }, () => storage.reserve('acct_a', 0));
+    answer();
+    const results = await Promise.all(reservations);
+    // 100 held, 100 held, then the 50 left held by the third; nothing is left for the rest.
+    assert.deepEqual(
+      results.map((r) => r.fits),
+      [true, true, true, false, false],
+    );
+  });
+});
