@@ -8,12 +8,15 @@ import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
 import { blockTaskQueue } from '../../workflows/definitions';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
+import { resultsFile } from '../support/files';
 import { call, waitFor } from '../support/http';
+import { startRun } from '../support/runs';
 import { temporalClient } from '../support/service';
 import { useService } from '../support/use-service';
 
 const { PendingActivityState } = temporal.api.enums.v1;
 const ROWS = 400; // at concurrency 4: four blocks of 100 rows, two of them in flight at once
+const rows = Array.from({ length: ROWS }, (_, i) => `r${i}`);
 
 describe('block queue: blocks past the worker block slots wait in Temporal (D35)', function () {
   this.timeout(180_000);
@@ -28,22 +31,12 @@ describe('block queue: blocks past the worker block slots wait in Temporal (D35)
     await publish(ctx.svc.url, ctx.key, rowsWorkflow('rows-small'));
   });
 
-  const start = async (slug: string, rows: unknown[]) => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-      key: ctx.key,
-      body: { workflowId: slug, inputs: { rows } },
-    });
-    assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 500));
-    return res.body.run_id as string;
-  };
+  const start = (slug: string, list: unknown[]) =>
+    startRun(ctx.svc.url, ctx.key, slug, { rows: list });
 
-  it('runs one block at a time with the next one scheduled in Temporal, while a small run completes', async () => {
-    const rows = Array.from({ length: ROWS }, (_, i) => `r${i}`);
-    const runId = await start('rows-blocks', rows);
+  /** Waits until the run has two blocks pending: one started on the worker's one slot, the other still in Temporal's queue. */
+  const oneStartedOneScheduled = async (runId: string) => {
     const handle = temporalClient(ctx.svc).workflow.getHandle(runId);
-    const queue = blockTaskQueue(ctx.svc.config.temporal.taskQueue);
-
-    // Two blocks in flight: one started on the worker's one slot, the other still in Temporal's queue.
     const pending = await waitFor(
       async () => {
         const { raw } = await handle.describe();
@@ -59,6 +52,14 @@ describe('block queue: blocks past the worker block slots wait in Temporal (D35)
       PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
       PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
     ]);
+  };
+
+  it('runs one block at a time with the next one scheduled in Temporal, while a small run completes', async () => {
+    const runId = await start('rows-blocks', rows);
+    const handle = temporalClient(ctx.svc).workflow.getHandle(runId);
+    const queue = blockTaskQueue(ctx.svc.config.temporal.taskQueue);
+
+    await oneStartedOneScheduled(runId);
 
     // The run task queue's activity slots are free for everyone else's work meanwhile.
     const small = await waitForRun(ctx.svc.url, ctx.key, await start('rows-small', ['a', 'b']));
@@ -79,5 +80,28 @@ describe('block queue: blocks past the worker block slots wait in Temporal (D35)
       return a?.activityType?.name === 'runNodeBlock' ? [a.taskQueue?.name] : [];
     });
     assert.deepEqual(scheduled, [queue, queue, queue, queue]);
+  });
+
+  it('cancels a block still in the queue at once: it never runs, the rows that finished stay billed', async () => {
+    const before = ctx.fake.requests.length;
+    const runId = await start('rows-blocks', rows);
+    await oneStartedOneScheduled(runId);
+    const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, {
+      key: ctx.key,
+    });
+    assert.equal(cancel.status, 202);
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 30_000);
+    assert.equal(run.status, 'cancelled');
+    // One block ran (either of the two may be taken first); the queued one never reached the provider.
+    const blockOf = (prompt: string) => Math.floor(Number(/row r(\d+)$/.exec(prompt)![1]) / 100);
+    const calls = ctx.fake.requests.slice(before);
+    assert.ok(calls.length > 0, 'the started block called the provider');
+    const ran = [...new Set(calls.map((r) => blockOf(r.prompt)))];
+    assert.equal(ran.length, 1, `rows of blocks ${ran.join(', ')} were called`);
+    // What the started block finished stays readable, and is what the run counts.
+    const finished = await resultsFile(ctx.svc.url, ctx.key, runId, 'answers');
+    assert.ok(finished.length > 0, 'the started block finished rows before the cancel');
+    for (const item of finished) assert.equal(Math.floor(item.item_index / 100), ran[0]);
+    assert.equal(run.usage.by_node.ask.items_completed, finished.length);
   });
 });

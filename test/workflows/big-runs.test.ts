@@ -11,7 +11,7 @@ import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
 import { temporalClient } from '../support/service';
-import { bookedDebit } from '../support/runs';
+import { bookedDebit, startRun } from '../support/runs';
 import { useService } from '../support/use-service';
 
 const ROWS = 12_000;
@@ -42,14 +42,7 @@ describe('big runs: 12,000 rows in one run (D31)', function () {
     );
   });
 
-  const start = async (slug: string, rows: unknown[]) => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-      key: ctx.key,
-      body: { workflowId: slug, inputs: { rows } },
-    });
-    assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 500));
-    return res.body.run_id as string;
-  };
+  const start = (slug: string, rows: unknown[]) => startRun(ctx.svc.url, ctx.key, slug, { rows });
 
   it('completes in order, each row billed once, its history far under the limit; items page and the stream resumes anywhere', async () => {
     const runId = await start('rows-fast', rowValues(ROWS));
