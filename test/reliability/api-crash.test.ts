@@ -25,9 +25,11 @@ import { storedLog } from '../support/runs';
 const CLIENTS = 20;
 /**
  * The fake's delay per row of client i's run: its first item is done after about 1 s, and the
- * runs end one after another from about 4 s to 12 s, so the restart finds some ended and some not.
+ * runs end one after another from about 6 s to 14 s, so the restart finds some ended and some not.
+ * The first run's end leaves the twenty clients 5 s to open and see a first item (4 s was once
+ * too little on a loaded CI machine).
  */
-const delaysOf = (i: number) => [800, 3_000, 4_000 + 400 * i];
+const delaysOf = (i: number) => [800, 3_000, 6_000 + 400 * i];
 const TERMINAL = new Set(['response.completed', 'response.failed', 'response.cancelled']);
 
 const batchWorkflow = {
