@@ -69,6 +69,9 @@ describe('reliability: worker killed with 100 runs in flight', function () {
     const workerEnv = {
       OPENAI_BASE_URL: ctx.fake.baseUrl,
       PRICES: JSON.stringify({ 'gpt-test': PRICE }),
+      // The load governor off: on a loaded machine it holds the calls in flight under the 30 the
+      // kill waits for (activities/load-governor.ts), and the moment passes unseen.
+      WORKER_CALL_LAG_TARGET_MS: '0',
     };
     const started = Date.now();
     workers.push(startWorkerProcess(ctx.svc.config, { env: workerEnv }));
@@ -98,7 +101,13 @@ describe('reliability: worker killed with 100 runs in flight', function () {
           : undefined;
       },
       { timeoutMs: 90_000, intervalMs: 20, what: '5 runs ended, 60 calls answered, 30 in flight' },
-    ).catch(withLog(workers[0]));
+    ).catch((err: Error) =>
+      withLog(workers[0])(
+        new Error(
+          `${err.message} (${inFlight().length} in flight, ${ctx.fake.requests.length} calls made)`,
+        ),
+      ),
+    );
     const atKill = {
       callsInFlight: inFlight().length,
       callsAnswered: ctx.fake.requests.filter((r) => r.answered).length,
