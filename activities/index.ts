@@ -13,11 +13,7 @@ import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
 import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
-import {
-  createNodeBlockActivity,
-  createTallyBlockActivity,
-  DEFAULT_WORKER_BLOCKS,
-} from './node-block';
+import { createNodeBlockActivity, createTallyBlockActivity, workerBlockSlots } from './node-block';
 import { CallScheduler } from './call-scheduler';
 import { createFileRowsActivity } from './file-rows';
 import { createStoredListActivities } from './stored-lists';
@@ -97,7 +93,7 @@ export function createActivities(deps: ActivityDeps) {
       executors,
       deps.collections,
       new CallScheduler({
-        slots: limits.workerBlocks ?? DEFAULT_WORKER_BLOCKS,
+        slots: workerBlockSlots(limits),
         capOf: () => Infinity, // round-robin between accounts is the only share
       }),
     ),

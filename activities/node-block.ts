@@ -120,6 +120,11 @@ export function createNodeBlockActivity(
 /** Blocks one worker runs at once when not configured (WORKER_BLOCKS). */
 export const DEFAULT_WORKER_BLOCKS = 8;
 
+/** Blocks one worker process runs at once: WORKER_BLOCKS where configured, else the default. */
+export function workerBlockSlots(limits?: { workerBlocks?: number }): number {
+  return limits?.workerBlocks ?? DEFAULT_WORKER_BLOCKS;
+}
+
 /** Runs one block in its slot: reads its rows and inputs, runs the rest, writes its pages. */
 function blockRunner(executors: RowExecutors, collections: C) {
   return async function runBlock(

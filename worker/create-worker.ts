@@ -14,7 +14,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import { createActivities, type ActivityDeps } from '../activities';
-import { DEFAULT_WORKER_BLOCKS } from '../activities/node-block';
+import { workerBlockSlots } from '../activities/node-block';
 import { blockTaskQueue } from '../workflows/definitions';
 import { tracingResource, workflowSpanProcessor } from '../lib/observability/tracing';
 import { countAttempts } from './metrics-interceptor';
@@ -40,13 +40,13 @@ export interface WorkerOptions extends ActivityDeps {
 export { bundleWorkflows } from './workflow-bundle';
 
 /**
- * Creates (but does not run) a process's two workers on one connection: `runs` polls the run task
- * queue (workflows and every activity), `blocks` its block queue (D35, workflows/definitions.ts
+ * Creates (but does not run) a process's two workers on one connection: the first polls the run
+ * task queue (workflows and every activity), the second its block queue (D35, workflows/definitions.ts
  * blockTaskQueue) for only as many blocks as the process runs at once (WORKER_BLOCKS), so a block
  * waits in Temporal until a slot is free. Both share one set of activities, hence one block
  * scheduler (a run started before the block queue still has its blocks on the run task queue).
  */
-export async function createRunWorkers(opts: WorkerOptions): Promise<RunWorkers> {
+export async function createRunWorkers(opts: WorkerOptions): Promise<Worker[]> {
   const activities = createActivities(opts);
   const shared = {
     connection: opts.connection,
@@ -77,16 +77,9 @@ export async function createRunWorkers(opts: WorkerOptions): Promise<RunWorkers>
     taskQueue: blockTaskQueue(opts.taskQueue),
     activities: { runNodeBlock: activities.runNodeBlock },
     interceptors: { activity: activityInterceptors },
-    maxConcurrentActivityTaskExecutions:
-      opts.config.providerCalls?.workerBlocks ?? DEFAULT_WORKER_BLOCKS,
+    maxConcurrentActivityTaskExecutions: workerBlockSlots(opts.config.providerCalls),
   });
-  return { runs, blocks };
-}
-
-/** The workers of one process (createRunWorkers). */
-export interface RunWorkers {
-  runs: Worker;
-  blocks: Worker;
+  return [runs, blocks];
 }
 
 /** A span per activity attempt, child of the workflow's (no-op while tracing is off). */

@@ -4,13 +4,17 @@
  * frontends), the codec, the activities over the given store, and `run()`. The one
  * wiring used by the worker process (worker/main.ts, which `npm start` runs), the tests and the bench.
  */
-import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  NativeConnection,
+  type Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import type { Config } from '../config';
 import { connectFirst } from '../config/temporal-connection';
 import type { Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
 import { startTracing } from '../lib/observability/tracing';
-import { createRunWorkers, type RunWorkers } from './create-worker';
+import { createRunWorkers } from './create-worker';
 import { bundleInChildProcess } from './workflow-bundle';
 
 export interface RunningWorker {
@@ -51,10 +55,10 @@ export async function startWorker(
     throw err;
   });
   const shutdownGraceTimeMs = opts.shutdownGraceMs ?? config.worker.shutdownGraceMs;
-  let workers: RunWorkers;
+  let all: Worker[];
   try {
     const workflowBundle = await bundling;
-    workers = await createRunWorkers({
+    all = await createRunWorkers({
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
@@ -74,7 +78,6 @@ export async function startWorker(
     await stopTracing();
     throw err;
   }
-  const all = [workers.runs, workers.blocks];
   const stopAll = () => {
     for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
   };
