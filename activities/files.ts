@@ -115,12 +115,14 @@ export async function storeWithinQuota(
 /** The failure type of a file the account's storage quota has no room for. */
 export const STORAGE_QUOTA_EXCEEDED = 'StorageQuotaExceeded';
 
+/** Why the account's storage has no room: its files and stored items hold `used` of `quota` bytes. */
+export function quotaFullMessage(used: number, quota: number): string {
+  return `the account's files and stored items hold ${used} of the ${quota} bytes its storage quota allows: delete files or runs to make room`;
+}
+
 /** The account's files hold what they may: the item (a URL input: its run) fails; a re-run of failed items may retry once room is made. */
 function quotaFull(used: number, quota: number): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(
-    `the account's files hold ${used} of the ${quota} bytes its storage quota allows: delete files or runs to make room`,
-    STORAGE_QUOTA_EXCEEDED,
-  );
+  return ApplicationFailure.nonRetryable(quotaFullMessage(used, quota), STORAGE_QUOTA_EXCEEDED);
 }
 
 /** Stores bytes a provider sent inline (`b64_json`, a `data:` URL). */

@@ -96,6 +96,8 @@ export function createActivities(deps: ActivityDeps) {
         slots: workerBlockSlots(limits),
         capOf: () => Infinity, // round-robin between accounts is the only share
       }),
+      // D19: the items of big runs count against the account's storage, beside its files.
+      fileDeps?.quota,
     ),
     tallyBlock: createTallyBlockActivity(deps.collections),
     // D38: what a re-run of failed items carries over from its parent.

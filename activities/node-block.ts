@@ -18,6 +18,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { failed, unpackItem } from '../domain/items';
 import {
+  boundedItem,
   FAILED_ROWS_PER_BLOCK,
   oneItem,
   PAGE_ROWS,
@@ -25,10 +26,11 @@ import {
   storedRowMaxBytes,
   toRanges,
   type StoredRow,
-  withinRowBound,
 } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
+import type { StorageQuota } from '../store/storage-quota';
 import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
+import { BlockStorage } from './block-storage';
 import { carryAllBut, fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
@@ -40,7 +42,7 @@ import { priorityOfKey } from '../domain/run-priority';
 import { CallScheduler } from './call-scheduler';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
 
-type C = Pick<Collections, 'itemBlocks'>;
+type C = Pick<Collections, 'itemBlocks' | 'itemUsage'>;
 
 /** The stored rows [first, first + count) of a node, by position (null: not stored), and which pages exist. */
 async function readRows(
@@ -71,6 +73,7 @@ async function readRows(
  * until they are written, so the worker runs at most `blocks`' slots of them at once, handed
  * round-robin between accounts (by run priority within one, as provider calls are): fourteen runs
  * of 4,000 rows whose server answered 120 KB a row ran a worker of 716 MB of heap out of memory.
+ * What the block stores counts against its account's storage `quota` (D19, activities/block-storage.ts).
  */
 export function createNodeBlockActivity(
   executors: RowExecutors,
@@ -79,8 +82,9 @@ export function createNodeBlockActivity(
     slots: DEFAULT_WORKER_BLOCKS,
     capOf: () => Infinity,
   }),
+  quota?: StorageQuota,
 ) {
-  const runBlock = blockRunner(executors, collections);
+  const runBlock = blockRunner(executors, collections, quota);
   return async function runNodeBlock(req: NodeBlockRequest): Promise<NodeBlockResult> {
     const context = Context.current();
     const owner = {
@@ -126,7 +130,7 @@ export function workerBlockSlots(limits?: { workerBlocks?: number }): number {
 }
 
 /** Runs one block in its slot: reads its rows and inputs, runs the rest, writes its pages. */
-function blockRunner(executors: RowExecutors, collections: C) {
+function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuota | undefined) {
   return async function runBlock(
     req: NodeBlockRequest,
     context: Context,
@@ -149,6 +153,7 @@ function blockRunner(executors: RowExecutors, collections: C) {
           () => readRows(collections, req.runId, req.node.id, req.first, req.count),
           alive,
         );
+    const storage = new BlockStorage(collections, quota, req, rows, alive);
     const [inputs] = await Promise.all([
       waitingForStore(() => readPorts(collections, req), alive),
       // D38: with the parent's failed rows known, the others are carried without reading its pages.
@@ -161,11 +166,18 @@ function blockRunner(executors: RowExecutors, collections: C) {
               alive,
             )),
     ]);
-    const queue = queueRows(req, inputs, rows);
+    const queue = queueRows(req, inputs, rows, storage);
     // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
     if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
 
-    const { flushComplete, rowDone, finish } = pageWriter(collections, req, rows, existing, alive);
+    const { flushComplete, rowDone, finish } = pageWriter(
+      collections,
+      req,
+      rows,
+      existing,
+      storage,
+      alive,
+    );
     const signal = context.cancellationSignal;
     // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
     setMaxListeners(0, signal);
@@ -177,7 +189,7 @@ function blockRunner(executors: RowExecutors, collections: C) {
     beat();
     const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
     try {
-      stopped = await runRows(executors, req, queue, rows, pending, signal, rowDone);
+      stopped = await runRows(executors, req, queue, rows, pending, signal, rowDone, storage);
     } finally {
       clearInterval(timer);
     }
@@ -197,6 +209,7 @@ function queueRows(
   req: NodeBlockRequest,
   inputs: Record<string, Item[]>,
   rows: Array<StoredRow | null>,
+  storage: BlockStorage,
 ): NodeRow[] {
   const queue: NodeRow[] = [];
   for (let p = 0; p < req.count; p++) {
@@ -213,10 +226,12 @@ function queueRows(
       const reason = ports[broken].error?.message ?? 'unknown error';
       const at = inputs[broken].length === 1 && req.count !== 1 ? 0 : index;
       rows[p] = {
-        item: failed({
-          message: `input '${broken}' item ${at} from node '${req.sources[broken]}' failed: ${reason}`,
-          type: 'upstream_failed',
-        }),
+        item: storage.counted(
+          failed({
+            message: `input '${broken}' item ${at} from node '${req.sources[broken]}' failed: ${reason}`,
+            type: 'upstream_failed',
+          }),
+        ),
         cost: 0,
       };
     } else queue.push({ index, ports });
@@ -242,6 +257,7 @@ function pageWriter(
   req: NodeBlockRequest,
   rows: Array<StoredRow | null>,
   existing: Set<number>,
+  storage: BlockStorage,
   alive: () => void,
 ): { flushComplete: () => void; rowDone: (index: number) => void; finish: () => Promise<void> } {
   // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
@@ -267,6 +283,8 @@ function pageWriter(
     }
   };
   for (const page of done) release(page);
+  const write = (inserts: PageWrite[], replaces: PageWrite[]) =>
+    writePages(collections, req, { inserts, replaces }, storage, alive);
   let writing: Promise<void> = Promise.resolve();
   const flush = (final: boolean): Promise<void> => {
     const inserts: PageWrite[] = [];
@@ -288,11 +306,7 @@ function pageWriter(
     if (inserts.length === 0 && replaces.length === 0) return writing;
     // One write at a time: FerretDB does not isolate concurrent writes of one document.
     writing = writing.then(async () => {
-      await waitingForStore(() => insertPages(collections, req.runId, req.node.id, inserts), alive);
-      await waitingForStore(
-        () => replacePages(collections, req.runId, req.node.id, replaces),
-        alive,
-      );
+      await write(inserts, replaces);
       for (const { page } of [...inserts, ...replaces]) if (done.has(page)) release(page);
     });
     return writing;
@@ -319,10 +333,23 @@ function pageWriter(
         .filter((page) => !stored.has(page))
         .map((page) => ({ page, rows: rowsOf(page), base: req.carryFrom }))
         .filter((page) => page.rows.some((row) => row !== null));
-      await waitingForStore(() => replacePages(collections, req.runId, req.node.id, all), alive);
+      await write([], all);
     }
   };
   return { flushComplete, rowDone, finish };
+}
+
+/** Writes pages of the block, then its count of what they hold (D19: the count's one writer). */
+async function writePages(
+  collections: C,
+  req: NodeBlockRequest,
+  { inserts, replaces }: { inserts: PageWrite[]; replaces: PageWrite[] },
+  storage: BlockStorage,
+  alive: () => void,
+): Promise<void> {
+  await waitingForStore(() => insertPages(collections, req.runId, req.node.id, inserts), alive);
+  await waitingForStore(() => replacePages(collections, req.runId, req.node.id, replaces), alive);
+  await storage.record();
 }
 
 /**
@@ -338,6 +365,7 @@ async function runRows(
   pending: Map<number, unknown>,
   signal: AbortSignal,
   rowDone: (index: number) => void,
+  storage: BlockStorage,
 ): Promise<unknown> {
   let stopped: unknown;
   const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
@@ -364,8 +392,9 @@ async function runRows(
           checkpoint: (details: unknown) => pending.set(row.index, details),
         };
         const result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
-        const [item] = withinRowBound([oneItem(result.items)], rowMax);
-        record(row.index, item, result.costUsd, callUsage(result));
+        const { item, length } = boundedItem(oneItem(result.items), rowMax);
+        // D19: counted in the account's storage quota (an unpaid node's item past it fails).
+        record(row.index, await storage.admit(item, length), result.costUsd, callUsage(result));
       } catch (err) {
         if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
         const refused = refusal(err);

@@ -2,19 +2,19 @@
 import { log } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
-import type { Collections } from '../store/db';
 import { deleteFilesOlderThan } from '../store/files';
-import { removeRunsOlderThan, type RemovedRuns } from '../store/retention';
+import {
+  removeRunsOlderThan,
+  type RemovedRuns,
+  type RetentionCollections,
+} from '../store/retention';
 import { heartbeating } from './heartbeat';
 
 const DAY_MS = 86_400_000;
 const DEFAULT_RETENTION_DAYS = 30;
 
 export interface RetentionDeps {
-  collections: Pick<
-    Collections,
-    'runs' | 'runChunks' | 'itemBlocks' | 'idempotencyKeys' | 'webhookDeliveries'
-  >;
+  collections: RetentionCollections;
   /** The database of the GridFS `files` bucket; without it files are left (a worker without file storage). */
   db?: Db;
   config: Partial<Pick<Config, 'retention'>>;

@@ -49,14 +49,27 @@ export function rowTooLarge(maxBytes: number): Item {
   return failed({ message: rowTooLargeMessage(maxBytes), type: 'provider_error' });
 }
 
+/** The length of an item's JSON: what a row's bound measures, and what the storage quota counts (D19). */
+export function itemLength(item: Item): number {
+  return JSON.stringify(item).length;
+}
+
 /**
  * A row's items, or its item failed when they hold more than `maxBytes` (their JSON): its page or
  * its chunk's answer must stay within what the store and the history take. The cost stays billed.
  */
 export function withinRowBound(items: Item[], maxBytes: number): Item[] {
   let bytes = 0;
-  for (const item of items) bytes += JSON.stringify(item).length;
+  for (const item of items) bytes += itemLength(item);
   return bytes > maxBytes ? [rowTooLarge(maxBytes)] : items;
+}
+
+/** One row's item within its bound (as `withinRowBound`), with the length of the item it becomes. */
+export function boundedItem(item: Item, maxBytes: number): { item: Item; length: number } {
+  const length = itemLength(item);
+  if (length <= maxBytes) return { item, length };
+  const tooLarge = rowTooLarge(maxBytes);
+  return { item: tooLarge, length: itemLength(tooLarge) };
 }
 
 /**

@@ -10,6 +10,7 @@ import type {
   RateLimitWindowDoc,
   RunChunkDoc,
   ItemBlockDoc,
+  ItemUsageDoc,
   StoredRunDoc,
   WebhookDeliveryDoc,
   WorkflowDoc,
@@ -27,6 +28,8 @@ export interface Collections {
   runs: Collection<StoredRunDoc>;
   runChunks: Collection<RunChunkDoc>;
   itemBlocks: Collection<ItemBlockDoc>;
+  /** D19: what each block of a big run stores, summed per account for its storage quota (store/item-usage.ts). */
+  itemUsage: Collection<ItemUsageDoc>;
   ledger: Collection<LedgerDoc>;
   ledgerCheckpoints: Collection<LedgerCheckpointDoc>;
   /** D17 hold chains (store/credit-holds.ts); read and written by `_id` only. */
@@ -95,6 +98,7 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     runs: db.collection('runs'),
     runChunks: db.collection('run_chunks'),
     itemBlocks: db.collection('item_blocks'),
+    itemUsage: db.collection('item_usage'),
     ledger: db.collection('ledger'),
     ledgerCheckpoints: db.collection('ledger_checkpoints'),
     creditHolds: db.collection('credit_holds'),
@@ -128,6 +132,9 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     ensureEraseIndexes(collections, db),
     // D35: blocks are read by `_id` only; retention and erasure remove them by run.
     collections.itemBlocks.createIndex({ run_id: 1 }, { name: 'run_blocks' }),
+    // D19: an account's sum of what its big runs store; retention and erasure remove it by run.
+    collections.itemUsage.createIndex({ account_id: 1 }, { name: 'account_usage' }),
+    collections.itemUsage.createIndex({ run_id: 1 }, { name: 'run_usage' }),
   ]);
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).

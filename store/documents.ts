@@ -244,6 +244,20 @@ export interface ItemBlockDoc {
 }
 
 /**
+ * D19, D35: what one block of a big node's rows stores, for its account's storage quota
+ * (store/item-usage.ts): `_id` is the block's (`<run id>:<node id>:<first row>`), written by the
+ * block's one writer.
+ */
+export interface ItemUsageDoc {
+  _id: string;
+  run_id: string;
+  account_id: string;
+  /** The JSON bytes of the block's stored items. */
+  bytes: number;
+  created_at: Date;
+}
+
+/**
  * A run as stored (store/runs.ts converts): its output and event log are JSON text. Outputs are
  * free-form JSON that nodes produce (an http_request's body, a model's answer), and FerretDB 1.x
  * refuses keys that start with `$` or contain `.` and arrays directly inside arrays; stored as

@@ -5,7 +5,7 @@
  * What goes: its idempotency keys (they bind a caller's key to the run id and a hash of the body),
  * its webhook delivery (the URL and outcome), the files it produced or fetched as inputs (GridFS),
  * its stored chunks (big runs' outputs and events), its item blocks (D35: the rows it read from
- * files and the items its nodes made), and last its record (inputs, metadata, output,
+ * files and the items its nodes made) and their count in the storage quota, and last its record (inputs, metadata, output,
  * event log, and the secret its Temporal payloads' key derives from, lib/codec/run-keys.ts). The
  * record goes last so a delete that failed half-way is found and finished by the next one. What
  * stays: ledger entries and the hold chain, which hold amounts, the run id and its status only.
@@ -27,9 +27,10 @@ export interface ErasedRun {
   webhookDeliveries: number;
 }
 
-type EraseCollections = Pick<
+/** What a run is removed from. */
+export type EraseCollections = Pick<
   Collections,
-  'runs' | 'runChunks' | 'itemBlocks' | 'idempotencyKeys' | 'webhookDeliveries'
+  'runs' | 'runChunks' | 'itemBlocks' | 'itemUsage' | 'idempotencyKeys' | 'webhookDeliveries'
 >;
 
 /** The indexes erasing uses on MongoDB besides `_id` (created at start-up by store/db.ts). */
@@ -61,6 +62,8 @@ export async function eraseRun(c: EraseCollections, db: Db, runId: string): Prom
       Array.from({ length: count }, (_, i) => `${runId}.${i}`),
     )) + (await deleteAll(c.runChunks, { run_id: runId }));
   const itemBlocks = await deleteAll(c.itemBlocks, { run_id: runId });
+  // After the pages: a count left without its pages holds the account's room too long, never too little.
+  await deleteAll(c.itemUsage, { run_id: runId });
   const removed = (await c.runs.deleteOne({ _id: runId })).deletedCount === 1;
   return {
     record: removed,

@@ -15,9 +15,10 @@ export interface RemovedRuns {
   webhookDeliveries: number;
 }
 
-type RetentionCollections = Pick<
+/** What retention removes runs from. */
+export type RetentionCollections = Pick<
   Collections,
-  'runs' | 'runChunks' | 'itemBlocks' | 'idempotencyKeys' | 'webhookDeliveries'
+  'runs' | 'runChunks' | 'itemBlocks' | 'itemUsage' | 'idempotencyKeys' | 'webhookDeliveries'
 >;
 
 /** Removes finalized runs created before `cutoff` and what belongs to them; `onBatch` is called between rounds. */
@@ -45,6 +46,7 @@ export async function removeRunsOlderThan(
     // After the record: a record must never be readable without its chunks (domain/run-chunks.ts).
     await c.runChunks.deleteMany({ run_id: { $in: ids } });
     await c.itemBlocks.deleteMany({ run_id: { $in: ids } });
+    await c.itemUsage.deleteMany({ run_id: { $in: ids } });
     removed.runs += runs;
     onBatch();
     if (runs === 0) break; // nothing matched after all (removed by a concurrent job): do not spin
@@ -59,5 +61,6 @@ export async function removeRunsOlderThan(
   // Chunks whose record went in an earlier round that died before removing them.
   await c.runChunks.deleteMany({ created_at: { $lt: cutoff } });
   await c.itemBlocks.deleteMany({ created_at: { $lt: cutoff } });
+  await c.itemUsage.deleteMany({ created_at: { $lt: cutoff } });
   return removed;
 }

@@ -1,7 +1,8 @@
 /**
  * Storage quotas per account, so one tenant cannot fill the storage every tenant shares: what its
- * files hold, uploads and the files its runs made (D19, FILE_STORAGE_MAX_BYTES, `wrs accounts
- * file-storage`; the API refuses uploads past it, the worker files of unpaid work) and what its
+ * files hold, uploads and the files its runs made, with the items its big runs store (D19, D35,
+ * FILE_STORAGE_MAX_BYTES, `wrs accounts file-storage`; the API refuses uploads past it, the worker
+ * files and items of unpaid work) and what its
  * published workflow versions hold (D26, WORKFLOW_STORAGE_MAX_BYTES, `wrs accounts
  * workflow-storage`). Deleting uploads or runs (or their expiry, D29) makes room for files,
  * deleting a workflow (DELETE /api/v1/workflows/{workflowId}) room for versions.
@@ -20,6 +21,7 @@ import type { Db } from 'mongodb';
 import { accountCap, type AccountCap } from './accounts';
 import type { Collections } from './db';
 import { storedBytes } from './files';
+import { storedItemBytes } from './item-usage';
 import { publishedBytes } from './workflows';
 
 /** How long a process trusts the sum it read while the account is far from its quota. */
@@ -193,16 +195,22 @@ export class StorageQuota {
   }
 }
 
-/** D19: what an account's files may still hold. */
+/** D19: what an account's files and the items of its big runs (store/item-usage.ts) may still hold. */
 export function fileQuota(
-  store: { db: Db; collections: Pick<Collections, 'accounts'> },
+  store: { db: Db; collections: Pick<Collections, 'accounts' | 'itemUsage'> },
   files: { storageMaxBytes: number; maxBytes: number },
   timing?: QuotaTiming,
 ): StorageQuota {
   return new StorageQuota(
     store.collections,
     {
-      used: (accountId) => storedBytes(store.db, accountId),
+      used: async (accountId) => {
+        const [fileBytes, itemBytes] = await Promise.all([
+          storedBytes(store.db, accountId),
+          storedItemBytes(store.collections, accountId),
+        ]);
+        return fileBytes + itemBytes;
+      },
       cap: 'max_file_storage_bytes',
       defaultBytes: files.storageMaxBytes,
       largestWrite: files.maxBytes,

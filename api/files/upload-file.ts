@@ -37,10 +37,10 @@ export function uploadTooLarge(limit: number): InvalidRequestError {
   });
 }
 
-/** 413 `storage_quota_exceeded`: the account's files hold (nearly) all they may (D19). */
+/** 413 `storage_quota_exceeded`: the account's files and stored items hold (nearly) all they may (D19). */
 export function storageQuotaExceeded(used: number, quota: number): InvalidRequestError {
   return new HttpError(
-    `The account's files (its uploads and the files its runs made) hold ${used} of the ${quota} bytes they may: this file does not fit. Delete uploads (DELETE /api/v1/files/{fileId}) or runs (DELETE /api/v1/runs/{runId}) you no longer need; files also go after the retention period.`,
+    `The account's files (its uploads and the files its runs made) and the items its big runs store hold ${used} of the ${quota} bytes they may: this file does not fit. Delete uploads (DELETE /api/v1/files/{fileId}) or runs (DELETE /api/v1/runs/{runId}) you no longer need; files also go after the retention period.`,
     { code: 'storage_quota_exceeded', headers: { Connection: 'close' } },
   );
 }

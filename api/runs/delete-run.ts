@@ -11,7 +11,7 @@
 import type { Db } from 'mongodb';
 import type { Collections } from '../../store/db';
 import { findRunHead } from '../../store/runs';
-import { eraseRun } from '../../store/erase-run';
+import { eraseRun, type EraseCollections } from '../../store/erase-run';
 import { isId } from '../../domain/ids';
 import { DomainError, NotFoundError } from '../../domain/errors';
 import { webhookWorkflowId } from '../../workflows/definitions';
@@ -30,10 +30,7 @@ export interface DeletedRun {
 }
 
 export interface DeleteRunDeps {
-  collections: Pick<
-    Collections,
-    'runs' | 'runChunks' | 'itemBlocks' | 'webhookDeliveries' | 'idempotencyKeys' | 'ledger'
-  >;
+  collections: EraseCollections & Pick<Collections, 'ledger'>;
   db: Db;
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
