@@ -89,7 +89,8 @@ export function createNodeBlockActivity(
     const context = Context.current();
     const owner = {
       accountId: req.accountId ?? 'unknown',
-      priority: priorityOfKey(context.info.priority?.priorityKey),
+      // The run's key: the request's where the block has the neutral one (D36, `blocks-fair`).
+      priority: priorityOfKey(req.priorityKey ?? context.info.priority?.priorityKey),
     };
     // Waiting for a slot keeps the attempt alive and its rows' checkpoints as they were.
     const waiting = setInterval(

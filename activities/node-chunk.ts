@@ -139,7 +139,7 @@ export function callUsage(result?: NodeResult): CallUsage {
 /** Runs one row of a node with the executor of its type (a `text` node's needs none). */
 export function executeRow(
   executors: RowExecutors,
-  req: Pick<NodeChunkRequest, 'runId' | 'accountId'> & { node: BlockNode },
+  req: Pick<NodeChunkRequest, 'runId' | 'accountId'> & { node: BlockNode; priorityKey?: number },
   row: NodeRow,
   rowMaxBytes: number,
 ): Promise<NodeResult> {
@@ -149,6 +149,7 @@ export function executeRow(
     iteration: row.index,
     ports: row.ports,
     rowMaxBytes,
+    priorityKey: req.priorityKey,
   };
   const { node } = req;
   switch (node.type) {

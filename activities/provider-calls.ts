@@ -1,7 +1,8 @@
 /**
  * Puts every provider call of a node row through the worker's CallScheduler (D36): the row's
  * account comes from its request, its priority from the activity's Temporal priority (the API set
- * it at the run's start and activities inherit it), and the account's cap from the store, read by
+ * it at the run's start and activities inherit it; a block's rows carry it in their request, the
+ * block's own key being the neutral one), and the account's cap from the store, read by
  * `_id` at most every few seconds per account so an operator's change applies within that time.
  */
 import { Context } from '@temporalio/activity';
@@ -84,13 +85,14 @@ export function scheduledExecutors(
     sharedLagTargetMs: limits.sharedLagTargetMs,
   });
   const wrap =
-    <R extends { accountId?: string }, T>(run: (req: R) => Promise<T>) =>
+    <R extends { accountId?: string; priorityKey?: number }, T>(run: (req: R) => Promise<T>) =>
     async (req: R): Promise<T> => {
       // Rows of runs started before accounts were passed share one queue.
       const accountId = req.accountId ?? 'unknown';
       await caps.refresh(accountId);
       const context = activityContext();
-      const priority = priorityOfKey(context?.info.priority?.priorityKey);
+      // A block's rows carry the run's key where the block has the neutral one (D36, `blocks-fair`).
+      const priority = priorityOfKey(req.priorityKey ?? context?.info.priority?.priorityKey);
       return scheduler.run({ accountId, priority }, () => run(req), context?.cancellationSignal);
     };
   return {

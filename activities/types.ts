@@ -26,6 +26,8 @@ export interface NodeRequest<T extends IoNodeType> {
    * of its answer than this. Absent: the answer caps only.
    */
   rowMaxBytes?: number;
+  /** D36: the run's priority key when the block running the row has the neutral one (NodeBlockRequest). */
+  priorityKey?: number;
 }
 
 /** What a node iteration produced and what it cost (D17). */
@@ -114,6 +116,12 @@ export interface NodeBlockRequest {
    * run's remaining budget); the rest stay unfinished. Absent: all of them.
    */
   limit?: number;
+  /**
+   * D36: the run's Temporal priority key, where the block's own is the neutral one (patch
+   * `blocks-fair`): what orders the account's blocks and calls in the worker. Absent: the
+   * activity's inherited key is the run's.
+   */
+  priorityKey?: number;
 }
 
 /** What a block answers: counts and cost only; its items are in the store. */

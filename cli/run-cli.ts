@@ -48,7 +48,7 @@ Accounts
   accounts provider-calls ACCOUNT_ID [--max N]  the account's provider calls in flight at most per worker (D36);
                                                 \`default\` returns it to ACCOUNT_MAX_PROVIDER_CALLS
   accounts file-storage ACCOUNT_ID [--max BYTES]
-                                                what the account's files may hold at once (D19);
+                                                what the account's files and big runs' items may hold at once (D19);
                                                 \`default\` returns it to FILE_STORAGE_MAX_BYTES
   accounts workflow-storage ACCOUNT_ID [--max BYTES]
                                                 what the account's published workflow versions may hold (D26);

@@ -93,6 +93,12 @@ export const PATCHES = {
     change:
       "D35: a big node's blocks (`runNodeBlock`) are scheduled on the run task queue's `-blocks` queue (workflows/definitions.ts blockTaskQueue), from which a worker takes only the blocks it runs at once (WORKER_BLOCKS): blocks past them wait in Temporal instead of in the activity slots of every run's other work. Old runs schedule their blocks on the run task queue.",
   },
+  'blocks-fair': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D36: a big node's blocks are scheduled with the normal Temporal priority key (their fairness key, the account, still inherited) and carry the run's own key in their request (`priorityKey`), so a server whose block queue orders by fairness (deploy/temporal-dynamicconfig.yaml) takes accounts' blocks in turn and a `high` run never overtakes another account's blocks; the worker orders one account's blocks and calls by the request's key. Old runs' blocks inherit the run's key.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -30,6 +30,7 @@ import { MAX_ROWS } from '../domain/run-size';
 import { isId } from '../domain/ids';
 import { packItem } from '../domain/items';
 import { normalizeLabel } from '../domain/labels';
+import { priorityKey } from '../domain/run-priority';
 import { executeGraph, isIoNode, type RowProgress, type StoredListNodes } from './engine';
 import { planChunks } from './chunk-plan';
 import { resolveFileInputs } from './file-inputs';
@@ -51,6 +52,9 @@ import { withNamedTimeout } from './timers';
 import { CarryOver, FailedRows, loadCarry, type BlockPlan } from './carry-over';
 import { isPatched } from './patches';
 import { CostCap, CostLimitReached } from './cost-cap';
+
+/** D36: the Temporal priority key of every block (patch `blocks-fair`): accounts take turns on the block queue. */
+const BLOCK_PRIORITY_KEY = priorityKey('normal');
 
 /** Failure types an activity raises for a refusal that retrying cannot fix (docs/workflow-format.md "Providers"). */
 export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
@@ -432,12 +436,16 @@ class RunActivities {
     const calls = run?.length ?? count; // D38: the rows it runs
     const concurrency = Math.min(inner, Math.max(1, calls));
     const waves = Math.max(1, Math.ceil(calls / concurrency));
+    const fairBlocks = isPatched('blocks-fair');
     const proxy = proxyActivities<Activities>({
       ...nodeOptions,
       startToCloseTimeout: options.nodeAttemptTimeoutMs * waves,
       // D35: a block waits for a worker's block slot in a queue of its own; old runs' blocks
       // share the run task queue (their worker holds an activity slot while they wait).
       ...(isPatched('blocks-queue') ? { taskQueue: blockTaskQueue(workflowInfo().taskQueue) } : {}),
+      // D36: on a fair block queue the account takes turns with the others whatever priority it
+      // claims; its blocks carry the run's priority for the worker's order within the account.
+      ...(fairBlocks ? { priority: { priorityKey: BLOCK_PRIORITY_KEY } } : {}),
     });
     const unit = slots.with(async () => {
       if (CancellationScope.current().consideredCancelled)
@@ -464,6 +472,7 @@ class RunActivities {
             ...carry?.blockSource(node.id), // D38
             ...(run ? { runRows: run } : {}),
             ...(limit !== undefined ? { limit } : {}),
+            ...(fairBlocks ? { priorityKey: workflowInfo().priority?.priorityKey } : {}),
           },
         ]);
       } catch (err) {

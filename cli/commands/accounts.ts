@@ -46,7 +46,9 @@ export const accountCommands: Command[] = [
     args: ['ACCOUNT_ID'],
     options: ['max'],
     run: capCommand('max_file_storage_bytes', (cap) =>
-      cap === null ? 'files within the default quota' : `files within ${cap} bytes`,
+      cap === null
+        ? 'files and stored items within the default quota'
+        : `files and stored items within ${cap} bytes`,
     ),
   },
   {

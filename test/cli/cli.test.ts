@@ -82,7 +82,12 @@ describe('operator CLI (D27)', function () {
   });
 
   for (const [command, cap, described, decision] of [
-    ['file-storage', 'max_file_storage_bytes', /files within 1073741824 bytes/, 'D19'],
+    [
+      'file-storage',
+      'max_file_storage_bytes',
+      /files and stored items within 1073741824 bytes/,
+      'D19',
+    ],
     [
       'workflow-storage',
       'max_workflow_storage_bytes',

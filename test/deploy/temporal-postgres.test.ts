@@ -2,12 +2,13 @@
  * The production Temporal of docker-compose.yml runs here: temporal-server at the pinned version on
  * PostgreSQL, its schema created and upgraded by the Compose jobs' own scripts, the namespace job
  * registering the search attributes, and the service on it: a run started, streamed to [DONE], read,
- * and a run cancelled (tools/stack/production-temporal.ts names the stand-ins for the images).
+ * and a run cancelled (tools/stack/production-temporal.ts names the stand-ins for the images); the
+ * block queue's fairness its dynamic configuration turns on.
  */
 import assert from 'node:assert/strict';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
-import { llmWorkflow, publish, waitForRun } from '../support/fixtures';
+import { llmWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { startRun } from '../support/runs';
 import { startService, type TestService } from '../support/service';
@@ -79,5 +80,66 @@ describe('production Temporal (temporal-server 1.29.1 on PostgreSQL, the Compose
     assert.ok(cancel.status < 300, JSON.stringify(cancel.body));
     const ended = await waitForRun(svc.url, key, slow);
     assert.equal(ended.status, 'cancelled');
+  });
+
+  it("the block queue takes accounts in turn (fairness): another account's big run is not held behind one account's queued blocks, whatever priority they claim (D36)", async () => {
+    // The queue the dynamic configuration makes fair (deploy/temporal-dynamicconfig.yaml), one block at a time.
+    const fair = await startService({
+      stack: prod.stack,
+      env: {
+        TEMPORAL_TASK_QUEUE: 'wrs-runs',
+        WORKER_BLOCKS: '1',
+        OPENAI_BASE_URL: fake.baseUrl,
+        PRICES: JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } }),
+      },
+    });
+    try {
+      const a = await newAccount(fair.store.collections, 10);
+      const b = await newAccount(fair.store.collections, 10);
+      // 400 rows at concurrency 4: four blocks of 100 rows a run, two of them scheduled at once.
+      const doc = rowsWorkflow('fair-blocks', 'slow:40 {{row}}', { concurrency: 4 });
+      await publish(fair.url, a.key, doc);
+      await publish(fair.url, b.key, doc);
+      const rowsOf = (tag: string) => Array.from({ length: 400 }, (_, i) => `${tag}-r${i}`);
+      // Account A: three `high` runs, six blocks scheduled, one running.
+      const aRuns: string[] = [];
+      for (const tag of ['a0', 'a1', 'a2'])
+        aRuns.push(
+          await startRun(
+            fair.url,
+            a.key,
+            'fair-blocks',
+            { rows: rowsOf(tag) },
+            {
+              body: { priority: 'high' },
+            },
+          ),
+        );
+      await waitFor(
+        async () => fake.requests.some((r) => /a\d-r\d+$/.test(r.prompt)) || undefined,
+        {
+          what: "account A's first block",
+        },
+      );
+      const bRun = await startRun(fair.url, b.key, 'fair-blocks', { rows: rowsOf('b') });
+      const ended = await waitForRun(fair.url, b.key, bRun, 90_000);
+      assert.equal(ended.status, 'completed', JSON.stringify(ended.error));
+      // The blocks in the order they started (their first call): B's first comes after the one
+      // running and at most one more, not after A's five queued ones (first come, first served)
+      // nor after all of A's (by priority).
+      const started: string[] = [];
+      for (const { prompt } of fake.requests) {
+        const row = /(a\d|b)-r(\d+)$/.exec(prompt);
+        if (!row) continue;
+        const block = `${row[1]}:${Math.floor(Number(row[2]) / 100)}`;
+        if (!started.includes(block)) started.push(block);
+      }
+      const before = started.findIndex((block) => block.startsWith('b:'));
+      assert.ok(before >= 1 && before <= 2, `blocks started: ${started.join(' ')}`);
+      for (const runId of aRuns)
+        await call(fair.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key: a.key });
+    } finally {
+      await fair.close();
+    }
   });
 });
