@@ -11,7 +11,7 @@ import { removeRunsOlderThan } from '../../store/retention';
 import { expectError } from '../support/api-assert';
 import { PRICES } from '../support/execution';
 import { resultsFile } from '../support/files';
-import { rowsWorkflow } from '../support/fixtures';
+import { rowsWorkflow, textRowsWorkflow } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { runToEnd } from '../support/runs';
 import { useService } from '../support/use-service';
@@ -19,22 +19,8 @@ import { useService } from '../support/use-service';
 const QUOTA = 256 * 1024;
 const ROW_CHARS = 200;
 
-/** Rows (a JSON input) → batch → `text` of each row as it is → one result: a big list at concurrency 4. */
-const echoRows = {
-  slug: 'echo-rows',
-  concurrency: 4,
-  nodes: [
-    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-    { id: 'split', type: 'batch' },
-    { id: 'echo', type: 'text', template: '{{row}}' },
-    { id: 'out', type: 'user_result', label: 'Out' },
-  ],
-  edges: [
-    { from: 'rows', to: 'split', port: 'rows' },
-    { from: 'split', to: 'echo', port: 'row' },
-    { from: 'echo', to: 'out' },
-  ],
-};
+/** Each row as it is, through a `text` node: a big list at concurrency 4. */
+const echoRows = textRowsWorkflow('echo-rows', '{{row}}', { concurrency: 4 });
 
 describe('the items of big runs count against the account’s storage quota (D19, D35)', function () {
   this.timeout(180_000);

@@ -53,6 +53,30 @@ export function typedInputsWorkflow(slug: string) {
   };
 }
 
+/** Rows (a JSON input) → batch → `node` once per row (its port `row`) → one result labelled `label` (id `out`). */
+function rowsThrough(
+  slug: string,
+  node: { id: string; type: string } & Record<string, unknown>,
+  label: string,
+  extra: Record<string, unknown>,
+) {
+  return {
+    slug,
+    ...extra,
+    nodes: [
+      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+      { id: 'split', type: 'batch' },
+      node,
+      { id: 'out', type: 'user_result', label },
+    ],
+    edges: [
+      { from: 'rows', to: 'split', port: 'rows' },
+      { from: 'split', to: node.id, port: 'row' },
+      { from: node.id, to: 'out' },
+    ],
+  };
+}
+
 /**
  * Rows (json input) → batch → one `gpt-test` llm call per row (`prompt`, `{{row}}` is the row) →
  * result "Answers": the batch runs of the crash and big-run tests. `extra` adds document fields (`concurrency`).
@@ -62,21 +86,16 @@ export function rowsWorkflow(
   prompt = '{{row}}',
   extra: Record<string, unknown> = {},
 ) {
-  return {
-    slug,
-    ...extra,
-    nodes: [
-      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-      { id: 'split', type: 'batch' },
-      { id: 'ask', type: 'llm', model: 'gpt-test', prompt },
-      { id: 'out', type: 'user_result', label: 'Answers' },
-    ],
-    edges: [
-      { from: 'rows', to: 'split', port: 'rows' },
-      { from: 'split', to: 'ask', port: 'row' },
-      { from: 'ask', to: 'out' },
-    ],
-  };
+  return rowsThrough(slug, { id: 'ask', type: 'llm', model: 'gpt-test', prompt }, 'Answers', extra);
+}
+
+/** Rows (a JSON input) → batch → a `text` node (`say`) filling `template` per row → result "Out". */
+export function textRowsWorkflow(
+  slug: string,
+  template: string,
+  extra: Record<string, unknown> = {},
+) {
+  return rowsThrough(slug, { id: 'say', type: 'text', template }, 'Out', extra);
 }
 
 /** A batch of fixed `rows` → one `gpt-test` llm call per row (`prompt`) → one result (`label`): the fake's directives go in the rows. */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { RUN_TEXT_MAX_CHARS } from '../../domain/item-blocks';
 import { resultsFile } from '../support/files';
 import { temporalClient } from '../support/service';
-import { rowsWorkflow } from '../support/fixtures';
+import { rowsWorkflow, textRowsWorkflow } from '../support/fixtures';
 import { runToEnd } from '../support/runs';
 import { PRICES, START_FEE_USD, texts } from '../support/execution';
 import { useService } from '../support/use-service';
@@ -86,21 +86,7 @@ describe('filled templates are bounded', function () {
 
   it('fills a text node of a big list in blocks: its items are stored, not in the history', async () => {
     // 5,000 rows (more than twice the concurrency of 4) of 200 characters each: 1 MB of items.
-    const doc = {
-      slug: 'big-text',
-      concurrency: 4,
-      nodes: [
-        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-        { id: 'split', type: 'batch' },
-        { id: 'say', type: 'text', template: '{{row}}'.repeat(10) },
-        { id: 'out', type: 'user_result', label: 'Out' },
-      ],
-      edges: [
-        { from: 'rows', to: 'split', port: 'rows' },
-        { from: 'split', to: 'say', port: 'row' },
-        { from: 'say', to: 'out' },
-      ],
-    };
+    const doc = textRowsWorkflow('big-text', '{{row}}'.repeat(10), { concurrency: 4 });
     const rows = Array.from({ length: 5_000 }, (_, i) => `row ${i}`.padEnd(20, '.'));
     const run = await runToEnd(ctx.svc.url, ctx.key, doc, { rows });
     assert.equal(run.status, 'completed', JSON.stringify(run.error));

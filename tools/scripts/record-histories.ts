@@ -33,6 +33,7 @@ import {
   llmWorkflow,
   publish,
   rowsWorkflow,
+  textRowsWorkflow,
   waitForRun,
 } from '../../test/support/fixtures';
 import {
@@ -241,21 +242,7 @@ async function main(): Promise<void> {
       a: `${MARKER} ${'b'.repeat(6_000)}`, // 200 copies: 1.2 MB, past an item's 1 MiB
     });
     assert.equal((await waitForRun(svc.url, key, bounded, 120_000)).status, 'completed');
-    await publish(svc.url, key, {
-      slug: 'big-text',
-      concurrency: 8,
-      nodes: [
-        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
-        { id: 'split', type: 'batch' },
-        { id: 'say', type: 'text', template: 'Q: {{row}}' },
-        { id: 'out', type: 'user_result', label: 'Out' },
-      ],
-      edges: [
-        { from: 'rows', to: 'split', port: 'rows' },
-        { from: 'split', to: 'say', port: 'row' },
-        { from: 'say', to: 'out' },
-      ],
-    });
+    await publish(svc.url, key, textRowsWorkflow('big-text', 'Q: {{row}}', { concurrency: 8 }));
     const bigText = await run('run-big-text', svc, key, 'big-text', {
       rows: Array.from({ length: 40 }, (_, i) => `${MARKER} text ${i}`),
     });
