@@ -15,6 +15,7 @@ import { providerFailure } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
+import type { ReadBudget } from '../lib/net/read-budget';
 import { guardedFetch, UrlRefusedError, type GuardedResponse } from '../lib/net/ssrf';
 import {
   AnswerTooLargeError,
@@ -64,7 +65,11 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
       !(type === '' || type.includes('json') || type.startsWith('text/') || type.includes('xml'))
     )
       return binaryAnswer(deps.files(), req, res, body);
-    return heldAnswer(res, body, ok, type, maxAnswerBytes(), req.rowMaxBytes);
+    return heldAnswer(res, body, ok, type, {
+      maxAnswerBytes: maxAnswerBytes(),
+      rowMaxBytes: req.rowMaxBytes,
+      budget: deps.guard?.readBudget,
+    });
   };
 
   return function httpRequest(req: NodeRequest<'http_request'>): Promise<NodeResult> {
@@ -167,13 +172,14 @@ async function heldAnswer(
   body: Readable,
   ok: boolean,
   type: string,
-  maxAnswerBytes: number,
-  rowMaxBytes = Infinity,
+  limits: { maxAnswerBytes: number; rowMaxBytes?: number; budget?: ReadBudget },
 ): Promise<NodeResult> {
   // A row of a list holds less than one answer may (domain/item-blocks.ts): no more is read.
+  const { maxAnswerBytes, rowMaxBytes = Infinity, budget } = limits;
   const byRow = rowMaxBytes < maxAnswerBytes;
   const cap = byRow ? rowMaxBytes : maxAnswerBytes;
-  const bytes = await readLimited(body, cap, res.headers['content-length']).catch(
+  const share = budget && { budget, signal: activitySignal() };
+  const bytes = await readLimited(body, cap, res.headers['content-length'], share).catch(
     (err: unknown) => {
       if (err instanceof AnswerTooLargeError) {
         const why = byRow ? rowTooLargeMessage(cap) : err.message;

@@ -15,11 +15,16 @@ import { createModelActivity } from './model';
 import { createNodeChunkActivity } from './node-chunk';
 import { createNodeBlockActivity, createTallyBlockActivity, workerBlockSlots } from './node-block';
 import { CallScheduler } from './call-scheduler';
+import { ReadBudget } from '../lib/net/read-budget';
 import { createFileRowsActivity } from './file-rows';
 import { createStoredListActivities } from './stored-lists';
 import { createLoadCarryOverActivity } from './carry-over';
 import type { OutboundGuard } from './provider-http';
-import { DEFAULT_PROVIDER_CALLS, scheduledExecutors } from './provider-calls';
+import {
+  DEFAULT_PROVIDER_CALLS,
+  scheduledExecutors,
+  type ProviderCallLimits,
+} from './provider-calls';
 import { createRetentionActivity } from './retention';
 import { createWebhookActivities, type WebhookDeps } from './webhook';
 
@@ -33,6 +38,27 @@ export interface ActivityDeps {
     >;
   /** Host resolution of the SSRF guard (lib/net/ssrf.ts: webhooks, http_request nodes, provider answers); the system resolver otherwise. */
   resolve?: WebhookDeps['resolve'];
+}
+
+/**
+ * The worker's outbound guards: of provider calls and the URLs in their answers (a provider's
+ * configured origin is trusted, anything else checked as a URL input's host is: ALLOW_PRIVATE_NETWORK,
+ * ALLOW_PRIVATE_HOSTS), and of http_request nodes (the URL inputs' ALLOW_PRIVATE_NETWORK). One
+ * budget holds every answer either reads into memory (WORKER_ANSWER_BUFFER_BYTES).
+ */
+function outboundGuards(
+  deps: ActivityDeps,
+  limits: ProviderCallLimits,
+): { providers: OutboundGuard; requests: OutboundGuard } {
+  const files = deps.config.files;
+  const shared = {
+    allowPrivate: files?.allowPrivateNetwork ?? false,
+    resolve: deps.resolve,
+    maxAnswerBytes: files?.maxAnswerBytes,
+    readBudget:
+      limits.answerBufferBytes !== undefined ? new ReadBudget(limits.answerBufferBytes) : undefined,
+  };
+  return { providers: { ...shared, allowedHosts: files?.allowPrivateHosts }, requests: shared };
 }
 
 /** The activities object registered on a worker. */
@@ -53,21 +79,10 @@ export function createActivities(deps: ActivityDeps) {
     if (!fileDeps) throw invalidNodeConfig('this worker has no file storage configured');
     return fileDeps;
   };
-  // The SSRF guard of URL inputs (ALLOW_PRIVATE_NETWORK) covers http_request nodes too.
-  const allowPrivate = filesConfig?.allowPrivateNetwork ?? false;
-  // Provider calls and the URLs in provider answers: a provider's configured origin is trusted,
-  // anything else is checked as a URL input's host is (ALLOW_PRIVATE_NETWORK, ALLOW_PRIVATE_HOSTS).
-  const providers: OutboundGuard = {
-    allowPrivate,
-    allowedHosts: filesConfig?.allowPrivateHosts,
-    resolve: deps.resolve,
-    maxAnswerBytes: filesConfig?.maxAnswerBytes,
-  };
+  const limits = deps.config.providerCalls ?? DEFAULT_PROVIDER_CALLS;
+  const { providers, requests } = outboundGuards(deps, limits);
   const llm = createLlmActivity({ config: deps.config, guard: providers });
-  const httpRequest = createHttpRequestActivity({
-    files,
-    guard: { allowPrivate, resolve: deps.resolve, maxAnswerBytes: filesConfig?.maxAnswerBytes },
-  });
+  const httpRequest = createHttpRequestActivity({ files, guard: requests });
   const imageGeneration = createImageGenerationActivity({
     config: deps.config,
     files,
@@ -81,7 +96,6 @@ export function createActivities(deps: ActivityDeps) {
   });
   // D36: the rows of chunks and blocks (every node row of a run) wait for a slot of this worker's
   // provider-call scheduler: shared round-robin between accounts, by priority within one.
-  const limits = deps.config.providerCalls ?? DEFAULT_PROVIDER_CALLS;
   const { executors } = scheduledExecutors(
     { llm, http_request: httpRequest, image_generation: imageGeneration, model },
     deps.collections,

@@ -25,6 +25,8 @@ export interface ProviderCallLimits {
   sharedLagTargetMs?: number;
   /** D35: blocks of big nodes this worker runs at once (activities/node-block.ts); 8 if not given. */
   workerBlocks?: number;
+  /** Bytes of answers this worker holds while reading them (lib/net/read-budget.ts); unbounded if not given. */
+  answerBufferBytes?: number;
 }
 
 /** The defaults when a worker is built without configuration (unit uses of createActivities). */

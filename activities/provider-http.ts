@@ -22,6 +22,7 @@ import {
   DEFAULT_MAX_ANSWER_BYTES,
   readLimited,
 } from '../lib/net/read-limited';
+import type { ReadBudget } from '../lib/net/read-budget';
 import { errorMessage, providerFailure } from './failures';
 import { observeProviderCall } from '../lib/metrics';
 
@@ -32,10 +33,12 @@ import { observeProviderCall } from '../lib/metrics';
  */
 export type OutboundGuard = Pick<GuardOptions, 'allowPrivate' | 'allowedHosts' | 'resolve'> & {
   maxAnswerBytes?: number;
+  /** What all the answers the worker reads at once may hold (WORKER_ANSWER_BUFFER_BYTES, lib/net/read-budget.ts). */
+  readBudget?: ReadBudget;
 };
 
 /** The guard of one provider's calls (providerGuard), with the answer cap they read under. */
-export type ProviderGuard = GuardOptions & { maxAnswerBytes?: number };
+export type ProviderGuard = GuardOptions & { maxAnswerBytes?: number; readBudget?: ReadBudget };
 
 /**
  * The guard of one provider's calls and of the URLs in its answers: the configured origin is
@@ -154,6 +157,7 @@ async function guardedProviderRequest(
       res.body,
       guard.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
       res.headers['content-length'],
+      guard.readBudget && { budget: guard.readBudget, signal },
     );
     return { status: res.status, text: bytes.toString('utf8') };
   } catch (err) {

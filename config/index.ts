@@ -113,6 +113,9 @@ export const EnvSchema = z.object({
   // D35: blocks of big nodes one worker process runs at once (shared round-robin between accounts):
   // each holds the items of its unwritten pages, so their number bounds the worker's memory.
   WORKER_BLOCKS: int(8),
+  // What the answers one worker process reads at once may hold in all (lib/net/read-budget.ts): each
+  // is capped by MAX_ANSWER_BYTES, but a tenant's calls in flight near that cap would hold gigabytes.
+  WORKER_ANSWER_BUFFER_BYTES: int(134_217_728),
   // D36: while the worker's event loop lags more than this (p99, ms) its provider-call slots shrink, so
   // small runs' work is not queued behind a saturated CPU (activities/load-governor.ts); 0 turns it off.
   WORKER_CALL_LAG_TARGET_MS: z.coerce.number().int().min(0).default(40),
@@ -301,6 +304,8 @@ export interface Config {
     sharedLagTargetMs: number;
     /** D35: blocks of big nodes one worker process runs at once, all accounts together. */
     workerBlocks: number;
+    /** Bytes of answers one worker process holds while reading them, all calls together. */
+    answerBufferBytes: number;
   };
   /** A worker in its own process serves /metrics here (the API serves its own). */
   worker: {
@@ -507,6 +512,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
       lagTargetMs: e.WORKER_CALL_LAG_TARGET_MS,
       sharedLagTargetMs: e.WORKER_CALL_LAG_TARGET_SHARED_MS,
       workerBlocks: e.WORKER_BLOCKS,
+      answerBufferBytes: e.WORKER_ANSWER_BUFFER_BYTES,
     },
     worker: {
       metricsPort: e.WORKER_METRICS_PORT,

@@ -6,6 +6,7 @@
  * streamed into storage instead, bounded there by MAX_UPLOAD_BYTES (store/files.ts).
  */
 import type { Readable } from 'node:stream';
+import type { ReadBudget } from './read-budget';
 
 /** The default of MAX_ANSWER_BYTES (config/index.ts): far above any real JSON answer, far below a worker's memory. */
 export const DEFAULT_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
@@ -20,26 +21,35 @@ export class AnswerTooLargeError extends Error {
 
 /**
  * The body's bytes, at most `maxBytes` of them. A declared Content-Length over the cap is refused
- * before reading; a body that grows past it is destroyed at the chunk that crosses it.
+ * before reading; a body that grows past it is destroyed at the chunk that crosses it. With a
+ * `budget` (lib/net/read-budget.ts), each chunk is taken from the worker's budget of answer bytes
+ * as it arrives (reading pauses while it is spent) and given back once the body is read.
  */
 export async function readLimited(
   body: Readable,
   maxBytes: number,
   declaredLength?: string | number,
+  budget?: { budget: ReadBudget; signal?: AbortSignal },
 ): Promise<Buffer> {
   if (Number(declaredLength ?? 0) > maxBytes) {
     body.destroy();
     throw new AnswerTooLargeError(maxBytes);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.byteLength;
-    if (size > maxBytes) {
-      body.destroy();
-      throw new AnswerTooLargeError(maxBytes);
+  const reader = budget?.budget.reader();
+  try {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        body.destroy();
+        throw new AnswerTooLargeError(maxBytes);
+      }
+      await reader?.take(chunk.byteLength, budget?.signal);
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+    return Buffer.concat(chunks, size);
+  } finally {
+    reader?.done();
   }
-  return Buffer.concat(chunks, size);
 }

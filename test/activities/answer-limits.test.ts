@@ -4,7 +4,8 @@
  * node's JSON or text) is cut off at MAX_ANSWER_BYTES while it is read. On the real stack with
  * the local fakes streaming a 200 MB or endless body: the item fails for good with the documented
  * message, the server saw the connection close near the cap, the worker's process did not grow
- * by the answer's size, and the worker goes on serving runs.
+ * by the answer's size, and the worker goes on serving runs. All of them together are read within
+ * WORKER_ANSWER_BUFFER_BYTES (lib/net/read-budget.ts): answers past it wait, and complete.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -14,7 +15,7 @@ import { STORED_ROW_MAX_BYTES } from '../../domain/item-blocks';
 import { DEFAULT_MAX_ANSWER_BYTES } from '../../lib/net/read-limited';
 import { streamHugeJson } from '../fakes/huge-body';
 import { startFakeReplicate, type FakeReplicate } from '../fakes/replicate';
-import { firstText, llmWorkflow, rowsWorkflow } from '../support/fixtures';
+import { batchWorkflow, firstText, llmWorkflow, rowsWorkflow } from '../support/fixtures';
 import { runToEnd } from '../support/runs';
 import { useService } from '../support/use-service';
 
@@ -89,15 +90,33 @@ describe('answers the worker reads are capped (MAX_ANSWER_BYTES)', function () {
         replicate: { kind: 'replicate', base_url: replicate.baseUrl, api_key: 'r8_test' },
       }),
       MAX_ANSWER_BYTES: String(CAP),
+      // All the answers the worker reads at once: one and a half of the largest.
+      WORKER_ANSWER_BUFFER_BYTES: String(1.5 * CAP),
       MODEL_POLL_MS: '50',
       // The http_request target listens on loopback.
       ALLOW_PRIVATE_NETWORK: 'true',
     }),
   });
 
-  it('defaults to 16 MiB', () => {
+  it('defaults to 16 MiB an answer, 128 MiB for all a worker reads at once', () => {
     assert.equal(loadConfig({}).files.maxAnswerBytes, 16 * 1024 * 1024);
     assert.equal(DEFAULT_MAX_ANSWER_BYTES, 16 * 1024 * 1024);
+    assert.equal(loadConfig({}).providerCalls.answerBufferBytes, 128 * 1024 * 1024);
+  });
+
+  it('reads answers that together pass WORKER_ANSWER_BUFFER_BYTES a few at a time: eight of 0.9 MB at once all complete', async () => {
+    const rows = Array.from({ length: 8 }, (_, i) => `pad:900000 row ${i}`);
+    const run = await runToEnd(
+      ctx.svc.url,
+      ctx.key,
+      batchWorkflow('padded-answers', rows, '{{row}}'),
+      {},
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    assert.deepEqual(
+      run.output.answers.map((item: any) => [item.status, item.parts[0].text.length]),
+      rows.map(() => ['completed', 900_000]),
+    );
   });
 
   it('an llm answer of 200 MB is cut off at the cap: the item fails once, the process does not grow by it', async () => {
