@@ -67,19 +67,25 @@ export class ReadBudget {
   }
 
   private wait(reader: number, bytes: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { reader, bytes, resolve };
-      this.waiting.push(waiter);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const at = this.waiting.indexOf(waiter);
-          if (at < 0) return;
-          this.waiting.splice(at, 1);
-          reject(signal.reason);
+      const onAbort = () => {
+        const at = this.waiting.indexOf(waiter);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        reject(signal!.reason);
+      };
+      // The listener goes with the wait: a block's signal sees thousands of them.
+      const waiter: Waiter = {
+        reader,
+        bytes,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.waiting.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
