@@ -3,7 +3,8 @@
  * provider's JSON, an `http_request` node's JSON or text) is read through here, so a hostile or
  * broken server cannot exhaust the worker's memory with an endless or huge body: past the cap the
  * stream is destroyed (its connection closed) while reading, never buffered first. Files are
- * streamed into storage instead, bounded there by MAX_UPLOAD_BYTES (store/files.ts).
+ * streamed into storage instead, bounded there by MAX_UPLOAD_BYTES (store/files.ts). All the
+ * answers a worker reads at once share one budget besides (lib/net/read-budget.ts).
  */
 import type { Readable } from 'node:stream';
 import type { ReadBudget } from './read-budget';
@@ -21,7 +22,7 @@ export class AnswerTooLargeError extends Error {
 
 /**
  * The body's bytes, at most `maxBytes` of them. A declared Content-Length over the cap is refused
- * before reading; a body that grows past it is destroyed at the chunk that crosses it. With a
+ * before reading; a body that grows past it is destroyed at the chunk that crosses it. Sharing a
  * `budget` (lib/net/read-budget.ts), each chunk is taken from the worker's budget of answer bytes
  * as it arrives (reading pauses while it is spent) and given back once the body is read.
  */
@@ -29,13 +30,13 @@ export async function readLimited(
   body: Readable,
   maxBytes: number,
   declaredLength?: string | number,
-  budget?: { budget: ReadBudget; signal?: AbortSignal },
+  share?: { budget: ReadBudget; signal?: AbortSignal },
 ): Promise<Buffer> {
   if (Number(declaredLength ?? 0) > maxBytes) {
     body.destroy();
     throw new AnswerTooLargeError(maxBytes);
   }
-  const reader = budget?.budget.reader();
+  const reader = share?.budget.reader();
   try {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -45,7 +46,7 @@ export async function readLimited(
         body.destroy();
         throw new AnswerTooLargeError(maxBytes);
       }
-      await reader?.take(chunk.byteLength, budget?.signal);
+      await reader?.take(chunk.byteLength, share?.signal);
       chunks.push(chunk);
     }
     return Buffer.concat(chunks, size);
