@@ -8,6 +8,7 @@ import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { requestLog } from './middleware/request-log';
 import { tracing } from './middleware/tracing';
+import { accountRoutes } from './routes/account';
 import { filesRoutes } from './routes/files';
 import { healthRoutes } from './routes/health';
 import { openapiRoutes } from './routes/openapi';
@@ -102,6 +103,7 @@ function routers(deps: RouteDeps) {
     ),
     rerunRoutes(only(deps, ...STARTS)),
     filesRoutes(only(deps, ...GUARDS, 'db', 'fileQuota')),
+    accountRoutes(only(deps, ...GUARDS, 'credits', 'fileQuota', 'workflowQuota')),
     streamLinkRoutes(only(deps, ...GUARDS, 'db', 'pollers', 'streams')),
     playgroundRoutes(only(deps, 'config')),
     codecRoutes({ config: deps.config, codec: deps.gateway.codec }),

@@ -47,6 +47,7 @@ import {
   StreamQuerySchema,
 } from './request-schemas';
 import {
+  AccountSchema,
   DeletedFileSchema,
   DeletedRunSchema,
   DeletedWorkflowSchema,
@@ -416,6 +417,17 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
       responses: {
         '200': json(DeletedFileSchema, 'Deleted.', true),
         ...errors(401, 404, 409, 429, 500, 503),
+      },
+    },
+  },
+  '/api/v1/account': {
+    get: {
+      operationId: 'getAccount',
+      summary:
+        'Your account (D41): its credit (balance, held by runs in progress, available) and its storage quotas',
+      responses: {
+        '200': json(AccountSchema, 'The account.', true),
+        ...errors(401, 429, 500, 503),
       },
     },
   },

@@ -64,6 +64,36 @@ export const FileSchema = z.object({
 });
 export type FileView = z.infer<typeof FileSchema>;
 
+const usd = (description: string) => z.number().describe(description);
+const quotaSchema = (what: string) =>
+  z.object({
+    used_bytes: z.int().min(0).describe(`Bytes ${what} hold now.`),
+    quota_bytes: z.int().min(0).describe('The most they may hold at once.'),
+  });
+
+/** D41: the caller's account, its credit and its storage quotas (GET /api/v1/account). */
+export const AccountSchema = z.object({
+  id: z.string().describe('`acct_...` (D5).'),
+  object: z.literal('account'),
+  name: z.string(),
+  credits: z
+    .object({
+      balance_usd: usd('The ledger balance: credits added minus what ended runs cost.'),
+      held_usd: usd('Held by runs in progress (and starts being admitted) until they end (D17).'),
+      available_usd: usd(
+        'What new runs may use: the balance minus what is held; a start is 402 at or below 0.',
+      ),
+    })
+    .describe('At most a few seconds old; never shows more available than there is.'),
+  file_storage: quotaSchema(
+    'your uploads, the files your runs made and the items of big runs',
+  ).describe('D19: past the quota, uploads are 413 `storage_quota_exceeded`.'),
+  workflow_storage: quotaSchema('your published workflow versions').describe(
+    'D26: past the quota, a publish is 413 `storage_quota_exceeded`.',
+  ),
+});
+export type AccountView = z.infer<typeof AccountSchema>;
+
 /** A page of a cursor-paginated list (D23, D30): `starting_after=<last_id>` asks for the next one. */
 const listOf = <T extends z.ZodType>(item: T) =>
   z.object({

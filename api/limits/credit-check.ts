@@ -26,7 +26,12 @@
  * cover, so it never adds to the one-hold bound.
  */
 import type { Collections } from '../../store/db';
-import { appendHold, findChainHead, type ChainHead } from '../../store/credit-holds';
+import {
+  appendHold,
+  findChainHead,
+  type AccountCredit,
+  type ChainHead,
+} from '../../store/credit-holds';
 import { generateId } from '../../store/ids';
 import {
   checkpointDue,
@@ -128,6 +133,29 @@ export class CreditCheck {
       usd: holdUsd,
       note: `hold released: ${why}`,
     });
+  }
+
+  /**
+   * What the account has, for its own caller to read (D41): the chain's head read now, the ledger's
+   * sums shared with the gate and refreshed once older than the gate lets them grow (so reading it
+   * in a loop costs the store at most one sum per TTL, and a few `_id` reads). A sum not yet
+   * counting a hold given back shows it still held: never more available than there is.
+   */
+  async credit(accountId: string): Promise<AccountCredit> {
+    const state = this.state(accountId);
+    const known = state.sums;
+    const fresh =
+      known && Date.now() - known.startedAt <= Math.max(this.ttlMs, SUM_COST_SHARE * known.tookMs);
+    const [sums, head] = await Promise.all([
+      fresh ? known : this.sum(accountId, state),
+      findChainHead(this.collections, accountId, state.head),
+    ]);
+    const held = Math.max(0, roundUsd(head.reserved_usd - sums.released));
+    return {
+      balance_usd: sums.balance,
+      held_usd: held,
+      available_usd: roundUsd(sums.balance - held),
+    };
   }
 
   /** Gives back every lease's unused rest now (the API is stopping). */

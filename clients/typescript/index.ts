@@ -5,6 +5,7 @@
  */
 import type { AsyncStartResponse, StartRequest } from '../../api/contract/request-schemas';
 import type {
+  AccountView,
   DeletedFile,
   DeletedRun,
   FileList,
@@ -16,6 +17,7 @@ import type { RunView } from '../../domain/run-view';
 import { isTerminal, isTerminalEvent, type OutputItem, type StreamEvent } from '../../domain/run';
 
 export type {
+  AccountView as Account,
   AsyncStartResponse,
   DeletedFile,
   DeletedRun,
@@ -225,6 +227,11 @@ export class WrsClient {
   /** D19: deletes an upload, freeing its room in the storage quota; a run's own file goes with its run. */
   deleteFile(fileId: string): Promise<DeletedFile> {
     return this.json('DELETE', `/api/v1/files/${encodeURIComponent(fileId)}`);
+  }
+
+  /** D41: your account: its credit (balance, held by runs in progress, available) and its storage quotas. */
+  account(): Promise<AccountView> {
+    return this.json('GET', '/api/v1/account');
   }
 
   /** D31: one page of a run's output `key` (live or finished), in output order. */

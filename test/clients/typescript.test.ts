@@ -156,6 +156,16 @@ describe('typed client', function () {
     await fs.rm(dir, { recursive: true });
   });
 
+  it('reads its account: credit and storage (D41)', async () => {
+    const own = await ctx.newAccount(4);
+    const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: own.key });
+    await client.upload(new TextEncoder().encode('hello'), { name: 'hello.txt' });
+    const account = await client.account();
+    assert.equal(account.id, own.accountId);
+    assert.deepEqual(account.credits, { balance_usd: 4, held_usd: 0, available_usd: 4 });
+    assert.equal(account.file_storage.used_bytes, 5);
+  });
+
   it('starts with a priority (D36); one that is not low, normal or high is 400 naming the field', async () => {
     const client = new WrsClient({ baseUrl: ctx.svc.url, apiKey: ctx.key });
     const started = await client.start({ workflowId: 'batch', priority: 'high' });

@@ -157,6 +157,21 @@ def test_upload_and_read_a_file(client: WrsClient, tmp_path) -> None:  # type: i
         client.get_file(same["id"])
 
 
+def test_account(client: WrsClient, base_url: str, api_key: str) -> None:
+    account = client.account()
+    assert account["object"] == "account" and account["id"].startswith("acct_")
+    credits = account["credits"]
+    assert credits["balance_usd"] > 0 and credits["available_usd"] == round(credits["balance_usd"] - credits["held_usd"], 9)
+    assert 0 <= account["file_storage"]["used_bytes"] <= account["file_storage"]["quota_bytes"]
+    assert account["workflow_storage"]["used_bytes"] > 0  # the fixtures' published workflows
+
+    async def read() -> dict:
+        async with AsyncWrsClient(base_url, api_key) as c:
+            return dict(await c.account())
+
+    assert asyncio.run(read())["id"] == account["id"]
+
+
 def test_list_runs_pages_with_a_cursor(client: WrsClient, workflows: dict) -> None:
     ids = [client.start(workflows["greet"], {"name": f"p{i}"})["run_id"] for i in range(3)]
     first = client.list_runs(limit=2, workflow_id=workflows["greet"])

@@ -583,6 +583,10 @@ describe('OpenAPI document conformance (D25)', function () {
       413,
     );
 
+    const account = await op('GET', '/api/v1/account', '/api/v1/account', { key: ctx.key });
+    assert.equal(account.status, 200);
+    assert.ok(account.body.file_storage.used_bytes >= 'hello, files'.length);
+
     const fileId = stored.body.id;
     assert.equal(
       (await op('GET', '/api/v1/files/{fileId}', `/api/v1/files/${fileId}`, { key: ctx.key }))

@@ -11,7 +11,7 @@ from ._errors import (
     WebhookVerificationError,
     WrsError,
 )
-from ._types import AsyncStart, DeletedFile, DeletedRun, DeletedWorkflow, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WorkflowContract
+from ._types import Account, AsyncStart, Credits, StorageUse, DeletedFile, DeletedRun, DeletedWorkflow, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WorkflowContract
 from .webhooks import verify_webhook
 
 __all__ = [
@@ -27,7 +27,10 @@ __all__ = [
     "ServiceUnavailableError",
     "StreamError",
     "WebhookVerificationError",
+    "Account",
     "AsyncStart",
+    "Credits",
+    "StorageUse",
     "DeletedFile",
     "DeletedWorkflow",
     "DeletedRun",

@@ -21,6 +21,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._errors import APIError, StreamError, error_from_response
 from ._types import (
+    Account,
     DeletedFile,
     DeletedWorkflow,
     DeletedRun,
@@ -347,6 +348,10 @@ class WrsClient(_Base):
         """Deletes an upload (D19), freeing its room in the storage quota; its links are 404 after."""
         return cast(DeletedFile, self._json("DELETE", _path("files", file_id)))
 
+    def account(self) -> Account:
+        """Your account (D41): its credit (balance, held by runs in progress, available) and its storage quotas."""
+        return cast(Account, self._json("GET", _path("account")))
+
     def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
         """A published workflow's contract: its inputs (with a JSON Schema) and outputs."""
         return cast(WorkflowContract, self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))
@@ -522,6 +527,9 @@ class AsyncWrsClient(_Base):
 
     async def delete_file(self, file_id: str) -> DeletedFile:
         return cast(DeletedFile, await self._json("DELETE", _path("files", file_id)))
+
+    async def account(self) -> Account:
+        return cast(Account, await self._json("GET", _path("account")))
 
     async def workflow(self, workflow_id: str, *, version: Union[int, str, None] = None) -> WorkflowContract:
         return cast(WorkflowContract, await self._json("GET", _path("workflows", workflow_id), params=_query(version=version)))

@@ -122,6 +122,32 @@ class Page(TypedDict, Generic[T]):
     has_more: bool
 
 
+class Credits(TypedDict):
+    """An account's credit in USD (D17): its balance, what runs in progress hold of it, and the rest."""
+
+    balance_usd: float
+    held_usd: float
+    available_usd: float
+
+
+class StorageUse(TypedDict):
+    """What one storage quota holds now, and the most it may hold, in bytes."""
+
+    used_bytes: int
+    quota_bytes: int
+
+
+class Account(TypedDict):
+    """Your account (D41): its credit and its storage quotas (files and big runs' items; workflow versions)."""
+
+    id: str
+    object: str
+    name: str
+    credits: Credits
+    file_storage: StorageUse
+    workflow_storage: StorageUse
+
+
 class File(TypedDict):
     """An uploaded file; `url` is a signed link that works without the API key."""
 
