@@ -1,4 +1,9 @@
-/** D29: the activity the hourly retention workflow runs: removes runs and files older than RETENTION_DAYS. */
+/**
+ * The activity the hourly retention workflow runs: removes runs and files older than RETENTION_DAYS
+ * (D29), then gives back credit held for no run by API processes that stopped while starting runs
+ * (D17, store/hold-sweep.ts): the service's hourly housekeeping, in the one activity the schedule
+ * already runs.
+ */
 import { log } from '@temporalio/activity';
 import type { Db } from 'mongodb';
 import type { Config } from '../config';
@@ -8,13 +13,14 @@ import {
   type RemovedRuns,
   type RetentionCollections,
 } from '../store/retention';
+import { sweepHolds, type SweptHolds } from '../store/hold-sweep';
 import { heartbeating } from './heartbeat';
 
 const DAY_MS = 86_400_000;
 const DEFAULT_RETENTION_DAYS = 30;
 
 export interface RetentionDeps {
-  collections: RetentionCollections;
+  collections: RetentionCollections & Parameters<typeof sweepHolds>[0];
   /** The database of the GridFS `files` bucket; without it files are left (a worker without file storage). */
   db?: Db;
   config: Partial<Pick<Config, 'retention'>>;
@@ -22,14 +28,17 @@ export interface RetentionDeps {
 
 /** Builds the retention activity; the cutoff is taken from the worker's configuration at each call. */
 export function createRetentionActivity(deps: RetentionDeps) {
-  return async function applyRetention(): Promise<RemovedRuns & { files: number }> {
+  return async function applyRetention(): Promise<
+    RemovedRuns & { files: number; holds: SweptHolds }
+  > {
     const days = deps.config.retention?.days ?? DEFAULT_RETENTION_DAYS;
     const cutoff = new Date(Date.now() - days * DAY_MS);
     // Heartbeats keep a long first clean-up alive; a dead worker's attempt is retried elsewhere.
     const result = await heartbeating(async () => {
       const runs = await removeRunsOlderThan(deps.collections, cutoff);
       const files = deps.db ? await deleteFilesOlderThan(deps.db, cutoff) : 0;
-      return { ...runs, files };
+      const holds = await sweepHolds(deps.collections);
+      return { ...runs, files, holds };
     });
     logInfo('retention applied', { cutoff: cutoff.toISOString(), ...result });
     return result;

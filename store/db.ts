@@ -126,6 +126,8 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     // D29: the retention job finds old finalized runs and old deliveries by creation time.
     collections.runs.createIndex({ created_at: 1 }, { name: 'created_at' }),
     collections.webhookDeliveries.createIndex({ created_at: 1 }, { name: 'created_at' }),
+    // D17: the hourly sweep of held credit finds the accounts whose chain went quiet by entry time.
+    collections.creditHolds.createIndex({ created_at: 1 }, { name: 'created_at' }),
     // A big run's chunks are read in one ordered query (store/runs.ts chunksOf) and removed by run (retention).
     collections.runChunks.createIndex({ run_id: 1, index: 1 }, { name: 'run_chunks' }),
     // D39: a deleted run's idempotency keys and files are found by run id (store/erase-run.ts).

@@ -218,7 +218,13 @@ export function listEntries(
   accountId: string,
   limit = 100,
 ): Promise<LedgerDoc[]> {
-  return c.ledger.find({ account_id: accountId }).sort({ _id: 1 }).limit(limit).toArray();
+  // In booking order: most ids are time-ordered (ULIDs), but a debit's is its run's (the run's
+  // start) and a swept release's names the state it gives back (store/hold-sweep.ts).
+  return c.ledger
+    .find({ account_id: accountId })
+    .sort({ created_at: 1, _id: 1 })
+    .limit(limit)
+    .toArray();
 }
 
 /** How many entries the account has. */

@@ -60,13 +60,20 @@ describe('retention (D29)', function () {
     assert.equal(ctx.svc.config.retention.days, 30); // the default
   });
 
-  it('the scheduled workflow runs the retention activity on a worker (nothing is old enough here)', async () => {
+  it('the scheduled workflow runs the retention activity and the sweep of held credit on a worker (nothing is old enough here)', async () => {
     const result = await temporalClient(ctx.svc).workflow.execute(RETENTION_WORKFLOW_TYPE, {
       taskQueue: ctx.svc.config.temporal.taskQueue,
       workflowId: `retention-test-${Date.now()}`,
       args: [],
     });
-    assert.deepEqual(result, { runs: 0, idempotencyKeys: 0, webhookDeliveries: 0, files: 0 });
+    assert.deepEqual(result, {
+      runs: 0,
+      idempotencyKeys: 0,
+      webhookDeliveries: 0,
+      files: 0,
+      // D17: and the sweep of credit held for no run (test/store/hold-sweep.test.ts).
+      holds: { accounts: 0, releases: 0, releasedUsd: 0 },
+    });
   });
 
   it('removes finalized runs, their event logs, idempotency keys and files past the retention; reads are 404; ledger entries stay', async () => {
