@@ -22,8 +22,9 @@
  *  4. the start was refused (404, 400, 402, 503): startRun removes the record of a run whose
  *     workflow it could not start and the claim is released, so a corrected or later retry is
  *     judged afresh. A claimant that dies before releasing leaves case 1.
- *  5. no repeat ever comes: the claim (and in case 2 a `pending` record) stay until the claim
- *     expires after 24 hours. Nothing is billed: a run is debited only when its workflow ends.
+ *  5. no repeat ever comes: the claim stays until it expires after 24 hours; in case 2 the
+ *     `pending` record stays until a read finds it 15 minutes old and ends it `failed`, billed
+ *     nothing (settle-never-started.ts); a repeat after that answers with the failed run.
  */
 import type { Collections } from '../../store/db';
 import type { IdempotencyKeyDoc, RunDoc } from '../../store/documents';

@@ -20,6 +20,7 @@ import { isTerminal, webhookMessageId, type RunStatus } from '../../domain/run';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
 import { isBigRun, streamRunView } from '../../store/run-view-stream';
+import { neverStarted, settleNeverStarted } from './settle-never-started';
 
 /**
  * The caller's run record without its chunks, items or event log, or 404: unknown, malformed or
@@ -41,7 +42,10 @@ function notFound(runId: string): NotFoundError {
 
 /** What reading a run needs. */
 export interface ReadRunDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks' | 'webhookDeliveries'>;
+  collections: Pick<
+    Collections,
+    'runs' | 'runChunks' | 'itemBlocks' | 'webhookDeliveries' | 'ledger'
+  >;
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
   knownRuns?: KnownRuns;
@@ -127,7 +131,15 @@ async function unfinishedView(
 ): Promise<RunView> {
   deps.knownRuns?.remember(doc);
   rememberSecret(deps, doc);
-  return (skeleton ? undefined : await liveView(deps, doc._id, doc)) ?? runView(doc);
+  return (skeleton ? undefined : await liveView(deps, doc._id, doc, doc)) ?? runView(doc);
+}
+
+/** A record whose start died before its workflow (settle-never-started.ts): ended, and read again as stored. */
+async function settledNeverStarted(deps: ReadRunDeps, doc: RunDoc): Promise<RunView | undefined> {
+  await settleNeverStarted(deps.collections, doc);
+  deps.knownRuns?.forget(doc._id);
+  const ended = await findRunHead(deps.collections, doc.account_id, doc._id);
+  return ended ? runView(ended) : undefined;
 }
 
 /** D39: the record read carries the secret of its payloads' key: asking its workflow next needs no second read. */
@@ -141,16 +153,21 @@ export function rememberSecret(
 
 /**
  * The view of a run not finalized when last looked at, from its workflow's query (`pending` while
- * it is queued); undefined when only the stored record can answer (Temporal has no news).
+ * it is queued); undefined when only the stored record can answer (Temporal has no news). A stored
+ * record Temporal has no workflow for, old enough, is a start that died: it is ended here.
  */
 async function liveView(
   deps: ReadRunDeps,
   runId: string,
   record: RunViewSource & Pick<RunDoc, 'account_id'>,
+  stored?: RunDoc,
 ): Promise<RunView | undefined> {
   // No events wanted here: ask only for status and results.
-  const { snapshot, queued } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
-  if (!snapshot) return queued ? runView(record) : undefined;
+  const { snapshot, queued, missing } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
+  if (!snapshot) {
+    if (missing && stored && neverStarted(stored)) return settledNeverStarted(deps, stored);
+    return queued ? runView(record) : undefined;
+  }
   // Completed with an output too large for a query answer: it shows completed once its record is written.
   if (snapshot.outputDeferred) {
     // Forgotten, so the next read asks the store first: once the record is written it answers

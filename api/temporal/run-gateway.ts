@@ -436,11 +436,16 @@ export class RunGateway {
   async probe(
     runId: string,
     afterSequence = -1,
-  ): Promise<{ snapshot: RunSnapshot | null; queued: boolean; unanswered: boolean }> {
-    const { answer, queued, unanswered } = await this.query(runId, (handle) =>
+  ): Promise<{
+    snapshot: RunSnapshot | null;
+    queued: boolean;
+    unanswered: boolean;
+    missing: boolean;
+  }> {
+    const { answer, queued, unanswered, missing } = await this.query(runId, (handle) =>
       handle.query(snapshotQuery, afterSequence, COMPACT),
     );
-    return { snapshot: answer ? answer.value : null, queued, unanswered };
+    return { snapshot: answer ? answer.value : null, queued, unanswered, missing };
   }
 
   /**
@@ -462,14 +467,21 @@ export class RunGateway {
   private async query<T>(
     runId: string,
     ask: (handle: WorkflowHandle) => Promise<T>,
-  ): Promise<{ answer: { value: T } | null; queued: boolean; unanswered: boolean }> {
+  ): Promise<{
+    answer: { value: T } | null;
+    queued: boolean;
+    unanswered: boolean;
+    missing: boolean;
+  }> {
     const stop = queryDuration.startTimer();
     let answer: { value: T } | null = null;
     let queued = false;
     let unanswered = true; // until Temporal says the run is queued or closed, or answers
+    let missing = false;
     try {
       const { state, status } = await this.startState(runId);
       queued = state === 'queued';
+      missing = state === 'missing';
       if (state === 'queued' || state === 'closed') unanswered = false;
       if (status !== undefined) await this.settleUnfinished(runId, status);
       if (state === 'started') {
@@ -491,7 +503,7 @@ export class RunGateway {
       // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
     }
     stop({ outcome: answer ? 'ok' : 'no_news' });
-    return { answer, queued, unanswered };
+    return { answer, queued, unanswered, missing };
   }
 
   /** Runs one start or cancel call under the configured deadline. */
@@ -518,7 +530,7 @@ export class RunGateway {
    */
   private async startState(
     runId: string,
-  ): Promise<{ state: 'started' | 'queued' | 'closed' | 'unknown'; status?: number }> {
+  ): Promise<{ state: 'started' | 'queued' | 'closed' | 'missing' | 'unknown'; status?: number }> {
     if (this.started.has(runId)) return { state: 'started' };
     try {
       const description = await this.opts.connection.withDeadline(
@@ -531,7 +543,9 @@ export class RunGateway {
       if (description.historyLength < 4) return { state: 'queued' };
     } catch (err) {
       if (isTemporalUnreachable(err)) throw err; // probe() turns it into a 503
-      return { state: 'unknown' }; // Temporal cannot say (or forgot the run): the stored record is the answer
+      // Never started, or closed and forgotten: the stored record is the answer (read-run.ts).
+      if (err instanceof WorkflowNotFoundError) return { state: 'missing' };
+      return { state: 'unknown' }; // Temporal cannot say: the stored record is the answer
     }
     if (this.started.size >= STARTED_MEMORY)
       this.started.delete(this.started.values().next().value!);

@@ -1,0 +1,76 @@
+/**
+ * A run recorded by an API process that died before starting its workflow, on the real stack: a
+ * read of it, once it is older than any start could take, ends it `failed`, billed nothing, its
+ * hold given back (D17); a younger one is left `pending` (its start may still be under way).
+ */
+import assert from 'node:assert/strict';
+import { CreditCheck } from '../../../api/limits/credit-check';
+import {
+  NEVER_STARTED_AFTER_MS,
+  NEVER_STARTED_ERROR,
+} from '../../../api/runs/settle-never-started';
+import { accountCredit } from '../../../store/credit-holds';
+import { deriveId, generateId } from '../../../store/ids';
+import { insertRun } from '../../../store/runs';
+import { call } from '../../support/http';
+import { pendingRun } from '../../support/store';
+import { useService } from '../../support/use-service';
+
+describe('a run whose start died before its workflow', function () {
+  this.timeout(60_000);
+  const ctx = useService({ credit: 5 });
+
+  /** A run recorded as a start does (its hold reserved, its record written `ageMs` ago) whose workflow never started. */
+  async function orphan(ageMs: number): Promise<string> {
+    const c = ctx.svc.store.collections;
+    const runId = generateId('run');
+    const gate = new CreditCheck(c); // the process that died; its lease's rest goes back
+    await gate.reserve(ctx.accountId, runId, 0.2);
+    await gate.close();
+    await insertRun(
+      c,
+      pendingRun({
+        _id: runId,
+        account_id: ctx.accountId,
+        key_id: ctx.keyId,
+        hold_usd: 0.2,
+        created_at: new Date(Date.now() - ageMs),
+      }),
+    );
+    return runId;
+  }
+
+  it('is ended `failed` by a read once it is old enough, billed nothing, its hold given back', async () => {
+    const c = ctx.svc.store.collections;
+    const runId = await orphan(NEVER_STARTED_AFTER_MS + 60_000);
+    assert.equal((await accountCredit(c, ctx.accountId)).held_usd, 0.2);
+
+    const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    assert.equal(read.status, 200);
+    assert.equal(read.body.status, 'failed');
+    assert.equal(read.body.error, NEVER_STARTED_ERROR);
+    assert.equal(read.body.total_cost, 0);
+    const entry = await c.ledger.findOne({ _id: deriveId('led', runId) });
+    assert.equal(entry?.amount_usd, 0);
+    assert.equal(entry?.released_usd, 0.2);
+    assert.deepEqual(await accountCredit(c, ctx.accountId), {
+      balance_usd: 5,
+      held_usd: 0,
+      available_usd: 5,
+    });
+    // Read again: the same end, one entry.
+    const again = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    assert.equal(again.body.status, 'failed');
+    assert.equal(await c.ledger.countDocuments({ run_id: runId }), 1);
+  });
+
+  it('is left `pending` while its start could still be under way', async () => {
+    const runId = await orphan(60_000);
+    const read = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
+    assert.equal(read.status, 200);
+    assert.equal(read.body.status, 'pending');
+    const record = await ctx.svc.store.collections.runs.findOne({ _id: runId });
+    assert.equal(record?.finalized, false);
+    assert.equal(await ctx.svc.store.collections.ledger.countDocuments({ run_id: runId }), 0);
+  });
+});
