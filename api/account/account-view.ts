@@ -7,7 +7,6 @@
 import type { Collections } from '../../store/db';
 import type { StorageQuota } from '../../store/storage-quota';
 import { findAccount } from '../../store/accounts';
-import { NotFoundError } from '../../domain/errors';
 import type { CreditCheck } from '../limits/credit-check';
 import type { AccountView } from '../contract/response-schemas';
 
@@ -26,8 +25,8 @@ export async function accountView(deps: AccountViewDeps, accountId: string): Pro
     deps.fileQuota.room(accountId),
     deps.workflowQuota.room(accountId),
   ]);
-  // A key outlives its account only between an operator's delete and the key cache's expiry.
-  if (!account) throw new NotFoundError('This key’s account no longer exists.');
+  // Accounts are never deleted, and a key is issued only for one that exists.
+  if (!account) throw new Error(`account ${accountId} of a live key is missing`);
   return {
     id: account._id,
     object: 'account',

@@ -160,6 +160,7 @@ async function liveView(
   deps: ReadRunDeps,
   runId: string,
   record: RunViewSource & Pick<RunDoc, 'account_id'>,
+  /** The whole record, when it was just read from the store: only it can tell a start that died (its hold). */
   stored?: RunDoc,
 ): Promise<RunView | undefined> {
   // No events wanted here: ask only for status and results.
