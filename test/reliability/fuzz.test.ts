@@ -237,6 +237,7 @@ describe('reliability: fuzzing every route never takes the API process down', fu
       ['GET', `/api/v1/files/${fileId}`, auth],
       // D19: an id of no file, so the fuzzing deletes nothing the other routes read.
       ['DELETE', '/api/v1/files/file_01J00000000000000000000000', auth],
+      ['GET', '/api/v1/account', auth],
       ['GET', fileLink, {}],
       ['GET', streamLink, {}],
       ['POST', '/codec/decode', json],
