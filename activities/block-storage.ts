@@ -50,17 +50,19 @@ export class BlockStorage {
    */
   async admit(item: Item, length: number): Promise<Item> {
     const account = this.req.accountId;
-    if (!this.quota || account === undefined) return this.count(item, length);
-    if (this.unpaid) {
-      const storage = this.quota;
-      const { room, used, quota } = await waitingForStore(() => storage.room(account), this.alive);
-      // Nothing awaits between the check and the count below: rows ending together see each other.
-      if (length > room)
-        return this.counted(
-          failed({ message: quotaFullMessage(used, quota), type: 'storage_quota_exceeded' }),
-        );
-    }
-    return this.count(item, length);
+    if (!this.quota || account === undefined || !this.unpaid) return this.count(item, length);
+    const storage = this.quota;
+    // Checked and counted in one step: rows ending together see each other.
+    const taken = await waitingForStore(() => storage.take(account, length), this.alive);
+    if (!taken.fits)
+      return this.counted(
+        failed({
+          message: quotaFullMessage(taken.used, taken.quota),
+          type: 'storage_quota_exceeded',
+        }),
+      );
+    this.bytes += length;
+    return item;
   }
 
   /** An item stored without a check (a row whose input failed: a small item of the block's own). */

@@ -36,6 +36,15 @@ describe('storage quota: the check and the hold of concurrent writes', () => {
     assert.equal((await storage.room('acct_a')).room, 1_000, 'released holds give the room back');
   });
 
+  it('counts what it lets in, in the same step as the check (a big run’s items, D35)', async () => {
+    const { storage, answer } = quotaWithPendingSum(1_000);
+    const takes = Array.from({ length: 25 }, () => storage.take('acct_a', 100));
+    answer();
+    const fits = (await Promise.all(takes)).filter((t) => t.fits);
+    assert.equal(fits.length, 10, `${fits.length} items of 100 bytes fit a quota of 1,000`);
+    assert.deepEqual(await storage.room('acct_a'), { room: 0, used: 1_000, quota: 1_000 });
+  });
+
   it('holds the most a write of unknown length may grow to', async () => {
     const { storage, answer } = quotaWithPendingSum(250);
     const reservations = Array.from({ length: 5 }, () => storage.reserve('acct_a', 0));
