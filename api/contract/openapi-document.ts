@@ -19,6 +19,7 @@ import {
   StreamLinkRequestSchema,
 } from './request-schemas';
 import {
+  AccountSchema,
   DeletedFileSchema,
   DeletedRunSchema,
   DeletedWorkflowSchema,
@@ -59,6 +60,7 @@ const COMPONENTS = {
   StreamLinkRequest: StreamLinkRequestSchema,
   StreamLink: StreamLinkSchema,
   Payloads: PayloadsJsonSchema,
+  Account: AccountSchema,
 } satisfies Record<string, z.ZodType>;
 
 /**
