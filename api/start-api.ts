@@ -12,6 +12,7 @@ import { CreditCheck } from './limits/credit-check';
 import { listen, type CloseStats, type RunningServer } from './server';
 import { Drain } from './drain';
 import { createPollSource } from './stream/poll-source';
+import { settleIfNeverStarted } from './runs/settle-never-started';
 import { PollerRegistry } from './stream/run-poller';
 
 export interface ApiHandle extends RunningServer {
@@ -63,7 +64,9 @@ export async function startApi(
   });
   await gateway.ensureRetentionSchedule(); // D29
   const pollers = new PollerRegistry(
-    createPollSource(gateway, store.collections),
+    createPollSource(gateway, store.collections, (runId) =>
+      settleIfNeverStarted(store.collections, runId),
+    ),
     config.api.stream.pollMs,
   );
   const credits = new CreditCheck(store.collections);

@@ -1,14 +1,16 @@
 /**
  * A run recorded by an API process that died before starting its workflow (the start writes the
  * record first, so the run is readable the moment its id is returned): no worker will ever end it,
- * so its record would say `pending` forever and keep its credit held (D17). A read that finds no
- * workflow for a `pending` record older than NEVER_STARTED_AFTER_MS settles it here: `failed`,
+ * so its record would say `pending` forever and keep its credit held (D17). A read (or a stream's
+ * poller) that finds no workflow for a `pending` record older than NEVER_STARTED_AFTER_MS settles
+ * it here: `failed`,
  * saying so, billed nothing, its hold given back by its one ledger entry. Idempotent like every
  * end of a run (store/run-end.ts): two reads settling it at once book one entry.
  */
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { recordRunEnd } from '../../store/run-end';
+import { findRunWithoutLog } from '../../store/runs';
 import type { RunFinal } from '../../domain/run';
 import { createdEventOf, settledFailureEvent } from '../stream/stream-events';
 
@@ -26,6 +28,16 @@ type Record = Pick<
 /** Whether a record Temporal has no workflow for is a start that died (a younger one may still be starting). */
 export function neverStarted(record: Record, now = Date.now()): boolean {
   return record.status === 'pending' && now - record.created_at.getTime() > NEVER_STARTED_AFTER_MS;
+}
+
+/** Ends the run if its record is one (a stream's poller found no workflow for it). */
+export async function settleIfNeverStarted(
+  collections: Pick<Collections, 'runs' | 'ledger'>,
+  runId: string,
+): Promise<void> {
+  const record = await findRunWithoutLog(collections, runId, { inputs: false });
+  if (record && !record.finalized && neverStarted(record))
+    await settleNeverStarted(collections, record);
 }
 
 /** Ends such a run: `failed`, nothing billed, its hold given back. */

@@ -1,7 +1,8 @@
 /**
  * A run recorded by an API process that died before starting its workflow, on the real stack: a
  * read of it, once it is older than any start could take, ends it `failed`, billed nothing, its
- * hold given back (D17); a younger one is left `pending` (its start may still be under way).
+ * hold given back (D17), and so does a stream's poller; a younger one is left `pending` (its start
+ * may still be under way).
  */
 import assert from 'node:assert/strict';
 import { CreditCheck } from '../../../api/limits/credit-check';
@@ -13,6 +14,7 @@ import { accountCredit } from '../../../store/credit-holds';
 import { deriveId, generateId } from '../../../store/ids';
 import { insertRun } from '../../../store/runs';
 import { call } from '../../support/http';
+import { events, openSse } from '../../support/sse';
 import { pendingRun } from '../../support/store';
 import { useService } from '../../support/use-service';
 
@@ -62,6 +64,24 @@ describe('a run whose start died before its workflow', function () {
     const again = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(again.body.status, 'failed');
     assert.equal(await c.ledger.countDocuments({ run_id: runId }), 1);
+  });
+
+  it('is ended for a stream attached to it: created, then failed, then [DONE]', async () => {
+    const runId = await orphan(NEVER_STARTED_AFTER_MS + 60_000);
+    const stream = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream`, { key: ctx.key });
+    assert.equal(stream.status, 200);
+    await stream.closed;
+    // The poller's first look ends the run: the stream opens on its end (D11's resumed event).
+    assert.deepEqual(
+      events(stream).map((e) => [e.sequence_number, e.type]),
+      [
+        [0, 'response.resumed'],
+        [1, 'response.failed'],
+      ],
+    );
+    assert.equal(events(stream)[0].response.status, 'failed');
+    assert.equal(stream.frames.at(-1)?.data, '[DONE]');
+    assert.equal((await accountCredit(ctx.svc.store.collections, ctx.accountId)).held_usd, 0);
   });
 
   it('is left `pending` while its start could still be under way', async () => {
