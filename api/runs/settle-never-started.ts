@@ -3,9 +3,8 @@
  * record first, so the run is readable the moment its id is returned): no worker will ever end it,
  * so its record would say `pending` forever and keep its credit held (D17). A read (or a stream's
  * poller) that finds no workflow for a `pending` record older than NEVER_STARTED_AFTER_MS settles
- * it here: `failed`,
- * saying so, billed nothing, its hold given back by its one ledger entry. Idempotent like every
- * end of a run (store/run-end.ts): two reads settling it at once book one entry.
+ * it here: `failed`, saying so, billed nothing, its hold given back by its one ledger entry.
+ * Idempotent like every end of a run (store/run-end.ts): two reads settling it at once book one.
  */
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
