@@ -17,7 +17,7 @@
  */
 import type { Collections } from './db';
 import type { CreditHoldDoc } from './documents';
-import { accountSums, isDuplicateKey, roundUsd } from './ledger';
+import { accountSums, isDuplicateKey, roundUsd, type LedgerSums } from './ledger';
 
 /** The head of an account's chain: its newest entry's number and running sum (n 0: no entry yet). */
 export interface ChainHead {
@@ -111,16 +111,21 @@ export interface AccountCredit {
   available_usd: number;
 }
 
+/** What the ledger's sums and everything the chain reserved leave: held is what was reserved and not yet given back. */
+export function creditFrom(sums: LedgerSums, reservedUsd: number): AccountCredit {
+  const held = Math.max(0, roundUsd(reservedUsd - sums.released));
+  return {
+    balance_usd: sums.balance,
+    held_usd: held,
+    available_usd: roundUsd(sums.balance - held),
+  };
+}
+
 /** The account's credit now: the ledger's sums and its chain's head (a few reads, for people: the CLI). */
 export async function accountCredit(
   c: Pick<Collections, 'ledger' | 'ledgerCheckpoints' | 'creditHolds'>,
   accountId: string,
 ): Promise<AccountCredit> {
   const [sums, head] = await Promise.all([accountSums(c, accountId), findChainHead(c, accountId)]);
-  const held = roundUsd(head.reserved_usd - sums.released);
-  return {
-    balance_usd: sums.balance,
-    held_usd: held,
-    available_usd: roundUsd(sums.balance - held),
-  };
+  return creditFrom(sums, head.reserved_usd);
 }

@@ -28,6 +28,7 @@
 import type { Collections } from '../../store/db';
 import {
   appendHold,
+  creditFrom,
   findChainHead,
   type AccountCredit,
   type ChainHead,
@@ -144,18 +145,11 @@ export class CreditCheck {
   async credit(accountId: string): Promise<AccountCredit> {
     const state = this.state(accountId);
     const known = state.sums;
-    const fresh =
-      known && Date.now() - known.startedAt <= Math.max(this.ttlMs, SUM_COST_SHARE * known.tookMs);
     const [sums, head] = await Promise.all([
-      fresh ? known : this.sum(accountId, state),
+      known && !this.isOld(known, Date.now()) ? known : this.sum(accountId, state),
       findChainHead(this.collections, accountId, state.head),
     ]);
-    const held = Math.max(0, roundUsd(head.reserved_usd - sums.released));
-    return {
-      balance_usd: sums.balance,
-      held_usd: held,
-      available_usd: roundUsd(sums.balance - held),
-    };
+    return creditFrom(sums, head.reserved_usd);
   }
 
   /** Gives back every lease's unused rest now (the API is stopping). */
@@ -304,8 +298,12 @@ export class CreditCheck {
   private refreshIfOld(accountId: string, state: AccountState, now: number): void {
     const sums = state.sums;
     if (!sums || state.summing || state.sumMatters === false) return;
-    if (now - sums.startedAt > Math.max(this.ttlMs, SUM_COST_SHARE * sums.tookMs))
-      void this.sum(accountId, state).catch(() => undefined);
+    if (this.isOld(sums, now)) void this.sum(accountId, state).catch(() => undefined);
+  }
+
+  /** Whether a remembered sum is older than the TTL and SUM_COST_SHARE × what it cost. */
+  private isOld(sums: Sums, now: number): boolean {
+    return now - sums.startedAt > Math.max(this.ttlMs, SUM_COST_SHARE * sums.tookMs);
   }
 
   /**
@@ -374,7 +372,7 @@ export function sumCanMatter(available: number, largestHold: number): boolean {
 
 /** 402 saying what the account has and what runs in flight hold of it. */
 function insufficient(sums: LedgerSums, reservedUsd: number): InsufficientCreditsError {
-  const held = Math.max(0, roundUsd(reservedUsd - sums.released));
+  const held = creditFrom(sums, reservedUsd).held_usd;
   const usd = (v: number) => `$${v.toFixed(6).replace(/0{1,4}$/, '')}`;
   return new InsufficientCreditsError(
     held > 0

@@ -35,8 +35,7 @@ export async function settleIfNeverStarted(
   runId: string,
 ): Promise<void> {
   const record = await findRunWithoutLog(collections, runId, { inputs: false });
-  if (record && !record.finalized && neverStarted(record))
-    await settleNeverStarted(collections, record);
+  if (record && neverStarted(record)) await settleNeverStarted(collections, record);
 }
 
 /** Ends such a run: `failed`, nothing billed, its hold given back. */
