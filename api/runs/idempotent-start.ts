@@ -17,14 +17,16 @@
  *  2. after recording the run, before starting its workflow: the record stays `pending` with
  *     no workflow. A repeat finds the record; once the claim is STALE_MS old and Temporal knows
  *     no workflow of that id, it starts it from the record (the workflow id is the run id, so
- *     Temporal refuses a second start; nothing can run twice).
+ *     Temporal refuses a second start; nothing can run twice). Only while the record is younger
+ *     than RESUMABLE_FOR_MS: later, a read may be ending it `failed` (settle-never-started.ts),
+ *     so the repeat leaves it to that, or ends it so itself once it is old enough.
  *  3. after starting the workflow: nothing is left to do; repeats answer with the run.
  *  4. the start was refused (404, 400, 402, 503): startRun removes the record of a run whose
  *     workflow it could not start and the claim is released, so a corrected or later retry is
  *     judged afresh. A claimant that dies before releasing leaves case 1.
- *  5. no repeat ever comes: the claim stays until it expires after 24 hours; in case 2 the
- *     `pending` record stays until a read finds it 15 minutes old and ends it `failed`, billed
- *     nothing (settle-never-started.ts); a repeat after that answers with the failed run.
+ *  5. no repeat comes in time: the claim stays until it expires after 24 hours; in case 2 the
+ *     `pending` record stays until a read (or a repeat) finds it 15 minutes old and ends it
+ *     `failed`, billed nothing (settle-never-started.ts); a repeat then answers with that run.
  */
 import type { Collections } from '../../store/db';
 import type { IdempotencyKeyDoc, RunDoc } from '../../store/documents';
@@ -38,6 +40,7 @@ import {
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
 import { findRunHead, runInputs } from '../../store/runs';
+import { neverStarted, resumable, settleNeverStarted } from './settle-never-started';
 import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
@@ -155,10 +158,7 @@ async function awaitRun(
 ): Promise<RunDoc | null> {
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
     const run = await findRunHead(deps.collections, auth.accountId, claim.run_id);
-    if (run) {
-      await resumeAbandoned(deps, run, claim);
-      return run;
-    }
+    if (run) return resumeAbandoned(deps, run, claim);
     const current = await findIdempotencyKey(deps.collections, claim._id);
     if (!current || current.run_id !== claim.run_id) return null;
     if (isStale(current)) {
@@ -172,23 +172,31 @@ async function awaitRun(
   }
 }
 
-/** Crash case 2: a recorded run whose claimant died before starting its workflow gets it started now. */
+/**
+ * Crash case 2: a recorded run whose claimant died before starting its workflow gets it started
+ * now, or, past the time it may be, ends `failed` as a read would end it. Answers the run's record.
+ */
 async function resumeAbandoned(
   deps: IdempotentStartDeps,
   run: RunDoc,
   claim: IdempotencyKeyDoc,
-): Promise<void> {
-  if (run.finalized || run.status !== 'pending' || !isStale(claim)) return;
-  if (await deps.gateway.exists(run._id)) return; // Temporal unreachable: 503, and the caller's retry tries again
+): Promise<RunDoc> {
+  if (run.finalized || run.status !== 'pending' || !isStale(claim)) return run;
+  if (await deps.gateway.exists(run._id)) return run; // Temporal unreachable: 503, and the caller's retry tries again
+  if (!resumable(run)) {
+    if (!neverStarted(run)) return run; // a read ends it once it is old enough
+    await settleNeverStarted(deps.collections, run);
+    return (await findRunHead(deps.collections, run.account_id, run._id)) ?? run;
+  }
   const version = await findVersionById(deps.collections, run.published_workflow_version_id);
-  if (!version?.graph) return;
+  if (!version?.graph) return run;
   // The head left the inputs out: read from the record that holds them, this run's or (D38) the
   // first ancestor's of a re-run; erased meanwhile (D39), the run cannot start.
   const inputs = await runInputs(deps.collections, {
     ...run,
     inputs_from: run.inputs_from ?? run._id,
   });
-  if (!inputs) return;
+  if (!inputs) return run;
   const slug = await workflowSlug(deps.collections, run.published_workflow_id);
   await deps.gateway.start(
     runArgs(
@@ -201,6 +209,7 @@ async function resumeAbandoned(
     slug ?? run.published_workflow_id,
     run.priority,
   );
+  return run;
 }
 
 function isStale(claim: IdempotencyKeyDoc): boolean {

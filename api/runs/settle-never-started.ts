@@ -5,6 +5,9 @@
  * poller) that finds no workflow for a `pending` record older than NEVER_STARTED_AFTER_MS settles
  * it here: `failed`, saying so, billed nothing, its hold given back by its one ledger entry.
  * Idempotent like every end of a run (store/run-end.ts): two reads settling it at once book one.
+ * A retry with the run's Idempotency-Key may start such a record's workflow instead, but only while
+ * it is younger than RESUMABLE_FOR_MS (api/runs/idempotent-start.ts): the two windows never meet, so
+ * a run is never both settled `failed` and started.
  */
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
@@ -15,6 +18,12 @@ import { createdEventOf, settledFailureEvent } from '../stream/stream-events';
 
 /** How long a record may have no workflow before it is taken for a start that died (far past any start's request). */
 export const NEVER_STARTED_AFTER_MS = 15 * 60_000;
+
+/**
+ * How long a retry may still start a record's workflow: two minutes short of NEVER_STARTED_AFTER_MS,
+ * far more than a start's reads and its deadlined call to Temporal take.
+ */
+export const RESUMABLE_FOR_MS = NEVER_STARTED_AFTER_MS - 2 * 60_000;
 
 export const NEVER_STARTED_ERROR =
   'the run was never started: the service stopped while starting it. Nothing ran and nothing is billed; start it again.';
@@ -27,6 +36,11 @@ type Record = Pick<
 /** Whether a record Temporal has no workflow for is a start that died (a younger one may still be starting). */
 export function neverStarted(record: Record, now = Date.now()): boolean {
   return record.status === 'pending' && now - record.created_at.getTime() > NEVER_STARTED_AFTER_MS;
+}
+
+/** Whether a retry may still start the workflow of a `pending` record that has none (see RESUMABLE_FOR_MS). */
+export function resumable(record: Pick<Record, 'created_at'>, now = Date.now()): boolean {
+  return now - record.created_at.getTime() < RESUMABLE_FOR_MS;
 }
 
 /** Ends the run if its record is one (a stream's poller found no workflow for it). */

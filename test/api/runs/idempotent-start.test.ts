@@ -9,12 +9,18 @@ import type { IdempotencyKeyDoc, RunDoc } from '../../../store/documents';
 import { generateId, deriveId } from '../../../store/ids';
 import { idempotencyId, requestHash } from '../../../store/idempotency';
 import { insertRun } from '../../../store/runs';
+import {
+  NEVER_STARTED_AFTER_MS,
+  NEVER_STARTED_ERROR,
+  RESUMABLE_FOR_MS,
+} from '../../../api/runs/settle-never-started';
 import { expectError } from '../../support/api-assert';
 import { firstText, greetingWorkflow, publish, waitForRun } from '../../support/fixtures';
 import { rawRequest } from '../../support/raw-http';
 import { call, waitFor, type ApiResponse } from '../../support/http';
 import { events, openSse } from '../../support/sse';
 import { startPeerService, type TestService, temporalClient } from '../../support/service';
+import { pendingRun } from '../../support/store';
 import { useService } from '../../support/use-service';
 
 const HOUR = 60 * 60_000;
@@ -397,6 +403,69 @@ describe('idempotent starts (D18)', function () {
         [run._id],
       );
       assert.deepEqual(await workflowsOf(acct.accountId), [run._id]);
+    });
+
+    describe('and its retry comes late', () => {
+      const body = { workflowId: 'greet', inputs: { name: 'Flo' } };
+
+      /** A run recorded `ageMs` ago, its workflow never started, its key claimed by that request. */
+      async function lateRun(key: string, ageMs: number) {
+        const acct = await account();
+        const claim = await abandonedClaim(acct.accountId, key, { ...body, stream: false });
+        await insertRun(
+          ctx.svc.store.collections,
+          pendingRun({
+            _id: claim.run_id,
+            account_id: acct.accountId,
+            key_id: acct.keyId,
+            published_workflow_id: acct.published.workflow_id,
+            published_workflow_version_id: acct.published.version_id,
+            version: acct.published.version,
+            inputs: body.inputs,
+            created_at: new Date(Date.now() - ageMs),
+          }),
+        );
+        return { acct, runId: claim.run_id };
+      }
+
+      const hasWorkflow = (runId: string) =>
+        temporalClient(ctx.svc)
+          .workflow.getHandle(runId)
+          .describe()
+          .then(
+            () => true,
+            (err: Error) => (err.name === 'WorkflowNotFoundError' ? false : Promise.reject(err)),
+          );
+
+      it('past the time a start could take: the retry ends it `failed`, billed nothing, and starts nothing', async () => {
+        const { acct, runId } = await lateRun('late', NEVER_STARTED_AFTER_MS + 60_000);
+        const res = await start(ctx.svc.url, acct.key, 'late', body);
+        assert.equal(res.status, 202, JSON.stringify(res.body));
+        assert.equal(res.body.run_id, runId);
+        const record = await ctx.svc.store.collections.runs.findOne({ _id: runId });
+        assert.equal(record?.status, 'failed');
+        assert.equal(record?.error, NEVER_STARTED_ERROR);
+        assert.equal(record?.total_cost, 0);
+        assert.equal(await hasWorkflow(runId), false);
+        const entries = await ctx.svc.store.collections.ledger.find({ run_id: runId }).toArray();
+        assert.equal(
+          entries.reduce((sum, e) => sum + e.amount_usd, 0),
+          0,
+        );
+      });
+
+      it('while a read could be ending it: the retry leaves it to the read, and starts nothing', async () => {
+        const age = (RESUMABLE_FOR_MS + NEVER_STARTED_AFTER_MS) / 2;
+        const { acct, runId } = await lateRun('almost', age);
+        const res = await start(ctx.svc.url, acct.key, 'almost', body);
+        assert.equal(res.status, 202, JSON.stringify(res.body));
+        assert.equal(res.body.run_id, runId);
+        assert.equal(
+          (await ctx.svc.store.collections.runs.findOne({ _id: runId }))?.status,
+          'pending',
+        );
+        assert.equal(await hasWorkflow(runId), false);
+      });
     });
   });
 });
