@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { addCredits } from '../../../store/accounts';
-import type { IdempotencyKeyDoc, RunDoc } from '../../../store/documents';
+import type { IdempotencyKeyDoc } from '../../../store/documents';
 import { generateId, deriveId } from '../../../store/ids';
 import { idempotencyId, requestHash } from '../../../store/idempotency';
 import { insertRun } from '../../../store/runs';
@@ -357,34 +357,30 @@ describe('idempotent starts (D18)', function () {
       );
     });
 
-    it('after recording the run, before starting its workflow: a retry starts the workflow, once', async () => {
+    /** The run such a request recorded `ageMs` ago, its workflow never started, and its key's claim. */
+    async function recordedRun(key: string, name: string, ageMs: number) {
       const acct = await account();
-      const claim = await abandonedClaim(acct.accountId, 'crash-2', {
-        workflowId: 'greet',
-        stream: false,
-        inputs: { name: 'Ed' },
-      });
-      const run: RunDoc = {
+      const body = { workflowId: 'greet', inputs: { name } };
+      const claim = await abandonedClaim(acct.accountId, key, { ...body, stream: false });
+      const run = pendingRun({
         _id: claim.run_id,
         account_id: acct.accountId,
         key_id: acct.keyId,
         published_workflow_id: acct.published.workflow_id,
         published_workflow_version_id: acct.published.version_id,
         version: acct.published.version,
-        status: 'pending',
-        inputs: { name: 'Ed' },
-        created_at: new Date(Date.now() - 59_000),
-        completed_at: null,
-        output: null,
-        error: null,
-        total_cost: null,
-        events: null,
-        finalized: false,
-      };
+        inputs: body.inputs,
+        created_at: new Date(Date.now() - ageMs),
+      });
       await insertRun(ctx.svc.store.collections, run);
+      return { acct, run, body };
+    }
+
+    it('after recording the run, before starting its workflow: a retry starts the workflow, once', async () => {
+      const { acct, run, body } = await recordedRun('crash-2', 'Ed', 59_000);
       const answers = await Promise.all([
-        start(ctx.svc.url, acct.key, 'crash-2', { workflowId: 'greet', inputs: { name: 'Ed' } }),
-        start(other.url, acct.key, 'crash-2', { workflowId: 'greet', inputs: { name: 'Ed' } }),
+        start(ctx.svc.url, acct.key, 'crash-2', body),
+        start(other.url, acct.key, 'crash-2', body),
       ]);
       for (const res of answers) {
         assert.equal(res.status, 202, JSON.stringify(res.body));
@@ -406,28 +402,6 @@ describe('idempotent starts (D18)', function () {
     });
 
     describe('and its retry comes late', () => {
-      const body = { workflowId: 'greet', inputs: { name: 'Flo' } };
-
-      /** A run recorded `ageMs` ago, its workflow never started, its key claimed by that request. */
-      async function lateRun(key: string, ageMs: number) {
-        const acct = await account();
-        const claim = await abandonedClaim(acct.accountId, key, { ...body, stream: false });
-        await insertRun(
-          ctx.svc.store.collections,
-          pendingRun({
-            _id: claim.run_id,
-            account_id: acct.accountId,
-            key_id: acct.keyId,
-            published_workflow_id: acct.published.workflow_id,
-            published_workflow_version_id: acct.published.version_id,
-            version: acct.published.version,
-            inputs: body.inputs,
-            created_at: new Date(Date.now() - ageMs),
-          }),
-        );
-        return { acct, runId: claim.run_id };
-      }
-
       const hasWorkflow = (runId: string) =>
         temporalClient(ctx.svc)
           .workflow.getHandle(runId)
@@ -438,16 +412,18 @@ describe('idempotent starts (D18)', function () {
           );
 
       it('past the time a start could take: the retry ends it `failed`, billed nothing, and starts nothing', async () => {
-        const { acct, runId } = await lateRun('late', NEVER_STARTED_AFTER_MS + 60_000);
+        const late = NEVER_STARTED_AFTER_MS + 60_000;
+        const { acct, run, body } = await recordedRun('late', 'Flo', late);
         const res = await start(ctx.svc.url, acct.key, 'late', body);
         assert.equal(res.status, 202, JSON.stringify(res.body));
-        assert.equal(res.body.run_id, runId);
-        const record = await ctx.svc.store.collections.runs.findOne({ _id: runId });
+        assert.equal(res.body.run_id, run._id);
+        const c = ctx.svc.store.collections;
+        const record = await c.runs.findOne({ _id: run._id });
         assert.equal(record?.status, 'failed');
         assert.equal(record?.error, NEVER_STARTED_ERROR);
         assert.equal(record?.total_cost, 0);
-        assert.equal(await hasWorkflow(runId), false);
-        const entries = await ctx.svc.store.collections.ledger.find({ run_id: runId }).toArray();
+        assert.equal(await hasWorkflow(run._id), false);
+        const entries = await c.ledger.find({ run_id: run._id }).toArray();
         assert.equal(
           entries.reduce((sum, e) => sum + e.amount_usd, 0),
           0,
@@ -455,16 +431,14 @@ describe('idempotent starts (D18)', function () {
       });
 
       it('while a read could be ending it: the retry leaves it to the read, and starts nothing', async () => {
-        const age = (RESUMABLE_FOR_MS + NEVER_STARTED_AFTER_MS) / 2;
-        const { acct, runId } = await lateRun('almost', age);
+        const almost = (RESUMABLE_FOR_MS + NEVER_STARTED_AFTER_MS) / 2;
+        const { acct, run, body } = await recordedRun('almost', 'Gus', almost);
         const res = await start(ctx.svc.url, acct.key, 'almost', body);
         assert.equal(res.status, 202, JSON.stringify(res.body));
-        assert.equal(res.body.run_id, runId);
-        assert.equal(
-          (await ctx.svc.store.collections.runs.findOne({ _id: runId }))?.status,
-          'pending',
-        );
-        assert.equal(await hasWorkflow(runId), false);
+        assert.equal(res.body.run_id, run._id);
+        const record = await ctx.svc.store.collections.runs.findOne({ _id: run._id });
+        assert.equal(record?.status, 'pending');
+        assert.equal(await hasWorkflow(run._id), false);
       });
     });
   });
