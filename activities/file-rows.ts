@@ -1,7 +1,8 @@
 /**
  * D31/D35: a list node's rows from an uploaded file. The file is read as a stream (lib/files/rows.ts)
- * and its rows are written to the store in pages (store/page-writer.ts); the workflow gets only
- * the count, so no row ever travels through Temporal's history. A malformed file fails the run,
+ * and its rows are written to the store in pages (store/page-writer.ts), counted in the account's
+ * storage quota (activities/list-storage.ts); the workflow gets only the count, so no row ever
+ * travels through Temporal's history. A malformed file fails the run,
  * naming the input and the line, before any node after it runs. A retry inserts the same pages
  * again, which are found there already, so it changes nothing.
  */
@@ -14,6 +15,7 @@ import { findFile, openFileContent } from '../store/files';
 import { PageWriter } from '../store/page-writer';
 import type { FileDeps } from './files';
 import { heartbeating } from './heartbeat';
+import { ListStorage } from './list-storage';
 
 export interface FileRowsRequest {
   runId: string;
@@ -31,14 +33,16 @@ const refused = (message: string) => ApplicationFailure.nonRetryable(message, 'I
 /** Builds the activity that reads a file's rows into stored pages and answers how many there are. */
 export function createFileRowsActivity(deps: {
   files: () => FileDeps;
-  collections: Pick<Collections, 'itemBlocks'>;
+  collections: Pick<Collections, 'itemBlocks' | 'itemUsage' | 'runs'>;
 }) {
   const load = async (req: FileRowsRequest): Promise<{ count: number }> => {
-    const { db } = deps.files();
+    const { db, quota } = deps.files();
     const doc = await findFile(db, req.fileId, req.accountId);
     if (!doc) throw refused(`input '${req.key}': file ${req.fileId} does not exist`);
     const format = formatOf(doc.metadata.name, doc.metadata.mime_type);
-    const pages = new PageWriter(deps.collections, req.runId, req.nodeId);
+    // D19: the copy of the file's rows counts in the account's storage, as its every other list.
+    const storage = new ListStorage(deps.collections, quota, req, `input '${req.key}'`);
+    const pages = new PageWriter(deps.collections, req.runId, req.nodeId, storage);
     const stream = openFileContent(db, req.fileId);
     try {
       for await (const row of readRows(stream, format, req.maxRows, STORED_ROW_MAX_BYTES))

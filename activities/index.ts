@@ -117,8 +117,8 @@ export function createActivities(deps: ActivityDeps) {
     // D38: what a re-run of failed items carries over from its parent.
     loadCarryOver: createLoadCarryOverActivity(deps.collections),
     loadFileRows: createFileRowsActivity({ files, collections: deps.collections }),
-    // D35: `select` and `join` of a stored list.
-    ...createStoredListActivities(deps.collections),
+    // D35: `select`, `join` and `batch` of a stored list; what they store counts like a block's items.
+    ...createStoredListActivities(deps.collections, fileDeps?.quota),
     // Small nodes use runNodeChunk; the single-row activities stay registered for direct use (tests, tools).
     runNodeChunk: createNodeChunkActivity(executors),
     llm,

@@ -16,12 +16,14 @@ import { Joiner } from '../domain/join-items';
 import type { Item } from '../domain/parts';
 import type { Collections } from '../store/db';
 import { tooManyRows } from '../domain/run-size';
-import { insertPages, readPage } from '../store/item-blocks';
+import { readPage } from '../store/item-blocks';
 import { PageWriter } from '../store/page-writer';
+import type { StorageQuota } from '../store/storage-quota';
 import { heartbeating } from './heartbeat';
+import { ListStorage } from './list-storage';
 import { cancelledByShutdown, handBack } from './shutdown';
 
-type C = Pick<Collections, 'itemBlocks'>;
+type C = Pick<Collections, 'itemBlocks' | 'itemUsage' | 'runs'>;
 
 /**
  * The largest joined item handed to the workflow, in bytes (its texts and separators, the JSON of
@@ -104,8 +106,15 @@ function stopIfCancelled(context: Context): void {
   throw new CancelledFailure('the run was cancelled');
 }
 
-/** Builds the activities of `select` and `join` over stored lists. */
-export function createStoredListActivities(collections: C) {
+/**
+ * Builds the activities of `select`, `join` and `batch` over stored lists; the lists `join` and
+ * `batch` store count in the account's storage `quota`, where there is one (activities/list-storage.ts).
+ */
+export function createStoredListActivities(collections: C, quota?: StorageQuota) {
+  // A worker without file storage has no quota to count in (tests of these activities alone).
+  const storageOf = (runId: string, nodeId: string) =>
+    quota && new ListStorage(collections, quota, { runId, nodeId }, `node '${nodeId}'`);
+
   /** The rows of the list's pages in order, READ_AHEAD pages in flight, heartbeating once a batch. */
   async function* rowsOf(runId: string, list: ItemRef): AsyncGenerator<Item> {
     const pages = pagesOf(0, list.count);
@@ -155,9 +164,10 @@ export function createStoredListActivities(collections: C) {
       if (bytes <= JOIN_MAX_BYTES || !req.storeLarge) return joined;
       const json = Buffer.byteLength(JSON.stringify(joined[0]));
       if (json > JOIN_STORED_MAX_JSON_BYTES) throw joinTooLarge(max, index - 1, req.list.count);
-      await insertPages(collections, req.runId, req.node.id, [
-        { page: 0, rows: [{ item: joined[0], cost: 0 }] },
-      ]);
+      const storage = storageOf(req.runId, req.node.id);
+      const page = new PageWriter(collections, req.runId, req.node.id, storage);
+      await page.add({ item: joined[0], cost: 0 });
+      await page.end();
       return { ref: req.node.id, count: 1 };
     },
 
@@ -169,7 +179,8 @@ export function createStoredListActivities(collections: C) {
     batchStoredRows(req: BatchStoredRequest): Promise<{ count: number }> {
       // Heartbeats every second besides the reads': one item's rows may take many writes.
       return heartbeating(async () => {
-        const pages = new PageWriter(collections, req.runId, req.nodeId);
+        const storage = storageOf(req.runId, req.nodeId);
+        const pages = new PageWriter(collections, req.runId, req.nodeId, storage);
         for await (const item of rowsOf(req.runId, req.list)) {
           let rows: unknown[];
           try {

@@ -2,7 +2,8 @@
  * What the items of big runs hold, per account (D19, D35): a `text` node over a million file rows
  * can fill a row of 128 KiB each at no cost, so the items of big runs count against the account's
  * storage quota beside its files (store/storage-quota.ts `fileQuota`). Each block of a node's rows
- * (activities/node-block.ts) keeps one small document here, `_id` the block's, that it replaces
+ * (activities/node-block.ts), and each list a run stores of its own (activities/list-storage.ts),
+ * keeps one small document here, `_id` the block's (a list's: its first page's), that it replaces
  * with its stored items' JSON bytes whenever it writes pages: one writer a document (FerretDB does
  * not isolate concurrent updates of one), and a retried attempt counts the pages it found again.
  * The account's sum reads these documents, never the pages. Retention and run deletes remove them

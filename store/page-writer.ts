@@ -2,13 +2,22 @@
  * A stored list written in row order by one activity (a file's rows, a batch of a stored list:
  * D35): rows gathered into pages of PAGE_ROWS, pages inserted 100 a round trip (10,000 rows of
  * ~200 bytes, ~2 MB), so memory holds one round trip's pages. A retry writes the same pages again,
- * found there already (store/item-blocks.ts insertPages), so it changes nothing.
+ * found there already (store/item-blocks.ts insertPages), so it changes nothing. A `meter` is told
+ * what each round trip adds before it is written, and may refuse it (the storage quota, D19).
  */
-import { PAGE_ROWS, type StoredRow } from '../domain/item-blocks';
+import { itemLength, PAGE_ROWS, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from './db';
 import { insertPages, type PageWrite } from './item-blocks';
 
 const PAGES_PER_WRITE = 100;
+
+/** What a list's writes are measured against: `take` before a round trip (it may throw), `record` after. */
+export interface PageMeter {
+  /** The items' JSON bytes the next round trip stores. */
+  take(bytes: number): Promise<void>;
+  /** The round trip is stored. */
+  record(): Promise<void>;
+}
 
 export class PageWriter {
   /** Rows taken so far. */
@@ -20,6 +29,7 @@ export class PageWriter {
     private readonly c: Pick<Collections, 'itemBlocks'>,
     private readonly runId: string,
     private readonly nodeId: string,
+    private readonly meter?: PageMeter,
   ) {}
 
   /** Takes the next row; writes a round trip's pages once they are full. */
@@ -42,7 +52,15 @@ export class PageWriter {
   }
 
   private async flush(): Promise<void> {
-    await insertPages(this.c, this.runId, this.nodeId, this.pending);
+    const { meter, pending } = this;
+    if (meter) {
+      let bytes = 0;
+      for (const { rows } of pending)
+        for (const row of rows) bytes += row ? itemLength(row.item) : 0;
+      await meter.take(bytes);
+    }
+    await insertPages(this.c, this.runId, this.nodeId, pending);
     this.pending = [];
+    await meter?.record();
   }
 }
