@@ -2,9 +2,9 @@
  * D31/D35: a list node's rows from an uploaded file. The file is read as a stream (lib/files/rows.ts)
  * and its rows are written to the store in pages (store/page-writer.ts), counted in the account's
  * storage quota (activities/list-storage.ts); the workflow gets only the count, so no row ever
- * travels through Temporal's history. A malformed file fails the run,
- * naming the input and the line, before any node after it runs. A retry inserts the same pages
- * again, which are found there already, so it changes nothing.
+ * travels through Temporal's history. A malformed file fails the run, naming the input and the
+ * line, before any node after it runs. A retry inserts the same pages again, which are found
+ * there already, so it changes nothing.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { STORED_ROW_MAX_BYTES } from '../domain/item-blocks';

@@ -42,7 +42,7 @@ export class ListStorage implements PageMeter {
     if (!taken.fits) {
       await this.record(); // what was stored before stays counted until the run is deleted
       throw ApplicationFailure.nonRetryable(
-        `${this.what}: its rows cannot be stored: ${quotaFullMessage(taken.used, taken.quota)}`,
+        `${this.what}: no room to store it: ${quotaFullMessage(taken.used, taken.quota)}`,
         STORAGE_QUOTA_EXCEEDED,
       );
     }

@@ -73,7 +73,7 @@ describe('the lists a run stores count against the account’s storage quota (D1
       await startRun(ctx.svc.url, key, 'two-batches', { rows: fileId }),
     );
     assert.equal(refused.status, 'failed');
-    assert.match(refused.error, /input 'rows': its rows cannot be stored/);
+    assert.match(refused.error, /input 'rows': no room to store it/);
     assert.match(refused.error, /files and stored items hold \d+ of the 262144 bytes/);
     assert.equal(ctx.fake.requests.length, before, 'no provider call');
     assert.equal(refused.total_cost, START_FEE_USD);
