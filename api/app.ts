@@ -99,7 +99,17 @@ function routers(deps: RouteDeps) {
     workflowsRoutes(only(deps, ...GUARDS, 'catalog', 'workflowQuota')),
     responsesRoutes(only(deps, ...STARTS)),
     runsRoutes(
-      only(deps, ...GUARDS, 'db', 'gateway', 'finishedRuns', 'knownRuns', 'pollers', 'streams'),
+      only(
+        deps,
+        ...GUARDS,
+        'db',
+        'gateway',
+        'finishedRuns',
+        'knownRuns',
+        'pollers',
+        'streams',
+        'downloads',
+      ),
     ),
     rerunRoutes(only(deps, ...STARTS)),
     filesRoutes(only(deps, ...GUARDS, 'db', 'fileQuota')),

@@ -10,7 +10,9 @@ import type { Collections } from '../store/db';
 import type { Logger } from './logger';
 import type { RunGateway } from './temporal/run-gateway';
 import type { PollerRegistry } from './stream/run-poller';
-import { StreamCap } from './stream/stream-cap';
+import type { KeyCap } from './limits/key-cap';
+import { downloadCap } from './runs/download-cap';
+import { streamCap } from './stream/stream-cap';
 import { CreditCheck } from './limits/credit-check';
 import { FinishedRunCache } from './runs/finished-run-cache';
 import { RateCounter } from './limits/rate-counter';
@@ -39,7 +41,9 @@ export interface AppDeps {
   knownRuns?: KnownRuns;
   /** The group commit of run records at start (store/run-writes.ts). */
   runWrites?: RunWrites;
-  streams?: StreamCap;
+  streams?: KeyCap;
+  /** D35: results-file downloads per key in this process. */
+  downloads?: KeyCap;
   /** D19: what each account's uploads may still hold. */
   fileQuota?: StorageQuota;
   /** D26: what each account's published workflows may still hold. */
@@ -61,6 +65,7 @@ export type RouteDeps = AppDeps &
       | 'knownRuns'
       | 'runWrites'
       | 'streams'
+      | 'downloads'
       | 'fileQuota'
       | 'workflowQuota'
       | 'drain'
@@ -92,7 +97,8 @@ export function routeDeps(appDeps: AppDeps): RouteDeps {
     knownRuns: appDeps.knownRuns ?? new KnownRuns(),
     runWrites: appDeps.runWrites ?? new RunWrites(appDeps.collections),
     // Open streams per key in this process (docs/api.md "Connections").
-    streams: appDeps.streams ?? new StreamCap(appDeps.config.api.stream.maxPerKey),
+    streams: appDeps.streams ?? streamCap(appDeps.config.api.stream.maxPerKey),
+    downloads: appDeps.downloads ?? downloadCap(appDeps.config.api.downloadMaxPerKey),
     fileQuota: appDeps.fileQuota ?? fileQuota(appDeps, appDeps.config.files),
     workflowQuota: appDeps.workflowQuota ?? workflowQuota(appDeps.collections, appDeps.config.api),
     drain: appDeps.drain ?? new Drain(),

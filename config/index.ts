@@ -83,6 +83,8 @@ export const EnvSchema = z.object({
   STREAM_MAX_BUFFERED_BYTES: int(1_048_576),
   // Open streams (SSE) per API key in one API process; more is a 429 `too_many_streams`.
   STREAM_MAX_PER_KEY: int(100),
+  // D35: results-file downloads per API key in one API process; more is a 429 `too_many_downloads`.
+  DOWNLOAD_MAX_PER_KEY: int(4),
   // Connection bounds (docs/api.md "Connections"): request line and headers, then the whole
   // request (headers and body; not the answer, so streams are not cut), and inactivity on the
   // socket while a request is received or a non-stream answer is sent (0: off).
@@ -219,6 +221,8 @@ export interface Config {
     /** Time to live of a finished run's view in an API process's cache (0 disables it). */
     finishedRunCacheMs: number;
     stream: { pollMs: number; keepaliveMs: number; maxBufferedBytes: number; maxPerKey: number };
+    /** D35: results-file downloads one key may have in progress in one API process. */
+    downloadMaxPerKey: number;
     /** Connection bounds (api/server.ts); 0 turns the request or idle timeout off. */
     timeouts: { headersMs: number; requestMs: number; idleMs: number };
     /** SIGTERM drain: readiness fails for `delayMs` before the listener closes; requests in flight get `graceMs`. */
@@ -445,6 +449,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
         maxBufferedBytes: e.STREAM_MAX_BUFFERED_BYTES,
         maxPerKey: e.STREAM_MAX_PER_KEY,
       },
+      downloadMaxPerKey: e.DOWNLOAD_MAX_PER_KEY,
       timeouts: {
         headersMs: e.API_HEADERS_TIMEOUT_MS,
         requestMs: e.API_REQUEST_TIMEOUT_MS,

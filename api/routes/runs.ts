@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { GuardDeps } from '../deps';
+import type { KeyCap } from '../limits/key-cap';
 import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import { cancelRun } from '../runs/cancel-run';
@@ -30,7 +31,7 @@ export type RunsRouteDeps = GuardDeps &
   ListRunsDeps &
   OutputItemsDeps &
   DeleteRunDeps &
-  RunStreamDeps;
+  RunStreamDeps & { downloads: KeyCap };
 
 /** Routes of the runs resource. */
 export function runsRoutes(deps: RunsRouteDeps): Router {
@@ -58,6 +59,8 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
       // D35: the results file, every item as JSON Lines or CSV, when asked for by Accept.
       const format = resultsFormat(ctx);
       if (format) {
+        // A download holds one of its key's slots until its answer ends, however it ends (download-cap.ts).
+        ctx.res.once('close', deps.downloads.take(ctx.state.auth!.keyId));
         const lines = await outputItemLines(
           deps,
           ctx.state.auth!.accountId,

@@ -11,7 +11,7 @@ import { RunLog } from '../../domain/run-log';
 import type { Collections } from '../../store/db';
 import { findRunLog } from '../../store/runs';
 import type { KeyCache } from '../auth/key-cache';
-import type { StreamCap } from './stream-cap';
+import type { KeyCap } from '../limits/key-cap';
 
 export interface RunStreamDeps {
   pollers: PollerRegistry;
@@ -21,7 +21,7 @@ export interface RunStreamDeps {
   /** D6: a stream ends when its key is revoked (within KEY_CACHE_MS plus a second). */
   keys: Pick<KeyCache, 'isLive'>;
   /** Open streams per key in this process: one more than the cap is a 429 before any byte. */
-  streams: StreamCap;
+  streams: KeyCap;
 }
 
 function options(deps: RunStreamDeps, keyId: string) {
