@@ -35,6 +35,14 @@ export interface WebhookDeps {
   resolve?: GuardOptions['resolve'];
 }
 
+/** Delivery attempts one worker makes at once where WORKER_WEBHOOK_DELIVERIES is not configured (tests). */
+export const DEFAULT_WORKER_WEBHOOK_DELIVERIES = 32;
+
+/** Delivery attempts one worker process makes at once (worker/create-worker.ts, its webhook queue). */
+export function workerWebhookSlots(webhooks?: { workerDeliveries?: number }): number {
+  return webhooks?.workerDeliveries ?? DEFAULT_WORKER_WEBHOOK_DELIVERIES;
+}
+
 /** Answers that retrying cannot change: the receiver refuses this request for good. */
 function isPermanent(status: number): boolean {
   return status >= 400 && status < 500 && status !== 408 && status !== 429;

@@ -143,6 +143,8 @@ export const EnvSchema = z.object({
   // One delivery attempt; capped below the attempt's 60 s activity timeout (workflows/webhook-workflow.ts).
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().max(50_000).default(10_000),
   WEBHOOK_RETRY_INITIAL_MS: int(5_000),
+  // D20: webhook delivery attempts one worker makes at once (their own task queue).
+  WORKER_WEBHOOK_DELIVERIES: int(32),
   // D29: run records, their event logs, idempotency keys and files older than this are removed.
   RETENTION_DAYS: z.coerce.number().positive().default(30),
   NODE_ENV: z.string().optional(),
@@ -292,6 +294,8 @@ export interface Config {
     allowPrivateNetwork: boolean;
     /** Time limit of one delivery attempt. */
     timeoutMs: number;
+    /** Delivery attempts one worker makes at once (workflows/definitions.ts webhookTaskQueue). */
+    workerDeliveries: number;
   };
   /** D29: how long runs, their event logs, idempotency keys and files are kept. */
   retention: { days: number };
@@ -508,6 +512,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
       allowHttp: e.WEBHOOK_ALLOW_HTTP,
       allowPrivateNetwork: e.WEBHOOK_ALLOW_PRIVATE_NETWORK,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      workerDeliveries: e.WORKER_WEBHOOK_DELIVERIES,
     },
     retention: { days: e.RETENTION_DAYS },
     logLevel: e.LOG_LEVEL,

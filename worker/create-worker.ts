@@ -15,7 +15,8 @@ import {
 import type { WorkflowInfo } from '@temporalio/workflow';
 import { createActivities, type ActivityDeps } from '../activities';
 import { workerBlockSlots } from '../activities/node-block';
-import { blockTaskQueue } from '../workflows/definitions';
+import { workerWebhookSlots } from '../activities/webhook';
+import { blockTaskQueue, webhookTaskQueue } from '../workflows/definitions';
 import { tracingResource, workflowSpanProcessor } from '../lib/observability/tracing';
 import { countAttempts } from './metrics-interceptor';
 import type { PayloadProtection } from '../lib/codec/data-converter';
@@ -40,11 +41,14 @@ export interface WorkerOptions extends ActivityDeps {
 export { bundleWorkflows } from './workflow-bundle';
 
 /**
- * Creates (but does not run) a process's two workers on one connection: the first polls the run
+ * Creates (but does not run) a process's three workers on one connection: the first polls the run
  * task queue (workflows and every activity), the second its block queue (D35, workflows/definitions.ts
  * blockTaskQueue) for only as many blocks as the process runs at once (WORKER_BLOCKS), so a block
- * waits in Temporal until a slot is free. Both share one set of activities, hence one block
- * scheduler (a run started before the block queue still has its blocks on the run task queue).
+ * waits in Temporal until a slot is free, and the third its webhook queue (D20, webhookTaskQueue)
+ * for at most WORKER_WEBHOOK_DELIVERIES delivery attempts at once, so receivers that hold their
+ * connections wait there too. All share one set of activities, hence one block scheduler (a run
+ * started before the block queue still has its blocks on the run task queue, a delivery before the
+ * webhook queue its attempts).
  */
 export async function createRunWorkers(opts: WorkerOptions): Promise<Worker[]> {
   const activities = createActivities(opts);
@@ -79,7 +83,14 @@ export async function createRunWorkers(opts: WorkerOptions): Promise<Worker[]> {
     interceptors: { activity: activityInterceptors },
     maxConcurrentActivityTaskExecutions: workerBlockSlots(opts.config.providerCalls),
   });
-  return [runs, blocks];
+  const webhooks = await Worker.create({
+    ...shared,
+    taskQueue: webhookTaskQueue(opts.taskQueue),
+    activities: { deliverWebhook: activities.deliverWebhook },
+    interceptors: { activity: activityInterceptors },
+    maxConcurrentActivityTaskExecutions: workerWebhookSlots(opts.config.webhooks),
+  });
+  return [runs, blocks, webhooks];
 }
 
 /** A span per activity attempt, child of the workflow's (no-op while tracing is off). */

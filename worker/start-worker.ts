@@ -81,7 +81,7 @@ export async function startWorker(
   const stopAll = () => {
     for (const w of all) if (w.getState() === 'RUNNING') w.shutdown();
   };
-  // One worker failing stops the other; the connection closes once both have stopped.
+  // One worker failing stops the others; the connection closes once all have stopped.
   const running = Promise.allSettled(
     all.map((w) =>
       w.run().catch((err: unknown) => {

@@ -21,6 +21,16 @@ export function blockTaskQueue(taskQueue: string): string {
   return `${taskQueue}-blocks`;
 }
 
+/**
+ * D20: the task queue of webhook deliveries beside the run task queue `taskQueue`. Each worker takes
+ * from it only as many deliveries as WORKER_WEBHOOK_DELIVERIES, so receivers that hold their
+ * connections (a tenant's own, up to WEBHOOK_TIMEOUT_MS an attempt, retried for 24 h) tie up those
+ * slots and never the activity slots every run's work needs (worker/create-worker.ts).
+ */
+export function webhookTaskQueue(taskQueue: string): string {
+  return `${taskQueue}-webhooks`;
+}
+
 /** Search attributes shown and filterable in the Temporal UI. */
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('WrsAccountId', SearchAttributeType.KEYWORD),

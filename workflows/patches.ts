@@ -99,6 +99,12 @@ export const PATCHES = {
     change:
       "D36: a big node's blocks are scheduled with the normal Temporal priority key (their fairness key, the account, still inherited) and carry the run's own key in their request (`priorityKey`), so a server whose block queue orders by fairness (deploy/temporal-dynamicconfig.yaml) takes accounts' blocks in turn and a `high` run never overtakes another account's blocks; the worker orders one account's blocks and calls by the request's key. Old runs' blocks inherit the run's key.",
   },
+  'webhooks-queue': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D20: a webhook's delivery attempts are scheduled on the run task queue's `-webhooks` queue (workflows/definitions.ts webhookTaskQueue), served by each worker up to WORKER_WEBHOOK_DELIVERIES at once, so receivers that hold their connections never take the activity slots runs need; old deliveries stay on the run task queue.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -9,15 +9,18 @@ import {
   log,
   proxyActivities,
   startChild,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import {
   SEARCH_ATTRIBUTES,
+  webhookTaskQueue,
   webhookWorkflowId,
   type RunArgs,
   type WebhookArgs,
 } from './definitions';
+import { isPatched } from './patches';
 import { PERSISTENCE_SUMMARIES, webhookWorkflowSummary } from './summaries';
 
 /** D20: how long a delivery is retried before it is given up. */
@@ -30,6 +33,10 @@ export async function webhookWorkflow(
 ): Promise<{ delivered: boolean; error?: string }> {
   const { deliverWebhook } = proxyActivities<Activities>({
     summary: PERSISTENCE_SUMMARIES.deliverWebhook, // D33
+    // Attempts wait for a worker's delivery slot in their own queue, never in the runs' slots.
+    ...(isPatched('webhooks-queue')
+      ? { taskQueue: webhookTaskQueue(workflowInfo().taskQueue) }
+      : {}),
     // One attempt: the HTTP timeout (WEBHOOK_TIMEOUT_MS, at most 50 s) plus reading the record.
     startToCloseTimeout: '60s',
     scheduleToCloseTimeout: DELIVERY_WINDOW,

@@ -40,7 +40,6 @@ import {
 } from '../../store/idempotency';
 import { generateId } from '../../store/ids';
 import { findRunHead, runInputs } from '../../store/runs';
-import { neverStarted, resumable, settleNeverStarted } from './settle-never-started';
 import { findVersionById, workflowSlug } from '../../store/workflows';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
@@ -53,6 +52,7 @@ import {
   type StartOptions,
   type StartRunDeps,
 } from './start-run';
+import { neverStarted, resumable, settleNeverStarted } from './settle-never-started';
 
 /** How the claimed start is made (a re-run, a waited start); its run id is the claim's. */
 type ClaimOptions = Omit<StartOptions, 'runId'>;

@@ -53,18 +53,22 @@ export function typedInputsWorkflow(slug: string) {
   };
 }
 
-/** Rows (a JSON input) → batch → `node` once per row (its port `row`) → one result labelled `label` (id `out`). */
+/**
+ * Rows (a JSON input, or with `extra.input_type: 'file'` a file's rows) → batch → `node` once per
+ * row (its port `row`) → one result labelled `label` (id `out`).
+ */
 function rowsThrough(
   slug: string,
   node: { id: string; type: string } & Record<string, unknown>,
   label: string,
   extra: Record<string, unknown>,
 ) {
+  const { input_type = 'json', ...fields } = extra;
   return {
     slug,
-    ...extra,
+    ...fields,
     nodes: [
-      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+      { id: 'rows', type: 'user_input', label: 'Rows', input_type },
       { id: 'split', type: 'batch' },
       node,
       { id: 'out', type: 'user_result', label },

@@ -7,28 +7,17 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { expectError } from '../../support/api-assert';
-import { publish, waitForRun } from '../../support/fixtures';
+import { publish, textRowsWorkflow, waitForRun } from '../../support/fixtures';
 import { uploadFile } from '../../support/files';
 import { call, waitFor, type ApiResponse } from '../../support/http';
 import { startRun } from '../../support/runs';
 import { useService } from '../../support/use-service';
 
-/** Each row ten times over: ~3 KB items, ~30 MB of results file, more than a socket's buffers hold. */
-const bigItems = {
-  slug: 'big-items',
+/** Each of a file's rows ten times over: ~3 KB items, ~30 MB of results file, more than a socket's buffers hold. */
+const bigItems = textRowsWorkflow('big-items', '{{row}}'.repeat(10), {
   concurrency: 16,
-  nodes: [
-    { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
-    { id: 'split', type: 'batch' },
-    { id: 'say', type: 'text', template: '{{row}}'.repeat(10) },
-    { id: 'out', type: 'user_result', label: 'Out' },
-  ],
-  edges: [
-    { from: 'rows', to: 'split', port: 'rows' },
-    { from: 'split', to: 'say', port: 'row' },
-    { from: 'say', to: 'out' },
-  ],
-};
+  input_type: 'file',
+});
 
 interface HeldDownload {
   status: number;
