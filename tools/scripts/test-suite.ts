@@ -39,6 +39,7 @@ const SECONDS: Record<string, number> = {
   'test/workflows/big-runs.test.ts': 24,
   'test/clients/python.test.ts': 23,
   'test/browser/playground.browser.test.ts': 22,
+  'test/worker/webhook-queue.test.ts': 22,
   'test/clients/typescript.test.ts': 21,
   'test/api/limits/credit-check-billing.test.ts': 20,
   'test/api/middleware/rate-limit.test.ts': 20,
