@@ -52,7 +52,7 @@ import {
   type StartOptions,
   type StartRunDeps,
 } from './start-run';
-import { neverStarted, resumable, settleNeverStarted } from './settle-never-started';
+import { endNeverStarted, neverStarted, resumable } from './settle-never-started';
 
 /** How the claimed start is made (a re-run, a waited start); its run id is the claim's. */
 type ClaimOptions = Omit<StartOptions, 'runId'>;
@@ -185,8 +185,7 @@ async function resumeAbandoned(
   if (await deps.gateway.exists(run._id)) return run; // Temporal unreachable: 503, and the caller's retry tries again
   if (!resumable(run)) {
     if (!neverStarted(run)) return run; // a read ends it once it is old enough
-    await settleNeverStarted(deps.collections, run);
-    return (await findRunHead(deps.collections, run.account_id, run._id)) ?? run;
+    return (await endNeverStarted(deps.collections, run)) ?? run;
   }
   const version = await findVersionById(deps.collections, run.published_workflow_version_id);
   if (!version?.graph) return run;

@@ -20,7 +20,7 @@ import { isTerminal, webhookMessageId, type RunStatus } from '../../domain/run';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
 import { isBigRun, streamRunView } from '../../store/run-view-stream';
-import { neverStarted, settleNeverStarted } from './settle-never-started';
+import { endNeverStarted, neverStarted } from './settle-never-started';
 
 /**
  * The caller's run record without its chunks, items or event log, or 404: unknown, malformed or
@@ -136,9 +136,8 @@ async function unfinishedView(
 
 /** A record whose start died before its workflow (settle-never-started.ts): ended, and read again as stored. */
 async function settledNeverStarted(deps: ReadRunDeps, doc: RunDoc): Promise<RunView | undefined> {
-  await settleNeverStarted(deps.collections, doc);
+  const ended = await endNeverStarted(deps.collections, doc);
   deps.knownRuns?.forget(doc._id);
-  const ended = await findRunHead(deps.collections, doc.account_id, doc._id);
   return ended ? runView(ended) : undefined;
 }
 

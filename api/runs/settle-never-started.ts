@@ -12,7 +12,7 @@
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { recordRunEnd } from '../../store/run-end';
-import { findRunWithoutLog } from '../../store/runs';
+import { findRunHead, findRunWithoutLog } from '../../store/runs';
 import type { RunFinal } from '../../domain/run';
 import { createdEventOf, settledFailureEvent } from '../stream/stream-events';
 
@@ -50,6 +50,15 @@ export async function settleIfNeverStarted(
 ): Promise<void> {
   const record = await findRunWithoutLog(collections, runId, { inputs: false });
   if (record && neverStarted(record)) await settleNeverStarted(collections, record);
+}
+
+/** Ends such a run, and answers its record as now stored (a read's or a repeat's answer). */
+export async function endNeverStarted(
+  collections: Pick<Collections, 'runs' | 'ledger'>,
+  record: Record,
+): Promise<RunDoc | null> {
+  await settleNeverStarted(collections, record);
+  return findRunHead(collections, record.account_id, record._id);
 }
 
 /** Ends such a run: `failed`, nothing billed, its hold given back. */
