@@ -105,6 +105,12 @@ export const PATCHES = {
     change:
       "D20: a webhook's delivery attempts are scheduled on the run task queue's `-webhooks` queue (workflows/definitions.ts webhookTaskQueue), served by each worker up to WORKER_WEBHOOK_DELIVERIES at once, so receivers that hold their connections never take the activity slots runs need; old deliveries stay on the run task queue.",
   },
+  'webhooks-fair': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D20, D36: a webhook's delivery attempts are scheduled with the normal Temporal priority key and the account as fairness key, so a server whose webhook queue orders by fairness (deploy/temporal-dynamicconfig.yaml) hands delivery slots to accounts in turn and a `high` run's deliveries never go first; old deliveries inherit the run's priority.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -20,12 +20,15 @@ import {
   type RunArgs,
   type WebhookArgs,
 } from './definitions';
+import { priorityKey } from '../domain/run-priority';
 import { isPatched } from './patches';
 import { PERSISTENCE_SUMMARIES, webhookWorkflowSummary } from './summaries';
 
 /** D20: how long a delivery is retried before it is given up. */
 const DELIVERY_WINDOW = '24h';
 const DEFAULT_RETRY_INITIAL_MS = 5_000;
+/** D20, D36: every account's attempts wait at one priority, so on a fair queue accounts take turns. */
+const DELIVERY_PRIORITY_KEY = priorityKey('normal');
 
 /** Retries one delivery with exponential backoff for 24 h; returns whether it was delivered, never fails. */
 export async function webhookWorkflow(
@@ -36,6 +39,13 @@ export async function webhookWorkflow(
     // Attempts wait for a worker's delivery slot in their own queue, never in the runs' slots.
     ...(isPatched('webhooks-queue')
       ? { taskQueue: webhookTaskQueue(workflowInfo().taskQueue) }
+      : {}),
+    // A server whose webhook queue orders by fairness (deploy/temporal-dynamicconfig.yaml) hands
+    // the slots to accounts in turn: one tenant's receiver that holds its connections, with
+    // hundreds of attempts waiting, delays another account's delivery by one attempt, not by all
+    // of them. Normal priority for all: a run's claimed `high` must not put its deliveries first.
+    ...(isPatched('webhooks-fair')
+      ? { priority: { priorityKey: DELIVERY_PRIORITY_KEY, fairnessKey: args.accountId } }
       : {}),
     // One attempt: the HTTP timeout (WEBHOOK_TIMEOUT_MS, at most 50 s) plus reading the record.
     startToCloseTimeout: '60s',

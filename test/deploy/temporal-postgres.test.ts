@@ -3,15 +3,23 @@
  * PostgreSQL, its schema created and upgraded by the Compose jobs' own scripts, the namespace job
  * registering the search attributes, and the service on it: a run started, streamed to [DONE], read,
  * and a run cancelled (tools/stack/production-temporal.ts names the stand-ins for the images); the
- * block queue's fairness its dynamic configuration turns on.
+ * fairness its dynamic configuration turns on for the block and webhook queues.
  */
 import assert from 'node:assert/strict';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { newAccount } from '../support/accounts';
-import { llmWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
+import {
+  greetingWorkflow,
+  llmWorkflow,
+  publish,
+  rowsWorkflow,
+  waitForRun,
+} from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { startRun } from '../support/runs';
-import { startService, type TestService } from '../support/service';
+import { startService, temporalClient, type TestService } from '../support/service';
+import { startWebhookReceiver } from '../fakes/webhook-receiver';
+import { webhookWorkflowId } from '../../workflows/definitions';
 import { openSse } from '../support/sse';
 import { schemaVersions } from '../../tools/stack/production-temporal';
 import { useProductionStack } from './support/production-stack';
@@ -138,8 +146,98 @@ describe('production Temporal (temporal-server 1.29.1 on PostgreSQL, the Compose
       assert.ok(before >= 1 && before <= 2, `blocks started: ${started.join(' ')}`);
       for (const runId of aRuns)
         await call(fair.url, 'POST', `/api/v1/runs/${runId}/cancel`, { key: a.key });
+      // Ended before the service closes: a cancelled block's tally left in the queue would reach
+      // the next test's worker, whose store holds no key for it.
+      for (const runId of aRuns) await waitForRun(fair.url, a.key, runId);
     } finally {
       await fair.close();
+    }
+  });
+  it("the webhook queue takes accounts in turn (fairness): another account's delivery waits for the attempt in the slot, not for all of one account's, whatever priority they claim (D20, D36)", async () => {
+    const receiver = await startWebhookReceiver();
+    // The queue the dynamic configuration makes fair, one delivery attempt at a time.
+    const fair = await startService({
+      stack: prod.stack,
+      env: {
+        TEMPORAL_TASK_QUEUE: 'wrs-runs',
+        WORKER_WEBHOOK_DELIVERIES: '1',
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE_NETWORK: 'true',
+      },
+    });
+    try {
+      const a = await newAccount(fair.store.collections, 10);
+      const b = await newAccount(fair.store.collections, 10);
+      await publish(fair.url, a.key, greetingWorkflow('hooked'));
+      await publish(fair.url, b.key, greetingWorkflow('hooked'));
+      // Account A: six `high` runs whose receiver takes 2 s an attempt: one in the slot, five queued.
+      const HELD = 6;
+      receiver.script(
+        '/a',
+        Array.from({ length: HELD }, () => ({ status: 200, delayMs: 2_000 })),
+      );
+      const aRuns: string[] = [];
+      for (let i = 0; i < HELD; i++)
+        aRuns.push(
+          await startRun(
+            fair.url,
+            a.key,
+            'hooked',
+            { name: `a${i}` },
+            { body: { priority: 'high', webhook: `${receiver.url}/a` } },
+          ),
+        );
+      const client = temporalClient(fair);
+      await waitFor(
+        async () => {
+          for (const runId of aRuns) {
+            const described = await client.workflow
+              .getHandle(webhookWorkflowId(runId))
+              .describe()
+              .catch(() => undefined);
+            // Its attempt scheduled (or already made): the child has started it or has ended.
+            if (!described) return undefined;
+            if (described.status.name === 'RUNNING' && !described.raw.pendingActivities?.length)
+              return undefined;
+          }
+          return true;
+        },
+        { what: "every one of account A's deliveries scheduled" },
+      );
+      const aBefore = receiver.hitsOn('/a').length;
+      assert.ok(aBefore <= 2, `${aBefore} of A's attempts made before B's run started`);
+
+      await waitForRun(
+        fair.url,
+        b.key,
+        await startRun(
+          fair.url,
+          b.key,
+          'hooked',
+          { name: 'b' },
+          {
+            body: { webhook: `${receiver.url}/b` },
+          },
+        ),
+      );
+      await waitFor(async () => receiver.hitsOn('/b').length === 1 || undefined, {
+        what: "account B's delivery",
+        timeoutMs: 60_000,
+      });
+      // B's attempt came after the one in the slot when it was scheduled and at most one more, not
+      // after A's queued ones (first come, first served) nor after all of A's (by priority).
+      const order = receiver.hits.map((hit) => hit.path);
+      const aAhead = order.indexOf('/b');
+      assert.ok(aAhead <= aBefore + 2, `deliveries in order: ${order.join(' ')}`);
+      // Every delivery arrives, each once, before the service closes.
+      await waitFor(async () => receiver.hitsOn('/a').length === HELD || undefined, {
+        what: "all of account A's deliveries",
+        timeoutMs: 60_000,
+      });
+      assert.equal(receiver.hits.length, HELD + 1);
+    } finally {
+      await fair.close();
+      await receiver.close();
     }
   });
 });
