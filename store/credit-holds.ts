@@ -23,6 +23,8 @@ import { accountSums, isDuplicateKey, roundUsd, type LedgerSums } from './ledger
 export interface ChainHead {
   n: number;
   reserved_usd: number;
+  /** When the entry was written, where it was read from the store (the hold sweep's quiet check). */
+  created_at?: Date;
 }
 
 export const EMPTY_CHAIN: ChainHead = { n: 0, reserved_usd: 0 };
@@ -39,9 +41,9 @@ async function readEntry(c: Holds, accountId: string, n: number): Promise<ChainH
   if (n === 0) return EMPTY_CHAIN;
   const doc = await c.creditHolds.findOne(
     { _id: holdEntryId(accountId, n) },
-    { projection: { _id: 0, n: 1, reserved_usd: 1 } },
+    { projection: { _id: 0, n: 1, reserved_usd: 1, created_at: 1 } },
   );
-  return doc ? { n: doc.n, reserved_usd: doc.reserved_usd } : null;
+  return doc ? { n: doc.n, reserved_usd: doc.reserved_usd, created_at: doc.created_at } : null;
 }
 
 /**

@@ -15,7 +15,7 @@
  * (a hold given back before this read is counted as given back).
  */
 import type { Collections } from './db';
-import { findChainHead, holdEntryId } from './credit-holds';
+import { findChainHead } from './credit-holds';
 import { accountSums, postRelease, roundUsd } from './ledger';
 
 /** How long an account's chain must have been still before its held credit is checked. */
@@ -65,11 +65,7 @@ async function sweepAccount(
   quietSince: number,
 ): Promise<number | undefined> {
   const head = await findChainHead(c, accountId);
-  const entry = await c.creditHolds.findOne(
-    { _id: holdEntryId(accountId, head.n) },
-    { projection: { created_at: 1 } },
-  );
-  if (!entry || entry.created_at.getTime() > quietSince) return undefined;
+  if (!head.created_at || head.created_at.getTime() > quietSince) return undefined;
   // Its unfinished runs, and any run that ended since: one whose record is written before its debit
   // (a free run's end, a settle) must not look given back and still held at once.
   const runs = await c.runs

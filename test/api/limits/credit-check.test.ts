@@ -142,7 +142,8 @@ describe('CreditCheck (D17 holds)', () => {
     const check = new CreditCheck(db.store.collections);
     for (let i = 0; i < 13; i++) await check.reserve(account._id, `run_${i}`, 0.01);
     const head = await findChainHead(db.store.collections, account._id);
-    assert.deepEqual(head, { n: 13, reserved_usd: 0.13 });
+    assert.deepEqual({ n: head.n, reserved_usd: head.reserved_usd }, { n: 13, reserved_usd: 0.13 });
+    assert.ok(head.created_at instanceof Date, 'the entry as stored, with its time');
     assert.deepEqual(
       await findChainHead(db.store.collections, account._id, { n: 5, reserved_usd: 0.05 }),
       head,
