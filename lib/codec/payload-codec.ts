@@ -158,8 +158,13 @@ export class EncryptionCodec implements PayloadCodec {
     const runId = this.runSecrets ? runOfWorkflowId(context?.workflowId) : null;
     if (!runId) return payloads.map((p) => encryptPayload(p, current));
     const secret = await this.runSecrets!.get(runId);
-    // A deleted run's workflow must not write anything new under a key that outlives it.
-    if (secret === null) throw new RunDeletedError(runId);
+    // A run with no record here (deleted, or another installation's on a shared task queue): nothing
+    // new of it may be readable under a key that outlives it, yet its task must fail, not the
+    // worker. What it writes (the failure of a task that could not open its input) is sealed under
+    // a key made for this call and never kept: as unreadable as the rest of the run's history. A
+    // throw here reached the SDK while it reported that failure and stopped the whole worker.
+    if (secret === null)
+      return payloads.map((p) => encryptPayload(p, current, { runId, key: randomBytes(32) }));
     // A run recorded before per-run keys: the configured key, as before.
     if (secret === undefined) return payloads.map((p) => encryptPayload(p, current));
     const seal = { runId, key: this.derive(current.key, secret, runId, current.id) };

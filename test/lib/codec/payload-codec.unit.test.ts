@@ -151,7 +151,7 @@ describe('per-run payload keys (D39)', () => {
     assert.deepEqual(converter.fromPayload(decryptPayload(other, keyRing([k1]))), secret);
   });
 
-  it('once the run is deleted, nothing opens its payloads and nothing new is sealed for it', async () => {
+  it('once the run is deleted, nothing opens its payloads and nothing new of it can be opened', async () => {
     const { secrets, codec } = setup();
     const [sealed] = await codec.encode([converter.toPayload(secret)], context(RUN));
     secrets.delete(RUN); // the record, and with it the secret, is gone
@@ -159,10 +159,13 @@ describe('per-run payload keys (D39)', () => {
     await assert.rejects(codec.decode([sealed]), RunDeletedError);
     const [forOperators] = await codec.decodeForOperators([sealed]);
     assert.deepEqual(forOperators, sealed, 'the codec server hands it back still sealed');
-    await assert.rejects(
-      codec.encode([converter.toPayload(secret)], context(RUN)),
-      RunDeletedError,
-    );
+    // What a task of it still writes (the failure of a task that could not open its input) is
+    // sealed, never refused (a throw there stopped the worker), and opens for no one.
+    const [late] = await codec.encode([converter.toPayload(secret)], context(RUN));
+    assert.equal(meta(late, RUN_ID_METADATA), RUN);
+    await assert.rejects(codec.decode([late]), RunDeletedError);
+    const revived = setup(); // even with a secret for the run again, the throwaway key opens it
+    await assert.rejects(revived.codec.decode([late]), /does not authenticate/);
     // A fresh process that never knew the secret cannot open it either.
     const fresh = setup();
     fresh.secrets.delete(RUN);
