@@ -65,11 +65,12 @@ def fit_request_line(query, budget, negative):
     """Makes the URL encoding of `query`'s strings (nested dicts too) fit `budget`, if it can.
 
     First every character past ASCII becomes `~` (one byte where it was up to twelve): a string
-    keeps its length in code points, which is what maxLength counts, and no value with a `~` in it
-    becomes valid (no id, time or enum has one). Then, in a positive case only, the longest string
-    is halved until it fits. A negative case is never cut: halving a 520-character metadata value
-    made it valid and the server's 200 looked like an invalid request accepted (ST201). One still
-    too long is refused with 431 before any route, which schemathesis.toml counts as a refusal.
+    keeps its length in code points, which is what maxLength counts, and an invalid one stays
+    invalid (no id, time or enum has a `~`). Then, in a positive case only, the longest string is
+    halved until it fits. A negative case is never cut: halving a 520-character metadata value
+    made it valid and the server's 200 looked like an invalid request accepted (ST201). A negative
+    case still too long is refused with 431 before any route, which schemathesis.toml counts as a
+    refusal.
     """
     def strings(node, path=()):
         for key, value in node.items():
