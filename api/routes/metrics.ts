@@ -2,7 +2,7 @@
  * GET /metrics: Prometheus exposition (no key; expose it only to your scraper's network in
  * production). Each scrape first refreshes the server-side gauges (lib/metrics): whether MongoDB
  * and Temporal answer, the backlog on the Temporal server of the run task queue and of its block
- * queue (D35), and the runs open past their timeout. They are asked at scrape time, bounded, so
+ * (D35) and webhook (D20) queues, and the runs open past their timeout. They are asked at scrape time, bounded, so
  * they hold whether or not any worker polls; a gauge Temporal could not answer for is dropped
  * rather than left stale.
  */

@@ -23,6 +23,7 @@ import {
   SEARCH_ATTRIBUTE_TYPES,
   awaitEndUpdate,
   blockTaskQueue,
+  webhookTaskQueue,
   snapshotQuery,
   outputPageQuery,
   type RunArgs,
@@ -276,9 +277,10 @@ export class RunGateway {
 
   /**
    * What monitoring needs from the server side (api/routes/metrics.ts): the approximate backlog
-   * (count, and age of its oldest task) of the run task queue per task type and of its block queue
-   * (D35, blocks waiting for a worker's block slot), and how many run workflows are still open
-   * though started before `openBefore`. Each call is bounded by `ms`.
+   * (count, and age of its oldest task) of the run task queue per task type, of its block queue
+   * (D35, blocks waiting for a worker's block slot) and of its webhook queue (D20, delivery
+   * attempts waiting for a worker's delivery slot), and how many run workflows are still open
+   * though started before `openBefore`. The calls go at once, each bounded by `ms`.
    */
   async operationalStats(
     ms: number,
@@ -308,17 +310,18 @@ export class RunGateway {
         ageSeconds: Number(age?.seconds ?? 0) + (age?.nanos ?? 0) / 1e9,
       };
     };
-    const [workflow, activity, blocks, open] = await Promise.all([
+    const [workflow, activity, blocks, webhooks, open] = await Promise.all([
       describe('workflow'),
       describe('activity'),
       describe('activity', blockTaskQueue(this.opts.taskQueue)),
+      describe('activity', webhookTaskQueue(this.opts.taskQueue)),
       this.opts.connection.withDeadline(deadline, () =>
         this.client.workflow.count(
           `WorkflowType = '${RUN_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND StartTime < '${openBefore.toISOString()}'`,
         ),
       ),
     ]);
-    return { backlog: [workflow, activity, blocks], openPastTimeout: open.count };
+    return { backlog: [workflow, activity, blocks, webhooks], openPastTimeout: open.count };
   }
 
   /** D29: creates the hourly retention schedule of this task queue unless it exists; returns its id. */

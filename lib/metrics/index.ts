@@ -162,12 +162,12 @@ export async function observeProviderCall<T>(
 // it stays right when no worker polls, which the SDK's schedule-to-start latency cannot.
 export const taskQueueBacklog = new Gauge({
   name: 'wrs_task_queue_backlog',
-  help: 'Tasks waiting on the Temporal server (approximate backlog count of DescribeTaskQueue) in the run task queue, by task type, and in its block queue (D35).',
+  help: 'Tasks waiting on the Temporal server (approximate backlog count of DescribeTaskQueue) in the run task queue, by task type, and in its block queue (D35) and webhook queue (D20).',
   labelNames: ['task_queue', 'task_type'] as const,
 });
 export const taskQueueBacklogAge = new Gauge({
   name: 'wrs_task_queue_backlog_age_seconds',
-  help: 'Age of the oldest task waiting on the Temporal server in the run task queue, by task type, and in its block queue (D35).',
+  help: 'Age of the oldest task waiting on the Temporal server in the run task queue, by task type, and in its block queue (D35) and webhook queue (D20).',
   labelNames: ['task_queue', 'task_type'] as const,
 });
 export const runsOpenPastTimeout = new Gauge({

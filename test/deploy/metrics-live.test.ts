@@ -35,6 +35,13 @@ const SDK_HISTOGRAMS = [
   'temporal_activity_schedule_to_start_latency_seconds',
   'temporal_local_activity_execution_latency_seconds',
 ];
+/** The API's counters behind its panels (the API is scraped on a slower beat of its own, below). */
+const API_COUNTERS = [
+  'wrs_runs_started_total',
+  'wrs_start_duration_seconds_count',
+  'wrs_temporal_query_duration_seconds_count',
+  'wrs_http_requests_total',
+];
 const PRICES = JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } });
 
 /** Metric names an expression reads: identifiers followed by `{`, `[` or `)` or standing alone, less PromQL words. */
@@ -90,14 +97,17 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
     });
     // A real Prometheus scrapes the three endpoints under the job names of deploy/prometheus/prometheus.yml,
     // from before the run on, so the panels' rates and quantiles see it happen.
-    const job = (name: string, target: string) => ({
+    const job = (name: string, target: string, every?: string) => ({
       job_name: name,
       static_configs: [{ targets: [target] }],
+      // A scrape's timeout is at most its interval: the API's scrape asks Temporal about four task
+      // queues at once (each call bounded by 2 s), which beside other test files takes over 1 s.
+      ...(every ? { scrape_interval: every, scrape_timeout: every } : {}),
     });
     prometheus = await startPrometheus({
       global: { scrape_interval: '1s', evaluation_interval: '1s' },
       scrape_configs: [
-        job('wrs-api', new URL(ctx.svc.url).host),
+        job('wrs-api', new URL(ctx.svc.url).host, '3s'),
         job('wrs-worker', `127.0.0.1:${ports.own}`),
         job('wrs-worker-sdk', `127.0.0.1:${ports.sdk}`),
       ],
@@ -150,6 +160,15 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
     assert.match(api, /^wrs_http_requests_total\{method="GET",route="\/api\/v1\/runs\/:runId"/m);
     assert.doesNotMatch(api, /route="[^"]*run_[0-9A-Z]{26}/);
     assert.match(api, /^wrs_task_queue_backlog\{task_queue="[^"]+",task_type="workflow"\} \d+$/m);
+    // The block (D35) and webhook (D20) queues too, whose waiting tasks hold no worker slot.
+    for (const queue of ['blocks', 'webhooks'])
+      assert.match(
+        api,
+        new RegExp(
+          `^wrs_task_queue_backlog\\{task_queue="[^"]+-${queue}",task_type="activity"\\} \\d+$`,
+          'm',
+        ),
+      );
     assert.match(api, /^wrs_runs_open_past_timeout 0$/m);
     assert.match(api, /^wrs_dependency_up\{dependency="temporal"\} 1$/m);
 
@@ -182,12 +201,12 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
       timeoutMs: 60_000,
       what: "the first run's provider call in Prometheus",
     });
-    // The SDK's port is a target of its own, scraped on its own beat: its histograms too must be held
-    // before the second run, or that run may be counted in the series' first sample (a rate of 0).
-    for (const histogram of SDK_HISTOGRAMS)
-      await waitFor(held(`${histogram}_count > 0`), {
+    // The SDK's port and the API are targets of their own, scraped on their own beats: their series too
+    // must be held before the second run, or that run may be counted in a series' first sample (a rate of 0).
+    for (const series of [...SDK_HISTOGRAMS.map((h) => `${h}_count`), ...API_COUNTERS])
+      await waitFor(held(`${series} > 0`), {
         timeoutMs: 60_000,
-        what: `the first run's ${histogram} in Prometheus`,
+        what: `the first run's ${series} in Prometheus`,
       });
     const run = await runToEnd(ctx.svc.url, ctx.key, llmWorkflow('metrics-live-2'), {
       topic: 'again',
@@ -201,10 +220,10 @@ describe('metrics the dashboard and the alerts query, against a live API and wor
       timeoutMs: 60_000,
       what: "the second run's provider call in Prometheus",
     });
-    for (const histogram of SDK_HISTOGRAMS)
-      await waitFor(held(`sum(rate(${histogram}_count[5m])) > 0`), {
+    for (const series of [...SDK_HISTOGRAMS.map((h) => `${h}_count`), ...API_COUNTERS])
+      await waitFor(held(`sum(rate(${series}[5m])) > 0`), {
         timeoutMs: 60_000,
-        what: `the second run's ${histogram} in Prometheus`,
+        what: `the second run's ${series} in Prometheus`,
       });
     const empty: string[] = [];
     for (const panel of dashboard().panels)
