@@ -30,6 +30,13 @@ export interface RunningWorker {
  */
 const FORCE_AFTER_GRACE_MS = 10_000;
 
+/**
+ * How long the codec's first read of the key ring or of a run's secret waits out a failing store
+ * (a restart, a replica-set election) before it fails: the SDK reports a task it could not decode
+ * through the codec again, and a failure there stops the whole worker.
+ */
+const CODEC_STORE_RETRY_MS = 30_000;
+
 /** Connects, creates the workers and runs them; resolves once they are running (their end is `done`). */
 export async function startWorker(
   config: Config,
@@ -71,7 +78,7 @@ export async function startWorker(
         : { workflowBundle }),
       shutdownGraceTimeMs,
       shutdownForceTimeMs: shutdownGraceTimeMs + FORCE_AFTER_GRACE_MS,
-      payloads: payloadProtection(config, store.db),
+      payloads: payloadProtection(config, store.db, { storeRetryMs: CODEC_STORE_RETRY_MS }),
     });
   } catch (err) {
     await connection.close();

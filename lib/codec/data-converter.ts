@@ -5,7 +5,8 @@ import type { Config } from '../../config';
 import { loadKeyRing } from './keys';
 import { runPayloadSecret } from '../../store/run-secrets';
 import { EncryptionCodec } from './payload-codec';
-import { RunSecrets } from './run-keys';
+import { RunSecrets, SECRET_TTL_MS } from './run-keys';
+import { retryingFor } from './retrying';
 
 /** Path of the failure converter module, for the workflow bundle (bundleWorkflowCode's failureConverterPath). */
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
@@ -16,15 +17,25 @@ export interface PayloadProtection {
   dataConverter: DataConverter;
 }
 
-/** The payload protection of this configuration; keys are read on first use, so this needs no round trip. */
-export function payloadProtection(config: Pick<Config, 'codec'>, db: Db): PayloadProtection {
+/**
+ * The payload protection of this configuration; keys are read on first use, so this needs no round
+ * trip. `storeRetryMs` (workers): how long a first read of the key ring or of a run's secret waits
+ * out a failing store instead of failing at once, as the API must (503).
+ */
+export function payloadProtection(
+  config: Pick<Config, 'codec'>,
+  db: Db,
+  opts: { storeRetryMs?: number } = {},
+): PayloadProtection {
   // The failure converter stays even without the codec: the workflow bundle always carries it (worker/create-worker.ts).
   if (!config.codec.enabled)
     return { dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH } };
   // D39: each run's payloads under its own key, derived from the secret on its record.
+  const retryMs = opts.storeRetryMs ?? 0;
+  const loadKeys = () => loadKeyRing(config, db);
   const codec = new EncryptionCodec(
-    () => loadKeyRing(config, db),
-    new RunSecrets((runId) => runPayloadSecret(db, runId)),
+    retryMs > 0 ? () => loadKeys().catch(() => retryingFor(retryMs, loadKeys)) : loadKeys,
+    new RunSecrets((runId) => runPayloadSecret(db, runId), SECRET_TTL_MS, retryMs),
   );
   return {
     codec,

@@ -36,6 +36,7 @@ const SECONDS: Record<string, number> = {
   'test/worker/drain.test.ts': 37,
   'test/reliability/big-run-worker-crash.test.ts': 26,
   'test/reliability/big-run-ferretdb-restart.test.ts': 24,
+  'test/reliability/ferretdb-restart-new-worker.test.ts': 24,
   'test/reliability/big-run-temporal-restart.test.ts': 24,
   'test/workflows/big-runs.test.ts': 24,
   'test/clients/python.test.ts': 23,

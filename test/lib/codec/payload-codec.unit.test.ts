@@ -200,6 +200,26 @@ describe('per-run payload keys (D39)', () => {
     assert.equal(await runSecrets.get(RUN), null);
   });
 
+  it('a secret never held: the API fails at once; a worker waits out a blip, then fails', async () => {
+    const s = randomBytes(32);
+    let failures = 0;
+    const flaky = (times: number) => {
+      let left = times;
+      return async () => {
+        if (left-- > 0) {
+          failures++;
+          throw new Error('store down');
+        }
+        return s;
+      };
+    };
+    await assert.rejects(new RunSecrets(flaky(1)).get(RUN), /store down/);
+    assert.equal(await new RunSecrets(flaky(2), 50, 5_000).get(RUN), s);
+    failures = 0;
+    await assert.rejects(new RunSecrets(flaky(100), 50, 250).get(RUN), /store down/);
+    assert.ok(failures >= 2 && failures < 10, `${failures} reads in a 250 ms window`);
+  });
+
   it('maps only run workflow ids to their run', () => {
     assert.equal(runOfWorkflowId(RUN), RUN);
     assert.equal(runOfWorkflowId(`${RUN}-webhook`), RUN);
