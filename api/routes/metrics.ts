@@ -2,9 +2,9 @@
  * GET /metrics: Prometheus exposition (no key; expose it only to your scraper's network in
  * production). Each scrape first refreshes the server-side gauges (lib/metrics): whether MongoDB
  * and Temporal answer, the backlog on the Temporal server of the run task queue and of its block
- * (D35) and webhook (D20) queues, and the runs open past their timeout. They are asked at scrape time, bounded, so
- * they hold whether or not any worker polls; a gauge Temporal could not answer for is dropped
- * rather than left stale.
+ * (D35) and webhook (D20) queues, and the runs open past their timeout. They are asked at scrape
+ * time, bounded, so they hold whether or not any worker polls; a gauge Temporal could not answer
+ * for is dropped rather than left stale.
  */
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
