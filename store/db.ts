@@ -1,5 +1,11 @@
 /** MongoDB connection and the collections of the service, with the indexes they rely on. */
-import { MongoClient, type Collection, type Db } from 'mongodb';
+import {
+  MongoClient,
+  MongoNetworkError,
+  MongoServerSelectionError,
+  type Collection,
+  type Db,
+} from 'mongodb';
 import type {
   AccountDoc,
   ApiKeyDoc,
@@ -78,6 +84,15 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
  * MongoNetworkTimeoutError: 503 with Retry-After in the API, a retried attempt in the worker.
  */
 export const DEFAULT_SOCKET_TIMEOUT_MS = 60_000;
+
+/** The store could not be reached (nothing about the operation itself): worth waiting out. */
+export function isStoreUnreachable(err: unknown): boolean {
+  return (
+    err instanceof MongoServerSelectionError ||
+    err instanceof MongoNetworkError ||
+    (err as { name?: unknown })?.name === 'MongoPoolClearedError'
+  );
+}
 
 /** Connects, creates the indexes (idempotent) and returns the typed collections. */
 export async function connectStore(opts: StoreOptions): Promise<Store> {

@@ -76,20 +76,25 @@ export async function createRunWorkers(opts: WorkerOptions): Promise<Worker[]> {
     // The workflow sandbox's spans leave it through this sink (a no-op while tracing is off).
     sinks: { exporter: workflowSpanSink() },
   });
-  const blocks = await Worker.create({
-    ...shared,
-    taskQueue: blockTaskQueue(opts.taskQueue),
-    activities: { runNodeBlock: activities.runNodeBlock },
-    interceptors: { activity: activityInterceptors },
-    maxConcurrentActivityTaskExecutions: workerBlockSlots(opts.config.providerCalls),
-  });
-  const webhooks = await Worker.create({
-    ...shared,
-    taskQueue: webhookTaskQueue(opts.taskQueue),
-    activities: { deliverWebhook: activities.deliverWebhook },
-    interceptors: { activity: activityInterceptors },
-    maxConcurrentActivityTaskExecutions: workerWebhookSlots(opts.config.webhooks),
-  });
+  // A queue of one activity's own, of which this process takes only `slots` at once: the rest wait in Temporal.
+  const slotted = (taskQueue: string, only: Partial<typeof activities>, slots: number) =>
+    Worker.create({
+      ...shared,
+      taskQueue,
+      activities: only,
+      interceptors: { activity: activityInterceptors },
+      maxConcurrentActivityTaskExecutions: slots,
+    });
+  const blocks = await slotted(
+    blockTaskQueue(opts.taskQueue),
+    { runNodeBlock: activities.runNodeBlock },
+    workerBlockSlots(opts.config.providerCalls),
+  );
+  const webhooks = await slotted(
+    webhookTaskQueue(opts.taskQueue),
+    { deliverWebhook: activities.deliverWebhook },
+    workerWebhookSlots(opts.config.webhooks),
+  );
   return [runs, blocks, webhooks];
 }
 

@@ -6,7 +6,8 @@ import { loadKeyRing } from './keys';
 import { runPayloadSecret } from '../../store/run-secrets';
 import { EncryptionCodec } from './payload-codec';
 import { RunSecrets, SECRET_TTL_MS } from './run-keys';
-import { retryingFor } from './retrying';
+import { retrying } from '../retrying';
+import { isStoreUnreachable } from '../../store/db';
 
 /** Path of the failure converter module, for the workflow bundle (bundleWorkflowCode's failureConverterPath). */
 export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
@@ -31,11 +32,13 @@ export function payloadProtection(
   if (!config.codec.enabled)
     return { dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH } };
   // D39: each run's payloads under its own key, derived from the secret on its record.
-  const retryMs = opts.storeRetryMs ?? 0;
+  const retry = opts.storeRetryMs
+    ? { forMs: opts.storeRetryMs, retryable: isStoreUnreachable }
+    : undefined;
   const loadKeys = () => loadKeyRing(config, db);
   const codec = new EncryptionCodec(
-    retryMs > 0 ? () => loadKeys().catch(() => retryingFor(retryMs, loadKeys)) : loadKeys,
-    new RunSecrets((runId) => runPayloadSecret(db, runId), SECRET_TTL_MS, retryMs),
+    retry ? () => retrying(loadKeys, retry) : loadKeys,
+    new RunSecrets((runId) => runPayloadSecret(db, runId), SECRET_TTL_MS, retry),
   );
   return {
     codec,

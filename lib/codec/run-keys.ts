@@ -13,11 +13,11 @@
  * Secrets are cached per process for at most SECRET_TTL_MS (a deleted run's secret lingers that
  * long in other processes' memory, never on disk), and a failed refresh keeps using the cached
  * one, so a MongoDB blip does not fail workflow tasks of runs in flight. A worker also waits out
- * a blip for a secret it never had (`retryForMs`): its SDK reports a task it could not decode
+ * a blip for a secret it never had (`retry`): its SDK reports a task it could not decode
  * through the same codec, and a second failure there stops the whole worker.
  */
 import { hkdfSync } from 'node:crypto';
-import { retryingFor } from './retrying';
+import { retrying, type RetryPolicy } from '../retrying';
 
 /** What the codec asks about a run: its secret, `undefined` for a run recorded before D39 (no secret: the configured key seals), null for no run (deleted). */
 export type RunSecretLookup = (runId: string) => Promise<Buffer | null | undefined>;
@@ -57,8 +57,8 @@ export class RunSecrets {
   constructor(
     private readonly lookup: RunSecretLookup,
     private readonly ttlMs = SECRET_TTL_MS,
-    /** How long a failing lookup of a secret this process does not hold is tried again (0: fail at once, the API's 503). */
-    private readonly retryForMs = 0,
+    /** Which failing lookups of a secret this process does not hold are tried again, how long (none: fail at once, the API's 503). */
+    private readonly retry?: Pick<RetryPolicy, 'forMs' | 'retryable'>,
   ) {}
 
   /** A run's secret; `undefined`: a run without one; null: no such run (deleted, or never recorded). */
@@ -68,11 +68,14 @@ export class RunSecrets {
     if (cached && Date.now() - cached.at < this.ttlMs) return cached.secret;
     let secret: Buffer | null | undefined;
     try {
-      secret = await this.lookup(runId);
+      // Stale beats failing a run's workflow task during a blip: no wait where one is cached.
+      secret =
+        this.retry && !cached
+          ? await retrying(() => this.lookup(runId), this.retry)
+          : await this.lookup(runId);
     } catch (err) {
-      if (cached) return cached.secret; // stale beats failing a run's workflow task during a blip
-      if (this.retryForMs <= 0) throw err;
-      secret = await retryingFor(this.retryForMs, () => this.lookup(runId));
+      if (cached) return cached.secret;
+      throw err;
     }
     if (secret === null) {
       this.entries.delete(runId);
