@@ -1,7 +1,7 @@
 /** Wires the API's dependencies from configuration: MongoDB, Temporal, the app and its server. */
 import type { Connection } from '@temporalio/client';
 import type { Config } from '../config';
-import { connectStore, type Store } from '../store/db';
+import { connectStoreWhenReachable, type Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
 import { startTracing } from '../lib/observability/tracing';
 import { createApp } from './app';
@@ -43,11 +43,14 @@ export async function startApi(
   opts: { monitorCommands?: boolean } = {},
 ): Promise<ApiHandle> {
   const stopTracing = startTracing(config.tracing, 'wrs-api');
-  const store = await connectStore({
-    ...config.mongo,
-    appName: 'wrs-api',
-    monitorCommands: opts.monitorCommands,
-  });
+  const store = await connectStoreWhenReachable(
+    { ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands },
+    (err) =>
+      logger.warn(
+        { error: String((err as Error)?.message ?? err) },
+        'MongoDB unreachable at start; waiting for it',
+      ),
+  );
   const connection = await connectTemporal(config.temporal);
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway: RunGateway = new RunGateway({

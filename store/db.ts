@@ -25,6 +25,7 @@ import type {
 import { ensureExpiryIndexes, startSweeper } from './expiry';
 import { RUN_SEARCH_INDEXES } from './run-search';
 import { ensureEraseIndexes } from './erase-run';
+import { retrying } from '../lib/retrying';
 
 export interface Collections {
   accounts: Collection<AccountDoc>;
@@ -94,6 +95,27 @@ export function isStoreUnreachable(err: unknown): boolean {
   );
 }
 
+/**
+ * connectStore for a process that is starting: while the store cannot be reached (a database still
+ * starting, an outage) it tries again, 0.1 s doubling to 2 s apart, telling `onWait` of each failure,
+ * for as long as that lasts. Exiting instead would have the orchestrator restart the process with
+ * growing back-off (Kubernetes: up to 5 min), which then outlasts the outage. Any other failure
+ * (a refused login, a bad URI) ends the start at once.
+ */
+export function connectStoreWhenReachable(
+  opts: StoreOptions,
+  onWait: (err: unknown) => void,
+): Promise<Store> {
+  return retrying(
+    () =>
+      connectStore(opts).catch((err: unknown) => {
+        if (isStoreUnreachable(err)) onWait(err);
+        throw err;
+      }),
+    { forMs: Infinity, retryable: isStoreUnreachable },
+  );
+}
+
 /** Connects, creates the indexes (idempotent) and returns the typed collections. */
 export async function connectStore(opts: StoreOptions): Promise<Store> {
   const client = new MongoClient(opts.uri, {
@@ -103,8 +125,18 @@ export async function connectStore(opts: StoreOptions): Promise<Store> {
     socketTimeoutMS: opts.socketTimeoutMs ?? DEFAULT_SOCKET_TIMEOUT_MS,
     monitorCommands: opts.monitorCommands ?? false,
   });
+  try {
+    return await openStore(client, opts.dbName);
+  } catch (err) {
+    // A start that failed halfway (the server gone between the connect and the indexes) leaves no monitor behind.
+    await client.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function openStore(client: MongoClient, dbName: string): Promise<Store> {
   await client.connect();
-  const db = client.db(opts.dbName);
+  const db = client.db(dbName);
   const collections: Collections = {
     accounts: db.collection('accounts'),
     apiKeys: db.collection('api_keys'),

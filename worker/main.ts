@@ -1,6 +1,7 @@
 /** Worker entry: `npm run worker` (and `npm start`'s worker). Executes runs until SIGINT/SIGTERM, then drains. */
 import { loadConfig } from '../config';
-import { connectStore } from '../store/db';
+import { Runtime } from '@temporalio/worker';
+import { connectStoreWhenReachable } from '../store/db';
 import { installWorkerRuntime, tuneWorkerHeap } from './runtime';
 import { serveMetrics } from './metrics-server';
 import { startWorker } from './start-worker';
@@ -14,7 +15,11 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   tuneWorkerHeap(config.worker.heapGrowingPercent);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
-  const store = await connectStore({ ...config.mongo, appName: 'wrs-worker' });
+  const store = await connectStoreWhenReachable({ ...config.mongo, appName: 'wrs-worker' }, (err) =>
+    Runtime.instance().logger.warn('MongoDB unreachable at start; waiting for it', {
+      error: String((err as Error)?.message ?? err),
+    }),
+  );
   const worker = await startWorker(config, store);
   // Ready (the /readyz probe) while the worker polls: not from the drain's start (SIGTERM/SIGINT) on.
   let polling = true;

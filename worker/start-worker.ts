@@ -31,11 +31,14 @@ export interface RunningWorker {
 const FORCE_AFTER_GRACE_MS = 10_000;
 
 /**
- * How long the codec's first read of the key ring or of a run's secret waits out a failing store
- * (a restart, a replica-set election) before it fails: the SDK reports a task it could not decode
- * through the codec again, and a failure there stops the whole worker.
+ * How long the codec's first read of the key ring or of a run's secret waits out an unreachable
+ * store (a restart, an election, an outage): as long as it lasts. Failing instead stops the whole
+ * worker, since the SDK reports a task it could not decode through the same codec, and a worker
+ * restarted into the outage fails the same way. A task that waits meanwhile times out on the
+ * server and is given again; the waiting one finishes once the store is back, and the server
+ * refuses its late completion. A shutdown during the wait ends at its force time.
  */
-const CODEC_STORE_RETRY_MS = 30_000;
+const CODEC_STORE_RETRY_MS = Infinity;
 
 /** Connects, creates the workers and runs them; resolves once they are running (their end is `done`). */
 export async function startWorker(
