@@ -51,7 +51,12 @@ export async function startApi(
         'MongoDB unreachable at start; waiting for it',
       ),
   );
-  const connection = await connectTemporal(config.temporal);
+  const connection = await connectTemporal(config.temporal, (err) =>
+    logger.warn(
+      { error: String((err as Error)?.message ?? err) },
+      'Temporal unreachable at start; waiting for it',
+    ),
+  );
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway: RunGateway = new RunGateway({
     connection,

@@ -6,11 +6,12 @@
  */
 import {
   NativeConnection,
+  Runtime,
   type Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { Config } from '../config';
-import { connectFirst } from '../config/temporal-connection';
+import { connectTemporalWhenReachable } from '../lib/temporal-start';
 import type { Store } from '../store/db';
 import { payloadProtection } from '../lib/codec/data-converter';
 import { startTracing } from '../lib/observability/tracing';
@@ -58,8 +59,13 @@ export async function startWorker(
       ? Promise.resolve(opts.workflowBundle)
       : bundleInChildProcess();
   bundling.catch(() => undefined); // awaited below, or the connection failed first
-  const connection = await connectFirst(config.temporal, (options) =>
-    NativeConnection.connect(options),
+  const connection = await connectTemporalWhenReachable(
+    config.temporal,
+    (options) => NativeConnection.connect(options),
+    (err) =>
+      Runtime.instance().logger.warn('Temporal unreachable at start; waiting for it', {
+        error: String((err as Error)?.message ?? err),
+      }),
   ).catch(async (err: unknown) => {
     await stopTracing();
     throw err;

@@ -43,7 +43,7 @@ import { ServiceUnavailableError } from '../../domain/errors';
 import { priorityKey, type RunPriority } from '../../domain/run-priority';
 import { queryDuration } from '../../lib/metrics';
 import type { Config } from '../../config';
-import { connectFirst } from '../../config/temporal-connection';
+import { connectTemporalWhenReachable } from '../../lib/temporal-start';
 
 export interface RunGatewayOptions {
   connection: Connection;
@@ -96,13 +96,20 @@ export function apiGrpcRetryOptions(): GrpcRetryOptions {
 }
 
 /** Connects the API to Temporal with the outage behaviour above (answer 503 fast, recover by itself). */
-export function connectTemporal(temporal: Config['temporal']): Promise<Connection> {
-  return connectFirst(temporal, (options) =>
-    Connection.connect({
-      ...options,
-      channelArgs: { 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS },
-      interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
-    }),
+export function connectTemporal(
+  temporal: Config['temporal'],
+  /** Told of each failed round while no frontend answers: the API's start waits for Temporal (lib/temporal-start.ts). */
+  onWait: (err: unknown) => void,
+): Promise<Connection> {
+  return connectTemporalWhenReachable(
+    temporal,
+    (options) =>
+      Connection.connect({
+        ...options,
+        channelArgs: { 'grpc.max_reconnect_backoff_ms': MAX_RECONNECT_BACKOFF_MS },
+        interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
+      }),
+    onWait,
   );
 }
 
