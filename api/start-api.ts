@@ -35,6 +35,11 @@ export interface ShutdownStats extends CloseStats {
   streams: number;
 }
 
+/** A failure that is waited out, for the log. */
+function failure(err: unknown): { error: string } {
+  return { error: String((err as Error)?.message ?? err) };
+}
+
 /** Connects everything and listens; `close()` undoes it all. */
 export async function startApi(
   config: Config,
@@ -45,17 +50,10 @@ export async function startApi(
   const stopTracing = startTracing(config.tracing, 'wrs-api');
   const store = await connectStoreWhenReachable(
     { ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands },
-    (err) =>
-      logger.warn(
-        { error: String((err as Error)?.message ?? err) },
-        'MongoDB unreachable at start; waiting for it',
-      ),
+    (err) => logger.warn(failure(err), 'MongoDB unreachable at start; waiting for it'),
   );
   const connection = await connectTemporal(config.temporal, (err) =>
-    logger.warn(
-      { error: String((err as Error)?.message ?? err) },
-      'Temporal unreachable at start; waiting for it',
-    ),
+    logger.warn(failure(err), 'Temporal unreachable at start; waiting for it'),
   );
   await ensureSearchAttributes(connection, config.temporal.namespace);
   const gateway: RunGateway = new RunGateway({
@@ -77,7 +75,12 @@ export async function startApi(
     ),
     config.api.stream.pollMs,
   );
-  const credits = new CreditCheck(store.collections);
+  const credits = new CreditCheck(store.collections, undefined, (err, { accountId, usd }) =>
+    logger.warn(
+      { ...failure(err), account_id: accountId, usd },
+      'credit release not booked (MongoDB unreachable); trying again in the background',
+    ),
+  );
   const drain = new Drain();
   const app = createApp({
     config,

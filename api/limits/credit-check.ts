@@ -25,7 +25,7 @@
  * unused rest is given back by a `release` ledger entry. A lease never admits a hold it cannot
  * cover, so it never adds to the one-hold bound.
  */
-import type { Collections } from '../../store/db';
+import { isStoreUnreachable, type Collections } from '../../store/db';
 import {
   appendHold,
   creditFrom,
@@ -45,6 +45,7 @@ import {
   type LedgerSums,
 } from '../../store/ledger';
 import { InsufficientCreditsError } from '../../domain/errors';
+import { retrying } from '../../lib/retrying';
 
 /** Accounts whose state a process remembers. */
 const MAX_ACCOUNTS = 10_000;
@@ -52,6 +53,12 @@ const MAX_ACCOUNTS = 10_000;
 export const LEASE_MS = 5_000;
 /** A lease leaves room for this many runs like the largest hold of the starts that took it. */
 export const LEASE_HOLDS = 64;
+/**
+ * How long a release that found the store unreachable is tried again, off the request's path: an
+ * election or a restart. Dropped, the credit would stay held until the account is quiet for the
+ * hourly sweep (store/hold-sweep.ts), which a busy account may never be.
+ */
+export const RELEASE_RETRY_MS = 10 * 60_000;
 
 type CreditCollections = Pick<Collections, 'ledger' | 'ledgerCheckpoints' | 'creditHolds'>;
 
@@ -62,6 +69,9 @@ interface Pending {
   resolve: () => void;
   reject: (err: Error) => void;
 }
+
+/** A release entry to book (store/ledger.ts postRelease). */
+type Release = Parameters<typeof postRelease>[1];
 
 interface Lease {
   /** The `release` entry that gives back its unused rest. */
@@ -99,11 +109,15 @@ export class CreditCheck {
   private readonly checkpoints = new Map<string, Checkpoint | null>();
   private readonly advancing = new Set<string>();
   private readonly releasing = new Set<Promise<unknown>>();
+  /** The process is stopping: a release is tried once, and never again in the background. */
+  private closing = false;
 
   constructor(
     private readonly collections: CreditCollections,
     /** How old a remembered sum may grow before it is refreshed off the start path. */
     private readonly ttlMs = 2_000,
+    /** Told once of a release that found the store unreachable and is tried again (the API logs it). */
+    private readonly onReleaseRetry: (err: unknown, release: Release) => void = () => undefined,
   ) {}
 
   /**
@@ -124,10 +138,14 @@ export class CreditCheck {
     });
   }
 
-  /** Gives back the hold of a run that will not start (recorded by another request, refused by Temporal). */
+  /**
+   * Gives back the hold of a run that will not start (recorded by another request, refused by
+   * Temporal). Settles with the first try; one that found the store unreachable goes on in the
+   * background (bookRelease).
+   */
   async release(accountId: string, runId: string, holdUsd: number, why: string): Promise<void> {
     if (holdUsd <= 0) return;
-    await postRelease(this.collections, {
+    await this.bookRelease({
       id: generateId('led'),
       accountId,
       runId,
@@ -152,8 +170,9 @@ export class CreditCheck {
     return creditFrom(sums, head.reserved_usd);
   }
 
-  /** Gives back every lease's unused rest now (the API is stopping). */
+  /** Gives back every lease's unused rest now (the API is stopping); a release the store does not take stays held. */
   async close(): Promise<void> {
+    this.closing = true;
     for (const [accountId, state] of this.accounts) this.endLease(accountId, state);
     await Promise.allSettled([...this.releasing]);
   }
@@ -279,16 +298,38 @@ export class CreditCheck {
     const rest = lease.remaining;
     lease.remaining = 0;
     if (rest <= 0) return;
-    const posting = postRelease(this.collections, {
+    this.bookRelease({
       id: lease.releaseId,
       accountId,
       runId: null,
       usd: rest,
       note: 'unused lease of a process',
-    })
-      .catch(() => undefined) // the rest stays held: safe, and visible as held in `wrs ledger`
+    }).catch(() => undefined); // tried again in the background, if that can help
+  }
+
+  /**
+   * Books a release; the first try's outcome is returned. One that found the store unreachable is
+   * tried again in the background, 0.5 s doubling to 5 s apart, for RELEASE_RETRY_MS or until the
+   * process stops: its `_id` books it once however often it is sent. What is never booked stays
+   * held: the safe side, visible as held in `wrs ledger`.
+   */
+  private bookRelease(release: Release): Promise<void> {
+    const first = postRelease(this.collections, release).then(() => undefined);
+    const posting = first
+      .catch((err: unknown) => {
+        if (!isStoreUnreachable(err) || this.closing) return;
+        this.onReleaseRetry(err, release);
+        return retrying(() => postRelease(this.collections, release), {
+          forMs: RELEASE_RETRY_MS,
+          retryable: (again) => isStoreUnreachable(again) && !this.closing,
+          firstPauseMs: 500,
+          maxPauseMs: 5_000,
+        });
+      })
+      .catch(() => undefined)
       .finally(() => this.releasing.delete(posting));
     this.releasing.add(posting);
+    return first;
   }
 
   /**

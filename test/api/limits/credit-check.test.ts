@@ -4,6 +4,7 @@
  * top-up seen at once, leases for rich accounts, and the ledger's checkpoints carrying releases.
  */
 import assert from 'node:assert/strict';
+import { MongoNetworkError } from 'mongodb';
 import { CreditCheck, LEASE_HOLDS } from '../../../api/limits/credit-check';
 import { InsufficientCreditsError } from '../../../domain/errors';
 import { addCredits, createAccount } from '../../../store/accounts';
@@ -15,6 +16,7 @@ import {
   latestCheckpoint,
   postEntry,
   postRelease,
+  roundUsd,
   sumsFrom,
   writeCheckpoint,
 } from '../../../store/ledger';
@@ -245,5 +247,48 @@ describe('CreditCheck (D17 holds)', () => {
     };
     assert.equal(await postRelease(db.store.collections, release), true);
     assert.equal(await postRelease(db.store.collections, release), false);
+  });
+  it('books a release the store could not take at once when it answers again, and stops trying when the process stops', async () => {
+    const c = db.store.collections;
+    const account = await createAccount(c, { name: 'blip', creditsUsd: 1 });
+    const { collection: ledger, probe } = countingCalls(c.ledger, 'insertOne');
+    const retried: string[] = [];
+    let firstRetry!: () => void;
+    const retrying = new Promise<void>((resolve) => (firstRetry = resolve));
+    const check = new CreditCheck({ ...c, ledger }, undefined, (err, release) => {
+      retried.push(`${release.runId ?? 'lease'}: ${(err as Error).message}`);
+      firstRetry();
+    });
+    await check.reserve(account._id, 'run_1', 0.001); // a rich account: a lease for the next starts
+    const leased = (await accountCredit(c, account._id)).held_usd - 0.001;
+    assert.ok(leased > 0, 'a lease was taken');
+
+    // The store goes away: a start the lease cannot cover ends it, and its rest cannot be booked;
+    // a start that will not run cannot give its hold back either.
+    probe.fail = new MongoNetworkError('connection refused (injected)');
+    await check.reserve(account._id, 'run_2', 0.5);
+    await assert.rejects(check.release(account._id, 'run_2', 0.5, 'test'), MongoNetworkError);
+    await retrying;
+    assert.equal((await accountCredit(c, account._id)).held_usd, roundUsd(0.501 + leased));
+
+    // It answers again: both are booked from the background, once each.
+    probe.fail = null;
+    await waitFor(async () => (check.checkpointing === 0 ? true : undefined), {
+      what: 'the releases tried again',
+    });
+    assert.equal((await accountCredit(c, account._id)).held_usd, 0.001);
+    assert.deepEqual(retried.sort(), [
+      'lease: connection refused (injected)',
+      'run_2: connection refused (injected)',
+    ]);
+    const releases = await c.ledger.find({ account_id: account._id, kind: 'release' }).toArray();
+    assert.equal(releases.length, 2);
+
+    // A process that stops tries its lease's release once: the store down, it stays held.
+    await check.reserve(account._id, 'run_3', 0.001);
+    probe.fail = new MongoNetworkError('connection refused (injected)');
+    await check.close();
+    assert.equal(check.checkpointing, 0);
+    assert.ok((await accountCredit(c, account._id)).held_usd > 0.002, 'the lease stays held');
   });
 });
