@@ -59,6 +59,12 @@ function describe(issue: Issue): string {
     case 'invalid_type':
       if (issue.input === undefined) return 'is required';
       if (issue.expected === 'int' && typeof issue.input === 'number') return 'must be an integer';
+      // A coerced query value that is no number arrives as NaN, a JSON number past 1.8e308 as
+      // Infinity: "must be a number, not a number" would contradict itself.
+      if (typeof issue.input === 'number' && !Number.isFinite(issue.input))
+        return Number.isNaN(issue.input)
+          ? `must be ${EXPECTED[issue.expected] ?? issue.expected}`
+          : 'must be a finite number';
       return `must be ${EXPECTED[issue.expected] ?? issue.expected}, not ${kindOf(issue.input)}`;
     case 'invalid_union':
       if ('discriminator' in issue && issue.discriminator !== undefined) {

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { type ProblemSubject, zodIssuesToProblems } from '../../domain/zod-problems';
-import { describeProblems } from '../../domain/problems';
+import { describeProblems, type Problem } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { RUN_PRIORITIES } from '../../domain/run-priority';
 import type { IdPrefix } from '../../domain/ids';
@@ -259,10 +259,17 @@ export const ListFilesQuerySchema = z
   .strict();
 export type ListFilesQuery = z.infer<typeof ListFilesQuerySchema>;
 
+/** What a `version` may be, for the answer to one that is neither. */
+const VERSION_FORMS = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
+
 /** D24: the query of GET /api/v1/workflows/{workflowId}. */
 export const ContractQuerySchema = z
   .object({
-    version: z.union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/)]).optional(),
+    version: z
+      .union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/, VERSION_FORMS)], {
+        error: VERSION_FORMS,
+      })
+      .optional(),
   })
   .strict();
 
@@ -278,12 +285,26 @@ export function parseRequest<T extends z.ZodType>(
   value: unknown,
   what: keyof typeof SUBJECTS = 'request',
 ): z.infer<T> {
+  // A query parameter given twice (`?limit=1&limit=2`) arrives as a list, which no query field
+  // takes: said as such, instead of what coercing the list would make of it.
+  if (what === 'query') {
+    const query = value as Record<string, unknown>;
+    const repeated = Object.keys(query).filter((key) => Array.isArray(query[key]));
+    if (repeated.length > 0)
+      refuse(
+        repeated.map((field) => ({ field, problem: 'is given more than once' })),
+        what,
+      );
+  }
   // reportInput: without the offending value zod-problems cannot tell "missing" from "wrong type",
   // and would answer `"stream": "yes"` with "is required".
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
-  const details = zodIssuesToProblems(result.error.issues, SUBJECTS[what]);
-  // A field with a code of its own (D37 `invalid_metadata`) names that code and that field.
+  refuse(zodIssuesToProblems(result.error.issues, SUBJECTS[what]), what);
+}
+
+/** The 400 of a request value's problems. A field with a code of its own (D37 `invalid_metadata`) names that code and that field. */
+function refuse(details: Problem[], what: keyof typeof SUBJECTS): never {
   const codeOf = (field: string) => FIELD_CODES.get(field.split(/[.[]/)[0]);
   const coded = details.find((d) => codeOf(d.field));
   throw new InvalidRequestError(describeProblems(details, `Invalid ${what}`), {

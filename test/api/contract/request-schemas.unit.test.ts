@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import {
+  ContractQuerySchema,
   ListRunsQuerySchema,
   parseRequest,
   StartRequestSchema,
@@ -59,5 +60,27 @@ describe('parseRequest', () => {
       time.details![0].problem,
       /^must be an ISO 8601 date-time .* or a date \(2026-01-31\)$/,
     );
+  });
+  it('says what a value that is no (finite) number, a version, or a repeated parameter should be', () => {
+    const word = refusal(ListRunsQuerySchema, { limit: 'ten' }, 'query');
+    assert.deepEqual(word.details, [{ field: 'limit', problem: 'must be a number' }]);
+    // JSON.parse makes 1e400 Infinity.
+    const huge = refusal(StartRequestSchema, { workflowId: 'hello', inputs: {}, max_cost: 1e400 });
+    assert.deepEqual(huge.details, [{ field: 'max_cost', problem: 'must be a finite number' }]);
+    const forms = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
+    for (const given of ['latest', '0'])
+      assert.deepEqual(refusal(ContractQuerySchema, { version: given }, 'query').details, [
+        { field: 'version', problem: forms },
+      ]);
+    // koa hands a parameter given twice over as a list.
+    const twice = refusal(ListRunsQuerySchema, { limit: ['1', '2'], status: 'failed' }, 'query');
+    assert.equal(twice.message, 'Invalid query: `limit` is given more than once');
+    assert.equal(twice.param, 'limit');
+    assert.equal(twice.code, undefined);
+    const filter = refusal(ListRunsQuerySchema, { 'metadata[a]': ['1', '2'] }, 'query');
+    assert.equal(filter.code, 'invalid_metadata'); // docs/api.md: `metadata[<key>]` once per key
+    assert.deepEqual(filter.details, [
+      { field: 'metadata[a]', problem: 'is given more than once' },
+    ]);
   });
 });
