@@ -196,6 +196,10 @@ export const EdgeSchema = z
   })
   .meta({ title: 'edge' });
 
+/** The most nodes and edges a workflow may have (D26); the graph checks rely on them as bounds. */
+export const MAX_NODES = 500;
+export const MAX_EDGES = 2000;
+
 export const WorkflowDocumentSchema = z
   .strictObject({
     slug: z
@@ -214,8 +218,8 @@ export const WorkflowDocumentSchema = z
       description:
         "Provider calls a run of this workflow makes at once (default: the service's RUN_CONCURRENCY, capped by RUN_MAX_CONCURRENCY).",
     }),
-    nodes: z.array(NodeSchema).min(1).max(500),
-    edges: z.array(EdgeSchema).max(2000),
+    nodes: z.array(NodeSchema).min(1).max(MAX_NODES),
+    edges: z.array(EdgeSchema).max(MAX_EDGES),
   })
   .meta({
     title: 'Workflow document',

@@ -5,6 +5,8 @@ import { deriveContract, type Contract } from './contract';
 import {
   EdgeSchema,
   inputPorts,
+  MAX_EDGES,
+  MAX_NODES,
   NodeSchema,
   requiredPorts,
   WorkflowDocumentSchema,
@@ -51,8 +53,14 @@ export function validateGraph(doc: unknown): GraphValidation {
     ...storeProblems,
     ...nameProblems(isPlainObject(doc) ? doc.name : undefined),
   ];
-  // Without a node list there is no graph to check.
-  if (isPlainObject(doc) && Array.isArray(doc.nodes)) {
+  // Without a node list there is no graph to check; past the limits (reported above) none is
+  // checked either: the checks (a recursive cycle search among them) rely on those bounds.
+  if (
+    isPlainObject(doc) &&
+    Array.isArray(doc.nodes) &&
+    doc.nodes.length <= MAX_NODES &&
+    (!Array.isArray(doc.edges) || doc.edges.length <= MAX_EDGES)
+  ) {
     const rawNodes: unknown[] = doc.nodes;
     const rawEdges: unknown[] = Array.isArray(doc.edges) ? doc.edges : [];
     problems.push(
@@ -366,7 +374,7 @@ function cycleProblems(nodes: GraphNode[], links: At<GraphEdge>[]): Problem[] {
   for (const n of nodes) out.set(n.id, []);
   for (const l of links) out.get(l.value.from)?.push(l);
 
-  // Tarjan's algorithm; recursion depth is bounded by the 500-node limit.
+  // Tarjan's algorithm; recursion depth is bounded by MAX_NODES (validateGraph checks no larger graph).
   const order = new Map<string, number>();
   const low = new Map<string, number>();
   const onStack = new Set<string>();

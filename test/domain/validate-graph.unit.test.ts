@@ -400,4 +400,20 @@ describe('validateGraph', () => {
     many.edges = Array.from({ length: 2001 }, () => ({ from: 'greet', to: 'greeting' }));
     expectProblem(problemsOf(many), 'edges', '2000');
   });
+
+  it('refuses a chain of nodes far past the limit by its size alone (the cycle search is recursive)', () => {
+    const n = 20_000;
+    const nodes: unknown[] = [{ id: 'in', type: 'user_input', name: 'x', input_type: 'text' }];
+    const edges: unknown[] = [];
+    for (let i = 0; i < n; i++) {
+      nodes.push({ id: `t${i}`, type: 'text', template: '{{x}}' });
+      edges.push({ from: i === 0 ? 'in' : `t${i - 1}`, to: `t${i}`, port: 'x' });
+    }
+    const problems = problemsOf({ slug: 'chain', nodes, edges });
+    assert.deepEqual(
+      problems.map((p) => p.field),
+      ['nodes', 'edges'],
+    );
+    expectProblem(problems, 'nodes', '500');
+  });
 });
