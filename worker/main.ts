@@ -1,8 +1,7 @@
 /** Worker entry: `npm run worker` (and `npm start`'s worker). Executes runs until SIGINT/SIGTERM, then drains. */
 import { loadConfig } from '../config';
-import { Runtime } from '@temporalio/worker';
 import { connectStoreWhenReachable } from '../store/db';
-import { installWorkerRuntime, tuneWorkerHeap } from './runtime';
+import { installWorkerRuntime, tuneWorkerHeap, warnWhileWaiting } from './runtime';
 import { serveMetrics } from './metrics-server';
 import { startWorker } from './start-worker';
 
@@ -15,10 +14,9 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   tuneWorkerHeap(config.worker.heapGrowingPercent);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
-  const store = await connectStoreWhenReachable({ ...config.mongo, appName: 'wrs-worker' }, (err) =>
-    Runtime.instance().logger.warn('MongoDB unreachable at start; waiting for it', {
-      error: String((err as Error)?.message ?? err),
-    }),
+  const store = await connectStoreWhenReachable(
+    { ...config.mongo, appName: 'wrs-worker' },
+    warnWhileWaiting('MongoDB unreachable at start; waiting for it'),
   );
   const worker = await startWorker(config, store);
   // Ready (the /readyz probe) while the worker polls: not from the drain's start (SIGTERM/SIGINT) on.

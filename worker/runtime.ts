@@ -53,6 +53,12 @@ export function installWorkerRuntime(level: string, sdkMetricsPort?: number): vo
   }
 }
 
+/** Logs each failure of something the worker's start waits out (its store, Temporal), through the runtime's logger. */
+export function warnWhileWaiting(message: string): (err: unknown) => void {
+  return (err) =>
+    Runtime.instance().logger.warn(message, { error: String((err as Error)?.message ?? err) });
+}
+
 /**
  * Bounds how far V8 lets the worker's heap grow between full collections, as a factor over what
  * was live after the last one (WORKER_HEAP_GROWING_PERCENT). Left to V8 (a factor up to 4 on a

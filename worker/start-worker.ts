@@ -6,7 +6,6 @@
  */
 import {
   NativeConnection,
-  Runtime,
   type Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
@@ -17,6 +16,7 @@ import { payloadProtection } from '../lib/codec/data-converter';
 import { startTracing } from '../lib/observability/tracing';
 import { createRunWorkers } from './create-worker';
 import { bundleInChildProcess } from './workflow-bundle';
+import { warnWhileWaiting } from './runtime';
 
 export interface RunningWorker {
   /** Settles when the worker has stopped: after stop(), or on SIGINT/SIGTERM (the SDK's runtime drains it). */
@@ -62,10 +62,7 @@ export async function startWorker(
   const connection = await connectTemporalWhenReachable(
     config.temporal,
     (options) => NativeConnection.connect(options),
-    (err) =>
-      Runtime.instance().logger.warn('Temporal unreachable at start; waiting for it', {
-        error: String((err as Error)?.message ?? err),
-      }),
+    warnWhileWaiting('Temporal unreachable at start; waiting for it'),
   ).catch(async (err: unknown) => {
     await stopTracing();
     throw err;
