@@ -248,6 +248,38 @@ function placeholdersDeep(value: unknown): string[] {
   return [];
 }
 
+/** Every template string of a node, with the field that holds it (a model's input: every string in it). */
+export function nodeTemplates(node: GraphNode): [field: string, template: string][] {
+  switch (node.type) {
+    case 'text':
+      return [['template', node.template]];
+    case 'llm':
+      return [
+        ['prompt', node.prompt],
+        ['system', node.system ?? ''],
+      ];
+    case 'image_generation':
+      return [['prompt', node.prompt]];
+    case 'model':
+      return [['input', stringsIn(node.input).join('\n')]];
+    case 'http_request':
+      return [
+        ['url', node.url],
+        ['body', node.body ?? ''],
+        ['headers', Object.values(node.headers ?? {}).join('\n')],
+      ];
+    default:
+      return [];
+  }
+}
+
+function stringsIn(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsIn);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(stringsIn);
+  return [];
+}
+
 /** The input ports a node accepts, in order: template placeholders, `rows`, `in`, or none. */
 export function inputPorts(node: GraphNode): string[] {
   switch (node.type) {

@@ -19,6 +19,11 @@ export function placeholders(template: string): string[] {
   return [...seen];
 }
 
+/** How many placeholders a template holds (each one looked up and copied whenever it is filled). */
+export function placeholderUses(template: string): number {
+  return Array.from(template.matchAll(PLACEHOLDER)).length;
+}
+
 /** The keys of a placeholder's steps: `.a["b c"].0` → ['a', 'b c', '0']. */
 function pathOf(steps: string): string[] {
   return [...steps.matchAll(STEPS)].map(([step]) =>

@@ -416,4 +416,25 @@ describe('validateGraph', () => {
     );
     expectProblem(problems, 'nodes', '500');
   });
+  it('bounds the placeholders of a template (each is filled again for every row)', () => {
+    const doc = (n: number) => ({
+      slug: 'many',
+      nodes: [
+        { id: 'b', type: 'batch', rows: ['a'] },
+        { id: 't', type: 'text', template: '{{r}}'.repeat(n) },
+        { id: 'o', type: 'user_result', label: 'O' },
+      ],
+      edges: [
+        { from: 'b', to: 't', port: 'r' },
+        { from: 't', to: 'o' },
+      ],
+    });
+    assert.ok(validateGraph(doc(1_000)).ok);
+    assert.deepEqual(problemsOf(doc(1_001)), [
+      {
+        field: 'nodes[1].template',
+        problem: 'holds 1001 placeholders; a template may hold at most 1000',
+      },
+    ]);
+  });
 });
