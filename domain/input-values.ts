@@ -48,7 +48,9 @@ export function inputValueProblem(type: InputType, value: unknown): string | und
     case 'text':
       return typeof value === 'string' ? undefined : 'must be a string';
     case 'number':
-      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'must be a number';
+      if (typeof value !== 'number') return 'must be a number';
+      // JSON.parse makes a number past 1.8e308 Infinity.
+      return Number.isFinite(value) ? undefined : 'must be a finite number';
     case 'boolean':
       return typeof value === 'boolean' ? undefined : 'must be a boolean';
     case 'json': {

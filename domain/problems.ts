@@ -21,7 +21,16 @@ export function formatPath(path: readonly PropertyKey[], root = 'workflow'): str
   return out === '' ? root : out;
 }
 
-/** One message naming every problem, e.g. "Invalid inputs: `a` is required; `b` must be a number". */
+/** The most problems a message names; `details` has them all. */
+export const MESSAGE_PROBLEMS = 10;
+
+/**
+ * One message naming the first problems, e.g. "Invalid inputs: `a` is required; `b` must be a
+ * number". Past MESSAGE_PROBLEMS it says how many more `details` holds: a body of thousands of
+ * bad fields must not get an answer repeating each of them twice.
+ */
 export function describeProblems(problems: readonly Problem[], heading = 'Invalid inputs'): string {
-  return `${heading}: ${problems.map((p) => `\`${p.field}\` ${p.problem}`).join('; ')}`;
+  const named = problems.slice(0, MESSAGE_PROBLEMS).map((p) => `\`${p.field}\` ${p.problem}`);
+  const more = problems.length - named.length;
+  return `${heading}: ${named.join('; ')}${more > 0 ? `; and ${more} more (see \`details\`)` : ''}`;
 }

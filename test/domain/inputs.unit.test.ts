@@ -128,8 +128,8 @@ describe('validateInputs (D4)', () => {
     ['product_name', 5, 'must be a string'],
     ['product_name', null, 'must be a string'],
     ['count', '5', 'must be a number'],
-    ['count', Number.NaN, 'must be a number'],
-    ['count', Number.POSITIVE_INFINITY, 'must be a number'],
+    ['count', Number.NaN, 'must be a finite number'],
+    ['count', Number.POSITIVE_INFINITY, 'must be a finite number'], // JSON.parse('1e999')
     ['dry_run', 'true', 'must be a boolean'],
     ['dry_run', 0, 'must be a boolean'],
     ['options', () => 1, 'must be a JSON value'],
@@ -186,5 +186,27 @@ describe('validateInputs (D4)', () => {
   it('does not read inherited properties as inputs', () => {
     const c: Contract = { inputs: [input('constructor', 'text')], outputs: [] };
     assert.deepEqual(problems({}, c), [{ field: 'constructor', problem: 'is required' }]);
+  });
+  it('keeps the answer about unknown keys small, however many inputs and keys there are', () => {
+    const longKey = (i: number) => `${'k'.repeat(3_000)}${i}`;
+    const many: Contract = {
+      inputs: Array.from({ length: 499 }, (_, i) => input(longKey(i), 'text', { required: false })),
+      outputs: [],
+    };
+    const sent = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`x${i}`, '']));
+    const p = problems(sent, many);
+    assert.equal(p.length, 21); // 20 named, then how many more
+    assert.match(
+      p[0].problem,
+      /^is not an input of this workflow \(its inputs are `k{64}…`, .* and 489 more\)$/,
+    );
+    assert.deepEqual(p[20], {
+      field: 'x20',
+      problem: 'and 4979 more keys are not inputs of this workflow either',
+    });
+    const message = describeProblems(p);
+    assert.ok(message.length < 10_000, `${message.length} characters`);
+    assert.match(message, /; and 11 more \(see `details`\)$/);
+    assert.equal(problems({ [longKey(0).repeat(10)]: 1 }, many)[0].field, `${'k'.repeat(64)}…`);
   });
 });
