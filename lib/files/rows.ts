@@ -40,12 +40,18 @@ export async function* readRows(
   maxRowChars = Infinity,
 ): AsyncGenerator<unknown> {
   const text = decode(source);
-  const first = await text.next();
-  if (first.done) return;
-  const head = first.value;
+  // The first chunk; where nothing names the format, up to the first line's end (or its first
+  // LONG_FIRST_CHUNK characters), which decides it.
+  let head = '';
+  for (let lineEnded = false; !lineEnded && head.length < LONG_FIRST_CHUNK;) {
+    const next = await text.next();
+    if (next.done) break;
+    head += next.value;
+    lineEnded = format !== undefined || /[\r\n]/.test(next.value);
+  }
+  if (head === '') return;
   const chars = prepend(head, text);
-  const lead = head.trimStart()[0] ?? '';
-  const kind = format ?? (lead === '[' ? 'json' : /[{"\d\-tfn]/.test(lead) ? 'jsonl' : 'csv');
+  const kind = format ?? guessFormat(head);
   let count = 0;
   const rows =
     kind === 'json'
@@ -59,6 +65,31 @@ export async function* readRows(
     yield row;
   }
 }
+
+/**
+ * A file whose name and type say nothing: `[` opens a JSON array, `{` a JSON Lines object; a first
+ * line that is a whole JSON value (`"a"`, `12`, `true`) is JSON Lines too, and any other is a CSV
+ * header: `name,First Name`, `"First Name",x` and `2024,2025` are CSVs although they begin as JSON
+ * could (they were read as JSON Lines, and failed, when the first character decided).
+ */
+function guessFormat(head: string): RowsFormat {
+  const text = head.trimStart();
+  const lead = text[0] ?? '';
+  if (lead === '[') return 'json';
+  if (lead === '{') return 'jsonl';
+  if (!/["\d\-tfn]/.test(lead)) return 'csv';
+  const end = text.search(/\r?\n/);
+  try {
+    JSON.parse(end === -1 ? text : text.slice(0, end));
+    return 'jsonl';
+  } catch {
+    // No line end in the first LONG_FIRST_CHUNK characters: a JSON Lines row may go on past them.
+    return end === -1 && head.length >= LONG_FIRST_CHUNK ? 'jsonl' : 'csv';
+  }
+}
+
+/** How much of a first line guessFormat reads: past it, a long row that could be JSON Lines is taken as such. */
+const LONG_FIRST_CHUNK = 16 * 1024;
 
 async function* decode(source: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8');

@@ -92,11 +92,22 @@ describe('file rows (lib/files/rows.ts)', () => {
     assert.ok(read <= 11_000, `${read} characters read`);
   });
 
-  it('takes the format from the name or type, else from the first byte', async () => {
+  it('takes the format from the name or type, else from the first line', async () => {
     assert.equal(formatOf('rows.CSV', 'text/plain'), 'csv');
     assert.equal(formatOf('rows.jsonl', 'text/plain'), 'jsonl');
     assert.equal(formatOf('rows.json', 'text/plain'), 'json');
     assert.equal(formatOf('rows', 'application/octet-stream'), undefined);
     assert.deepEqual(await rows('a,b\n1,2'), [{ a: '1', b: '2' }]);
+    // A CSV header that begins as JSON could is still a CSV: its first line is no JSON value.
+    for (const header of ['name,First Name', '"First Name",x', '2024,2025', 'true,false', 'n']) {
+      const keys = header.replaceAll('"', '').split(',');
+      const values = keys.map((_, i) => String(i + 1));
+      assert.deepEqual(await rows(`${header}\n${values.join(',')}`), [
+        Object.fromEntries(keys.map((k, i) => [k, values[i]])),
+      ]);
+    }
+    // A first line that is a JSON value is JSON Lines, whatever the chunks.
+    assert.deepEqual(await rows('"hello world"\n12\ntrue'), ['hello world', 12, true]);
+    assert.deepEqual(await rows('12'), [12]);
   });
 });
