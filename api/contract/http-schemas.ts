@@ -71,14 +71,16 @@ export const RateLimitHeadersSchema = z.object({
 });
 
 /** D19: POST /api/v1/files takes the file's name in the query. */
-export const UploadQuerySchema = z.object({
-  name: z
-    .string()
-    .optional()
-    .describe(
-      'File name (default: the multipart part’s filename); directories, control characters and quotes are dropped, and it is cut to 255 characters.',
-    ),
-});
+export const UploadQuerySchema = z
+  .object({
+    name: z
+      .string()
+      .optional()
+      .describe(
+        'File name (default: the multipart part’s filename); directories, control characters and quotes are dropped, and it is cut to 255 characters.',
+      ),
+  })
+  .strict();
 
 /** Bytes of any type, as a body; an upload's may not be empty (400 `empty_file`). */
 export const BytesSchema = z.string().meta({ contentMediaType: 'application/octet-stream' });

@@ -22,6 +22,7 @@ import { authenticate } from '../middleware/authenticate';
 import { rateLimit } from '../middleware/rate-limit';
 import type { DeletedFile, FileList, FileView } from '../contract/response-schemas';
 import { ListFilesQuerySchema, parseRequest } from '../contract/request-schemas';
+import { UploadQuerySchema } from '../contract/http-schemas';
 import { uploadFile, type UploadDeps } from '../files/upload-file';
 import { assertIdentityEncoding } from '../middleware/identity-encoding';
 import { LinkRefusedError } from './link-refused';
@@ -69,9 +70,10 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
 
   router.post('/api/v1/files', authenticate(deps), rateLimit(deps, 'requests'), async (ctx) => {
     assertIdentityEncoding(ctx.req.headers); // stored as sent, a compressed body would stay compressed
+    const { name } = parseRequest(UploadQuerySchema, ctx.query, 'query');
     const doc = await uploadFile(deps, ctx.req, {
       accountId: ctx.state.auth!.accountId,
-      queryName: ctx.query.name,
+      queryName: name,
       contentType: ctx.get('content-type'),
     });
     ctx.status = 201;

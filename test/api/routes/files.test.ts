@@ -664,6 +664,24 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
     });
   });
 
+  it('refuses a name given twice and a query parameter it does not take, storing nothing', async () => {
+    const { key } = await ctx.newAccount();
+    for (const query of ['?name=a.csv&name=b.csv', '?purpose=batch']) {
+      const res = await fetch(`${ctx.svc.url}/api/v1/files${query}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'text/csv' },
+        body: 'a,b\n1,2\n',
+      });
+      const body = await res.json();
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(body.error.type, 'invalid_request_error');
+      assert.equal(body.error.code, undefined); // docs/api.md: wrong query values have `param`, no `code`
+      assert.equal(body.error.param, query.startsWith('?name') ? 'name' : 'purpose');
+    }
+    const list = await call(ctx.svc.url, 'GET', '/api/v1/files', { key });
+    assert.deepEqual(list.body.data, []);
+  });
+
   it("DELETE: another account's file and an unknown id are 404, a run's own file 409 file_of_run, no key 401", async () => {
     const mine = await ctx.newAccount();
     const other = await ctx.newAccount();
