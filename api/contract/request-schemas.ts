@@ -49,6 +49,9 @@ export const MetadataSchema = z.preprocess(
 export type Metadata = z.infer<typeof MetadataSchema>;
 
 /** Fields whose problems carry their own error `code` (docs/api.md "Errors"), whatever else is wrong. */
+/** What a `version` may be, for the answer to one that is neither. */
+const VERSION_FORMS = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
+
 const FIELD_CODES = new Map([['metadata', 'invalid_metadata']]);
 
 export const StartRequestSchema = z
@@ -59,7 +62,9 @@ export const StartRequestSchema = z
       .max(256)
       .describe('A published workflow id (`wf_...`) or an API slug of your account (D2).'),
     version: z
-      .union([z.int().positive(), z.string().min(1).max(64)])
+      .union([z.int().positive(), z.string().max(64).regex(/^wfv_/, VERSION_FORMS)], {
+        error: VERSION_FORMS,
+      })
       .optional()
       .describe(
         'Pins a published version: its number or its `wfv_...` id (D1). Absent: the latest version.',
@@ -258,9 +263,6 @@ export const ListFilesQuerySchema = z
   .object(pageFields('file', 'a file id', 'Return files uploaded before this one.'))
   .strict();
 export type ListFilesQuery = z.infer<typeof ListFilesQuerySchema>;
-
-/** What a `version` may be, for the answer to one that is neither. */
-const VERSION_FORMS = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
 
 /** D24: the query of GET /api/v1/workflows/{workflowId}. */
 export const ContractQuerySchema = z

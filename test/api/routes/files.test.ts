@@ -672,7 +672,7 @@ describe('files: the storage quota of uploads and their delete (D19)', function 
         headers: { authorization: `Bearer ${key}`, 'content-type': 'text/csv' },
         body: 'a,b\n1,2\n',
       });
-      const body = await res.json();
+      const body = (await res.json()) as { error: { type: string; code?: string; param?: string } };
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(body.error.type, 'invalid_request_error');
       assert.equal(body.error.code, undefined); // docs/api.md: wrong query values have `param`, no `code`

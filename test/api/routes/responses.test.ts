@@ -211,7 +211,7 @@ describe('API responses: starting runs (spec POST /api/v1/responses, D1, D2)', f
   it('answers an unknown version number or id with 404 published_workflow_version_not_found', async () => {
     const other = await publish(ctx.svc.url, ctx.key, greetingWorkflow('other-greet'));
     // Version 3 does not exist; a wfv_ id that does not exist; a real version id of another workflow.
-    for (const version of [3, 999, UNKNOWN_WFV, other.version_id, 'latest']) {
+    for (const version of [3, 999, UNKNOWN_WFV, other.version_id]) {
       const res = await start(ctx.svc, ctx.key, {
         workflowId: 'greet',
         version,
@@ -238,6 +238,20 @@ describe('API responses: starting runs (spec POST /api/v1/responses, D1, D2)', f
         type: 'invalid_request_error',
         param: 'version',
         message: ['`version`'],
+      });
+    }
+    // A number in a string or a word is neither: said so, not "no such version".
+    for (const version of ['1', 'latest']) {
+      const res = await start(ctx.svc, ctx.key, {
+        workflowId: 'greet',
+        version,
+        inputs: { name: 'x' },
+      });
+      expectError(res, {
+        status: 400,
+        type: 'invalid_request_error',
+        param: 'version',
+        message: ['`version` must be a version number (1, 2, …) or a version id (`wfv_…`)'],
       });
     }
   });
