@@ -1,6 +1,7 @@
 // Mocha's spec reporter plus, at the end, the slowest test files (hooks included: what the
-// SECONDS table of tools/scripts/test-suite.ts is kept from) and the plain closing line CI
-// counts: "N passed, N failed".
+// SECONDS table of tools/scripts/test-suite.ts is kept from), a line per failed test ("failed:
+// <file> › <title>: <message, on one line>", which test-suite.ts repeats at the very end, where a
+// CI log cut to its tail still shows them) and the plain closing line CI counts: "N passed, N failed".
 const Mocha = require('mocha');
 
 const SLOWEST = 15;
@@ -9,6 +10,15 @@ class SpecWithTotals extends Mocha.reporters.Spec {
   constructor(runner, options) {
     super(runner, options);
     const files = new Map(); // file → { started, ended } of its top-level suites
+    const failed = []; // "file › title: message" of each failure, hooks' included
+    runner.on(Mocha.Runner.constants.EVENT_TEST_FAIL, (test, err) => {
+      const file = test.file ? require('node:path').relative(process.cwd(), test.file) : '?';
+      const message = String(err?.message ?? err)
+        .replace(/\s+/g, ' ')
+        .trim()
+        .slice(0, 240);
+      failed.push(`${file} › ${test.fullTitle()}: ${message}`);
+    });
     runner.on(Mocha.Runner.constants.EVENT_SUITE_BEGIN, (suite) => {
       if (!suite.file || !suite.parent?.root) return;
       const seen = files.get(suite.file);
@@ -31,6 +41,8 @@ class SpecWithTotals extends Mocha.reporters.Spec {
         for (const [file, ms] of slowest)
           process.stdout.write(`${(ms / 1000).toFixed(1).padStart(7)} ${file}\n`);
       }
+      if (failed.length > 0) process.stdout.write('\n');
+      for (const line of failed) process.stdout.write(`failed: ${line}\n`);
       const { passes, failures } = runner.stats;
       process.stdout.write(`\n${passes} passed, ${failures} failed\n`);
     });

@@ -10,8 +10,9 @@
  * DEFAULT_SECONDS) so that the processes end at about the same time: a stale number only makes
  * one end a little later. The first process's report is printed as it runs, the others', whole,
  * after it; each one's count line reads "test process N: N passed, N failed", and the last line
- * adds them up, "N passed, N failed", as CI reads it. A process that ends without its count line
- * (it crashed) counts as one failure.
+ * adds them up, "N passed, N failed", as CI reads it; just before it, every failed test is named
+ * again (the reporter's "failed: …" lines), so a log cut to its tail still says what failed. A
+ * process that ends without its count line (it crashed) counts as one failure.
  *
  * `npm test -- --jobs 1` runs the suite in one process; `npm test -- --jobs 3 <files>` deals
  * just those files; `npm test -- <files or mocha options>` runs plain mocha with them.
@@ -114,9 +115,12 @@ interface Outcome {
   passed: number;
   failed: number;
   counted: boolean;
+  /** The reporter's "failed: …" lines, one per failed test (test/reporter.cjs). */
+  failures: string[];
 }
 
 const COUNT_LINE = /^(\d+) passed, (\d+) failed$/;
+const FAILURE_LINE = /^failed: /;
 
 /**
  * One mocha process over `args`; its output goes to `write` as it comes. With a `label` (one of
@@ -135,11 +139,13 @@ function runGroup(
     });
     children.push(child);
     let count: RegExpExecArray | null = null;
+    const failures: string[] = [];
     let partial = '';
     const lines = (text: string) => {
       for (const line of text.split('\n')) {
         const found = COUNT_LINE.exec(line);
         if (found) count = found;
+        if (FAILURE_LINE.test(line)) failures.push(line);
         write(Buffer.from(`${found && label ? `${label}: ${line}` : line}\n`));
       }
     };
@@ -159,6 +165,7 @@ function runGroup(
         passed: found ? Number(found[1]) : 0,
         failed: found ? Number(found[2]) : 0,
         counted: found !== null,
+        failures,
       });
     });
   });
@@ -232,6 +239,11 @@ async function main(args: string[]): Promise<number> {
       );
     }
   });
+  // Every process's failures again, last: a CI log cut to its tail still names them.
+  const failures = outcomes.flatMap((o, i) =>
+    o.failures.map((line) => `test process ${i + 1}: ${line}`),
+  );
+  if (failures.length > 0) process.stdout.write(`\n${failures.join('\n')}\n`);
   const seconds = (Date.now() - started) / 1000;
   const cpu = childCpuSeconds();
   process.stdout.write(
