@@ -1,9 +1,11 @@
 /**
- * How deep a JSON value may nest. Values from outside (a request's body, a file's rows, a
- * provider's or a server's JSON answer) are checked before anything walks them: the API's walkers,
- * JSON.stringify and the payload converter recurse, and a value nested 60,000 deep (120 KB of
- * brackets) overflowed the stack of whatever touched it first, failing a whole node after five
- * attempts instead of its one item.
+ * How deep a JSON value may nest, and what JSON text can say that its parsed value cannot carry.
+ * Values from outside (a request's body, a file's rows, a provider's or a server's JSON answer) are
+ * checked before anything walks them: the API's walkers, JSON.stringify and the payload converter
+ * recurse, and a value nested 60,000 deep (120 KB of brackets) overflowed the stack of whatever
+ * touched it first, failing a whole node after five attempts instead of its one item. And
+ * `"\ud800"` (an unpaired surrogate) or `1e999` (Infinity once parsed) parse, then change silently:
+ * UTF-8 makes the one U+FFFD, JSON the other `null`.
  */
 
 /** The deepest a value the worker parses (a file's row, a JSON answer) may nest. */
@@ -34,4 +36,40 @@ export function parseJsonWithin(text: string, maxDepth = PARSED_JSON_MAX_DEPTH):
   const value: unknown = JSON.parse(text);
   if (depthExceeds(value, maxDepth)) throw new JsonTooDeep(maxDepth);
   return value;
+}
+
+/** What in a parsed value would not survive being stored or written out as it was read. */
+export interface Unfaithful {
+  /** The key path to it (`[]`: the value itself). */
+  path: PropertyKey[];
+  problem: 'unpaired_surrogate' | 'infinite_number';
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * The first key or string holding an unpaired UTF-16 surrogate, or, with `numbers`, the first
+ * number JSON.parse made infinite (past ±1.8e308); undefined if there is none. Iterative, as
+ * depthExceeds.
+ */
+export function unfaithfulJson(value: unknown, opts: { numbers: boolean }): Unfaithful | undefined {
+  const stack: Array<[unknown, PropertyKey[]]> = [[value, []]];
+  while (stack.length > 0) {
+    const [current, path] = stack.pop()!;
+    if (typeof current === 'string') {
+      if (LONE_SURROGATE.test(current)) return { path, problem: 'unpaired_surrogate' };
+      continue;
+    }
+    if (typeof current === 'number') {
+      if (opts.numbers && !Number.isFinite(current)) return { path, problem: 'infinite_number' };
+      continue;
+    }
+    if (current === null || typeof current !== 'object') continue;
+    for (const [key, child] of Object.entries(current)) {
+      const childPath = [...path, Array.isArray(current) ? Number(key) : key];
+      if (LONE_SURROGATE.test(key)) return { path: childPath, problem: 'unpaired_surrogate' };
+      stack.push([child, childPath]);
+    }
+  }
+  return undefined;
 }

@@ -6,7 +6,7 @@
 import type { Middleware } from 'koa';
 import { formatPath } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
-import { depthExceeds } from '../../domain/json-depth';
+import { depthExceeds, unfaithfulJson } from '../../domain/json-depth';
 import { HttpError } from '../errors/http-error';
 import { assertIdentityEncoding } from './identity-encoding';
 
@@ -56,7 +56,8 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
     }
     // `"\ud800"` is valid JSON but no Unicode text: UTF-8 (the store, Temporal, every answer) turns it into
     // U+FFFD, silently changing values, and two such keys of one object collide (a 500 at insert).
-    const unpaired = loneSurrogatePath(body);
+    // A number past ±1.8e308 is left to the schemas, which name the field ("must be a finite number").
+    const unpaired = unfaithfulJson(body, { numbers: false })?.path;
     if (unpaired) {
       const where = unpaired.length === 0 ? 'the body' : `\`${formatPath(unpaired)}\``;
       throw new InvalidRequestError(
@@ -81,25 +82,4 @@ async function readAtMost(stream: AsyncIterable<Buffer>, limit: number): Promise
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
-}
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** The path of the first key or string value holding an unpaired surrogate (`[]`: the body itself), or undefined. */
-export function loneSurrogatePath(value: unknown): PropertyKey[] | undefined {
-  const stack: Array<[unknown, PropertyKey[]]> = [[value, []]];
-  while (stack.length > 0) {
-    const [current, path] = stack.pop()!;
-    if (typeof current === 'string') {
-      if (LONE_SURROGATE.test(current)) return path;
-      continue;
-    }
-    if (current === null || typeof current !== 'object') continue;
-    for (const [key, child] of Object.entries(current)) {
-      const childPath = [...path, Array.isArray(current) ? Number(key) : key];
-      if (LONE_SURROGATE.test(key)) return childPath;
-      stack.push([child, childPath]);
-    }
-  }
-  return undefined;
 }

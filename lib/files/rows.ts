@@ -4,11 +4,16 @@
  * name and type, else its first byte. Only the row being parsed (and the caller's batch) is held,
  * whatever the file's size, and a row longer than `maxRowChars` (a row of a big list is stored 100
  * to a page of one document, domain/item-blocks.ts) is refused as soon as it is, never buffered
- * whole. A malformed file throws RowsError naming the line.
+ * whole. A malformed file throws RowsError naming the line, and so does anything a file says that
+ * would not be kept as it is: bytes that are no UTF-8 (a spreadsheet saved as Windows-1252 would
+ * become U+FFFD), a JSON row holding an unpaired surrogate or a number past ±1.8e308 (JSON.parse
+ * makes it Infinity, written out as `null`), a CSV header naming a column twice (one value would be
+ * dropped).
  */
-import { parse as parseCsv } from 'csv-parse';
-import { Readable } from 'node:stream';
-import { JsonTooDeep, parseJsonWithin } from '../../domain/json-depth';
+import { CsvError, parse as parseCsv } from 'csv-parse';
+import { pipeline, Readable } from 'node:stream';
+import { JsonTooDeep, parseJsonWithin, unfaithfulJson } from '../../domain/json-depth';
+import { formatPath } from '../../domain/problems';
 
 export type RowsFormat = 'json' | 'jsonl' | 'csv';
 
@@ -92,18 +97,50 @@ function guessFormat(head: string): RowsFormat {
 const LONG_FIRST_CHUNK = 16 * 1024;
 
 async function* decode(source: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8');
+  const decoder = new TextDecoder('utf-8', { fatal: true });
   let started = false;
+  let lines = 1; // the line the next text starts on, for a message
   for await (const chunk of source) {
-    let s = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    let s: string;
+    try {
+      s = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    } catch {
+      throw notUtf8(lines + newlinesBeforeInvalid(chunk as Buffer));
+    }
     if (!started && s.length > 0) {
       if (s.charCodeAt(0) === 0xfeff) s = s.slice(1); // a byte order mark
       started = true;
     }
+    lines += newlines(s);
     if (s) yield s;
   }
-  const rest = decoder.decode();
+  let rest: string;
+  try {
+    rest = decoder.decode();
+  } catch {
+    throw notUtf8(lines); // the file ends inside a character
+  }
   if (rest) yield rest;
+}
+
+function notUtf8(line: number): RowsError {
+  return new RowsError(
+    `line ${line}: the file is not UTF-8 text (save it as UTF-8: in Excel, "CSV UTF-8")`,
+    line,
+  );
+}
+
+function newlines(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count++;
+  return count;
+}
+
+/** Line ends in `chunk` before its first byte that is no UTF-8 (near enough: a chunk may begin inside a character). */
+function newlinesBeforeInvalid(chunk: Buffer): number {
+  const text = new TextDecoder('utf-8').decode(chunk);
+  const bad = text.indexOf('\ufffd');
+  return newlines(bad === -1 ? text : text.slice(0, bad));
 }
 
 async function* prepend(head: string, rest: AsyncGenerator<string>): AsyncGenerator<string> {
@@ -124,12 +161,23 @@ function tooLong(line: number, maxRowChars: number): RowsError {
 }
 
 function parseAt(text: string, line: number): unknown {
+  let row: unknown;
   try {
-    return parseJsonWithin(text);
+    row = parseJsonWithin(text);
   } catch (err) {
     const why = err instanceof JsonTooDeep ? `the row ${err.message}` : (err as Error).message;
     throw new RowsError(`line ${line}: ${why}`, line);
   }
+  const bad = unfaithfulJson(row, { numbers: true });
+  if (bad) {
+    const where = bad.path.length === 0 ? 'the row' : `\`${formatPath(bad.path, 'row')}\``;
+    const what =
+      bad.problem === 'infinite_number'
+        ? 'is a number too large to hold (past ±1.8e308)'
+        : 'holds an unpaired UTF-16 surrogate escape (`\\ud800`-`\\udfff`), which is no Unicode text';
+    throw new RowsError(`line ${line}: ${where} ${what}`, line);
+  }
+  return row;
 }
 
 async function* jsonLines(chars: AsyncIterable<string>, maxRowChars: number): AsyncGenerator<Row> {
@@ -208,24 +256,74 @@ async function* jsonArray(chars: AsyncIterable<string>, maxRowChars: number): As
   if ((state as string) !== 'end') fail('the array is not closed');
 }
 
-/** CSV with a header row: one object per row, by csv-parse (quoting, embedded newlines, BOM). */
+/**
+ * CSV with a header row: one object per row, by csv-parse (quoting, embedded newlines). The objects
+ * are built here, not by csv-parse's `columns`, which assigns each value (a `__proto__` column
+ * would vanish) and keeps the last of two same-named columns: such a header is refused instead. A
+ * column without a name (Excel writes `name,city,,` for formatted blank columns) is left out of
+ * the rows, and refused only where a row has a value in it.
+ */
 async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGenerator<Row> {
-  const parser = Readable.from(chars).pipe(
+  // pipeline, not pipe: an error of the text (bytes that are no UTF-8, a failed read of the store)
+  // must reach the loop below, not be thrown unhandled from the source stream, killing the worker.
+  const parser = pipeline(
+    Readable.from(chars),
     parseCsv({
-      columns: true,
       skip_empty_lines: true,
       info: true,
       ...(Number.isFinite(maxRowChars) ? { max_record_size: maxRowChars } : {}),
     }),
+    () => {}, // its error is the parser's, thrown by the loop
   );
+  let header: Array<string | undefined> | undefined; // undefined: a column without a name
   try {
-    for await (const record of parser as AsyncIterable<{
-      record: Record<string, string>;
+    for await (const { record, info } of parser as AsyncIterable<{
+      record: string[];
       info: { lines: number };
-    }>)
-      yield { row: record.record, line: record.info.lines };
+    }>) {
+      if (!header) {
+        header = checkedHeader(record, info.lines);
+        continue;
+      }
+      const row: Record<string, string> = {};
+      for (let i = 0; i < header.length; i++) {
+        const name = header[i];
+        if (name === '__proto__')
+          // Assigned, it would set the prototype and vanish: a `__proto__` column is a column like any other.
+          Object.defineProperty(row, name, {
+            value: record[i],
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        else if (name !== undefined) row[name] = record[i];
+        else if (record[i] !== '')
+          throw new RowsError(
+            `line ${info.lines}: column ${i + 1} has no name in the header but a value in this row; name it`,
+            info.lines,
+          );
+      }
+      yield { row, line: info.lines };
+    }
   } catch (err) {
+    if (!(err instanceof CsvError)) throw err; // ours, or the read's (retried: no fault of the file)
     const line = (err as { lines?: number }).lines ?? 0;
-    throw new RowsError(`line ${line}: ${(err as Error).message}`, line);
+    throw new RowsError(`line ${line}: ${err.message}`, line);
   }
+}
+
+/** The header's column names (undefined for an empty one), refused if one is given twice: a row's object holds each name once. */
+function checkedHeader(names: string[], line: number): Array<string | undefined> {
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (seen.has(name)) {
+      const shown = JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
+      throw new RowsError(
+        `line ${line}: the header names the column ${shown} twice; give each column its own name`,
+        line,
+      );
+    }
+    if (name !== '') seen.add(name);
+  }
+  return names.map((name) => (name === '' ? undefined : name));
 }

@@ -4,7 +4,7 @@ import { formatOf, readRows, type RowsFormat } from '../../../lib/files/rows';
 
 /** The rows of `text` fed `size` bytes at a time (so tokens and UTF-8 characters are cut across chunks). */
 async function rows(
-  text: string,
+  text: string | Buffer,
   format?: RowsFormat,
   size = 3,
   maxRows = 1_000,
@@ -109,5 +109,71 @@ describe('file rows (lib/files/rows.ts)', () => {
     // A first line that is a JSON value is JSON Lines, whatever the chunks.
     assert.deepEqual(await rows('"hello world"\n12\ntrue'), ['hello world', 12, true]);
     assert.deepEqual(await rows('12'), [12]);
+  });
+
+  it('refuses bytes that are no UTF-8 in every format, naming the line, rather than reading U+FFFD', async () => {
+    const latin1 = (text: string) => Buffer.from(text, 'latin1'); // "é" is one byte, 0xE9
+    const notUtf8 =
+      /^RowsError: line 3: the file is not UTF-8 text \(save it as UTF-8: in Excel, "CSV UTF-8"\)$/;
+    await assert.rejects(rows(latin1('name,city\nAda,Paris\nZoé,Lyon\n'), 'csv'), notUtf8);
+    await assert.rejects(rows(latin1('"a"\n"b"\n"é"\n'), 'jsonl', 4_096), notUtf8);
+    await assert.rejects(rows(latin1('[1,\n2,\n"é"]'), undefined, 1), notUtf8);
+    // A file cut inside a character.
+    await assert.rejects(
+      rows(Buffer.from('"a"\n"é"').subarray(0, -2), 'jsonl'),
+      /line 2: the file is not UTF-8/,
+    );
+  });
+
+  it('refuses a JSON row holding a number past ±1.8e308 or an unpaired surrogate, naming where (JSON.parse makes Infinity, later null)', async () => {
+    await assert.rejects(
+      rows('{"a":1}\n{"a":{"b":[1,-1e999]}}\n'),
+      /^RowsError: line 2: `a.b\[1\]` is a number too large to hold \(past ±1\.8e308\)$/,
+    );
+    await assert.rejects(rows('[1e400]'), /^RowsError: line 1: the row is a number too large/);
+    await assert.rejects(
+      rows('"ok"\n{"name":"\\ud800x"}'),
+      /^RowsError: line 2: `name` holds an unpaired UTF-16 surrogate escape/,
+    );
+    assert.deepEqual(await rows('{"e":1e308,"s":"\\ud83d\\ude00"}'), [{ e: 1e308, s: '😀' }]);
+  });
+
+  it('keeps every CSV column as named: a header naming one twice is refused, `__proto__` is a column, an unnamed one must stay empty', async () => {
+    await assert.rejects(
+      rows('email,name,email\na@x,A,b@x\n', 'csv'),
+      /^RowsError: line 1: the header names the column "email" twice; give each column its own name$/,
+    );
+    const [row] = (await rows('__proto__,constructor\nx,y\n', 'csv')) as Array<
+      Record<string, string>
+    >;
+    assert.deepEqual(Object.keys(row), ['__proto__', 'constructor']);
+    assert.equal(Object.getOwnPropertyDescriptor(row, '__proto__')?.value, 'x');
+    assert.equal(Object.getPrototypeOf(row), Object.prototype);
+    assert.equal(JSON.stringify(row), '{"__proto__":"x","constructor":"y"}');
+    // Excel's trailing blank columns: left out while empty, refused where a row fills one.
+    assert.deepEqual(await rows('name,city,,\nAda,Paris,,\n', 'csv'), [
+      { name: 'Ada', city: 'Paris' },
+    ]);
+    await assert.rejects(
+      rows('name,,city\nAda,,Paris\nBo,42,Lyon\n', 'csv'),
+      /^RowsError: line 3: column 2 has no name in the header but a value in this row; name it$/,
+    );
+  });
+
+  it("hands a failed read of the file to its caller in every format (a CSV's was thrown unhandled: the worker died)", async () => {
+    for (const [format, head] of [
+      ['csv', 'a,b\n1,2\n'],
+      ['jsonl', '1\n2\n'],
+      ['json', '[1,2,'],
+    ] as const) {
+      const failing = (async function* () {
+        yield Buffer.from(head);
+        throw new Error('connection to the store lost');
+      })();
+      const read: unknown[] = [];
+      await assert.rejects(async () => {
+        for await (const row of readRows(failing, format, 10)) read.push(row);
+      }, /^Error: connection to the store lost$/);
+    }
   });
 });
