@@ -2,7 +2,8 @@
  * D31/D35: a list node's rows from an uploaded file. The file is read as a stream (lib/files/rows.ts)
  * and its rows are written to the store in pages (store/page-writer.ts), counted in the account's
  * storage quota (activities/list-storage.ts); the workflow gets only the count, so no row ever
- * travels through Temporal's history. A malformed file fails the run, naming the input and the
+ * travels through Temporal's history. The file is the run's account's, or the input's default (a
+ * file of the workflow's owner, D19). A malformed file fails the run, naming the input and the
  * line, before any node after it runs. A retry inserts the same pages again, which are found
  * there already, so it changes nothing.
  */
@@ -13,6 +14,7 @@ import { formatOf, readRows, RowsError } from '../lib/files/rows';
 import type { Collections } from '../store/db';
 import { findFile, openFileContent } from '../store/files';
 import { PageWriter } from '../store/page-writer';
+import { runInputDefault } from '../store/workflows';
 import type { FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { ListStorage } from './list-storage';
@@ -33,11 +35,16 @@ const refused = (message: string) => ApplicationFailure.nonRetryable(message, 'I
 /** Builds the activity that reads a file's rows into stored pages and answers how many there are. */
 export function createFileRowsActivity(deps: {
   files: () => FileDeps;
-  collections: Pick<Collections, 'itemBlocks' | 'itemUsage' | 'runs'>;
+  collections: Pick<Collections, 'itemBlocks' | 'itemUsage' | 'runs' | 'workflowVersions'>;
 }) {
+  /** D19: the input's default, a file of the workflow's owner, read for another account's run of a public workflow. */
+  const ownersDefault = async (req: FileRowsRequest) => {
+    const given = await runInputDefault(deps.collections, req.runId, req.key);
+    return given?.value === req.fileId ? findFile(deps.files().db, req.fileId, given.owner) : null;
+  };
   const load = async (req: FileRowsRequest): Promise<{ count: number }> => {
     const { db, quota } = deps.files();
-    const doc = await findFile(db, req.fileId, req.accountId);
+    const doc = (await findFile(db, req.fileId, req.accountId)) ?? (await ownersDefault(req));
     if (!doc) throw refused(`input '${req.key}': file ${req.fileId} does not exist`);
     const format = formatOf(doc.metadata.name, doc.metadata.mime_type);
     // D19: the copy of the file's rows counts in the account's storage, as its every other list.

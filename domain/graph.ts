@@ -1,6 +1,7 @@
 // The published workflow document (D26). This zod schema is the single source of truth:
 // validation, the TypeScript types and docs/workflow.schema.json all derive from it.
 import { z } from 'zod';
+import { normalizeLabel } from './labels';
 import { placeholders } from './templates';
 
 export const INPUT_TYPES = ['text', 'number', 'boolean', 'json', 'image', 'video', 'file'] as const;
@@ -246,6 +247,18 @@ function placeholdersDeep(value: unknown): string[] {
   if (value !== null && typeof value === 'object')
     return union(...Object.values(value).map(placeholdersDeep));
   return [];
+}
+
+/** D31/D35: the keys of the User Inputs that feed a batch's `rows`: given a `file_...` id, the run reads that file's rows. */
+export function rowsInputKeys(graph: WorkflowDocument): Set<string> {
+  const batches = new Set(graph.nodes.filter((n) => n.type === 'batch').map((n) => n.id));
+  const feeding = new Set(
+    graph.edges.filter((e) => e.port === 'rows' && batches.has(e.to)).map((e) => e.from),
+  );
+  const keys = new Set<string>();
+  for (const node of graph.nodes)
+    if (node.type === 'user_input' && feeding.has(node.id)) keys.add(normalizeLabel(node.label));
+  return keys;
 }
 
 /** Every template string of a node, with the field that holds it (a model's input: every string in it). */

@@ -187,6 +187,31 @@ export function findVersionById(
   return c.workflowVersions.findOne({ _id: versionId });
 }
 
+/**
+ * D19: the default of input `key` in the version a run runs, and that version's owner (whose file a
+ * default may be, for any account's run); undefined when the run, the version or the default is
+ * gone. Two reads by `_id`.
+ */
+export async function runInputDefault(
+  c: Pick<Collections, 'runs' | 'workflowVersions'>,
+  runId: string,
+  key: string,
+): Promise<{ value: unknown; owner: string } | undefined> {
+  const run = await c.runs.findOne(
+    { _id: runId },
+    { projection: { published_workflow_version_id: 1 } },
+  );
+  if (!run) return undefined;
+  const version = await c.workflowVersions.findOne(
+    { _id: run.published_workflow_version_id },
+    { projection: { account_id: 1, contract: 1 } },
+  );
+  const input = version?.contract.inputs.find((i) => i.key === key);
+  return input?.default === undefined
+    ? undefined
+    : { value: input.default, owner: version!.account_id };
+}
+
 /** The id and number of a workflow's newest version, without its graph; null when it has none. */
 export function latestVersionPointer(
   c: WorkflowCollections,

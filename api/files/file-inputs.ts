@@ -1,7 +1,10 @@
 /**
  * D19 checks of file, image and video inputs at start (D4 problems, so a 400 names the field):
- * a `file_...` id must be a file of the caller's account (a default given by the workflow must
- * be a file of the workflow's owner); a URL must use https unless configuration allows http.
+ * a `file_...` id must be a file of the caller's account, or the input's default, a file of the
+ * workflow's owner (a public workflow's sample file, omitted or given again: a re-run gives its
+ * parent's inputs, defaults included); a URL must use https unless configuration allows http. A
+ * `json` input that feeds a batch's rows is checked the same way when it is given a file id (D35:
+ * the run reads that file's rows), so another account's id is a 400, not a failed run.
  * Whether a URL's host is a private address is decided by the worker when it fetches it
  * (lib/net/ssrf.ts), as only a resolution at connect time can be trusted.
  */
@@ -10,6 +13,7 @@ import type { Config } from '../../config';
 import type { Contract } from '../../domain/contract';
 import { isId } from '../../domain/ids';
 import { isPlainObject } from '../../domain/input-values';
+import { rowsInputKeys, type WorkflowDocument } from '../../domain/graph';
 import type { Problem } from '../../domain/problems';
 import { ownedFileIds } from '../../store/files';
 
@@ -18,22 +22,26 @@ const FILE_TYPES = new Set(['image', 'video', 'file']);
 /** The problems of the file-typed inputs of a start request (empty when all are fine). */
 export async function fileInputProblems(
   deps: { db: Db; config: Pick<Config, 'files'> },
-  contract: Contract,
+  version: { contract: Contract; graph: WorkflowDocument },
   inputs: unknown,
   owners: { caller: string; workflowOwner: string },
 ): Promise<Problem[]> {
   const given = isPlainObject(inputs) ? inputs : {};
   const problems: Problem[] = [];
   const wanted = new Map<string, Array<{ key: string; id: string }>>(); // account → file ids to look up
-  for (const input of contract.inputs) {
-    if (!FILE_TYPES.has(input.type)) continue;
+  const rowsKeys = rowsInputKeys(version.graph);
+  for (const input of version.contract.inputs) {
+    const isJsonRows = input.type === 'json' && rowsKeys.has(input.key);
+    if (!FILE_TYPES.has(input.type) && !isJsonRows) continue;
     const fromCaller =
       Object.prototype.hasOwnProperty.call(given, input.key) && given[input.key] !== undefined;
     const value = fromCaller ? given[input.key] : input.default;
     if (typeof value !== 'string') continue; // a wrong type is validateInputs' to report
     if (isId('file', value)) {
-      const account = fromCaller ? owners.caller : owners.workflowOwner;
+      const account = value === input.default ? owners.workflowOwner : owners.caller;
       wanted.set(account, [...(wanted.get(account) ?? []), { key: input.key, id: value }]);
+    } else if (isJsonRows) {
+      continue; // a JSON string, not a reference
     } else if (/^http:\/\//i.test(value) && !deps.config.files.allowHttpUrls) {
       problems.push({ field: input.key, problem: 'must be an https URL (http is not allowed)' });
     }

@@ -165,7 +165,7 @@ async function admitRequest(
     ? { ok: true, values: (request.inputs ?? {}) as Record<string, unknown> }
     : validateInputs(version.contract, request.inputs);
   // D19: file ids must be the caller's own; reported with the other D4 problems in one 400.
-  const fileProblems = await fileInputProblems(deps, version.contract, request.inputs, {
+  const fileProblems = await fileInputProblems(deps, version, request.inputs, {
     caller: auth.accountId,
     workflowOwner: workflow.account_id,
   });

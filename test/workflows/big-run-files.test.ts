@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { publish, waitForRun } from '../support/fixtures';
 import { uploadFile } from '../support/files';
+import { expectError } from '../support/api-assert';
 import { call, waitFor } from '../support/http';
 import { startRun } from '../support/runs';
 import { temporalClient } from '../support/service';
@@ -252,16 +253,47 @@ describe('big runs from files, no items in history (D35)', function () {
     }
   });
 
-  it("another account's file id given to a json input is refused: the run fails, nothing of the file read", async () => {
+  it("another account's file id given to a json input is a 400 at start (the run read it as rows), nothing of the file read", async () => {
     const other = await ctx.newAccount(1);
     const theirs = await upload('theirs.jsonl', '"their secret row"\n', other.key);
-    const before = ctx.fake.requests.length;
-    const runId = await startRun(ctx.svc.url, ctx.key, 'json-file-rows', { rows: theirs });
-    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
-    assert.equal(run.status, 'failed');
-    assert.match(run.error, new RegExp(`input 'rows': file ${theirs} does not exist`));
-    assert.equal(ctx.fake.requests.length, before, 'no provider call');
-    assert.equal(await ctx.svc.store.collections.itemBlocks.countDocuments({ run_id: runId }), 0);
+    const runs = await ctx.svc.store.collections.runs.countDocuments({});
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'json-file-rows', inputs: { rows: theirs } },
+    });
+    expectError(res, {
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'invalid_input_fields',
+      message: [`\`rows\` is not a file of this account (\`${theirs}\`)`],
+    });
+    assert.equal(await ctx.svc.store.collections.runs.countDocuments({}), runs, 'no run recorded');
+  });
+
+  it("a public workflow's default rows file (its owner's) feeds another account's run, omitted or given again; their own file too", async () => {
+    const owner = await ctx.newAccount(1);
+    const sample = await upload('sample.csv', 'name\nAda\nBo\n', owner.key);
+    const doc = fileWorkflow('public-sample', '{{row.name}}', 'json');
+    const nodes = [{ ...doc.nodes[0], default: sample }, ...doc.nodes.slice(1)];
+    const { workflow_id: id } = await publish(ctx.svc.url, owner.key, {
+      ...doc,
+      nodes,
+      public: true,
+    });
+    const mine = await upload('mine.csv', 'name\nCy\n');
+    for (const [inputs, names] of [
+      [{}, ['Ada', 'Bo']],
+      [{ rows: sample }, ['Ada', 'Bo']], // a re-run gives its parent's inputs, the default among them
+      [{ rows: mine }, ['Cy']],
+    ] as const) {
+      const runId = await startRun(ctx.svc.url, ctx.key, id, inputs);
+      const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+      assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+      assert.deepEqual(
+        run.output.answers.map((item: any) => item.parts[0].text),
+        names.map((name) => `echo: ${name}`),
+      );
+    }
   });
 
   it('cancel: the items the run finished stay readable, and only they are billed', async () => {
