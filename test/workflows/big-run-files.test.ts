@@ -10,6 +10,10 @@
  * 20,000 rows so that plenty are left when the cancel lands; it costs only the calls made before.
  */
 import assert from 'node:assert/strict';
+import type { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { createActivities } from '../../activities';
 import { publish, waitForRun } from '../support/fixtures';
 import { uploadFile } from '../support/files';
 import { expectError } from '../support/api-assert';
@@ -270,7 +274,7 @@ describe('big runs from files, no items in history (D35)', function () {
     assert.equal(await ctx.svc.store.collections.runs.countDocuments({}), runs, 'no run recorded');
   });
 
-  it("a public workflow's default rows file (its owner's) feeds another account's run, omitted or given again; their own file too", async () => {
+  it("a public workflow's default rows file (its owner's) feeds another account's run, omitted or given again; their own file too; the worker reads no other file of the owner", async () => {
     const owner = await ctx.newAccount(1);
     const sample = await upload('sample.csv', 'name\nAda\nBo\n', owner.key);
     const doc = fileWorkflow('public-sample', '{{row.name}}', 'json');
@@ -294,6 +298,33 @@ describe('big runs from files, no items in history (D35)', function () {
         names.map((name) => `echo: ${name}`),
       );
     }
+
+    // The worker checks on its own (a run recorded before the start checked json inputs): of this
+    // run, the default reads, another account's file is refused as if it did not exist.
+    const runId = await startRun(ctx.svc.url, ctx.key, id, {});
+    await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+    const { loadFileRows } = createActivities({
+      collections: ctx.svc.store.collections,
+      config: ctx.svc.config,
+      db: ctx.svc.store.db,
+    });
+    const theirs = await upload('theirs.jsonl', '"their secret row"\n', owner.key);
+    const env = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+    const load = (fileId: string) =>
+      env.run(loadFileRows, {
+        runId,
+        accountId: ctx.accountId,
+        nodeId: 'again',
+        key: 'rows',
+        fileId,
+        maxRows: 10,
+      });
+    assert.deepEqual(await load(sample), { count: 2 });
+    await assert.rejects(
+      load(theirs),
+      (err: ApplicationFailure) =>
+        err.nonRetryable && err.message === `input 'rows': file ${theirs} does not exist`,
+    );
   });
 
   it('cancel: the items the run finished stay readable, and only they are billed', async () => {
