@@ -267,10 +267,11 @@ export function openFileContent(
   );
 }
 
-/** Deletes a file and its chunks; a missing file is not an error. */
-export async function deleteFile(db: Db, fileId: string): Promise<void> {
-  await filesCollection(db).deleteOne({ _id: fileId });
+/** Deletes a file and its chunks; true when this call removed the file (false: it was gone, deleted by another). */
+export async function deleteFile(db: Db, fileId: string): Promise<boolean> {
+  const { deletedCount } = await filesCollection(db).deleteOne({ _id: fileId });
   await chunksCollection(db).deleteMany({ files_id: fileId });
+  return deletedCount === 1;
 }
 
 /**

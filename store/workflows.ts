@@ -24,7 +24,8 @@ export async function insertWorkflowVersion(
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
   const workflow = await upsertWorkflow(c, accountId, graph, bytes);
   // Version numbers come from the versions themselves: the unique (workflow_id, version) index
-  // turns a concurrent publish into a retry with the next number instead of a lost version.
+  // turns a concurrent publish into a retry with the next number instead of a lost version. Each
+  // lost race means another publish won, so n publishes at once all end within n attempts.
   for (let attempt = 0; ; attempt++) {
     const latest = await latestVersion(c, workflow._id);
     const version: WorkflowVersionDoc = {
@@ -40,10 +41,13 @@ export async function insertWorkflowVersion(
       await c.workflowVersions.insertOne(version);
       return { workflow, version };
     } catch (err) {
-      if (!isDuplicateKey(err) || attempt >= 5) throw err;
+      if (!isDuplicateKey(err) || attempt >= MAX_VERSION_ATTEMPTS) throw err;
     }
   }
 }
+
+/** Publishes of one slug at once that all get a version (20 at once returned six 500s with 5). */
+const MAX_VERSION_ATTEMPTS = 1_000;
 
 async function upsertWorkflow(
   c: WorkflowCollections,
@@ -258,15 +262,17 @@ export async function workflowPage(
 /**
  * D26: deletes a workflow and every version of it. The versions go first, so a delete cut short
  * leaves the workflow to be deleted again (still counted by the quota), never versions nobody can
- * reach; they are swept once more after the workflow, for a publish that raced the delete.
+ * reach; they are swept once more after the workflow, for a publish that raced the delete. True
+ * when this call removed the workflow (false: another delete did).
  */
 export async function deleteWorkflowVersions(
   c: WorkflowCollections,
   workflowId: string,
-): Promise<void> {
+): Promise<boolean> {
   await c.workflowVersions.deleteMany({ workflow_id: workflowId });
-  await c.workflows.deleteOne({ _id: workflowId });
+  const { deletedCount } = await c.workflows.deleteOne({ _id: workflowId });
   await c.workflowVersions.deleteMany({ workflow_id: workflowId });
+  return deletedCount === 1;
 }
 
 /** A workflow's slug by id, or null (a version whose workflow is gone still runs under its id). */

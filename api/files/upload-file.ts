@@ -79,7 +79,12 @@ export async function uploadFile(
   let doc: FileDoc;
   try {
     doc = /^multipart\/form-data\b/i.test(opts.contentType)
-      ? await storeMultipart(req, req.headers, store, (d) => deleteFile(deps.db, d._id))
+      ? await storeMultipart(
+          req,
+          req.headers,
+          store,
+          async (d) => void (await deleteFile(deps.db, d._id)),
+        )
       : await store(req);
   } catch (err) {
     if (err instanceof FileTooLargeError)

@@ -94,13 +94,15 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
     } satisfies FileList;
   });
 
+  const fileNotFound = (fileId: string) => new NotFoundError(`No file \`${fileId.slice(0, 64)}\`.`);
+
   /** The caller's file named by the path; 404 for any other (D6). */
   const ownFile = async (ctx: Context): Promise<FileDoc> => {
     const { fileId } = ctx.params;
     const doc = isId('file', fileId)
       ? await findFile(deps.db, fileId, ctx.state.auth!.accountId)
       : null;
-    if (!doc) throw new NotFoundError(`No file \`${fileId.slice(0, 64)}\`.`);
+    if (!doc) throw fileNotFound(fileId);
     return doc;
   };
 
@@ -126,7 +128,9 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
           `File \`${doc._id}\` belongs to run \`${runId}\` (${source === 'output' ? 'an output of one of its nodes' : 'a URL input it copied'}) and goes with it: delete the run (DELETE /api/v1/runs/${runId}).`,
           { code: 'file_of_run' },
         );
-      await deleteFile(deps.db, doc._id);
+      // Deletes at once: one removes the file and frees its room; the others find it gone (404),
+      // or the room would be freed once for each of them.
+      if (!(await deleteFile(deps.db, doc._id))) throw fileNotFound(doc._id);
       deps.fileQuota.changed(doc.metadata.account_id, -doc.length);
       ctx.body = { id: doc._id, object: 'file', deleted: true } satisfies DeletedFile;
     },

@@ -16,6 +16,7 @@ import { publishWorkflow } from '../../store/publish-workflow';
 import { workflowContract } from '../workflows/workflow-contract';
 import { listWorkflows } from '../workflows/list-workflows';
 import { deleteWorkflow } from '../workflows/delete-workflow';
+import { PublishQueue } from '../workflows/publish-queue';
 import {
   ContractQuerySchema,
   ListWorkflowsQuerySchema,
@@ -32,6 +33,7 @@ export type WorkflowsRouteDeps = GuardDeps & {
 /** Routes of the workflows resource. */
 export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
   const router = new Router();
+  const publishes = new PublishQueue();
   router.post(
     '/api/v1/workflows',
     authenticate(deps),
@@ -42,25 +44,27 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
     }),
     async (ctx) => {
       const accountId = ctx.state.auth!.accountId;
-      // The version's bytes are held from the check to the answer, so concurrent publishes in this
-      // process cannot pass the quota together.
-      let release = () => {};
-      try {
-        ctx.body = await publishWorkflow(deps.collections, accountId, ctx.request.body, {
-          admit: async (bytes) => {
-            const reservation = await deps.workflowQuota.reserve(accountId, bytes);
-            if (!reservation.fits)
-              throw workflowStorageExceeded(bytes, reservation.used, reservation.quota);
-            release = reservation.release;
-          },
-          onPublished: (workflow, version, bytes) => {
-            deps.catalog.published(workflow, version);
-            deps.workflowQuota.changed(accountId, bytes);
-          },
-        });
-      } finally {
-        release();
-      }
+      ctx.body = await publishes.run(accountId, async () => {
+        // The version's bytes are held from the check to the answer, so concurrent publishes in
+        // this process cannot pass the quota together.
+        let release = () => {};
+        try {
+          return await publishWorkflow(deps.collections, accountId, ctx.request.body, {
+            admit: async (bytes) => {
+              const reservation = await deps.workflowQuota.reserve(accountId, bytes);
+              if (!reservation.fits)
+                throw workflowStorageExceeded(bytes, reservation.used, reservation.quota);
+              release = reservation.release;
+            },
+            onPublished: (workflow, version, bytes) => {
+              deps.catalog.published(workflow, version);
+              deps.workflowQuota.changed(accountId, bytes);
+            },
+          });
+        } finally {
+          release();
+        }
+      });
       ctx.status = 201;
     },
   );

@@ -56,11 +56,13 @@ export async function deleteRun(
   await deps.gateway.terminate(runId, 'run deleted (D39)');
   await deps.gateway.terminate(webhookWorkflowId(runId), 'run deleted (D39)');
   deps.knownRuns?.forget(runId);
-  await eraseRun(deps.collections, deps.db, runId);
+  const erased = await eraseRun(deps.collections, deps.db, runId);
   // After the erase too: a read racing it may have cached the view it read just before.
   deps.knownRuns?.forget(runId);
   deps.finishedRuns?.forget(runId);
   deps.gateway.codec?.forgetRun(runId);
+  // Deletes at once: the one that removed the record answers 200, the others 404 (a second DELETE).
+  if (!erased.record) throw new NotFoundError(`No run \`${runId}\`.`);
   // Tidiness only (the key is gone): the UI stops listing the run's workflows.
   await Promise.all([
     deps.gateway.deleteExecution(runId),

@@ -14,7 +14,7 @@ import {
   writeSseHead,
 } from './sse';
 import { activeStreams } from '../../lib/metrics';
-import { keyRevokedEvent } from './stream-events';
+import { keyRevokedEvent, runDeletedEvent } from './stream-events';
 
 /** Bytes queued on the socket at most while a backlog is written (more waits for 'drain'). */
 const PUMP_HIGH_WATER = 256 * 1024;
@@ -191,6 +191,11 @@ class RunStream {
         // the client's Last-Event-ID is the last one it got, and the next process sends the rest.
         // The closing server (api/server.ts) closes the connection once this answer is over.
         if (!this.closed && !this.res.writableEnded) this.res.write(RECONNECT);
+        this.close();
+      },
+      gone: () => {
+        // Not `[DONE]`, and after what the client has been sent: a reconnect is a 404, the run's answer now.
+        this.write(formatErrorEvent(runDeletedEvent(runId)));
         this.close();
       },
     });

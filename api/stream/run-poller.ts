@@ -7,7 +7,8 @@
  * for the run's end (the `awaitEnd` update, one per process and run): the end and the events of
  * the run's last step reach the clients the moment the workflow gets there, not up to a poll
  * interval later, with no extra query. It stops when its last subscriber leaves or has been
- * given the terminal event: nothing outlives the clients.
+ * given the terminal event: nothing outlives the clients. A run deleted while streamed (D39: its
+ * record and its workflow gone) ends its streams with a `not_found` error event.
  */
 import { isTerminal, isTerminalEvent, type RunSnapshot, type RunStatus } from '../../domain/run';
 import { RunLog, type EventsView } from '../../domain/run-log';
@@ -53,12 +54,20 @@ export interface Subscriber {
    * rule 2), after a comment saying so (api/stream/sse.ts RECONNECT).
    */
   drop(): void;
+  /** D39: the run was deleted: end the stream saying so, without `[DONE]`. */
+  gone(): void;
 }
 
 interface Attached {
   sub: Subscriber;
   cursor: number | null; // null until started
 }
+
+/**
+ * Looks in a row that found neither the run's workflow nor its record before the run counts as
+ * deleted: one could fall between a start's record and its workflow on another process's view.
+ */
+const GONE_LOOKS = 2;
 
 /** How long a poller waits before trying again to wait for a run's end that it could not wait for. */
 const END_WAIT_RETRY_MS = 30_000;
@@ -79,6 +88,8 @@ export class RunPoller {
   /** The wait for the run's end: under way, or when it may be tried again after failing. */
   private endWait: AbortController | undefined;
   private endWaitRetryAt = 0;
+  /** Looks in a row that found neither the workflow nor the record (GONE_LOOKS: deleted). */
+  private goneLooks = 0;
 
   constructor(
     readonly runId: string,
@@ -179,6 +190,11 @@ export class RunPoller {
       this.ticking = false;
     }
     if (this.stopped) return;
+    if (this.goneLooks >= GONE_LOOKS) {
+      for (const entry of [...this.attached]) entry.sub.gone();
+      this.attached.clear();
+      return this.stop();
+    }
     // Until one look succeeded the run's state is unknown (Temporal down): clients wait,
     // with keepalives, instead of being told the stale `pending` of the stored record.
     if (looked) {
@@ -225,6 +241,7 @@ export class RunPoller {
     }
     // No news from Temporal: no worker has run the run yet, or its workflow has closed.
     const stored = await this.source.stored(this.runId);
+    this.goneLooks = stored ? 0 : this.goneLooks + 1;
     if (!stored) return false;
     if (stored.log) this.log.appendFrom(stored.log);
     if (isTerminal(stored.status) || this.status === 'pending') this.status = stored.status;
@@ -308,6 +325,7 @@ export class PollerRegistry {
       advance: () => {},
       end: () => {},
       drop: () => {},
+      gone: () => {},
     });
     const poller = this.pollers.get(runId)!;
     let timer: NodeJS.Timeout | undefined;

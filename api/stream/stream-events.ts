@@ -59,3 +59,15 @@ export function keyRevokedEvent(): StreamErrorEvent {
     },
   };
 }
+
+/** D39: the run was deleted while streamed; the stream ends without `[DONE]` (a reconnect is 404). */
+export function runDeletedEvent(runId: string): StreamErrorEvent {
+  return {
+    type: 'error',
+    error: {
+      message: `Run \`${runId}\` was deleted.`,
+      type: 'not_found_error',
+      code: 'not_found',
+    },
+  };
+}

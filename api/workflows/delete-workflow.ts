@@ -26,8 +26,11 @@ export async function deleteWorkflow(
 ): Promise<DeletedWorkflow> {
   const workflow = await findWorkflowRecord(deps.collections, accountId, ref);
   if (!workflow || workflow.account_id !== accountId) throw workflowNotFound(ref);
-  await deleteWorkflowVersions(deps.collections, workflow._id);
+  // Deletes at once: one removes it and takes its bytes off the quota; the others find it gone
+  // (404), or its bytes would be taken off once for each of them.
+  const removed = await deleteWorkflowVersions(deps.collections, workflow._id);
   deps.catalog.deleted(workflow);
+  if (!removed) throw workflowNotFound(ref);
   deps.workflowQuota.changed(accountId, -(workflow.stored_bytes ?? 0));
   return { id: workflow._id, object: 'workflow', deleted: true };
 }

@@ -52,6 +52,8 @@ function fakeRun() {
     status: 'running' as RunStatus,
     log: [createdEvent({ runId: RUN, createdAtMs: 0, publishedWorkflowId: 'wf_x' })],
     down: false,
+    /** Deleted (D39): Temporal has no workflow for it (no news) and its record is gone. */
+    deleted: false,
     stored: null as { status: RunStatus; log: RunLog | null } | null,
     snapshots: 0,
     /** Answers the poller's wait for the end with the log's last `tail` events (the `awaitEnd` update). */
@@ -68,6 +70,7 @@ function fakeRun() {
     async snapshot(_runId, after) {
       run.snapshots++;
       if (run.down) throw new Error('Temporal unreachable');
+      if (run.deleted) return null;
       return answer(run.log.slice(after + 1));
     },
     awaitEnd: (_runId, signal) =>
@@ -89,6 +92,7 @@ function client(cursor: number) {
     status: undefined as RunStatus | undefined,
     ended: false,
     dropped: false,
+    gone: false,
     got: [] as number[],
   };
   let log: EventsView;
@@ -105,6 +109,7 @@ function client(cursor: number) {
     },
     end: () => (state.ended = true),
     drop: () => (state.dropped = true),
+    gone: () => (state.gone = true),
   };
   return { sub, state };
 }
@@ -307,5 +312,20 @@ describe('RunPoller (api/stream/run-poller.ts, fake PollSource)', () => {
     registry.subscribe(RUN, seed, c.sub);
     registry.stopAll();
     assert.deepEqual([c.state.dropped, c.state.ended, registry.size], [true, false, 0]);
+  });
+
+  it("ends a deleted run's streams (D39): neither its workflow nor its record is found on two looks", async () => {
+    const { run, source } = fakeRun();
+    const registry = new PollerRegistry(source, POLL_MS);
+    const c = client(0);
+    registry.subscribe(RUN, seed, c.sub);
+    await until(() => c.state.started, 'the stream opened');
+    run.stored = { status: 'running', log: null };
+    run.deleted = true; // no workflow, but the record: not deleted (a run no worker has taken yet)
+    await sleep(POLL_MS * 4);
+    assert.equal(c.state.gone, false);
+    run.stored = null;
+    await until(() => c.state.gone, 'the stream told the run is gone');
+    assert.deepEqual([c.state.ended, c.state.dropped, registry.size], [false, false, 0]);
   });
 });
