@@ -285,7 +285,8 @@ export class CreditCheck {
       state.sumMatters = sumCanMatter(available - leased, largest);
       this.refreshIfOld(accountId, state, Date.now());
       for (const p of admitted) p.resolve();
-      for (const p of refused) p.reject(insufficient(sums, head.reserved_usd));
+      // What the admitted holds left (none: a refusal comes only once nothing is available, and then no lease is cut).
+      for (const p of refused) p.reject(insufficient(sums, state.head.reserved_usd));
       return;
     }
   }

@@ -66,12 +66,20 @@ describe('CreditCheck (D17 holds)', () => {
   it('lets only the last admitted hold pass zero: a hold larger than what is left still starts, then nothing', async () => {
     const account = await createAccount(db.store.collections, { name: 'over', creditsUsd: 0.005 });
     const check = new CreditCheck(db.store.collections);
-    const admitted = await outcomes(
-      Array.from({ length: 10 }, (_, i) => check.reserve(account._id, `run_${i}`, 0.003)),
+    const starts = Array.from({ length: 10 }, (_, i) =>
+      check.reserve(account._id, `run_${i}`, 0.003),
     );
-    assert.equal(admitted, 2);
+    assert.equal(await outcomes(starts), 2);
     const credit = await accountCredit(db.store.collections, account._id);
     assert.equal(credit.available_usd, -0.001); // below zero by less than one hold
+    // Those refused beside the admitted ones are told what the admitted hold, not what was held
+    // before them ("$0.003 of it is held" beside a balance of $0.005 contradicted the refusal).
+    for (const s of await Promise.allSettled(starts))
+      if (s.status === 'rejected')
+        assert.match(
+          (s.reason as Error).message,
+          /its balance is \$0\.005, and \$0\.006 of it is held by runs in progress/,
+        );
   });
 
   it('sees a release at once when refusing: the freed credit admits the next start', async () => {
