@@ -49,12 +49,19 @@ export const StartHeadersSchema = z.object({
   }),
 });
 
+/**
+ * D11: an event cursor (`Last-Event-ID`, `starting_after`): digits. Any count of them up to 64 is
+ * a number, judged against the run's log (one past its last event is `cursor_out_of_range`, as 10
+ * and 10^20 are alike to the caller); longer is no cursor.
+ */
+export const EVENT_CURSOR = /^\d{1,64}$/;
+
 /** D11: the stream cursor a reconnecting client sends; empty (an EventSource's reset id) is no cursor. */
 export const lastEventIdHeaderSchema = (description: string) =>
   z.object({
     'Last-Event-ID': z
       .string()
-      .regex(/^(\d{1,9})?$/)
+      .regex(new RegExp(`^(${EVENT_CURSOR.source.slice(1, -1)})?$`))
       .optional()
       .describe(description),
   });

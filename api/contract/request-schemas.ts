@@ -8,6 +8,7 @@ import { describeProblems, type Problem } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { RUN_PRIORITIES } from '../../domain/run-priority';
 import type { IdPrefix } from '../../domain/ids';
+import { EVENT_CURSOR } from './http-schemas';
 
 /** D37: how many metadata keys a run may carry, and how long a value may be. */
 export const METADATA_MAX_KEYS = 16;
@@ -230,7 +231,7 @@ export type OutputItemsQuery = z.infer<typeof OutputItemsQuerySchema>;
 export const StreamQuerySchema = z.object({
   starting_after: z
     .string()
-    .regex(/^\d{1,9}$/, 'must be an event sequence number (a non-negative integer)')
+    .regex(EVENT_CURSOR, 'must be an event sequence number (a non-negative integer)')
     .optional()
     .describe(
       'Resume after this event (its `sequence_number`); `Last-Event-ID` wins when both are sent.',

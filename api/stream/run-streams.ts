@@ -4,6 +4,7 @@ import type { Config } from '../../config';
 import type { RunDoc } from '../../store/documents';
 import { isTerminalEvent } from '../../domain/run';
 import { InvalidRequestError } from '../../domain/errors';
+import { EVENT_CURSOR } from '../contract/http-schemas';
 import { openStream } from './open-stream';
 import { createdEventOf, resumedEvent } from './stream-events';
 import type { PollerRegistry, RunKnowledge, RunSeed } from './run-poller';
@@ -112,12 +113,19 @@ export async function streamExistingRun(
   }
 }
 
+/** A client's cursor: the number, the parameter that gave it and its text for messages. */
+interface Cursor {
+  cursor: number;
+  param: string;
+  text: string;
+}
+
 /** D11: true for a cursor at the terminal event (nothing left: 204); a cursor beyond the last event is a 400. */
-function isSpent(state: RunKnowledge, given: { cursor: number; param: string }): boolean {
+function isSpent(state: RunKnowledge, given: Cursor): boolean {
   const last = state.events.length - 1;
   if (given.cursor > last) {
     throw new InvalidRequestError(
-      `\`${given.param}\` is ${given.cursor}, beyond this run's last event (${last}): send the \`id\` of an event you received.`,
+      `\`${given.param}\` is ${given.text}, beyond this run's last event (${last}): send the \`id\` of an event you received.`,
       { param: given.param, code: 'cursor_out_of_range' },
     );
   }
@@ -125,16 +133,17 @@ function isSpent(state: RunKnowledge, given: { cursor: number; param: string }):
 }
 
 /** D11: `Last-Event-ID` (what a browser's EventSource resends) wins over `?starting_after=`. */
-function cursorFrom(ctx: Context): { cursor: number; param: string } | undefined {
+function cursorFrom(ctx: Context): Cursor | undefined {
   const header = ctx.get('last-event-id');
   const query = ctx.query.starting_after;
   const [raw, param] = header !== '' ? [header, 'Last-Event-ID'] : [query, 'starting_after'];
   if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw.trim())) {
+  if (typeof raw !== 'string' || !EVENT_CURSOR.test(raw.trim())) {
     throw new InvalidRequestError(
       `\`${param}\` must be an event sequence number (a non-negative integer).`,
       { param },
     );
   }
-  return { cursor: Number(raw.trim()), param };
+  const text = raw.trim().replace(/^0+(?=\d)/, ''); // as sent (a number past 2^53 is not exact), no leading zeros
+  return { cursor: Number(text), param, text };
 }

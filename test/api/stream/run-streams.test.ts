@@ -358,6 +358,21 @@ describe('streams (D11–D15)', function () {
       assert.match(beyond.json.error.message, /beyond this run's last event \(3\)/);
       const beyondQuery = await attach(start.body.run_id, {}, `?starting_after=${log.length}`);
       assert.equal(beyondQuery.json.error.param, 'starting_after');
+      // However many digits (15 and more were a 400 without a code, as if no number).
+      const huge = '9'.repeat(20);
+      for (const [headers, query, param] of [
+        [{ 'Last-Event-ID': huge }, '', 'Last-Event-ID'],
+        [{}, `?starting_after=00000000000000000000${huge}`, 'starting_after'],
+      ] as const) {
+        const far = await attach(start.body.run_id, headers, query);
+        assert.equal(far.status, 400);
+        assert.equal(far.json.error.code, 'cursor_out_of_range');
+        assert.equal(far.json.error.param, param);
+        assert.match(
+          far.json.error.message,
+          new RegExp(`is ${huge}, beyond this run's last event`),
+        );
+      }
       // One before the terminal event still resumes: the terminal event, then [DONE].
       const last = await attach(start.body.run_id, { 'Last-Event-ID': String(log.length - 2) });
       await last.closed;
