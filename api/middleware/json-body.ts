@@ -31,6 +31,14 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
         code: 'unsupported_media_type',
       });
     }
+    // JSON is UTF-8 (RFC 8259); a body said to be UTF-16 or Latin-1 would be read as something else.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(type)?.[1];
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      throw new InvalidRequestError(
+        `Content-Type charset must be utf-8, not \`${charset.slice(0, 32)}\`: JSON bodies are UTF-8.`,
+        { code: 'unsupported_media_type' },
+      );
+    }
     assertIdentityEncoding(ctx.req.headers);
     const declared = Number(ctx.get('content-length') || '0');
     if (declared > opts.limitBytes) throw tooLarge(opts.limitBytes);

@@ -175,13 +175,32 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       { status: res.status, headers: res.headers, body: await res.json() },
       { status: 415, type: 'invalid_request_error' },
     );
-    // A charset parameter is fine.
-    const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-      key: ctx.key,
-      body: json,
-      headers: { 'content-type': 'application/json; charset=utf-8' },
-    });
-    expectError(ok, { status: 404, type: 'not_found_error', code: 'published_workflow_not_found' });
+    // A charset parameter is fine when it says UTF-8; another one is refused, not read as UTF-8.
+    for (const type of ['application/json; charset=utf-8', 'application/json;charset="UTF8"']) {
+      const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: json,
+        headers: { 'content-type': type },
+      });
+      expectError(ok, {
+        status: 404,
+        type: 'not_found_error',
+        code: 'published_workflow_not_found',
+      });
+    }
+    for (const charset of ['utf-16', 'latin1']) {
+      const refused = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: json,
+        headers: { 'content-type': `application/json; charset=${charset}` },
+      });
+      expectError(refused, {
+        status: 415,
+        type: 'invalid_request_error',
+        code: 'unsupported_media_type',
+        message: [`charset must be utf-8, not \`${charset}\``],
+      });
+    }
   });
 
   it('answers a 2 MiB body with 413 request_too_large (declared length and chunked)', async () => {
