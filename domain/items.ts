@@ -74,6 +74,8 @@ export function itemLookup(ports: Record<string, Item>): TemplateLookup {
     let value: unknown = item.parts.length === 1 && part.type === 'json' ? part.data : undefined;
     for (const key of path) {
       if (value === null || typeof value !== 'object' || !Object.hasOwn(value, key)) return '';
+      // An array's own `length` is no key of the JSON: only its indexes are.
+      if (Array.isArray(value) && !/^\d+$/.test(key)) return '';
       value = (value as Record<string, unknown>)[key];
     }
     return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');

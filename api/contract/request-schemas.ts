@@ -269,9 +269,19 @@ export type ListFilesQuery = z.infer<typeof ListFilesQuerySchema>;
 export const ContractQuerySchema = z
   .object({
     version: z
-      .union([z.coerce.number().int().positive(), z.string().regex(/^wfv_/, VERSION_FORMS)], {
-        error: VERSION_FORMS,
-      })
+      .union(
+        [
+          // Digits only: `1e0`, `0x1` and `01` are no version numbers, as in a start's body.
+          z
+            .string()
+            .regex(/^[1-9]\d{0,8}$/)
+            .transform(Number),
+          z.string().max(64).regex(/^wfv_/, VERSION_FORMS),
+        ],
+        {
+          error: VERSION_FORMS,
+        },
+      )
       .optional(),
   })
   .strict();

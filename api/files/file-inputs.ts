@@ -55,7 +55,13 @@ export async function fileInputProblems(
     // Another account's file and an unknown id get the same answer: ids reveal nothing.
     for (const ref of refs)
       if (!owned.has(ref.id))
-        problems.push({ field: ref.key, problem: `is not a file of this account (\`${ref.id}\`)` });
+        problems.push({
+          field: ref.key,
+          problem:
+            account === owners.caller
+              ? `is not a file of this account (\`${ref.id}\`)`
+              : `has as its default the workflow's file \`${ref.id}\`, which no longer exists: give a file of your own`,
+        });
   }
   return problems;
 }

@@ -106,6 +106,10 @@ export async function uploadFile(
   return doc;
 }
 
+/** A form's parts and text fields at most (busboy's limits): a form is one file and a few fields. */
+const PARTS = 40;
+const FIELDS = 20;
+
 /**
  * Streams the first file part of a multipart body into `store`; other parts are skipped.
  * busboy is a streaming parser: it hands the part over as a stream while the body still arrives.
@@ -131,7 +135,7 @@ function storeMultipart(
     try {
       parser = busboy({
         headers,
-        limits: { files: 1, fields: 20, fieldSize: 64 * 1024, parts: 40 },
+        limits: { files: 1, fields: FIELDS, fieldSize: 64 * 1024, parts: PARTS },
       });
     } catch (err) {
       reject(malformed(err as Error));
@@ -157,6 +161,17 @@ function storeMultipart(
     };
     req.on('error', fail);
     parser.on('error', (err: Error) => fail(malformed(err)));
+    // Past PARTS busboy reads no more parts: a file after them would be reported missing. (Fields
+    // past FIELDS are only left unread: the file after them still counts.)
+    parser.on('partsLimit', () => {
+      if (!stored)
+        fail(
+          new InvalidRequestError(
+            `The multipart request has more than ${PARTS} parts before its file part: send the file first, or fewer fields.`,
+            { code: 'invalid_multipart' },
+          ),
+        );
+    });
     parser.on('file', (_field, stream, info) => {
       // busboy ends a part cut off by the body's end with an error ("Unexpected end of file").
       stream.on('error', (err: Error) => fail(interrupted(err) ? err : malformed(err)));

@@ -72,6 +72,8 @@ describe('templates', () => {
       renderTemplate('[{{row.constructor}}][{{row.addr.toString}}][{{row.tags.map}}]', values),
       '[][][]',
     );
+    // An array's own `length` is no key of its JSON (it rendered 2); a string's neither.
+    assert.equal(renderTemplate('[{{row.tags.length}}][{{row.name.length}}]', values), '[][]');
     const quoted = itemLookup({ row: completed({ type: 'json', data: { 'say "hi"': 'ok' } }) });
     assert.equal(renderTemplate('{{row["say \\"hi\\""]}}', quoted), 'ok');
     // A plain record of texts has no values inside: a path renders empty.

@@ -325,6 +325,21 @@ describe('big runs from files, no items in history (D35)', function () {
       (err: ApplicationFailure) =>
         err.nonRetryable && err.message === `input 'rows': file ${theirs} does not exist`,
     );
+
+    // The owner deletes the sample: a start that leaves the input out is told it is the default that is gone.
+    await call(ctx.svc.url, 'DELETE', `/api/v1/files/${sample}`, { key: owner.key });
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: id, inputs: {} },
+    });
+    expectError(res, {
+      status: 400,
+      type: 'invalid_request_error',
+      code: 'invalid_input_fields',
+      message: [
+        `\`rows\` has as its default the workflow's file \`${sample}\`, which no longer exists`,
+      ],
+    });
   });
 
   it('cancel: the items the run finished stay readable, and only they are billed', async () => {

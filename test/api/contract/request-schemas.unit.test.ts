@@ -68,10 +68,14 @@ describe('parseRequest', () => {
     const huge = refusal(StartRequestSchema, { workflowId: 'hello', inputs: {}, max_cost: 1e400 });
     assert.deepEqual(huge.details, [{ field: 'max_cost', problem: 'must be a finite number' }]);
     const forms = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
-    for (const given of ['latest', '0'])
+    // Digits only, as a start's body takes an integer: `1e0`, `0x1` and `01` were read as 1.
+    for (const given of ['latest', '0', '1e0', '0x1', '01', '1.0', ' 1'])
       assert.deepEqual(refusal(ContractQuerySchema, { version: given }, 'query').details, [
         { field: 'version', problem: forms },
       ]);
+    assert.deepEqual(parseRequest(ContractQuerySchema, { version: '12' }, 'query'), {
+      version: 12,
+    });
     // koa hands a parameter given twice over as a list.
     const twice = refusal(ListRunsQuerySchema, { limit: ['1', '2'], status: 'failed' }, 'query');
     assert.equal(twice.message, 'Invalid query: `limit` is given more than once');

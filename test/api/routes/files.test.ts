@@ -331,6 +331,31 @@ describe('files (D19)', function () {
         { status: res.status, headers: res.headers, body: await res.json() },
         { status: 400, type: 'invalid_request_error', code: 'invalid_multipart' },
       );
+      // A file after more parts than a form may have is not "no file part": the answer says why.
+      for (const fields of [39, 40]) {
+        const crowded = new FormData();
+        for (let i = 0; i < fields; i++) crowded.append(`f${i}`, 'v');
+        crowded.append('file', new Blob(['hi']), 'h.txt');
+        const answer = await fetch(`${ctx.svc.url}/api/v1/files`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ctx.key}` },
+          body: crowded,
+        });
+        const body = (await answer.json()) as any;
+        if (fields === 39) {
+          assert.equal(answer.status, 201, JSON.stringify(body));
+          await call(ctx.svc.url, 'DELETE', `/api/v1/files/${body.id}`, { key: ctx.key });
+        } else
+          expectError(
+            { status: answer.status, headers: answer.headers, body },
+            {
+              status: 400,
+              type: 'invalid_request_error',
+              code: 'invalid_multipart',
+              message: ['more than 40 parts before its file part'],
+            },
+          );
+      }
       expectError((await uploadRaw(ctx.svc, undefined, png())) as any, {
         status: 401,
         type: 'authentication_error',
