@@ -8,6 +8,8 @@
  * UTF-8 makes the one U+FFFD, JSON the other `null`.
  */
 
+import { pathOf, type Place } from './problems';
+
 /** The deepest a value the worker parses (a file's row, a JSON answer) may nest. */
 export const PARSED_JSON_MAX_DEPTH = 64;
 
@@ -53,22 +55,26 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * depthExceeds.
  */
 export function unfaithfulJson(value: unknown, opts: { numbers: boolean }): Unfaithful | undefined {
-  const stack: Array<[unknown, PropertyKey[]]> = [[value, []]];
+  // Places, not paths: a value with nothing wrong (every file row) copies no path.
+  const stack: Array<[unknown, Place]> = [[value, undefined]];
   while (stack.length > 0) {
-    const [current, path] = stack.pop()!;
+    const [current, place] = stack.pop()!;
     if (typeof current === 'string') {
-      if (LONE_SURROGATE.test(current)) return { path, problem: 'unpaired_surrogate' };
+      if (LONE_SURROGATE.test(current))
+        return { path: pathOf(place), problem: 'unpaired_surrogate' };
       continue;
     }
     if (typeof current === 'number') {
-      if (opts.numbers && !Number.isFinite(current)) return { path, problem: 'infinite_number' };
+      if (opts.numbers && !Number.isFinite(current))
+        return { path: pathOf(place), problem: 'infinite_number' };
       continue;
     }
     if (current === null || typeof current !== 'object') continue;
     for (const [key, child] of Object.entries(current)) {
-      const childPath = [...path, Array.isArray(current) ? Number(key) : key];
-      if (LONE_SURROGATE.test(key)) return { path: childPath, problem: 'unpaired_surrogate' };
-      stack.push([child, childPath]);
+      const childPlace = { key: Array.isArray(current) ? Number(key) : key, parent: place };
+      if (LONE_SURROGATE.test(key))
+        return { path: pathOf(childPlace), problem: 'unpaired_surrogate' };
+      stack.push([child, childPlace]);
     }
   }
   return undefined;

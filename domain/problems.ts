@@ -21,6 +21,16 @@ export function formatPath(path: readonly PropertyKey[], root = 'workflow'): str
   return out === '' ? root : out;
 }
 
+/** Where a value sits in a walk: its key and its parent's place (a linked list, so a deep walk copies no paths). */
+export type Place = { key: PropertyKey; parent: Place | undefined } | undefined;
+
+/** The keys from the root to `place`, after `at` (where the walked value itself sits). */
+export function pathOf(place: Place, at: readonly PropertyKey[] = []): PropertyKey[] {
+  const keys: PropertyKey[] = [];
+  for (let p = place; p; p = p.parent) keys.push(p.key);
+  return [...at, ...keys.reverse()];
+}
+
 /** The most problems a message names; `details` has them all. */
 export const MESSAGE_PROBLEMS = 10;
 

@@ -6,7 +6,7 @@
 // Run outputs and event logs, which nodes produce and no caller can be asked to fix, are stored as
 // JSON text instead (store/documents.ts, StoredRunDoc); storing graphs and inputs that way too
 // would lift these limits and retire this module.
-import { formatPath, type Problem } from './problems';
+import { formatPath, pathOf, type Place, type Problem } from './problems';
 
 /** What is wrong with a key, read after it ("starts with `$`"), or undefined if it can be stored. */
 export function unstorableKeyReason(key: string): string | undefined {
@@ -18,15 +18,6 @@ export function unstorableKeyReason(key: string): string | undefined {
 
 const NESTED_ARRAY =
   'is an array directly inside an array, which the store cannot hold (wrap it in an object)';
-
-/** Where a value sits: its key and its parent's place (a linked list, so a deep walk copies no paths). */
-type Place = { key: PropertyKey; parent: Place | undefined } | undefined;
-
-function pathOf(place: Place, at: readonly PropertyKey[]): PropertyKey[] {
-  const keys: PropertyKey[] = [];
-  for (let p = place; p; p = p.parent) keys.push(p.key);
-  return [...at, ...keys.reverse()];
-}
 
 /** Problems for every unstorable key or nested array inside `value` (at most `limit`), each at its path below `at`. */
 export function unstorableJsonProblems(

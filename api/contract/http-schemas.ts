@@ -54,14 +54,15 @@ export const StartHeadersSchema = z.object({
  * a number, judged against the run's log (one past its last event is `cursor_out_of_range`, as 10
  * and 10^20 are alike to the caller); longer is no cursor.
  */
-export const EVENT_CURSOR = /^\d{1,64}$/;
+const CURSOR_DIGITS = '\\d{1,64}';
+export const EVENT_CURSOR = new RegExp(`^${CURSOR_DIGITS}$`);
 
 /** D11: the stream cursor a reconnecting client sends; empty (an EventSource's reset id) is no cursor. */
 export const lastEventIdHeaderSchema = (description: string) =>
   z.object({
     'Last-Event-ID': z
       .string()
-      .regex(new RegExp(`^(${EVENT_CURSOR.source.slice(1, -1)})?$`))
+      .regex(new RegExp(`^(${CURSOR_DIGITS})?$`))
       .optional()
       .describe(description),
   });

@@ -148,18 +148,19 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
 
   it('answers a wrong Content-Type with 415 in the envelope', async () => {
     const json = JSON.stringify({ workflowId: 'hello' });
+    const startAs = (type: string) =>
+      call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: json,
+        headers: { 'content-type': type },
+      });
     for (const type of [
       'text/plain',
       'application/x-www-form-urlencoded',
       'multipart/form-data; boundary=x',
       'application/jsonx',
     ]) {
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-        key: ctx.key,
-        body: json,
-        headers: { 'content-type': type },
-      });
-      expectError(res, {
+      expectError(await startAs(type), {
         status: 415,
         type: 'invalid_request_error',
         message: ['Content-Type', 'application/json'],
@@ -177,24 +178,14 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
     );
     // A charset parameter is fine when it says UTF-8; another one is refused, not read as UTF-8.
     for (const type of ['application/json; charset=utf-8', 'application/json;charset="UTF8"']) {
-      const ok = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-        key: ctx.key,
-        body: json,
-        headers: { 'content-type': type },
-      });
-      expectError(ok, {
+      expectError(await startAs(type), {
         status: 404,
         type: 'not_found_error',
         code: 'published_workflow_not_found',
       });
     }
     for (const charset of ['utf-16', 'latin1']) {
-      const refused = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-        key: ctx.key,
-        body: json,
-        headers: { 'content-type': `application/json; charset=${charset}` },
-      });
-      expectError(refused, {
+      expectError(await startAs(`application/json; charset=${charset}`), {
         status: 415,
         type: 'invalid_request_error',
         code: 'unsupported_media_type',
