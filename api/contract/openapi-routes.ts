@@ -444,6 +444,10 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
           description: 'The requested byte range (`Content-Range`).',
           content: { '*/*': { schema: BytesSchema } },
         },
+        '304': {
+          description:
+            'Not modified: `If-None-Match` or `If-Modified-Since` matches the file (no body).',
+        },
         ...errors(403, 404, 416, 500),
       },
       {

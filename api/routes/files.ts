@@ -172,6 +172,13 @@ function serveContent(ctx: Context, deps: { db: Db }, doc: FileDoc, expires: num
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
   ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
+  // A browser or client that holds the bytes already (If-None-Match, If-Modified-Since) gets
+  // 304 and no body; it is decided before the range, as HTTP orders the preconditions.
+  ctx.status = 200;
+  if (ctx.fresh) {
+    ctx.status = 304;
+    return;
+  }
   if (range.kind === 'unsatisfiable') {
     throw new HttpError(`The requested range is outside the file (${size} bytes).`, {
       code: 'range_not_satisfiable',

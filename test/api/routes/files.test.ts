@@ -456,6 +456,25 @@ describe('files (D19)', function () {
       assert.equal(head.headers.get('content-length'), String(size));
       assert.equal(head.headers.get('accept-ranges'), 'bytes');
 
+      // A client holding the bytes revalidates: 304 and no body, before any range.
+      const etag = head.headers.get('etag')!;
+      for (const headers of <Record<string, string>[]>[
+        { 'if-none-match': etag, range: 'bytes=0-9' },
+        { 'if-none-match': `"other", W/${etag}` },
+        { 'if-modified-since': head.headers.get('last-modified')! },
+      ]) {
+        // max-age=0 as a browser revalidates: fetch would send `no-cache`, a forced reload (200).
+        const cached = await fetch(up.body.url, {
+          headers: { ...headers, 'cache-control': 'max-age=0' },
+        });
+        assert.equal(cached.status, 304, JSON.stringify(headers));
+        assert.equal(cached.headers.get('etag'), etag);
+        assert.equal((await cached.arrayBuffer()).byteLength, 0);
+      }
+      const changed = await fetch(up.body.url, { headers: { 'if-none-match': '"other"' } });
+      assert.equal(changed.status, 200);
+      assert.equal(Buffer.from(await changed.arrayBuffer()).length, size);
+
       const stale = await fetch(up.body.url, {
         headers: { range: 'bytes=0-9', 'if-range': '"another-version"' },
       });
