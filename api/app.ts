@@ -96,7 +96,7 @@ function routers(deps: RouteDeps) {
     healthRoutes(only(deps, 'drain', 'db', 'gateway')),
     metricsRoutes(only(deps, 'db', 'gateway', 'config')),
     openapiRoutes(only(deps, 'config')),
-    workflowsRoutes(only(deps, ...GUARDS, 'catalog', 'workflowQuota')),
+    workflowsRoutes(only(deps, ...GUARDS, 'db', 'catalog', 'workflowQuota')),
     responsesRoutes(only(deps, ...STARTS)),
     runsRoutes(
       only(

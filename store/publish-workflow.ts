@@ -1,6 +1,8 @@
 /** D26: publishing a workflow graph for an account: validate the whole graph, then store it as the next version. */
 import { validateGraph, describeGraphProblems } from '../domain/validate-graph';
 import type { Contract } from '../domain/contract';
+import type { WorkflowDocument } from '../domain/graph';
+import type { Problem } from '../domain/problems';
 import type { Collections } from './db';
 import { insertWorkflowVersion, versionBytes } from './workflows';
 import { InvalidRequestError } from '../domain/errors';
@@ -16,6 +18,8 @@ export interface PublishResult {
 }
 
 export interface PublishOptions {
+  /** Asked with the valid graph before anything is stored: problems the graph alone cannot show (the API's file defaults). */
+  check?: (version: { graph: WorkflowDocument; contract: Contract }) => Promise<Problem[]>;
   /** Asked with the bytes the version will hold before anything is stored; throws to refuse (the API's quota). */
   admit?: (bytes: number) => Promise<void>;
   /** Told at once (the API's workflow catalog and quota), so this process's next start runs the new version (D1). */
@@ -30,13 +34,9 @@ export async function publishWorkflow(
   opts: PublishOptions = {},
 ): Promise<PublishResult> {
   const result = validateGraph(document);
-  if (!result.ok) {
-    throw new InvalidRequestError(describeGraphProblems(result.problems), {
-      code: 'invalid_workflow',
-      param: result.problems[0]?.field,
-      details: result.problems,
-    });
-  }
+  if (!result.ok) throw invalidWorkflow(result.problems);
+  const problems = (await opts.check?.(result)) ?? [];
+  if (problems.length > 0) throw invalidWorkflow(problems);
   const bytes = versionBytes(result.graph, result.contract);
   await opts.admit?.(bytes);
   const { workflow, version } = await insertWorkflowVersion(
@@ -55,4 +55,13 @@ export async function publishWorkflow(
     inputs: result.contract.inputs,
     outputs: result.contract.outputs,
   };
+}
+
+/** D4: a graph that cannot be published, every problem named. */
+function invalidWorkflow(problems: Problem[]): InvalidRequestError {
+  return new InvalidRequestError(describeGraphProblems(problems), {
+    code: 'invalid_workflow',
+    param: problems[0]?.field,
+    details: problems,
+  });
 }

@@ -65,3 +65,34 @@ export async function fileInputProblems(
   }
   return problems;
 }
+
+/**
+ * D19 at publish: the defaults every start would refuse (a file that is not the publisher's, an
+ * http URL where only https is allowed) are refused when the version is published, each named by
+ * its node (`nodes[i].default`), instead of at its first run.
+ */
+export async function defaultFileProblems(
+  deps: { db: Db; config: Pick<Config, 'files'> },
+  version: { contract: Contract; graph: WorkflowDocument },
+  publisher: string,
+): Promise<Problem[]> {
+  const defaults: Record<string, unknown> = {};
+  const nodeOf = new Map<string, number>(); // input key → its node's index
+  for (const input of version.contract.inputs) {
+    if (input.default === undefined) continue;
+    defaults[input.key] = input.default;
+    nodeOf.set(
+      input.key,
+      version.graph.nodes.findIndex((node) => node.id === input.node_id),
+    );
+  }
+  const problems = await fileInputProblems(deps, version, defaults, {
+    caller: publisher,
+    workflowOwner: publisher,
+  });
+  // In node order, as the graph's own problems are.
+  const index = (p: Problem) => nodeOf.get(p.field) ?? -1;
+  return problems
+    .sort((a, b) => index(a) - index(b))
+    .map((p) => ({ ...p, field: `nodes[${index(p)}].default` }));
+}

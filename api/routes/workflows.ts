@@ -4,6 +4,8 @@
  * contract, D24) and DELETE /api/v1/workflows/{workflowId} (a workflow and its versions, D26).
  */
 import Router from '@koa/router';
+import type { Db } from 'mongodb';
+import type { Config } from '../../config';
 import type { Collections } from '../../store/db';
 import type { GuardDeps } from '../deps';
 import type { WorkflowCatalog } from '../workflows/workflow-catalog';
@@ -17,6 +19,7 @@ import { workflowContract } from '../workflows/workflow-contract';
 import { listWorkflows } from '../workflows/list-workflows';
 import { deleteWorkflow } from '../workflows/delete-workflow';
 import { PublishQueue } from '../workflows/publish-queue';
+import { defaultFileProblems } from '../files/file-inputs';
 import {
   ContractQuerySchema,
   ListWorkflowsQuerySchema,
@@ -26,6 +29,8 @@ import {
 /** What the workflows routes use: their guards, the store (publish, list), the catalog (contracts) and the quota (D26). */
 export type WorkflowsRouteDeps = GuardDeps & {
   collections: Collections;
+  db: Db; // the account's files, for the defaults a version names (D19)
+  config: Pick<Config, 'api' | 'files'>;
   catalog: WorkflowCatalog;
   workflowQuota: StorageQuota;
 };
@@ -50,6 +55,7 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
         let release = () => {};
         try {
           return await publishWorkflow(deps.collections, accountId, ctx.request.body, {
+            check: (version) => defaultFileProblems(deps, version, accountId),
             admit: async (bytes) => {
               const reservation = await deps.workflowQuota.reserve(accountId, bytes);
               if (!reservation.fits)

@@ -565,6 +565,39 @@ describe('files (D19)', function () {
       });
       assert.equal(ok.status, 202, JSON.stringify(ok.body)); // no worker in this file: accepted is enough
     });
+
+    it('refuses at publish a default every start would refuse, naming its node', async () => {
+      const other = await ctx.newAccount();
+      const theirs = (await uploadRaw(ctx.svc, other.key, png([5, 5, 5]))).body;
+      const mine = (await uploadRaw(ctx.svc, ctx.key, png([6, 6, 6]))).body;
+      const withDefaults = (photo: string, attachment: string) => ({
+        ...doc,
+        slug: 'photo-defaults',
+        nodes: [
+          { ...doc.nodes[0], default: photo },
+          { ...doc.nodes[1], default: attachment },
+          doc.nodes[2],
+        ],
+      });
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+        key: ctx.key,
+        body: withDefaults(theirs.id, 'http://example.com/a.pdf'),
+      });
+      const error = expectError(res, {
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'invalid_workflow',
+        param: 'nodes[0].default',
+      });
+      assert.match(detailFor(error, 'nodes[0].default'), /not a file of this account/);
+      assert.match(detailFor(error, 'nodes[1].default'), /https/);
+
+      const ok = await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+        key: ctx.key,
+        body: withDefaults(mine.id, 'https://example.com/a.pdf'),
+      });
+      assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    });
   });
 
   describe('configuration', () => {
