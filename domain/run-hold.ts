@@ -18,6 +18,14 @@ import type { GraphNode, WorkflowDocument } from './graph';
 import { isFileReference } from './input-values';
 import { normalizeLabel } from './labels';
 
+/**
+ * D36: the highest `max_cost` a start may name, USD (a million rows of long answers from a dear
+ * model stay under it). A run with a cap holds the cap, and an account's holds and releases are
+ * running sums of floats (store/credit-holds.ts): a cap of 1e14 or 1e308 would leave those sums
+ * unable to tell cents apart, or infinite, and credit with them.
+ */
+export const MAX_COST_USD = 100_000;
+
 /** The parts of a model's price (config `PRICES`) a hold looks at. */
 export interface HoldPrice {
   input_per_mtok: number;

@@ -111,6 +111,12 @@ export const PATCHES = {
     change:
       "D20, D36: a webhook's delivery attempts are scheduled with the normal Temporal priority key and the account as fairness key, so a server whose webhook queue orders by fairness (deploy/temporal-dynamicconfig.yaml) hands delivery slots to accounts in turn and a `high` run's deliveries never go first; old deliveries inherit the run's priority.",
   },
+  'cancel-after-last-work': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D8: a run asked to cancel whose graph finished anyway (its last calls answered before the cancel reached them) ends `cancelled`, as the cancel's 202 said, its finished items kept and billed; old runs end `completed`.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

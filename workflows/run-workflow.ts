@@ -107,7 +107,9 @@ export async function runWorkflow(
     // D38: a re-run of failed items learns first what its parent holds (workflows/carry-over.ts).
     if (args.rerun) carry = await loadCarry(args, args.rerun.parentRunId, persistence);
     await withNamedTimeout(options.runTimeoutMs, timerSummary(options.runTimeoutMs), runGraph);
-    state.finish('completed');
+    // D8: a cancel that came while the last calls were answering (they finished before it reached
+    // them) still ends the run cancelled, as its 202 said; what finished stays readable and billed.
+    state.finish(cancelledLate() ? 'cancelled' : 'completed');
   } catch (err) {
     if (isCancellation(err)) {
       // The root scope is cancelled only by a cancel request; otherwise our own timeout fired (D10),
@@ -144,6 +146,11 @@ export async function runWorkflow(
   if (webhook)
     await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
   return { status: state.status, total_cost: final.totalCost };
+}
+
+/** Whether the run was asked to cancel though its graph finished (patch `cancel-after-last-work`). */
+function cancelledLate(): boolean {
+  return CancellationScope.current().consideredCancelled && isPatched('cancel-after-last-work');
 }
 
 /**

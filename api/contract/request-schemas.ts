@@ -7,6 +7,7 @@ import { type ProblemSubject, zodIssuesToProblems } from '../../domain/zod-probl
 import { describeProblems, type Problem } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { RUN_PRIORITIES } from '../../domain/run-priority';
+import { MAX_COST_USD } from '../../domain/run-hold';
 import type { IdPrefix } from '../../domain/ids';
 import { EVENT_CURSOR } from './http-schemas';
 
@@ -87,9 +88,10 @@ export const StartRequestSchema = z
     max_cost: z
       .number()
       .positive()
+      .max(MAX_COST_USD)
       .optional()
       .describe(
-        'D36: the most this run may cost, in USD (the start fee included; at least the start fee). ' +
+        `D36: the most this run may cost, in USD (the start fee included; at least the start fee, at most ${MAX_COST_USD}). ` +
           'Before each unit of work the run budgets its worst case; when the next would pass the cap it starts no more, lets what is in flight finish, and ends `failed` with an error saying the cost limit was reached. `total_cost` never exceeds it; finished items stay readable and are the only ones billed.',
       ),
     timeout_seconds: z

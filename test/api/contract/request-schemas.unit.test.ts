@@ -67,6 +67,16 @@ describe('parseRequest', () => {
     // JSON.parse makes 1e400 Infinity.
     const huge = refusal(StartRequestSchema, { workflowId: 'hello', inputs: {}, max_cost: 1e400 });
     assert.deepEqual(huge.details, [{ field: 'max_cost', problem: 'must be a finite number' }]);
+    // A cap the account's credit sums could not count in cents (its hold is the cap, D36).
+    for (const max_cost of [100_000.01, 281474976710656, 1e308])
+      assert.equal(
+        refusal(StartRequestSchema, { workflowId: 'hello', inputs: {}, max_cost }).param,
+        'max_cost',
+      );
+    assert.equal(
+      StartRequestSchema.parse({ workflowId: 'hello', inputs: {}, max_cost: 100_000 }).max_cost,
+      100_000,
+    );
     const forms = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
     // Digits only, as a start's body takes an integer: `1e0`, `0x1` and `01` were read as 1.
     for (const given of ['latest', '0', '1e0', '0x1', '01', '1.0', ' 1'])

@@ -72,6 +72,37 @@ describe('cancel (D8, D14)', function () {
     assert.equal(again.body.status, 'cancelled');
   });
 
+  it('a cancel the last call answers before still ends the run cancelled, the answer kept and billed', async () => {
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'slow', inputs: { topic: 'hold:outrun-cancel' } },
+    });
+    const runId = start.body.run_id;
+    await waitFor(
+      async () => (ctx.fake.requestsWith('outrun-cancel').length === 1 ? true : undefined),
+      { what: 'LLM call in flight' },
+    );
+    const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, {
+      key: ctx.key,
+    });
+    assert.equal(cancel.status, 202);
+    // The call answers at once: before its next heartbeat (1 s) could carry the cancel to it.
+    ctx.fake.release('outrun-cancel');
+
+    const record = await finalizedRecord(ctx.svc.store.collections, runId);
+    assert.equal(record.status, 'cancelled', 'the cancel answered 202 holds');
+    const items = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answer`, {
+      key: ctx.key,
+    });
+    assert.equal(items.status, 200);
+    if (!ctx.fake.requestsWith('outrun-cancel')[0].aborted) {
+      // The call finished: its answer is readable and billed with the fee.
+      assert.equal(items.body.data.length, 1);
+      assert.equal(items.body.data[0].status, 'completed');
+      assert.ok(record.total_cost > 0.001, String(record.total_cost));
+    }
+  });
+
   it('cancels a pending run: it ends cancelled once a worker picks it up', async () => {
     await ctx.svc.stopWorker();
     try {
