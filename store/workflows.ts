@@ -216,6 +216,18 @@ export async function runInputDefault(
     : { value: input.default, owner: version!.account_id };
 }
 
+/** D31: the output keys of a workflow version (one read by `_id`); null when the version is gone (D39). */
+export async function versionOutputKeys(
+  c: Pick<Collections, 'workflowVersions'>,
+  versionId: string,
+): Promise<string[] | null> {
+  const version = await c.workflowVersions.findOne(
+    { _id: versionId },
+    { projection: { contract: 1 } },
+  );
+  return version ? version.contract.outputs.map((output) => output.key) : null;
+}
+
 /** The id and number of a workflow's newest version, without its graph; null when it has none. */
 export function latestVersionPointer(
   c: WorkflowCollections,

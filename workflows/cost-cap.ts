@@ -4,8 +4,9 @@
  * calls × the node's per-call budget, which is the start's estimate (domain/run-hold.ts
  * callBudgets) or the most one call of the node has cost so far, whichever is more. Budgets of
  * units in flight stay reserved until their answer replaces them with what they cost. A unit
- * that fits only in part shrinks to what fits; when not one call fits, the cap is reached: no unit
- * starts any more, those in flight finish, and the run fails with CostLimitReached.
+ * that fits only in part shrinks to what fits; when not one call fits, it waits for the units in
+ * flight to settle (takeSettled) and, when still none fits, the cap is reached: no unit starts any
+ * more, those in flight finish, and the run fails with CostLimitReached.
  */
 
 /** The run's next unit of work would pass its `max_cost`. */
@@ -20,6 +21,10 @@ export class CostLimitReached extends Error {
 
 export class CostCap {
   private reserved = 0;
+  /** Units whose budget is reserved (a count, as the float sum of their budgets may not return to 0). */
+  private holding = 0;
+  /** Takes waiting for a unit in flight to give its budget back. */
+  private waiting: Array<() => void> = [];
   /** Set once a unit did not fit: nothing starts afterwards, free work included. */
   reached = false;
   private readonly mostPerCall = new Map<string, number>();
@@ -49,15 +54,14 @@ export class CostCap {
     if (this.reached) throw new CostLimitReached(this.cap.maxUsd);
     const each = this.perCall(nodeId);
     if (each <= 0) return { calls, release: () => undefined };
-    const room = this.cap.maxUsd - this.spent() - this.reserved;
-    // A hair of tolerance: budgets are sums of floats.
-    const fit = Math.min(calls, Math.floor(room / each + 1e-9));
+    const fit = this.fit(each, calls);
     if (fit < 1) {
       this.reached = true;
       throw new CostLimitReached(this.cap.maxUsd);
     }
     const amount = fit * each;
     this.reserved += amount;
+    this.holding += 1;
     let released = false;
     return {
       calls: fit,
@@ -65,8 +69,36 @@ export class CostCap {
         if (released) return;
         released = true;
         this.reserved -= amount;
+        this.holding -= 1;
+        for (const wake of this.waiting.splice(0)) wake();
       },
     };
+  }
+
+  /**
+   * take, except that while units in flight hold budgets that leave no room for one call, it
+   * waits for them to give their budgets back (a call's budget is its worst case, what it cost is
+   * often far less) and asks again, when `mayWait()` says so (a patch, for runs started before).
+   * The cap is then reached only when nothing in flight could leave room.
+   */
+  async takeSettled(
+    nodeId: string,
+    calls: number,
+    mayWait: () => boolean,
+  ): Promise<{ calls: number; release: () => void }> {
+    for (;;) {
+      const each = this.perCall(nodeId);
+      const full = !this.reached && each > 0 && this.fit(each, calls) < 1;
+      if (!full || this.holding === 0 || !mayWait()) return this.take(nodeId, calls);
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+  }
+
+  /** How many calls of `each` fit in what is left of the cap. */
+  private fit(each: number, calls: number): number {
+    const room = this.cap.maxUsd - this.spent() - this.reserved;
+    // A hair of tolerance: budgets are sums of floats.
+    return Math.min(calls, Math.floor(room / each + 1e-9));
   }
 
   /** What a finished unit's calls cost: a call dearer than the budget raises the node's budget. */

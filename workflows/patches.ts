@@ -117,6 +117,12 @@ export const PATCHES = {
     change:
       "D8: a run asked to cancel whose graph finished anyway (its last calls answered before the cancel reached them) ends `cancelled`, as the cancel's 202 said, its finished items kept and billed; old runs end `completed`.",
   },
+  'cost-cap-waits': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D36: a unit of a run with max_cost that does not fit while other units' budgets are in flight waits for them to settle (their cost, often far below the per-call budget, replaces the budget) and asks again (workflows/cost-cap.ts takeSettled); old runs end at the cost limit there, often far below it.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

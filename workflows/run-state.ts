@@ -45,6 +45,9 @@ const IO_TYPES = new Set(['llm', 'http_request', 'image_generation', 'model']);
 /** Item events above which the final log goes to persistence as numbers (RunFinal.itemCodes). */
 const COMPACT_LOG_AFTER = 1_000;
 
+/** D31: the JSON a live output page holds at most (past its first item); the caller pages on. */
+const OUTPUT_PAGE_BYTES = 1024 * 1024;
+
 export class RunState {
   status: RunStatus = 'running';
   /**
@@ -289,9 +292,17 @@ export class RunState {
       if (at < 0) return { items: [], has_more: false, unknown_cursor: true };
       from = at + 1;
     }
-    const page = ordered.slice(from, from + limit);
-    const items = page.map((slot, k) => toOutputItem(slot, from + k));
-    return { items, has_more: from + limit < ordered.length };
+    // A page is bounded by its bytes too: a query's answer must stay well under Temporal's
+    // message limits, and an item may hold up to 1 MiB (D35).
+    const items: OutputItem[] = [];
+    let bytes = 0;
+    for (let k = from; k < Math.min(ordered.length, from + limit); k++) {
+      const item = toOutputItem(ordered[k], k);
+      bytes += JSON.stringify(item).length;
+      if (items.length > 0 && bytes > OUTPUT_PAGE_BYTES) break;
+      items.push(item);
+    }
+    return { items, has_more: from + items.length < ordered.length };
   }
 
   private orderedSlots(resultId: string): Slot[] {

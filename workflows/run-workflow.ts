@@ -38,7 +38,13 @@ import { NodeFailure } from './errors';
 import { Semaphore } from './semaphore';
 import { RunState } from './run-state';
 import { splitFinal } from '../domain/run-chunks';
-import { awaitEndUpdate, blockTaskQueue, snapshotQuery, type RunArgs } from './definitions';
+import {
+  awaitEndUpdate,
+  blockTaskQueue,
+  outputPageQuery,
+  snapshotQuery,
+  type RunArgs,
+} from './definitions';
 import { type RunStatus } from '../domain/run';
 import { startWebhookDelivery } from './webhook-workflow';
 import {
@@ -70,6 +76,10 @@ export async function runWorkflow(
   const state = new RunState(args, { now: () => Date.now(), random: Math.random });
   setHandler(snapshotQuery, (afterSequence, options) =>
     state.snapshot(afterSequence ?? -1, { compact: options?.compact === true }),
+  );
+  // D31: GET …/outputs/{key} of a live run (a query adds nothing to the history: replay-safe).
+  setHandler(outputPageQuery, (label, afterItemId, limit) =>
+    state.outputPage(label, afterItemId, limit),
   );
   // D28: how many callers wait for the end right now (a `Prefer: wait` start, a stream's poller).
   let waiting = 0;
@@ -146,6 +156,11 @@ export async function runWorkflow(
   if (webhook)
     await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
   return { status: state.status, total_cost: final.totalCost };
+}
+
+/** D36: a unit the budgets in flight leave no room for waits for them to settle (patch `cost-cap-waits`). */
+function capWaits(): boolean {
+  return isPatched('cost-cap-waits');
 }
 
 /** Whether the run was asked to cancel though its graph finished (patch `cancel-after-last-work`). */
@@ -459,7 +474,7 @@ class RunActivities {
         throw new CancelledFailure('run cancelled');
       guardHistory(node);
       // D36: a block that fits the budget only in part runs what fits, and is the run's last unit.
-      const budget = cap?.take(node.id, calls);
+      const budget = await cap?.takeSettled(node.id, calls, capWaits);
       const limit = budget && budget.calls < calls ? budget.calls : undefined;
       state.storedStarted(node.id, first, count);
       const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33
@@ -610,7 +625,7 @@ class RunActivities {
           throw new CancelledFailure('run cancelled');
         guardHistory(node);
         // D36: the rows whose worst case fits the run's budget (all of them without max_cost).
-        budget = cap?.take(node.id, left.length);
+        budget = await cap?.takeSettled(node.id, left.length, capWaits);
         const batch = budget ? left.slice(0, budget.calls) : left;
         for (const row of batch) rowProgress.started(row.index);
         return runChunk(node, batch, concurrency);

@@ -131,6 +131,10 @@ const RESULTS_TYPES: Record<ResultsFormat, string> = {
  * a page of items as JSON, also when `Accept` is absent, any type, or types we do not serve.
  */
 function resultsFormat(ctx: Context): ResultsFormat | undefined {
-  const best = ctx.accepts('application/json', RESULTS_TYPES.ndjson, 'text/csv');
-  return best === RESULTS_TYPES.ndjson ? 'ndjson' : best === 'text/csv' ? 'csv' : undefined;
+  ctx.vary('Accept'); // the answer's format follows it: no cache may give one caller's to another
+  const best = ctx.accepts('application/json', ...ACCEPTED);
+  return best === ACCEPTED[0] ? 'ndjson' : best === ACCEPTED[1] ? 'csv' : undefined;
 }
+
+/** What Accept may name for the results file: with `charset=utf-8` (ours) or without any parameter. */
+const ACCEPTED = ['application/x-ndjson; charset=utf-8', 'text/csv; charset=utf-8'] as const;

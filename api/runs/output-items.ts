@@ -10,6 +10,7 @@ import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { storedItemLines, storedItems } from '../../store/item-blocks';
 import { chunksOf, findRunHead } from '../../store/runs';
+import { versionOutputKeys } from '../../store/workflows';
 import { itemCsv } from './output-csv';
 import { inPieces } from './results-pieces';
 import type { OutputItem } from '../../domain/run';
@@ -20,7 +21,7 @@ import type { OutputItemsQuery } from '../contract/request-schemas';
 
 /** What paging an output needs. */
 export interface OutputItemsDeps {
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks'>;
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'itemBlocks' | 'workflowVersions'>;
   gateway: RunGateway;
 }
 
@@ -58,9 +59,8 @@ export async function listOutputItems(
   const stored = storedOutput(doc, key);
   if (stored && doc.item_id_base)
     return storedPage(deps, runId, doc.item_id_base, stored, after, query.limit, false);
-  // A run that did not complete has no output (D9); its keys are still its workflow's, but it has no items.
+  await checkOutputKey(deps, doc, key);
   const labels = doc.output ?? {};
-  if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
   const items: OutputItem[] = [];
   let found = after === null;
   const take = (list: readonly OutputItem[]): boolean => {
@@ -156,9 +156,20 @@ export async function outputItemLines(
   }
   const stored = storedOutput(doc, key);
   if (stored && doc.item_id_base) return storedLines(doc.item_id_base, stored, false);
-  const labels = doc.output ?? {};
-  if (doc.status === 'completed' && !Object.hasOwn(labels, key)) throw unknownOutput(key);
+  await checkOutputKey(deps, doc, key);
   return lines(recordItems(deps, doc, key));
+}
+
+/**
+ * 404 for a key that is no output of the finished run. A completed run's record names them all;
+ * one that did not complete may have no items (D9), so its workflow version says which keys
+ * exist (a version deleted since, D39, cannot: the key is then taken as given, with no items).
+ */
+async function checkOutputKey(deps: OutputItemsDeps, doc: RunDoc, key: string): Promise<void> {
+  if (Object.hasOwn(doc.output ?? {}, key)) return;
+  if (doc.status === 'completed') throw unknownOutput(key);
+  const keys = await versionOutputKeys(deps.collections, doc.published_workflow_version_id);
+  if (keys && !keys.includes(key)) throw unknownOutput(key);
 }
 
 async function* recordItems(

@@ -20,6 +20,28 @@ describe('CostCap (D36)', () => {
     assert.equal(cap.reached, true);
   });
 
+  it('waits for the units in flight when their budgets fill the cap, and stops only when none is left', async () => {
+    const { cap, spent } = make(0.009); // room for 4 calls
+    const inFlight = cap.take('ask', 4);
+    let next: { calls: number } | undefined;
+    const waiting = cap.takeSettled('ask', 4, () => true).then((unit) => (next = unit));
+    await Promise.resolve();
+    assert.equal(next, undefined, 'no room while the 4 budgets are in flight');
+    spent.usd += 0.001 * 4; // they cost half their budget
+    inFlight.release();
+    await waiting;
+    assert.equal(next!.calls, 2, 'the room their cost left');
+    assert.equal(cap.reached, false);
+    // Nothing in flight and no room: the cap is reached at once.
+    (next as unknown as { release: () => void }).release();
+    spent.usd += 0.004;
+    await assert.rejects(cap.takeSettled('ask', 1, () => true), CostLimitReached);
+    // Runs started before the patch stop where the budgets in flight leave no room.
+    const old = make(0.009).cap;
+    old.take('ask', 4);
+    await assert.rejects(old.takeSettled('ask', 1, () => false), CostLimitReached);
+  });
+
   it('starts nothing once reached, free work included', () => {
     const { cap } = make(0.001);
     assert.throws(() => cap.take('ask', 1), /cost limit reached.*max_cost of \$0\.001/);
