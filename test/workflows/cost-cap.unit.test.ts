@@ -35,11 +35,17 @@ describe('CostCap (D36)', () => {
     // Nothing in flight and no room: the cap is reached at once.
     (next as unknown as { release: () => void }).release();
     spent.usd += 0.004;
-    await assert.rejects(cap.takeSettled('ask', 1, () => true), CostLimitReached);
+    await assert.rejects(
+      cap.takeSettled('ask', 1, () => true),
+      CostLimitReached,
+    );
     // Runs started before the patch stop where the budgets in flight leave no room.
     const old = make(0.009).cap;
     old.take('ask', 4);
-    await assert.rejects(old.takeSettled('ask', 1, () => false), CostLimitReached);
+    await assert.rejects(
+      old.takeSettled('ask', 1, () => false),
+      CostLimitReached,
+    );
   });
 
   it('starts nothing once reached, free work included', () => {

@@ -70,7 +70,10 @@ describe('the items of an output (D31)', function () {
         headers: { authorization: `Bearer ${ctx.key}`, accept: 'application/x-ndjson' },
       });
       assert.equal(file.status, 200);
-      const lines = (await file.text()).trim().split('\n').map((line) => JSON.parse(line));
+      const lines = (await file.text())
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       assert.deepEqual(
         lines.map((item) => item.status),
         ['completed', 'running', 'completed'],
