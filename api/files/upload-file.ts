@@ -135,6 +135,8 @@ function storeMultipart(
     try {
       parser = busboy({
         headers,
+        // Browsers send a part's filename as raw UTF-8 (busboy would read it as Latin-1).
+        defParamCharset: 'utf8',
         limits: { files: 1, fields: FIELDS, fieldSize: 64 * 1024, parts: PARTS },
       });
     } catch (err) {

@@ -16,7 +16,8 @@ export type AnswerStartDeps = RunStreamDeps & AwaitRunEndDeps;
 
 /** D28: the seconds of `Prefer: wait=N` (at most 60; 0 without the preference). */
 export function parsePreferWait(header: string): number {
-  const match = /(?:^|[,;\s])wait\s*=\s*(\d{1,6})\b/i.exec(header);
+  // Any number of digits: a wait longer than the most we hold is the most (as `wait=61` is).
+  const match = /(?:^|[,;\s])wait\s*=\s*(\d+)\b/i.exec(header);
   return match ? Math.min(60, Number(match[1])) : 0;
 }
 

@@ -9,7 +9,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { isId } from '../../domain/ids';
 import { defaultBaseUrl, FileLinks } from '../../lib/files/links';
-import { contentDisposition } from '../../lib/files/names';
+import { contentDisposition, servedName } from '../../lib/files/names';
 import { parseRange } from '../../lib/files/range';
 import { deleteFile, findFile, openFileContent, uploadPage, type FileDoc } from '../../store/files';
 import type { Db } from 'mongodb';
@@ -204,6 +204,9 @@ function serveContent(ctx: Context, deps: { db: Db }, doc: FileDoc, expires: num
   // A browser's PDF viewer is a script that will not run sandboxed: PDFs are downloads, not pages.
   ctx.set(
     'Content-Disposition',
-    contentDisposition(doc.metadata.name, mime === 'application/pdf' ? 'attachment' : 'inline'),
+    contentDisposition(
+      servedName(doc.metadata.name, mime),
+      mime === 'application/pdf' ? 'attachment' : 'inline',
+    ),
   );
 }

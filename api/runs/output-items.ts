@@ -138,6 +138,10 @@ export async function outputItemLines(
     format === 'csv'
       ? itemCsv(storedItems(deps.collections, runId, itemIdBase, stored, 0, live))
       : storedItemLines(deps.collections, runId, itemIdBase, stored, 0, live);
+  // A finished run's pages are read as they go: a run deleted meanwhile (D39) takes the rest with
+  // it, and the file must not then end as if complete (the answer is cut instead).
+  const untilDeleted = (pieces: AsyncIterable<string>) =>
+    whileRunExists(pieces, () => findRunHead(deps.collections, accountId, runId));
   let doc = await headOf(deps, accountId, runId);
   if (!doc.finalized) {
     const first = await deps.gateway.outputPage(runId, key, null, 1_000);
@@ -155,9 +159,18 @@ export async function outputItemLines(
       throw new ServiceUnavailableError('The run did not answer in time. Retry shortly.');
   }
   const stored = storedOutput(doc, key);
-  if (stored && doc.item_id_base) return storedLines(doc.item_id_base, stored, false);
+  if (stored && doc.item_id_base) return untilDeleted(storedLines(doc.item_id_base, stored, false));
   await checkOutputKey(deps, doc, key);
-  return lines(recordItems(deps, doc, key));
+  return untilDeleted(lines(recordItems(deps, doc, key)));
+}
+
+/** `pieces`, then an error when the run is gone by their end (the download is cut, not ended). */
+async function* whileRunExists(
+  pieces: AsyncIterable<string>,
+  find: () => Promise<RunDoc | null>,
+): AsyncGenerator<string> {
+  yield* pieces;
+  if (!(await find())) throw new Error('the run was deleted while its results were read');
 }
 
 /**

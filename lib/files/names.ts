@@ -62,6 +62,19 @@ export function withExtension(name: string, mime: string): string {
   return /\.[A-Za-z0-9]{1,8}$/.test(name) ? name : fallbackName(name, mime);
 }
 
+/** Extensions a browser or desktop opens as a page or a script, whatever the bytes are. */
+const ACTIVE_EXTENSION = /\.(?:html?|xhtml?|shtml|svgz?|xml|xsl|js|mjs|hta|mht(?:ml)?)$/i;
+
+/**
+ * The name a file is served under: as stored, unless its extension would have a saved copy
+ * opened as a page or a script (`x.html` holding a PDF/HTML polyglot, opened from disk outside
+ * our sandbox): then the sniffed type's extension is added (`x.html.pdf`, `page.html.txt`). No
+ * sniffed type is one of those (lib/files/sniff.ts never yields HTML, SVG or script).
+ */
+export function servedName(name: string, mime: string): string {
+  return ACTIVE_EXTENSION.test(name) ? `${name}.${extensionOf(mime)}` : name;
+}
+
 /**
  * A Content-Disposition value naming the file (RFC 6266: ASCII fallback plus the UTF-8 form).
  * The name is cleaned again, so one stored before the rules tightened cannot smuggle a bidi override.

@@ -6,6 +6,7 @@ describe('Prefer: wait parsing (D28)', () => {
   it('parses the preference, capping it at 60 seconds', () => {
     assert.equal(parsePreferWait('wait=5'), 5);
     assert.equal(parsePreferWait('respond-async, wait=100'), 60);
+    assert.equal(parsePreferWait('wait=99999999999999999999'), 60); // the most, not none
     assert.equal(parsePreferWait('return=minimal'), 0);
     assert.equal(parsePreferWait(''), 0);
   });

@@ -220,6 +220,17 @@ describe('files (D19)', function () {
       const content = await fetch(res.body.url);
       assert.equal(content.headers.get('content-type'), 'application/pdf');
       assert.deepEqual(Buffer.from(await content.arrayBuffer()), bytes);
+
+      // A browser sends the part's name as raw UTF-8.
+      const named = await uploadMultipart(ctx.svc, ctx.key, bytes, 'résumé 日本.pdf');
+      assert.equal(named.body.name, 'résumé 日本.pdf');
+      // A name a saved copy would open as a page is served with the type's extension added.
+      const page = await uploadMultipart(ctx.svc, ctx.key, bytes, 'x.html');
+      assert.equal(page.body.name, 'x.html');
+      assert.match(
+        (await fetch(page.body.url)).headers.get('content-disposition') ?? '',
+        /^attachment; filename="x\.html\.pdf"/,
+      );
     });
 
     it('sniffs video, audio, text and unknown bytes; names a file without a name after its type', async () => {

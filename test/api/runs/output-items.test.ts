@@ -3,7 +3,14 @@
  * workflow's `outputPage` query) and once it has ended; which keys exist; what Accept chooses.
  */
 import assert from 'node:assert/strict';
-import { batchWorkflow, llmWorkflow, publish, waitForRun } from '../../support/fixtures';
+import {
+  batchWorkflow,
+  llmWorkflow,
+  publish,
+  rowsWorkflow,
+  waitForRun,
+} from '../../support/fixtures';
+import { outputItemLines } from '../../../api/runs/output-items';
 import { call, waitFor } from '../../support/http';
 import { expectError } from '../../support/api-assert';
 import { useService } from '../../support/use-service';
@@ -114,6 +121,36 @@ describe('the items of an output (D31)', function () {
           }),
           { status: 404, type: 'not_found_error' },
         );
+  });
+
+  it('a results file whose run is deleted while it is read ends in an error, not as if complete', async () => {
+    // Concurrency 4: a node of more than 8 rows keeps its items in the store (D35).
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      rowsWorkflow('deleted-mid-read', '{{row}}', { concurrency: 4 }),
+    );
+    const rows = Array.from({ length: 30 }, (_, i) => `r${i}`);
+    const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: { workflowId: 'deleted-mid-read', inputs: { rows } },
+      headers: { prefer: 'wait=60' },
+    });
+    assert.equal(start.status, 200, JSON.stringify(start.body).slice(0, 300));
+    const deps = { collections: ctx.svc.store.collections, gateway: undefined as never };
+    const file = await outputItemLines(deps, ctx.accountId, start.body.id, 'answers');
+    const pieces = file[Symbol.asyncIterator]();
+    assert.match(((await pieces.next()).value as string).split('\n')[0], /"item_index":0,/);
+    const deleted = await call(ctx.svc.url, 'DELETE', `/api/v1/runs/${start.body.id}`, {
+      key: ctx.key,
+    });
+    assert.equal(deleted.status, 200);
+    await assert.rejects(
+      (async () => {
+        for (let next = await pieces.next(); !next.done; next = await pieces.next());
+      })(),
+      /deleted while its results were read/,
+    );
   });
 
   it('serves the results file to an Accept with its charset, and says the answer varies by Accept', async () => {
