@@ -149,6 +149,8 @@ export interface OutputPage {
   stored?: StoredOutput;
   /** With `stored`: the id of the run's output item 0 (domain/ids.ts idAtOffset). */
   itemIdBase?: string;
+  /** The run has ended, its record not written yet: rows not finished never will be (left out, D8). */
+  ended?: boolean;
 }
 
 /**

@@ -283,9 +283,19 @@ export class RunState {
       (n) => n.type === 'user_result' && normalizeLabel(n.label) === label,
     );
     if (!node) return null;
+    // Between the run's end and its record (finalize), the page is the record's: finished items only.
+    const ended = this.status !== 'running';
     const stored = this.storedResults.get(node.id);
-    if (stored) return { items: [], has_more: false, stored, itemIdBase: this.itemIdBase };
-    const ordered = this.orderedSlots(node.id);
+    if (stored)
+      return {
+        items: [],
+        has_more: false,
+        stored,
+        itemIdBase: this.itemIdBase,
+        ...(ended ? { ended } : {}),
+      };
+    const all = this.orderedSlots(node.id);
+    const ordered = ended ? all.filter((slot) => slot.item) : all;
     let from = 0;
     if (afterItemId !== null) {
       const at = ordered.findIndex((slot) => slot.id === afterItemId);

@@ -50,7 +50,15 @@ export async function listOutputItems(
       if (live && live.value === null) throw unknownOutput(key);
       const value = live?.value;
       if (value?.stored && value.itemIdBase)
-        return storedPage(deps, runId, value.itemIdBase, value.stored, after, query.limit, true);
+        return storedPage(
+          deps,
+          runId,
+          value.itemIdBase,
+          value.stored,
+          after,
+          query.limit,
+          !value.ended,
+        );
       if (value?.unknown_cursor) throw unknownCursor(after!);
       return page(value?.items ?? [], value?.has_more ?? false);
     }
@@ -149,7 +157,7 @@ export async function outputItemLines(
       if (first.value === null) throw unknownOutput(key);
       const value = first.value;
       if (value.stored && value.itemIdBase)
-        return storedLines(value.itemIdBase, value.stored, true);
+        return storedLines(value.itemIdBase, value.stored, !value.ended);
       return lines(livePages(deps, runId, key, value.items, value.has_more));
     }
     // No news from the workflow: it may have just ended, its record written meanwhile; else an
