@@ -145,10 +145,21 @@ const isoTime = z
   })
   .transform((text) => new Date(text));
 
+/**
+ * A query number as people write one: `z.coerce.number` alone reads `0x2`, `2e0`, `0b10` and
+ * ` 2` as 2. Any other spelling is no number (`must be a number`); the schema is `schema`'s.
+ */
+function decimal<T extends z.ZodType>(schema: T) {
+  return z.preprocess(
+    (value) => (typeof value === 'string' && !/^-?\d+(?:\.\d+)?$/.test(value) ? 'NaN' : value),
+    schema,
+  );
+}
+
 /** D23's cursor pagination, newest first: a page size and the id of the last item seen. */
 function pageFields(prefix: IdPrefix, what: string, description: string) {
   return {
-    limit: z.coerce.number().int().min(1).max(100).default(20),
+    limit: decimal(z.coerce.number().int().min(1).max(100).default(20)),
     starting_after: z
       .string()
       .regex(new RegExp(`^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`), `must be ${what}`)
@@ -210,13 +221,9 @@ export type ListRunsQuery = z.infer<typeof ListRunsQuerySchema>;
 /** D31: the query of GET /api/v1/runs/{runId}/outputs/{key}. */
 export const OutputItemsQuerySchema = z
   .object({
-    limit: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(1000)
-      .default(100)
-      .describe('Items per page (1–1,000).'),
+    limit: decimal(z.coerce.number().int().min(1).max(1000).default(100)).describe(
+      'Items per page (1–1,000).',
+    ),
     starting_after: z
       .string()
       .regex(/^item_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be an item id')

@@ -33,6 +33,7 @@ export function errorHandler(logger: Logger): Middleware {
         logger.error(
           {
             err,
+            request_id: ctx.state.requestId,
             method: ctx.method,
             path: ctx.state.logPath ?? ctx.path,
             account_id: ctx.state.auth?.accountId,

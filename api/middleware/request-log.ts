@@ -1,10 +1,11 @@
 /**
- * One debug line per request: method, path (never the query string, where a careless client
+ * Every answer's `X-Request-Id`, and one debug line per request: its id, method, path (never the query string, where a careless client
  * might put a key), status, duration and the caller's `key_` record id. Never headers, so the
  * secret of a key cannot reach a log line (D6). A codec-server path (D32) is logged without
  * whatever stands between `/codec/` and its operation, where a token may travel, even when the
  * path is mistyped and no route matches.
  */
+import { randomBytes } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger';
 
@@ -23,6 +24,9 @@ export function codecLogPath(path: string): string {
 export function requestLog(logger: Logger): Middleware {
   return async (ctx, next) => {
     const started = Date.now();
+    // Every answer names itself, so a caller can quote it and an operator find its log lines.
+    ctx.state.requestId = `req_${randomBytes(12).toString('hex')}`;
+    ctx.set('X-Request-Id', ctx.state.requestId);
     // Set before the inner middleware runs, so the error handler's log line uses it too.
     if (ctx.path === '/codec' || ctx.path.startsWith('/codec/'))
       ctx.state.logPath = codecLogPath(ctx.path);
@@ -33,6 +37,7 @@ export function requestLog(logger: Logger): Middleware {
         const auth = ctx.state.auth;
         logger.debug(
           {
+            request_id: ctx.state.requestId,
             method: ctx.method,
             path: ctx.state.logPath ?? ctx.path,
             status: ctx.status,

@@ -180,6 +180,7 @@ function serveContent(ctx: Context, deps: { db: Db }, doc: FileDoc, expires: num
     return;
   }
   if (range.kind === 'unsatisfiable') {
+    ctx.remove('Cache-Control'); // a refusal is no copy of the file to keep
     throw new HttpError(`The requested range is outside the file (${size} bytes).`, {
       code: 'range_not_satisfiable',
       headers: { 'Content-Range': `bytes */${size}`, 'Accept-Ranges': 'bytes' },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import {
   ContractQuerySchema,
   ListRunsQuerySchema,
+  OutputItemsQuerySchema,
   parseRequest,
   StartRequestSchema,
 } from '../../../api/contract/request-schemas';
@@ -64,6 +65,13 @@ describe('parseRequest', () => {
   it('says what a value that is no (finite) number, a version, or a repeated parameter should be', () => {
     const word = refusal(ListRunsQuerySchema, { limit: 'ten' }, 'query');
     assert.deepEqual(word.details, [{ field: 'limit', problem: 'must be a number' }]);
+    // Decimal digits only: other spellings of 2 are no number.
+    for (const limit of ['0x2', '2e0', '0b10', ' 2', '+2', ''])
+      for (const schema of [ListRunsQuerySchema, OutputItemsQuerySchema])
+        assert.deepEqual(refusal(schema, { limit }, 'query').details, [
+          { field: 'limit', problem: 'must be a number' },
+        ]);
+    assert.equal(parseRequest(OutputItemsQuerySchema, { limit: '2' }, 'query').limit, 2);
     // JSON.parse makes 1e400 Infinity.
     const huge = refusal(StartRequestSchema, { workflowId: 'hello', inputs: {}, max_cost: 1e400 });
     assert.deepEqual(huge.details, [{ field: 'max_cost', problem: 'must be a finite number' }]);

@@ -66,6 +66,25 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
     });
   });
 
+  it('names every answer with its own X-Request-Id, errors included', async () => {
+    const ids = new Set<string>();
+    for (const [method, path] of [
+      ['GET', '/api/v1/account'],
+      ['GET', '/api/v1/nope'],
+      ['POST', '/api/v1/responses'],
+      ['GET', '/healthz'],
+    ]) {
+      const res = await call(ctx.svc.url, method, path, {
+        key: ctx.key,
+        body: method === 'POST' ? '{' : undefined,
+      });
+      const id = res.headers.get('x-request-id') ?? '';
+      assert.match(id, /^req_[0-9a-f]{24}$/, `${method} ${path} ${res.status}`);
+      ids.add(id);
+    }
+    assert.equal(ids.size, 4);
+  });
+
   it('answers a wrong method on a known route with 405 invalid_request_error / method_not_allowed', async () => {
     const cases: Array<[string, string, string]> = [
       ['DELETE', '/api/v1/responses', 'POST'],

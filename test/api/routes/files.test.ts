@@ -460,6 +460,7 @@ describe('files (D19)', function () {
       const past = await get(`bytes=${size}-`);
       assert.equal(past.status, 416);
       assert.equal(past.headers.get('content-range'), `bytes */${size}`);
+      assert.equal(past.headers.get('cache-control'), null);
       assert.equal(((await past.json()) as any).error.code, 'range_not_satisfiable');
 
       const head = await fetch(up.body.url, { method: 'HEAD' });
