@@ -237,15 +237,17 @@ export type OutputItemsQuery = z.infer<typeof OutputItemsQuerySchema>;
  * D11: the query of GET /api/v1/runs/{runId}/stream. `Last-Event-ID` wins over `starting_after`,
  * but a malformed `starting_after` is refused even then: a request is valid or not on its own.
  */
-export const StreamQuerySchema = z.object({
-  starting_after: z
-    .string()
-    .regex(EVENT_CURSOR, 'must be an event sequence number (a non-negative integer)')
-    .optional()
-    .describe(
-      'Resume after this event (its `sequence_number`); `Last-Event-ID` wins when both are sent.',
-    ),
-});
+export const StreamQuerySchema = z
+  .object({
+    starting_after: z
+      .string()
+      .regex(EVENT_CURSOR, 'must be an event sequence number (a non-negative integer)')
+      .optional()
+      .describe(
+        'Resume after this event (its `sequence_number`); `Last-Event-ID` wins when both are sent.',
+      ),
+  })
+  .strict();
 
 /** D34: the longest a stream link works, and the optional body of POST /api/v1/runs/{runId}/stream-link. */
 export const MAX_STREAM_LINK_SECONDS = 3_600;

@@ -48,8 +48,12 @@ export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
     '/api/v1/runs/:runId/stream-link',
     authenticate(deps),
     rateLimit(deps, 'requests'),
-    // The body is optional: a bare POST gets the longest link.
-    (ctx, next) => (ctx.request.length || ctx.get('content-type') ? body(ctx, next) : next()),
+    // The body is optional: a bare POST, or one whose body is empty (`Content-Length: 0`, whatever
+    // its Content-Type says), gets the longest link.
+    (ctx, next) =>
+      ctx.request.length === 0 || (ctx.request.length === undefined && !ctx.get('content-type'))
+        ? next()
+        : body(ctx, next),
     async (ctx) => {
       // No body at all is `{}`; a body of JSON `null` (or any other non-object) is refused like any wrong type.
       const { ttl_seconds } = parseRequest(
@@ -75,7 +79,9 @@ export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
     if (check !== 'ok') throw new LinkRefusedError('stream', check);
     // A link names the key that made it; one made before links did is bound to the run's key.
     const keyId = typeof kid === 'string' ? kid : undefined;
-    parseRequest(StreamQuerySchema, ctx.query, 'query');
+    // The link's own parameters are checked above; the rest is a stream's query, strict as on streamRun.
+    const { expires: _e, sig: _s, kid: _k, ...streamQuery } = ctx.query;
+    parseRequest(StreamQuerySchema, streamQuery, 'query');
     const run = await findRunWithoutLog(deps.collections, runId, { inputs: false });
     if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
     if (!(await deps.keys.isLive(keyId ?? run.key_id)))

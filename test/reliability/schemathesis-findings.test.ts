@@ -137,6 +137,17 @@ describe('reliability: schemathesis findings stay fixed', function () {
     });
     assert.equal(refused.status, 400);
     assert.equal(refused.json.error.param, 'starting_after');
+    // A parameter the stream does not take is refused, as on every other query (it was ignored).
+    const unknown = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream?foo=1`, {
+      key: ctx.key,
+    });
+    assert.equal(unknown.status, 400);
+    assert.equal(unknown.json.error.type, 'invalid_request_error');
+    const link = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {
+      key: ctx.key,
+    });
+    const linked = await openSse(`${link.body.url}&foo=1`, {});
+    assert.equal(linked.status, 400, 'a link with a parameter of its own added');
     const open = await openSse(`${ctx.svc.url}/api/v1/runs/${runId}/stream`, {
       key: ctx.key,
       headers: { 'last-event-id': '' },

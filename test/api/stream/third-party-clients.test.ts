@@ -156,6 +156,14 @@ describe('third-party stream clients', function () {
       body: 'null',
     });
     assert.equal(nullBody.status, 400);
+    // An empty body is no body, whatever its Content-Type (a client that always sends one).
+    const empty = await fetch(`${ctx.svc.url}/api/v1/runs/${runId}/stream-link`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json' },
+      body: '',
+    });
+    assert.equal(empty.status, 200);
+    await empty.arrayBuffer();
     const noKey = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {});
     assert.equal(noKey.status, 401);
     const other = await ctx.newAccount();
