@@ -156,14 +156,18 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
 function serveContent(ctx: Context, deps: { db: Db }, doc: FileDoc, expires: number): void {
   const size = doc.length;
   const etag = `"${doc._id}"`; // a file's bytes never change
+  const lastModified = doc.metadata.created_at.toUTCString();
+  // If-Range names the copy the client holds, by ETag or by date: another copy gets the whole file.
   const ifRange = ctx.get('if-range');
   const range = parseRange(
-    ifRange && ifRange !== etag ? undefined : ctx.get('range') || undefined,
+    ifRange && ifRange !== etag && ifRange !== lastModified
+      ? undefined
+      : ctx.get('range') || undefined,
     size,
   );
   ctx.set('Accept-Ranges', 'bytes');
   ctx.set('ETag', etag);
-  ctx.set('Last-Modified', doc.metadata.created_at.toUTCString());
+  ctx.set('Last-Modified', lastModified);
   // Cacheable until the link expires (at most a day): the content behind a file id is immutable.
   const maxAge = Math.max(0, Math.min(86_400, expires - Math.floor(Date.now() / 1000)));
   ctx.set('Cache-Control', `private, max-age=${maxAge}`);

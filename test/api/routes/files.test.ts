@@ -492,6 +492,11 @@ describe('files (D19)', function () {
       });
       assert.equal(stale.status, 200, 'If-Range that does not match: the whole file');
       await stale.arrayBuffer();
+      const dated = await fetch(up.body.url, {
+        headers: { range: 'bytes=0-9', 'if-range': head.headers.get('last-modified')! },
+      });
+      assert.equal(dated.status, 206, 'If-Range naming the file by its date');
+      await dated.arrayBuffer();
 
       const several = await get('bytes=0-1,5-9'); // several ranges: the whole file
       assert.equal(several.status, 200);
