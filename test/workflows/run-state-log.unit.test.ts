@@ -120,3 +120,18 @@ describe('run state: a compact event log (D35)', () => {
     assert.deepEqual(final.events, state.events);
   });
 });
+
+describe('run state: a live output page (D31)', () => {
+  it('says once the run has ended, so rows that did not finish are read as never to finish', () => {
+    const state = new RunState(args, { now: () => 0, random: () => 0.5 });
+    state.reserveStored('ask', 3);
+    state.storedStarted('ask', 0, 3);
+    state.storedDone('ask', [[0, 1]]);
+    const live = state.outputPage('out', null, 10);
+    assert.ok(live?.stored, 'a stored output is read from the store');
+    assert.equal(live.ended, undefined);
+    state.finish('cancelled');
+    assert.equal(state.outputPage('out', null, 10)?.ended, true);
+    assert.equal(state.outputPage('nope', null, 10), null);
+  });
+});
