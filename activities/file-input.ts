@@ -10,6 +10,7 @@ import { isId } from '../domain/ids';
 import type { Part } from '../domain/parts';
 import { remoteFileName, withExtension } from '../lib/files/names';
 import { guardedGet, UrlRefusedError } from '../lib/net/ssrf';
+import { deadline } from '../lib/net/deadline';
 import { findFile, FileTooLargeError } from '../store/files';
 import { isTransientStatus } from './failures';
 import { runAccount, STORAGE_QUOTA_EXCEEDED, storeWithinQuota, type FileDeps } from './files';
@@ -44,15 +45,13 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
     }
     const accountId = await runAccount({ collections }, req);
     const { files } = config;
-    const signals = [AbortSignal.timeout(files.fetchTimeoutMs), activitySignal()].filter(
-      (s): s is AbortSignal => !!s,
-    );
+    const limit = deadline(files.fetchTimeoutMs, activitySignal()); // the whole download
     try {
       const res = await guardedGet(req.value, {
         allowHttp: files.allowHttpUrls,
         allowPrivate: files.allowPrivateNetwork,
         allowedHosts: files.allowPrivateHosts,
-        signal: AbortSignal.any(signals),
+        signal: limit.signal,
       });
       if (res.status < 200 || res.status >= 300) {
         res.body.resume();
@@ -103,6 +102,8 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
         `input '${req.key}': fetching ${safeOrigin(req.value)} failed: ${why}`,
         'InputUnavailable',
       );
+    } finally {
+      limit.done();
     }
   };
   return function resolveFileInput(req: FileInputRequest): Promise<Part> {

@@ -20,6 +20,7 @@ import {
   type GuardedResponse,
   type GuardOptions,
 } from '../lib/net/ssrf';
+import { deadline } from '../lib/net/deadline';
 import type { Collections } from '../store/db';
 import { runAccountId } from '../store/runs';
 import type { StorageQuota } from '../store/storage-quota';
@@ -164,13 +165,12 @@ export async function storeProviderFile(
       name: (mime) => fallbackName(opts.stem, mime),
     });
   }
-  const signals = [AbortSignal.timeout(deps.config.files.fetchTimeoutMs), activitySignal()].filter(
-    (s): s is AbortSignal => !!s,
-  );
+  const limit = deadline(deps.config.files.fetchTimeoutMs, activitySignal()); // the whole download
   let res: GuardedResponse;
   try {
-    res = await guardedGet(rawUrl, { ...guard, signal: AbortSignal.any(signals) });
+    res = await guardedGet(rawUrl, { ...guard, signal: limit.signal });
   } catch (err) {
+    limit.done();
     rethrowIfCancelled();
     if (err instanceof UrlRefusedError)
       throw ApplicationFailure.nonRetryable(
@@ -215,5 +215,6 @@ export async function storeProviderFile(
     throw err;
   } finally {
     res.body.destroy(); // an unread rest (an error answer, a file over the limit) must not hold the connection
+    limit.done();
   }
 }

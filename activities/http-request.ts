@@ -17,6 +17,7 @@ import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
 import type { ReadBudget } from '../lib/net/read-budget';
 import { guardedFetch, UrlRefusedError, type GuardedResponse } from '../lib/net/ssrf';
+import { deadline } from '../lib/net/deadline';
 import {
   AnswerTooLargeError,
   DEFAULT_MAX_ANSWER_BYTES,
@@ -38,18 +39,24 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
   const maxAnswerBytes = () => deps.guard?.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const call = async (req: NodeRequest<'http_request'>): Promise<NodeResult> => {
     const request = renderRequest(req);
-    const res = await send(request, guard());
+    // `timeout_ms` bounds the whole exchange, the answer's body included.
+    const limit = deadline(request.timeoutMs, activitySignal());
     try {
-      return await answer(req, res);
-    } catch (err) {
-      rethrowIfCancelled();
-      if (err instanceof ApplicationFailure) throw err;
-      throw ApplicationFailure.retryable(
-        `reading the answer of ${res.url.host} failed: ${(err as Error).message}`,
-        'ProviderUnavailable',
-      );
+      const res = await send(request, guard(), limit.signal);
+      try {
+        return await answer(req, res);
+      } catch (err) {
+        rethrowIfCancelled();
+        if (err instanceof ApplicationFailure) throw err;
+        throw ApplicationFailure.retryable(
+          `reading the answer of ${res.url.host} failed: ${(err as Error).message}`,
+          'ProviderUnavailable',
+        );
+      } finally {
+        res.body.destroy(); // an unread rest (an error body over the limit) must not hold the connection
+      }
     } finally {
-      res.body.destroy(); // an unread rest (an error body over the limit) must not hold the connection
+      limit.done();
     }
   };
 
@@ -109,11 +116,12 @@ function renderRequest(req: NodeRequest<'http_request'>): RenderedRequest {
 }
 
 /** Sends the request through the SSRF guard; a refused URL or unsendable header fails for good, a network error is retried. */
-async function send(request: RenderedRequest, guard: OutboundGuard): Promise<GuardedResponse> {
+async function send(
+  request: RenderedRequest,
+  guard: OutboundGuard,
+  signal: AbortSignal,
+): Promise<GuardedResponse> {
   const { url, method, headers, body } = request;
-  const signals = [AbortSignal.timeout(request.timeoutMs), activitySignal()].filter(
-    (s): s is AbortSignal => !!s,
-  );
   try {
     // http:// stays allowed: a plain-http public API is the workflow author's choice; the guard is about where, not how.
     return await guardedFetch(url, {
@@ -122,7 +130,7 @@ async function send(request: RenderedRequest, guard: OutboundGuard): Promise<Gua
       method,
       headers,
       body,
-      signal: AbortSignal.any(signals),
+      signal,
     });
   } catch (err) {
     rethrowIfCancelled();
