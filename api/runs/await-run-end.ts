@@ -17,7 +17,7 @@ export type AwaitRunEndDeps = ReadRunDeps & { gateway: RunGateway; drain?: Drain
 export function endWait(deps: Pick<AwaitRunEndDeps, 'drain'>, ms: number): EndWait {
   const timeout = AbortSignal.timeout(ms);
   const signal = deps.drain ? AbortSignal.any([timeout, deps.drain.signal]) : timeout;
-  return { deadline: Date.now() + ms, signal };
+  return { deadline: Date.now() + ms, signal, timeout };
 }
 
 /**

@@ -128,6 +128,8 @@ export type RunEnd = RunSnapshot | 'aborted' | 'closed';
 export interface EndWait {
   readonly deadline: number;
   readonly signal: AbortSignal;
+  /** The timeout inside `signal`, held here: AbortSignal.any holds it only weakly (lib/net/deadline.ts). */
+  readonly timeout?: AbortSignal;
   /** Set by RunGateway.start when the start carried the wait; else the waiter asks with awaitEnd. */
   ended?: Promise<RunEnd>;
 }
