@@ -23,6 +23,8 @@ const UNPAID = new Set(['text', 'http_request']);
 
 export class BlockStorage {
   private bytes: number;
+  /** Bytes counted in the quota that the store's sum does not hold yet (held there until recorded). */
+  private unrecorded = 0;
   private readonly unpaid: boolean;
 
   /**
@@ -62,6 +64,7 @@ export class BlockStorage {
         }),
       );
     this.bytes += length;
+    this.unrecorded += length;
     return item;
   }
 
@@ -72,13 +75,20 @@ export class BlockStorage {
 
   private count(item: Item, length: number): Item {
     this.bytes += length;
-    if (this.req.accountId !== undefined) this.quota?.changed(this.req.accountId, length);
+    if (this.quota && this.req.accountId !== undefined) {
+      this.quota.pend(this.req.accountId, length);
+      this.unrecorded += length;
+    }
     return item;
   }
 
-  /** Records the block's total in the store (with each write of its pages: its one writer). */
+  /**
+   * Records the block's total in the store (with each write of its pages: its one writer; never
+   * two at once). The quota holds what the total adds until then.
+   */
   async record(): Promise<void> {
     if (this.req.accountId === undefined) return;
+    const recording = this.unrecorded;
     const usage = {
       runId: this.req.runId,
       nodeId: this.req.node.id,
@@ -87,5 +97,14 @@ export class BlockStorage {
       bytes: this.bytes,
     };
     await waitingForStore(() => recordBlockUsage(this.collections, usage), this.alive);
+    this.unrecorded -= recording;
+    this.quota?.settle(this.req.accountId, recording, true);
+  }
+
+  /** The block ended: what it counted but never recorded (a failed write) is no longer held. */
+  close(): void {
+    if (this.req.accountId !== undefined)
+      this.quota?.settle(this.req.accountId, this.unrecorded, false);
+    this.unrecorded = 0;
   }
 }

@@ -27,6 +27,8 @@ export interface ListPlace {
 /** The meter of one list's writes (store/page-writer.ts): each write's bytes taken from the quota, the total recorded. */
 export class ListStorage implements PageMeter {
   private bytes = 0;
+  /** Bytes taken from the quota that the store's sum does not hold yet (held there until recorded). */
+  private unrecorded = 0;
   private account: Promise<string> | undefined;
 
   /** `what` names the list in the failure ("input 'rows'", "node 'b'"). */
@@ -47,12 +49,22 @@ export class ListStorage implements PageMeter {
       );
     }
     this.bytes += bytes;
+    this.unrecorded += bytes;
   }
 
   async record(): Promise<void> {
     const { runId, nodeId } = this.place;
     const accountId = await this.accountId();
+    const recording = this.unrecorded;
     await recordBlockUsage(this.c, { runId, nodeId, first: 0, accountId, bytes: this.bytes });
+    this.unrecorded -= recording;
+    this.quota.settle(accountId, recording, true);
+  }
+
+  async abandon(): Promise<void> {
+    const recording = this.unrecorded;
+    this.unrecorded = 0;
+    this.quota.settle(await this.accountId(), recording, false);
   }
 
   private accountId(): Promise<string> {

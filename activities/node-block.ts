@@ -155,53 +155,57 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
           alive,
         );
     const storage = new BlockStorage(collections, quota, req, rows, alive);
-    const [inputs] = await Promise.all([
-      waitingForStore(() => readPorts(collections, req), alive),
-      // D38: with the parent's failed rows known, the others are carried without reading its pages.
-      req.carryFrom &&
-        (req.runRows
-          ? carryAllBut(req.first, rows, req.runRows)
-          : waitingForStore(
-              () =>
-                fillCarried(collections, req.carryFrom!, req.node.id, req.first, rows, existing),
-              alive,
-            )),
-    ]);
-    const queue = queueRows(req, inputs, rows, storage);
-    // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
-    if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
-
-    const { flushComplete, rowDone, finish } = pageWriter(
-      collections,
-      req,
-      rows,
-      existing,
-      storage,
-      alive,
-    );
-    const signal = context.cancellationSignal;
-    // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
-    setMaxListeners(0, signal);
-    let stopped: unknown;
-    const beat = () => {
-      flushComplete();
-      context.heartbeat(Object.fromEntries(pending));
-    };
-    beat();
-    const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
     try {
-      stopped = await runRows(executors, req, queue, rows, pending, signal, rowDone, storage);
+      const [inputs] = await Promise.all([
+        waitingForStore(() => readPorts(collections, req), alive),
+        // D38: with the parent's failed rows known, the others are carried without reading its pages.
+        req.carryFrom &&
+          (req.runRows
+            ? carryAllBut(req.first, rows, req.runRows)
+            : waitingForStore(
+                () =>
+                  fillCarried(collections, req.carryFrom!, req.node.id, req.first, rows, existing),
+                alive,
+              )),
+      ]);
+      const queue = queueRows(req, inputs, rows, storage);
+      // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
+      if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
+
+      const { flushComplete, rowDone, finish } = pageWriter(
+        collections,
+        req,
+        rows,
+        existing,
+        storage,
+        alive,
+      );
+      const signal = context.cancellationSignal;
+      // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
+      setMaxListeners(0, signal);
+      let stopped: unknown;
+      const beat = () => {
+        flushComplete();
+        context.heartbeat(Object.fromEntries(pending));
+      };
+      beat();
+      const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
+      try {
+        stopped = await runRows(executors, req, queue, rows, pending, signal, rowDone, storage);
+      } finally {
+        clearInterval(timer);
+      }
+      await finish();
+      // The pages are written: the next attempt, on another worker, runs only the rows they lack.
+      if (cancelledByShutdown(context)) throw handBack();
+      if (stopped !== undefined && !signal.aborted) {
+        context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
+        throw stopped;
+      }
+      return { ...tally(req.first, rows), ...(signal.aborted ? { cancelled: true } : {}) };
     } finally {
-      clearInterval(timer);
+      storage.close(); // what a failed write left uncounted in the store is no longer held
     }
-    await finish();
-    // The pages are written: the next attempt, on another worker, runs only the rows they lack.
-    if (cancelledByShutdown(context)) throw handBack();
-    if (stopped !== undefined && !signal.aborted) {
-      context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
-      throw stopped;
-    }
-    return { ...tally(req.first, rows), ...(signal.aborted ? { cancelled: true } : {}) };
   };
 }
 

@@ -3,7 +3,8 @@
  * D35): rows gathered into pages of PAGE_ROWS, pages inserted 100 a round trip (10,000 rows of
  * ~200 bytes, ~2 MB), so memory holds one round trip's pages. A retry writes the same pages again,
  * found there already (store/item-blocks.ts insertPages), so it changes nothing. A `meter` is told
- * what each round trip adds before it is written, and may refuse it (the storage quota, D19).
+ * what each round trip adds before it is written, and may refuse it (the storage quota, D19); it
+ * holds those bytes until the round trip is recorded or has failed.
  */
 import { itemLength, PAGE_ROWS, type StoredRow } from '../domain/item-blocks';
 import type { Collections } from './db';
@@ -17,6 +18,8 @@ export interface PageMeter {
   take(bytes: number): Promise<void>;
   /** The round trip is stored. */
   record(): Promise<void>;
+  /** The round trip failed: what `take` counted is not stored (as far as the meter knows). */
+  abandon(): Promise<void>;
 }
 
 export class PageWriter {
@@ -59,8 +62,13 @@ export class PageWriter {
         for (const row of rows) bytes += row ? itemLength(row.item) : 0;
       await meter.take(bytes);
     }
-    await insertPages(this.c, this.runId, this.nodeId, pending);
-    this.pending = [];
-    await meter?.record();
+    try {
+      await insertPages(this.c, this.runId, this.nodeId, pending);
+      this.pending = [];
+      await meter?.record();
+    } catch (err) {
+      await meter?.abandon();
+      throw err;
+    }
   }
 }

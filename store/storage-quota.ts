@@ -13,7 +13,9 @@
  * writes of the limit, where another process's writes could decide. So an account near its quota
  * costs the store at most one sum a second per API process, however fast it writes. Writes in
  * flight in this process hold their length (the length an upload declared, else the most it may
- * grow to), so concurrent ones cannot pass the quota together. Other processes' writes of the last
+ * grow to), so concurrent ones cannot pass the quota together, and so do a big run's items from
+ * their check until their block records them in the store's sum (`take`, `pend`, `settle`), so a
+ * read of the sum meanwhile cannot drop them. Other processes' writes of the last
  * second (30 s far from the quota) can take an account past its quota by at most what they carry:
  * a quota bounds the storage, it is not a ledger (D17's credits are).
  */
@@ -110,30 +112,43 @@ export class StorageQuota {
   }
 
   /**
-   * The check and the count of a write of `bytes` stored at once (a big run's item, D35): counted
-   * when it fits what is left, in the same step as the check. Checked apart, the rows of a block
-   * that waited for one read of the sum all saw the room before any was counted (313,728 bytes
-   * kept within a quota of 262,144).
+   * The check and the count of a write of `bytes` stored at once (a big run's item, D35): when it
+   * fits what is left, held in the same step as the check until `settle` says the store's sum has
+   * it. Checked apart, the rows of a block that waited for one read of the sum all saw the room
+   * before any was counted (313,728 bytes kept within a quota of 262,144); counted only in the
+   * remembered sum, a read of the store's sum before the block recorded them dropped them
+   * (350,364).
    */
   async take(accountId: string, bytes: number): Promise<QuotaRoom & { fits: boolean }> {
     const room = this.roomOf(accountId, await this.current(accountId));
     const fits = bytes <= room.room;
-    if (fits) this.changed(accountId, bytes);
+    if (fits) this.pend(accountId, bytes);
     return { ...room, fits };
   }
 
   /** Holds `bytes` for a write in flight (an upload's declared length, a version being published) until its answer. */
   hold(accountId: string, bytes: number): () => void {
-    if (bytes <= 0) return () => undefined;
-    this.inFlight.set(accountId, (this.inFlight.get(accountId) ?? 0) + bytes);
+    this.pend(accountId, bytes);
     let held = true;
     return () => {
       if (!held) return;
       held = false;
-      const left = (this.inFlight.get(accountId) ?? 0) - bytes;
-      if (left > 0) this.inFlight.set(accountId, left);
-      else this.inFlight.delete(accountId);
+      this.settle(accountId, bytes, false);
     };
+  }
+
+  /** Counts `bytes` stored without a check that the store's sum does not hold yet, until `settle`. */
+  pend(accountId: string, bytes: number): void {
+    if (bytes > 0) this.inFlight.set(accountId, this.held(accountId) + bytes);
+  }
+
+  /** Held bytes that the store's sum now holds (`stored`: they stay counted) or never will. */
+  settle(accountId: string, bytes: number, stored: boolean): void {
+    if (bytes <= 0) return;
+    const left = this.held(accountId) - bytes;
+    if (left > 0) this.inFlight.set(accountId, left);
+    else this.inFlight.delete(accountId);
+    if (stored) this.changed(accountId, bytes);
   }
 
   /** The remembered sum, read anew once it is older than it may be trusted. */

@@ -45,6 +45,33 @@ describe('storage quota: the check and the hold of concurrent writes', () => {
     assert.deepEqual(await storage.room('acct_a'), { room: 0, used: 1_000, quota: 1_000 });
   });
 
+  it('keeps what it let in counted while the store’s sum is read anew without it, until settled', async () => {
+    let stored = 0; // the store's sum: what the block recorded
+    const storage = new StorageQuota(
+      noOwnQuota,
+      {
+        used: async () => stored,
+        cap: 'max_file_storage_bytes',
+        defaultBytes: 1_000,
+        largestWrite: 100,
+      },
+      { staleMs: 0, nearMs: 0 }, // every check reads the sum anew
+    );
+    assert.equal((await storage.take('acct_a', 600)).fits, true);
+    assert.deepEqual(
+      (await Promise.all([storage.take('acct_a', 600), storage.take('acct_a', 400)])).map(
+        (t) => t.fits,
+      ),
+      [false, true],
+      'the sum read anew lacks the 600 bytes not recorded yet; the quota still holds them',
+    );
+    stored = 600;
+    storage.settle('acct_a', 600, true); // recorded: the sum has them, the hold goes
+    assert.deepEqual(await storage.room('acct_a'), { room: 0, used: 1_000, quota: 1_000 });
+    storage.settle('acct_a', 400, false); // never recorded (a failed write)
+    assert.deepEqual(await storage.room('acct_a'), { room: 400, used: 600, quota: 1_000 });
+  });
+
   it('holds the most a write of unknown length may grow to', async () => {
     const { storage, answer } = quotaWithPendingSum(250);
     const reservations = Array.from({ length: 5 }, () => storage.reserve('acct_a', 0));
