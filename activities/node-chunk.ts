@@ -58,6 +58,7 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       Object.entries(saved?.pending ?? {}).map(([index, details]) => [Number(index), details]),
     );
     const queue = req.rows.filter((row) => !finished.has(row.index));
+    const rowMax = req.rowMaxBytes ?? INLINE_ROW_MAX_BYTES;
     let bytes = JSON.stringify([...finished.values()]).length;
     let stopped: unknown;
     const signal = context.cancellationSignal;
@@ -86,12 +87,10 @@ export function createNodeChunkActivity(executors: RowExecutors) {
             resumed: pending.get(row.index),
             checkpoint: (details: unknown) => pending.set(row.index, details),
           };
-          const result = await inRow(scope, () =>
-            executeRow(executors, req, row, INLINE_ROW_MAX_BYTES),
-          );
+          const result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
           record(
             row.index,
-            withinRowBound(result.items, INLINE_ROW_MAX_BYTES),
+            withinRowBound(result.items, rowMax),
             result.costUsd,
             callUsage(result),
           );

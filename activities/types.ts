@@ -56,6 +56,11 @@ export interface NodeChunkRequest {
   rows: NodeRow[];
   /** Provider calls in flight at once inside this activity (slots the run's semaphore granted it). */
   concurrency: number;
+  /**
+   * The most one row's item may hold (domain/item-blocks.ts inlineRowMaxBytes of the node's rows);
+   * absent in requests of runs started before it: INLINE_ROW_MAX_BYTES.
+   */
+  rowMaxBytes?: number;
 }
 
 /** One finished row of a chunk: its items (a refused item is a failed item) and its cost. */

@@ -63,7 +63,7 @@ export async function startApi(
     queryTimeoutMs: config.api.queryTimeoutMs,
     rpcTimeoutMs: config.temporal.rpcTimeoutMs,
     onClosedUnfinished: oneSettleAtATime((runId, status) =>
-      settleRun(store.collections, (id, after) => gateway.closedSnapshot(id, after), runId, status),
+      settleRun(store.collections, gateway, runId, status, config.runs.webhookRetryInitialMs),
     ),
     payloads: payloadProtection(config, store.db),
     traced: config.tracing.otlpEndpoint !== undefined,

@@ -28,19 +28,38 @@ export const STORED_ITEM_MAX_BYTES = 8 * 1024 * 1024;
 /** The same for a row whose item travels in its chunk's answer through the history (2 MB a payload). */
 export const INLINE_ROW_MAX_BYTES = 1024 * 1024;
 
+/**
+ * What the items of one node's inline rows may hold together, past 16 rows of INLINE_ROW_MAX_BYTES:
+ * every answer enters the run's history (Temporal ends a run past 50 MB), and the rows in flight
+ * at once answer together, so their worst case must leave room for the rest of the run.
+ */
+export const INLINE_NODE_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The bound of a row of an inline node of `rows` rows: INLINE_ROW_MAX_BYTES up to 16 rows, then
+ * their share of INLINE_NODE_MAX_BYTES, never under a big list's row's (a node of 128 rows or
+ * more, 2 x concurrency at the most concurrency by default, holds 128 KiB a row, as a big one).
+ */
+export function inlineRowMaxBytes(rows: number): number {
+  const share = Math.floor(INLINE_NODE_MAX_BYTES / Math.max(1, rows));
+  return Math.max(STORED_ROW_MAX_BYTES, Math.min(INLINE_ROW_MAX_BYTES, share));
+}
+
 /** The bound of a row of a block of a stored list (a block [0, 1) is the whole list). */
 export function storedRowMaxBytes(block: { first: number; count: number }): number {
   return block.first === 0 && block.count === 1 ? STORED_ITEM_MAX_BYTES : STORED_ROW_MAX_BYTES;
 }
 
-/** Why `what` (a row's answer, a filled template) does not fit its item's bound (`maxBytes`, one of the three above). */
+/** Why `what` (a row's answer, a filled template) does not fit its item's bound (`maxBytes`, one of those above). */
 export function rowTooLargeMessage(maxBytes: number, what = 'the answer'): string {
   const where =
     maxBytes === STORED_ROW_MAX_BYTES
-      ? 'a row of a big list (D35) holds at most 128 KiB'
+      ? 'a row of a big list (D35), or of a node of 128 rows or more, holds at most 128 KiB'
       : maxBytes === STORED_ITEM_MAX_BYTES
         ? 'a stored item holds at most 8 MiB'
-        : 'an item handed on through the run holds at most 1 MiB';
+        : maxBytes >= INLINE_ROW_MAX_BYTES
+          ? 'an item handed on through the run holds at most 1 MiB'
+          : 'the rows of a node handed on through the run hold at most 16 MiB together (1 MiB a row up to 16 rows)';
   return `${what} is over the ${maxBytes} byte limit of one item: ${where}`;
 }
 

@@ -9,6 +9,8 @@ import type { WorkflowDocument } from '../domain/graph';
 import type { OutputPage, RunOptions, RunSnapshot, SnapshotOptions } from '../domain/run';
 
 export const RUN_WORKFLOW_TYPE = 'runWorkflow';
+/** D20: the workflow type of a run's webhook delivery (workflows/webhook-workflow.ts). */
+export const WEBHOOK_WORKFLOW_TYPE = 'webhookWorkflow';
 /** D29: the workflow the retention schedule starts every hour. */
 export const RETENTION_WORKFLOW_TYPE = 'retentionWorkflow';
 
@@ -76,6 +78,9 @@ export interface RunArgs {
 }
 
 /** D20: the arguments of the child workflow that delivers one run's webhook. */
+/** D20: the first retry delay of a delivery whose run carried none (runs started before WEBHOOK_RETRY_INITIAL_MS). */
+export const DEFAULT_WEBHOOK_RETRY_INITIAL_MS = 5_000;
+
 export interface WebhookArgs {
   runId: string;
   accountId: string;

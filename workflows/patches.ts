@@ -123,6 +123,12 @@ export const PATCHES = {
     change:
       "D36: a unit of a run with max_cost that does not fit while other units' budgets are in flight waits for them to settle (their cost, often far below the per-call budget, replaces the budget) and asks again (workflows/cost-cap.ts takeSettled); old runs end at the cost limit there, often far below it.",
   },
+  'history-room': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D31: a chunk of inline rows whose worst-case answer the run's history has no room for (with the chunks in flight and the output the end writes again) waits for those in flight, and with none in flight fails its node (workflows/history-room.ts); old runs start it anyway, as before, and may pass Temporal's 50 MB.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

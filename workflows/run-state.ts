@@ -61,13 +61,18 @@ export class RunState {
   private completedAtMs: number | null = null;
   private outputIndex = 0;
   /** JSON size of the output items so far: whether the output fits a query answer (SNAPSHOT_OUTPUT_BYTES). */
-  private outputBytes = 0;
+  private outputSize = 0;
   /** Producer node id → the user_result node ids it feeds. */
   private readonly resultsFedBy = new Map<string, string[]>();
   /** user_result node id → its slots, by producer iteration, in production order. */
   private readonly slots = new Map<string, Map<number, Slot[]>>();
   /** The id of output item 0; item `k` is `idAtOffset(itemIdBase, k)` (D5 ids, storable without listing them, D31). */
   readonly itemIdBase: string;
+
+  /** JSON bytes of the output items so far (what the run's end writes again, D31). */
+  get outputBytes(): number {
+    return this.outputSize;
+  }
   /** Items done out of the items opened so far, for progress (D33). */
   itemsDone = 0;
   /** D35: user_result node id → its items kept in the store (no slots: ids follow the reserved offset). */
@@ -119,7 +124,7 @@ export class RunState {
         list[k] = slot;
         if (!slot.item) this.itemsDone++;
         slot.item = item;
-        this.outputBytes += JSON.stringify(item).length;
+        this.outputSize += JSON.stringify(item).length;
         this.itemEvent('response.output_item.done', slot);
       });
     }
@@ -225,7 +230,7 @@ export class RunState {
     const from = Math.max(0, afterSequence + 1);
     const deferred =
       this.status === 'completed' &&
-      (this.outputBytes > SNAPSHOT_OUTPUT_BYTES || this.storedResults.size > 0);
+      (this.outputSize > SNAPSHOT_OUTPUT_BYTES || this.storedResults.size > 0);
     const compact = options.compact === true;
     return {
       status: this.status,

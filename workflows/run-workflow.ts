@@ -25,7 +25,7 @@ import type {
   NodeRow,
   PortSource,
 } from '../activities/types';
-import { MAX_BLOCK_ROWS, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
+import { inlineRowMaxBytes, MAX_BLOCK_ROWS, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
 import { MAX_ROWS } from '../domain/run-size';
 import { isId } from '../domain/ids';
 import { packItem } from '../domain/items';
@@ -58,6 +58,7 @@ import { withNamedTimeout } from './timers';
 import { CarryOver, FailedRows, loadCarry, type BlockPlan } from './carry-over';
 import { isPatched } from './patches';
 import { CostCap, CostLimitReached } from './cost-cap';
+import { HistoryRoom } from './history-room';
 
 /** D36: the Temporal priority key of every block (patch `blocks-fair`): accounts take turns on the block queue. */
 const BLOCK_PRIORITY_KEY = priorityKey('normal');
@@ -68,6 +69,8 @@ export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 /** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; D35 keeps a run's history under 20,000 events). */
 export const HISTORY_EVENTS_LIMIT = 18_000;
 export const HISTORY_BYTES_LIMIT = 40 * 1024 * 1024;
+/** JSON bytes of a row's answer besides its item (its index, cost and usage), at most. */
+const ROW_ANSWER_OVERHEAD = 512;
 
 /** Runs one published workflow version to its end and returns the final status. */
 export async function runWorkflow(
@@ -95,6 +98,11 @@ export async function runWorkflow(
   const slots = new Semaphore(options.concurrency);
   // D36 max_cost: only runs started with one have a cap, so other runs issue the same commands as before.
   const cap = options.costCap ? new CostCap(options.costCap, () => state.spent) : undefined;
+  // D31: the history's room for inline rows' answers, held by the chunks in flight.
+  const room = new HistoryRoom(HISTORY_BYTES_LIMIT, {
+    historyBytes: () => workflowInfo().historySize,
+    endBytes: () => state.outputBytes,
+  });
   // D33: nodes and items done, in the UI's "current details" (no customer data).
   const progress = new RunProgress(args.graph.nodes.length, setCurrentDetails);
 
@@ -109,6 +117,7 @@ export async function runWorkflow(
     persistence,
     slots,
     cap,
+    room,
     progress,
     carry: () => carry,
     failedRows,
@@ -161,6 +170,11 @@ export async function runWorkflow(
 /** D36: a unit the budgets in flight leave no room for waits for them to settle (patch `cost-cap-waits`). */
 function capWaits(): boolean {
   return isPatched('cost-cap-waits');
+}
+
+/** D31: a chunk whose worst case the history has no room for waits for those in flight (patch `history-room`). */
+function historyWaits(): boolean {
+  return isPatched('history-room');
 }
 
 /** Whether the run was asked to cancel though its graph finished (patch `cancel-after-last-work`). */
@@ -282,6 +296,8 @@ interface RunResources {
   slots: Semaphore;
   /** D36 max_cost; absent for runs started without one. */
   cap: CostCap | undefined;
+  /** D31: the history's room for what the chunks in flight may answer. */
+  room: HistoryRoom;
   progress: RunProgress;
   /** D38: what a re-run's parent holds (loaded before the graph runs). */
   carry: () => CarryOver | undefined;
@@ -301,6 +317,7 @@ class RunActivities {
     node: IoNode,
     rows: NodeRow[],
     concurrency: number,
+    rowMaxBytes: number,
   ): Promise<NodeChunkResult> => {
     const { args, options, nodes, nodeOptions } = this.run;
     const { nodeFailureOf } = this;
@@ -321,7 +338,7 @@ class RunActivities {
         first === last ? { item: first } : { rows: [first, last] },
       ); // D33
       return await proxy.runNodeChunk.executeWithOptions({ summary }, [
-        { runId: args.runId, accountId: args.accountId, node, rows, concurrency },
+        { runId: args.runId, accountId: args.accountId, node, rows, concurrency, rowMaxBytes },
       ]);
     } catch (err) {
       throw nodeFailureOf(node, err);
@@ -588,11 +605,18 @@ class RunActivities {
     // the rows a chunk finished before a failure or the run's cancel come back with its answer and
     // are billed (D8), instead of running on unseen after the run has ended.
     const chunks = new CancellationScope();
+    // D31: the node's rows share what the history may take of their answers.
+    const rowMaxBytes = inlineRowMaxBytes(rows.length);
     const outcomes = await chunks.run(() =>
       Promise.allSettled(
         planChunks(rows, options.concurrency).map(async (chunk) => {
           try {
-            await runChunkRows(node, chunk.rows, chunk.slots, rowProgress);
+            await runChunkRows(
+              node,
+              chunk.rows,
+              { concurrency: chunk.slots, rowMaxBytes },
+              rowProgress,
+            );
           } catch (err) {
             // D36: at the cost limit the chunks in flight finish (and are billed); nothing new starts.
             if (!isCancellation(err) && !(err instanceof CostLimitReached)) chunks.cancel();
@@ -611,14 +635,15 @@ class RunActivities {
   runChunkRows = async (
     node: IoNode,
     rows: NodeRow[],
-    concurrency: number,
+    { concurrency, rowMaxBytes }: { concurrency: number; rowMaxBytes: number },
     rowProgress: RowProgress,
   ): Promise<void> => {
-    const { state, slots, cap, progress } = this.run;
-    const { guardHistory, runChunk } = this;
+    const { state, slots, cap, room, progress } = this.run;
+    const { guardHistory, historyFull, runChunk } = this;
     let left = rows;
     while (left.length > 0) {
       let budget: { calls: number; release: () => void } | undefined;
+      let held: (() => void) | undefined;
       const unit = slots.with(async () => {
         // A chunk that waited for its slots while the run was cancelled, or another chunk failed, never starts.
         if (CancellationScope.current().consideredCancelled)
@@ -627,14 +652,20 @@ class RunActivities {
         // D36: the rows whose worst case fits the run's budget (all of them without max_cost).
         budget = await cap?.takeSettled(node.id, left.length, capWaits);
         const batch = budget ? left.slice(0, budget.calls) : left;
+        // D31: the chunk's input and the most its answer may hold, then again at the run's end.
+        const worst =
+          JSON.stringify(batch).length + 2 * batch.length * (rowMaxBytes + ROW_ANSWER_OVERHEAD);
+        held = await room.take(worst, historyWaits);
+        if (!held) throw historyFull(node);
         for (const row of batch) rowProgress.started(row.index);
-        return runChunk(node, batch, concurrency);
+        return runChunk(node, batch, concurrency, rowMaxBytes);
       }, concurrency);
       let result: NodeChunkResult;
       try {
         result = await (cap ? cap.track(unit) : unit);
       } finally {
         budget?.release();
+        held?.();
       }
       for (const row of result.rows) {
         state.addCost(row.costUsd);
@@ -665,14 +696,19 @@ class RunActivities {
    */
   guardHistory = (node: BlockNode): void => {
     const { historyLength, historySize } = workflowInfo();
-    if (historyLength > HISTORY_EVENTS_LIMIT || historySize > HISTORY_BYTES_LIMIT) {
-      const mb = (historySize / 1024 / 1024).toFixed(1);
-      throw new NodeFailure(
-        node.id,
-        node.type,
-        `the run reached the limit of its execution history (${historyLength} events, ${mb} MB); split the input into smaller runs`,
-      );
-    }
+    if (historyLength > HISTORY_EVENTS_LIMIT || historySize > HISTORY_BYTES_LIMIT)
+      throw this.historyFull(node);
+  };
+
+  /** The node's failure once the history has no room left for its next unit (D31). */
+  historyFull = (node: BlockNode): NodeFailure => {
+    const { historyLength, historySize } = workflowInfo();
+    const mb = (historySize / 1024 / 1024).toFixed(1);
+    return new NodeFailure(
+      node.id,
+      node.type,
+      `the run reached the limit of its execution history (${historyLength} events, ${mb} MB); split the input into smaller runs`,
+    );
   };
   resolveFile = (req: Parameters<Activities['resolveFileInput']>[0], nodeId: string) => {
     const { slots, nodes } = this.run;

@@ -14,6 +14,7 @@ import {
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Activities } from '../activities';
 import {
+  DEFAULT_WEBHOOK_RETRY_INITIAL_MS,
   SEARCH_ATTRIBUTES,
   webhookTaskQueue,
   webhookWorkflowId,
@@ -26,7 +27,6 @@ import { PERSISTENCE_SUMMARIES, webhookWorkflowSummary } from './summaries';
 
 /** D20: how long a delivery is retried before it is given up. */
 const DELIVERY_WINDOW = '24h';
-const DEFAULT_RETRY_INITIAL_MS = 5_000;
 /** D20, D36: every account's attempts wait at one priority, so on a fair queue accounts take turns. */
 const DELIVERY_PRIORITY_KEY = priorityKey('normal');
 
@@ -97,7 +97,7 @@ export async function startWebhookDelivery(args: RunArgs & { webhook: string }):
           runId: args.runId,
           accountId: args.accountId,
           url: args.webhook,
-          retryInitialMs: args.options.webhookRetryInitialMs ?? DEFAULT_RETRY_INITIAL_MS,
+          retryInitialMs: args.options.webhookRetryInitialMs ?? DEFAULT_WEBHOOK_RETRY_INITIAL_MS,
         },
       ],
       // The run completes at once; the delivery goes on without it.

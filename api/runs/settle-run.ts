@@ -5,6 +5,8 @@
  * workflows that did not complete cleanly) and settles it here (D31): `failed`, with an
  * error saying what happened, billed for what ran (the run's own count, replayed from its history
  * by a worker), its event log ending in `response.failed`. Writing it is idempotent, like finalize.
+ * A run with a webhook then has its delivery started, as its own end would have (D20): a caller
+ * waiting for the webhook hears of the failure instead of waiting forever.
  */
 import type { Collections } from '../../store/db';
 import { findRunWithoutLog } from '../../store/runs';
@@ -13,6 +15,7 @@ import { isTerminalEvent, type RunFinal, type RunSnapshot } from '../../domain/r
 import { RunLog } from '../../domain/run-log';
 import { splitFinal } from '../../domain/run-chunks';
 import { settledFailureEvent } from '../stream/stream-events';
+import { DEFAULT_WEBHOOK_RETRY_INITIAL_MS, type WebhookArgs } from '../../workflows/definitions';
 
 /** Temporal's WorkflowExecutionStatus numbers, as a reason a person reads. */
 const CLOSED_AS: Record<number, string> = {
@@ -22,15 +25,19 @@ const CLOSED_AS: Record<number, string> = {
   7: 'timed out',
 };
 
-/** The one thing settling needs from Temporal: the closed run's own state, page by page (null: none to be had). */
-export type ClosedSnapshot = (runId: string, afterSequence: number) => Promise<RunSnapshot | null>;
+/** What settling needs from Temporal: the closed run's own state, page by page (null: none to be had), and a webhook's delivery. */
+export interface SettleTemporal {
+  closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null>;
+  startWebhookDelivery(args: WebhookArgs): Promise<void>;
+}
 
 /** Writes the end of a run whose workflow closed with `status` without finalizing; a finalized run is left as it is. */
 export async function settleRun(
   collections: Pick<Collections, 'runs' | 'runChunks' | 'ledger'>,
-  closedSnapshot: ClosedSnapshot,
+  temporal: SettleTemporal,
   runId: string,
   status: number,
+  webhookRetryInitialMs = DEFAULT_WEBHOOK_RETRY_INITIAL_MS,
 ): Promise<void> {
   const doc = await findRunWithoutLog(collections, runId, { inputs: false });
   if (!doc || doc.finalized) return;
@@ -38,7 +45,7 @@ export async function settleRun(
   const log = new RunLog();
   let last: RunSnapshot | null = null;
   for (;;) {
-    const page = await closedSnapshot(runId, log.length - 1);
+    const page = await temporal.closedSnapshot(runId, log.length - 1);
     if (!page) break;
     last = page;
     // D35: compact answers, so a million rows' log is a replay or two, not one per 5,000 events.
@@ -69,6 +76,13 @@ export async function settleRun(
   };
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');
+  if (doc.webhook)
+    await temporal.startWebhookDelivery({
+      runId,
+      accountId: doc.account_id,
+      url: doc.webhook,
+      retryInitialMs: webhookRetryInitialMs,
+    });
 }
 
 /**

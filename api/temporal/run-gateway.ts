@@ -19,6 +19,7 @@ import type { EncryptionCodec } from '../../lib/codec/payload-codec';
 import type { PayloadProtection } from '../../lib/codec/data-converter';
 import {
   RUN_WORKFLOW_TYPE,
+  WEBHOOK_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
   SEARCH_ATTRIBUTE_TYPES,
   awaitEndUpdate,
@@ -26,10 +27,16 @@ import {
   webhookTaskQueue,
   snapshotQuery,
   outputPageQuery,
+  webhookWorkflowId,
   type RunArgs,
+  type WebhookArgs,
 } from '../../workflows/definitions';
 import { type OutputPage, type RunSnapshot, type SnapshotOptions } from '../../domain/run';
-import { workflowDetails, workflowSummary } from '../../workflows/summaries';
+import {
+  webhookWorkflowSummary,
+  workflowDetails,
+  workflowSummary,
+} from '../../workflows/summaries';
 import {
   DEADLINE_EXCEEDED,
   UNAVAILABLE,
@@ -183,6 +190,28 @@ export class RunGateway {
       );
     } catch {
       return null;
+    }
+  }
+
+  /**
+   * D20: starts the webhook delivery of a run whose workflow closed before it could (settled by the
+   * API, api/runs/settle-run.ts), as the run would have: one per run, a second start is a no-op.
+   */
+  async startWebhookDelivery(args: WebhookArgs): Promise<void> {
+    try {
+      await this.withDeadline(() =>
+        this.client.workflow.start(WEBHOOK_WORKFLOW_TYPE, {
+          workflowId: webhookWorkflowId(args.runId),
+          taskQueue: this.opts.taskQueue,
+          args: [args],
+          staticSummary: webhookWorkflowSummary(args.runId), // D33
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.accountId, value: args.accountId }],
+        }),
+      );
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+      throw err;
     }
   }
 

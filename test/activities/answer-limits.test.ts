@@ -258,7 +258,7 @@ describe('answers the worker reads are capped (MAX_ANSWER_BYTES)', function () {
     assert.deepEqual(
       [...errors],
       [
-        `http ${host}: the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35) holds at most 128 KiB`,
+        `http ${host}: the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35), or of a node of 128 rows or more, holds at most 128 KiB`,
       ],
     );
     const sent = target.sent.slice(before);
@@ -278,9 +278,9 @@ describe('answers the worker reads are capped (MAX_ANSWER_BYTES)', function () {
     assert.deepEqual(
       run.output.answers.map((item: any) => item.error?.message ?? item.parts[0].text),
       [
-        `the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35) holds at most 128 KiB`,
+        `the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35), or of a node of 128 rows or more, holds at most 128 KiB`,
         'echo: short',
-        `the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35) holds at most 128 KiB`,
+        `the answer is over the ${STORED_ROW_MAX_BYTES} byte limit of one item: a row of a big list (D35), or of a node of 128 rows or more, holds at most 128 KiB`,
         'echo: short',
         'echo: short',
         'echo: short',

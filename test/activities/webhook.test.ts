@@ -7,7 +7,13 @@ import { webhookWorkflowId } from '../../workflows/definitions';
 import { webhookMessageId } from '../../domain/run';
 import { type TestService, temporalClient } from '../support/service';
 import { expectError } from '../support/api-assert';
-import { greetingWorkflow, publish, rowsWorkflow, waitForRun } from '../support/fixtures';
+import {
+  greetingWorkflow,
+  llmWorkflow,
+  publish,
+  rowsWorkflow,
+  waitForRun,
+} from '../support/fixtures';
 import { findRunRecord } from '../../store/runs';
 import { call, waitFor } from '../support/http';
 import {
@@ -168,6 +174,39 @@ describe('webhooks (D20)', function () {
       await ctx.svc.store.collections.webhookDeliveries.countDocuments({ run_id: res.body.run_id }),
       0,
     );
+  });
+
+  it('delivers the failed record of a run whose workflow was terminated from outside (settled by the API, D31)', async () => {
+    const secret = await cliSecret(ctx.svc, ctx.accountId);
+    await publish(ctx.svc.url, ctx.key, llmWorkflow('hook-held'));
+    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      body: {
+        workflowId: 'hook-held',
+        inputs: { topic: 'hold:terminated-hook' },
+        webhook: `${receiver.url}/terminated`,
+      },
+    });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const runId = res.body.run_id as string;
+    await waitFor(
+      async () => ctx.fake.requestsWith('hold:terminated-hook').length > 0 || undefined,
+      {
+        what: 'the held call',
+      },
+    );
+    await temporalClient(ctx.svc).workflow.getHandle(runId).terminate('an operator stopped it');
+    ctx.fake.release('terminated-hook');
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId); // its read settles it
+    assert.equal(run.status, 'failed');
+    const hit = await waitFor(async () => receiver.hitsOn('/terminated')[0], {
+      what: 'the webhook of the terminated run',
+    });
+    const payload = verify(secret, hit);
+    assert.equal(payload.id, runId);
+    assert.equal(payload.status, 'failed');
+    assert.equal(payload.error, run.error);
+    assert.equal((await delivery(runId, 'delivered')).attempts, 1);
   });
 
   it('retries a failing receiver with backoff and the same webhook-id; the run completes meanwhile', async () => {

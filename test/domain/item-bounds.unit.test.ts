@@ -1,13 +1,16 @@
 /**
  * The bounds of one row's item (domain/item-blocks.ts withinRowBound, boundedTextItem): a row of a
  * big list holds at most 128 KiB, so a page of 100 stays one document, the one row of a stored
- * list of one 8 MiB; an item handed on through the history at most 1 MiB. Past them the row's item
+ * list of one 8 MiB; an item handed on through the history at most 1 MiB, and the rows of one node
+ * 16 MiB together (the history's room for rows answering at once). Past them the row's item
  * fails in place, naming the bound; a text node's item is never built when its text alone passes.
  */
 import assert from 'node:assert/strict';
 import {
   boundedTextItem,
+  INLINE_NODE_MAX_BYTES,
   INLINE_ROW_MAX_BYTES,
+  inlineRowMaxBytes,
   STORED_ITEM_MAX_BYTES,
   STORED_ROW_MAX_BYTES,
   storedRowMaxBytes,
@@ -30,7 +33,7 @@ describe('row bounds (withinRowBound)', () => {
       parts: [],
       error: {
         message:
-          'the answer is over the 131072 byte limit of one item: a row of a big list (D35) holds at most 128 KiB',
+          'the answer is over the 131072 byte limit of one item: a row of a big list (D35), or of a node of 128 rows or more, holds at most 128 KiB',
         type: 'provider_error',
       },
     });
@@ -49,6 +52,22 @@ describe('row bounds (withinRowBound)', () => {
       storedRowMaxBytes({ first: 1_000, count: 1 }),
       STORED_ROW_MAX_BYTES,
       'a last block',
+    );
+  });
+
+  it("gives an inline node's rows 1 MiB each up to 16, then 16 MiB together, never under 128 KiB a row", () => {
+    assert.deepEqual([1, 16, 17, 100, 128, 1_000].map(inlineRowMaxBytes), [
+      INLINE_ROW_MAX_BYTES,
+      INLINE_ROW_MAX_BYTES,
+      Math.floor(INLINE_NODE_MAX_BYTES / 17),
+      167_772,
+      STORED_ROW_MAX_BYTES,
+      STORED_ROW_MAX_BYTES,
+    ]);
+    const [shared] = withinRowBound([text(200_000)], inlineRowMaxBytes(100));
+    assert.equal(
+      shared.error?.message,
+      'the answer is over the 167772 byte limit of one item: the rows of a node handed on through the run hold at most 16 MiB together (1 MiB a row up to 16 rows)',
     );
   });
 
@@ -74,7 +93,7 @@ describe('row bounds (withinRowBound)', () => {
         parts: [],
         error: {
           message:
-            'the filled template is over the 131072 byte limit of one item: a row of a big list (D35) holds at most 128 KiB',
+            'the filled template is over the 131072 byte limit of one item: a row of a big list (D35), or of a node of 128 rows or more, holds at most 128 KiB',
           type: 'template_too_large',
         },
       });
