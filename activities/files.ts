@@ -83,8 +83,9 @@ export function storageFailure(err: unknown, what: string): never {
 
 /**
  * D19: stores a file of work nobody paid for (an `http_request` answer, a URL input's copy) within
- * the account's storage quota, as an upload is: refused before a byte is stored when its declared
- * length does not fit, else once it grows past the room left; nothing of it is kept then.
+ * the account's storage quota, as an upload is: refused before a byte is read when its declared
+ * length passes the file limit or does not fit, else once it grows past the room left; nothing of
+ * it is kept then.
  */
 export async function storeWithinQuota(
   deps: FileDeps,
@@ -93,6 +94,11 @@ export async function storeWithinQuota(
   opts: Omit<StoreFileOptions, 'maxBytes'>,
 ): Promise<FileDoc> {
   const limit = deps.config.files.maxBytes;
+  // A length past the file limit is refused unread (read, it would fail at the limit anyway).
+  if (declaredBytes > limit) {
+    body.destroy();
+    throw new FileTooLargeError(limit);
+  }
   const { room, used, quota, fits, release } = await deps.quota.reserve(
     opts.accountId,
     declaredBytes,

@@ -48,6 +48,12 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
       } catch (err) {
         rethrowIfCancelled();
         if (err instanceof ApplicationFailure) throw err;
+        // Bytes that do not decode as their content coding says decode no better when sent again.
+        if (isZlibError(err))
+          throw ApplicationFailure.nonRetryable(
+            `the answer of ${res.url.host} does not decode as its content-encoding '${res.headers['content-encoding']}' says: ${(err as Error).message}`,
+            'ProviderRejected',
+          );
         throw ApplicationFailure.retryable(
           `reading the answer of ${res.url.host} failed: ${(err as Error).message}`,
           'ProviderUnavailable',
@@ -203,7 +209,8 @@ async function heldAnswer(
       res.status,
       text.slice(0, 500) || res.body.statusMessage || 'no message',
     );
-  if (type.includes('json')) {
+  // An answer without a body (a 204, an empty 200) is an empty text, whatever type it names.
+  if (type.includes('json') && bytes.length > 0) {
     try {
       return {
         items: [completed({ type: 'json', data: parseJsonWithin(text) })],
@@ -222,6 +229,12 @@ async function heldAnswer(
     }
   }
   return { items: [completed({ type: 'text', text })], costUsd: 0 };
+}
+
+/** An error of zlib's decoders (a corrupt or cut gzip, deflate or brotli stream): Z_* codes, ERR__ERROR_* for brotli. */
+function isZlibError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR__ERROR_'));
 }
 
 /** The host a URL names, for messages; never its path or query. */

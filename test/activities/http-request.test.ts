@@ -41,7 +41,8 @@ interface Target {
 
 /**
  * A loopback server: /r/<status>?to=<url> redirects, /loop/<n> redirects to /loop/<n+1> forever,
- * /gzip answers gzipped JSON, /deep/<n> JSON nested n deep, anything else echoes the request as JSON.
+ * /gzip answers gzipped JSON (/bad-gzip says gzip and is not), /no-content a 204 that names JSON,
+ * /deep/<n> JSON nested n deep, anything else echoes the request as JSON.
  */
 async function startTarget(host = '127.0.0.1'): Promise<Target> {
   const seen: Seen[] = [];
@@ -74,6 +75,14 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
     if (url.pathname === '/gzip') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
       return res.end(zlib.gzipSync(JSON.stringify({ zipped: true })));
+    }
+    if (url.pathname === '/bad-gzip') {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      return res.end('these bytes are not gzip');
+    }
+    if (url.pathname === '/no-content') {
+      res.writeHead(204, { 'content-type': 'application/json' });
+      return res.end();
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(
@@ -297,6 +306,21 @@ describe('http_request node behind the SSRF guard', function () {
   });
 
   describe('the answer', () => {
+    it('fails the item for good when it does not decode as its content-encoding says (sent again, it would not either)', async () => {
+      const run = activity({ allowPrivate: true });
+      const before = target.seen.length;
+      await rejected(
+        run(request(`${target.origin}/bad-gzip`)),
+        /^the answer of 127\.0\.0\.1:\d+ does not decode as its content-encoding 'gzip' says: incorrect header check$/,
+      );
+      assert.equal(target.seen.length - before, 1);
+    });
+
+    it('completes a 204 as an empty text, even when it names JSON', async () => {
+      const run = activity({ allowPrivate: true });
+      assert.deepEqual((await run(request(`${target.origin}/no-content`))).items, [textItem('')]);
+    });
+
     it('fails the item for good when its JSON nests deeper than 64 levels (60,000 deep overflowed the stack and failed the whole node after five attempts)', async () => {
       const run = activity({ allowPrivate: true });
       await rejected(

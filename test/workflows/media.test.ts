@@ -55,6 +55,14 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
       res.writeHead(200, { 'content-type': 'application/x-binary' });
       return res.end(mp4(3_000));
     }
+    if (url.pathname === '/huge-declared') {
+      // Declares 1 GiB, sends a few bytes and holds the rest: only the declared length can decide.
+      res.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-length': String(1024 ** 3),
+      });
+      return res.write(mp4(100));
+    }
     if (url.pathname === '/to') {
       res.writeHead(302, { location: url.searchParams.get('url')! });
       return res.end();
@@ -380,6 +388,27 @@ describe('media in runs (D19)', function () {
       );
       assert.deepEqual((await download(ctx.svc, parts[0])).bytes, pdf('Q3'));
       assert.deepEqual((await download(ctx.svc, parts[1])).bytes, mp4(3_000));
+    });
+
+    it('refuses a binary answer whose declared length passes the file limit before reading it', async () => {
+      const run = await runToEnd(ctx.svc.url, ctx.key, {
+        slug: 'fetch-huge-declared',
+        nodes: [
+          { id: 'get', type: 'http_request', url: `${target.origin}/huge-declared` },
+          { id: 'out', type: 'user_result', label: 'File' },
+        ],
+        edges: [{ from: 'get', to: 'out' }],
+      });
+      assert.equal(run.status, 'completed', JSON.stringify(run.error));
+      assert.deepEqual(run.output.file[0].error, {
+        message: `the answer is larger than the ${256 * 1024 * 1024} byte file limit`,
+        type: 'provider_error',
+      });
+      assert.equal(
+        target.hits.filter((path) => path === '/huge-declared').length,
+        1,
+        'not retried',
+      );
     });
   });
 
