@@ -52,8 +52,9 @@ export function createLlmActivity(deps: {
         `${providerName} answered without message content`,
         'ProviderUnavailable',
       );
-    const costUsd = tokenCost(deps.config.prices, node.model, answer.usage);
-    const tokens = reportedTokens(answer.usage); // D36: as the provider reported them
+    // D36: as the provider reported them, but counts only (a negative or NaN count would credit the account).
+    const tokens = reportedTokens(answer.usage);
+    const costUsd = tokenCost(deps.config.prices, node.model, tokens);
     if (output === 'text')
       return { items: [completed({ type: 'text', text: content })], costUsd, tokens };
     const data = parseModelJson(providerName, content);

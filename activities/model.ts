@@ -18,6 +18,7 @@ import {
   type ProviderGuard,
 } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
+import { predictionSeconds } from './pricing';
 import { configuredProvider, rowTemplates } from './node-inputs';
 
 interface Prediction {
@@ -210,8 +211,7 @@ async function predictionResult(
   const { node } = req;
   // D17: seconds of prediction time times the model's per-second price.
   const price = deps.config.prices[node.model ?? node.version ?? '']?.per_second ?? 0;
-  const seconds = Number(prediction.metrics?.predict_time ?? 0);
-  const costUsd = Number.isFinite(seconds) ? seconds * price : 0;
+  const costUsd = predictionSeconds(prediction.metrics?.predict_time) * price;
   const urls = fileUrlCount(prediction.output);
   if (urls > MAX_OUTPUT_FILES)
     return {

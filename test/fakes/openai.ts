@@ -13,6 +13,9 @@
  *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
  *     streamed as the client reads it (a hostile provider's answer; also for images);
  *   - `pad:<n>` pads a text answer with `x` to n characters (answers of a real size);
+ *   - `tokens:<json>` reports `{"prompt_tokens": <json>, "completion_tokens": <json>}` as the
+ *     usage, the JSON as written up to the next space (a hostile provider's counts: -1e9, "many");
+ *     otherwise 100 prompt and 50 completion tokens;
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
@@ -23,6 +26,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { streamHugeJson } from './huge-body';
 import { png } from './media';
+
+/** The usage an answer reports (see `tokens:` above). */
+function usageFor(prompt: string): Record<string, unknown> {
+  const reported = /tokens:(\S+)/.exec(prompt)?.[1];
+  if (reported === undefined)
+    return { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 };
+  const value: unknown = JSON.parse(reported);
+  return { prompt_tokens: value, completion_tokens: value };
+}
 
 /** The colour of the i-th generated image. */
 export const IMAGE_COLOURS: Array<[number, number, number]> = [
@@ -215,7 +227,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       created: Math.floor(Date.now() / 1000),
       model: body.model,
       choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 100, completion_tokens: 50, total_tokens: 150 },
+      usage: usageFor(prompt),
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -391,14 +391,15 @@ describe('media in runs (D19)', function () {
     });
 
     it('refuses a binary answer whose declared length passes the file limit before reading it', async () => {
-      const run = await runToEnd(ctx.svc.url, ctx.key, {
+      const doc = {
         slug: 'fetch-huge-declared',
         nodes: [
           { id: 'get', type: 'http_request', url: `${target.origin}/huge-declared` },
           { id: 'out', type: 'user_result', label: 'File' },
         ],
         edges: [{ from: 'get', to: 'out' }],
-      });
+      };
+      const run = await runToEnd(ctx.svc.url, ctx.key, doc);
       assert.equal(run.status, 'completed', JSON.stringify(run.error));
       assert.deepEqual(run.output.file[0].error, {
         message: `the answer is larger than the ${256 * 1024 * 1024} byte file limit`,

@@ -302,6 +302,29 @@ describe('run controls (D36)', function () {
     assert.equal(run.usage.provider_calls, 3);
   });
 
+  it('token counts a provider reports that are not counts (negative, text, fractional) cost nothing and count 0', async () => {
+    const account = await ctx.newAccount();
+    const hostile = batchWorkflow('hostile-usage', [
+      'tokens:-1000000000',
+      'tokens:"many"',
+      'tokens:1.5',
+      'tokens:100',
+    ]);
+    await publish(ctx.svc.url, account.key, hostile);
+    const run = await waitForRun(
+      ctx.svc.url,
+      account.key,
+      await startRun(ctx.svc.url, account.key, 'hostile-usage', {}),
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    // Only the last row's 100 + 100 tokens are counted and billed (before, the run cost -$29,999.997).
+    assert.equal(run.usage.input_tokens, 100);
+    assert.equal(run.usage.output_tokens, 100);
+    assert.equal(run.usage.by_node.ask.cost, (100 * 10 + 100 * 20) / 1e6);
+    assert.equal(await debit(run.id), run.total_cost);
+    assert.ok(run.total_cost > 0, `${run.total_cost}`);
+  });
+
   it('usage on GET, the list and the webhook body, as the provider reported it; metrics per account', async () => {
     const account = await ctx.newAccount();
     const failing = batchWorkflow('usage-mix', ['u-ok 1', 'u-ok 2', 'u-refused status:400']);
