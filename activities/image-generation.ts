@@ -43,7 +43,9 @@ export function createImageGenerationActivity(deps: {
       },
       provider.api_key ? { authorization: `Bearer ${provider.api_key}` } : {},
     )) as ImagesAnswer;
-    const images = Array.isArray(answer.data) ? answer.data : [];
+    // At most the n asked for are kept and billed (D17: the hold of `n` images is a true bound);
+    // more is a provider's error, and each one would be a stored file and a charge.
+    const images = Array.isArray(answer.data) ? answer.data.slice(0, n) : [];
     if (images.length === 0)
       throw ApplicationFailure.retryable(
         `${providerName} answered without images`,

@@ -18,7 +18,8 @@
  *     otherwise 100 prompt and 50 completion tokens;
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
- * Images (`POST /v1/images/generations`): `n` real PNGs, one colour each (IMAGE_COLOURS), as
+ * Images (`POST /v1/images/generations`): `n` real PNGs (`extra:<k>`: k more, a provider that
+ * answers more than it was asked for), one colour each (IMAGE_COLOURS), as
  * `b64_json`, or as `url`s served by the fake at /v1/image-files/* when the prompt says `as:url`;
  * `url:<url>` in the prompt answers every image as that URL, as given (a hostile provider's answer).
  */
@@ -142,7 +143,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         });
       const origin = `http://${req.headers.host}`;
       const given = /url:(\S+)/.exec(prompt)?.[1];
-      const data = Array.from({ length: body.n ?? 1 }, (_, i) =>
+      const extra = Number(/extra:(\d+)/.exec(prompt)?.[1] ?? 0);
+      const data = Array.from({ length: (body.n ?? 1) + extra }, (_, i) =>
         given
           ? { url: given }
           : prompt.includes('as:url')

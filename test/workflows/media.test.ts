@@ -189,6 +189,22 @@ describe('media in runs (D19)', function () {
       });
     }
 
+    it('keeps and bills the n images asked for when the provider answers more', async () => {
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('draw-too-many', 'extra:40 {{subject}}'),
+        { subject: 'x' },
+      );
+      assert.equal(run.status, 'completed', JSON.stringify(run.error));
+      assert.equal(run.output.images[0].parts.length, 3);
+      closeTo(run.total_cost, START_FEE_USD + 3 * 0.04);
+      const stored = await filesCollection(ctx.svc.store.db).countDocuments({
+        'metadata.run_id': run.id,
+      });
+      assert.equal(stored, 3, 'the 40 more were never stored');
+    });
+
     it('fails the item with the provider’s message on a 4xx', async () => {
       const run = await runToEnd(
         ctx.svc.url,
