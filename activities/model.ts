@@ -188,8 +188,9 @@ function throwIfUnsuccessful(providerName: string, prediction: Prediction): void
       typeof prediction.error === 'string'
         ? prediction.error
         : JSON.stringify(prediction.error ?? 'no message');
+    // The provider's words, bounded as an error answer's are: the message becomes an item's error.
     throw ApplicationFailure.nonRetryable(
-      `${providerName}: the prediction failed: ${reason}`,
+      `${providerName}: the prediction failed: ${reason.slice(0, 500)}`,
       'ProviderRejected',
     );
   }

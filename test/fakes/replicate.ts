@@ -5,7 +5,7 @@
  *   - `media` (default): `starting`, then `processing`, and `succeeded` on poll `input.polls`
  *     (default 3) with a video (MP4) and an audio (MP3) URL served by the fake itself;
  *   - `forever`: never ends (for cancellation);
- *   - `fail`: ends `failed` with an error message;
+ *   - `fail`: ends `failed` with an error message (`input.error_chars: n`: a message of n characters);
  *   - `tokens`: a list of strings (a language model's streamed tokens);
  *   - `mixed`: a PDF URL, a plain string and an object;
  *   - `urls`: the URLs listed in `input.urls`, as given (a hostile or compromised provider's answer);
@@ -149,7 +149,10 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
       input: p.body.input,
       status: p.status,
       output,
-      error: p.status === 'failed' ? 'CUDA out of memory' : null,
+      error:
+        p.status === 'failed'
+          ? 'CUDA out of memory'.padEnd(Number(p.body.input?.error_chars ?? 0), '!')
+          : null,
       logs: '',
       metrics: p.status === 'succeeded' ? { predict_time: 2.5 } : {},
       urls: {

@@ -348,6 +348,24 @@ describe('media in runs (D19)', function () {
       assert.match(run.output.media[0].error.message, /the prediction failed: CUDA out of memory/);
     });
 
+    it('keeps 500 characters of a prediction’s error: the provider’s words become an item’s error', async () => {
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('prediction-fails-long', {
+          scenario: 'fail',
+          polls: 1,
+          error_chars: 1_000_000,
+          q: '{{idea}}',
+        }),
+        { idea: 'x' },
+      );
+      assert.equal(
+        run.output.media[0].error.message,
+        `replicate: the prediction failed: ${'CUDA out of memory'.padEnd(500, '!')}`,
+      );
+    });
+
     it('a run cancel stops the polling and cancels the prediction at the provider', async () => {
       await publish(
         ctx.svc.url,
