@@ -233,6 +233,9 @@ export const OutputItemsQuerySchema = z
   .strict();
 export type OutputItemsQuery = z.infer<typeof OutputItemsQuerySchema>;
 
+/** D35: the results file (the same URL, asked for as JSON Lines or CSV) is every item: it takes no page's query. */
+export const ResultsFileQuerySchema = z.object({}).strict();
+
 /**
  * D11: the query of GET /api/v1/runs/{runId}/stream. `Last-Event-ID` wins over `starting_after`,
  * but a malformed `starting_after` is refused even then: a request is valid or not on its own.

@@ -12,6 +12,7 @@ import { listRuns, type ListRunsDeps } from '../runs/list-runs';
 import {
   ListRunsQuerySchema,
   OutputItemsQuerySchema,
+  ResultsFileQuerySchema,
   parseRequest,
   StreamQuerySchema,
 } from '../contract/request-schemas';
@@ -59,6 +60,8 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
       // D35: the results file, every item as JSON Lines or CSV, when asked for by Accept.
       const format = resultsFormat(ctx);
       if (format) {
+        // A `limit` or `starting_after` would be a page's: refused rather than ignored for the whole file.
+        parseRequest(ResultsFileQuerySchema, ctx.query, 'query');
         // A download holds one of its key's slots until its answer ends, however it ends (download-cap.ts).
         ctx.res.once('close', deps.downloads.take(ctx.state.auth!.keyId));
         const lines = await outputItemLines(

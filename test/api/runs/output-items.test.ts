@@ -153,7 +153,7 @@ describe('the items of an output (D31)', function () {
     );
   });
 
-  it('serves the results file to an Accept with its charset, and says the answer varies by Accept', async () => {
+  it('serves the results file to an Accept with its charset, says the answer varies by Accept, and refuses a page’s query', async () => {
     await publish(ctx.svc.url, ctx.key, batchWorkflow('accepts', ['one', 'two']));
     const start = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
       key: ctx.key,
@@ -174,5 +174,12 @@ describe('the items of an output (D31)', function () {
       assert.match(res.headers.get('vary') ?? '', /\bAccept\b/, accept);
       await res.arrayBuffer();
     }
+    // The file is every item: a page's query is refused, not ignored.
+    const paged = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=1`, {
+      key: ctx.key,
+      headers: { accept: 'application/x-ndjson' },
+    });
+    expectError(paged, { status: 400, type: 'invalid_request_error', param: 'limit' });
+    assert.equal(paged.body.error.message, 'Invalid query: `limit` is not a field of the query');
   });
 });
