@@ -4,6 +4,7 @@
  * connection made to the checked address. Redirects are never followed: the answer's status, 3xx
  * included, is returned for the caller to judge.
  */
+import { deadline } from '../net/deadline';
 import { guardedFetch, type GuardOptions, type StreamedBody } from '../net/ssrf';
 
 export interface PostOptions extends Pick<GuardOptions, 'allowHttp' | 'allowPrivate' | 'resolve'> {
@@ -24,6 +25,25 @@ export async function postWebhook(
   body: string | StreamedBody,
   opts: PostOptions,
 ): Promise<{ status: number; answer: string }> {
+  const limit = deadline(opts.timeoutMs);
+  try {
+    return await exchange(raw, body, opts, limit.signal);
+  } catch (err) {
+    // The abort's own words ("aborted") would tell the account nothing of why.
+    if (limit.signal.aborted)
+      throw new Error(`no answer within ${opts.timeoutMs} ms (WEBHOOK_TIMEOUT_MS)`, { cause: err });
+    throw err;
+  } finally {
+    limit.done();
+  }
+}
+
+async function exchange(
+  raw: string,
+  body: string | StreamedBody,
+  opts: PostOptions,
+  signal: AbortSignal,
+): Promise<{ status: number; answer: string }> {
   const res = await guardedFetch(raw, {
     allowHttp: opts.allowHttp,
     allowPrivate: opts.allowPrivate,
@@ -35,7 +55,7 @@ export async function postWebhook(
       ...opts.headers,
     },
     body,
-    signal: AbortSignal.timeout(opts.timeoutMs),
+    signal,
     maxRedirects: 0,
   });
   const chunks: Buffer[] = [];
