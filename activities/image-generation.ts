@@ -51,6 +51,18 @@ export function createImageGenerationActivity(deps: {
         `${providerName} answered without images`,
         'ProviderUnavailable',
       );
+    // An entry that is neither is the provider's error, the same if asked again: the item fails.
+    const unusable = images.findIndex(
+      (image) =>
+        !image ||
+        typeof image !== 'object' ||
+        (typeof image.b64_json !== 'string' && typeof image.url !== 'string'),
+    );
+    if (unusable !== -1)
+      throw ApplicationFailure.nonRetryable(
+        `${providerName} answered image ${unusable + 1} without b64_json or url`,
+        'ProviderRejected',
+      );
 
     const files = deps.files();
     const accountId = await runAccount(files, req);
@@ -64,18 +76,19 @@ export function createImageGenerationActivity(deps: {
           runId: req.runId,
           name: (mime) => fallbackName(stem, mime),
         });
-      } else if (typeof image.url === 'string') {
-        doc = await storeProviderFile(files, guard, providerName, image.url, {
+      } else {
+        doc = await storeProviderFile(files, guard, providerName, image.url!, {
           accountId,
           runId: req.runId,
           stem,
         });
-      } else {
-        throw ApplicationFailure.retryable(
-          `${providerName} answered image ${i + 1} without b64_json or url`,
-          'ProviderUnavailable',
-        );
       }
+      // Typed by its bytes: what is not an image is not billed as one.
+      if (!doc.metadata.mime_type.startsWith('image/'))
+        throw ApplicationFailure.nonRetryable(
+          `${providerName} answered image ${i + 1} with bytes that are not an image (${doc.metadata.mime_type})`,
+          'ProviderRejected',
+        );
       parts.push(await filePart(files.links, doc, 'image')); // docs/workflow-format.md: an image generation yields image parts
     }
     // D17: images times the per-image price of the model (the images actually made).

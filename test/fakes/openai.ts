@@ -13,13 +13,16 @@
  *   - `huge:<bytes>` (or `huge:endless`) answers 200 with a JSON body that large, or endless,
  *     streamed as the client reads it (a hostile provider's answer; also for images);
  *   - `pad:<n>` pads a text answer with `x` to n characters (answers of a real size);
+ *   - `answer:refused` answers a refusal (`content` null, `refusal` set), `answer:no-choices` an
+ *     answer without `choices` (both a 200 with usage);
  *   - `tokens:<json>` reports `{"prompt_tokens": <json>, "completion_tokens": <json>}` as the
  *     usage, the JSON as written up to the next space (a hostile provider's counts: -1e9, "many");
  *     otherwise 100 prompt and 50 completion tokens;
  *   - otherwise `echo: <prompt>` for text, `{"echo": <prompt>}` for json, and for a structured
  *     list `{"items": [...]}` with the comma-separated words after `list:` in the prompt.
  * Images (`POST /v1/images/generations`): `n` real PNGs (`extra:<k>`: k more, a provider that
- * answers more than it was asked for), one colour each (IMAGE_COLOURS), as
+ * answers more than it was asked for; `images:null` a `null` entry, `images:not-png` bytes that
+ * are no image), one colour each (IMAGE_COLOURS), as
  * `b64_json`, or as `url`s served by the fake at /v1/image-files/* when the prompt says `as:url`;
  * `url:<url>` in the prompt answers every image as that URL, as given (a hostile provider's answer).
  */
@@ -143,6 +146,13 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         });
       const origin = `http://${req.headers.host}`;
       const given = /url:(\S+)/.exec(prompt)?.[1];
+      if (prompt.includes('images:null'))
+        return send(200, { created: Math.floor(Date.now() / 1000), data: [null] });
+      if (prompt.includes('images:not-png'))
+        return send(200, {
+          created: Math.floor(Date.now() / 1000),
+          data: [{ b64_json: Buffer.from('these are not pixels').toString('base64') }],
+        });
       const extra = Number(/extra:(\d+)/.exec(prompt)?.[1] ?? 0);
       const data = Array.from({ length: (body.n ?? 1) + extra }, (_, i) =>
         given
@@ -223,12 +233,17 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       const pad = /pad:(\d+)/.exec(prompt);
       if (pad) content = content.padEnd(Number(pad[1]), 'x');
     }
+    const message = prompt.includes('answer:refused')
+      ? { role: 'assistant', content: null, refusal: 'I cannot help with that.' }
+      : { role: 'assistant', content };
     send(200, {
       id: `chatcmpl-${requests.length}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: body.model,
-      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      ...(prompt.includes('answer:no-choices')
+        ? {}
+        : { choices: [{ index: 0, message, finish_reason: 'stop' }] }),
       usage: usageFor(prompt),
     });
   });

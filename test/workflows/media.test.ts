@@ -205,6 +205,25 @@ describe('media in runs (D19)', function () {
       assert.equal(stored, 3, 'the 40 more were never stored');
     });
 
+    it('fails the item, unbilled, for an entry that is no image or bytes that are not one', async () => {
+      for (const [slug, directive, message] of [
+        ['draw-null', 'images:null', 'openai answered image 1 without b64_json or url'],
+        [
+          'draw-not-png',
+          'images:not-png',
+          'openai answered image 1 with bytes that are not an image (text/plain)',
+        ],
+      ]) {
+        const run = await runToEnd(ctx.svc.url, ctx.key, doc(slug, `${directive} {{subject}}`), {
+          subject: 'x',
+        });
+        assert.equal(run.status, 'completed', JSON.stringify(run.error));
+        assert.deepEqual(run.output.images[0].error, { message, type: 'provider_error' });
+        assert.equal(ctx.fake.requestsWith(directive).length, 1, 'not retried');
+        closeTo(run.total_cost, START_FEE_USD);
+      }
+    });
+
     it('fails the item with the provider’s message on a 4xx', async () => {
       const run = await runToEnd(
         ctx.svc.url,

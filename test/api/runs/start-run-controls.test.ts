@@ -12,6 +12,8 @@ import {
 import { expectError } from '../../support/api-assert';
 import { call, waitFor } from '../../support/http';
 import { bookedDebit, startRun } from '../../support/runs';
+import { money } from '../../support/reruns';
+import { OUTPUT_TOKENS_MAX } from '../../../activities/llm';
 import { useService } from '../../support/use-service';
 import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-receiver';
 
@@ -323,6 +325,44 @@ describe('run controls (D36)', function () {
     assert.equal(run.usage.by_node.ask.cost, (100 * 10 + 100 * 20) / 1e6);
     assert.equal(await debit(run.id), run.total_cost);
     assert.ok(run.total_cost > 0, `${run.total_cost}`);
+  });
+
+  it('believes token counts only up to what one call can have used (9e15 reported: billed one call $27,000,000,000)', async () => {
+    const account = await ctx.newAccount();
+    await publish(ctx.svc.url, account.key, batchWorkflow('absurd-usage', ['tokens:9e15']));
+    const run = await waitForRun(
+      ctx.svc.url,
+      account.key,
+      await startRun(ctx.svc.url, account.key, 'absurd-usage', {}),
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    const sent = Buffer.byteLength(JSON.stringify(ctx.fake.requestsWith('tokens:9e15')[0].body));
+    assert.equal(run.usage.input_tokens, sent + 1_000, 'the request’s bytes and 1,000');
+    assert.equal(run.usage.output_tokens, OUTPUT_TOKENS_MAX);
+    assert.ok(run.total_cost < 25, `${run.total_cost}`);
+  });
+
+  it('a refusal or an answer without choices fails its item, billed; the run completes (D9)', async () => {
+    const account = await ctx.newAccount();
+    const rows = ['fine', 'answer:refused', 'answer:no-choices'];
+    await publish(ctx.svc.url, account.key, batchWorkflow('unusable-answers', rows));
+    const run = await waitForRun(
+      ctx.svc.url,
+      account.key,
+      await startRun(ctx.svc.url, account.key, 'unusable-answers', {}),
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    assert.deepEqual(
+      run.output.answers.map((item: any) => item.error ?? item.status),
+      [
+        'completed',
+        { message: 'openai: the model refused: I cannot help with that.', type: 'provider_error' },
+        { message: 'openai: the answer has no message content', type: 'provider_error' },
+      ],
+    );
+    assert.equal(ctx.fake.requestsWith('answer:').length, 2, 'neither was retried');
+    assert.equal(run.usage.provider_calls, 3);
+    assert.equal(run.usage.by_node.ask.cost, money(3 * CALL), 'each call made is billed');
   });
 
   it('usage on GET, the list and the webhook body, as the provider reported it; metrics per account', async () => {
