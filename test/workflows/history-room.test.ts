@@ -36,15 +36,12 @@ function paddedBranches(slug: string, rows: number, pad: number, branches: numbe
 describe('the answers of inline rows fit the run’s history (D31)', function () {
   this.timeout(180_000);
   const ctx = useService({ fakeOpenAI: true });
+  /** Runs paddedBranches(...) to its end (big answers take a while through the history). */
+  const runPadded = (...shape: Parameters<typeof paddedBranches>) =>
+    runToEnd(ctx.svc.url, ctx.key, paddedBranches(...shape), {}, 120_000);
 
   it('fails the rows of a 100-row node past its 16 MiB, and the run ends with its record', async () => {
-    const run = await runToEnd(
-      ctx.svc.url,
-      ctx.key,
-      paddedBranches('wide-answers', 100, 1_000_000, 1),
-      {},
-      120_000,
-    );
+    const run = await runPadded('wide-answers', 100, 1_000_000, 1);
     assert.equal(run.status, 'completed', JSON.stringify(run.error));
     const items = run.output.answers_0;
     assert.equal(items.length, 100);
@@ -59,13 +56,7 @@ describe('the answers of inline rows fit the run’s history (D31)', function ()
 
   it('fails a node by name once the answers of its run leave no room, instead of being terminated', async () => {
     // Two nodes of 40 rows of 400 KB answers: 32 MB answered, and written again at the run's end.
-    const run = await runToEnd(
-      ctx.svc.url,
-      ctx.key,
-      paddedBranches('two-wide-nodes', 40, 400_000, 2),
-      {},
-      120_000,
-    );
+    const run = await runPadded('two-wide-nodes', 40, 400_000, 2);
     assert.equal(run.status, 'failed', JSON.stringify(run.error));
     assert.match(
       run.error,
