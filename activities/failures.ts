@@ -27,6 +27,14 @@ export function invalidNodeConfig(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'InvalidNodeConfig');
 }
 
+/**
+ * A provider's own words as an item's error keeps them (an error body, a refusal, a prediction's
+ * error): the first 500 characters, however much it sent.
+ */
+export function providerWords(text: string): string {
+  return text.slice(0, 500);
+}
+
 /** Pulls a human message out of a provider's JSON or text error body. */
 export function errorMessage(body: string): string {
   try {
@@ -40,5 +48,5 @@ export function errorMessage(body: string): string {
   } catch {
     // not JSON: use the text itself
   }
-  return body.slice(0, 500) || 'no message';
+  return providerWords(body) || 'no message';
 }

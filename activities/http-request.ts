@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { rowTooLargeMessage } from '../domain/item-blocks';
 import { completed } from '../domain/items';
 import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
-import { providerFailure } from './failures';
+import { providerFailure, providerWords } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
@@ -207,7 +207,7 @@ async function heldAnswer(
     throw providerFailure(
       `http ${res.url.host}`,
       res.status,
-      text.slice(0, 500) || res.body.statusMessage || 'no message',
+      providerWords(text) || res.body.statusMessage || 'no message',
     );
   // An answer without a body (a 204, an empty 200) is an empty text, whatever type it names.
   if (type.includes('json') && bytes.length > 0) {

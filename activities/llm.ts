@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import { completed, failed, valuePart } from '../domain/items';
 import type { Item } from '../domain/parts';
 import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
+import { providerWords } from './failures';
 import { heartbeating } from './heartbeat';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
 import { tokenCost } from './pricing';
@@ -58,7 +59,7 @@ export function createLlmActivity(deps: {
       answered([failed({ message: `${providerName}: ${message}`, type: 'provider_error' })]);
     const message = answer.choices?.[0]?.message;
     if (typeof message?.refusal === 'string')
-      return unusable(`the model refused: ${message.refusal.slice(0, 500)}`);
+      return unusable(`the model refused: ${providerWords(message.refusal)}`);
     const content = message?.content;
     if (typeof content !== 'string') return unusable('the answer has no message content');
     if (output === 'text') return answered([completed({ type: 'text', text: content })]);

@@ -19,6 +19,7 @@ import {
 } from './provider-http';
 import type { NodeRequest, NodeResult } from './types';
 import { predictionSeconds } from './pricing';
+import { providerWords } from './failures';
 import { configuredProvider, rowTemplates } from './node-inputs';
 
 interface Prediction {
@@ -188,9 +189,8 @@ function throwIfUnsuccessful(providerName: string, prediction: Prediction): void
       typeof prediction.error === 'string'
         ? prediction.error
         : JSON.stringify(prediction.error ?? 'no message');
-    // The provider's words, bounded as an error answer's are: the message becomes an item's error.
     throw ApplicationFailure.nonRetryable(
-      `${providerName}: the prediction failed: ${reason.slice(0, 500)}`,
+      `${providerName}: the prediction failed: ${providerWords(reason)}`,
       'ProviderRejected',
     );
   }
