@@ -8,6 +8,7 @@ import { invalidNodeConfig } from './failures';
 import { createFileInputActivity } from './file-input';
 import type { FileDeps } from './files';
 import { createFinalizeActivity, createSaveRunChunkActivity } from './finalize';
+import { createExtendHoldActivity } from './credit';
 import { createHttpRequestActivity } from './http-request';
 import { createImageGenerationActivity } from './image-generation';
 import { createLlmActivity } from './llm';
@@ -128,6 +129,8 @@ export function createActivities(deps: ActivityDeps) {
     resolveFileInput: createFileInputActivity({ files }),
     saveRunChunk: createSaveRunChunkActivity({ collections: deps.collections }),
     finalizeRun: createFinalizeActivity({ collections: deps.collections }),
+    // D17: a run capped at its hold asks for more as it works.
+    extendRunHold: createExtendHoldActivity({ collections: deps.collections }),
     ...createWebhookActivities({
       collections: deps.collections,
       webhooks: deps.config.webhooks,

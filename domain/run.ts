@@ -42,11 +42,25 @@ export interface RunOptions {
    * case as the start knows it, domain/run-hold.ts callBudgets). Absent: no cap (and runs before D36).
    */
   costCap?: { maxUsd: number; perCallUsd: Record<string, number> };
+  /**
+   * D17: the same per-call budgets for a run without `max_cost`: it spends within its hold, which
+   * grows from the account's available credit as it needs (workflows/cost-cap.ts CreditSource).
+   * Absent: a run with `max_cost`, a graph without a priced node, runs started before.
+   */
+  creditCap?: { perCallUsd: Record<string, number> };
   nodeAttemptTimeoutMs: number;
   nodeMaxAttempts: number;
   retryInitialMs: number;
   /** D20: first retry delay of a webhook delivery (doubling, for 24 h). Absent in runs started before webhooks existed. */
   webhookRetryInitialMs?: number;
+}
+
+/** D17: a run's `grant`-th request for more hold, of up to `wantUsd` (activities/credit.ts). */
+export interface HoldExtension {
+  runId: string;
+  accountId: string;
+  grant: number;
+  wantUsd: number;
 }
 
 /** D20: the `webhook-id` of a run's delivery, the same for every attempt so receivers can dedupe. */

@@ -18,6 +18,7 @@
 import type { Collections } from './db';
 import type { CreditHoldDoc } from './documents';
 import { accountSums, isDuplicateKey, roundUsd, type LedgerSums } from './ledger';
+import type { HoldExtension } from '../domain/run';
 
 /** The head of an account's chain: its newest entry's number and running sum (n 0: no entry yet). */
 export interface ChainHead {
@@ -130,4 +131,39 @@ export async function accountCredit(
 ): Promise<AccountCredit> {
   const [sums, head] = await Promise.all([accountSums(c, accountId), findChainHead(c, accountId)]);
   return creditFrom(sums, head.reserved_usd);
+}
+
+/**
+ * D17: more hold for a run that outgrew its own (its priced calls counted only while it works):
+ * up to `wantUsd`, never more than the account has available, so an extension never takes it
+ * below zero. Booked as the chain's next entry, then added to the run record's `hold_usd` (the
+ * run's end gives all of it back; the hold sweep counts it as the run's) under the request's
+ * number, so a retried request finds it there and books nothing more. Returns what was held (0:
+ * nothing available). A request that dies between the two writes leaves its entry held for no run,
+ * which the hold sweep gives back once the account is quiet (store/hold-sweep.ts).
+ */
+export async function extendRunHold(
+  c: Pick<Collections, 'creditHolds' | 'ledger' | 'ledgerCheckpoints' | 'runs'>,
+  req: HoldExtension,
+): Promise<number> {
+  const grant = String(req.grant);
+  const run = await c.runs.findOne({ _id: req.runId }, { projection: { hold_grants: 1 } });
+  const booked = run?.hold_grants?.[grant];
+  if (booked !== undefined) return booked;
+  const sums = await accountSums(c, req.accountId);
+  let head = await findChainHead(c, req.accountId);
+  for (;;) {
+    const usd = roundUsd(Math.min(req.wantUsd, creditFrom(sums, head.reserved_usd).available_usd));
+    if (!(usd > 0)) return 0;
+    const next = await appendHold(c, req.accountId, head, usd, [req.runId]);
+    if (!next) {
+      head = await findChainHead(c, req.accountId, head); // another reservation came first
+      continue;
+    }
+    await c.runs.updateOne(
+      { _id: req.runId },
+      { $set: { [`hold_grants.${grant}`]: usd }, $inc: { hold_usd: usd } },
+    );
+    return usd;
+  }
 }

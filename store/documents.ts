@@ -92,8 +92,13 @@ export interface RunDoc {
   finalized: boolean;
   /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */
   webhook?: string | null;
-  /** D17: the credit held for the run from its start (store/credit-holds.ts); released by the run's one ledger entry. Absent: none. */
+  /**
+   * D17: the credit held for the run from its start (store/credit-holds.ts), and what was added to
+   * it while the run worked (extendRunHold); released by the run's one ledger entry. Absent: none.
+   */
   hold_usd?: number;
+  /** D17: each hold added while the run worked, by its number in the run (so a retried request adds nothing). */
+  hold_grants?: Record<string, number>;
   /** D37: the caller's key/value pairs (stored as `metadata_tags`, store/run-metadata.ts). Absent: none. */
   metadata?: Record<string, string>;
   /** D36: the order of the account's waiting work; absent: `normal`. */

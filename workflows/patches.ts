@@ -129,6 +129,12 @@ export const PATCHES = {
     change:
       "D31: a chunk of inline rows whose worst-case answer the run's history has no room for (with the chunks in flight and the output the end writes again) waits for those in flight, and with none in flight fails its node (workflows/history-room.ts); old runs start it anyway, as before, and may pass Temporal's 50 MB.",
   },
+  'credit-cap': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D17: a run without max_cost whose priced calls outgrow its hold (rows counted only while it works) asks for more hold from the account's available credit before a unit that does not fit (`extendRunHold`), shrinks or waits when none is left, and with nothing in flight fails naming the account's credit (workflows/cost-cap.ts CreditSource); old runs start every unit and may spend past the account's credit.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -57,6 +57,8 @@ export class RunState {
    */
   private readonly log: Array<RunEvent | number>;
   private cost: number;
+  /** D17: hold added while the run worked (holdExtended). */
+  private extraHoldUsd = 0;
   private error: string | null = null;
   private completedAtMs: number | null = null;
   private outputIndex = 0;
@@ -197,6 +199,16 @@ export class RunState {
     return this.cost;
   }
 
+  /** D17: credit held for the run beyond its start's hold (workflows/cost-cap.ts CreditSource), given back with it at the end. */
+  holdExtended(usd: number): void {
+    this.extraHoldUsd += usd;
+  }
+
+  private heldUsd(startHoldUsd: number): number {
+    if (this.extraHoldUsd === 0) return startHoldUsd;
+    return Math.round((startHoldUsd + this.extraHoldUsd) * 1e9) / 1e9;
+  }
+
   /** D36: adds to a node's usage (calls and tokens as reported, its cost, its items). */
   addUsage(nodeId: string, delta: Partial<NodeUsage>): void {
     let usage = this.usageByNode.get(nodeId);
@@ -269,8 +281,8 @@ export class RunState {
       itemIdBase: this.itemIdBase,
       ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
       usage: this.usage(),
-      // D17: the hold the run was started with, so finalize need not read it from the record.
-      ...(this.args.holdUsd !== undefined ? { holdUsd: this.args.holdUsd } : {}),
+      // D17: the hold the run was started with and what was added to it, so finalize need not read it from the record.
+      ...(this.args.holdUsd !== undefined ? { holdUsd: this.heldUsd(this.args.holdUsd) } : {}),
     };
   }
 

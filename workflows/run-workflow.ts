@@ -96,8 +96,7 @@ export async function runWorkflow(
   const { options } = args;
   const { nodeOptions, nodes, persistence } = runProxies(options);
   const slots = new Semaphore(options.concurrency);
-  // D36 max_cost: only runs started with one have a cap, so other runs issue the same commands as before.
-  const cap = options.costCap ? new CostCap(options.costCap, () => state.spent) : undefined;
+  const cap = runCap(args, state, persistence);
   // D31: the history's room for inline rows' answers, held by the chunks in flight.
   const room = new HistoryRoom(HISTORY_BYTES_LIMIT, {
     historyBytes: () => workflowInfo().historySize,
@@ -165,6 +164,39 @@ export async function runWorkflow(
   if (webhook)
     await CancellationScope.nonCancellable(() => startWebhookDelivery({ ...args, webhook }));
   return { status: state.status, total_cost: final.totalCost };
+}
+
+/**
+ * D36 max_cost caps a run; D17: a run without one that makes priced calls is capped at its hold,
+ * grown from the account's credit as it needs (patch `credit-cap`, asked only when a unit does not
+ * fit, so until then it issues the same commands as before). Other runs have no cap.
+ */
+function runCap(
+  args: RunArgs,
+  state: RunState,
+  persistence: ActivityInterfaceFor<Activities>,
+): CostCap | undefined {
+  const { costCap, creditCap } = args.options;
+  if (costCap) return new CostCap(costCap, () => state.spent);
+  if (!creditCap || args.holdUsd === undefined) return undefined;
+  let grants = 0;
+  return new CostCap(
+    { maxUsd: args.holdUsd, perCallUsd: creditCap.perCallUsd },
+    () => state.spent,
+    {
+      bounded: () => isPatched('credit-cap'),
+      extend: async (wantUsd) => {
+        const granted = await persistence.extendRunHold({
+          runId: args.runId,
+          accountId: args.accountId,
+          grant: ++grants,
+          wantUsd,
+        });
+        state.holdExtended(granted);
+        return granted;
+      },
+    },
+  );
 }
 
 /** D36: a unit the budgets in flight leave no room for waits for them to settle (patch `cost-cap-waits`). */
@@ -528,7 +560,7 @@ class RunActivities {
       if (result.cancelled) throw new CancelledFailure('run cancelled');
       if (limit !== undefined && cap) {
         cap.reached = true;
-        throw new CostLimitReached(cap.maxUsd);
+        throw cap.limitReached();
       }
     }, concurrency);
     await (cap ? cap.track(unit) : unit);

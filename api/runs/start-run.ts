@@ -282,18 +282,10 @@ export function runArgs(
       ...(run.timeout_seconds !== undefined
         ? { runTimeoutMs: run.timeout_seconds * 1000, timeoutSeconds: run.timeout_seconds }
         : {}),
-      ...(run.max_cost !== undefined
-        ? {
-            costCap: {
-              maxUsd: run.max_cost,
-              perCallUsd: callBudgets(graph, {
-                prices: pricing.prices,
-                perCallUsd: pricing.perCallUsd,
-                startFeeUsd: options.startFeeUsd,
-              }),
-            },
-          }
-        : {}),
+      ...runCaps(
+        run.max_cost,
+        callBudgets(graph, { ...pricing, startFeeUsd: options.startFeeUsd }),
+      ),
     },
     ...(run.webhook ? { webhook: run.webhook } : {}),
     holdUsd: run.hold_usd ?? 0, // D17: the record's hold, so finalize need not read it back
@@ -302,6 +294,19 @@ export function runArgs(
       ? { rerun: { parentRunId: run.parent_run_id } }
       : {}),
   };
+}
+
+/**
+ * D36: a run with `max_cost` is capped at it; D17: a run without one that makes priced calls is
+ * capped at its hold, which grows from the account's credit as it works. Other runs carry neither,
+ * so their arguments are as before.
+ */
+function runCaps(
+  maxCost: number | undefined,
+  perCallUsd: Record<string, number>,
+): Pick<RunArgs['options'], 'costCap' | 'creditCap'> {
+  if (maxCost !== undefined) return { costCap: { maxUsd: maxCost, perCallUsd } };
+  return Object.keys(perCallUsd).length > 0 ? { creditCap: { perCallUsd } } : {};
 }
 
 /**

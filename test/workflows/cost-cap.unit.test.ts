@@ -1,6 +1,6 @@
 /** D36 max_cost inside the workflow (workflows/cost-cap.ts): budgets, shrinking and the stop (the bill's cap is RunState's). */
 import assert from 'node:assert/strict';
-import { CostCap, CostLimitReached } from '../../workflows/cost-cap';
+import { CostCap, CostLimitReached, CreditLimitReached } from '../../workflows/cost-cap';
 import { callBudgets } from '../../domain/run-hold';
 import { WorkflowDocumentSchema } from '../../domain/graph';
 import { runView } from '../../domain/run-view';
@@ -96,6 +96,96 @@ describe('CostCap (D36)', () => {
       }),
       { img: 0.08, ask: 0.01 },
     );
+  });
+});
+
+describe("CostCap at the hold, grown from the account's credit (D17)", () => {
+  /** A run holding the fee and one $0.002 call, whose account has `available` left to hold. */
+  const credited = (available: number, bounded = true) => {
+    const spent = { usd: 0.001 };
+    const asked: number[] = [];
+    const account = { available };
+    const cap = new CostCap({ maxUsd: 0.003, perCallUsd: { ask: 0.002 } }, () => spent.usd, {
+      bounded: () => bounded,
+      extend: async (wantUsd) => {
+        asked.push(wantUsd);
+        const granted = Math.min(wantUsd, account.available);
+        account.available -= granted;
+        return granted;
+      },
+    });
+    return { cap, spent, asked, account };
+  };
+
+  it('takes a unit that fits its hold whole, asking for nothing', async () => {
+    const { cap, asked } = credited(1);
+    assert.equal((await cap.takeSettled('ask', 1, () => true)).calls, 1);
+    assert.deepEqual(asked, []);
+    assert.equal((await cap.takeSettled('free', 500, () => true)).calls, 500);
+  });
+
+  it('asks for what a unit lacks, or twice its hold, and takes the unit whole', async () => {
+    const { cap, asked } = credited(1);
+    assert.equal((await cap.takeSettled('ask', 64, () => true)).calls, 64);
+    assert.equal(asked.length, 1);
+    assert.ok(Math.abs(asked[0] - (64 * 0.002 - 0.002)) < 1e-9, `${asked[0]}`); // the lack, more than the hold
+    assert.ok(Math.abs(cap.extendedUsd - asked[0]) < 1e-9);
+    // The next unit lacks little: the hold doubles.
+    await cap.takeSettled('ask', 1, () => true);
+    assert.ok(Math.abs(asked[1] - cap.maxUsd / 2) < 1e-9, `${asked[1]} of ${cap.maxUsd}`);
+  });
+
+  it('shrinks to what the last credit covers, waits for the units in flight, then stops naming the credit', async () => {
+    const { cap, spent, account } = credited(0.004); // room for 1 + 2 calls in all
+    const first = await cap.takeSettled('ask', 10, () => true);
+    assert.equal(first.calls, 3, 'the hold and all the account had left');
+    assert.equal(account.available, 0);
+    let next: { calls: number; release: () => void } | undefined;
+    const waiting = cap.takeSettled('ask', 10, () => true).then((unit) => (next = unit));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(next, undefined, 'no credit while the 3 budgets are in flight');
+    spent.usd += 0.001 * 3; // they cost half their budget
+    first.release();
+    await waiting;
+    assert.equal(next!.calls, 1, 'the room their cost left');
+    next!.release();
+    spent.usd += 0.002;
+    await assert.rejects(
+      cap.takeSettled('ask', 1, () => true),
+      (err: Error) => {
+        assert.ok(err instanceof CreditLimitReached && err instanceof CostLimitReached);
+        assert.match(err.message, /^insufficient credits: .*\(\$0\.007 held for it\)/);
+        return true;
+      },
+    );
+    assert.equal(cap.reached, true);
+  });
+
+  it('asks one request at a time: units that found no room meanwhile take its answer', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const cap = new CostCap({ maxUsd: 0.003, perCallUsd: { ask: 0.002 } }, () => 0.001, {
+      bounded: () => true,
+      extend: async (wantUsd) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight--;
+        return wantUsd;
+      },
+    });
+    const units = await Promise.all([1, 2, 3].map(() => cap.takeSettled('ask', 8, () => true)));
+    assert.deepEqual(
+      units.map((u) => u.calls),
+      [8, 8, 8],
+    );
+    assert.equal(most, 1);
+  });
+
+  it('leaves runs started before the patch unbounded, as they were', async () => {
+    const { cap, asked } = credited(0, false);
+    assert.equal((await cap.takeSettled('ask', 1_000, () => true)).calls, 1_000);
+    assert.equal((await cap.takeSettled('ask', 1_000, () => true)).calls, 1_000);
+    assert.deepEqual(asked, []);
   });
 });
 
