@@ -56,6 +56,7 @@ const SHAPES = [
   'run-stored-join',
   'run-text-bounds',
   'run-big-text',
+  'run-credit-capped',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -70,6 +71,7 @@ const LATER_SHAPES = [
   'run-stored-join',
   'run-text-bounds',
   'run-big-text',
+  'run-credit-capped',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {

@@ -47,6 +47,7 @@ import {
   replayDataConverter,
 } from '../../test/support/histories';
 import { call, waitFor } from '../../test/support/http';
+import { uploadFile } from '../../test/support/files';
 import { startRun } from '../../test/support/runs';
 import { startService, temporalClient, type TestService } from '../../test/support/service';
 import { openSse } from '../../test/support/sse';
@@ -147,6 +148,35 @@ async function main(): Promise<void> {
     recorded.push({ shape: 'run-cost-capped', workflowId: capped, service: svc });
     for (const id of [rerunId, capped])
       assert.equal((await waitForRun(svc.url, key, id, 120_000)).status, 'completed');
+
+    log("a run over a file's rows that outgrows its account's credit (D17: patch credit-cap)");
+    const poor = await newAccount(svc.store.collections, 0.05);
+    await publish(svc.url, poor.key, {
+      slug: 'file-rows',
+      concurrency: 8,
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
+        { id: 'split', type: 'batch' },
+        { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
+        { id: 'out', type: 'user_result', label: 'Answers' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'ask', port: 'row' },
+        { from: 'ask', to: 'out' },
+      ],
+    });
+    const rowsFile = await uploadFile(
+      svc.url,
+      poor.key,
+      'rows.jsonl',
+      Array.from({ length: 40 }, (_, i) => JSON.stringify(`${MARKER} credit ${i}`)).join('\n'),
+    );
+    const creditCapped = await startRun(svc.url, poor.key, 'file-rows', { rows: rowsFile });
+    recorded.push({ shape: 'run-credit-capped', workflowId: creditCapped, service: svc });
+    const short = await waitForRun(svc.url, poor.key, creditCapped, 120_000);
+    assert.equal(short.status, 'failed');
+    assert.match(short.error, /^insufficient credits/);
 
     log('big chunked run (400 rows, concurrency 8: chunks of rows; 8 rows refused)');
     const rows = Array.from(
