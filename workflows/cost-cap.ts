@@ -54,8 +54,7 @@ export class CostCap {
   private reserved = 0;
   /** The cap: `max_cost`, or the run's hold and what was added to it (D17). */
   private cap: number;
-  /** D17: credit held for the run beyond its start's hold. */
-  extendedUsd = 0;
+  private readonly perCallUsd: Record<string, number>;
   /** D17: a run started before patch `credit-cap` (never bounded by its hold). */
   private unbounded = false;
   /** D17: the extension being asked for; units that found no room meanwhile wait for its answer. */
@@ -79,8 +78,6 @@ export class CostCap {
     this.cap = limits.maxUsd;
     this.perCallUsd = limits.perCallUsd;
   }
-
-  private readonly perCallUsd: Record<string, number>;
 
   get maxUsd(): number {
     return this.cap;
@@ -188,7 +185,6 @@ export class CostCap {
       .extend(wantUsd)
       .then((granted) => {
         this.cap += granted;
-        this.extendedUsd += granted;
         return granted;
       })
       .finally(() => {

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { accountCredit } from '../../store/credit-holds';
-import { publish, waitForRun } from '../support/fixtures';
+import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { uploadFile } from '../support/files';
 import { call, waitFor } from '../support/http';
 import { bookedDebit, startRun } from '../support/runs';
@@ -34,21 +34,7 @@ describe('a run capped at its hold, grown from the account credit (D17)', functi
   });
 
   /** Rows from a file → batch → one `gpt-test` call a row. */
-  const workflow = {
-    slug: 'file-rows',
-    concurrency: 4,
-    nodes: [
-      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
-      { id: 'split', type: 'batch' },
-      { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
-      { id: 'out', type: 'user_result', label: 'Answers' },
-    ],
-    edges: [
-      { from: 'rows', to: 'split', port: 'rows' },
-      { from: 'split', to: 'ask', port: 'row' },
-      { from: 'ask', to: 'out' },
-    ],
-  };
+  const workflow = rowsWorkflow('file-rows', '{{row}}', { concurrency: 4, input_type: 'file' });
 
   /** Starts the run of ROWS file rows tagged `tag` on a new account holding `credit`, and waits for its end. */
   async function runOnAccount(credit: number, tag: string) {

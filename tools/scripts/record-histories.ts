@@ -151,21 +151,11 @@ async function main(): Promise<void> {
 
     log("a run over a file's rows that outgrows its account's credit (D17: patch credit-cap)");
     const poor = await newAccount(svc.store.collections, 0.05);
-    await publish(svc.url, poor.key, {
-      slug: 'file-rows',
-      concurrency: 8,
-      nodes: [
-        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'file' },
-        { id: 'split', type: 'batch' },
-        { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
-        { id: 'out', type: 'user_result', label: 'Answers' },
-      ],
-      edges: [
-        { from: 'rows', to: 'split', port: 'rows' },
-        { from: 'split', to: 'ask', port: 'row' },
-        { from: 'ask', to: 'out' },
-      ],
-    });
+    await publish(
+      svc.url,
+      poor.key,
+      rowsWorkflow('file-rows', '{{row}}', { concurrency: 8, input_type: 'file' }),
+    );
     const rowsFile = await uploadFile(
       svc.url,
       poor.key,
