@@ -17,7 +17,7 @@
 /** The run's next unit of work would pass its `max_cost`. */
 export class CostLimitReached extends Error {
   constructor(
-    readonly maxUsd: number,
+    maxUsd: number,
     message = `cost limit reached: the run stopped starting work before passing its max_cost of $${maxUsd}`,
   ) {
     super(message);
