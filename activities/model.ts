@@ -24,13 +24,14 @@ import { configuredProvider, rowTemplates } from './node-inputs';
 
 interface Prediction {
   id?: string;
-  status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled' | string;
+  status?: 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled' | 'aborted' | string;
   output?: unknown;
   error?: unknown;
   metrics?: { predict_time?: number };
 }
 
-const ENDED = new Set(['succeeded', 'failed', 'canceled']);
+// `aborted`: the prediction's deadline passed before it started (it never ran; nothing to pay).
+const ENDED = new Set(['succeeded', 'failed', 'canceled', 'aborted']);
 const FILE_URL = /^(https?:\/\/|data:)/i;
 
 /** Renders every string at any depth of the node's `input` as a template. */
@@ -182,7 +183,7 @@ async function pollUntilEnded(
   return prediction;
 }
 
-/** A failed or canceled prediction fails the item for good. */
+/** A failed, canceled or aborted prediction fails the item for good (a re-run of failed items, D38, tries it again). */
 function throwIfUnsuccessful(providerName: string, prediction: Prediction): void {
   if (prediction.status === 'failed') {
     const reason =
@@ -197,6 +198,12 @@ function throwIfUnsuccessful(providerName: string, prediction: Prediction): void
   if (prediction.status === 'canceled') {
     throw ApplicationFailure.nonRetryable(
       `${providerName}: the prediction was canceled`,
+      'ProviderRejected',
+    );
+  }
+  if (prediction.status === 'aborted') {
+    throw ApplicationFailure.nonRetryable(
+      `${providerName}: the prediction was aborted: its deadline passed before it started`,
       'ProviderRejected',
     );
   }

@@ -6,6 +6,7 @@
  *     (default 3) with a video (MP4) and an audio (MP3) URL served by the fake itself;
  *   - `forever`: never ends (for cancellation);
  *   - `fail`: ends `failed` with an error message (`input.error_chars: n`: a message of n characters);
+ *   - `abort`: ends `aborted` (its deadline passed before it started), never having been `processing`;
  *   - `tokens`: a list of strings (a language model's streamed tokens);
  *   - `mixed`: a PDF URL, a plain string and an object;
  *   - `urls`: the URLs listed in `input.urls`, as given (a hostile or compromised provider's answer);
@@ -100,7 +101,8 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
     if (!prediction) return send(404, { detail: 'Not found.' });
     if (req.method === 'POST' && match![2]) {
       prediction.cancelled = true;
-      if (!['succeeded', 'failed'].includes(prediction.status)) prediction.status = 'canceled';
+      if (!['succeeded', 'failed', 'aborted'].includes(prediction.status))
+        prediction.status = 'canceled';
       return send(200, view(prediction));
     }
     if (req.method === 'GET' && !match![2]) {
@@ -122,9 +124,13 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
   });
 
   function advance(p: FakePrediction): void {
-    if (['succeeded', 'failed', 'canceled'].includes(p.status)) return;
+    if (['succeeded', 'failed', 'canceled', 'aborted'].includes(p.status)) return;
     const scenario = p.body.input?.scenario ?? 'media';
     const needed = Number(p.body.input?.polls ?? 3);
+    if (scenario === 'abort') {
+      if (p.polls >= needed) p.status = 'aborted';
+      return;
+    }
     if (scenario === 'forever' || p.polls < needed) {
       p.status = 'processing';
       return;

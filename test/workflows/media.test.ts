@@ -367,6 +367,25 @@ describe('media in runs (D19)', function () {
       assert.match(run.output.media[0].error.message, /the prediction failed: CUDA out of memory/);
     });
 
+    it('fails the item at once when the prediction is aborted (its deadline passed before it started) and bills nothing', async () => {
+      const run = await runToEnd(
+        ctx.svc.url,
+        ctx.key,
+        doc('prediction-aborted', { scenario: 'abort', polls: 2, q: '{{idea}}' }),
+        { idea: 'late' },
+      );
+      assert.equal(run.status, 'completed', JSON.stringify(run));
+      const [item] = run.output.media;
+      assert.equal(item.status, 'failed');
+      assert.equal(
+        item.error.message,
+        'replicate: the prediction was aborted: its deadline passed before it started',
+      );
+      const prediction = replicate.predictions.find((p) => p.body.input?.q === 'late')!;
+      assert.equal(prediction.polls, 2, 'polling stopped at the aborted status');
+      closeTo(run.total_cost, START_FEE_USD);
+    });
+
     it('keeps 500 characters of a prediction’s error: the provider’s words become an item’s error', async () => {
       const run = await runToEnd(
         ctx.svc.url,
