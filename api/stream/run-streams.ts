@@ -52,7 +52,9 @@ export function streamNewRun(
   run: RunDoc,
   release: () => void,
 ): void {
-  openStream(ctx, { ...options(deps, run.key_id), release }, run._id, seedOf(run), () => ({
+  // The caller's key, which an idempotent repeat (D18) may hold instead of the one that started the run.
+  const keyId = ctx.state.auth!.keyId;
+  openStream(ctx, { ...options(deps, keyId), release }, run._id, seedOf(run), () => ({
     event: createdEventOf(run),
     cursor: 0,
   }));

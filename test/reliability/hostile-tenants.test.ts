@@ -14,7 +14,7 @@ import { openSse } from '../support/sse';
 import { temporalClient } from '../support/service';
 import { useService } from '../support/use-service';
 import { pdf, png } from '../fakes/media';
-import { revokeKey } from '../../store/accounts';
+import { issueKey, revokeKey } from '../../store/accounts';
 
 /** A request with a `Host` header of our choosing (fetch always sends the URL's). */
 function withHost(
@@ -230,6 +230,37 @@ describe('a hostile tenant with an ordinary key', function () {
         expectError(res, { status: 403, type: 'invalid_request_error', code: 'key_revoked' });
       }
       await temporalClient(ctx.svc).workflow.getHandle(runId).cancel(); // no need to wait 30 s
+    });
+
+    it('does not cut a streaming repeat (D18) made with a new key when the run was started by a key revoked since', async () => {
+      const rotated = await ctx.newAccount();
+      await publish(ctx.svc.url, rotated.key, promptWorkflow('rotate-flow', 'slow:8000'));
+      const start = (key: string) =>
+        openSse(`${ctx.svc.url}/api/v1/responses`, {
+          method: 'POST',
+          key,
+          headers: { 'idempotency-key': 'rotate-1' },
+          body: { workflowId: 'rotate-flow', stream: true, inputs: { topic: 'x' } },
+        });
+      const first = await start(rotated.key);
+      await first.until((f) => f.event?.type === 'response.created');
+      first.abort(); // the connection dropped; the client retries with the key that replaced this one
+      const { secret } = await issueKey(ctx.svc.store.collections, rotated.accountId);
+      assert.ok(await revokeKey(ctx.svc.store.collections, rotated.keyId));
+      await waitFor(
+        async () =>
+          (await call(ctx.svc.url, 'GET', '/api/v1/account', { key: rotated.key })).status ===
+            401 || undefined,
+        { what: 'the first key refused' },
+      );
+      const repeat = await start(secret);
+      assert.equal(repeat.status, 200);
+      await repeat.closed;
+      assert.ok(
+        !repeat.frames.some((f) => f.event?.type === 'error'),
+        repeat.frames.map((f) => f.data).join('\n'),
+      );
+      assert.equal(repeat.frames.at(-1)?.data, '[DONE]');
     });
   });
 });
