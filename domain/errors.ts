@@ -3,6 +3,8 @@
  * `code` says so, and which field (`param`, `details`). No HTTP here: api/errors/ is the one place
  * that turns a kind and a code into a status, an envelope `type` and headers (docs/api.md "Errors").
  */
+import { boundedProblems } from './problems';
+
 export interface ProblemDetail {
   field: string;
   problem: string;
@@ -43,7 +45,7 @@ export class DomainError extends Error {
     this.name = new.target.name;
     this.code = opts.code;
     this.param = opts.param;
-    this.details = opts.details;
+    this.details = opts.details && boundedProblems(opts.details); // an answer's size stays bounded
     this.retryAfterSeconds = opts.retryAfterSeconds;
   }
 }

@@ -31,8 +31,28 @@ export function pathOf(place: Place, at: readonly PropertyKey[] = []): PropertyK
   return [...at, ...keys.reverse()];
 }
 
-/** The most problems a message names; `details` has them all. */
+/** The most problems a message names; `details` has up to DETAIL_PROBLEMS. */
 export const MESSAGE_PROBLEMS = 10;
+
+/**
+ * The most entries `details` holds. A 1 MiB body of 100,000 bad metadata keys was answered with
+ * 11 MB of `details`, built on the API's one thread (and 1,200 such requests a minute fit a key's
+ * rate): a caller fixes the first hundred problems before it needs the next.
+ */
+export const DETAIL_PROBLEMS = 100;
+
+/** At most DETAIL_PROBLEMS problems, the last of them saying how many more there were. */
+export function boundedProblems<P extends Problem>(problems: P[]): P[] {
+  if (problems.length <= DETAIL_PROBLEMS) return problems;
+  const kept = problems.slice(0, DETAIL_PROBLEMS);
+  const last = kept[DETAIL_PROBLEMS - 1];
+  const more = problems.length - DETAIL_PROBLEMS;
+  kept[DETAIL_PROBLEMS - 1] = {
+    ...last,
+    problem: `${last.problem} (and ${more} more problems, not listed)`,
+  };
+  return kept;
+}
 
 /**
  * One message naming the first problems, e.g. "Invalid inputs: `a` is required; `b` must be a
@@ -42,5 +62,9 @@ export const MESSAGE_PROBLEMS = 10;
 export function describeProblems(problems: readonly Problem[], heading = 'Invalid inputs'): string {
   const named = problems.slice(0, MESSAGE_PROBLEMS).map((p) => `\`${p.field}\` ${p.problem}`);
   const more = problems.length - named.length;
-  return `${heading}: ${named.join('; ')}${more > 0 ? `; and ${more} more (see \`details\`)` : ''}`;
+  const where =
+    problems.length > DETAIL_PROBLEMS
+      ? `\`details\` lists the first ${DETAIL_PROBLEMS}`
+      : 'see `details`';
+  return `${heading}: ${named.join('; ')}${more > 0 ? `; and ${more} more (${where})` : ''}`;
 }

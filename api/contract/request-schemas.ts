@@ -50,11 +50,14 @@ export const MetadataSchema = z.preprocess(
 );
 export type Metadata = z.infer<typeof MetadataSchema>;
 
-/** Fields whose problems carry their own error `code` (docs/api.md "Errors"), whatever else is wrong. */
 /** What a `version` may be, for the answer to one that is neither. */
 const VERSION_FORMS = 'must be a version number (1, 2, …) or a version id (`wfv_…`)';
 
-const FIELD_CODES = new Map([['metadata', 'invalid_metadata']]);
+/** Fields whose problems carry their own error `code` (docs/api.md "Errors"), whatever else is wrong. */
+const FIELD_CODES = new Map([
+  ['metadata', 'invalid_metadata'], // D37
+  ['webhook', 'invalid_webhook'], // D20: as start-run's checks of the scheme and address answer
+]);
 
 export const StartRequestSchema = z
   .object({
@@ -330,7 +333,7 @@ export function parseRequest<T extends z.ZodType>(
   refuse(zodIssuesToProblems(result.error.issues, SUBJECTS[what]), what);
 }
 
-/** The 400 of a request value's problems. A field with a code of its own (D37 `invalid_metadata`) names that code and that field. */
+/** The 400 of a request value's problems. A field with a code of its own (FIELD_CODES) names that code and that field. */
 function refuse(details: Problem[], what: keyof typeof SUBJECTS): never {
   const codeOf = (field: string) => FIELD_CODES.get(field.split(/[.[]/)[0]);
   const coded = details.find((d) => codeOf(d.field));

@@ -292,12 +292,24 @@ describe('webhooks (D20)', function () {
     assert.throws(() => verify(old, hit));
   });
 
-  it('refuses a webhook that is not http(s) with 400', async () => {
-    const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-      key: ctx.key,
-      body: { workflowId: 'hook', inputs: { name: 'x' }, webhook: 'ftp://example.com/x' },
-    });
-    expectError(res, { status: 400, type: 'invalid_request_error', param: 'webhook' });
+  it('refuses a webhook that is not an http(s) URL of at most 2,048 characters with 400 invalid_webhook', async () => {
+    for (const webhook of [
+      'ftp://example.com/x',
+      'not a url',
+      'javascript:alert(1)',
+      `https://example.com/${'a'.repeat(2048)}`,
+    ]) {
+      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key: ctx.key,
+        body: { workflowId: 'hook', inputs: { name: 'x' }, webhook },
+      });
+      expectError(res, {
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'invalid_webhook',
+        param: 'webhook',
+      });
+    }
   });
 
   describe('without the configuration’s permission (production defaults)', () => {

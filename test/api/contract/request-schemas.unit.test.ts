@@ -38,6 +38,20 @@ describe('parseRequest', () => {
     assert.equal(query.message, 'Invalid query: `after` is not a field of the query');
   });
 
+  it('lists at most 100 problems in `details`, however many a body holds, and says how many more', () => {
+    const metadata = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`!${i}`, '']));
+    const err = refusal(StartRequestSchema, { workflowId: 'hello', metadata });
+    assert.equal(err.code, 'invalid_metadata');
+    assert.equal(err.details!.length, 100);
+    assert.deepEqual(err.details![0], {
+      field: 'metadata["!0"]',
+      problem: 'is not a valid key: keys are 1–64 letters, digits, `_`, `-` or `.`',
+    });
+    assert.match(err.details![99].problem, /\(and 99900 more problems, not listed\)$/);
+    assert.match(err.message, /; and 99990 more \(`details` lists the first 100\)$/);
+    assert.ok(JSON.stringify(err.details).length < 20_000);
+  });
+
   it("states a number's own bounds, not the safe-integer range zod checks first", () => {
     const high = refusal(ListRunsQuerySchema, { limit: '99999999999999999999' }, 'query');
     assert.deepEqual(high.details, [{ field: 'limit', problem: 'must be ≤ 100' }]);
