@@ -88,6 +88,7 @@ const STARTS = [
   'drain',
   'pollers',
   'streams',
+  'downloads',
 ] as const;
 
 /** Every route, each given only the dependencies it uses (its own *RouteDeps type). */

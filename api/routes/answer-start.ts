@@ -10,9 +10,10 @@ import { streamNewRun } from '../stream/run-streams';
 import { awaitRunEnd, endWait, type AwaitRunEndDeps } from '../runs/await-run-end';
 import { sendRun } from './run-body';
 import type { EndWait } from '../temporal/run-gateway';
+import type { KeyCap } from '../limits/key-cap';
 
 /** What answering a start needs: the stream of a new run, or the wait for its end (D28). */
-export type AnswerStartDeps = RunStreamDeps & AwaitRunEndDeps;
+export type AnswerStartDeps = RunStreamDeps & AwaitRunEndDeps & { downloads: KeyCap };
 
 /** D28: the seconds of `Prefer: wait=N` (at most 60; 0 without the preference). */
 export function parsePreferWait(header: string): number {
@@ -53,7 +54,7 @@ export async function answerStart(
   const ended = wait ? await awaitRunEnd(deps, run, wait) : null;
   if (ended) {
     ctx.set('Preference-Applied', `wait=${waitSeconds}`);
-    sendRun(ctx, ended);
+    sendRun(ctx, ended, deps.downloads);
     return;
   }
   ctx.status = 202;

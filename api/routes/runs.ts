@@ -49,7 +49,8 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
-      sendRun(ctx, (await readRunAnswer(deps, ctx.state.auth!.accountId, ctx.params.runId)).body);
+      const { body } = await readRunAnswer(deps, ctx.state.auth!.accountId, ctx.params.runId);
+      sendRun(ctx, body, deps.downloads);
     },
   );
   router.get(
@@ -96,7 +97,7 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     async (ctx) => {
       const run = await cancelRun(deps, ctx.state.auth!.accountId, ctx.params.runId);
       ctx.status = 202; // D8: accepted; the run record shows `cancelled` once the run has stopped
-      sendRun(ctx, run);
+      sendRun(ctx, run, deps.downloads);
     },
   );
   router.delete(

@@ -5,7 +5,9 @@
  * item is read. A download of 100,000 items of 2 KB is 3.5 s of the process's one thread (bench
  * P4b; a million, ten times that), in slices between other answers: without the cap one key's
  * dozens of downloads at once, all within its request rate, would slow every other account's
- * answers on that process by as many times. The pages of `/outputs` are not downloads.
+ * answers on that process by as many times. A finished big run read whole (GET, or the answer to
+ * a cancel or a waited start, D31) is as much work and counts too. The pages of `/outputs` are
+ * not downloads.
  */
 import { RateLimitError } from '../../domain/errors';
 import { KeyCap } from '../limits/key-cap';
@@ -17,7 +19,7 @@ export const DOWNLOAD_RETRY_AFTER_SECONDS = 5;
 export class TooManyDownloadsError extends RateLimitError {
   constructor(max: number) {
     super(
-      `This API key already has ${max} results-file downloads in progress, the most it may hold: let one finish, or read the items as pages (GET /api/v1/runs/{runId}/outputs/{key} as JSON).`,
+      `This API key already has ${max} downloads in progress (results files, finished big runs read whole), the most it may hold: let one finish, or read the items as pages (GET /api/v1/runs/{runId}/outputs/{key} as JSON).`,
       DOWNLOAD_RETRY_AFTER_SECONDS,
       'too_many_downloads',
     );

@@ -1,13 +1,13 @@
 /**
- * The per-key cap on results-file downloads (D35, D40) on the real stack: a key with
- * DOWNLOAD_MAX_PER_KEY downloads in progress gets 429 `too_many_downloads` with `Retry-After` for
- * one more, JSON Lines or CSV, while its JSON pages, and another key's downloads, go on; a download
- * that ends gives its slot back.
+ * The per-key cap on downloads (D35, D40) on the real stack: a key with DOWNLOAD_MAX_PER_KEY
+ * downloads in progress gets 429 `too_many_downloads` with `Retry-After` for one more, JSON Lines,
+ * CSV or a finished big run read whole, while its JSON pages, a small run's record, and another
+ * key's downloads, go on; a download that ends gives its slot back.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { expectError } from '../../support/api-assert';
-import { publish, textRowsWorkflow, waitForRun } from '../../support/fixtures';
+import { greetingWorkflow, publish, textRowsWorkflow, waitForRun } from '../../support/fixtures';
 import { uploadFile } from '../../support/files';
 import { call, waitFor, type ApiResponse } from '../../support/http';
 import { startRun } from '../../support/runs';
@@ -44,10 +44,14 @@ describe('results-file downloads per key (D35, D40)', function () {
   });
 
   /** A download whose client reads its headers and then nothing: it stays in progress. */
-  function holdDownload(key = ctx.key, accept = 'application/x-ndjson'): Promise<HeldDownload> {
+  function holdDownload(
+    key = ctx.key,
+    accept = 'application/x-ndjson',
+    path = `/api/v1/runs/${runId}/outputs/out`,
+  ): Promise<HeldDownload> {
     return new Promise((resolve, reject) => {
       const req = http.get(
-        `${ctx.svc.url}/api/v1/runs/${runId}/outputs/out`,
+        `${ctx.svc.url}${path}`,
         { headers: { authorization: `Bearer ${key}`, accept }, agent: false },
         (res) => {
           res.pause();
@@ -84,6 +88,34 @@ describe('results-file downloads per key (D35, D40)', function () {
     // after its slot is taken, not a 429.
     const other = await ctx.newAccount();
     assert.equal((await download(other.key, 'application/x-ndjson')).status, 404);
+  });
+
+  it('a finished big run read whole (its GET, D31) is a download too; a small run’s record is not', async () => {
+    const record = `/api/v1/runs/${runId}`;
+    const first = await holdDownload(ctx.key, 'application/json', record);
+    assert.equal(first.status, 200);
+    assert.equal((await holdDownload()).status, 200);
+    expectCapped(await call(ctx.svc.url, 'GET', record, { key: ctx.key }));
+    expectCapped(await download(ctx.key, 'application/x-ndjson'));
+
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('small'));
+    const small = await startRun(ctx.svc.url, ctx.key, 'small', { name: 'Ada' });
+    // Read while the key holds both slots.
+    assert.equal((await waitForRun(ctx.svc.url, ctx.key, small)).status, 'completed');
+    assert.equal(
+      (await call(ctx.svc.url, 'GET', `/api/v1/runs/${small}`, { key: ctx.key })).status,
+      200,
+    );
+
+    first.stop();
+    const whole = await waitFor(
+      async () => {
+        const res = await call(ctx.svc.url, 'GET', record, { key: ctx.key });
+        return res.status === 200 ? res : undefined;
+      },
+      { what: 'the slot of the GET that ended' },
+    );
+    assert.equal(whole.body.output.out.length, 10_000);
   });
 
   it('a download that ends gives its slot back', async () => {
