@@ -58,28 +58,9 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
-      // D35: the results file, every item as JSON Lines or CSV, when asked for by Accept.
+      // D35: the results file when asked for by Accept, else a page of items.
       const format = resultsFormat(ctx);
-      if (format) {
-        // A `limit` or `starting_after` would be a page's: refused rather than ignored for the whole file.
-        parseRequest(ResultsFileQuerySchema, ctx.query, 'query');
-        // A download holds one of its key's slots until its answer ends, however it ends (download-cap.ts).
-        ctx.res.once('close', deps.downloads.take(ctx.state.auth!.keyId));
-        const lines = await outputItemLines(
-          deps,
-          ctx.state.auth!.accountId,
-          ctx.params.runId,
-          ctx.params.key,
-          format,
-        );
-        // A download names itself (koa sets a type from the name's extension: ours is set after).
-        ctx.attachment(
-          `${ctx.params.runId}-${ctx.params.key.slice(0, 64)}.${format === 'csv' ? 'csv' : 'jsonl'}`,
-        );
-        ctx.type = RESULTS_TYPES[format];
-        ctx.body = Readable.from(lines, { objectMode: false });
-        return;
-      }
+      if (format) return sendResultsFile(ctx, deps, format);
       const query = parseRequest(OutputItemsQuerySchema, ctx.query, 'query');
       ctx.body = await listOutputItems(
         deps,
@@ -122,6 +103,24 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     },
   );
   return router;
+}
+
+/** D35: the results file, every item of the output as JSON Lines or CSV. */
+async function sendResultsFile(
+  ctx: Context,
+  deps: RunsRouteDeps,
+  format: ResultsFormat,
+): Promise<void> {
+  // A `limit` or `starting_after` would be a page's: refused rather than ignored for the whole file.
+  parseRequest(ResultsFileQuerySchema, ctx.query, 'query');
+  // A download holds one of its key's slots until its answer ends, however it ends (download-cap.ts).
+  ctx.res.once('close', deps.downloads.take(ctx.state.auth!.keyId));
+  const { runId, key } = ctx.params;
+  const lines = await outputItemLines(deps, ctx.state.auth!.accountId, runId, key, format);
+  // A download names itself (koa sets a type from the name's extension: ours is set after).
+  ctx.attachment(`${runId}-${key.slice(0, 64)}.${format === 'csv' ? 'csv' : 'jsonl'}`);
+  ctx.type = RESULTS_TYPES[format];
+  ctx.body = Readable.from(lines, { objectMode: false });
 }
 
 /** The media types of the results file (D35), by format. */
