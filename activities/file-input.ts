@@ -54,7 +54,7 @@ export function createFileInputActivity(deps: { files: () => FileDeps }) {
         signal: limit.signal,
       });
       if (res.status < 200 || res.status >= 300) {
-        res.body.resume();
+        res.body.destroy(); // not drained: an endless body would keep its connection open
         const message = `input '${req.key}': ${res.url.origin} answered ${res.status}`;
         throw isTransientStatus(res.status)
           ? ApplicationFailure.retryable(message, 'InputUnavailable')

@@ -79,6 +79,7 @@ const V6_RULES: Rule[] = [
   [v6('::'), 128, 'unspecified'],
   [v6('::1'), 128, 'loopback'],
   [v6('100::'), 64, 'reserved'], // discard-only
+  [v6('64:ff9b:1::'), 48, 'private'], // local-use IPv4/IPv6 translation (RFC 8215): a local NAT64
   [v6('2001::'), 32, 'reserved'], // Teredo: hides an IPv4 address we cannot check
   [v6('2001:db8::'), 32, 'reserved'], // documentation
   [v6('fc00::'), 7, 'private'], // unique local
@@ -370,7 +371,8 @@ export async function guardedFetch(
     const location = res.headers.location;
     if (!REDIRECTS.has(status) || !location || maxRedirects === 0)
       return { status, headers: res.headers, url, body: res };
-    res.resume(); // drain and drop the redirect's own body
+    // Dropped, not drained: a body that never ends would keep its connection reading for good.
+    res.destroy();
     if (hop >= maxRedirects)
       throw new UrlRefusedError(`more than ${maxRedirects} redirects from ${new URL(raw).origin}`);
     const next = checkedUrl(new URL(location, url).toString(), opts);

@@ -121,6 +121,8 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         'fd12:3456::1',
         'fec0::1',
         '64:ff9b::a00:1',
+        '64:ff9b:1::7f00:1', // a local NAT64 prefix: whatever it carries
+        '64:ff9b:1:ffff::808:808',
         '2002:c0a8:0101::1',
       ],
       link_local: ['169.254.0.1', '169.254.255.255', 'fe80::1', 'fe80::1%eth0', 'febf::1'],
@@ -595,6 +597,31 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
       assert.equal(ok.status, 200);
       assert.equal(ok.url.pathname, '/final');
       ok.body.resume();
+    });
+
+    it("closes a redirect's connection when it follows it: a body that never ends is not read on", async () => {
+      let closed!: () => void;
+      const redirectClosed = new Promise<void>((resolve) => (closed = resolve));
+      const server = http.createServer((req, res) => {
+        if (req.url !== '/endless') return res.end('final');
+        res.writeHead(302, { location: '/final' });
+        const drip = setInterval(() => res.write('x'.repeat(1024)), 10);
+        res.on('close', () => {
+          clearInterval(drip);
+          closed();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const never = new AbortController().signal; // no deadline that would close it anyway
+        const res = await guardedFetch(`${origin}/endless`, { ...open, signal: never });
+        assert.equal(await text(res), 'final');
+        await redirectClosed; // before: read on for as long as the server wrote
+      } finally {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
     });
 
     it('sets Host and Content-Length itself, whatever the caller says; asks for identity coding unless told otherwise', async () => {
