@@ -35,18 +35,22 @@ export function providerWords(text: string): string {
   return text.slice(0, 500);
 }
 
-/** Pulls a human message out of a provider's JSON or text error body. */
+/** Pulls a human message out of a provider's JSON or text error body: its first 500 characters. */
 export function errorMessage(body: string): string {
+  return providerWords(messageIn(body)) || 'no message';
+}
+
+function messageIn(body: string): string {
   try {
     const parsed = JSON.parse(body) as {
       error?: { message?: unknown } | string;
       message?: unknown;
-    };
-    if (typeof parsed.error === 'string') return parsed.error;
-    if (typeof parsed.error?.message === 'string') return parsed.error.message;
-    if (typeof parsed.message === 'string') return parsed.message;
+    } | null;
+    if (typeof parsed?.error === 'string') return parsed.error;
+    if (typeof parsed?.error?.message === 'string') return parsed.error.message;
+    if (typeof parsed?.message === 'string') return parsed.message;
   } catch {
     // not JSON: use the text itself
   }
-  return providerWords(body) || 'no message';
+  return body;
 }

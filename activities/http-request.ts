@@ -10,7 +10,7 @@ import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { rowTooLargeMessage } from '../domain/item-blocks';
 import { completed } from '../domain/items';
-import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
+import { JsonOutOfBounds, parseJsonWithin } from '../domain/json-depth';
 import { providerFailure, providerWords } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
@@ -217,7 +217,7 @@ async function heldAnswer(
         costUsd: 0,
       };
     } catch (err) {
-      if (err instanceof JsonTooDeep)
+      if (err instanceof JsonOutOfBounds)
         throw ApplicationFailure.nonRetryable(
           `the answer's JSON ${err.message}`,
           'ProviderRejected',

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
 import { fallbackName } from '../lib/files/names';
-import { completed } from '../domain/items';
+import { completedOf } from '../domain/items';
 import { filePart, runAccount, storeOutputBytes, storeProviderFile, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { DEFAULT_MAX_ANSWER_BYTES } from '../lib/net/read-limited';
@@ -93,7 +93,7 @@ export function createImageGenerationActivity(deps: {
     }
     // D17: images times the per-image price of the model (the images actually made).
     const costUsd = images.length * (deps.config.prices[node.model]?.per_image ?? 0);
-    return { items: [completed(...parts)], costUsd };
+    return { items: [completedOf(parts)], costUsd };
   };
   return function imageGeneration(req: NodeRequest<'image_generation'>): Promise<NodeResult> {
     return heartbeating(() => call(req));

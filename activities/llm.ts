@@ -2,7 +2,7 @@
 import type { Config } from '../config';
 import { completed, failed, valuePart } from '../domain/items';
 import type { Item } from '../domain/parts';
-import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
+import { JsonOutOfBounds, parseJsonWithin } from '../domain/json-depth';
 import { providerWords } from './failures';
 import { heartbeating } from './heartbeat';
 import { postJson, providerGuard, type OutboundGuard } from './provider-http';
@@ -68,7 +68,7 @@ export function createLlmActivity(deps: {
       data = parseJsonWithin(content);
     } catch (err) {
       return unusable(
-        err instanceof JsonTooDeep
+        err instanceof JsonOutOfBounds
           ? `the model answered with JSON that ${err.message}`
           : 'the model answered with invalid JSON',
       );

@@ -6,7 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
 import type { Part } from '../domain/parts';
-import { completed, failed } from '../domain/items';
+import { completedOf, failed } from '../domain/items';
 import { filePart, runAccount, storeProviderFile, type FileDeps } from './files';
 import { checkpoint, heartbeating, resumedCheckpoint } from './heartbeat';
 import {
@@ -240,7 +240,7 @@ async function predictionResult(
       stem: `output-${i + 1}`,
     }).then((doc) => filePart(files.links, doc)),
   );
-  return { items: [completed(...parts)], costUsd };
+  return { items: [completedOf(parts)], costUsd };
 }
 
 /**

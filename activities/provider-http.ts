@@ -10,7 +10,7 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Provider } from '../config';
-import { JsonTooDeep, parseJsonWithin } from '../domain/json-depth';
+import { JsonOutOfBounds, parseJsonWithin } from '../domain/json-depth';
 import {
   guardedFetch,
   UrlRefusedError,
@@ -181,16 +181,25 @@ async function requestJson(
     headers: { accept: 'application/json', ...init.headers },
   });
   if (status < 200 || status >= 300) throw providerFailure(provider, status, errorMessage(text));
+  let answer: unknown;
   try {
-    return parseJsonWithin(text);
+    answer = parseJsonWithin(text);
   } catch (err) {
-    if (err instanceof JsonTooDeep)
+    if (err instanceof JsonOutOfBounds)
       throw ApplicationFailure.nonRetryable(
         `${provider}: answer ${err.message}`,
         'ProviderRejected',
       );
     throw providerFailure(provider, 502, 'answer is not JSON');
   }
+  // Every API spoken here answers an object; `null`, a number or a list fails the item, not the
+  // run (read as an object it was a TypeError, retried and then the run's end).
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
+    throw ApplicationFailure.nonRetryable(
+      `${provider}: the answer is not a JSON object`,
+      'ProviderRejected',
+    );
+  return answer;
 }
 
 /** After an aborted call: if the activity was cancelled, report the cancellation rather than a network error. */

@@ -20,6 +20,11 @@ function partText(part: Part): string {
 
 /** A completed item holding the given parts. */
 export function completed(...parts: Part[]): Item {
+  return completedOf(parts);
+}
+
+/** A completed item holding a list of parts (a spread of a provider's 200,000 outputs overflowed the stack). */
+export function completedOf(parts: Part[]): Item {
   return { status: 'completed', parts };
 }
 

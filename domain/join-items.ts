@@ -4,7 +4,7 @@
  * so a join of a stored list (D35, activities/stored-lists.ts) never holds the list itself.
  */
 import type { Item, Part } from './parts';
-import { completed, failed } from './items';
+import { completedOf, failed } from './items';
 
 export class Joiner {
   private readonly texts: string[] = [];
@@ -41,7 +41,7 @@ export class Joiner {
       this.texts.length > 0
         ? [{ type: 'text', text: this.texts.join(this.separator) }, ...this.others]
         : this.others;
-    return [completed(...parts)];
+    return [completedOf(parts)];
   }
 }
 

@@ -12,7 +12,7 @@
  */
 import { CsvError, parse as parseCsv } from 'csv-parse';
 import { pipeline, Readable } from 'node:stream';
-import { JsonTooDeep, parseJsonWithin, unfaithfulJson } from '../../domain/json-depth';
+import { JsonOutOfBounds, parseJsonWithin, unfaithfulJson } from '../../domain/json-depth';
 import { formatPath } from '../../domain/problems';
 
 export type RowsFormat = 'json' | 'jsonl' | 'csv';
@@ -165,7 +165,7 @@ function parseAt(text: string, line: number): unknown {
   try {
     row = parseJsonWithin(text);
   } catch (err) {
-    const why = err instanceof JsonTooDeep ? `the row ${err.message}` : (err as Error).message;
+    const why = err instanceof JsonOutOfBounds ? `the row ${err.message}` : (err as Error).message;
     throw new RowsError(`line ${line}: ${why}`, line);
   }
   const bad = unfaithfulJson(row, { numbers: true });

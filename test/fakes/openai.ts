@@ -14,7 +14,7 @@
  *     streamed as the client reads it (a hostile provider's answer; also for images);
  *   - `pad:<n>` pads a text answer with `x` to n characters (answers of a real size);
  *   - `answer:refused` answers a refusal (`content` null, `refusal` set), `answer:no-choices` an
- *     answer without `choices` (both a 200 with usage);
+ *     answer without `choices` (both a 200 with usage), `answer:null` a 200 whose JSON is `null`;
  *   - `tokens:<json>` reports `{"prompt_tokens": <json>, "completion_tokens": <json>}` as the
  *     usage, the JSON as written up to the next space (a hostile provider's counts: -1e9, "many");
  *     otherwise 100 prompt and 50 completion tokens;
@@ -236,6 +236,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     const message = prompt.includes('answer:refused')
       ? { role: 'assistant', content: null, refusal: 'I cannot help with that.' }
       : { role: 'assistant', content };
+    if (prompt.includes('answer:null')) return send(200, null);
     send(200, {
       id: `chatcmpl-${requests.length}`,
       object: 'chat.completion',

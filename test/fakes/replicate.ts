@@ -10,6 +10,7 @@
  *   - `tokens`: a list of strings (a language model's streamed tokens);
  *   - `mixed`: a PDF URL, a plain string and an object;
  *   - `urls`: the URLs listed in `input.urls`, as given (a hostile or compromised provider's answer);
+ *   - `wide`: an output of `input.values` empty objects (a hostile answer small in bytes, huge parsed);
  *   - `huge`: every poll answers a JSON body of `input.bytes` bytes (`endless` by default), streamed
  *     as the client reads it (a hostile provider's answer); `sentBytes` counts what was written.
  * `input.flaky_poll: n` answers 503 to the n-th poll (once), as an overloaded provider would.
@@ -146,6 +147,8 @@ export async function startFakeReplicate(): Promise<FakeReplicate> {
       else if (scenario === 'mixed')
         output = [`${origin}/files/report.pdf`, 'a caption', { score: 0.9 }];
       else if (scenario === 'urls') output = p.body.input?.urls ?? [];
+      else if (scenario === 'wide')
+        output = Array.from({ length: Number(p.body.input?.values) }, () => ({}));
       else output = [`${origin}/files/out.mp4`, `${origin}/files/out.mp3`];
     }
     return {

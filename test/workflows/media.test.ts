@@ -386,6 +386,21 @@ describe('media in runs (D19)', function () {
       closeTo(run.total_cost, START_FEE_USD);
     });
 
+    it('fails the item of an answer of more than 250,000 JSON values before parsing it, and of 200,000 values by its size: the run completes', async () => {
+      const wide = doc('prediction-wide', { scenario: 'wide', values: '{{idea}}', polls: 1 });
+      const errorFor = async (values: number) => {
+        const run = await runToEnd(ctx.svc.url, ctx.key, wide, { idea: String(values) });
+        assert.equal(run.status, 'completed', JSON.stringify(run.error));
+        return run.output.media[0].error.message;
+      };
+      assert.equal(await errorFor(300_000), 'replicate: answer holds more than 250000 values');
+      // 200,000 parts spread as arguments overflowed the stack: retried, then the run failed.
+      assert.match(
+        await errorFor(200_000),
+        /^the answer is over the 1048576 byte limit of one item/,
+      );
+    });
+
     it('keeps 500 characters of a prediction’s error: the provider’s words become an item’s error', async () => {
       const run = await runToEnd(
         ctx.svc.url,

@@ -342,9 +342,9 @@ describe('run controls (D36)', function () {
     assert.ok(run.total_cost < 25, `${run.total_cost}`);
   });
 
-  it('a refusal or an answer without choices fails its item, billed; the run completes (D9)', async () => {
+  it('a refusal or an answer without choices fails its item, billed; an answer that is no object fails its item, unbilled; the run completes (D9)', async () => {
     const account = await ctx.newAccount();
-    const rows = ['fine', 'answer:refused', 'answer:no-choices'];
+    const rows = ['fine', 'answer:refused', 'answer:no-choices', 'answer:null'];
     await publish(ctx.svc.url, account.key, batchWorkflow('unusable-answers', rows));
     const run = await waitForRun(
       ctx.svc.url,
@@ -358,10 +358,11 @@ describe('run controls (D36)', function () {
         'completed',
         { message: 'openai: the model refused: I cannot help with that.', type: 'provider_error' },
         { message: 'openai: the answer has no message content', type: 'provider_error' },
+        { message: 'openai: the answer is not a JSON object', type: 'provider_error' },
       ],
     );
-    assert.equal(ctx.fake.requestsWith('answer:').length, 2, 'neither was retried');
-    assert.equal(run.usage.provider_calls, 3);
+    assert.equal(ctx.fake.requestsWith('answer:').length, 3, 'none was retried');
+    assert.equal(run.usage.provider_calls, 4);
     assert.equal(run.usage.by_node.ask.cost, money(3 * CALL), 'each call made is billed');
   });
 
