@@ -175,6 +175,20 @@ export interface GuardOptions {
 
 const systemResolve = (host: string) => dns.promises.lookup(host, { all: true, verbatim: true });
 
+/**
+ * `work`'s answer, or `signal`'s reason as soon as it aborts: a lookup cannot be called off (it
+ * runs on libuv's pool until the resolver gives up), but its caller need not wait for it.
+ */
+function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
 /** True when the URL's origin is exactly one the configuration trusts (http and https only: other schemes have no origin). */
 export function isTrustedOrigin(url: URL, opts: Pick<GuardOptions, 'trustedOrigins'>): boolean {
   return (
@@ -185,19 +199,24 @@ export function isTrustedOrigin(url: URL, opts: Pick<GuardOptions, 'trustedOrigi
 
 /**
  * Resolves a URL's host and checks every address it has (an attacker's DNS may mix a public and a
- * private answer); returns the address to connect to. Throws UrlRefusedError.
+ * private answer); returns the address to connect to. Throws UrlRefusedError, or `signal`'s reason
+ * once it aborts: a name whose DNS server never answers keeps the request's deadline and cancel.
  */
 export async function checkedAddress(
   url: URL,
   opts: GuardOptions,
+  signal?: AbortSignal,
 ): Promise<{ address: string; family: 4 | 6 }> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const literal = net.isIP(host);
   const addresses = literal
     ? [{ address: host, family: literal }]
-    : await (opts.resolve ?? systemResolve)(host).catch((err: Error & { code?: string }) => {
-        throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
-      });
+    : await untilAborted(
+        (opts.resolve ?? systemResolve)(host).catch((err: Error & { code?: string }) => {
+          throw new Error(`cannot resolve ${host}: ${err.code ?? err.message}`);
+        }),
+        signal,
+      );
   if (addresses.length === 0) throw new Error(`cannot resolve ${host}: no addresses`);
   if (
     !opts.allowPrivate &&
@@ -365,7 +384,9 @@ export async function guardedFetch(
     TRANSPORT_HEADERS,
   );
   for (let hop = 0; ; hop++) {
-    const pinned = isTrustedOrigin(url, opts) ? undefined : await checkedAddress(url, opts);
+    const pinned = isTrustedOrigin(url, opts)
+      ? undefined
+      : await checkedAddress(url, opts, opts.signal);
     const res = await requestOnce(url, pinned, { method, headers, body, signal: opts.signal });
     const status = res.statusCode ?? 0;
     const location = res.headers.location;

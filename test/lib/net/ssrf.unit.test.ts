@@ -19,6 +19,7 @@ import {
   UrlRefusedError,
   type AddressClass,
 } from '../../../lib/net/ssrf';
+import { deadline } from '../../../lib/net/deadline';
 
 interface Server {
   origin: (host?: string) => string;
@@ -264,6 +265,19 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
           })
         ).address,
         '192.168.7.7',
+      );
+    });
+
+    it('keeps the request’s deadline while a name does not resolve: a DNS server that never answers does not hold it', async () => {
+      const never = () => new Promise<never>(() => {});
+      // Before, the lookup was awaited without the signal: this waited for good.
+      await assert.rejects(
+        guardedFetch('https://silent.test/', {
+          ...opts,
+          resolve: never,
+          signal: deadline(100).signal, // AbortSignal.timeout's timer can be collected on Node 20 (deadline.ts)
+        }),
+        { name: 'TimeoutError' },
       );
     });
   });
