@@ -8,7 +8,9 @@ import type { ListRunsQuery } from '../contract/request-schemas';
 import type { RunListSchema } from '../contract/response-schemas';
 import type { z } from 'zod';
 import { runView } from '../../domain/run-view';
-import { rememberSecret } from './read-run';
+import { rememberSecret, shownSnapshot } from './read-run';
+import { isBigRun } from '../../store/run-view-stream';
+import type { RunDoc } from '../../store/documents';
 import { deliveriesOfRuns } from '../../store/webhook-deliveries';
 import { webhookMessageId } from '../../domain/run';
 
@@ -60,19 +62,21 @@ export async function listRuns(
     search.publishedWorkflowId = workflow._id;
   }
   const docs = await searchRuns(deps.collections, search);
-  const page = docs.slice(0, query.limit);
+  const page = withinPageBytes(docs.slice(0, query.limit).map(fromStored));
   // D20: the deliveries of the page's finished runs with a webhook, in one query.
   const deliveries = await deliveriesOfRuns(
     deps.collections,
     page.filter((d) => d.finalized && d.webhook).map((d) => webhookMessageId(d._id)),
   );
   const data = await Promise.all(
-    page.map(async (stored) => {
-      const doc = fromStored(stored);
+    page.map(async (doc) => {
+      // D31: a big run's items are read in pages (GET of the run, /outputs): none of them here.
+      if (isBigRun(doc))
+        return { ...runView(doc, undefined, deliveries.get(doc._id)), output: null };
       if (doc.finalized) return runView(doc, undefined, deliveries.get(doc._id));
       rememberSecret(deps, doc);
       const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
-      return runView(doc, live ?? undefined);
+      return runView(doc, live ? shownSnapshot(live) : undefined);
     }),
   );
   const shown = liveFilter ? data.filter((run) => run.status === liveFilter) : data;
@@ -81,6 +85,25 @@ export async function listRuns(
     data: shown,
     first_id: page[0]?._id ?? null,
     last_id: page.at(-1)?._id ?? null,
-    has_more: docs.length > query.limit,
+    has_more: docs.length > page.length,
   };
+}
+
+/**
+ * The most bytes of items the finished runs of one page hold (at least one run is shown). A run
+ * keeps up to 512 KB of items in its record (D31), so a page of 100 was 51 MB built on the API's
+ * one thread, and a tenant's dozens of such pages at once stalled every account's answers for
+ * most of a minute; a page cut short says `has_more`, and the next starts after its last run.
+ */
+export const PAGE_OUTPUT_BYTES = 1 << 20;
+
+function withinPageBytes(docs: RunDoc[]): RunDoc[] {
+  let bytes = 0;
+  for (let i = 0; i < docs.length; i++) {
+    const doc = docs[i];
+    if (!doc.finalized || isBigRun(doc) || !doc.output) continue;
+    bytes += JSON.stringify(doc.output).length;
+    if (bytes > PAGE_OUTPUT_BYTES && i > 0) return docs.slice(0, i);
+  }
+  return docs;
 }

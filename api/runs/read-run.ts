@@ -16,7 +16,7 @@ import type { RunGateway } from '../temporal/run-gateway';
 import type { RunView } from '../../domain/run-view';
 import { isSettled, runView, type RunViewSource } from '../../domain/run-view';
 import { findDelivery } from '../../store/webhook-deliveries';
-import { isTerminal, webhookMessageId, type RunStatus } from '../../domain/run';
+import { isTerminal, webhookMessageId, type RunSnapshot, type RunStatus } from '../../domain/run';
 import type { FinishedRunCache } from './finished-run-cache';
 import { pendingRecord, type KnownRuns, type RunSkeleton } from './known-runs';
 import { isBigRun, streamRunView } from '../../store/run-view-stream';
@@ -151,6 +151,16 @@ export function rememberSecret(
 }
 
 /**
+ * A live run as it is shown: completed with an output too large for a query answer, it shows
+ * `running` until its record is written (its output is read from there), never completed with none.
+ */
+export function shownSnapshot(snapshot: RunSnapshot): RunSnapshot {
+  return snapshot.outputDeferred
+    ? { ...snapshot, status: 'running', completed_at_ms: null }
+    : snapshot;
+}
+
+/**
  * The view of a run not finalized when last looked at, from its workflow's query (`pending` while
  * it is queued); undefined when only the stored record can answer (Temporal has no news). A stored
  * record Temporal has no workflow for, old enough, is a start that died: it is ended here.
@@ -168,12 +178,11 @@ async function liveView(
     if (missing && stored && neverStarted(stored)) return settledNeverStarted(deps, stored);
     return queued ? runView(record) : undefined;
   }
-  // Completed with an output too large for a query answer: it shows completed once its record is written.
   if (snapshot.outputDeferred) {
     // Forgotten, so the next read asks the store first: once the record is written it answers
     // (a big run's record, streamed), and a closed workflow is not replayed for every read.
     deps.knownRuns?.forget(runId);
-    return runView(record, { ...snapshot, status: 'running', completed_at_ms: null });
+    return runView(record, shownSnapshot(snapshot));
   }
   // No write here: the worker's finalize is the only update of a run document. FerretDB does not
   // isolate concurrent updates of one document, and a "mark running" write raced it and undid it.

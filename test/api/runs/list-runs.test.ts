@@ -1,6 +1,7 @@
 // D23 (listing runs) and D24 (a workflow's contract).
 import assert from 'node:assert/strict';
-import { greetingWorkflow } from '../../support/fixtures';
+import { greetingWorkflow, publish, textRowsWorkflow, waitForRun } from '../../support/fixtures';
+import { startRun } from '../../support/runs';
 import { call, waitFor } from '../../support/http';
 import { useService } from '../../support/use-service';
 
@@ -105,6 +106,42 @@ describe('listing runs (D23) and workflow contracts (D24)', function () {
     const bad = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=1000', { key: ctx.key });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.param, 'limit');
+  });
+
+  it('shows a big run without its items (read in pages) and cuts a page at 1 MiB of items, has_more set', async () => {
+    const own = await ctx.newAccount();
+    // Each run keeps 300 KB of items in its record: the fourth passes the page's 1 MiB.
+    await publish(ctx.svc.url, own.key, greetingWorkflow('wide', '{{name}}'.repeat(99)));
+    const wide: string[] = [];
+    for (let i = 0; i < 4; i++)
+      wide.push(await startRun(ctx.svc.url, own.key, 'wide', { name: `${i}`.padEnd(3_000, '.') }));
+    await publish(ctx.svc.url, own.key, textRowsWorkflow('big', '{{row}}', { concurrency: 2 }));
+    const rows = Array.from({ length: 10 }, (_, i) => `row ${i}`);
+    const big = await startRun(ctx.svc.url, own.key, 'big', { rows });
+    for (const id of [...wide, big])
+      assert.equal((await waitForRun(ctx.svc.url, own.key, id)).status, 'completed');
+
+    const list = (after?: string) =>
+      call(ctx.svc.url, 'GET', `/api/v1/runs?limit=10${after ? `&starting_after=${after}` : ''}`, {
+        key: own.key,
+      });
+    const first = await list();
+    assert.deepEqual(
+      first.body.data.map((r: any) => r.id),
+      [big, wide[3], wide[2], wide[1]],
+    );
+    // Before: `{"out": []}`, as if the run had no items.
+    assert.equal(first.body.data[0].status, 'completed');
+    assert.equal(first.body.data[0].output, null);
+    assert.equal(first.body.data[1].output.greeting[0].parts[0].text.length, 300_003);
+    assert.equal(first.body.has_more, true);
+    assert.equal(first.body.last_id, wide[1]);
+    const second = await list(first.body.last_id);
+    assert.deepEqual(
+      second.body.data.map((r: any) => r.id),
+      [wide[0]],
+    );
+    assert.equal(second.body.has_more, false);
   });
 
   it('describes a workflow with every input type: labels, types, required flags and a JSON Schema of inputs', async () => {

@@ -60,6 +60,55 @@ describe('listing published workflows (D30)', function () {
     );
   });
 
+  it('cuts a page at 1 MiB of contracts, has_more set, and the next page goes on after it', async () => {
+    const own = await ctx.newAccount();
+    // 100 inputs described in 2,000 characters each: a contract of ~400 KB (inputs and their schema).
+    const wide = (slug: string) => {
+      const ids = Array.from({ length: 100 }, (_, i) => `i${i}`);
+      return {
+        slug,
+        nodes: [
+          ...ids.map((id) => ({
+            id,
+            type: 'user_input',
+            label: id,
+            input_type: 'text',
+            description: `${id} `.padEnd(2_000, '.'),
+          })),
+          { id: 'all', type: 'text', template: ids.map((id) => `{{${id}}}`).join(' ') },
+          { id: 'out', type: 'user_result', label: 'Out' },
+        ],
+        edges: [
+          ...ids.map((id) => ({ from: id, to: 'all', port: id })),
+          { from: 'all', to: 'out' },
+        ],
+      };
+    };
+    for (const slug of ['w1', 'w2', 'w3']) await publish(ctx.svc.url, own.key, wide(slug));
+    const list = (after?: string) =>
+      call(
+        ctx.svc.url,
+        'GET',
+        `/api/v1/workflows?limit=10${after ? `&starting_after=${after}` : ''}`,
+        {
+          key: own.key,
+        },
+      );
+    const first = await list();
+    assert.deepEqual(
+      first.body.data.map((w: { slug: string }) => w.slug),
+      ['w3', 'w2'],
+    );
+    assert.equal(first.body.has_more, true);
+    assert.equal(first.body.last_id, first.body.data[1].workflow_id);
+    const second = await list(first.body.last_id);
+    assert.deepEqual(
+      second.body.data.map((w: { slug: string }) => w.slug),
+      ['w1'],
+    );
+    assert.equal(second.body.has_more, false);
+  });
+
   it('shows nothing of other accounts and refuses a malformed query', async () => {
     const other = await ctx.newAccount();
     const empty = await call(ctx.svc.url, 'GET', '/api/v1/workflows', { key: other.key });
