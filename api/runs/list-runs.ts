@@ -11,6 +11,7 @@ import { runView } from '../../domain/run-view';
 import { rememberSecret, shownSnapshot } from './read-run';
 import { isBigRun } from '../../store/run-view-stream';
 import type { RunDoc } from '../../store/documents';
+import { entriesWithinPage } from '../limits/page-bytes';
 import { deliveriesOfRuns } from '../../store/webhook-deliveries';
 import { webhookMessageId } from '../../domain/run';
 
@@ -62,7 +63,8 @@ export async function listRuns(
     search.publishedWorkflowId = workflow._id;
   }
   const docs = await searchRuns(deps.collections, search);
-  const page = withinPageBytes(docs.slice(0, query.limit).map(fromStored));
+  const found = docs.slice(0, query.limit).map(fromStored);
+  const page = found.slice(0, entriesWithinPage(found, itemBytes));
   // D20: the deliveries of the page's finished runs with a webhook, in one query.
   const deliveries = await deliveriesOfRuns(
     deps.collections,
@@ -89,21 +91,7 @@ export async function listRuns(
   };
 }
 
-/**
- * The most bytes of items the finished runs of one page hold (at least one run is shown). A run
- * keeps up to 512 KB of items in its record (D31), so a page of 100 was 51 MB built on the API's
- * one thread, and a tenant's dozens of such pages at once stalled every account's answers for
- * most of a minute; a page cut short says `has_more`, and the next starts after its last run.
- */
-export const PAGE_OUTPUT_BYTES = 1 << 20;
-
-function withinPageBytes(docs: RunDoc[]): RunDoc[] {
-  let bytes = 0;
-  for (let i = 0; i < docs.length; i++) {
-    const doc = docs[i];
-    if (!doc.finalized || isBigRun(doc) || !doc.output) continue;
-    bytes += JSON.stringify(doc.output).length;
-    if (bytes > PAGE_OUTPUT_BYTES && i > 0) return docs.slice(0, i);
-  }
-  return docs;
+/** The bytes of the items a run's entry shows (a live run's come from its workflow, bounded there). */
+function itemBytes(doc: RunDoc): number {
+  return doc.finalized && !isBigRun(doc) && doc.output ? JSON.stringify(doc.output).length : 0;
 }
