@@ -267,7 +267,7 @@ async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGen
   // pipeline, not pipe: an error of the text (bytes that are no UTF-8, a failed read of the store)
   // must reach the loop below, not be thrown unhandled from the source stream, killing the worker.
   const parser = pipeline(
-    Readable.from(chars),
+    Readable.from(Number.isFinite(maxRowChars) ? boundedLines(chars, maxRowChars) : chars),
     parseCsv({
       skip_empty_lines: true,
       info: true,
@@ -311,6 +311,34 @@ async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGen
     throw new RowsError(`line ${line}: ${err.message}`, line);
   }
 }
+
+/**
+ * The text, refused at a line of more than CSV_LINE_FACTOR times `maxRowChars` characters.
+ * csv-parse bounds a record by its values' characters, and empty values have none: a line of 64
+ * MB of commas became an array of 64 million empty strings, which its error then copied, and the
+ * worker died out of memory (every worker the activity was retried on after it). A row within
+ * the bound takes at most five characters of a line for each of its own (a quote written `""`
+ * inside quotes, and a comma).
+ */
+async function* boundedLines(chars: AsyncIterable<string>, maxRowChars: number) {
+  const most = CSV_LINE_FACTOR * maxRowChars;
+  let line = 1;
+  let length = 0; // of the line so far
+  for await (const chunk of chars) {
+    for (let at = 0; ;) {
+      const newline = chunk.indexOf('\n', at);
+      length += (newline < 0 ? chunk.length : newline) - at;
+      if (length > most) throw tooLong(line, maxRowChars);
+      if (newline < 0) break;
+      line++;
+      length = 0;
+      at = newline + 1;
+    }
+    yield chunk;
+  }
+}
+
+const CSV_LINE_FACTOR = 5;
 
 /** The header's column names (undefined for an empty one), refused if one is given twice: a row's object holds each name once. */
 function checkedHeader(names: string[], line: number): Array<string | undefined> {

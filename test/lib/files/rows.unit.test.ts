@@ -92,6 +92,29 @@ describe('file rows (lib/files/rows.ts)', () => {
     assert.ok(read <= 11_000, `${read} characters read`);
   });
 
+  it('refuses a CSV line of more than five times the bound, though its values are empty (64 MB of commas killed the worker)', async () => {
+    let read = 0;
+    const commas = (async function* () {
+      yield 'a\n';
+      for (;;) {
+        read += 1_000;
+        yield ','.repeat(1_000);
+      }
+    })();
+    await assert.rejects(async () => {
+      for await (const row of readRows(commas, 'csv', 10, 1_000)) assert.fail(String(row));
+    }, /^RowsError: line 2: the row is longer than 1000 characters/);
+    assert.ok(read <= 6_000, `${read} characters read`);
+    // Within it, a row of quoted quotes is read: each of its characters is five of the line.
+    const quotes = Array(199).fill('""""').join(',');
+    const header = Array(199)
+      .fill(0)
+      .map((_, i) => `c${i}`)
+      .join(',');
+    const [row] = await rows(`${header}\n${quotes}\n`, 'csv', 7, 10, 1_000);
+    assert.equal(Object.values(row as object).join(''), '"'.repeat(199));
+  });
+
   it('takes the format from the name or type, else from the first line', async () => {
     assert.equal(formatOf('rows.CSV', 'text/plain'), 'csv');
     assert.equal(formatOf('rows.jsonl', 'text/plain'), 'jsonl');
