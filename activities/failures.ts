@@ -4,6 +4,7 @@
  * no retry can fix, so it fails the item at once with the provider's own message.
  */
 import { ApplicationFailure } from '@temporalio/activity';
+import { parseJsonWithin } from '../domain/json-depth';
 
 /** True for statuses worth retrying. */
 export function isTransientStatus(status: number): boolean {
@@ -42,7 +43,8 @@ export function errorMessage(body: string): string {
 
 function messageIn(body: string): string {
   try {
-    const parsed = JSON.parse(body) as {
+    // Bounded as a success's JSON: a 16 MiB error body of `[{},…]` took 373 MB of heap to parse.
+    const parsed = parseJsonWithin(body) as {
       error?: { message?: unknown } | string;
       message?: unknown;
     } | null;
@@ -50,7 +52,7 @@ function messageIn(body: string): string {
     if (typeof parsed?.error?.message === 'string') return parsed.error.message;
     if (typeof parsed?.message === 'string') return parsed.message;
   } catch {
-    // not JSON: use the text itself
+    // not JSON, or past its bounds: use the text itself
   }
   return body;
 }

@@ -21,4 +21,9 @@ describe('errorMessage (activities/failures.ts)', () => {
     ])
       assert.equal(errorMessage(body), 'x'.repeat(500));
   });
+
+  it('reads an error body of more values than a JSON answer may hold as text, without parsing it', () => {
+    const wide = `[${Array(300_000).fill('{}').join(',')}]`;
+    assert.equal(errorMessage(wide), wide.slice(0, 500));
+  });
 });
