@@ -5,22 +5,31 @@
  * holds the list; the workflow's inline batch (workflows/pure-nodes.ts) reads the same way.
  */
 import type { Item, Part } from './parts';
+import { depthExceeds, PARSED_JSON_MAX_DEPTH } from './json-depth';
 
 /** Why an input item gives no rows: the batch fails with it, naming the node. */
 export class BatchRowsProblem extends Error {
   override readonly name = 'BatchRowsProblem';
 }
 
-/** The rows one input item of the `rows` port gives, in order; a BatchRowsProblem when it gives none. */
-export function rowsOfItem(item: Item): unknown[] {
+/** A text's JSON array nested deeper than rows may be (PARSED_JSON_MAX_DEPTH). */
+export class BatchRowsTooDeep extends BatchRowsProblem {}
+
+/**
+ * The rows one input item of the `rows` port gives, in order; a BatchRowsProblem when it gives
+ * none. A text's JSON array nested deeper than `maxDepth` is refused: JSON.parse reads 5,000
+ * levels, but what walks them later (the run's end, its payloads) overflowed the stack, and the
+ * run never ended.
+ */
+export function rowsOfItem(item: Item, maxDepth = PARSED_JSON_MAX_DEPTH): unknown[] {
   if (item.status === 'failed')
     throw new BatchRowsProblem(`rows input failed: ${item.error?.message ?? 'unknown error'}`);
   const rows: unknown[] = [];
-  for (const part of item.parts) for (const row of rowsOfPart(part)) rows.push(row);
+  for (const part of item.parts) for (const row of rowsOfPart(part, maxDepth)) rows.push(row);
   return rows;
 }
 
-function rowsOfPart(part: Part): unknown[] {
+function rowsOfPart(part: Part, maxDepth: number): unknown[] {
   if (part.type === 'json') {
     if (!Array.isArray(part.data))
       throw new BatchRowsProblem('rows input is JSON but not an array');
@@ -29,11 +38,16 @@ function rowsOfPart(part: Part): unknown[] {
   if (part.type === 'text') {
     const trimmed = part.text.trim();
     if (trimmed.startsWith('[')) {
+      let parsed: unknown;
       try {
-        const parsed: unknown = JSON.parse(trimmed);
-        if (Array.isArray(parsed)) return parsed;
+        parsed = JSON.parse(trimmed);
       } catch {
         // not JSON after all: its lines
+      }
+      if (Array.isArray(parsed)) {
+        if (depthExceeds(parsed, maxDepth))
+          throw new BatchRowsTooDeep(`rows input is JSON nested deeper than ${maxDepth} levels`);
+        return parsed;
       }
     }
     return part.text.split(/\r?\n/).filter((line) => line.trim() !== '');

@@ -135,6 +135,12 @@ export const PATCHES = {
     change:
       "D17: a run without max_cost whose priced calls outgrow its hold (rows counted only while it works) asks for more hold from the account's available credit before a unit that does not fit (`extendRunHold`), shrinks or waits when none is left, and with nothing in flight fails naming the account's credit (workflows/cost-cap.ts CreditSource); old runs start every unit and may spend past the account's credit.",
   },
+  'batch-rows-depth': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "A batch whose rows input is a text holding a JSON array nested deeper than 64 levels fails its node (domain/batch-rows.ts BatchRowsTooDeep); old runs take the rows, and then cannot end (their end's payload overflows the stack).",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -3,7 +3,8 @@
  * replay for free and add no activity round trip (docs/architecture.md "Where nodes run").
  */
 import type { GraphNode } from '../domain/graph';
-import { BatchRowsProblem, rowsOfItem } from '../domain/batch-rows';
+import { BatchRowsProblem, BatchRowsTooDeep, rowsOfItem } from '../domain/batch-rows';
+import { isPatched } from './patches';
 import type { Item, Part } from '../domain/parts';
 import { MAX_ROWS, tooManyRows } from '../domain/run-size';
 import { NodeFailure } from './errors';
@@ -38,17 +39,26 @@ function isFilePart(value: unknown): value is Extract<Part, { type: 'image' | 'v
   );
 }
 
+/** The rows of the `rows` port's items, or the node's failure naming why there are none. */
+function inputRows(node: NodeOf<'batch'>, rowsInput: Item[], maxDepth?: number): unknown[] {
+  try {
+    const rows: unknown[] = [];
+    for (const item of rowsInput) for (const row of rowsOfItem(item, maxDepth)) rows.push(row);
+    return rows;
+  } catch (err) {
+    // Runs before patch `batch-rows-depth` took such rows (and then could not end): as they did.
+    if (err instanceof BatchRowsTooDeep && !isPatched('batch-rows-depth'))
+      return inputRows(node, rowsInput, Infinity);
+    if (err instanceof BatchRowsProblem) throw new NodeFailure(node.id, node.type, err.message);
+    throw err;
+  }
+}
+
 /** Batch: one item per row, from the `rows` port (domain/batch-rows.ts) or the node's own rows. */
 export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined): Item[] {
   let rows: unknown[];
   if (rowsInput) {
-    rows = [];
-    try {
-      for (const item of rowsInput) for (const row of rowsOfItem(item)) rows.push(row);
-    } catch (err) {
-      if (err instanceof BatchRowsProblem) throw new NodeFailure(node.id, node.type, err.message);
-      throw err;
-    }
+    rows = inputRows(node, rowsInput);
   } else if (node.rows) {
     rows = node.rows;
   } else {

@@ -1,6 +1,6 @@
 /** domain/batch-rows.ts: the rows a `batch` takes from each item of its `rows` port (NODES.md). */
 import assert from 'node:assert/strict';
-import { BatchRowsProblem, rowsOfItem } from '../../domain/batch-rows';
+import { BatchRowsProblem, BatchRowsTooDeep, rowsOfItem } from '../../domain/batch-rows';
 import { completed, failed } from '../../domain/items';
 
 describe('batch rows (domain/batch-rows.ts)', () => {
@@ -46,5 +46,18 @@ describe('batch rows (domain/batch-rows.ts)', () => {
       (err: unknown) =>
         err instanceof BatchRowsProblem && err.message === 'rows input is JSON but not an array',
     );
+  });
+
+  it("refuses a text's JSON array nested deeper than 64 levels (5,002 levels: the run could not end)", () => {
+    const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    assert.equal(rowsOfItem(completed({ type: 'text', text: nested(64) })).length, 1);
+    for (const depth of [65, 5_002])
+      assert.throws(
+        () => rowsOfItem(completed({ type: 'text', text: nested(depth) })),
+        (err: unknown) =>
+          err instanceof BatchRowsTooDeep &&
+          err.message === 'rows input is JSON nested deeper than 64 levels',
+      );
+    assert.equal(rowsOfItem(completed({ type: 'text', text: nested(65) }), Infinity).length, 1);
   });
 });

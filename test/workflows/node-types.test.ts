@@ -357,4 +357,26 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
     assert.deepEqual(texts(run.output.lines), ['Ada of London', 'Grace, R. of Arlington']);
     assert.deepEqual(texts(run.output.greetings), ['echo: Greet Ada', 'echo: Greet Grace, R.']);
   });
+
+  it('fails a batch whose text holds a JSON array nested deeper than 64 levels, naming the node (5,002 levels: the run never ended)', async () => {
+    const doc = {
+      slug: 'deep-rows',
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'text' },
+        { id: 'split', type: 'batch' },
+        { id: 'line', type: 'text', template: '{{row}}' },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'line', port: 'row' },
+        { from: 'line', to: 'out' },
+      ],
+    };
+    const run = await runToEnd(ctx.svc.url, ctx.key, doc, {
+      rows: `${'['.repeat(5_002)}${']'.repeat(5_002)}`,
+    });
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /split.*rows input is JSON nested deeper than 64 levels/);
+  });
 });
