@@ -147,6 +147,18 @@ export async function storeOutputBytes(
   return doc;
 }
 
+/** A `data:` URL's percent-encoded text; a malformed one (`100%`) fails its item, not the node. */
+function percentDecoded(provider: string, text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw ApplicationFailure.nonRetryable(
+      `${provider}: an output data: URL is not percent-encoded text`,
+      'ProviderRejected',
+    );
+  }
+}
+
 /**
  * Downloads a file a provider made and stores it. The URL comes from the provider's answer, so it
  * is untrusted input: it goes through the SSRF guard with the provider's guard (providerGuard:
@@ -165,7 +177,7 @@ export async function storeProviderFile(
   if (inline) {
     const bytes = inline[1]
       ? Buffer.from(inline[2], 'base64')
-      : Buffer.from(decodeURIComponent(inline[2]), 'utf8');
+      : Buffer.from(percentDecoded(provider, inline[2]), 'utf8');
     return storeOutputBytes(deps, bytes, {
       ...base,
       name: (mime) => fallbackName(opts.stem, mime),

@@ -233,14 +233,22 @@ async function predictionResult(
     };
   const files = deps.files();
   const accountId = await runAccount(files, req);
-  const parts = await outputParts(prediction.output, (url, i) =>
-    storeProviderFile(files, provider.guard, provider.name, url, {
-      accountId,
-      runId: req.runId,
-      stem: `output-${i + 1}`,
-    }).then((doc) => filePart(files.links, doc)),
-  );
-  return { items: [completedOf(parts)], costUsd };
+  try {
+    const parts = await outputParts(prediction.output, (url, i) =>
+      storeProviderFile(files, provider.guard, provider.name, url, {
+        accountId,
+        runId: req.runId,
+        stem: `output-${i + 1}`,
+      }).then((doc) => filePart(files.links, doc)),
+    );
+    return { items: [completedOf(parts)], costUsd };
+  } catch (err) {
+    // An output refused for good (a URL the guard refuses, a malformed data: URL) fails the item;
+    // the prediction ran, so its time is billed, as when it lists too many files.
+    if (err instanceof ApplicationFailure && err.nonRetryable)
+      return { items: [failed({ message: err.message, type: 'provider_error' })], costUsd };
+    throw err;
+  }
 }
 
 /**

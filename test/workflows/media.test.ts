@@ -791,6 +791,16 @@ describe('media in runs (D19)', function () {
       );
     });
 
+    it('fails an item whose output is a malformed data: URL, billing the prediction’s time (a URIError failed the run, unbilled)', async () => {
+      const run = await runToEnd(
+        guarded.svc.url,
+        guarded.key,
+        modelDoc('malformed-data-url', ['data:text/plain,100%']),
+      );
+      refusedItems(run, 'media', [/^replicate: an output data: URL is not percent-encoded text$/]);
+      closeTo(run.total_cost, START_FEE_USD + 2.5 * 0.002);
+    });
+
     it('still stores outputs served from the provider’s own configured origin (allowed exactly)', async () => {
       const run = await runToEnd(
         guarded.svc.url,
