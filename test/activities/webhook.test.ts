@@ -51,6 +51,21 @@ function verify(secret: string, hit: ReceivedHook): any {
   return new Webhook(secret).verify(hit.body, headers);
 }
 
+/** Starts the `hook` workflow with `webhook`, asserting the documented 400 `invalid_webhook`. */
+async function startRefused(svc: { svc: { url: string }; key: string }, webhook: string) {
+  const res = await call(svc.svc.url, 'POST', '/api/v1/responses', {
+    key: svc.key,
+    body: { workflowId: 'hook', inputs: { name: 'x' }, webhook },
+  });
+  expectError(res, {
+    status: 400,
+    type: 'invalid_request_error',
+    code: 'invalid_webhook',
+    param: 'webhook',
+  });
+  return res;
+}
+
 describe('webhooks (D20)', function () {
   this.timeout(60_000);
   // Tests deliver to a loopback http receiver: both need the configuration's permission.
@@ -299,16 +314,7 @@ describe('webhooks (D20)', function () {
       'javascript:alert(1)',
       `https://example.com/${'a'.repeat(2048)}`,
     ]) {
-      const res = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
-        key: ctx.key,
-        body: { workflowId: 'hook', inputs: { name: 'x' }, webhook },
-      });
-      expectError(res, {
-        status: 400,
-        type: 'invalid_request_error',
-        code: 'invalid_webhook',
-        param: 'webhook',
-      });
+      await startRefused(ctx, webhook);
     }
   });
 
@@ -328,17 +334,7 @@ describe('webhooks (D20)', function () {
       '0.0.0.0',
     ]) {
       it(`refuses a webhook to the literal non-public address ${host} at the start with 400 invalid_webhook`, async () => {
-        const webhook = `https://${host}/hook`;
-        const res = await call(strict.svc.url, 'POST', '/api/v1/responses', {
-          key: strict.key,
-          body: { workflowId: 'hook', inputs: { name: 'x' }, webhook },
-        });
-        expectError(res, {
-          status: 400,
-          type: 'invalid_request_error',
-          code: 'invalid_webhook',
-          param: 'webhook',
-        });
+        const res = await startRefused(strict, `https://${host}/hook`);
         assert.match(res.body.error.message, /public address/);
       });
     }

@@ -11,6 +11,7 @@ import { temporalClient } from '../support/service';
 import { useService } from '../support/use-service';
 import { call } from '../support/http';
 import { runToEnd } from '../support/runs';
+import { textRowsWorkflow } from '../support/fixtures';
 import { uploadFile } from '../support/files';
 import { LLM_CALL_USD, PRICES, START_FEE_USD, assertItemShape, texts } from '../support/execution';
 
@@ -359,20 +360,7 @@ describe('workflow execution: every node type (real Temporal + FerretDB)', funct
   });
 
   it('fails a batch whose text holds a JSON array nested deeper than 64 levels, naming the node (5,002 levels: the run never ended)', async () => {
-    const doc = {
-      slug: 'deep-rows',
-      nodes: [
-        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'text' },
-        { id: 'split', type: 'batch' },
-        { id: 'line', type: 'text', template: '{{row}}' },
-        { id: 'out', type: 'user_result', label: 'Out' },
-      ],
-      edges: [
-        { from: 'rows', to: 'split', port: 'rows' },
-        { from: 'split', to: 'line', port: 'row' },
-        { from: 'line', to: 'out' },
-      ],
-    };
+    const doc = textRowsWorkflow('deep-rows', '{{row}}', { input_type: 'text' });
     const run = await runToEnd(ctx.svc.url, ctx.key, doc, {
       rows: `${'['.repeat(5_002)}${']'.repeat(5_002)}`,
     });
