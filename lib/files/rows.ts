@@ -317,8 +317,9 @@ async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGen
  * csv-parse bounds a record by its values' characters, and empty values have none: a line of 64
  * MB of commas became an array of 64 million empty strings, which its error then copied, and the
  * worker died out of memory (every worker the activity was retried on after it). A row within
- * the bound takes at most five characters of a line for each of its own (a quote written `""`
- * inside quotes, and a comma).
+ * the bound takes up to five characters of a line for each of its own (a quote written `""`
+ * inside quotes, and a comma), and a comma for each empty value: 655,360 characters at the
+ * default bound leave room for the widest sheet.
  */
 async function* boundedLines(chars: AsyncIterable<string>, maxRowChars: number) {
   const most = CSV_LINE_FACTOR * maxRowChars;
