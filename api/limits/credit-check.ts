@@ -65,6 +65,8 @@ type CreditCollections = Pick<Collections, 'ledger' | 'ledgerCheckpoints' | 'cre
 interface Pending {
   runId: string;
   holdUsd: number;
+  /** Admitted only when the available credit covers the whole hold (a `max_cost` run, D36). */
+  whole: boolean;
   arrivedAt: number;
   resolve: () => void;
   reject: (err: Error) => void;
@@ -125,7 +127,7 @@ export class CreditCheck {
    * its available credit is at or below zero (D17). The caller must give the hold back with
    * `release` if the run then never starts; a started run's end gives it back (store/run-end.ts).
    */
-  reserve(accountId: string, runId: string, holdUsd: number): Promise<void> {
+  reserve(accountId: string, runId: string, holdUsd: number, whole = false): Promise<void> {
     const state = this.state(accountId);
     const now = Date.now();
     if (state.queue.length === 0 && this.takeFromLease(state, holdUsd, now)) {
@@ -133,7 +135,7 @@ export class CreditCheck {
       return Promise.resolve();
     }
     return new Promise<void>((resolve, reject) => {
-      state.queue.push({ runId, holdUsd, arrivedAt: now, resolve, reject });
+      state.queue.push({ runId, holdUsd, whole, arrivedAt: now, resolve, reject });
       if (!state.committing) void this.commitAll(accountId, state);
     });
   }
@@ -243,12 +245,12 @@ export class CreditCheck {
       const head = (state.head ??= await findChainHead(this.collections, accountId));
       let available = roundUsd(sums.balance + sums.released - head.reserved_usd);
       const admitted: Pending[] = [];
-      const refused: Pending[] = [];
+      const refused: Array<Pending & { available: number }> = [];
       for (const p of batch) {
-        if (available > 0) {
+        if (available > 0 && (!p.whole || available >= p.holdUsd)) {
           admitted.push(p);
           available = roundUsd(available - p.holdUsd);
-        } else refused.push(p);
+        } else refused.push({ ...p, available });
       }
       // Refuse only on a sum begun after the start arrived: a top-up or a release since counts.
       if (refused.some((p) => p.arrivedAt > sums.startedAt)) {
@@ -285,8 +287,13 @@ export class CreditCheck {
       state.sumMatters = sumCanMatter(available - leased, largest);
       this.refreshIfOld(accountId, state, Date.now());
       for (const p of admitted) p.resolve();
-      // What the admitted holds left (none: a refusal comes only once nothing is available, and then no lease is cut).
-      for (const p of refused) p.reject(insufficient(sums, state.head.reserved_usd));
+      // What the admitted holds left (none, unless a whole hold did not fit: then it is refused alone).
+      for (const p of refused)
+        p.reject(
+          p.available > 0
+            ? capOverCredit(p.holdUsd, p.available)
+            : insufficient(sums, state.head.reserved_usd),
+        );
       return;
     }
   }
@@ -413,9 +420,22 @@ export function sumCanMatter(available: number, largestHold: number): boolean {
 }
 
 /** 402 saying what the account has and what runs in flight hold of it. */
+const usd = (v: number) => `$${v.toFixed(6).replace(/0{1,4}$/, '')}`;
+
+/**
+ * D36: a `max_cost` run holds its cap (the caller's number, up to MAX_COST_USD) and is bounded by
+ * it alone, so it starts only when the account's available credit covers it: admitted on any
+ * credit above zero, one over a file of 40 rows on an account of $0.02 with `max_cost` 1000 ran
+ * every row and left the balance at −$0.061.
+ */
+function capOverCredit(holdUsd: number, availableUsd: number): InsufficientCreditsError {
+  return new InsufficientCreditsError(
+    `This run would hold ${usd(holdUsd)} (its max_cost), more than the ${usd(availableUsd)} of credit this account has available. Lower max_cost, or add credits.`,
+  );
+}
+
 function insufficient(sums: LedgerSums, reservedUsd: number): InsufficientCreditsError {
   const held = creditFrom(sums, reservedUsd).held_usd;
-  const usd = (v: number) => `$${v.toFixed(6).replace(/0{1,4}$/, '')}`;
   return new InsufficientCreditsError(
     held > 0
       ? `This account has no credit available: its balance is ${usd(sums.balance)}, and ${usd(held)} of it is held by runs in progress until they end. Add credits or wait for them to finish.`

@@ -84,7 +84,8 @@ export async function startRun(
   );
   const runId = opts.runId ?? generateId('run');
   const hold = holdUsd(deps, graph, inputs, request);
-  await deps.credits.reserve(auth.accountId, runId, hold);
+  // D36: a max_cost run is bounded by its cap alone, so its whole hold must be available.
+  await deps.credits.reserve(auth.accountId, runId, hold, request.max_cost !== undefined);
   const run = newRunRecord({
     runId,
     auth,

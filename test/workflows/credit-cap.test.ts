@@ -11,6 +11,7 @@ import { accountCredit } from '../../store/credit-holds';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { uploadFile } from '../support/files';
 import { call, waitFor } from '../support/http';
+import { expectError } from '../support/api-assert';
 import { bookedDebit, startRun } from '../support/runs';
 import { money } from '../support/reruns';
 import { useService } from '../support/use-service';
@@ -98,5 +99,31 @@ describe('a run capped at its hold, grown from the account credit (D17)', functi
     assert.equal(out.debit.released_usd, out.record?.hold_usd);
     assert.equal(out.credit.balance_usd, money(10 - out.run.total_cost));
     assert.equal(out.credit.available_usd, out.credit.balance_usd);
+  });
+
+  it('starts a max_cost run only when the account’s available credit covers its cap (D36): a larger cap is 402', async () => {
+    const { key } = await ctx.newAccount(0.02);
+    await publish(ctx.svc.url, key, workflow);
+    const lines = Array.from({ length: ROWS }, (_, i) => JSON.stringify(`capped ${i}`)).join('\n');
+    const file = await uploadFile(ctx.svc.url, key, 'capped.jsonl', lines);
+    const start = (max_cost: number) =>
+      call(ctx.svc.url, 'POST', '/api/v1/responses', {
+        key,
+        body: { workflowId: 'file-rows', inputs: { rows: file }, max_cost },
+      });
+    // Before: admitted, all 40 calls made, the balance left at −$0.061.
+    const over = await start(1000);
+    expectError(over, { status: 402, type: 'insufficient_credits', code: 'insufficient_credits' });
+    assert.match(
+      over.body.error.message,
+      /would hold \$1000\.00 \(its max_cost\), more than the \$0\.02 /,
+    );
+    assert.equal(ctx.fake.requestsWith('capped ').length, 0);
+    const within = await start(0.015);
+    assert.equal(within.status, 202, JSON.stringify(within.body));
+    const run = await waitForRun(ctx.svc.url, key, within.body.run_id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /^cost limit reached/);
+    assert.ok(run.total_cost <= 0.015);
   });
 });
