@@ -21,6 +21,22 @@ export function grpcCode(err: unknown): number | undefined {
   return grpc?.code;
 }
 
+const FAILED_PRECONDITION = 9;
+
+/**
+ * True when Temporal refused a query because no worker polls the run's task queue ("no poller
+ * seen for task queue recently, worker may be down"): a worker will, later.
+ */
+export function isNoWorker(err: unknown): boolean {
+  const cause = err instanceof ServiceError ? err.cause : err;
+  const details = (cause as { details?: unknown } | undefined)?.details;
+  return (
+    grpcCode(err) === FAILED_PRECONDITION &&
+    typeof details === 'string' &&
+    /no poller seen/i.test(details)
+  );
+}
+
 // grpc-js refuses a call on a closed channel (a Connection closed, as during a shutdown) with a
 // bare Error of this message and no gRPC status; the Temporal client wraps it in a ServiceError.
 const CHANNEL_CLOSED = 'Channel has been shut down';

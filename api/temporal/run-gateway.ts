@@ -41,6 +41,7 @@ import {
   DEADLINE_EXCEEDED,
   UNAVAILABLE,
   grpcCode,
+  isNoWorker,
   isTemporalUnavailable,
   isTemporalUnreachable,
   retryNamespaceMisses,
@@ -182,13 +183,22 @@ export class RunGateway {
     });
   }
 
-  /** The snapshot of a run whose workflow has closed, replayed from its history; null when it cannot be had. */
+  /**
+   * The snapshot of a run whose workflow has closed, replayed from its history; null when it
+   * cannot be had at all. One that cannot be had now (no worker replayed it in time, Temporal
+   * unreachable) is a ServiceUnavailableError: settled then, the run was billed $0 for good
+   * (a run of paid calls terminated while its workers were down, then read or deleted).
+   */
   async closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null> {
     try {
       return await this.opts.connection.withDeadline(Date.now() + 30_000, () =>
         this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence, COMPACT),
       );
-    } catch {
+    } catch (err) {
+      if (isTemporalUnavailable(err) || isNoWorker(err))
+        throw new ServiceUnavailableError(
+          'The run cannot be replayed right now to count what it ran; retry shortly.',
+        );
       return null;
     }
   }
