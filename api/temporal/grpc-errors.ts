@@ -11,14 +11,15 @@ export const UNAVAILABLE = 14;
 /** gRPC status DEADLINE_EXCEEDED: no answer in time (the call may or may not have taken effect). */
 export const DEADLINE_EXCEEDED = 4;
 
+/** The gRPC status behind a failed Temporal call (bare or wrapped), or undefined for any other error. */
+function grpcStatus(err: unknown) {
+  if (isGrpcServiceError(err)) return err;
+  return err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : undefined;
+}
+
 /** The gRPC status code of a failed Temporal call, or undefined for any other error. */
 export function grpcCode(err: unknown): number | undefined {
-  const grpc = isGrpcServiceError(err)
-    ? err
-    : err instanceof ServiceError && isGrpcServiceError(err.cause)
-      ? err.cause
-      : undefined;
-  return grpc?.code;
+  return grpcStatus(err)?.code;
 }
 
 const FAILED_PRECONDITION = 9;
@@ -28,13 +29,8 @@ const FAILED_PRECONDITION = 9;
  * seen for task queue recently, worker may be down"): a worker will, later.
  */
 export function isNoWorker(err: unknown): boolean {
-  const cause = err instanceof ServiceError ? err.cause : err;
-  const details = (cause as { details?: unknown } | undefined)?.details;
-  return (
-    grpcCode(err) === FAILED_PRECONDITION &&
-    typeof details === 'string' &&
-    /no poller seen/i.test(details)
-  );
+  const status = grpcStatus(err);
+  return status?.code === FAILED_PRECONDITION && /no poller seen/i.test(status.details ?? '');
 }
 
 // grpc-js refuses a call on a closed channel (a Connection closed, as during a shutdown) with a
