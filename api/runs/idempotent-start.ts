@@ -23,7 +23,8 @@
  *  3. after starting the workflow: nothing is left to do; repeats answer with the run.
  *  4. the start was refused (404, 400, 402, 503): startRun removes the record of a run whose
  *     workflow it could not start and the claim is released, so a corrected or later retry is
- *     judged afresh. A claimant that dies before releasing leaves case 1.
+ *     judged afresh. A claimant that dies before releasing leaves case 1. A start Temporal took
+ *     but never answered (RunStartUnsureError) keeps both record and claim: case 2 or 3.
  *  5. no repeat comes in time: the claim stays until it expires after 24 hours; in case 2 the
  *     `pending` record stays until a read (or a repeat) finds it 15 minutes old and ends it
  *     `failed`, billed nothing (settle-never-started.ts); a repeat then answers with that run.
@@ -52,6 +53,7 @@ import {
   type StartOptions,
   type StartRunDeps,
 } from './start-run';
+import { RunStartUnsureError } from '../temporal/run-gateway';
 import { endNeverStarted, neverStarted, resumable } from './settle-never-started';
 
 /** How the claimed start is made (a re-run, a waited start); its run id is the claim's. */
@@ -141,6 +143,8 @@ async function startClaimed(
     return await startRun(deps, auth, request, { ...opts, runId: claim.run_id });
   } catch (err) {
     if (err instanceof RunIdTakenError) return null;
+    // Perhaps started: the key keeps naming the run, so a retry answers with it (or starts it, case 2).
+    if (err instanceof RunStartUnsureError) throw err;
     // Nothing was started: free the key, so a retry after a top-up or with a corrected body is judged afresh.
     await releaseIdempotencyKey(deps.collections, claim._id, claim.run_id).catch(() => undefined);
     throw err;

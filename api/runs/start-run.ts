@@ -16,7 +16,7 @@ import { newPayloadSecret } from '../../store/run-secrets';
 import type { RunWrites } from '../../store/run-writes';
 import type { RunArgs } from '../../workflows/definitions';
 import { InvalidInputsError, InvalidRequestError } from '../../domain/errors';
-import type { EndWait, RunGateway } from '../temporal/run-gateway';
+import { RunStartUnsureError, type EndWait, type RunGateway } from '../temporal/run-gateway';
 import type { AuthContext } from '../auth/auth-context';
 import type { StartRequest } from '../contract/request-schemas';
 import { runsStarted } from '../../lib/metrics';
@@ -106,7 +106,7 @@ export async function startRun(
   // The record comes first so the run is readable the moment its id is returned. From here on the
   // hold is given back by the run's end (store/run-end.ts, which reads it from the record), or
   // below when the run surely never starts; when that is unsure (a write whose outcome is
-  // unknown) it stays held, the safe side.
+  // unknown, a start Temporal did not answer) it stays held, the safe side.
   try {
     // Group-committed with concurrent starts; resolves only once this record is stored.
     await (deps.runWrites ? deps.runWrites.insertRun(run) : insertRun(collections, run));
@@ -120,6 +120,8 @@ export async function startRun(
   try {
     await deps.gateway.start(args, workflow.slug, run.priority, opts.wait);
   } catch (err) {
+    // The workflow may be running: the record stays, and gives the hold back at the run's end.
+    if (err instanceof RunStartUnsureError) throw err;
     // Removed, the record can no longer give the hold back: this request does.
     if (await deleteRun(collections, run._id).catch(() => false))
       await releaseHold(deps, run, 'the run could not be started');

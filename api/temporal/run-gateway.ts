@@ -53,6 +53,20 @@ import { queryDuration } from '../../lib/metrics';
 import type { Config } from '../../config';
 import { connectTemporalWhenReachable } from '../../lib/temporal-start';
 
+/**
+ * D18: Temporal did not say whether a run's workflow started (the start's deadline passed, and so
+ * did the check that asks). The run's record and hold are kept: a workflow that did start ends
+ * the run as usual; one that did not is started by a retry with the same Idempotency-Key, or the
+ * run is ended `failed` by a read once it is 15 minutes old (api/runs/settle-never-started.ts).
+ */
+export class RunStartUnsureError extends ServiceUnavailableError {
+  constructor(readonly runId: string) {
+    super(
+      `Run ${runId} may have started: the workflow service did not answer in time. Read it with GET /api/v1/runs/${runId}, or retry with the same Idempotency-Key: it never starts twice.`,
+    );
+  }
+}
+
 export interface RunGatewayOptions {
   connection: Connection;
   namespace: string;
@@ -261,9 +275,15 @@ export class RunGateway {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return;
       // A deadline, or a wait over before Temporal answered, leaves it open whether the start reached
       // Temporal. The caller removes the run's record on failure, so a workflow that did start would
-      // run (and be billed) unseen: ask first.
+      // run (and be billed) unseen, its hold given back twice: ask first, and when that cannot be
+      // told either, say so (the caller then keeps the record and its hold).
       const unsure = wait?.signal.aborted || grpcCode(err) === DEADLINE_EXCEEDED;
-      if (unsure && (await this.exists(args.runId).catch(() => false))) return;
+      if (unsure) {
+        const started = await this.exists(args.runId).catch(() => undefined);
+        if (started) return;
+        if (started === undefined && !wait?.signal.aborted)
+          throw new RunStartUnsureError(args.runId);
+      }
       if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
       // The wait is over and the workflow is not there: an ordinary start, under its own deadline.
       if (wait?.signal.aborted) return this.start(args, slug, priority);
