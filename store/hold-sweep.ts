@@ -66,8 +66,8 @@ async function sweepAccount(
 ): Promise<number | undefined> {
   const head = await findChainHead(c, accountId);
   if (!head.created_at || head.created_at.getTime() > quietSince) return undefined;
-  // Its unfinished runs, and any run that ended since: one whose record is written before its debit
-  // (a free run's end, a settle) must not look given back and still held at once.
+  // Its unfinished runs, and any run that ended since: an end written while the sweep reads (its
+  // debit and record are two writes) must not look given back and still held at once.
   const runs = await c.runs
     .find(
       {

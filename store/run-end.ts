@@ -42,24 +42,24 @@ export async function recordRunEnd(
   // FerretDB loses an update only to a concurrent update of the same document.
   // The hold the workflow was started with (the record's, passed along: no read); else the record's.
   const hold = final.holdUsd ?? (await holdOf(c, final.runId));
-  if (writer === 'settle' || final.totalCost <= 0) {
-    // No debit to decide by (a free run), or the API's rare settle: the record's guard keeps the first end.
-    const wrote = await finalizeRunRecordOnce(c, final);
-    if (final.totalCost > 0 || hold > 0) await postEntry(c, debitOf(final, hold));
-    return wrote;
-  }
-  // The debit first: its id is the run's, so booking it decides which end is the run's, and the
-  // record is then written by `_id` alone, the cheapest write on every store (store/runs.ts).
-  if (writes) {
+  // No debit to decide by (a free run that held nothing): the record's guard keeps the first end.
+  if (final.totalCost <= 0 && hold <= 0) return finalizeRunRecordOnce(c, final);
+  // The debit first, always: its id is the run's, so booking it decides which end is the run's, and
+  // a record is never final without its debit (a settle that wrote the record first and then failed
+  // to book left a run no read settles again, unbilled). The usual end then writes the record by
+  // `_id` alone, the cheapest write on every store (store/runs.ts); the API's rare settle keeps the
+  // record's guard.
+  const write = writer === 'settle' ? finalizeRunRecordOnce : finalizeRunRecord;
+  if (writes && writer === 'finalize') {
     if (await writes.postEntry(debitOf(final, hold))) {
       await writes.finalizeRunRecord(final);
       return true;
     }
-  } else if (await postEntry(c, debitOf(final, hold))) return finalizeRunRecord(c, final);
+  } else if (await postEntry(c, debitOf(final, hold))) return write(c, final);
   // Booked already: by an earlier attempt of this end (which may have died before the record), or by another end.
   const bookedAtMs = await bookedEndTime(c, final);
   if (bookedAtMs === undefined) return false;
-  if (bookedAtMs === final.completedAtMs) return finalizeRunRecord(c, final);
+  if (bookedAtMs === final.completedAtMs) return write(c, final);
   // The same end computed again by a later workflow task: a local activity's input is not in the
   // history, so a task that died after the debit leaves the next one to end the run anew, at its
   // own time. The record takes the booked time (record and debit agree) unless one was written.

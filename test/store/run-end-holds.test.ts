@@ -110,4 +110,28 @@ describe('run end: the hold is released once (D17)', function () {
     });
     assert.equal((await c.runs.findOne({ _id: final.runId }))?.status, 'completed');
   });
+
+  it('a settle whose debit is not booked leaves the record open, and the next settle books both (before: final and unbilled for good)', async () => {
+    const c = db.store.collections;
+    const { accountId, final } = await heldRun(0.005, 0.003, 0.002);
+    const settled = { ...final, status: 'failed' as const, error: 'terminated' };
+    const ledger = new Proxy(c.ledger, {
+      get: (target, prop, receiver) =>
+        prop === 'insertOne'
+          ? () => Promise.reject(new Error('the ledger write failed'))
+          : (Reflect.get(target, prop, receiver) as unknown),
+    });
+    await assert.rejects(recordRunEnd({ runs: c.runs, ledger }, settled, 'settle'), /ledger write/);
+    // A read settles a run again only while its record is open: it must be, the run being unbilled.
+    assert.equal((await c.runs.findOne({ _id: final.runId }))?.finalized, false);
+
+    assert.equal(await recordRunEnd(c, settled, 'settle'), true);
+    const entries = await c.ledger.find({ run_id: final.runId }).toArray();
+    assert.deepEqual(
+      entries.map((e) => [e.kind, e.amount_usd, e.released_usd]),
+      [['run', -0.002, 0.003]],
+    );
+    assert.equal((await c.runs.findOne({ _id: final.runId }))?.status, 'failed');
+    assert.equal((await accountCredit(c, accountId)).balance_usd, 0.003);
+  });
 });
