@@ -141,6 +141,12 @@ export const PATCHES = {
     change:
       "A batch whose rows input is a text holding a JSON array nested deeper than 64 levels fails its node (domain/batch-rows.ts BatchRowsTooDeep); old runs take the rows, and then cannot end (their end's payload overflows the stack).",
   },
+  'rerun-empty-blocks': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      'D38: a re-run\'s block whose node had no failed rows in it (a node of a branch that completed whole) takes no max_cost budget (workflows/run-workflow.ts noCalls); old runs read such a block as a unit that does not fit and fail at "cost limit reached" with nothing spent.',
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -204,6 +204,15 @@ function capWaits(): boolean {
   return isPatched('cost-cap-waits');
 }
 
+/**
+ * D38: whether a block runs no call (a re-run's block whose rows all completed before), so takes no
+ * budget (patch `rerun-empty-blocks`, asked only then); old runs read it as a unit that does not
+ * fit their max_cost, and stop at "cost limit reached" with nothing spent.
+ */
+function noCalls(calls: number): boolean {
+  return calls === 0 && isPatched('rerun-empty-blocks');
+}
+
 /** D31: a chunk whose worst case the history has no room for waits for those in flight (patch `history-room`). */
 function historyWaits(): boolean {
   return isPatched('history-room');
@@ -523,7 +532,8 @@ class RunActivities {
         throw new CancelledFailure('run cancelled');
       guardHistory(node);
       // D36: a block that fits the budget only in part runs what fits, and is the run's last unit.
-      const budget = await cap?.takeSettled(node.id, calls, capWaits);
+      // D38: a re-run's block with none of its node's failed rows makes no call: nothing to budget.
+      const budget = noCalls(calls) ? undefined : await cap?.takeSettled(node.id, calls, capWaits);
       const limit = budget && budget.calls < calls ? budget.calls : undefined;
       state.storedStarted(node.id, first, count);
       const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33

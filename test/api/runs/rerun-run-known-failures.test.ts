@@ -152,4 +152,49 @@ describe('a re-run of failed items runs the failed rows its parent’s record li
     assert.equal(fourthBlocks.markers, 0, 'the old path: no list trusted');
     assert.equal(fourthBlocks.oneBlock, 0);
   });
+
+  it('runs a max_cost re-run past a node whose rows all completed (before: "cost limit reached", nothing spent)', async () => {
+    // Two branches of 200 rows; only row 5 of `ask` fails, `more` completes whole.
+    const doc = {
+      slug: 'rerun-branches',
+      nodes: [
+        { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+        { id: 'split', type: 'batch' },
+        { id: 'ask', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
+        { id: 'out', type: 'user_result', label: 'Answers' },
+        { id: 'rows2', type: 'user_input', label: 'More rows', input_type: 'json' },
+        { id: 'split2', type: 'batch' },
+        { id: 'more', type: 'llm', model: 'gpt-test', prompt: '{{row}}' },
+        { id: 'out2', type: 'user_result', label: 'More' },
+      ],
+      edges: [
+        { from: 'rows', to: 'split', port: 'rows' },
+        { from: 'split', to: 'ask', port: 'row' },
+        { from: 'ask', to: 'out' },
+        { from: 'rows2', to: 'split2', port: 'rows' },
+        { from: 'split2', to: 'more', port: 'row' },
+        { from: 'more', to: 'out2' },
+      ],
+    };
+    await publish(ctx.svc.url, ctx.key, doc);
+    const rows = Array.from({ length: 200 }, (_, i) =>
+      i === 5 ? `r${i} kf3 refuseonce:kf3r${i}` : `r${i} kf3`,
+    );
+    const rows2 = rows.map((_, i) => `m${i} kf3m`);
+    const parentId = await startRun(
+      ctx.svc.url,
+      ctx.key,
+      'rerun-branches',
+      { rows, more_rows: rows2 },
+      { body: { max_cost: 10 } },
+    );
+    assert.equal((await waitForRun(ctx.svc.url, ctx.key, parentId, 120_000)).status, 'completed');
+
+    const childId = await rerun(parentId);
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId, 120_000);
+    assert.equal(child.status, 'completed', child.error);
+    assert.equal(child.total_cost, money(START_FEE_USD + LLM_CALL_USD));
+    assert.equal(ctx.fake.requestsWith('kf3m').length, 200, '`more` ran no call again');
+    assert.equal(ctx.fake.requestsWith('kf3r5').length, 2);
+  });
 });
