@@ -7,6 +7,7 @@ import { closeUnreadBodies } from './middleware/close-unread';
 import { errorHandler } from './middleware/error-handler';
 import { httpMetrics } from './middleware/http-metrics';
 import { requestLog } from './middleware/request-log';
+import { responseHeaders } from './middleware/response-headers';
 import { tracing } from './middleware/tracing';
 import { accountRoutes } from './routes/account';
 import { filesRoutes } from './routes/files';
@@ -58,6 +59,7 @@ export function createApp(appDeps: AppDeps): Koa {
       maxAge: 600,
     }),
   );
+  app.use(responseHeaders()); // nosniff everywhere, no-store on the API's answers (routes may override)
   app.use(closeUnreadBodies()); // an answer before the body arrived closes the connection
   app.use(tracing()); // a server span per request, parent of the workflow start's (no-op while tracing is off)
   app.use(requestLog(deps.logger)); // outside the error handler, so it logs the status actually sent

@@ -7,6 +7,7 @@
 import type { Db } from 'mongodb';
 import { parseArgs } from 'node:util';
 import { DomainError } from '../domain/errors';
+import { terminalSafe } from './format';
 import type { Collections } from '../store/db';
 import {
   CLI_OPTIONS,
@@ -97,7 +98,13 @@ const MASK = '\u0000neg';
 const unmask = (s: string) => (s.startsWith(MASK) ? s.slice(MASK.length) : s);
 
 /** Runs one command line (without `node` and the script); resolves to the exit code. Never throws. */
-export async function runCli(argv: string[], deps: CliDeps): Promise<number> {
+export async function runCli(argv: string[], given: CliDeps): Promise<number> {
+  // Lines may hold tenants' words (a run's error quotes a remote server): shown, never obeyed.
+  const deps: CliDeps = {
+    ...given,
+    out: (line) => given.out(terminalSafe(line)),
+    err: (line) => given.err(terminalSafe(line)),
+  };
   let command: Command;
   let ctx: CommandContext;
   try {

@@ -51,7 +51,7 @@ export const DONE = 'data: [DONE]\n\n';
 export function writeSseHead(res: ServerResponse): void {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache, no-transform',
+    'Cache-Control': 'no-store, no-transform', // an account's outputs: kept by nobody on the way
     Connection: 'keep-alive',
     'X-Accel-Buffering': 'no', // nginx and friends: do not buffer
   });

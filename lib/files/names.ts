@@ -63,16 +63,20 @@ export function withExtension(name: string, mime: string): string {
 }
 
 /** Extensions a browser or desktop opens as a page or a script, whatever the bytes are. */
-const ACTIVE_EXTENSION = /\.(?:html?|xhtml?|shtml|svgz?|xml|xsl|js|mjs|hta|mht(?:ml)?)$/i;
+const ACTIVE_EXTENSION = /\.(?:html?|xht(?:ml?)?|shtml?|svgz?|xml|xslt?|js|mjs|hta|mht(?:ml)?)$/i;
 
 /**
- * The name a file is served under: as stored, unless its extension would have a saved copy
- * opened as a page or a script (`x.html` holding a PDF/HTML polyglot, opened from disk outside
- * our sandbox): then the sniffed type's extension is added (`x.html.pdf`, `page.html.txt`). No
- * sniffed type is one of those (lib/files/sniff.ts never yields HTML, SVG or script).
+ * The name a file is served under: as stored (cleaned again, as for the header), unless its
+ * extension would have a saved copy opened as a page or a script (`x.html` holding a PDF/HTML
+ * polyglot, opened from disk outside our sandbox): then the sniffed type's extension is added
+ * (`x.html.pdf`, `page.html.txt`). The extension is judged as a browser saves the name, without
+ * trailing dots and blanks (`x.html.` is saved as `x.html`). No sniffed type is one of those
+ * (lib/files/sniff.ts never yields HTML, SVG or script).
  */
 export function servedName(name: string, mime: string): string {
-  return ACTIVE_EXTENSION.test(name) ? `${name}.${extensionOf(mime)}` : name;
+  const clean = cleanFileName(name) ?? fallbackName('file', mime);
+  const saved = clean.replace(/[.\s]+$/u, '');
+  return ACTIVE_EXTENSION.test(saved) ? `${saved}.${extensionOf(mime)}` : clean;
 }
 
 /**

@@ -5,6 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { runCli } from '../../cli/run-cli';
 import { accountCap } from '../../store/accounts';
+import { generateId } from '../../store/ids';
+import { insertRun } from '../../store/runs';
+import { pendingRun } from '../support/store';
 import { expectRefusedWithin2s } from '../support/api-assert';
 import { call } from '../support/http';
 import { useService } from '../support/use-service';
@@ -162,6 +165,35 @@ describe('operator CLI (D27)', function () {
     assert.equal(missing.code, 1);
     assert.match(missing.err, /no account acct_01ARZ3NDEKTSV4RRFFQ69G5FAV/);
     assert.doesNotMatch(missing.err, /\n\s+at /, 'no stack trace');
+  });
+
+  it('shows tenants’ words as text: a run error’s terminal escapes are written out, never obeyed', async () => {
+    const { id: accountId } = await cliJson('accounts', 'create', '--name', 'Escapes');
+    const runId = generateId('run');
+    // What a remote server can put in an item's error, which a batch copies into the run's: a window
+    // title, a clipboard write, clear screen, a forged line, then "conceal".
+    const error = `rows input failed: \x1b]0;all OK\x07\x1b]52;c;Y3Vy\x07\x1b[2J\x9b8m\u202Efdp\nRun run_FAKE`;
+    await insertRun(
+      ctx.svc.store.collections,
+      pendingRun({
+        _id: runId,
+        account_id: accountId,
+        key_id: 'key_x',
+        status: 'failed',
+        error,
+        finalized: true,
+      }),
+    );
+    const shown = await cli('runs', 'show', runId);
+    assert.equal(shown.code, 0, shown.err);
+    assert.doesNotMatch(shown.out, /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]/u);
+    assert.match(
+      shown.out,
+      /error +rows input failed: \\u001b\]0;all OK\\u0007.*\\u009b8m\\u202efdp/,
+    );
+    assert.doesNotMatch(shown.out, /^Run run_FAKE/m, 'a value keeps to its line');
+    assert.match(shown.out, /fdp\\nRun run_FAKE$/m);
+    assert.equal((await cliJson('runs', 'show', runId)).error, error, 'JSON reads back the same');
   });
 
   it('issues a key that authenticates against the API, lists it without secrets, and revokes it', async () => {

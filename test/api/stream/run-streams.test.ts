@@ -94,7 +94,7 @@ describe('streams (D11–D15)', function () {
     const client = await startStream('hello', { name: 'Ada' });
     assert.equal(client.status, 200);
     assert.match(client.headers.get('content-type')!, /^text\/event-stream/);
-    assert.equal(client.headers.get('cache-control'), 'no-cache, no-transform');
+    assert.equal(client.headers.get('cache-control'), 'no-store, no-transform');
     assert.equal(client.headers.get('access-control-allow-origin'), '*');
     await client.closed; // the server closes after [DONE]
     const [first] = events(client);

@@ -1,6 +1,6 @@
 /** File names (lib/files/names.ts): what is stored and what a Content-Disposition header says. */
 import assert from 'node:assert/strict';
-import { cleanFileName, contentDisposition } from '../../../lib/files/names';
+import { cleanFileName, contentDisposition, servedName } from '../../../lib/files/names';
 
 describe('file names (lib/files/names.ts)', () => {
   it('drops control, bidi and invisible characters, and directories', () => {
@@ -31,5 +31,21 @@ describe('file names (lib/files/names.ts)', () => {
       contentDisposition('Café.png'),
       /^inline; filename="Caf_\.png"; filename\*=UTF-8''Caf%C3%A9\.png$/,
     );
+  });
+
+  it('serves a name a saved copy would open as a page with its type’s extension, however it is spelled', () => {
+    const table: [string, string][] = [
+      ['x.html', 'x.html.pdf'],
+      ['invoice.html.', 'invoice.html.pdf'], // saved without its trailing dot
+      ['invoice.html . ', 'invoice.html.pdf'],
+      ['report.xht', 'report.xht.pdf'],
+      ['page.shtm', 'page.shtm.pdf'],
+      ['style.xslt', 'style.xslt.pdf'],
+      ['x.ht\u200Bml', 'x.html.pdf'], // stored before names were cleaned: cleaned first
+      ['report.pdf', 'report.pdf'],
+      ['notes.', 'notes.'],
+    ];
+    for (const [stored, served] of table)
+      assert.equal(servedName(stored, 'application/pdf'), served, JSON.stringify(stored));
   });
 });
