@@ -87,6 +87,13 @@ el.keyForm.addEventListener('submit', (e) => {
 el.forget.addEventListener('click', () => {
   apiKey.set('');
   el.key.value = '';
+  // What the key showed goes with it: the run on screen stops being followed and leaves the page.
+  state.current?.follow.abort();
+  state.current = undefined;
+  el.timeline.replaceChildren();
+  el.outputs.replaceChildren();
+  for (const text of [el.runId, el.runMetadata, el.runUsage]) say(text, '');
+  setStatus('idle');
   state.workflows = [];
   el.workflow.replaceChildren();
   el.version.replaceChildren();

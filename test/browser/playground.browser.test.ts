@@ -375,6 +375,19 @@ describe('playground page', function () {
     assert.equal(events.at(-1), 'completed');
   });
 
+  it('forgets the key and what it showed: the run on screen, its events and its outputs', async () => {
+    assert.ok((await page.locator('#outputs > *').count()) > 0, 'a run is on screen');
+    await page.getByRole('button', { name: 'Forget' }).click();
+    assert.equal(await page.locator('#outputs > *').count(), 0);
+    assert.equal(await page.locator('#timeline li').count(), 0);
+    assert.equal(await page.locator('#run-id').textContent(), '');
+    assert.equal(await status().textContent(), 'idle');
+    // The tests after this one use the key again.
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await workflowPicker(page).locator('option').first().waitFor({ state: 'attached' });
+  });
+
   it('starts a run with metadata and shows it (D37), then deletes the run (D39)', async () => {
     await chooseWorkflow(page, 'hello');
     await page.getByLabel('Name').fill('Meta');
