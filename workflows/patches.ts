@@ -147,6 +147,12 @@ export const PATCHES = {
     change:
       'D38: a re-run\'s block whose node had no failed rows in it (a node of a branch that completed whole) takes no max_cost budget (workflows/run-workflow.ts noCalls); old runs read such a block as a unit that does not fit and fail at "cost limit reached" with nothing spent.',
   },
+  'extension-awaited': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      'D17: a hold extension (`extendRunHold`) runs in a non-cancellable scope, so a run cancelled, timed out or failed while one is in flight waits for its answer and gives its hold back at its end; old runs abandon it, and a hold the store booked after their end stays held until the hourly sweep finds the account quiet.',
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -186,17 +186,27 @@ function runCap(
     {
       bounded: () => isPatched('credit-cap'),
       extend: async (wantUsd) => {
-        const granted = await persistence.extendRunHold({
-          runId: args.runId,
-          accountId: args.accountId,
-          grant: ++grants,
-          wantUsd,
-        });
+        const request = { runId: args.runId, accountId: args.accountId, grant: ++grants, wantUsd };
+        const extend = () => persistence.extendRunHold(request);
+        // A cancel does not abandon an extension the store may be booking: its answer is awaited,
+        // so the run's end gives back what it held (patch `extension-awaited`).
+        const granted = await (extensionAwaited()
+          ? CancellationScope.nonCancellable(extend)
+          : extend());
         state.holdExtended(granted);
         return granted;
       },
     },
   );
+}
+
+/**
+ * D17: whether a hold extension is awaited to its answer even when the run is cancelled, times out
+ * or fails meanwhile (patch `extension-awaited`, asked at the first extension). Old runs abandon
+ * it, and an extension the store booked after their end stays held until the hold sweep.
+ */
+function extensionAwaited(): boolean {
+  return isPatched('extension-awaited');
 }
 
 /** D36: a unit the budgets in flight leave no room for waits for them to settle (patch `cost-cap-waits`). */

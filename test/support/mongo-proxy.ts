@@ -2,8 +2,8 @@
  * A TCP proxy in front of MongoDB for crash tests. It forwards the wire protocol message by
  * message; once a client message matches `freezeAfter`, it forwards that one and then holds
  * every later byte in both directions, so the process behind it hangs in the middle of what
- * it was doing (the operation that matched has reached the database, its answer never comes
- * back). The shared test database is untouched: only this proxy's clients are frozen.
+ * it was doing (the operation that matched has reached the database, its answer comes back
+ * only on `thaw`). The shared test database is untouched: only this proxy's clients are frozen.
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +14,8 @@ export interface MongoProxy {
   uri: string;
   /** Resolves once the matching message has been forwarded and everything after it is held. */
   frozen: Promise<void>;
+  /** Sends everything held, in order, and forwards again (never freezing a second time). */
+  thaw(): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +39,8 @@ export async function startMongoProxy(
 ): Promise<MongoProxy> {
   const target = new URL(targetUri);
   let frozen = false;
+  let thawed = false;
+  const held: Array<() => void> = [];
   let markFrozen!: () => void;
   const frozenPromise = new Promise<void>((resolve) => (markFrozen = resolve));
   const sockets = new Set<net.Socket>();
@@ -52,16 +56,20 @@ export async function startMongoProxy(
         const size = pending.readInt32LE(0);
         const message = pending.subarray(0, size);
         pending = pending.subarray(size);
-        if (frozen) continue; // held for good: the process on the other side is about to be killed
+        if (frozen) {
+          held.push(() => upstream.write(message));
+          continue;
+        }
         upstream.write(message);
-        if (freezeAfter(message)) {
+        if (!thawed && freezeAfter(message)) {
           frozen = true;
           markFrozen();
         }
       }
     });
     upstream.on('data', (chunk: Buffer) => {
-      if (!frozen) client.write(chunk);
+      if (frozen) held.push(() => client.write(chunk));
+      else client.write(chunk);
     });
     const end = () => {
       client.destroy();
@@ -77,6 +85,11 @@ export async function startMongoProxy(
   return {
     uri: `mongodb://127.0.0.1:${port}/?directConnection=true&maxPoolSize=${FERRETDB_MAX_POOL_SIZE}`,
     frozen: frozenPromise,
+    thaw: () => {
+      frozen = false;
+      thawed = true;
+      for (const send of held.splice(0)) send();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
