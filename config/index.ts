@@ -67,6 +67,8 @@ export const EnvSchema = z.object({
   START_FEE_USD: z.coerce.number().nonnegative().default(0.001),
   // D17: the hold of one call priced by what the provider reports (tokens, seconds), unknown at start.
   CREDIT_HOLD_PER_CALL_USD: z.coerce.number().nonnegative().default(0.01),
+  // D17: a model with no PRICES entry runs free (development) or is refused at a run's start.
+  UNPRICED_MODELS: z.enum(['free', 'refuse']).default('free'),
   RUN_CONCURRENCY: int(8),
   // A workflow may ask for more (its `concurrency`), up to this (at least 64, so a big run's items run wide).
   RUN_MAX_CONCURRENCY: int(64),
@@ -256,8 +258,8 @@ export interface Config {
   };
   providers: Record<string, Provider>;
   prices: Record<string, Price>;
-  /** D17 holds (domain/run-hold.ts). */
-  credits: { holdPerCallUsd: number };
+  /** D17 holds (domain/run-hold.ts), and whether a model PRICES does not list may run (free) or not. */
+  credits: { holdPerCallUsd: number; unpricedModels: 'free' | 'refuse' };
   runs: RunOptions;
   files: {
     /** D10: the largest upload, URL input or stored node output, in bytes. */
@@ -483,7 +485,7 @@ function settings(e: z.infer<typeof EnvSchema>): Config {
     },
     providers,
     prices: e.PRICES,
-    credits: { holdPerCallUsd: e.CREDIT_HOLD_PER_CALL_USD },
+    credits: { holdPerCallUsd: e.CREDIT_HOLD_PER_CALL_USD, unpricedModels: e.UNPRICED_MODELS },
     runs: {
       concurrency: e.RUN_CONCURRENCY,
       maxConcurrency: e.RUN_MAX_CONCURRENCY,

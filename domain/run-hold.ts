@@ -81,6 +81,27 @@ export function callBudgets(graph: WorkflowDocument, opts: HoldOptions): Record<
   return out;
 }
 
+/**
+ * D17: the model nodes whose model has no entry in `prices` (which would run free), each as its
+ * node id and model: an operator who prices its models refuses these at a run's start.
+ */
+export function unpricedModels(
+  graph: WorkflowDocument,
+  prices: HoldOptions['prices'],
+): Array<{ node: string; model: string }> {
+  const out: Array<{ node: string; model: string }> = [];
+  for (const node of graph.nodes) {
+    const model =
+      node.type === 'llm' || node.type === 'image_generation'
+        ? node.model
+        : node.type === 'model'
+          ? (node.model ?? node.version)
+          : undefined;
+    if (model !== undefined && !Object.hasOwn(prices, model)) out.push({ node: node.id, model });
+  }
+  return out;
+}
+
 /** What one call of a node is held at, or null when it costs nothing. */
 function callPrice(node: GraphNode, opts: HoldOptions): { usd: number; exact: boolean } | null {
   if (node.type === 'image_generation') {

@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   malformed_request: invalid(400),
   cursor_out_of_range: invalid(400),
   run_too_large: invalid(400),
+  model_not_offered: invalid(400), // D17: UNPRICED_MODELS=refuse
   nothing_to_rerun: invalid(400), // D38
   invalid_payloads: invalid(400),
   undecodable_payload: invalid(400),

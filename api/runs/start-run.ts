@@ -6,7 +6,7 @@ import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs, type InputsResult } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
-import { callBudgets, runHold, type HoldOptions } from '../../domain/run-hold';
+import { callBudgets, runHold, unpricedModels, type HoldOptions } from '../../domain/run-hold';
 import type { Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
@@ -177,7 +177,26 @@ async function admitRequest(
     throw new InvalidInputsError(describeProblems(problems), problems);
   checkRunSize(version.graph, inputs.values);
   checkRunControls(request, deps.config.runs);
+  checkModelsOffered(version.graph, deps.config);
   return { workflow, version, graph: version.graph, inputs: inputs.values };
+}
+
+/**
+ * D17: with UNPRICED_MODELS=refuse a model PRICES does not list is not run (it would cost the
+ * operator's provider account and bill the tenant nothing); checked at each start, as prices change.
+ */
+function checkModelsOffered(
+  graph: WorkflowDocument,
+  config: Pick<StartRunDeps['config'], 'prices' | 'credits'>,
+): void {
+  if (config.credits.unpricedModels !== 'refuse') return;
+  const unpriced = unpricedModels(graph, config.prices);
+  if (unpriced.length === 0) return;
+  const named = unpriced.map(({ node, model }) => `\`${model}\` (node \`${node}\`)`).join(', ');
+  throw new InvalidRequestError(
+    `This service does not offer ${unpriced.length === 1 ? 'the model' : 'the models'} ${named}: it runs only the models it has a price for.`,
+    { code: 'model_not_offered' },
+  );
 }
 
 /** Step 2, D17: the run's worst case is held before it exists; 402 when the account has nothing available. */
