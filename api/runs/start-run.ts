@@ -192,7 +192,11 @@ function checkModelsOffered(
   if (config.credits.unpricedModels !== 'refuse') return;
   const unpriced = unpricedModels(graph, config.prices);
   if (unpriced.length === 0) return;
-  const named = unpriced.map(({ node, model }) => `\`${model}\` (node \`${node}\`)`).join(', ');
+  const named =
+    unpriced
+      .slice(0, 5)
+      .map(({ node, model }) => `\`${model}\` (node \`${node}\`)`)
+      .join(', ') + (unpriced.length > 5 ? ` and ${unpriced.length - 5} more` : '');
   throw new InvalidRequestError(
     `This service does not offer ${unpriced.length === 1 ? 'the model' : 'the models'} ${named}: it runs only the models it has a price for.`,
     { code: 'model_not_offered' },
