@@ -100,15 +100,34 @@ export function boundedTextItem(
   node: { template: string },
   ports: Record<string, Item>,
   maxBytes: number,
+  /** The text the run's text nodes may still fill (RUN_TEXT_MAX_CHARS): a text past it is not built either. */
+  textLeft = Infinity,
 ): Item {
   try {
-    const item = textItem(node, ports, maxBytes);
+    const item = textItem(node, ports, Math.min(maxBytes, textLeft));
     if (JSON.stringify(item).length <= maxBytes) return item;
   } catch (err) {
     if (!(err instanceof TemplateTooLarge)) throw err;
+    if (textLeft < maxBytes) return runTextSpent();
   }
   return failed({
     message: rowTooLargeMessage(maxBytes, 'the filled template'),
+    type: 'template_too_large',
+  });
+}
+
+/**
+ * The placeholders the `text` nodes of one run may fill in the run itself, in all (a placeholder
+ * that renders nothing costs the workflow's thread as much as one that renders a page): with
+ * RUN_TEXT_MAX_CHARS, what bounds the work of a run's text nodes in one workflow task. Past 5 s of
+ * it, the SDK's deadlock detector fires inside the sandbox and Node aborts the whole worker.
+ */
+export const RUN_TEXT_MAX_LOOKUPS = 200_000;
+
+/** A text node's item past RUN_TEXT_MAX_LOOKUPS. */
+export function runLookupsSpent(): Item {
+  return failed({
+    message: `the template's placeholders are over the ${RUN_TEXT_MAX_LOOKUPS} the text nodes of one run fill in the run (a list of more than twice the run's concurrency fills its rows in the store instead, D35)`,
     type: 'template_too_large',
   });
 }

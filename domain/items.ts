@@ -33,6 +33,24 @@ export function failed(error: ItemError): Item {
   return { status: 'failed', parts: [], error };
 }
 
+/** The most characters of an `upstream_failed` message: a chain of 500 nodes added a prefix each. */
+const UPSTREAM_MESSAGE_MAX = 1_000;
+
+/**
+ * The item of a row whose input failed: `where` (which input, from which node) and the input's own
+ * message, whose end (the first cause) is kept when the two pass UPSTREAM_MESSAGE_MAX.
+ */
+export function upstreamFailed(where: string, reason = 'unknown error'): Item {
+  const message = `${where} failed: ${reason}`;
+  return failed({
+    message:
+      message.length <= UPSTREAM_MESSAGE_MAX
+        ? message
+        : `${where} failed: …${reason.slice(-(UPSTREAM_MESSAGE_MAX - where.length - 10))}`,
+    type: 'upstream_failed',
+  });
+}
+
 /** One part for a JSON-ish value: strings stay text, everything else is a json part. */
 export function valuePart(value: unknown): Part {
   return typeof value === 'string' ? { type: 'text', text: value } : { type: 'json', data: value };

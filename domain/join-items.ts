@@ -4,7 +4,8 @@
  * so a join of a stored list (D35, activities/stored-lists.ts) never holds the list itself.
  */
 import type { Item, Part } from './parts';
-import { completedOf, failed } from './items';
+import { completedOf, failed, upstreamFailed } from './items';
+import { INLINE_ROW_MAX_BYTES } from './item-blocks';
 
 export class Joiner {
   private readonly texts: string[] = [];
@@ -21,10 +22,10 @@ export class Joiner {
   add(item: Item, index: number): boolean {
     if (this.failure) return false;
     if (item.status === 'failed') {
-      this.failure = failed({
-        message: `input item ${index} from node '${this.sourceId}' failed: ${item.error?.message ?? 'unknown error'}`,
-        type: 'upstream_failed',
-      });
+      this.failure = upstreamFailed(
+        `input item ${index} from node '${this.sourceId}'`,
+        item.error?.message,
+      );
       return false;
     }
     for (const part of item.parts) {
@@ -32,6 +33,14 @@ export class Joiner {
       else this.others.push(part);
     }
     return true;
+  }
+
+  /** The characters of the joined text: the texts and the separators between them. */
+  textLength(): number {
+    if (this.texts.length === 0) return 0;
+    let length = this.separator.length * (this.texts.length - 1);
+    for (const text of this.texts) length += text.length;
+    return length;
   }
 
   /** The join's one item. */
@@ -45,13 +54,25 @@ export class Joiner {
   }
 }
 
-/** Join of an inline list. */
+/**
+ * Join of an inline list. Its item is handed on through the run, so (with `bounded`, a patch asked
+ * only then) a text past INLINE_ROW_MAX_BYTES fails it in place, unbuilt: a long separator between
+ * many rows (1,000 × 400 KB) made a string that took the worker's thread past its deadlock timeout.
+ */
 export function joinItems(
   node: { separator?: string },
   items: readonly Item[],
   sourceId: string,
+  bounded?: () => boolean,
 ): Item[] {
   const joiner = new Joiner(node.separator ?? '\n', sourceId);
   items.every((item, index) => joiner.add(item, index));
+  if (joiner.textLength() > INLINE_ROW_MAX_BYTES && bounded?.())
+    return [
+      failed({
+        message: `the joined text would be ${joiner.textLength()} characters, over the ${INLINE_ROW_MAX_BYTES} an item handed on through the run holds: join fewer rows, or with a shorter separator`,
+        type: 'template_too_large',
+      }),
+    ];
   return joiner.result();
 }

@@ -9,7 +9,8 @@ import {
   INLINE_ROW_MAX_BYTES,
   isItemRef,
   RUN_TEXT_MAX_CHARS,
-  runTextSpent,
+  RUN_TEXT_MAX_LOOKUPS,
+  runLookupsSpent,
   type ItemRef,
 } from '../domain/item-blocks';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
@@ -17,8 +18,9 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { NodeFailure } from './errors';
 import { joinItems } from '../domain/join-items';
+import { placeholderUses } from '../domain/templates';
 import { batchItems, selectedIndex, selectItems, userInputItems } from './pure-nodes';
-import { failed, textItem } from '../domain/items';
+import { textItem, upstreamFailed } from '../domain/items';
 
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
 export interface RowProgress {
@@ -60,6 +62,11 @@ export interface EngineHooks {
    * asked only when one would pass a bound; false for a run that filled it before the bound.
    */
   boundsText?(): boolean;
+  /**
+   * Whether the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders and an inline
+   * `join` at most INLINE_ROW_MAX_BYTES, asked only when one would pass (patch `text-work-bound`).
+   */
+  boundsTextWork?(): boolean;
   /** D35: whether a `text` node of a big list fills it in blocks, asked only when one meets one (as above). */
   bigTextInBlocks?(): boolean;
   /** D35: `select`, `join` and `batch` of a stored list, read by an activity once the list is done. */
@@ -263,7 +270,9 @@ function runListNode(
   const stored = storedInput(ports.in, hooks, hooks.pureNodesTakeStored);
   if (!stored) {
     const items = inline(node, ports).in ?? [];
-    return node.type === 'select' ? selectItems(node, items) : joinItems(node, items, sources.in);
+    return node.type === 'select'
+      ? selectItems(node, items)
+      : joinItems(node, items, sources.in, hooks.boundsTextWork);
   }
   if (node.type === 'join')
     return stored.done().then((list) => stored.nodes.join(node, list, sources.in));
@@ -367,12 +376,11 @@ async function iterate(
       runnable.push({ index: i, ports: row });
     } else {
       const index = ports[broken].length === 1 ? 0 : i;
-      const reason = row[broken].error?.message ?? 'unknown error';
       report(i, [
-        failed({
-          message: `input '${broken}' item ${index} from node '${sources[broken]}' failed: ${reason}`,
-          type: 'upstream_failed',
-        }),
+        upstreamFailed(
+          `input '${broken}' item ${index} from node '${sources[broken]}'`,
+          row[broken].error?.message,
+        ),
       ]);
     }
   }
@@ -397,10 +405,17 @@ function textFiller(
   hooks: EngineHooks,
 ): (node: { template: string }, ports: Record<string, Item>) => Item {
   let textLeft = RUN_TEXT_MAX_CHARS;
+  let lookupsLeft = RUN_TEXT_MAX_LOOKUPS;
+  const uses = new Map<string, number>();
   return (node, ports) => {
-    let item = boundedTextItem(node, ports, INLINE_ROW_MAX_BYTES);
-    const filled = item.status === 'completed' ? textLength(item) : 0;
-    if (filled > textLeft) item = runTextSpent();
+    const lookups = uses.get(node.template) ?? placeholderUses(node.template);
+    uses.set(node.template, lookups);
+    lookupsLeft -= lookups;
+    // Past the run's placeholders the item fails unfilled (patch `text-work-bound`, asked only then).
+    if (lookupsLeft < 0 && hooks.boundsTextWork?.()) return runLookupsSpent();
+    // Never built past what the run's text may still hold: the same outcome as building it and
+    // finding it over, without the work (`text-bounds` runs fail such an item either way).
+    let item = boundedTextItem(node, ports, INLINE_ROW_MAX_BYTES, textLeft);
     // A run that filled it before the bound (a replay) fills it again as it did.
     if (item.status === 'failed' && !hooks.boundsText?.()) item = textItem(node, ports);
     if (item.status === 'completed') textLeft -= textLength(item);

@@ -153,6 +153,12 @@ export const PATCHES = {
     change:
       'D17: a hold extension (`extendRunHold`) runs in a non-cancellable scope, so a run cancelled, timed out or failed while one is in flight waits for its answer and gives its hold back at its end; old runs abandon it, and a hold the store booked after their end stays held until the hourly sweep finds the account quiet.',
   },
+  'text-work-bound': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "The work of pure nodes in the workflow is bounded: the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders in all, and an inline `join` whose text would pass 1 MiB fails in place, each asked only when past its bound (workflows/engine.ts textFiller, domain/join-items.ts); old runs fill and join whatever it costs (a graph of 6 KB spent over 5 s in one workflow task, and the SDK's deadlock detector then aborted the whole worker).",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -831,6 +831,7 @@ class RunActivities {
         // A text node's item past its bound fails (patch `text-bounds`), and a text node of a big
         // list fills it in blocks (`big-text-in-blocks`): each asked only when met, as above.
         boundsText: () => isPatched('text-bounds'),
+        boundsTextWork: () => isPatched('text-work-bound'),
         bigTextInBlocks: () => isPatched('big-text-in-blocks'),
         storedListReads: storedListReads(),
         onStoredList: (nodeId, list) => {

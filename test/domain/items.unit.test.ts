@@ -1,6 +1,6 @@
 /** domain/items.ts: an item packed for a block's input (D35) and unpacked back exactly. */
 import assert from 'node:assert/strict';
-import { completed, failed, packItem, unpackItem } from '../../domain/items';
+import { completed, failed, packItem, unpackItem, upstreamFailed } from '../../domain/items';
 import type { Item } from '../../domain/parts';
 
 describe('packed items (domain/items.ts, D35)', () => {
@@ -32,5 +32,17 @@ describe('packed items (domain/items.ts, D35)', () => {
       assert.equal(packItem(item), item);
       assert.deepEqual(unpackItem(JSON.parse(JSON.stringify(packItem(item)))), item);
     }
+  });
+
+  it('keeps an upstream failure within 1,000 characters, its first cause at the end (a chain of 500 nodes added a prefix each)', () => {
+    let item = failed({ message: 'the provider refused', type: 'provider_error' });
+    for (let hop = 0; hop < 500; hop++)
+      item = upstreamFailed(`input 'p' item 0 from node 'n${hop}'`, item.error?.message);
+    assert.ok(item.error!.message.length <= 1_000, `${item.error!.message.length}`);
+    assert.match(
+      item.error!.message,
+      /^input 'p' item 0 from node 'n499' failed: ….*the provider refused$/,
+    );
+    assert.equal(item.error!.type, 'upstream_failed');
   });
 });
