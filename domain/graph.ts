@@ -237,16 +237,15 @@ export type NodeType = GraphNode['type'];
 export type InputType = (typeof INPUT_TYPES)[number];
 export type NodeOfType<T extends NodeType> = Extract<GraphNode, { type: T }>;
 
-function union(...lists: string[][]): string[] {
-  return [...new Set(lists.flat())];
+/** The distinct names of `lists`, in order of first appearance (no spread: a list may hold 300,000). */
+function union(lists: readonly string[][]): string[] {
+  const seen = new Set<string>();
+  for (const list of lists) for (const name of list) seen.add(name);
+  return [...seen];
 }
 
 function placeholdersDeep(value: unknown): string[] {
-  if (typeof value === 'string') return placeholders(value);
-  if (Array.isArray(value)) return union(...value.map(placeholdersDeep));
-  if (value !== null && typeof value === 'object')
-    return union(...Object.values(value).map(placeholdersDeep));
-  return [];
+  return union(stringsIn(value).map(placeholders));
 }
 
 /** D31/D35: the keys of the User Inputs that feed a batch's `rows`: given a `file_...` id, the run reads that file's rows. */
@@ -307,17 +306,17 @@ export function inputPorts(node: GraphNode): string[] {
     case 'text':
       return placeholders(node.template);
     case 'llm':
-      return union(placeholders(node.system ?? ''), placeholders(node.prompt));
+      return union([placeholders(node.system ?? ''), placeholders(node.prompt)]);
     case 'image_generation':
       return placeholders(node.prompt);
     case 'model':
       return placeholdersDeep(node.input);
     case 'http_request':
-      return union(
+      return union([
         placeholders(node.url),
         ...Object.values(node.headers ?? {}).map(placeholders),
         placeholders(node.body ?? ''),
-      );
+      ]);
   }
 }
 

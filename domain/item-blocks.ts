@@ -117,17 +117,19 @@ export function boundedTextItem(
 }
 
 /**
- * The placeholders the `text` nodes of one run may fill in the run itself, in all (a placeholder
- * that renders nothing costs the workflow's thread as much as one that renders a page): with
+ * The placeholders the `text` nodes of one run may fill in the run itself, in all, and the
+ * template characters they may read doing so (a placeholder that renders nothing, or a long path
+ * into a value, costs the workflow's thread as much as one that renders a page): with
  * RUN_TEXT_MAX_CHARS, what bounds the work of a run's text nodes in one workflow task. Past 5 s of
  * it, the SDK's deadlock detector fires inside the sandbox and Node aborts the whole worker.
  */
 export const RUN_TEXT_MAX_LOOKUPS = 200_000;
+export const RUN_TEXT_MAX_TEMPLATE_CHARS = 32 * 1024 * 1024;
 
-/** A text node's item past RUN_TEXT_MAX_LOOKUPS. */
-export function runLookupsSpent(): Item {
+/** A text node's item past RUN_TEXT_MAX_LOOKUPS or RUN_TEXT_MAX_TEMPLATE_CHARS. */
+export function runTextWorkSpent(): Item {
   return failed({
-    message: `the template's placeholders are over the ${RUN_TEXT_MAX_LOOKUPS} the text nodes of one run fill in the run (a list of more than twice the run's concurrency fills its rows in the store instead, D35)`,
+    message: `the text nodes of one run fill at most ${RUN_TEXT_MAX_LOOKUPS} placeholders from ${RUN_TEXT_MAX_TEMPLATE_CHARS} characters of templates in the run, and this one is past them (a list of more than twice the run's concurrency fills its rows in the store instead, D35)`,
     type: 'template_too_large',
   });
 }

@@ -178,6 +178,8 @@ function edgeProblems(
   const fed = new Map<string, number>();
   const incoming = new Map<string, number>();
   const links: At<GraphEdge>[] = [];
+  // Once a node: scanning a 900 KB template again for each of 2,000 edges held the API's thread 6 s.
+  const portsOf = new Map<GraphNode, string[]>();
   for (const { index, value: edge } of edges) {
     for (const end of ['from', 'to'] as const) {
       if (!firstIndexOfId.has(edge[end]))
@@ -203,7 +205,8 @@ function edgeProblems(
       );
       continue;
     }
-    const ports = inputPorts(target);
+    const ports = portsOf.get(target) ?? inputPorts(target);
+    portsOf.set(target, ports);
     if (!ports.includes(edge.port)) {
       const accepted =
         ports.length === 0

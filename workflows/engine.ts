@@ -10,7 +10,8 @@ import {
   isItemRef,
   RUN_TEXT_MAX_CHARS,
   RUN_TEXT_MAX_LOOKUPS,
-  runLookupsSpent,
+  RUN_TEXT_MAX_TEMPLATE_CHARS,
+  runTextWorkSpent,
   type ItemRef,
 } from '../domain/item-blocks';
 import type { GraphEdge, GraphNode, WorkflowDocument } from '../domain/graph';
@@ -63,7 +64,8 @@ export interface EngineHooks {
    */
   boundsText?(): boolean;
   /**
-   * Whether the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders and an inline
+   * Whether the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders (from
+   * RUN_TEXT_MAX_TEMPLATE_CHARS of templates) and an inline
    * `join` at most INLINE_ROW_MAX_BYTES, asked only when one would pass (patch `text-work-bound`).
    */
   boundsTextWork?(): boolean;
@@ -406,13 +408,16 @@ function textFiller(
 ): (node: { template: string }, ports: Record<string, Item>) => Item {
   let textLeft = RUN_TEXT_MAX_CHARS;
   let lookupsLeft = RUN_TEXT_MAX_LOOKUPS;
+  let templateLeft = RUN_TEXT_MAX_TEMPLATE_CHARS;
   const uses = new Map<string, number>();
   return (node, ports) => {
     const lookups = uses.get(node.template) ?? placeholderUses(node.template);
     uses.set(node.template, lookups);
     lookupsLeft -= lookups;
-    // Past the run's placeholders the item fails unfilled (patch `text-work-bound`, asked only then).
-    if (lookupsLeft < 0 && hooks.boundsTextWork?.()) return runLookupsSpent();
+    templateLeft -= node.template.length;
+    // Past the run's work the item fails unfilled (patch `text-work-bound`, asked only then).
+    if ((lookupsLeft < 0 || templateLeft < 0) && hooks.boundsTextWork?.())
+      return runTextWorkSpent();
     // Never built past what the run's text may still hold: the same outcome as building it and
     // finding it over, without the work (`text-bounds` runs fail such an item either way).
     let item = boundedTextItem(node, ports, INLINE_ROW_MAX_BYTES, textLeft);

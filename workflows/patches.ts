@@ -157,7 +157,7 @@ export const PATCHES = {
     since: '0.1.0',
     stage: 'patched',
     change:
-      "The work of pure nodes in the workflow is bounded: the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders in all, and an inline `join` whose text would pass 1 MiB fails in place, each asked only when past its bound (workflows/engine.ts textFiller, domain/join-items.ts); old runs fill and join whatever it costs (a graph of 6 KB spent over 5 s in one workflow task, and the SDK's deadlock detector then aborted the whole worker).",
+      "The work of pure nodes in the workflow is bounded: the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders from RUN_TEXT_MAX_TEMPLATE_CHARS of templates in all, and an inline `join` whose text would pass 1 MiB fails in place, each asked only when past its bound (workflows/engine.ts textFiller, domain/join-items.ts); old runs fill and join whatever it costs (a graph of 6 KB spent over 5 s in one workflow task, and the SDK's deadlock detector then aborted the whole worker).",
   },
 } as const satisfies Record<string, PatchEntry>;
 

@@ -304,6 +304,23 @@ describe('validateGraph', () => {
     assert.equal(problems.length, 4);
   });
 
+  it('finds the placeholders of a model input of 300,000 strings (before: the stack overflowed, a 500)', () => {
+    const problems = problemsOf({
+      slug: 'wide-input',
+      nodes: [
+        {
+          id: 'mo',
+          type: 'model',
+          model: 'a/b',
+          input: { a: [...Array(300_000).fill(''), '{{x}}'] },
+        },
+        { id: 'out', type: 'user_result', label: 'Out' },
+      ],
+      edges: [{ from: 'mo', to: 'out' }],
+    });
+    expectProblem(problems, 'nodes[0].input', '`{{x}}`');
+  });
+
   it('reports a port on a node without ports and out-of-range values', () => {
     const problems = problemsOf({
       slug: 'x',

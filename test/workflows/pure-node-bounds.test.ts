@@ -1,7 +1,8 @@
 /**
  * The work a run's pure nodes do inside the workflow is bounded (patch `text-work-bound`): a few
  * KB of graph whose `text` nodes copy a large input into every row, fill thousands of placeholders
- * that render nothing, or `join` rows with a long separator each kept one workflow task busy past
+ * that render nothing or reach down long paths, or `join` rows with a long separator each kept one
+ * workflow task busy past
  * 5 s, where the SDK's deadlock detector fires inside the sandbox and Node aborts the whole worker
  * (and every worker the task was retried on). Now each such item fails in place, the run ends, and
  * the worker serves on. The worker here is the production entry in a child process: on the old
@@ -70,6 +71,11 @@ describe('pure nodes in the workflow: bounded work', function () {
     {
       what: '128 rows of 40 text nodes of 999 placeholders that render nothing',
       graph: textGraph('lookups', 40, 128, '{{r}}'.repeat(999) + '{{a}}'),
+      inputs: { a: '' },
+    },
+    {
+      what: '128 rows of a text node of 999 placeholders of 438 steps each (880 KB read a row)',
+      graph: textGraph('paths', 1, 128, `{{a${'.x'.repeat(438)}}}`.repeat(999) + '{{r}}'),
       inputs: { a: '' },
     },
     {
