@@ -115,7 +115,7 @@ function routers(deps: RouteDeps) {
       ),
     ),
     rerunRoutes(only(deps, ...STARTS)),
-    filesRoutes(only(deps, ...GUARDS, 'db', 'fileQuota')),
+    filesRoutes(only(deps, ...GUARDS, 'db', 'fileQuota', 'downloads')),
     accountRoutes(only(deps, ...GUARDS, 'credits', 'fileQuota', 'workflowQuota')),
     streamLinkRoutes(only(deps, ...GUARDS, 'db', 'pollers', 'streams')),
     playgroundRoutes(only(deps, 'config')),

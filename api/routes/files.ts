@@ -15,6 +15,7 @@ import { deleteFile, findFile, openFileContent, uploadPage, type FileDoc } from 
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
 import type { GuardDeps } from '../deps';
+import type { KeyCap } from '../limits/key-cap';
 import type { KeyCache } from '../auth/key-cache';
 import { InvalidRequestError, NotFoundError } from '../../domain/errors';
 import { HttpError } from '../errors/http-error';
@@ -60,7 +61,14 @@ export function requestBaseUrl(ctx: Context, config: Pick<Config, 'api' | 'files
 
 /** What the files routes use: their guards, the upload, GridFS (db) and the key check of links (D6). */
 export type FilesRouteDeps = GuardDeps &
-  UploadDeps & { db: Db; config: Config; keys: Pick<KeyCache, 'isLive'> };
+  UploadDeps & { db: Db; config: Config; keys: Pick<KeyCache, 'isLive'>; downloads: KeyCap };
+
+/**
+ * A file this large read through a link takes one of its key's download slots (D40, as a results
+ * file does): 16 links held on a 64 MiB upload at once stalled the store for every account. Smaller
+ * ones (a run's images, shown many at once by a page) are served without one.
+ */
+export const LARGE_FILE_BYTES = 8 * 1024 * 1024;
 
 /** Routes of the files resource. */
 export function filesRoutes(deps: FilesRouteDeps): Router {
@@ -147,6 +155,12 @@ export function filesRoutes(deps: FilesRouteDeps): Router {
       throw new LinkRefusedError('file', 'key_revoked');
     const doc = await findFile(deps.db, fileId);
     if (!doc) throw new NotFoundError('This file no longer exists.'); // D29: removed after the retention period
+    // Counted against the key that made the link, or (a run output's, made by the worker) the account.
+    if (doc.length > LARGE_FILE_BYTES)
+      ctx.res.once(
+        'close',
+        deps.downloads.take(typeof kid === 'string' ? kid : doc.metadata.account_id),
+      );
     serveContent(ctx, deps, doc, Number(ctx.query.expires));
   });
   return router;

@@ -19,7 +19,7 @@ export const DOWNLOAD_RETRY_AFTER_SECONDS = 5;
 export class TooManyDownloadsError extends RateLimitError {
   constructor(max: number) {
     super(
-      `This API key already has ${max} downloads in progress (results files, finished big runs read whole), the most it may hold: let one finish, or read the items as pages (GET /api/v1/runs/{runId}/outputs/{key} as JSON).`,
+      `This API key already has ${max} downloads in progress (results files, finished big runs read whole, files over 8 MiB through its links), the most it may hold: let one finish, or read a run's items as pages (GET /api/v1/runs/{runId}/outputs/{key} as JSON).`,
       DOWNLOAD_RETRY_AFTER_SECONDS,
       'too_many_downloads',
     );

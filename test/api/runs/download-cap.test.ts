@@ -134,4 +134,27 @@ describe('results-file downloads per key (D35, D40)', function () {
     );
     assert.equal(next.status, 200);
   });
+
+  it('counts a file over 8 MiB read through its link against the link’s key; smaller files are not counted', async () => {
+    const link = async (bytes: number) => {
+      const up = await fetch(`${ctx.svc.url}/api/v1/files?name=big.txt`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/octet-stream' },
+        body: Buffer.alloc(bytes, 'a'),
+      });
+      const body = (await up.json()) as { url: string };
+      assert.equal(up.status, 201, JSON.stringify(body));
+      const url = new URL(body.url);
+      return url.pathname + url.search;
+    };
+    const big = await link(9 * 1024 * 1024);
+    assert.equal((await holdDownload(ctx.key, '*/*', big)).status, 200);
+    assert.equal((await holdDownload(ctx.key, '*/*', big)).status, 200);
+    expectCapped(await call(ctx.svc.url, 'GET', big));
+    // The key's results files share the cap: a third download of any kind waits.
+    expectCapped(await download(ctx.key, 'application/x-ndjson'));
+    const small = await fetch(ctx.svc.url + (await link(1024)));
+    assert.equal(small.status, 200);
+    assert.equal((await small.arrayBuffer()).byteLength, 1024);
+  });
 });
