@@ -8,7 +8,7 @@
  * errors and streams included; a refused request goes no further (a refused start starts and
  * bills nothing).
  */
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Config } from '../../config';
 import type { RateLimitOverrides } from '../../store/documents';
 import type { RateLimitBucket } from '../../store/rate-limits';
@@ -37,20 +37,33 @@ export function rateLimit(deps: RateLimitDeps, bucket: RateLimitBucket): Middlew
   return async (ctx, next) => {
     const auth: AuthContext = ctx.state.auth!; // mounted after authenticate
     const limit = limitFor(bucket, auth.rateLimits, deps.config.api.rateLimits);
-    const now = Date.now();
-    const { count, windowEndMs } = await deps.rateCounter.count(auth.keyId, bucket, limit, now);
-    // Whole seconds until the window resets, at least 1 so a client never retries at once.
-    const resetSeconds = String(Math.max(1, Math.ceil((windowEndMs - now) / 1000)));
-    ctx.set('X-RateLimit-Limit', String(limit));
-    ctx.set('X-RateLimit-Remaining', String(Math.max(0, limit - count)));
-    ctx.set('X-RateLimit-Reset', resetSeconds);
-    if (count > limit) {
-      const what = bucket === 'starts' ? 'run starts' : 'requests';
-      throw new RateLimitError(
-        `Rate limit exceeded: ${limit} ${what} per minute for this API key. Retry in ${resetSeconds} s.`,
-        Number(resetSeconds),
-      );
-    }
+    await countRequest(ctx, deps, { counter: auth.keyId, bucket, limit, whose: 'this API key' });
     await next();
   };
+}
+
+/**
+ * Counts one request in `bucket` of `counter` (a key id, or a key's stream links), with the
+ * X-RateLimit-* headers; 429 `rate_limit_exceeded` past `limit`.
+ */
+export async function countRequest(
+  ctx: Context,
+  deps: RateLimitDeps,
+  of: { counter: string; bucket: RateLimitBucket; limit: number; whose: string },
+): Promise<void> {
+  const { counter, bucket, limit, whose } = of;
+  const now = Date.now();
+  const { count, windowEndMs } = await deps.rateCounter.count(counter, bucket, limit, now);
+  // Whole seconds until the window resets, at least 1 so a client never retries at once.
+  const resetSeconds = String(Math.max(1, Math.ceil((windowEndMs - now) / 1000)));
+  ctx.set('X-RateLimit-Limit', String(limit));
+  ctx.set('X-RateLimit-Remaining', String(Math.max(0, limit - count)));
+  ctx.set('X-RateLimit-Reset', resetSeconds);
+  if (count > limit) {
+    const what = bucket === 'starts' ? 'run starts' : 'requests';
+    throw new RateLimitError(
+      `Rate limit exceeded: ${limit} ${what} per minute for ${whose}. Retry in ${resetSeconds} s.`,
+      Number(resetSeconds),
+    );
+  }
 }

@@ -15,7 +15,7 @@ import type { GuardDeps } from '../deps';
 import { NotFoundError } from '../../domain/errors';
 import { authenticate } from '../middleware/authenticate';
 import { jsonBody } from '../middleware/json-body';
-import { rateLimit } from '../middleware/rate-limit';
+import { countRequest, limitFor, rateLimit } from '../middleware/rate-limit';
 import {
   parseRequest,
   StreamLinkRequestSchema,
@@ -86,6 +86,14 @@ export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
     if (!run) throw new NotFoundError('This run no longer exists.'); // D29: removed after the retention period
     if (!(await deps.keys.isLive(keyId ?? run.key_id)))
       throw new LinkRefusedError('stream', 'key_revoked');
+    // D16: a key's links share a request allowance of their own (the service default), so a
+    // link's holders neither go unlimited nor spend the key's.
+    await countRequest(ctx, deps, {
+      counter: `link:${keyId ?? run.key_id}`,
+      bucket: 'requests',
+      limit: limitFor('requests', null, deps.config.api.rateLimits),
+      whose: "this API key's stream links",
+    });
     await streamExistingRun(ctx, deps, run, keyId);
   });
   return router;

@@ -74,14 +74,16 @@ export async function streamExistingRun(
   linkKeyId?: string, // a stream link's key (D34): the stream lives as long as that key
 ): Promise<void> {
   const given = cursorFrom(ctx);
-  const seed = await storedSeedOf(deps, run);
-  const whole = seed.events.length > 1; // the stored log of a finished run
   // The stream's key: the caller's, a stream link's (D34), else the one that started the run.
   const keyId = ctx.state.auth?.keyId ?? linkKeyId ?? run.key_id;
-  const freeSlot = deps.streams.take(keyId); // D40: over the key's cap, a 429 before any byte
+  // D40: over the cap, a 429 before any byte and before the run's log is read. Streams opened by
+  // links (handed to browsers) have slots of their own, so their holders cannot take the key's.
+  const freeSlot = deps.streams.take(ctx.state.auth ? keyId : `link:${keyId}`);
   let opened = false;
   let release: (() => void) | undefined;
   try {
+    const seed = await storedSeedOf(deps, run);
+    const whole = seed.events.length > 1; // the stored log of a finished run
     let spent = false;
     // Cursor 0 (`response.created`) is never beyond nor terminal: it opens at once, as does a run whose whole log is stored.
     if (given !== undefined && given.cursor > 0 && !whole) {

@@ -208,7 +208,7 @@ describe('connections: early answers and the per-key stream cap', function () {
     assert.equal(res.headers.get('retry-after'), '5');
   }
 
-  it('a key holds at most STREAM_MAX_PER_KEY streams: one more is a 429 too_many_streams with Retry-After, on every kind of stream', async () => {
+  it('a key holds at most STREAM_MAX_PER_KEY streams, and its links as many apart: one more is a 429 too_many_streams with Retry-After, on every kind of stream', async () => {
     const posted = await openSse(`${ctx.svc.url}/api/v1/responses`, {
       method: 'POST',
       key: ctx.key,
@@ -239,6 +239,12 @@ describe('connections: early answers and the per-key stream cap', function () {
       key: ctx.key,
     });
     assert.equal(link.status, 200, JSON.stringify(link.body));
+    // The key's links have slots of their own (a link's holders cannot take the key's): two open, one more is capped.
+    for (let i = 0; i < 2; i++) {
+      const linked = await openSse(link.body.url);
+      open.push(linked);
+      assert.equal(linked.status, 200);
+    }
     expectCapped(await call(link.body.url, 'GET', ''));
 
     // Not streams: an async start and a read go on as usual.
@@ -264,5 +270,34 @@ describe('connections: early answers and the per-key stream cap', function () {
       { what: 'a stream to open after one closed' },
     );
     assert.equal(again.status, 200);
+  });
+});
+
+describe('stream links: a request allowance of their own', function () {
+  this.timeout(60_000);
+  const ctx = useService({ env: { RATE_LIMIT_REQUESTS_PER_MINUTE: '3' } });
+
+  it('counts link requests against the key’s links, not the key, and refuses them past the limit (before: never counted)', async () => {
+    await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet')); // the key's request 1
+    const runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'a' }); // a start: its own bucket
+    const link = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {
+      key: ctx.key,
+    }); // the key's request 2
+    assert.equal(link.status, 200, JSON.stringify(link.body));
+    for (let i = 0; i < 3; i++) {
+      const res = await call(link.body.url, 'GET', '');
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('x-ratelimit-remaining'), String(2 - i));
+    }
+    expectError(await call(link.body.url, 'GET', ''), {
+      status: 429,
+      type: 'rate_limit_error',
+      code: 'rate_limit_exceeded',
+    });
+    // The key's own allowance is untouched by its links: its third request goes through.
+    assert.equal(
+      (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key })).status,
+      200,
+    );
   });
 });
