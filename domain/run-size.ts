@@ -1,7 +1,7 @@
 /**
- * D31 limits known before a run starts: a list of more than 1,000,000 rows (D35) would end the run
- * anyway, so a start that clearly carries one is refused at once (`run_too_large`) instead of
- * being billed a start fee for a run that must fail. Rows that only appear while the run works
+ * D31 limits known before a run starts: a list of more rows than a run takes inline would end the
+ * run (or its worker) anyway, so a start that clearly carries one is refused at once
+ * (`run_too_large`) instead of being billed a start fee for a run that must fail. Rows that only appear while the run works
  * (an llm's list output, a file read by a node) are checked by the run itself.
  */
 import type { WorkflowDocument } from './graph';
@@ -15,7 +15,15 @@ export function tooManyRows(rows: number, more = false): string {
   return `has ${more ? 'more than ' : ''}${rows} rows; a run takes at most ${MAX_ROWS} per list (D31)`;
 }
 
-/** The batch nodes whose rows are known at start and number more than MAX_ROWS, with their counts. */
+/**
+ * Rows per list given in the request or written in the workflow at most: they are made into items
+ * in the run's workflow code, one task, so 480,000 of them (a 1 MiB body of `0,`s) held that task
+ * past 5 s, where the SDK's deadlock detector aborts the whole worker. More rows come as a file
+ * (D31), read by activities, up to MAX_ROWS.
+ */
+export const INLINE_MAX_ROWS = 100_000;
+
+/** The batch nodes whose rows are known at start (inline) and number more than INLINE_MAX_ROWS, with their counts. */
 export function oversizedBatches(
   graph: WorkflowDocument,
   inputs: Record<string, unknown>,
@@ -32,16 +40,24 @@ export function oversizedBatches(
     let rows: number | undefined = feed ? undefined : node.rows?.length;
     const key = feed && inputKeyOf.get(feed.from);
     if (key !== undefined) rows = countRows(inputs[key]);
-    if (rows !== undefined && rows > MAX_ROWS) found.push({ nodeId: node.id, rows });
+    if (rows !== undefined && rows > INLINE_MAX_ROWS) found.push({ nodeId: node.id, rows });
   }
   return found;
 }
 
-/** Rows a batch node makes of an input value: an array's elements, or a text's non-blank lines. */
+/** Rows a batch node makes of an input value: an array's elements (also as JSON text), or a text's non-blank lines. */
 function countRows(value: unknown): number | undefined {
   if (Array.isArray(value)) return value.length;
   if (typeof value !== 'string') return undefined;
+  if (value.trim().startsWith('[')) {
+    try {
+      const parsed: unknown = JSON.parse(value);
+      return Array.isArray(parsed) ? parsed.length : undefined;
+    } catch {
+      return undefined; // not JSON: the run says so
+    }
+  }
   let lines = 0;
   for (const line of value.split(/\r?\n/)) if (line.trim() !== '') lines++;
-  return value.trim().startsWith('[') ? undefined : lines;
+  return lines;
 }

@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import type { Db } from 'mongodb';
 import type { Config } from '../../config';
-import { MAX_ROWS, oversizedBatches } from '../../domain/run-size';
+import { INLINE_MAX_ROWS, MAX_ROWS, oversizedBatches } from '../../domain/run-size';
 import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs, type InputsResult } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
@@ -366,10 +366,10 @@ function checkRunSize(graph: WorkflowDocument, inputs: Record<string, unknown>):
   if (over.length === 0) return;
   const details = over.map(({ nodeId, rows }) => ({
     field: `nodes.${nodeId}`,
-    problem: `has ${rows} rows; a run takes at most ${MAX_ROWS} per list`,
+    problem: `has ${rows} rows; a run takes at most ${INLINE_MAX_ROWS} per list in the request`,
   }));
   throw new InvalidRequestError(
-    `The run is too large: node \`${over[0].nodeId}\` has ${over[0].rows} rows, and a run takes at most ${MAX_ROWS} rows per list (D31). Split the rows into several runs.`,
+    `The run is too large: node \`${over[0].nodeId}\` has ${over[0].rows} rows, and a run takes at most ${INLINE_MAX_ROWS} rows per list in the request (D31). Upload them as a file (POST /api/v1/files) and give its id: a file holds up to ${MAX_ROWS} rows.`,
     {
       code: 'run_too_large',
       param: 'inputs',
