@@ -58,15 +58,23 @@ async function exchange(
     signal,
     maxRedirects: 0,
   });
+  // The status is what counts: a 2xx is a delivery whatever its body does next (one that trickled
+  // on past the deadline turned a delivery into a failed attempt, sent again for 24 h).
+  if (res.status >= 200 && res.status < 300) {
+    res.body.destroy();
+    return { status: res.status, answer: '' };
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       chunks.push(chunk);
       size += chunk.length;
-      // The status is what counts: a receiver's endless answer must not hold the attempt.
+      // A receiver's endless answer must not hold the attempt.
       if (size >= MAX_ANSWER_BYTES) break;
     }
+  } catch (err) {
+    if (!signal.aborted) throw err; // the deadline passed while the answer trickled: its status stands
   } finally {
     res.body.destroy();
   }
