@@ -67,10 +67,11 @@ export function joinItems(
 ): Item[] {
   const joiner = new Joiner(node.separator ?? '\n', sourceId);
   items.every((item, index) => joiner.add(item, index));
-  if (joiner.textLength() > INLINE_ROW_MAX_BYTES && bounded?.())
+  const length = joiner.textLength();
+  if (length > INLINE_ROW_MAX_BYTES && bounded?.())
     return [
       failed({
-        message: `the joined text would be ${joiner.textLength()} characters, over the ${INLINE_ROW_MAX_BYTES} an item handed on through the run holds: join fewer rows, or with a shorter separator`,
+        message: `the joined text would be ${length} characters, over the ${INLINE_ROW_MAX_BYTES} an item handed on through the run holds: join fewer rows, or with a shorter separator`,
         type: 'template_too_large',
       }),
     ];

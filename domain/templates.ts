@@ -75,6 +75,11 @@ export function renderTemplate(
   return pieces.join('');
 }
 
+/** How many placeholders a filled template looks up: its parse's, kept with it (no scan of its own). */
+export function filledPlaceholders(template: string): number {
+  return compiled(template).holes.length;
+}
+
 /** A template parsed once: the literal text around each placeholder (one more than the holes). */
 interface CompiledTemplate {
   literals: string[];

@@ -19,7 +19,7 @@ import type { Item } from '../domain/parts';
 import { normalizeLabel } from '../domain/labels';
 import { NodeFailure } from './errors';
 import { joinItems } from '../domain/join-items';
-import { placeholderUses } from '../domain/templates';
+import { filledPlaceholders } from '../domain/templates';
 import { batchItems, selectedIndex, selectItems, userInputItems } from './pure-nodes';
 import { textItem, upstreamFailed } from '../domain/items';
 
@@ -409,11 +409,8 @@ function textFiller(
   let textLeft = RUN_TEXT_MAX_CHARS;
   let lookupsLeft = RUN_TEXT_MAX_LOOKUPS;
   let templateLeft = RUN_TEXT_MAX_TEMPLATE_CHARS;
-  const uses = new Map<string, number>();
   return (node, ports) => {
-    const lookups = uses.get(node.template) ?? placeholderUses(node.template);
-    uses.set(node.template, lookups);
-    lookupsLeft -= lookups;
+    lookupsLeft -= filledPlaceholders(node.template);
     templateLeft -= node.template.length;
     // Past the run's work the item fails unfilled (patch `text-work-bound`, asked only then).
     if ((lookupsLeft < 0 || templateLeft < 0) && hooks.boundsTextWork?.())
