@@ -6,6 +6,8 @@
  */
 import type { WorkflowDocument } from './graph';
 import { normalizeLabel } from './labels';
+import { failed } from './items';
+import type { Item } from './parts';
 
 /** Rows per list node and items per output at most (D31). */
 export const MAX_ROWS = 1_000_000;
@@ -60,4 +62,46 @@ function countRows(value: unknown): number | undefined {
   let lines = 0;
   for (const line of value.split(/\r?\n/)) if (line.trim() !== '') lines++;
   return lines;
+}
+
+/**
+ * What one run makes in its own workflow code, in all (patch `run-items-bound`): each bound keeps
+ * one workflow task well below the 5 s where the SDK's deadlock detector aborts the whole worker.
+ * A graph of a few KB reached them: a text node made 300,000 lines that a batch made rows (900,000
+ * of them, 0.6 s of one task) and a result held (the worker died), eight batches of one text, one
+ * 1 MB input fed to 499 results (54 MB of history: Temporal terminated the run).
+ */
+export const RUN_INLINE_MAX_ROWS = 1_000_000;
+/** The texts a run's batch nodes split into rows (or parse as JSON arrays) in its workflow, in characters. */
+export const RUN_BATCH_TEXT_MAX_CHARS = 32 * 1024 * 1024;
+/** Output items the run holds itself (a list of more than twice its concurrency keeps its items in the store instead, D35). */
+export const RUN_INLINE_MAX_OUTPUT_ITEMS = 200_000;
+/** The JSON of the output items the run holds itself; its end writes them into the history again. */
+export const RUN_INLINE_MAX_OUTPUT_BYTES = 24 * 1024 * 1024;
+/** Output items in all, in the run or in the store: each is an event the run logs twice. */
+export const RUN_MAX_OUTPUT_ITEMS = 4_000_000;
+
+/** Why a batch that would make `rows` more rows in the workflow fails. */
+export function inlineRowsSpent(rows: number): string {
+  return `would make ${rows} more rows in the run, past the ${RUN_INLINE_MAX_ROWS} its batch nodes make there in all (D31); rows from a file are read in the store`;
+}
+
+/** Why a batch that would split `chars` more characters of text fails. */
+export function batchTextSpent(chars: number): string {
+  return `would split ${chars} more characters of text into rows, past the ${RUN_BATCH_TEXT_MAX_CHARS} the batch nodes of one run split in all (D31); rows from a file are read in the store`;
+}
+
+/** Why a result that would hold `items` more output items fails (`inRun`: the run's own, else in all). */
+export function outputItemsSpent(items: number, inRun: boolean): string {
+  return inRun
+    ? `would hold ${items} more output items in the run, past the ${RUN_INLINE_MAX_OUTPUT_ITEMS} one run holds itself (D31); a list of more than twice the run's concurrency keeps its items in the store (D35)`
+    : `would hold ${items} more output items, past the ${RUN_MAX_OUTPUT_ITEMS} of one run's outputs in all (D31)`;
+}
+
+/** An output item past RUN_INLINE_MAX_OUTPUT_BYTES: it fails in place in its result, the run goes on. */
+export function outputTooLarge(): Item {
+  return failed({
+    message: `the output items one run holds itself are at most ${RUN_INLINE_MAX_OUTPUT_BYTES} bytes of JSON in all (D31), and this one is past them`,
+    type: 'output_too_large',
+  });
 }

@@ -20,7 +20,7 @@ import { normalizeLabel } from '../domain/labels';
 import { NodeFailure } from './errors';
 import { joinItems } from '../domain/join-items';
 import { filledPlaceholders } from '../domain/templates';
-import { batchItems, selectedIndex, selectItems, userInputItems } from './pure-nodes';
+import { BatchWork, batchItems, selectedIndex, selectItems, userInputItems } from './pure-nodes';
 import { textItem, upstreamFailed } from '../domain/items';
 
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
@@ -69,6 +69,11 @@ export interface EngineHooks {
    * `join` at most INLINE_ROW_MAX_BYTES, asked only when one would pass (patch `text-work-bound`).
    */
   boundsTextWork?(): boolean;
+  /**
+   * Whether what the run makes in its workflow is bounded in all (domain/run-size.ts
+   * RUN_INLINE_MAX_ROWS and the rest), asked only when past a bound (patch `run-items-bound`).
+   */
+  boundsRunItems?(): boolean;
   /** D35: whether a `text` node of a big list fills it in blocks, asked only when one meets one (as above). */
   bigTextInBlocks?(): boolean;
   /** D35: `select`, `join` and `batch` of a stored list, read by an activity once the list is done. */
@@ -122,6 +127,7 @@ export async function executeGraph(
   }
   const results = new Map<string, Promise<NodeValue>>();
   const fillText = textFiller(hooks);
+  const batchWork = new BatchWork(() => hooks.boundsRunItems?.() ?? false);
   /** Nodes whose value was handed on before they finished (D35 pipelining): awaited at the end. */
   const streaming: Promise<void>[] = [];
 
@@ -165,7 +171,7 @@ export async function executeGraph(
       case 'user_result':
         return ports.in ?? [];
       case 'batch':
-        return runBatch(node, ports, hooks);
+        return runBatch(node, ports, hooks, batchWork);
       case 'select':
       case 'join':
         return runListNode(node, ports, sources, hooks);
@@ -251,12 +257,13 @@ function runBatch(
   node: Extract<GraphNode, { type: 'batch' }>,
   ports: Record<string, NodeValue>,
   hooks: EngineHooks,
+  work: BatchWork,
 ): Item[] | Promise<ItemRef> {
   const fromFile = hooks.fileRows?.(node.id);
   if (fromFile) return fromFile();
   const stored = storedInput(ports.rows, hooks, hooks.batchTakesStored);
   if (stored) return stored.done().then((list) => stored.nodes.batch(node, list));
-  return batchItems(node, inline(node, ports).rows);
+  return batchItems(node, inline(node, ports).rows, work);
 }
 
 /**

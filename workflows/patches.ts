@@ -159,6 +159,12 @@ export const PATCHES = {
     change:
       "The work of pure nodes in the workflow is bounded: the run's `text` nodes fill at most RUN_TEXT_MAX_LOOKUPS placeholders from RUN_TEXT_MAX_TEMPLATE_CHARS of templates in all, and an inline `join` whose text would pass 1 MiB fails in place, each asked only when past its bound (workflows/engine.ts textFiller, domain/join-items.ts); old runs fill and join whatever it costs (a graph of 6 KB spent over 5 s in one workflow task, and the SDK's deadlock detector then aborted the whole worker).",
   },
+  'run-items-bound': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D31: what one run makes and holds in its workflow is bounded in all (domain/run-size.ts): its batch nodes split at most RUN_BATCH_TEXT_MAX_CHARS of text into at most RUN_INLINE_MAX_ROWS rows (past either the batch fails), its results hold at most RUN_INLINE_MAX_OUTPUT_ITEMS items itself and RUN_MAX_OUTPUT_ITEMS in all (past either the result fails), and an item past RUN_INLINE_MAX_OUTPUT_BYTES of the output it holds fails in place (`output_too_large`); each asked only past its bound. Old runs make and hold whatever the graph asks (a text of 300,000 lines fed to a batch and a result aborted the whole worker; one 1 MB input fed to 499 results passed Temporal's 50 MB of history).",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

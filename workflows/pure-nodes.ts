@@ -6,7 +6,14 @@ import type { GraphNode } from '../domain/graph';
 import { BatchRowsProblem, BatchRowsTooDeep, rowsOfItem } from '../domain/batch-rows';
 import { isPatched } from './patches';
 import type { Item, Part } from '../domain/parts';
-import { MAX_ROWS, tooManyRows } from '../domain/run-size';
+import {
+  batchTextSpent,
+  inlineRowsSpent,
+  MAX_ROWS,
+  RUN_BATCH_TEXT_MAX_CHARS,
+  RUN_INLINE_MAX_ROWS,
+  tooManyRows,
+} from '../domain/run-size';
 import { NodeFailure } from './errors';
 import { completed, valuePart } from '../domain/items';
 
@@ -54,10 +61,44 @@ function inputRows(node: NodeOf<'batch'>, rowsInput: Item[], maxDepth?: number):
   }
 }
 
+/**
+ * What the run's batch nodes may still do in its workflow, in all (D31): split RUN_BATCH_TEXT_MAX_CHARS
+ * of text and make RUN_INLINE_MAX_ROWS rows. Past either the batch fails, asked only then (patch
+ * `run-items-bound`): one text of 300,000 lines fed to eight batches held a task past 5 s.
+ */
+export class BatchWork {
+  private textLeft = RUN_BATCH_TEXT_MAX_CHARS;
+  private rowsLeft = RUN_INLINE_MAX_ROWS;
+
+  constructor(private readonly bounded: () => boolean) {}
+
+  /** Before a batch reads its rows input: the characters of its texts. */
+  takeText(node: NodeOf<'batch'>, items: Item[]): void {
+    let chars = 0;
+    for (const item of items)
+      for (const part of item.parts) if (part.type === 'text') chars += part.text.length;
+    this.textLeft -= chars;
+    if (this.textLeft < 0 && this.bounded())
+      throw new NodeFailure(node.id, node.type, batchTextSpent(chars));
+  }
+
+  /** Before a batch makes its items: their count. */
+  takeRows(node: NodeOf<'batch'>, rows: number): void {
+    this.rowsLeft -= rows;
+    if (this.rowsLeft < 0 && this.bounded())
+      throw new NodeFailure(node.id, node.type, inlineRowsSpent(rows));
+  }
+}
+
 /** Batch: one item per row, from the `rows` port (domain/batch-rows.ts) or the node's own rows. */
-export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined): Item[] {
+export function batchItems(
+  node: NodeOf<'batch'>,
+  rowsInput: Item[] | undefined,
+  work?: BatchWork,
+): Item[] {
   let rows: unknown[];
   if (rowsInput) {
+    work?.takeText(node, rowsInput);
     rows = inputRows(node, rowsInput);
   } else if (node.rows) {
     rows = node.rows;
@@ -65,6 +106,7 @@ export function batchItems(node: NodeOf<'batch'>, rowsInput: Item[] | undefined)
     throw new NodeFailure(node.id, node.type, 'has neither rows nor a rows input');
   }
   if (rows.length > MAX_ROWS) throw new NodeFailure(node.id, node.type, tooManyRows(rows.length));
+  work?.takeRows(node, rows.length);
   return rows.map((row) => completed(valuePart(row)));
 }
 

@@ -10,6 +10,14 @@ import { type RunArgs } from './definitions';
 import { emptyNodeUsage, totalUsage, type NodeUsage, type RunUsage } from '../domain/run-usage';
 import { PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
 import {
+  outputItemsSpent,
+  outputTooLarge,
+  RUN_INLINE_MAX_OUTPUT_BYTES,
+  RUN_INLINE_MAX_OUTPUT_ITEMS,
+  RUN_MAX_OUTPUT_ITEMS,
+} from '../domain/run-size';
+import { NodeFailure } from './errors';
+import {
   createdEvent,
   failedEvent,
   SNAPSHOT_EVENTS,
@@ -62,6 +70,8 @@ export class RunState {
   private error: string | null = null;
   private completedAtMs: number | null = null;
   private outputIndex = 0;
+  /** Output items the run holds itself (slots), of `outputIndex` (D31: RUN_INLINE_MAX_OUTPUT_ITEMS). */
+  private slotCount = 0;
   /** JSON size of the output items so far: whether the output fits a query answer (SNAPSHOT_OUTPUT_BYTES). */
   private outputSize = 0;
   /** Producer node id → the user_result node ids it feeds. */
@@ -84,9 +94,14 @@ export class RunState {
   /** D36: the I/O nodes, whose items count in their usage. */
   private readonly ioNodes = new Set<string>();
 
+  /**
+   * `bounded`: whether the run's outputs are bounded in all (domain/run-size.ts), asked only when
+   * one would pass a bound (the workflow's patch `run-items-bound`).
+   */
   constructor(
     private readonly args: RunArgs,
     private readonly clock: { now(): number; random(): number },
+    private readonly bounded: () => boolean = () => false,
   ) {
     this.log = [createdEvent(args)];
     this.itemIdBase = newId('item', clock.now(), clock.random);
@@ -117,7 +132,12 @@ export class RunState {
       const failed = items.filter((item) => item.status === 'failed').length;
       this.addUsage(nodeId, { items_failed: failed, items_completed: items.length - failed });
     }
-    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
+    const results = this.resultsFedBy.get(nodeId) ?? [];
+    if (results.length === 0) return;
+    this.takeSlots(results, iteration, items.length);
+    // Each item's JSON once, however many results it feeds (one 1 MB item fed 499 of them).
+    const sizes = items.map((item) => JSON.stringify(item).length);
+    for (const resultId of results) {
       const slots = this.slots.get(resultId)!;
       const list = slots.get(iteration) ?? [];
       slots.set(iteration, list);
@@ -126,10 +146,27 @@ export class RunState {
         list[k] = slot;
         if (!slot.item) this.itemsDone++;
         slot.item = item;
-        this.outputSize += JSON.stringify(item).length;
+        // D31: past what the run holds itself the item fails in place (its end writes it again).
+        if (
+          this.outputSize + sizes[k] > RUN_INLINE_MAX_OUTPUT_BYTES &&
+          slot.item.status === 'completed' &&
+          this.bounded()
+        )
+          slot.item = outputTooLarge();
+        this.outputSize += slot.item === item ? sizes[k] : JSON.stringify(slot.item).length;
         this.itemEvent('response.output_item.done', slot);
       });
     }
+  }
+
+  /** D31: the slots `n` items of an iteration open in `results`, within what a run holds; else the result fails. */
+  private takeSlots(results: string[], iteration: number, n: number): void {
+    let opening = 0;
+    for (const resultId of results)
+      opening += Math.max(0, n - (this.slots.get(resultId)!.get(iteration)?.length ?? 0));
+    const inRun = this.slotCount + opening > RUN_INLINE_MAX_OUTPUT_ITEMS;
+    if ((inRun || this.outputIndex + opening > RUN_MAX_OUTPUT_ITEMS) && this.bounded())
+      throw new NodeFailure(results[0], 'user_result', outputItemsSpent(opening, inRun));
   }
 
   /**
@@ -138,8 +175,14 @@ export class RunState {
    * from the run's base (domain/ids.ts idAtOffset): no per-item state beyond the event log.
    */
   reserveStored(nodeId: string, count: number): void {
-    for (const resultId of this.resultsFedBy.get(nodeId) ?? []) {
-      if (this.storedResults.has(resultId)) continue;
+    const results = (this.resultsFedBy.get(nodeId) ?? []).filter(
+      (id) => !this.storedResults.has(id),
+    );
+    // D31: each item is two events the run logs (a 1,000,000-row list fed to 499 results was 10^9).
+    const items = count * results.length;
+    if (results.length > 0 && this.outputIndex + items > RUN_MAX_OUTPUT_ITEMS && this.bounded())
+      throw new NodeFailure(results[0], 'user_result', outputItemsSpent(items, false));
+    for (const resultId of results) {
       this.storedResults.set(resultId, {
         node: nodeId,
         count,
@@ -371,6 +414,7 @@ export class RunState {
   }
 
   private openSlot(): Slot {
+    this.slotCount++;
     const outputIndex = this.outputIndex++;
     const slot: Slot = { id: idAtOffset(this.itemIdBase, outputIndex), outputIndex };
     this.itemEvent('response.output_item.added', slot);

@@ -76,7 +76,10 @@ const ROW_ANSWER_OVERHEAD = 512;
 export async function runWorkflow(
   args: RunArgs,
 ): Promise<{ status: RunStatus; total_cost: number }> {
-  const state = new RunState(args, { now: () => Date.now(), random: Math.random });
+  // D31: the outputs the run holds are bounded in all, asked only past a bound.
+  const state = new RunState(args, { now: () => Date.now(), random: Math.random }, () =>
+    isPatched('run-items-bound'),
+  );
   setHandler(snapshotQuery, (afterSequence, options) =>
     state.snapshot(afterSequence ?? -1, { compact: options?.compact === true }),
   );
@@ -832,6 +835,7 @@ class RunActivities {
         // list fills it in blocks (`big-text-in-blocks`): each asked only when met, as above.
         boundsText: () => isPatched('text-bounds'),
         boundsTextWork: () => isPatched('text-work-bound'),
+        boundsRunItems: () => isPatched('run-items-bound'),
         bigTextInBlocks: () => isPatched('big-text-in-blocks'),
         storedListReads: storedListReads(),
         onStoredList: (nodeId, list) => {

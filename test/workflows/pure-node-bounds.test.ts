@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { publish, waitForRun } from '../support/fixtures';
+import { call } from '../support/http';
 import { startRun } from '../support/runs';
 import { useService } from '../support/use-service';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -50,6 +51,62 @@ function joinGraph(slug: string, rows: number, separator: number) {
       { from: 'b', to: 'j' },
       { from: 'j', to: 'o' },
     ],
+  };
+}
+
+/**
+ * A text node that makes `texts` texts of 300 × the input (300,000 lines each of 1,000 short
+ * lines), whose lines each of `batches` batches makes rows for `then`: a result itself, or a text
+ * node, which keeps so big a list in the store (D35), feeding `results` results.
+ */
+function linesGraph(
+  slug: string,
+  texts: number,
+  batches: number,
+  then: 'result' | 'text',
+  results = 1,
+) {
+  const ids = Array.from({ length: batches }, (_, i) => i);
+  const fed = Array.from({ length: results }, (_, j) => j);
+  return {
+    slug,
+    concurrency: 64,
+    nodes: [
+      { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
+      { id: 'q', type: 'batch', rows: Array.from({ length: texts }, () => '') },
+      { id: 't', type: 'text', template: '{{a}}'.repeat(300) + '{{q}}' },
+      ...ids.flatMap((i) => [
+        { id: `b${i}`, type: 'batch' },
+        ...(then === 'text' ? [{ id: `r${i}`, type: 'text', template: '<{{x}}>' }] : []),
+        ...fed.map((j) => ({ id: `o${i}-${j}`, type: 'user_result', label: `Out ${i} ${j}` })),
+      ]),
+    ],
+    edges: [
+      { from: 'a', to: 't', port: 'a' },
+      { from: 'q', to: 't', port: 'q' },
+      ...ids.flatMap((i) => [
+        { from: 't', to: `b${i}`, port: 'rows' },
+        ...(then === 'text'
+          ? [
+              { from: `b${i}`, to: `r${i}`, port: 'x' },
+              ...fed.map((j) => ({ from: `r${i}`, to: `o${i}-${j}` })),
+            ]
+          : fed.map((j) => ({ from: `b${i}`, to: `o${i}-${j}` }))),
+      ]),
+    ],
+  };
+}
+
+/** One input fed to `results` results. */
+function fanOutGraph(slug: string, results: number) {
+  const ids = Array.from({ length: results }, (_, i) => i);
+  return {
+    slug,
+    nodes: [
+      { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
+      ...ids.map((i) => ({ id: `o${i}`, type: 'user_result', label: `Out ${i}` })),
+    ],
+    edges: ids.map((i) => ({ from: 'a', to: `o${i}` })),
   };
 }
 
@@ -94,4 +151,73 @@ describe('pure nodes in the workflow: bounded work', function () {
       assert.ok(items.length > 0, JSON.stringify(run).slice(0, 500));
       assert.equal(items.at(-1).error?.type, 'template_too_large', JSON.stringify(items.at(-1)));
     });
+
+  // What the run makes and holds in all (patch `run-items-bound`): on the old code the first two
+  // aborted the worker, the third ended with Temporal terminating the run for its history's size.
+  const lines = { a: 'x\n'.repeat(1000) };
+  it('fails a run whose result would hold the 900,000 rows a batch made of a text, and the worker serves on', async () => {
+    const graph = linesGraph('lines-result', 3, 1, 'result');
+    await publish(ctx.svc.url, ctx.key, graph);
+    const run = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
+      120_000,
+    );
+    assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
+    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
+    assert.match(
+      run.error,
+      /node 'o0-0' \(user_result\): would hold 900000 more output items in the run, past the 200000/,
+    );
+  });
+
+  it('fails a run whose eight batches would make 900,000 rows each of one text, and the worker serves on', async () => {
+    const graph = linesGraph('lines-batches', 3, 8, 'text');
+    await publish(ctx.svc.url, ctx.key, graph);
+    const run = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
+      120_000,
+    );
+    assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
+    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
+    assert.match(
+      run.error,
+      /node 'b\d' \(batch\): would make 900000 more rows in the run, past the 1000000/,
+    );
+  });
+
+  it('fails a run whose 300,000 stored rows would be held by 20 results', async () => {
+    const graph = linesGraph('lines-fan-out', 1, 1, 'text', 20);
+    await publish(ctx.svc.url, ctx.key, graph);
+    const run = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
+      120_000,
+    );
+    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
+    assert.match(
+      run.error,
+      /would hold 6000000 more output items, past the 4000000 of one run's outputs in all/,
+    );
+  });
+
+  it('fails in place the output items past what a run holds: one 1 MB input fed to 499 results', async () => {
+    const graph = fanOutGraph('fan-out', 499);
+    await publish(ctx.svc.url, ctx.key, graph);
+    const runId = await startRun(ctx.svc.url, ctx.key, graph.slug, { a: 'x'.repeat(1_000_000) });
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 120_000);
+    assert.equal(run.status, 'completed', JSON.stringify(run).slice(0, 500));
+    const first = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/out_0`, {
+      key: ctx.key,
+    });
+    assert.equal(first.body.data[0].parts[0].text.length, 1_000_000);
+    const last = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/out_498`, {
+      key: ctx.key,
+    });
+    assert.equal(last.body.data[0].error?.type, 'output_too_large', JSON.stringify(last.body));
+  });
 });
