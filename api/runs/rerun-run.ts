@@ -10,7 +10,7 @@ import { isId } from '../../domain/ids';
 import { isTerminal, type RunOutput } from '../../domain/run';
 import type { RunDoc } from '../../store/documents';
 import { storedItems } from '../../store/item-blocks';
-import { chunksOf, findRunWithoutLog, runInputs } from '../../store/runs';
+import { chunksOf, findRunHead, runInputs } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../auth/auth-context';
 import type { EndWait } from '../temporal/run-gateway';
@@ -30,7 +30,9 @@ export async function rerunRun(
   // D38: the inputs are referenced, not copied: the record that holds them is the parent's own
   // holder (a re-run of a re-run) or the parent. Gone with a deleted ancestor (D39): nothing to run.
   const inputsFrom = parent.inputs_from ?? parent._id;
-  const inputs = await runInputs(deps.collections, parent);
+  // The head left the inputs out (read only once the run is known the caller's): from the record
+  // that holds them.
+  const inputs = await runInputs(deps.collections, { ...parent, inputs_from: inputsFrom });
   if (!inputs)
     throw new InvalidRequestError(
       `Run \`${parentId}\` cannot be re-run: its inputs were those of run \`${inputsFrom}\`, which has been deleted.`,
@@ -77,10 +79,12 @@ async function readParent(
   auth: AuthContext,
   parentId: string,
 ): Promise<RunDoc> {
-  const parent = isId('run', parentId) ? await findRunWithoutLog(deps.collections, parentId) : null;
-  // Another account's run is indistinguishable from a missing (or deleted, D39) one.
-  if (!parent || parent.account_id !== auth.accountId)
-    throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
+  // Another account's run is indistinguishable from a missing (or deleted, D39) one, and its inputs
+  // (up to a megabyte of rows) are never read for this caller.
+  const parent = isId('run', parentId)
+    ? await findRunHead(deps.collections, auth.accountId, parentId)
+    : null;
+  if (!parent) throw new NotFoundError(`No run \`${parentId.slice(0, 64)}\`.`);
   return parent;
 }
 

@@ -34,7 +34,10 @@ export async function resolveVersion(
   const workflow = await lookup.findWorkflow(accountId, ref);
   if (!workflow) throw workflowNotFound(ref);
   const version = await lookup.findVersion(workflow._id, pin);
-  if (!version) {
+  // D2: another account reads and runs only the versions published public. The workflow's own
+  // flag is its latest publish's, so it alone opened every version published while private (and
+  // the private files those name as defaults) once a later one was public.
+  if (!version || (workflow.account_id !== accountId && version.graph.public !== true)) {
     const which =
       pin === undefined
         ? 'has no published version'

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
-import { call } from '../support/http';
+import { call, waitFor } from '../support/http';
 import { openSse } from '../support/sse';
 import { useService } from '../support/use-service';
 
@@ -169,6 +169,35 @@ describe('reliability: isolation between accounts', function () {
       await call(ctx.svc.url, 'GET', `/api/v1/runs/${bRun.body.run_id}`, { key: a.key }),
       { status: 404, type: 'not_found_error' },
     );
+  });
+
+  it('a version published private stays private when a later one is public (D2)', async () => {
+    const v1 = await publish(ctx.svc.url, a.key, greetingWorkflow('opened-later'));
+    await publish(ctx.svc.url, a.key, greetingWorkflow('opened-later', 'Hi', { public: true }));
+    // B sees the public version 2 as the latest (the catalog caches a workflow for a moment).
+    await waitFor(async () => {
+      const latest = await call(ctx.svc.url, 'GET', `/api/v1/workflows/${v1.workflow_id}`, {
+        key: b.key,
+      });
+      return latest.status === 200 && latest.body.version === 2 ? true : undefined;
+    });
+    for (const pin of [1, v1.version_id]) {
+      const notFound = {
+        status: 404,
+        type: 'not_found_error',
+        code: 'published_workflow_version_not_found',
+      };
+      const path = `/api/v1/workflows/${v1.workflow_id}?version=${pin}`;
+      expectError(await call(ctx.svc.url, 'GET', path, { key: b.key }), notFound);
+      expectError(
+        await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+          key: b.key,
+          body: { workflowId: v1.workflow_id, version: pin, inputs: { name: 'B' } },
+        }),
+        notFound,
+      );
+      assert.equal((await call(ctx.svc.url, 'GET', path, { key: a.key })).status, 200);
+    }
   });
 
   it("Idempotency-Key values are per account: B's request with A's key starts B's own run", async () => {
