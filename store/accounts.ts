@@ -3,7 +3,7 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { Collections } from './db';
 import type { AccountDoc, ApiKeyDoc, RateLimitOverrides } from './documents';
 import { generateId } from './ids';
-import { postEntry } from './ledger';
+import { isDuplicateKey, postEntry } from './ledger';
 
 const KEY_PREFIX = 'wrs_sk_';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -111,6 +111,7 @@ export async function issueKey(
     rate_limits: account?.rate_limits ?? null, // D16: authentication reads them from the key
   };
   await c.apiKeys.insertOne(key);
+  await c.apiKeyHashes.insertOne({ _id: key.hash, key_id: key._id });
   // Limits changed between our read and our insert missed this key: look once more.
   const after = await c.accounts.findOne({ _id: accountId }, { projection: { rate_limits: 1 } });
   if (!sameLimits(after?.rate_limits ?? null, key.rate_limits ?? null)) {
@@ -188,18 +189,44 @@ function sameLimits(a: RateLimitOverrides | null, b: RateLimitOverrides | null):
 
 /** The live key record for a presented secret, or null (unknown or revoked). */
 export async function findLiveKey(
-  c: Pick<Collections, 'apiKeys'>,
+  c: Pick<Collections, 'apiKeys' | 'apiKeyHashes'>,
   secret: string,
 ): Promise<ApiKeyDoc | null> {
   if (!secret.startsWith(KEY_PREFIX) || secret.length > 256) return null;
-  return c.apiKeys.findOne({ hash: hashKey(secret), revoked_at: null });
+  // Both by exact `_id`, revocation compared here: the one filter FerretDB does not answer by
+  // decoding every document (ApiKeyHashDoc).
+  const entry = await c.apiKeyHashes.findOne({ _id: hashKey(secret) });
+  const key = entry && (await c.apiKeys.findOne({ _id: entry.key_id }));
+  return key && key.revoked_at === null ? key : null;
 }
 
 /** True while key `keyId` exists and is not revoked (signed links and open streams minted with it, D6). */
 export async function isKeyLive(c: Pick<Collections, 'apiKeys'>, keyId: string): Promise<boolean> {
-  return (
-    (await c.apiKeys.findOne({ _id: keyId, revoked_at: null }, { projection: { _id: 1 } })) !== null
+  const key = await c.apiKeys.findOne({ _id: keyId }, { projection: { revoked_at: 1 } });
+  return key !== null && key.revoked_at === null;
+}
+
+/**
+ * D6: the hash entry of every key issued before keys were found by it, written as a store opens
+ * (a scan of the keys, once a process; a key issued since has its entry already).
+ */
+export async function indexKeyHashes(
+  c: Pick<Collections, 'apiKeys' | 'apiKeyHashes'>,
+): Promise<void> {
+  const indexed = new Set(
+    (await c.apiKeyHashes.find({}, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
   );
+  const missing = (await c.apiKeys.find({}, { projection: { _id: 1, hash: 1 } }).toArray())
+    .filter((key) => !indexed.has(key.hash))
+    .map((key) => ({ _id: key.hash, key_id: key._id }));
+  for (let i = 0; i < missing.length; i += 1_000)
+    await c.apiKeyHashes
+      .insertMany(missing.slice(i, i + 1_000), { ordered: false })
+      .catch((err: unknown) => {
+        // Another process opening at the same time wrote some of them: theirs are the same.
+        const writeErrors = (err as { writeErrors?: Array<{ code?: number }> }).writeErrors;
+        if (!isDuplicateKey(err) && !writeErrors?.every((e) => e.code === 11000)) throw err;
+      });
 }
 
 /** Revokes a key; every API process refuses it within 2 s (D6: the longest an API process remembers a key). */

@@ -9,6 +9,7 @@ import {
 import type {
   AccountDoc,
   ApiKeyDoc,
+  ApiKeyHashDoc,
   CreditHoldDoc,
   IdempotencyKeyDoc,
   LedgerCheckpointDoc,
@@ -25,11 +26,14 @@ import type {
 import { ensureExpiryIndexes, startSweeper } from './expiry';
 import { RUN_SEARCH_INDEXES } from './run-search';
 import { ensureEraseIndexes } from './erase-run';
+import { indexKeyHashes } from './accounts';
 import { retrying } from '../lib/retrying';
 
 export interface Collections {
   accounts: Collection<AccountDoc>;
   apiKeys: Collection<ApiKeyDoc>;
+  /** D6: keys by their secret's hash (store/accounts.ts findLiveKey). */
+  apiKeyHashes: Collection<ApiKeyHashDoc>;
   workflows: Collection<WorkflowDoc>;
   workflowVersions: Collection<WorkflowVersionDoc>;
   runs: Collection<StoredRunDoc>;
@@ -140,6 +144,7 @@ async function openStore(client: MongoClient, dbName: string): Promise<Store> {
   const collections: Collections = {
     accounts: db.collection('accounts'),
     apiKeys: db.collection('api_keys'),
+    apiKeyHashes: db.collection('api_key_hashes'),
     workflows: db.collection('workflows'),
     workflowVersions: db.collection('workflow_versions'),
     runs: db.collection('runs'),
@@ -185,6 +190,7 @@ async function openStore(client: MongoClient, dbName: string): Promise<Store> {
     collections.itemUsage.createIndex({ account_id: 1 }, { name: 'account_usage' }),
     collections.itemUsage.createIndex({ run_id: 1 }, { name: 'run_usage' }),
   ]);
+  await indexKeyHashes(collections); // D6: keys issued before they were found by hash
   const expiring = [collections.rateLimits, collections.idempotencyKeys];
   // D16/D18: old windows and keys older than 24 h go by TTL index, or by a sweep where TTL is missing (FerretDB v1).
   const stopSweeper = (await ensureExpiryIndexes(expiring))

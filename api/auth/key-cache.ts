@@ -20,7 +20,7 @@ export class KeyCache {
   private readonly keys: LRUCache<string, ApiKeyDoc, string>;
   private readonly liveIds: LRUCache<string, boolean>;
 
-  constructor(private readonly collections: Pick<Collections, 'apiKeys'>) {
+  constructor(private readonly collections: Pick<Collections, 'apiKeys' | 'apiKeyHashes'>) {
     this.keys = new LRUCache({
       ttl: KEY_CACHE_MS,
       max: MAX_KEYS,

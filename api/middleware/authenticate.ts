@@ -10,7 +10,7 @@ import type { AuthContext } from '../auth/auth-context';
 import type { KeyCache } from '../auth/key-cache';
 
 export interface AuthenticateDeps {
-  collections: Pick<Collections, 'apiKeys'>;
+  collections: Pick<Collections, 'apiKeys' | 'apiKeyHashes'>;
   keys?: KeyCache;
 }
 
