@@ -67,12 +67,13 @@ export async function claimIdempotencyKey(
   throw new Error(`could not claim idempotency key ${claim._id}`);
 }
 
-/** The live document of a key, or null (absent or expired). */
-export function findIdempotencyKey(
+/** The live document of a key, or null (absent or expired). By `_id` alone, expiry compared here: FerretDB scans for any other filter. */
+export async function findIdempotencyKey(
   c: KeyCollections,
   id: string,
 ): Promise<IdempotencyKeyDoc | null> {
-  return c.idempotencyKeys.findOne({ _id: id, expires_at: { $gt: new Date() } });
+  const doc = await c.idempotencyKeys.findOne({ _id: id });
+  return doc && doc.expires_at > new Date() ? doc : null;
 }
 
 /** Claims in one command (the group commit of starts, store/run-writes.ts); each claim's own outcome, in order. */
