@@ -22,6 +22,7 @@ import type {
   WebhookDeliveryDoc,
   WorkflowDoc,
   WorkflowVersionDoc,
+  WorkflowVersionNumberDoc,
 } from './documents';
 import { ensureExpiryIndexes, startSweeper } from './expiry';
 import { RUN_SEARCH_INDEXES } from './run-search';
@@ -36,6 +37,8 @@ export interface Collections {
   apiKeyHashes: Collection<ApiKeyHashDoc>;
   workflows: Collection<WorkflowDoc>;
   workflowVersions: Collection<WorkflowVersionDoc>;
+  /** Versions by number (store/workflows.ts findVersion). */
+  workflowVersionNumbers: Collection<WorkflowVersionNumberDoc>;
   runs: Collection<StoredRunDoc>;
   runChunks: Collection<RunChunkDoc>;
   itemBlocks: Collection<ItemBlockDoc>;
@@ -147,6 +150,7 @@ async function openStore(client: MongoClient, dbName: string): Promise<Store> {
     apiKeyHashes: db.collection('api_key_hashes'),
     workflows: db.collection('workflows'),
     workflowVersions: db.collection('workflow_versions'),
+    workflowVersionNumbers: db.collection('workflow_version_numbers'),
     runs: db.collection('runs'),
     runChunks: db.collection('run_chunks'),
     itemBlocks: db.collection('item_blocks'),

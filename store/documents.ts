@@ -64,6 +64,20 @@ export interface WorkflowDoc {
   stored_bytes?: number;
   created_at: Date;
   updated_at: Date;
+  /**
+   * Its newest version, set by the publish that made it (store/workflows.ts latestVersionPointer):
+   * a start reads it with the record by `_id` instead of sorting `workflow_versions` by a filter
+   * FerretDB answers by decoding every version. `published_at` is that publish's `updated_at`:
+   * a later `updated_at` is a publish that did not set it (a crash, an earlier release).
+   */
+  latest?: { id: string; version: number; published_at: Date };
+}
+
+/** A version by its number: `_id` `<wf_...>#<number>`, so a pin by number is read by `_id` (as `latest`). */
+export interface WorkflowVersionNumberDoc {
+  _id: string;
+  workflow_id: string;
+  version_id: string;
 }
 
 export interface WorkflowVersionDoc {

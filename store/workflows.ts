@@ -8,7 +8,10 @@ import type { WorkflowDoc, WorkflowVersionDoc } from './documents';
 import { generateId } from './ids';
 import { isDuplicateKey } from './ledger';
 
-type WorkflowCollections = Pick<Collections, 'workflows' | 'workflowVersions'>;
+type WorkflowCollections = Pick<
+  Collections,
+  'workflows' | 'workflowVersions' | 'workflowVersionNumbers'
+>;
 
 /**
  * Publishes a graph: a new workflow, or the next version of the account's workflow with that slug.
@@ -22,58 +25,83 @@ export async function insertWorkflowVersion(
   contract: Contract,
   bytes = 0,
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
-  const workflow = await upsertWorkflow(c, accountId, graph, bytes);
+  const { workflow, previous } = await upsertWorkflow(c, accountId, graph, bytes);
+  // The newest version as the record said before this publish touched it (else found, once).
+  const newest = previous && (freshLatest(previous) ?? (await scanLatest(c, workflow._id)));
+  let number = (newest?.version ?? 0) + 1;
   // Version numbers come from the versions themselves: the unique (workflow_id, version) index
   // turns a concurrent publish into a retry with the next number instead of a lost version. Each
   // lost race means another publish won, so n publishes at once all end within n attempts.
-  for (let attempt = 0; ; attempt++) {
-    const latest = await latestVersion(c, workflow._id);
+  for (let attempt = 0; ; attempt++, number++) {
     const version: WorkflowVersionDoc = {
       _id: generateId('wfv'),
       workflow_id: workflow._id,
       account_id: accountId,
-      version: (latest?.version ?? 0) + 1,
+      version: number,
       graph,
       contract,
       created_at: new Date(),
     };
     try {
       await c.workflowVersions.insertOne(version);
-      return { workflow, version };
     } catch (err) {
       if (!isDuplicateKey(err) || attempt >= MAX_VERSION_ATTEMPTS) throw err;
+      continue;
     }
+    await c.workflowVersionNumbers
+      .insertOne({
+        _id: numberId(workflow._id, number),
+        workflow_id: workflow._id,
+        version_id: version._id,
+      })
+      .catch((err: unknown) => {
+        if (!isDuplicateKey(err)) throw err; // written already by a reader that found the version first
+      });
+    await setLatest(c, workflow._id, { id: version._id, version: number }, workflow.updated_at);
+    return { workflow, version };
   }
 }
 
 /** Publishes of one slug at once that all get a version (20 at once returned six 500s with 5). */
 const MAX_VERSION_ATTEMPTS = 1_000;
 
+/** The workflow record after this publish, and before it (null: the publish created it). */
 async function upsertWorkflow(
   c: WorkflowCollections,
   accountId: string,
   graph: WorkflowDocument,
   bytes: number,
-): Promise<WorkflowDoc> {
+): Promise<{ workflow: WorkflowDoc; previous: WorkflowDoc | null }> {
   const now = new Date();
   const set = { name: graph.name ?? null, public: graph.public ?? false, updated_at: now };
   for (let attempt = 0; ; attempt++) {
+    const created: WorkflowDoc = {
+      _id: generateId('wf'),
+      account_id: accountId,
+      slug: graph.slug,
+      created_at: now,
+      ...set,
+      stored_bytes: bytes,
+    };
     try {
-      const doc = await c.workflows.findOneAndUpdate(
+      // The record before: its `latest` is the newest version unless a publish since left it unset.
+      const previous = await c.workflows.findOneAndUpdate(
         { account_id: accountId, slug: graph.slug },
         {
           $set: set,
           $inc: { stored_bytes: bytes },
           $setOnInsert: {
-            _id: generateId('wf'),
+            _id: created._id,
             account_id: accountId,
             slug: graph.slug,
             created_at: now,
           },
         },
-        { upsert: true, returnDocument: 'after' },
+        { upsert: true, returnDocument: 'before' },
       );
-      if (doc) return doc;
+      if (!previous) return { workflow: created, previous: null };
+      const storedBytes = (previous.stored_bytes ?? 0) + bytes;
+      return { workflow: { ...previous, ...set, stored_bytes: storedBytes }, previous };
     } catch (err) {
       // Two first publishes of one slug race on the unique index: the loser takes the winner's document.
       if (!isDuplicateKey(err) || attempt >= 3) throw err;
@@ -142,12 +170,61 @@ export async function recountStoredBytes(
   return changed;
 }
 
-/** The newest version of a workflow, or null. */
-export function latestVersion(
+/**
+ * How far a record's `updated_at` may run past its `latest.published_at` with `latest` still its
+ * newest version: the clocks of the processes that publish. Past it, a publish did not set
+ * `latest` (it crashed between, or an earlier release made it) and the versions say.
+ */
+const LATEST_SKEW_MS = 10_000;
+
+/** The record's `latest`, when the publish that last touched the record set it. */
+function freshLatest(doc: Pick<WorkflowDoc, 'latest' | 'updated_at'>): VersionPointer | undefined {
+  const { latest } = doc;
+  if (!latest || doc.updated_at.getTime() - latest.published_at.getTime() > LATEST_SKEW_MS)
+    return undefined;
+  return { id: latest.id, version: latest.version };
+}
+
+interface VersionPointer {
+  id: string;
+  version: number;
+}
+
+/** The newest version by a scan of every version (FerretDB decodes each): only where `latest` is not known. */
+async function scanLatest(
   c: WorkflowCollections,
   workflowId: string,
-): Promise<WorkflowVersionDoc | null> {
-  return c.workflowVersions.findOne({ workflow_id: workflowId }, { sort: { version: -1 } });
+): Promise<VersionPointer | null> {
+  const doc = await c.workflowVersions.findOne(
+    { workflow_id: workflowId },
+    { sort: { version: -1 }, projection: { _id: 1, version: 1 } },
+  );
+  return doc && { id: doc._id, version: doc.version };
+}
+
+/** Sets the record's `latest` unless it names a newer version already (or the same, set since). */
+async function setLatest(
+  c: WorkflowCollections,
+  workflowId: string,
+  pointer: VersionPointer,
+  publishedAt: Date,
+): Promise<void> {
+  await c.workflows.updateOne(
+    {
+      _id: workflowId,
+      $or: [
+        { latest: { $exists: false } },
+        { 'latest.version': { $lt: pointer.version } },
+        { 'latest.version': pointer.version, 'latest.published_at': { $lt: publishedAt } },
+      ],
+    },
+    { $set: { latest: { ...pointer, published_at: publishedAt } } },
+  );
+}
+
+/** `workflow_version_numbers`'s `_id` of a workflow's version `number`. */
+function numberId(workflowId: string, number: number): string {
+  return `${workflowId}#${number}`;
 }
 
 /** D2: a `wf_` id (own or public) or the caller's slug. */
@@ -172,15 +249,48 @@ export function findWorkflowRecord(
 }
 
 /** D1: the pinned version (number or `wfv_` id) of a workflow, or the latest when none is pinned. */
-export function findVersion(
+export async function findVersion(
   c: WorkflowCollections,
   workflowId: string,
   pin?: number | string,
 ): Promise<WorkflowVersionDoc | null> {
-  if (pin === undefined) return latestVersion(c, workflowId);
-  if (typeof pin === 'number')
-    return c.workflowVersions.findOne({ workflow_id: workflowId, version: pin });
-  return c.workflowVersions.findOne({ _id: pin, workflow_id: workflowId });
+  if (pin === undefined) {
+    const latest = await latestVersionPointer(c, workflowId);
+    return latest && findVersionById(c, latest.id);
+  }
+  const version =
+    typeof pin === 'number'
+      ? await versionByNumber(c, workflowId, pin)
+      : await findVersionById(c, pin);
+  return version && version.workflow_id === workflowId ? version : null;
+}
+
+/**
+ * Version `number` of a workflow, by `_id` through its number's entry. A version published before
+ * entries were written is found once by its number, and its entry written; a number past the
+ * newest is no version, without a look.
+ */
+async function versionByNumber(
+  c: WorkflowCollections,
+  workflowId: string,
+  number: number,
+): Promise<WorkflowVersionDoc | null> {
+  const entry = await c.workflowVersionNumbers.findOne({ _id: numberId(workflowId, number) });
+  if (entry) return findVersionById(c, entry.version_id);
+  const latest = await latestVersionPointer(c, workflowId);
+  if (!latest || number > latest.version) return null;
+  const version = await c.workflowVersions.findOne({ workflow_id: workflowId, version: number });
+  if (version)
+    await c.workflowVersionNumbers
+      .insertOne({
+        _id: numberId(workflowId, number),
+        workflow_id: workflowId,
+        version_id: version._id,
+      })
+      .catch((err: unknown) => {
+        if (!isDuplicateKey(err)) throw err;
+      });
+  return version;
 }
 
 /** A version by its id alone (the caller checks its workflow; an `{_id}` filter is the one FerretDB does not scan for). */
@@ -228,17 +338,25 @@ export async function versionOutputKeys(
   return version ? version.contract.outputs.map((output) => output.key) : null;
 }
 
-/** The id and number of a workflow's newest version, without its graph; null when it has none. */
-export function latestVersionPointer(
+/**
+ * The id and number of a workflow's newest version, without its graph; null when it has none. Read
+ * with the record by `_id` (`latest`); a record whose `latest` a publish left unset is set again
+ * from the versions, once.
+ */
+export async function latestVersionPointer(
   c: WorkflowCollections,
   workflowId: string,
-): Promise<{ id: string; version: number } | null> {
-  return c.workflowVersions
-    .findOne(
-      { workflow_id: workflowId },
-      { sort: { version: -1 }, projection: { _id: 1, version: 1 } },
-    )
-    .then((doc) => (doc ? { id: doc._id, version: doc.version } : null));
+): Promise<VersionPointer | null> {
+  const record = await c.workflows.findOne(
+    { _id: workflowId },
+    { projection: { latest: 1, updated_at: 1 } },
+  );
+  if (!record) return null;
+  const fresh = freshLatest(record);
+  if (fresh) return fresh;
+  const pointer = await scanLatest(c, workflowId);
+  if (pointer) await setLatest(c, workflowId, pointer, record.updated_at);
+  return pointer;
 }
 
 /**
@@ -284,6 +402,7 @@ export async function deleteWorkflowVersions(
   await c.workflowVersions.deleteMany({ workflow_id: workflowId });
   const { deletedCount } = await c.workflows.deleteOne({ _id: workflowId });
   await c.workflowVersions.deleteMany({ workflow_id: workflowId });
+  await c.workflowVersionNumbers.deleteMany({ workflow_id: workflowId });
   return deletedCount === 1;
 }
 

@@ -25,7 +25,10 @@ export type RunList = z.infer<typeof RunListSchema>;
  */
 /** What listing runs needs. */
 export interface ListRunsDeps {
-  collections: Pick<Collections, 'runs' | 'workflows' | 'workflowVersions' | 'webhookDeliveries'>;
+  collections: Pick<
+    Collections,
+    'runs' | 'workflows' | 'workflowVersions' | 'workflowVersionNumbers' | 'webhookDeliveries'
+  >;
   gateway: RunGateway;
 }
 

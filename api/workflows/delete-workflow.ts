@@ -13,7 +13,7 @@ import type { WorkflowCatalog } from './workflow-catalog';
 import { workflowNotFound } from './resolve-version';
 
 export interface DeleteWorkflowDeps {
-  collections: Pick<Collections, 'workflows' | 'workflowVersions'>;
+  collections: Pick<Collections, 'workflows' | 'workflowVersions' | 'workflowVersionNumbers'>;
   catalog: WorkflowCatalog;
   workflowQuota: StorageQuota;
 }

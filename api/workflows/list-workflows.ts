@@ -15,7 +15,7 @@ export type WorkflowList = z.infer<typeof WorkflowListSchema>;
  * each shown with the contract of its newest version.
  */
 export async function listWorkflows(
-  collections: Pick<Collections, 'workflows' | 'workflowVersions'>,
+  collections: Pick<Collections, 'workflows' | 'workflowVersions' | 'workflowVersionNumbers'>,
   accountId: string,
   query: ListWorkflowsQuery,
 ): Promise<WorkflowList> {

@@ -16,7 +16,7 @@ export interface WorkflowLookup {
 
 /** The store itself as a WorkflowLookup, nothing remembered (tools and baselines). */
 export function storeLookup(
-  collections: Pick<Collections, 'workflows' | 'workflowVersions'>,
+  collections: Pick<Collections, 'workflows' | 'workflowVersions' | 'workflowVersionNumbers'>,
 ): WorkflowLookup {
   return {
     findWorkflow: (accountId, ref) => findWorkflow(collections, accountId, ref),

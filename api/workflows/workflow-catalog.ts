@@ -27,7 +27,10 @@ export const POINTER_TTL_MS = 2_000;
 const MAX_VERSIONS = 500;
 const MAX_WORKFLOWS = 10_000;
 
-type WorkflowCollections = Pick<Collections, 'workflows' | 'workflowVersions'>;
+type WorkflowCollections = Pick<
+  Collections,
+  'workflows' | 'workflowVersions' | 'workflowVersionNumbers'
+>;
 
 interface Pointer {
   id: string;

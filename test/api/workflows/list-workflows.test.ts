@@ -137,7 +137,11 @@ describe('listing published workflows (D30)', function () {
     const workflows = countingCalls(ctx.svc.store.collections.workflows, 'find');
     const versions = countingCalls(ctx.svc.store.collections.workflowVersions, 'find');
     const page = await listWorkflows(
-      { workflows: workflows.collection, workflowVersions: versions.collection },
+      {
+        workflows: workflows.collection,
+        workflowVersions: versions.collection,
+        workflowVersionNumbers: ctx.svc.store.collections.workflowVersionNumbers,
+      },
       ctx.accountId,
       { limit: 20 },
     );

@@ -16,10 +16,14 @@ describe('workflow catalog (D1, D2)', function () {
   const ctx = useService({ worker: false });
 
   function catalogCountingReads() {
-    const { workflows, workflowVersions } = ctx.svc.store.collections;
+    const { workflows, workflowVersions, workflowVersionNumbers } = ctx.svc.store.collections;
     const counted = countingCalls(workflows, 'findOne');
     return {
-      catalog: new WorkflowCatalog({ workflows: counted.collection, workflowVersions }),
+      catalog: new WorkflowCatalog({
+        workflows: counted.collection,
+        workflowVersions,
+        workflowVersionNumbers,
+      }),
       probe: counted.probe,
     };
   }
