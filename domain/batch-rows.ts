@@ -21,15 +21,21 @@ export class BatchRowsTooDeep extends BatchRowsProblem {}
  * levels, but what walks them later (the run's end, its payloads) overflowed the stack, and the
  * run never ended.
  */
-export function rowsOfItem(item: Item, maxDepth = PARSED_JSON_MAX_DEPTH): unknown[] {
+export function rowsOfItem(
+  item: Item,
+  maxDepth = PARSED_JSON_MAX_DEPTH,
+  limit = Infinity,
+): unknown[] {
   if (item.status === 'failed')
     throw new BatchRowsProblem(`rows input failed: ${item.error?.message ?? 'unknown error'}`);
   const rows: unknown[] = [];
-  for (const part of item.parts) for (const row of rowsOfPart(part, maxDepth)) rows.push(row);
+  for (const part of item.parts)
+    for (const row of rowsOfPart(part, maxDepth, limit - rows.length)) rows.push(row);
   return rows;
 }
 
-function rowsOfPart(part: Part, maxDepth: number): unknown[] {
+/** A part's rows; a text's lines only up to one past `limit` (the caller fails a list past it). */
+function rowsOfPart(part: Part, maxDepth: number, limit: number): unknown[] {
   if (part.type === 'json') {
     if (!Array.isArray(part.data))
       throw new BatchRowsProblem('rows input is JSON but not an array');
@@ -50,7 +56,26 @@ function rowsOfPart(part: Part, maxDepth: number): unknown[] {
         return parsed;
       }
     }
-    return part.text.split(/\r?\n/).filter((line) => line.trim() !== '');
+    return limit === Infinity
+      ? part.text.split(/\r?\n/).filter((line) => line.trim() !== '')
+      : nonBlankLines(part.text, limit + 1);
   }
   return [part.url];
+}
+
+/**
+ * A text's non-blank lines (split at `\n` or `\r\n`), at most `most` of them: what a split and a
+ * filter give, without splitting the rest (one text of 2,720,000 lines split by five batches
+ * held a workflow task 2.1 s).
+ */
+function nonBlankLines(text: string, most: number): string[] {
+  const lines: string[] = [];
+  for (let start = 0; start <= text.length && lines.length < most;) {
+    const newline = text.indexOf('\n', start);
+    const end = newline === -1 ? text.length : newline;
+    const line = text.slice(start, newline > start && text[end - 1] === '\r' ? end - 1 : end);
+    if (line.trim() !== '') lines.push(line);
+    start = end + 1;
+  }
+  return lines;
 }

@@ -81,6 +81,21 @@ export const RUN_INLINE_MAX_OUTPUT_BYTES = 24 * 1024 * 1024;
 /** Output items in all, in the run or in the store: each is an event the run logs twice. */
 export const RUN_MAX_OUTPUT_ITEMS = 4_000_000;
 
+/**
+ * The items of inline lists the run's nodes read in its workflow, in all (patch `inline-reads-bound`):
+ * a `batch`, `join`, `text` or I/O node given a list of n items reads all n there (zips, joins,
+ * splits, packs them into blocks), ~100-200 ns each inside the sandbox. RUN_INLINE_MAX_ROWS bounds
+ * the rows made, not how often they are read: one list of 100,000 rows (a 600 KB request) fed to
+ * 495 batch nodes, or one of 900,000 fed to 20 http_request, 60 text or 60 join nodes, held one
+ * workflow task past 5 s and the whole worker aborted.
+ */
+export const RUN_INLINE_MAX_READS = 2_000_000;
+
+/** Why a node that would read `items` more items of inline lists fails. */
+export function inlineReadsSpent(items: number): string {
+  return `would read ${items} more items of lists in the run, past the ${RUN_INLINE_MAX_READS} its nodes read there in all (D31): feed a big list to fewer nodes, or give its rows as a file`;
+}
+
 /** Why a batch that would make `rows` more rows in the workflow fails. */
 export function inlineRowsSpent(rows: number): string {
   return `would make ${rows} more rows in the run, past the ${RUN_INLINE_MAX_ROWS} its batch nodes make there in all (D31); rows from a file are read in the store`;

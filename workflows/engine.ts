@@ -22,6 +22,7 @@ import { joinItems } from '../domain/join-items';
 import { filledPlaceholders } from '../domain/templates';
 import { BatchWork, batchItems, selectedIndex, selectItems, userInputItems } from './pure-nodes';
 import { textItem, upstreamFailed } from '../domain/items';
+import { inlineReadsSpent, RUN_INLINE_MAX_READS } from '../domain/run-size';
 
 /** Where an I/O node's rows report back: as each starts doing work, and with its items when done. */
 export interface RowProgress {
@@ -74,6 +75,11 @@ export interface EngineHooks {
    * RUN_INLINE_MAX_ROWS and the rest), asked only when past a bound (patch `run-items-bound`).
    */
   boundsRunItems?(): boolean;
+  /**
+   * Whether the items of inline lists the run's nodes read are bounded in all (domain/run-size.ts
+   * RUN_INLINE_MAX_READS), asked only when past it (patch `inline-reads-bound`).
+   */
+  boundsInlineReads?(): boolean;
   /** D35: whether a `text` node of a big list fills it in blocks, asked only when one meets one (as above). */
   bigTextInBlocks?(): boolean;
   /** D35: `select`, `join` and `batch` of a stored list, read by an activity once the list is done. */
@@ -119,15 +125,11 @@ export async function executeGraph(
   hooks: EngineHooks,
 ): Promise<Map<string, NodeValue>> {
   const nodes = new Map(graph.nodes.map((node) => [node.id, node]));
-  const incoming = new Map<string, GraphEdge[]>();
-  for (const edge of graph.edges) {
-    const list = incoming.get(edge.to) ?? [];
-    list.push(edge);
-    incoming.set(edge.to, list);
-  }
+  const incoming = edgesInto(graph);
   const results = new Map<string, Promise<NodeValue>>();
   const fillText = textFiller(hooks);
   const batchWork = new BatchWork(() => hooks.boundsRunItems?.() ?? false);
+  const takeReads = inlineReads(hooks);
   /** Nodes whose value was handed on before they finished (D35 pipelining): awaited at the end. */
   const streaming: Promise<void>[] = [];
 
@@ -151,6 +153,7 @@ export async function executeGraph(
         sources[port] = edge.from;
       }),
     );
+    takeReads(node, ports);
     const items = await runNode(node, ports, sources);
     if (runsInBlocks(node) && isItemRef(items) && items.ready) return items; // streamed: done when its blocks are
     if (isItemRef(items)) {
@@ -398,6 +401,38 @@ async function iterate(
   if (missing)
     throw new NodeFailure(node.id, node.type, `iteration ${missing.index} produced no result`);
   return perIteration.flat();
+}
+
+/** Each node's incoming edges, in the graph's order. */
+function edgesInto(graph: WorkflowDocument): Map<string, GraphEdge[]> {
+  const incoming = new Map<string, GraphEdge[]>();
+  for (const edge of graph.edges) {
+    const list = incoming.get(edge.to) ?? [];
+    list.push(edge);
+    incoming.set(edge.to, list);
+  }
+  return incoming;
+}
+
+/**
+ * D31: the items of inline lists the run's nodes read, in all (RUN_INLINE_MAX_READS; patch
+ * `inline-reads-bound`, asked only past it): a node reads every item of an inline list it takes (a
+ * select only the one it picks, a result none: its items are bounded where it holds them), so the
+ * node fails before it reads past the bound.
+ */
+function inlineReads(
+  hooks: EngineHooks,
+): (node: GraphNode, ports: Record<string, NodeValue>) => void {
+  let readsLeft = RUN_INLINE_MAX_READS;
+  return (node, ports) => {
+    if (node.type === 'select' || node.type === 'user_result') return;
+    let reads = 0;
+    for (const value of Object.values(ports))
+      if (!isItemRef(value) && value.length > 1) reads += value.length;
+    readsLeft -= reads;
+    if (readsLeft < 0 && hooks.boundsInlineReads?.())
+      throw new NodeFailure(node.id, node.type, inlineReadsSpent(reads));
+  };
 }
 
 /** The characters of a text node's one text part. */

@@ -165,6 +165,12 @@ export const PATCHES = {
     change:
       "D31: what one run makes and holds in its workflow is bounded in all (domain/run-size.ts): its batch nodes split at most RUN_BATCH_TEXT_MAX_CHARS of text into at most RUN_INLINE_MAX_ROWS rows (past either the batch fails), its results hold at most RUN_INLINE_MAX_OUTPUT_ITEMS items itself and RUN_MAX_OUTPUT_ITEMS in all (past either the result fails), and an item past RUN_INLINE_MAX_OUTPUT_BYTES of the output it holds fails in place (`output_too_large`); each asked only past its bound. Old runs make and hold whatever the graph asks (a text of 300,000 lines fed to a batch and a result aborted the whole worker; one 1 MB input fed to 499 results passed Temporal's 50 MB of history).",
   },
+  'inline-reads-bound': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D31: the items of inline lists the run's nodes read in its workflow are bounded in all (domain/run-size.ts RUN_INLINE_MAX_READS; select and user_result do not count): past it the node fails before it reads, asked only then (workflows/engine.ts). Old runs read whatever the graph asks (one 100,000-row list fed to 495 batch nodes aborted the whole worker).",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

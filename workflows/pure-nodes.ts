@@ -47,10 +47,18 @@ function isFilePart(value: unknown): value is Extract<Part, { type: 'image' | 'v
 }
 
 /** The rows of the `rows` port's items, or the node's failure naming why there are none. */
-function inputRows(node: NodeOf<'batch'>, rowsInput: Item[], maxDepth?: number): unknown[] {
+function inputRows(
+  node: NodeOf<'batch'>,
+  rowsInput: Item[],
+  maxDepth?: number,
+  limit = Infinity,
+): unknown[] {
   try {
     const rows: unknown[] = [];
-    for (const item of rowsInput) for (const row of rowsOfItem(item, maxDepth)) rows.push(row);
+    for (const item of rowsInput) {
+      for (const row of rowsOfItem(item, maxDepth, limit - rows.length)) rows.push(row);
+      if (rows.length > limit) break;
+    }
     return rows;
   } catch (err) {
     // Runs before patch `batch-rows-depth` took such rows (and then could not end): as they did.
@@ -70,7 +78,7 @@ export class BatchWork {
   private textLeft = RUN_BATCH_TEXT_MAX_CHARS;
   private rowsLeft = RUN_INLINE_MAX_ROWS;
 
-  constructor(private readonly bounded: () => boolean) {}
+  constructor(readonly bounded: () => boolean) {}
 
   /** Before a batch reads its rows input: the characters of its texts. */
   takeText(node: NodeOf<'batch'>, items: Item[]): void {
@@ -97,15 +105,24 @@ export function batchItems(
   work?: BatchWork,
 ): Item[] {
   let rows: unknown[];
+  let more = false;
   if (rowsInput) {
     work?.takeText(node, rowsInput);
-    rows = inputRows(node, rowsInput);
+    // Counted only to one past MAX_ROWS; a run from before the bound counted them all, as it did.
+    rows = inputRows(node, rowsInput, undefined, work ? MAX_ROWS : Infinity);
+    more = rows.length > MAX_ROWS && work!.bounded();
+    if (rows.length > MAX_ROWS && !more) rows = inputRows(node, rowsInput);
   } else if (node.rows) {
     rows = node.rows;
   } else {
     throw new NodeFailure(node.id, node.type, 'has neither rows nor a rows input');
   }
-  if (rows.length > MAX_ROWS) throw new NodeFailure(node.id, node.type, tooManyRows(rows.length));
+  if (rows.length > MAX_ROWS)
+    throw new NodeFailure(
+      node.id,
+      node.type,
+      more ? tooManyRows(MAX_ROWS, true) : tooManyRows(rows.length),
+    );
   work?.takeRows(node, rows.length);
   return rows.map((row) => completed(valuePart(row)));
 }

@@ -450,7 +450,7 @@ class RunActivities {
     const inner =
       blocks === 1 ? options.concurrency : Math.max(1, Math.ceil(options.concurrency / lanes));
     state.reserveStored(node.id, count);
-    if (isIoNode(node)) for (let i = 0; i < count; i++) progress.itemStarted();
+    if (isIoNode(node)) progress.itemsStarted(count);
     // D35 pipelining: a block's rows are ready for the next node of the chain once it is done.
     const ready = Array.from({ length: blocks }, () => {
       let resolve!: () => void;
@@ -836,6 +836,7 @@ class RunActivities {
         boundsText: () => isPatched('text-bounds'),
         boundsTextWork: () => isPatched('text-work-bound'),
         boundsRunItems: () => isPatched('run-items-bound'),
+        boundsInlineReads: () => isPatched('inline-reads-bound'),
         bigTextInBlocks: () => isPatched('big-text-in-blocks'),
         storedListReads: storedListReads(),
         onStoredList: (nodeId, list) => {

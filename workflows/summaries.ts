@@ -135,6 +135,12 @@ export class RunProgress {
     if (this.counts.items % progressStep(this.counts.items) === 0) this.flush();
   }
 
+  /** `n` I/O iterations became known at once (a big node's rows): one publication, not one per row. */
+  itemsStarted(n: number): void {
+    this.counts.items += n;
+    this.flush();
+  }
+
   itemDone(): void {
     this.counts.itemsDone++;
     const { itemsDone, items } = this.counts;

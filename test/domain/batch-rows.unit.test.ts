@@ -35,6 +35,16 @@ describe('batch rows (domain/batch-rows.ts)', () => {
     assert.equal(rowsOfItem(completed({ type: 'text', text })).length, 300_000);
   });
 
+  it('takes the lines a split and a filter give, and stops one past a limit', () => {
+    const texts = ['a\r\nb\rc\n\r\n \nd\r', '\n\nx', 'x\r', '\r\n', '', 'one\ntwo\nthree\n'];
+    for (const text of texts) {
+      const split = text.split(/\r?\n/).filter((line) => line.trim() !== '');
+      const item = completed({ type: 'text', text });
+      assert.deepEqual(rowsOfItem(item, undefined, 100), split, JSON.stringify(text));
+      assert.deepEqual(rowsOfItem(item, undefined, 1), split.slice(0, 2), JSON.stringify(text));
+    }
+  });
+
   it('names why an item gives no rows: a failed item, JSON that is not an array', () => {
     assert.throws(
       () => rowsOfItem(failed({ message: 'provider said no', type: 'provider_error' })),

@@ -97,6 +97,26 @@ function linesGraph(
   };
 }
 
+/** A request's rows (a JSON text) made a list by a batch that `readers` batch nodes read. */
+function readersGraph(slug: string, readers: number) {
+  const ids = Array.from({ length: readers }, (_, i) => `n${i}`);
+  return {
+    slug,
+    concurrency: 64,
+    nodes: [
+      { id: 'r', type: 'user_input', label: 'R', input_type: 'text' },
+      { id: 'b', type: 'batch' },
+      ...ids.map((id) => ({ id, type: 'batch' })),
+      { id: 'o', type: 'user_result', label: 'Out' },
+    ],
+    edges: [
+      { from: 'r', to: 'b', port: 'rows' },
+      ...ids.map((id) => ({ from: 'b', to: id, port: 'rows' })),
+      { from: 'r', to: 'o' },
+    ],
+  };
+}
+
 /** One input fed to `results` results. */
 function fanOutGraph(slug: string, results: number) {
   const ids = Array.from({ length: results }, (_, i) => i);
@@ -187,6 +207,34 @@ describe('pure nodes in the workflow: bounded work', function () {
       run.error,
       /node 'b\d' \(batch\): would make 900000 more rows in the run, past the 1000000/,
     );
+  });
+
+  it("fails a run whose 495 batches would read a request's 100,000 rows each, and the worker serves on", async () => {
+    const graph = readersGraph('readers', 495);
+    await publish(ctx.svc.url, ctx.key, graph);
+    const rows = JSON.stringify(Array.from({ length: 100_000 }, () => [0]));
+    const run = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      await startRun(ctx.svc.url, ctx.key, graph.slug, { r: rows }),
+      120_000,
+    );
+    assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
+    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
+    assert.match(run.error, /would read 100000 more items of lists in the run, past the 2000000/);
+  });
+
+  it('stops counting the lines of a batch past the rows a list may have', async () => {
+    const graph = linesGraph('lines-count', 8, 5, 'text');
+    await publish(ctx.svc.url, ctx.key, graph);
+    const run = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
+      120_000,
+    );
+    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
+    assert.match(run.error, /\(batch\): has more than 1000000 rows/);
   });
 
   it('fails a run whose 300,000 stored rows would be held by 20 results', async () => {
