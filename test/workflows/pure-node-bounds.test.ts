@@ -5,7 +5,8 @@
  * workflow task busy past
  * 5 s, where the SDK's deadlock detector fires inside the sandbox and Node aborts the whole worker
  * (and every worker the task was retried on). Now each such item fails in place, the run ends, and
- * the worker serves on. The worker here is the production entry in a child process: on the old
+ * the worker serves on. So do graphs past what a run makes, holds and reads in all (a batch's rows,
+ * a result's items, the lists its nodes read: domain/run-size.ts): the run fails naming the node. The worker here is the production entry in a child process: on the old
  * code it died, which the test sees instead of dying with it.
  */
 import assert from 'node:assert/strict';
@@ -172,86 +173,51 @@ describe('pure nodes in the workflow: bounded work', function () {
       assert.equal(items.at(-1).error?.type, 'template_too_large', JSON.stringify(items.at(-1)));
     });
 
-  // What the run makes and holds in all (patch `run-items-bound`): on the old code the first two
-  // aborted the worker, the third ended with Temporal terminating the run for its history's size.
+  // What the run makes, holds and reads in all (patches `run-items-bound`, `inline-reads-bound`):
+  // on the old code the worker died in the first three, and the last made a 12,000,000-event log.
   const lines = { a: 'x\n'.repeat(1000) };
-  it('fails a run whose result would hold the 900,000 rows a batch made of a text, and the worker serves on', async () => {
-    const graph = linesGraph('lines-result', 3, 1, 'result');
-    await publish(ctx.svc.url, ctx.key, graph);
-    const run = await waitForRun(
-      ctx.svc.url,
-      ctx.key,
-      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
-      120_000,
-    );
-    assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
-    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
-    assert.match(
-      run.error,
-      /node 'o0-0' \(user_result\): would hold 900000 more output items in the run, past the 200000/,
-    );
-  });
-
-  it('fails a run whose eight batches would make 900,000 rows each of one text, and the worker serves on', async () => {
-    const graph = linesGraph('lines-batches', 3, 8, 'text');
-    await publish(ctx.svc.url, ctx.key, graph);
-    const run = await waitForRun(
-      ctx.svc.url,
-      ctx.key,
-      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
-      120_000,
-    );
-    assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
-    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
-    assert.match(
-      run.error,
-      /node 'b\d' \(batch\): would make 900000 more rows in the run, past the 1000000/,
-    );
-  });
-
-  it("fails a run whose 495 batches would read a request's 100,000 rows each, and the worker serves on", async () => {
-    const graph = readersGraph('readers', 495);
-    await publish(ctx.svc.url, ctx.key, graph);
-    const rows = JSON.stringify(Array.from({ length: 100_000 }, () => [0]));
-    const run = await waitForRun(
-      ctx.svc.url,
-      ctx.key,
-      await startRun(ctx.svc.url, ctx.key, graph.slug, { r: rows }),
-      120_000,
-    );
-    assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
-    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
-    assert.match(run.error, /would read 100000 more items of lists in the run, past the 2000000/);
-  });
-
-  it('stops counting the lines of a batch past the rows a list may have', async () => {
-    const graph = linesGraph('lines-count', 8, 5, 'text');
-    await publish(ctx.svc.url, ctx.key, graph);
-    const run = await waitForRun(
-      ctx.svc.url,
-      ctx.key,
-      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
-      120_000,
-    );
-    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
-    assert.match(run.error, /\(batch\): has more than 1000000 rows/);
-  });
-
-  it('fails a run whose 300,000 stored rows would be held by 20 results', async () => {
-    const graph = linesGraph('lines-fan-out', 1, 1, 'text', 20);
-    await publish(ctx.svc.url, ctx.key, graph);
-    const run = await waitForRun(
-      ctx.svc.url,
-      ctx.key,
-      await startRun(ctx.svc.url, ctx.key, graph.slug, lines),
-      120_000,
-    );
-    assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
-    assert.match(
-      run.error,
-      /would hold 6000000 more output items, past the 4000000 of one run's outputs in all/,
-    );
-  });
+  const failing = [
+    {
+      what: 'a result would hold the 900,000 rows a batch made of a text',
+      graph: linesGraph('lines-result', 3, 1, 'result'),
+      inputs: lines,
+      error:
+        /node 'o0-0' \(user_result\): would hold 900000 more output items in the run, past the 200000/,
+    },
+    {
+      what: 'eight batches would make 900,000 rows each of one text',
+      graph: linesGraph('lines-batches', 3, 8, 'text'),
+      inputs: lines,
+      error: /node 'b\d' \(batch\): would make 900000 more rows in the run, past the 1000000/,
+    },
+    {
+      what: "495 batches would read a request's 100,000 rows each",
+      graph: readersGraph('readers', 495),
+      inputs: { r: JSON.stringify(Array.from({ length: 100_000 }, () => [0])) },
+      error: /would read 100000 more items of lists in the run, past the 2000000/,
+    },
+    {
+      what: 'five batches would count 2,400,000 lines each (they stop past 1,000,000)',
+      graph: linesGraph('lines-count', 8, 5, 'text'),
+      inputs: lines,
+      error: /\(batch\): has more than 1000000 rows/,
+    },
+    {
+      what: '20 results would hold 300,000 stored rows each',
+      graph: linesGraph('lines-fan-out', 1, 1, 'text', 20),
+      inputs: lines,
+      error: /would hold 6000000 more output items, past the 4000000 of one run's outputs in all/,
+    },
+  ];
+  for (const { what, graph, inputs, error } of failing)
+    it(`fails a run where ${what}, and the worker serves on`, async () => {
+      await publish(ctx.svc.url, ctx.key, graph);
+      const runId = await startRun(ctx.svc.url, ctx.key, graph.slug, inputs);
+      const run = await waitForRun(ctx.svc.url, ctx.key, runId, 120_000);
+      assert.equal(worker.child.exitCode, null, `the worker died: ${worker.stderr().slice(-500)}`);
+      assert.equal(run.status, 'failed', JSON.stringify(run).slice(0, 500));
+      assert.match(run.error, error);
+    });
 
   it('fails in place the output items past what a run holds: one 1 MB input fed to 499 results', async () => {
     const graph = fanOutGraph('fan-out', 499);
