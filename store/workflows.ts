@@ -48,15 +48,7 @@ export async function insertWorkflowVersion(
       if (!isDuplicateKey(err) || attempt >= MAX_VERSION_ATTEMPTS) throw err;
       continue;
     }
-    await c.workflowVersionNumbers
-      .insertOne({
-        _id: numberId(workflow._id, number),
-        workflow_id: workflow._id,
-        version_id: version._id,
-      })
-      .catch((err: unknown) => {
-        if (!isDuplicateKey(err)) throw err; // written already by a reader that found the version first
-      });
+    await writeNumber(c, workflow._id, number, version._id);
     await setLatest(c, workflow._id, { id: version._id, version: number }, workflow.updated_at);
     return { workflow, version };
   }
@@ -227,6 +219,23 @@ function numberId(workflowId: string, number: number): string {
   return `${workflowId}#${number}`;
 }
 
+/** Writes version `number`'s entry; one written already (by its publish, or a reader) is the same. */
+async function writeNumber(
+  c: WorkflowCollections,
+  workflowId: string,
+  number: number,
+  versionId: string,
+): Promise<void> {
+  const entry = {
+    _id: numberId(workflowId, number),
+    workflow_id: workflowId,
+    version_id: versionId,
+  };
+  await c.workflowVersionNumbers.insertOne(entry).catch((err: unknown) => {
+    if (!isDuplicateKey(err)) throw err;
+  });
+}
+
 /** D2: a `wf_` id (own or public) or the caller's slug. */
 export async function findWorkflow(
   c: WorkflowCollections,
@@ -280,16 +289,7 @@ async function versionByNumber(
   const latest = await latestVersionPointer(c, workflowId);
   if (!latest || number > latest.version) return null;
   const version = await c.workflowVersions.findOne({ workflow_id: workflowId, version: number });
-  if (version)
-    await c.workflowVersionNumbers
-      .insertOne({
-        _id: numberId(workflowId, number),
-        workflow_id: workflowId,
-        version_id: version._id,
-      })
-      .catch((err: unknown) => {
-        if (!isDuplicateKey(err)) throw err;
-      });
+  if (version) await writeNumber(c, workflowId, number, version._id);
   return version;
 }
 
