@@ -171,6 +171,12 @@ export const PATCHES = {
     change:
       "D31: the items of inline lists the run's nodes read in its workflow are bounded in all (domain/run-size.ts RUN_INLINE_MAX_READS; select and user_result do not count): past it the node fails before it reads, asked only then (workflows/engine.ts). Old runs read whatever the graph asks (one 100,000-row list fed to 495 batch nodes aborted the whole worker).",
   },
+  'run-blocks-bound': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D31: the blocks a run's big nodes run are bounded in all (RUN_MAX_BLOCKS, about what HISTORY_EVENTS_LIMIT holds): a node that would pass it fails before its blocks are planned, asked only then (workflows/run-workflow.ts runStoredRows). Old runs plan every block (50 text nodes reading a stored list of 900,000 rows planned 45,000 blocks in one workflow task of 4.9 s, and then failed at the history's event limit).",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

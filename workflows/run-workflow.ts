@@ -69,6 +69,13 @@ export const NON_RETRYABLE_TYPES = ['ProviderRejected', 'InvalidNodeConfig'];
 /** History bounds a run stays under (Temporal's own are 51,200 events and 50 MB; D35 keeps a run's history under 20,000 events). */
 export const HISTORY_EVENTS_LIMIT = 18_000;
 export const HISTORY_BYTES_LIMIT = 40 * 1024 * 1024;
+/** Blocks a run's big nodes run in all: each takes ~4 events of HISTORY_EVENTS_LIMIT (P4c's million rows are 1,000). */
+export const RUN_MAX_BLOCKS = 4_000;
+
+/** Why a node of `blocks` more blocks fails. */
+function blocksSpent(blocks: number): string {
+  return `would run ${blocks} more blocks of rows, past the ${RUN_MAX_BLOCKS} a run's history holds (D31): feed a big list to fewer nodes, or split it into smaller runs`;
+}
 /** JSON bytes of a row's answer besides its item (its index, cost and usage), at most. */
 const ROW_ANSWER_OVERHEAD = 512;
 
@@ -364,6 +371,9 @@ interface RunResources {
  * rows and file inputs, sharing the run's slots, cost cap, progress and state (RunResources).
  */
 class RunActivities {
+  /** D31: the blocks the run's big nodes may still plan (RUN_MAX_BLOCKS). */
+  private blocksLeft = RUN_MAX_BLOCKS;
+
   constructor(private readonly run: RunResources) {}
 
   /** One chunk of a node's rows as an activity; failures that end the run become NodeFailures naming the node. */
@@ -445,6 +455,12 @@ class RunActivities {
             count: Math.min(blockRows, count - b * blockRows),
           }));
     const blocks = plan.length;
+    // D31: past what the run's history can hold the node fails before anything runs (patch
+    // `run-blocks-bound`, asked only then): 50 text nodes reading a stored list of 900,000 rows
+    // planned 45,000 blocks in one workflow task (4.9 s, the SDK aborts the worker past 5).
+    this.blocksLeft -= blocks;
+    if (this.blocksLeft < 0 && isPatched('run-blocks-bound'))
+      throw new NodeFailure(node.id, node.type, blocksSpent(blocks));
     // D38: a block of a re-run runs only its few failed rows, so more of its blocks share the slots.
     const lanes = carry?.lanes(node.id) ?? 2;
     const inner =

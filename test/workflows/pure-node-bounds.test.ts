@@ -118,6 +118,17 @@ function readersGraph(slug: string, readers: number) {
   };
 }
 
+/** linesGraph's 900,000 rows in the store (its text node `r0`'s), read by `readers` text nodes. */
+function storedReadersGraph(slug: string, readers: number) {
+  const graph = linesGraph(slug, 3, 1, 'text');
+  const ids = Array.from({ length: readers }, (_, i) => `n${i}`);
+  return {
+    ...graph,
+    nodes: [...graph.nodes, ...ids.map((id) => ({ id, type: 'text', template: '{{y}}!' }))],
+    edges: [...graph.edges, ...ids.map((id) => ({ from: 'r0', to: id, port: 'y' }))],
+  };
+}
+
 /** One input fed to `results` results. */
 function fanOutGraph(slug: string, results: number) {
   const ids = Array.from({ length: results }, (_, i) => i);
@@ -173,8 +184,9 @@ describe('pure nodes in the workflow: bounded work', function () {
       assert.equal(items.at(-1).error?.type, 'template_too_large', JSON.stringify(items.at(-1)));
     });
 
-  // What the run makes, holds and reads in all (patches `run-items-bound`, `inline-reads-bound`):
-  // on the old code the worker died in the first three, and the last made a 12,000,000-event log.
+  // What the run makes, holds and reads in all (patches `run-items-bound`, `inline-reads-bound`,
+  // `run-blocks-bound`): on the old code the worker died in the first three, the fifth held a task
+  // 4.9 s and failed 220 s later at the history's event limit, the last made a 12,000,000-event log.
   const lines = { a: 'x\n'.repeat(1000) };
   const failing = [
     {
@@ -201,6 +213,12 @@ describe('pure nodes in the workflow: bounded work', function () {
       graph: linesGraph('lines-count', 8, 5, 'text'),
       inputs: lines,
       error: /\(batch\): has more than 1000000 rows/,
+    },
+    {
+      what: '50 text nodes would read 900,000 stored rows in 45,000 blocks',
+      graph: storedReadersGraph('stored-readers', 50),
+      inputs: lines,
+      error: /node 'n3' \(text\): would run 900 more blocks of rows, past the 4000/,
     },
     {
       what: '20 results would hold 300,000 stored rows each',
