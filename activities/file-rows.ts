@@ -15,7 +15,7 @@ import type { Collections } from '../store/db';
 import { findFile, openFileContent } from '../store/files';
 import { PageWriter } from '../store/page-writer';
 import { runInputDefault } from '../store/workflows';
-import type { FileDeps } from './files';
+import { runAccount, type FileDeps } from './files';
 import { heartbeating } from './heartbeat';
 import { ListStorage } from './list-storage';
 
@@ -44,7 +44,9 @@ export function createFileRowsActivity(deps: {
   };
   const load = async (req: FileRowsRequest): Promise<{ count: number }> => {
     const { db, quota } = deps.files();
-    const doc = (await findFile(db, req.fileId, req.accountId)) ?? (await ownersDefault(req));
+    // The run's account (read from its record for runs that did not pass it): never any account's file.
+    const accountId = await runAccount(deps, req);
+    const doc = (await findFile(db, req.fileId, accountId)) ?? (await ownersDefault(req));
     if (!doc) throw refused(`input '${req.key}': file ${req.fileId} does not exist`);
     const format = formatOf(doc.metadata.name, doc.metadata.mime_type);
     // D19: the copy of the file's rows counts in the account's storage, as its every other list.

@@ -201,10 +201,14 @@ export function storeBytes(db: Db, bytes: Uint8Array, opts: StoreFileOptions): P
 }
 
 /** A file by id, optionally only if `accountId` owns it (another account's file looks missing). */
-export function findFile(db: Db, fileId: string, accountId?: string): Promise<FileDoc | null> {
-  return filesCollection(db).findOne(
-    accountId === undefined ? { _id: fileId } : { _id: fileId, 'metadata.account_id': accountId },
-  );
+export async function findFile(
+  db: Db,
+  fileId: string,
+  accountId?: string,
+): Promise<FileDoc | null> {
+  // By `_id` alone, the owner compared here: FerretDB decodes every file's record for any other filter.
+  const doc = await filesCollection(db).findOne({ _id: fileId });
+  return doc && (accountId === undefined || doc.metadata.account_id === accountId) ? doc : null;
 }
 
 /**
