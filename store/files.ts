@@ -231,17 +231,19 @@ export function uploadPage(
     .toArray();
 }
 
-/** The ids among `fileIds` that `accountId` owns. */
+/**
+ * The ids among `fileIds` (a start's file inputs, one each) that `accountId` owns: each read by
+ * `_id` (a filter by `$in` and account made FerretDB decode every file's record at each such start).
+ */
 export async function ownedFileIds(
   db: Db,
   accountId: string,
   fileIds: string[],
 ): Promise<Set<string>> {
-  if (fileIds.length === 0) return new Set();
-  const docs = await filesCollection(db)
-    .find({ _id: { $in: fileIds }, 'metadata.account_id': accountId }, { projection: { _id: 1 } })
-    .toArray();
-  return new Set(docs.map((d) => d._id));
+  const owned = await Promise.all(
+    [...new Set(fileIds)].map(async (id) => ((await findFile(db, id, accountId)) ? id : null)),
+  );
+  return new Set(owned.filter((id) => id !== null));
 }
 
 /**
