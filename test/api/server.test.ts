@@ -11,6 +11,7 @@ import { expectError } from '../support/api-assert';
 import { greetingWorkflow, publish } from '../support/fixtures';
 import { call, waitFor, type ApiResponse } from '../support/http';
 import { openSse, type SseClient } from '../support/sse';
+import { freshWindow } from '../support/rate-window';
 import { startRun } from '../support/runs';
 import { useService } from '../support/use-service';
 
@@ -278,6 +279,7 @@ describe('stream links: a request allowance of their own', function () {
   const ctx = useService({ env: { RATE_LIMIT_REQUESTS_PER_MINUTE: '3' } });
 
   it('counts link requests against the key’s links, not the key, and refuses them past the limit (before: never counted)', async () => {
+    await freshWindow(30); // every request below in one D16 window
     await publish(ctx.svc.url, ctx.key, greetingWorkflow('greet')); // the key's request 1
     const runId = await startRun(ctx.svc.url, ctx.key, 'greet', { name: 'a' }); // a start: its own bucket
     const link = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {

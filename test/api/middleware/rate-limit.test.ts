@@ -12,21 +12,13 @@ import { greetingWorkflow, publish } from '../../support/fixtures';
 import { call, type ApiResponse } from '../../support/http';
 import { openSse } from '../../support/sse';
 import { startService, type TestService } from '../../support/service';
+import { freshWindow, secondsLeft } from '../../support/rate-window';
 
 const start = (
   svc: TestService,
   key: string,
   body: unknown = { workflowId: 'greet', inputs: { name: 'x' } },
 ) => call(svc.url, 'POST', '/api/v1/responses', { key, body });
-
-/** Seconds left in the current one-minute window, as the server computes it. */
-const secondsLeft = () => Math.max(1, Math.ceil((60_000 - (Date.now() % 60_000)) / 1000));
-
-/** Waits for the next window when fewer than `seconds` remain in this one, so a test's requests share one window. */
-async function freshWindow(seconds = 20): Promise<void> {
-  const leftMs = 60_000 - (Date.now() % 60_000);
-  if (leftMs < seconds * 1000) await new Promise((r) => setTimeout(r, leftMs + 50));
-}
 
 /** Asserts the D16 headers: limit, remaining (when given) and a reset matching the window's end. */
 function expectRateHeaders(res: { headers: Headers }, limit: number, remaining?: number): void {
