@@ -41,6 +41,7 @@ import {
   ListFilesQuerySchema,
   ListWorkflowsQuerySchema,
   OutputItemsQuerySchema,
+  ReadRunQuerySchema,
   RerunRequestSchema,
   StartRequestSchema,
   StreamLinkRequestSchema,
@@ -223,7 +224,7 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
     get: {
       operationId: 'getRun',
       summary: 'Read a run (safe to poll every 1–3 s)',
-      requestParams: { path: RunIdPathSchema },
+      requestParams: { path: RunIdPathSchema, query: ReadRunQuerySchema },
       responses: {
         '200': { ...json(RunSchema, 'The run record.', true), links: runLinks('id') },
         ...errors(401, 404, 429, 500, 503),

@@ -236,6 +236,23 @@ export const OutputItemsQuerySchema = z
   .strict();
 export type OutputItemsQuery = z.infer<typeof OutputItemsQuerySchema>;
 
+/**
+ * The query of GET /api/v1/runs/{runId}: `include_output=false` reads the run without its items
+ * (`output: null`), as a list shows it. A finished big run's answer holds every item (D31), which
+ * can be hundreds of MB; a caller that pages them (the playground) asks for the rest alone.
+ * Unknown parameters are ignored, as they were before this one existed (cache busters).
+ */
+export const ReadRunQuerySchema = z.object({
+  include_output: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true')
+    .describe(
+      '`false` answers the run with `output: null`: read its items with `/outputs/{key}` pages or the results file.',
+    ),
+});
+export type ReadRunQuery = z.infer<typeof ReadRunQuerySchema>;
+
 /** D35: the results file (the same URL, asked for as JSON Lines or CSV) is every item: it takes no page's query. */
 export const ResultsFileQuerySchema = z.object({}).strict();
 

@@ -12,6 +12,7 @@ import { listRuns, type ListRunsDeps } from '../runs/list-runs';
 import {
   ListRunsQuerySchema,
   OutputItemsQuerySchema,
+  ReadRunQuerySchema,
   ResultsFileQuerySchema,
   parseRequest,
   StreamQuerySchema,
@@ -49,7 +50,10 @@ export function runsRoutes(deps: RunsRouteDeps): Router {
     authenticate(deps),
     rateLimit(deps, 'requests'),
     async (ctx) => {
-      const { body } = await readRunAnswer(deps, ctx.state.auth!.accountId, ctx.params.runId);
+      const query = parseRequest(ReadRunQuerySchema, ctx.query, 'query');
+      const { body } = await readRunAnswer(deps, ctx.state.auth!.accountId, ctx.params.runId, {
+        output: query.include_output,
+      });
       sendRun(ctx, body, deps.downloads);
     },
   );

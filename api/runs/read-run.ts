@@ -61,24 +61,30 @@ export interface RunAnswer {
  * The current run: the final record once written (served long after Temporal forgot the run),
  * else live state. Store round trips: none for a finished run read before in this process
  * (FinishedRunCache), none for a live run this process started or has read (KnownRuns), else one
- * for the record's head (a big run's chunks and items are read as its answer is sent).
+ * for the record's head (a big run's chunks and items are read as its answer is sent). Without
+ * `output` the view shows `output: null` and a big run's items are not read at all.
  */
 export async function readRunAnswer(
   deps: ReadRunDeps,
   accountId: string,
   runId: string,
+  { output = true }: { output?: boolean } = {},
 ): Promise<RunAnswer> {
+  const answer = (view: RunView): RunAnswer => ({
+    status: view.status,
+    body: output ? view : { ...view, output: null },
+  });
   const known = await fromThisProcess(deps, accountId, runId);
   if (known.view) return answer(known.view);
   const doc = await loadRunHead(deps.collections, accountId, runId);
   if (!doc.finalized) return answer(await unfinishedView(deps, doc, known.skeleton));
   const delivery = await finishedDelivery(deps, doc);
-  return isBigRun(doc)
+  if (!isBigRun(doc)) return answer(finishedView(deps, doc, delivery));
+  // Without its items a big run's view is its head's, as a list shows it: nothing to stream.
+  return output
     ? { status: doc.status, body: streamRunView(deps.collections, doc, delivery) }
-    : answer(finishedView(deps, doc, delivery));
+    : answer(runView(doc, undefined, delivery));
 }
-
-const answer = (view: RunView): RunAnswer => ({ status: view.status, body: view });
 
 /**
  * Step 1, no store round trip: a finished run's cached view, or a run this process has seen live

@@ -142,9 +142,13 @@ export class WrsClient {
     );
   }
 
-  /** Reads a run. */
-  get(runId: string): Promise<RunView> {
-    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}`);
+  /**
+   * Reads a run. `includeOutput: false` reads it without its items (`output: null`): a finished
+   * big run's answer holds every item, so poll such a run this way and page its items (`items`).
+   */
+  get(runId: string, { includeOutput = true }: { includeOutput?: boolean } = {}): Promise<RunView> {
+    const query = queryString({ include_output: includeOutput ? undefined : 'false' });
+    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}${query}`);
   }
 
   /**

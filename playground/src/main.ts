@@ -7,9 +7,9 @@
 import { api, apiKey, downloadCsv, ErrorAnswer } from './api';
 import { byId, h, say } from './dom';
 import { buildForm, type InputsForm, type InputsSchema } from './form';
-import type { Run } from '../../clients/typescript';
+import type { OutputItem, Run } from '../../clients/typescript';
 import { isTerminal, type RunStatus, type StreamEvent } from '../../domain/run';
-import { renderRun } from './outputs';
+import { renderRun, type ShownOutput } from './outputs';
 import { followRun } from './sse';
 import { curlSnippet, pythonSnippet, typescriptSnippet, type RunRequest } from './snippets';
 
@@ -90,7 +90,7 @@ el.forget.addEventListener('click', () => {
   // What the key showed goes with it: the run on screen stops being followed and leaves the page.
   state.current?.follow.abort();
   state.current = undefined;
-  el.timeline.replaceChildren();
+  clearTimeline();
   el.outputs.replaceChildren();
   for (const text of [el.runId, el.runMetadata, el.runUsage]) say(text, '');
   setStatus('idle');
@@ -334,6 +334,18 @@ function setStatus(status: string, detail = ''): void {
   el.run.disabled = status === 'starting';
 }
 
+/**
+ * The timeline shows the newest TIMELINE_MAX events: a big run streams two a row (D31), and a
+ * page holding every one of a million rows' events stalls. What went before is counted, not shown.
+ */
+const TIMELINE_MAX = 500;
+const timeline = { dropped: 0, scrollQueued: false };
+
+function clearTimeline(): void {
+  el.timeline.replaceChildren();
+  timeline.dropped = 0;
+}
+
 function addEvent(text: string, kind = ''): void {
   const at = state.current
     ? ((performance.now() - state.current.startedAt) / 1000).toFixed(2)
@@ -346,7 +358,20 @@ function addEvent(text: string, kind = ''): void {
       h('span', { class: 'what' }, text),
     ),
   );
-  el.timeline.scrollTop = el.timeline.scrollHeight;
+  if (el.timeline.childElementCount > TIMELINE_MAX + (timeline.dropped > 0 ? 1 : 0)) {
+    if (timeline.dropped === 0) el.timeline.prepend(h('li', { class: 'note dropped' }));
+    el.timeline.children[1].remove();
+    timeline.dropped++;
+    el.timeline.firstElementChild!.textContent = `${timeline.dropped} earlier events not shown`;
+  }
+  // One scroll a frame: setting it per event made the browser lay the list out for each.
+  if (!timeline.scrollQueued) {
+    timeline.scrollQueued = true;
+    requestAnimationFrame(() => {
+      timeline.scrollQueued = false;
+      el.timeline.scrollTop = el.timeline.scrollHeight;
+    });
+  }
 }
 
 function describe(event: StreamEvent): [string, string] {
@@ -373,6 +398,43 @@ function describe(event: StreamEvent): [string, string] {
   }
 }
 
+/** Items a page of an output shows, and each "Show more" adds. */
+const PAGE_ITEMS = 50;
+
+/** A page of the run's output `key` after `afterId` (D31). */
+async function outputPage(
+  runId: string,
+  key: string,
+  afterId?: string,
+): Promise<{ items: OutputItem[]; hasMore: boolean }> {
+  const query = new URLSearchParams({ limit: String(PAGE_ITEMS) });
+  if (afterId) query.set('starting_after', afterId);
+  const path = `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`;
+  const page = await api<List<OutputItem>>('GET', `${path}?${query}`);
+  return { items: page.data, hasMore: page.has_more };
+}
+
+/**
+ * The first page of each output of the run's workflow version (its contract names them: the one
+ * on screen, else the run's own, read for it). An output that cannot be read is left out.
+ */
+async function firstPages(run: Run): Promise<ShownOutput[]> {
+  const versionId = run.published_workflow_version_id;
+  let contract = state.contract?.version_id === versionId ? state.contract : undefined;
+  if (!contract && run.published_workflow_id && versionId)
+    contract = await api<Contract>(
+      'GET',
+      `/api/v1/workflows/${encodeURIComponent(run.published_workflow_id)}?version=${encodeURIComponent(versionId)}`,
+    ).catch(() => undefined);
+  const pages = await Promise.all(
+    (contract?.outputs ?? []).map(async ({ key, label }) => {
+      const page = await outputPage(run.id, key).catch(() => undefined);
+      return page && { key, label, ...page };
+    }),
+  );
+  return pages.filter((page) => page !== undefined);
+}
+
 /** Follows a run (a new one from `start`, or `runId`) on screen until it ends, then shows its record. */
 async function follow(target: { start: RunRequest } | { runId: string }): Promise<void> {
   state.current?.follow.abort();
@@ -382,7 +444,7 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
     startedAt: performance.now(),
   };
   state.current = current;
-  el.timeline.replaceChildren();
+  clearTimeline();
   el.outputs.replaceChildren();
   say(el.runMetadata, '');
   say(el.runId, current.id ?? '');
@@ -414,25 +476,26 @@ async function follow(target: { start: RunRequest } | { runId: string }): Promis
         );
       },
     });
-    // The terminal event (or a 204 on resume) comes as the run ends; its record may trail it briefly.
-    let run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+    // The terminal event (or a 204 on resume) comes as the run ends; its record may trail it
+    // briefly. Read without its items: they come a page at a time below (a big run's are many).
+    const read = () => api<Run>('GET', `/api/v1/runs/${runId}?include_output=false`);
+    let run = await read();
     for (let i = 0; i < 30 && !isTerminal(run.status) && state.current === current; i++) {
       await new Promise((r) => setTimeout(r, 1_000));
-      run = await api<Run>('GET', `/api/v1/runs/${runId}`);
+      run = await read();
     }
+    const outputs = await firstPages(run);
     if (state.current !== current) return;
     setStatus(run.status);
     showRunMetadata(run);
     showRunUsage(run);
-    renderRun(
-      el.outputs,
-      run,
-      new Map((state.contract?.outputs ?? []).map((o) => [o.key, o.label])),
-      (key) =>
+    renderRun(el.outputs, run, outputs, {
+      onCsv: (key) =>
         void downloadCsv(runId, key).catch((err: Error) =>
           addEvent(`the CSV file could not be saved: ${err.message}`, 'note'),
         ),
-    );
+      more: (key, afterId) => outputPage(runId, key, afterId),
+    });
     void loadRuns();
   } catch (err) {
     if (current.follow.signal.aborted) return;

@@ -4,7 +4,7 @@
  * items in place with their error.
  */
 import type { Part } from '../../domain/parts';
-import type { Run } from '../../clients/typescript';
+import type { OutputItem, Run } from '../../clients/typescript';
 import { h } from './dom';
 
 function renderPart(part: Part, label: string): HTMLElement {
@@ -37,15 +37,32 @@ function renderPart(part: Part, label: string): HTMLElement {
   }
 }
 
+/** One output of a run as the page shows it: the items read so far, a page at a time (D31). */
+export interface ShownOutput {
+  key: string;
+  label: string;
+  items: OutputItem[];
+  hasMore: boolean;
+}
+
+/** What the output sections ask of the page: an output's results file, and its next page. */
+export interface OutputActions {
+  onCsv(key: string): void;
+  /** The items after `afterId` and whether more follow; the section appends them. */
+  more(key: string, afterId: string): Promise<{ items: OutputItem[]; hasMore: boolean }>;
+}
+
 /**
- * The outputs (or the run's error) in `container`; `labels` maps output keys to their labels.
- * Each output with items offers its results file as CSV (`onCsv(key)`).
+ * The run's error (if any) and its outputs in `container`. Items come a page at a time, never the
+ * whole run (a big run's output can be a million items, D31): a section shows its first page and
+ * a button for the next; each offers its results file as CSV. A run that failed or was cancelled
+ * shows the outputs it finished items of (D36); a completed one every output, empty ones too.
  */
 export function renderRun(
   container: HTMLElement,
   run: Run,
-  labels: Map<string, string>,
-  onCsv: (key: string) => void,
+  outputs: ShownOutput[],
+  actions: OutputActions,
 ): void {
   container.replaceChildren();
   if (run.status === 'failed')
@@ -59,49 +76,9 @@ export function renderRun(
     );
   if (run.status === 'cancelled')
     container.append(h('div', { class: 'alert' }, 'The run was cancelled.'));
-  for (const [key, items] of Object.entries(run.output ?? {})) {
-    const label = labels.get(key) ?? key;
-    container.append(
-      h(
-        'section',
-        { class: 'output', 'aria-label': label },
-        h(
-          'h3',
-          {},
-          label,
-          h('code', { class: 'key' }, key),
-          items.length > 0
-            ? h(
-                'button',
-                {
-                  type: 'button',
-                  class: 'small download',
-                  title: 'Every item of this output as a CSV file',
-                  onclick: () => onCsv(key),
-                },
-                'Download CSV',
-              )
-            : null,
-        ),
-        ...(items.length === 0 ? [h('p', { class: 'muted' }, 'No items.')] : []),
-        ...items.map((item) =>
-          h(
-            'div',
-            { class: `item ${item.status}`, 'data-item': item.id },
-            items.length > 1 ? h('span', { class: 'item-index' }, `#${item.item_index + 1}`) : null,
-            item.status === 'failed'
-              ? h(
-                  'p',
-                  { class: 'item-error', role: 'note' },
-                  h('strong', {}, 'Failed: '),
-                  item.error?.message ?? 'unknown error',
-                )
-              : null,
-            ...item.parts.map((part) => renderPart(part, label)),
-          ),
-        ),
-      ),
-    );
+  for (const output of outputs) {
+    if (output.items.length === 0 && run.status !== 'completed') continue;
+    container.append(outputSection(output, actions));
   }
   const facts = [
     run.total_cost !== null ? `cost $${run.total_cost.toFixed(4)}` : '',
@@ -110,4 +87,80 @@ export function renderRun(
       : '',
   ].filter(Boolean);
   if (facts.length) container.append(h('p', { class: 'muted small' }, facts.join(' · ')));
+}
+
+/** An output's section: its heading with the CSV download, its items, and a button for more. */
+function outputSection(output: ShownOutput, actions: OutputActions): HTMLElement {
+  const { key, label } = output;
+  const list = h('div', { class: 'items' });
+  const section = h(
+    'section',
+    { class: 'output', 'aria-label': label },
+    h(
+      'h3',
+      {},
+      label,
+      h('code', { class: 'key' }, key),
+      output.items.length > 0
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'small download',
+              title: 'Every item of this output as a CSV file',
+              onclick: () => actions.onCsv(key),
+            },
+            'Download CSV',
+          )
+        : null,
+    ),
+    list,
+  );
+  if (output.items.length === 0) list.append(h('p', { class: 'muted' }, 'No items.'));
+  let last = output.items.at(-1)?.id;
+  const several = output.items.length > 1 || output.hasMore;
+  list.append(...output.items.map((item) => itemView(item, label, several)));
+  if (output.hasMore) {
+    const more: HTMLButtonElement = h(
+      'button',
+      {
+        type: 'button',
+        class: 'small more',
+        onclick: async () => {
+          more.disabled = true;
+          try {
+            const page = await actions.more(key, last!);
+            list.append(...page.items.map((item) => itemView(item, label, true)));
+            last = page.items.at(-1)?.id ?? last;
+            if (page.hasMore) more.disabled = false;
+            else more.remove();
+          } catch (err) {
+            more.disabled = false;
+            more.title = (err as Error).message;
+          }
+        },
+      },
+      'Show more items',
+    );
+    section.append(more);
+  }
+  return section;
+}
+
+/** One item: its row's number when the output has several, a failed item's error, its parts. */
+function itemView(item: OutputItem, label: string, numbered: boolean): HTMLElement {
+  return h(
+    'div',
+    { class: `item ${item.status}`, 'data-item': item.id },
+    numbered ? h('span', { class: 'item-index' }, `#${item.item_index + 1}`) : null,
+    item.status === 'failed'
+      ? h(
+          'p',
+          { class: 'item-error', role: 'note' },
+          h('strong', {}, 'Failed: '),
+          item.error?.message ?? 'unknown error',
+        )
+      : null,
+    ...item.parts.map((part) => renderPart(part, label)),
+  );
 }

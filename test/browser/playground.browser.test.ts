@@ -12,7 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium, requireChromium } from '../support/browser';
 import { startService, type TestService } from '../support/service';
 import { newAccount } from '../support/accounts';
-import { llmWorkflow, publish, waitForRun } from '../support/fixtures';
+import { llmWorkflow, publish, textRowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai';
 import { png } from '../fakes/media';
@@ -126,7 +126,13 @@ describe('playground page', function () {
     openai = await startFakeOpenAI();
     svc = await startService({ env: { OPENAI_BASE_URL: openai.baseUrl } });
     ({ key } = await newAccount(svc.store.collections));
-    for (const doc of [hello, echoPhoto, typed, llmWorkflow('slow-answer')])
+    for (const doc of [
+      hello,
+      echoPhoto,
+      typed,
+      llmWorkflow('slow-answer'),
+      textRowsWorkflow('many-rows', 'row {{row}}'),
+    ])
       await publish(svc.url, key, doc);
     browser = await launchChromium();
     page = await openPage({ width: 1280, height: 900 });
@@ -373,6 +379,46 @@ describe('playground page', function () {
     const events = await page.locator('#timeline li .what').allTextContents();
     assert.equal(events[0], 'attached after event 0 (run completed)');
     assert.equal(events.at(-1), 'completed');
+  });
+
+  it('shows a run of many items a page at a time and its newest events, never reading the run whole (before: every item and event on the page)', async () => {
+    const ROWS = 620;
+    const rows = Array.from({ length: ROWS }, (_, i) => i);
+    const started = await call(svc.url, 'POST', '/api/v1/responses', {
+      key,
+      body: { workflowId: 'many-rows', inputs: { rows } },
+    });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    const runId: string = started.body.run_id;
+    await waitForRun(svc.url, key, runId);
+    const runReads: string[] = [];
+    const onRequest = (req: { url(): string }) => {
+      const url = new URL(req.url());
+      if (url.pathname === `/api/v1/runs/${runId}`) runReads.push(url.search);
+    };
+    page.on('request', onRequest);
+    try {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByRole('button', { name: `Open run ${runId}` }).click();
+      const items = page.locator('#outputs .item');
+      await page.locator('#outputs .item pre.text', { hasText: 'row 49' }).waitFor();
+      assert.equal(await items.count(), 50, 'the first page of the output');
+      assert.ok(runReads.length > 0, 'the run is read');
+      for (const query of runReads)
+        assert.equal(query, '?include_output=false', 'the run is read without its items');
+      await page.getByRole('button', { name: 'Show more items' }).click();
+      await page.locator('#outputs .item pre.text', { hasText: 'row 99' }).waitFor();
+      assert.equal(await items.count(), 100);
+      assert.equal(await items.nth(99).locator('.item-index').textContent(), '#100');
+      // Two events a row, and the run's own: the newest 500 are shown, the rest counted.
+      const shown = await page.locator('#timeline li').allTextContents();
+      assert.equal(shown.length, 501);
+      const dropped = Number(/^(\d+) earlier events not shown$/.exec(shown[0])?.[1]);
+      assert.ok(dropped >= 2 * ROWS - 500, shown[0]);
+      assert.match(shown.at(-1)!, /completed$/);
+    } finally {
+      page.off('request', onRequest);
+    }
   });
 
   it('forgets the key and what it showed: the run on screen, its events and its outputs', async () => {

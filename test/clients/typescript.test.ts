@@ -96,6 +96,10 @@ describe('typed client', function () {
     assert.equal(run.status, 'completed');
     assert.equal(run.output!.answers.length, 3);
     assert.deepEqual(await client.get(started.run_id), run);
+    assert.deepEqual(await client.get(started.run_id, { includeOutput: false }), {
+      ...run,
+      output: null,
+    });
     // D31: the same items, a page of one at a time through the async iterator.
     const items = [];
     for await (const item of client.items(started.run_id, 'answers', { pageSize: 1 }))

@@ -36,6 +36,7 @@ def test_start_get_wait(client: WrsClient, workflows: dict) -> None:
     run = client.wait(started["run_id"])
     assert run["status"] == "completed"
     assert run["output"]["greeting"][0]["parts"][0]["text"] == "Hello, Ada!"
+    assert client.get(started["run_id"], include_output=False) == {**run, "output": None}
 
 
 def test_wait_polls_within_one_to_three_seconds(client: WrsClient, workflows: dict) -> None:

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { logCommands, describeCommands, type CommandLog } from '../../../store/round-trips';
 import { findRunLog, findRunRecord } from '../../../store/runs';
 import { publish, rowsWorkflow } from '../../support/fixtures';
+import { expectError } from '../../support/api-assert';
 import { call } from '../../support/http';
 import { PRICES } from '../../support/execution';
 import { events, openSse } from '../../support/sse';
@@ -54,6 +55,23 @@ describe('a finished big run: only the reads that return its items read them (D3
     assert.equal(read.status, 200);
     assert.equal(read.body.output.answers.length, ROWS);
     assert.ok(itemBlockReads().blocks.length > 0, 'the GET reads the items it returns');
+    // Without its items (the playground pages them instead): the run's head, no item block read.
+    const head = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}?include_output=false`, {
+      key: ctx.key,
+    });
+    assert.equal(head.status, 200);
+    assert.deepEqual(
+      { ...head.body, output: read.body.output },
+      read.body,
+      'all but the output as the whole read',
+    );
+    assert.equal(head.body.output, null);
+    const headReads = itemBlockReads();
+    assert.deepEqual(headReads.blocks, [], describeCommands(headReads.seen));
+    expectError(
+      await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}?include_output=no`, { key: ctx.key }),
+      { status: 400, type: 'invalid_request_error', param: 'include_output' },
+    );
 
     const cancel = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/cancel`, {
       key: ctx.key,

@@ -55,6 +55,11 @@ def _query(**values: Any) -> Query:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _include_output(include: bool) -> Query:
+    """The query of a run's read: nothing by default, `include_output=false` for the run without its items."""
+    return {} if include else {"include_output": "false"}
+
+
 def _clamp_interval(seconds: float) -> float:
     """The spec asks for polls every 1-3 s."""
     return min(3.0, max(1.0, seconds))
@@ -201,9 +206,11 @@ class WrsClient(_Base):
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
         return cast(AsyncStart, self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers=headers))
 
-    def get(self, run_id: str) -> Run:
-        """Reads a run: its status, and its output once completed."""
-        return cast(Run, self._json("GET", _path("runs", run_id)))
+    def get(self, run_id: str, *, include_output: bool = True) -> Run:
+        """Reads a run: its status, and its output once completed. `include_output=False` reads it
+        without its items (`output` None): a finished big run's answer holds every item, so poll
+        such a run this way and page its items (`iter_output_items`)."""
+        return cast(Run, self._json("GET", _path("runs", run_id), params=_include_output(include_output)))
 
     def cancel(self, run_id: str) -> Run:
         """Asks a run to stop; it turns `cancelled` once it has."""
@@ -397,8 +404,8 @@ class AsyncWrsClient(_Base):
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
         return cast(AsyncStart, await self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers=headers))
 
-    async def get(self, run_id: str) -> Run:
-        return cast(Run, await self._json("GET", _path("runs", run_id)))
+    async def get(self, run_id: str, *, include_output: bool = True) -> Run:
+        return cast(Run, await self._json("GET", _path("runs", run_id), params=_include_output(include_output)))
 
     async def cancel(self, run_id: str) -> Run:
         return cast(Run, await self._json("POST", _path("runs", run_id, "cancel")))
