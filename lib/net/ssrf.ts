@@ -12,7 +12,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { LookupFunction } from 'node:net';
 
@@ -130,6 +130,9 @@ export function parseIPv6(text: string): number[] | undefined {
 function embeddedIPv4(bytes: number[]): number[] | undefined {
   const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
   if (zeros(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return bytes.slice(12); // ::ffff:a.b.c.d
+  // ::ffff:0:a.b.c.d, IPv4-translated (RFC 2765): a SIIT translator on the path reaches a.b.c.d.
+  if (zeros(0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zeros(10, 12))
+    return bytes.slice(12);
   if (zeros(0, 12) && !zeros(12, 16)) return bytes.slice(12); // ::a.b.c.d (deprecated)
   if (
     bytes[0] === 0x00 &&
@@ -305,6 +308,23 @@ function requestOnce(
     });
     req.once('response', resolve);
     req.once('error', reject);
+    // Node hands a 101 (and an answer to CONNECT) to 'upgrade'/'connect', never to 'response', and
+    // with no listener destroys the socket without an 'error': the call hung past its deadline
+    // (an abort of a destroyed request does nothing), holding its worker slot for good.
+    const switched = (answer: http.IncomingMessage, socket: Duplex) => {
+      socket.destroy();
+      reject(
+        new UrlRefusedError(
+          `${url.origin} answered ${answer.statusCode}: switching protocols is refused`,
+        ),
+      );
+    };
+    req.once('upgrade', switched);
+    req.once('connect', switched);
+    // Whatever else ends a request before its answer settles the call too (a no-op once answered).
+    req.once('close', () =>
+      reject(new Error(`${url.origin} closed the connection before answering`)),
+    );
     if (!init.body || Buffer.isBuffer(init.body)) req.end(init.body);
     // Sent as it is read; a failed read ends the request with its error.
     else pipeline(Readable.from(init.body.parts()), req).catch((err) => req.destroy(err));
@@ -396,7 +416,10 @@ export async function guardedFetch(
     res.destroy();
     if (hop >= maxRedirects)
       throw new UrlRefusedError(`more than ${maxRedirects} redirects from ${new URL(raw).origin}`);
-    const next = checkedUrl(new URL(location, url).toString(), opts);
+    const next = checkedUrl(
+      URL.canParse(location, url.href) ? new URL(location, url).href : location,
+      opts,
+    );
     if (
       status === 303
         ? method !== 'GET' && method !== 'HEAD'

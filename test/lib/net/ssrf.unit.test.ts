@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import {
   checkedAddress,
   checkedUrl,
@@ -110,7 +110,14 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
 
   describe('classifyAddress', () => {
     const table: Record<AddressClass, string[]> = {
-      loopback: ['127.0.0.1', '127.255.255.254', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1'],
+      loopback: [
+        '127.0.0.1',
+        '127.255.255.254',
+        '::1',
+        '::ffff:127.0.0.1',
+        '::ffff:7f00:1',
+        '::ffff:0:7f00:1', // IPv4-translated (SIIT): before, public
+      ],
       private: [
         '10.0.0.1',
         '10.255.255.255',
@@ -127,7 +134,13 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         '2002:c0a8:0101::1',
       ],
       link_local: ['169.254.0.1', '169.254.255.255', 'fe80::1', 'fe80::1%eth0', 'febf::1'],
-      metadata: ['169.254.169.254', 'fd00:ec2::254', '::ffff:169.254.169.254', '100.100.100.200'],
+      metadata: [
+        '169.254.169.254',
+        'fd00:ec2::254',
+        '::ffff:169.254.169.254',
+        '::ffff:0:169.254.169.254',
+        '100.100.100.200',
+      ],
       unspecified: ['0.0.0.0', '0.1.2.3', '::'],
       multicast: ['224.0.0.1', '239.255.255.250', 'ff02::1', 'ff05::2'],
       reserved: [
@@ -305,6 +318,19 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         /loopback/,
       );
       assert.equal(server.hits.length, before);
+    });
+
+    it('refuses a redirect to a Location that is no URL (before: a TypeError, which an http_request retried)', async () => {
+      await assert.rejects(
+        guardedGet(`${second.origin()}/to?url=${encodeURIComponent('http://[')}`, {
+          allowHttp: true,
+          allowPrivate: false,
+          allowedHosts: ['127.0.0.2'],
+          signal: signal(),
+        }),
+        (err: Error) =>
+          err instanceof UrlRefusedError && /'http:\/\/\[' is not a URL/.test(err.message),
+      );
     });
 
     it('checks every redirect: an allowed host redirecting to loopback is refused before the second connection', async () => {
@@ -634,6 +660,37 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         await redirectClosed; // before: read on for as long as the server wrote
       } finally {
         server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    });
+
+    it('refuses an answer that switches protocols (101) at once: before, the call hung past its deadline, as Node ends such a request with no event', async () => {
+      const server = net.createServer((socket) => {
+        socket.on('error', () => {});
+        socket.once('data', () =>
+          socket.write(
+            'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+          ),
+        );
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const limit = deadline(60_000); // the refusal comes long before it
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ws`;
+        for (const method of ['GET', 'POST'])
+          await assert.rejects(
+            guardedFetch(url, {
+              ...open,
+              method,
+              body: method === 'POST' ? '{}' : undefined,
+              signal: limit.signal,
+            }),
+            (err: Error) =>
+              err instanceof UrlRefusedError &&
+              /answered 101: switching protocols is refused/.test(err.message),
+          );
+      } finally {
+        limit.done();
         await new Promise<void>((resolve) => server.close(() => resolve()));
       }
     });
