@@ -313,32 +313,40 @@ async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGen
 }
 
 /**
- * The text, refused at a line of more than CSV_LINE_FACTOR times `maxRowChars` characters.
+ * The text, refused at a record of more than CSV_LINE_FACTOR times `maxRowChars` characters.
  * csv-parse bounds a record by its values' characters, and empty values have none: a line of 64
  * MB of commas became an array of 64 million empty strings, which its error then copied, and the
  * worker died out of memory (every worker the activity was retried on after it). A row within
  * the bound takes up to five characters of a line for each of its own (a quote written `""`
  * inside quotes, and a comma), and a comma for each empty value: 655,360 characters at the
- * default bound leave room for the widest sheet.
+ * default bound leave room for the widest sheet. A record ends at a line end outside quotes
+ * (`\n`, `\r\n` or `\r` alone, as csv-parse reads them): one inside quotes is part of a value,
+ * and counting from it let one record of 105 MB of quoted line ends and commas through.
  */
 async function* boundedLines(chars: AsyncIterable<string>, maxRowChars: number) {
   const most = CSV_LINE_FACTOR * maxRowChars;
   let line = 1;
-  let length = 0; // of the line so far
+  let length = 0; // of the record so far
+  let quoted = false; // a `""` inside quotes flips twice
+  const special = /["\r\n]/g; // jumping between them: a test of every character cost ~10% of a parse
   for await (const chunk of chars) {
     for (let at = 0; ;) {
-      const newline = chunk.indexOf('\n', at);
-      length += (newline < 0 ? chunk.length : newline) - at;
+      special.lastIndex = at;
+      const found = special.exec(chunk);
+      const end = found ? found.index : chunk.length;
+      length += end - at;
       if (length > most) throw tooLong(line, maxRowChars);
-      if (newline < 0) break;
-      line++;
-      length = 0;
-      at = newline + 1;
+      if (!found) break;
+      at = end + 1;
+      const c = found[0];
+      if (c === '"') quoted = !quoted;
+      else if (c === '\n') line++;
+      if (c === '"' || quoted) length++;
+      else length = 0; // a line end outside quotes ends the record
     }
     yield chunk;
   }
 }
-
 const CSV_LINE_FACTOR = 5;
 
 /** The header's column names (undefined for an empty one), refused if one is given twice: a row's object holds each name once. */

@@ -115,6 +115,30 @@ describe('file rows (lib/files/rows.ts)', () => {
     assert.equal(Object.values(row as object).join(''), '"'.repeat(199));
   });
 
+  it('bounds a CSV record, not a line: quoted line ends between its commas do not reset the count (105 MB of them killed the worker)', async () => {
+    let read = 0;
+    const record = (async function* () {
+      yield 'a\n"\n"';
+      for (;;) {
+        read += 1_003;
+        yield `${','.repeat(1_000)}"\n"`; // one record: each line end is a value, inside quotes
+      }
+    })();
+    await assert.rejects(async () => {
+      for await (const row of readRows(record, 'csv', 10, 1_000)) assert.fail(String(row));
+    }, /^RowsError: line \d+: the row is longer than 1000 characters/);
+    assert.ok(read <= 7_000, `${read} characters read`);
+    // Line ends outside quotes end records, `\r` alone too (csv-parse reads such files): many
+    // short rows are read, where before they counted as one line past the bound.
+    const lines = Array.from({ length: 3_000 }, (_, i) => `row${i}`);
+    for (const end of ['\r', '\r\n', '\n']) {
+      const read = await rows(`name${end}${lines.join(end)}${end}`, 'csv', 4_096, 10_000, 1_000);
+      assert.equal(read.length, 3_000, JSON.stringify(end));
+    }
+    // A value's quoted line ends are its own, within the bound.
+    assert.deepEqual(await rows('a,b\n"x\ny",z\n', 'csv', 2, 10, 1_000), [{ a: 'x\ny', b: 'z' }]);
+  });
+
   it('takes the format from the name or type, else from the first line', async () => {
     assert.equal(formatOf('rows.CSV', 'text/plain'), 'csv');
     assert.equal(formatOf('rows.jsonl', 'text/plain'), 'jsonl');
