@@ -76,7 +76,7 @@ const ERROR_TEXT: Record<number, string> = {
   416: 'The requested byte range is outside the file (`range_not_satisfiable`); `Content-Range: bytes */<size>`.',
   422: 'The published graph cannot run (`workflow_graph_corrupt`).',
   431: 'The request line and headers are over the 16 KiB the server reads (`request_too_large`): a long filter list, for one.',
-  429: 'Rate limit exceeded (`rate_limit_error` / `rate_limit_exceeded`), or, for a stream, the key already holds its most open streams (`too_many_streams`, D40), or, for a results-file download or a finished big run read whole, its most downloads in progress (`too_many_downloads`); see `Retry-After`.',
+  429: 'Rate limit exceeded (`rate_limit_error` / `rate_limit_exceeded`), or, for a stream, the key already holds its most open streams (`too_many_streams`, D40), or, for a results-file download or a finished big run read whole, its most downloads in progress (`too_many_downloads`), or, for a publish, the account’s most publishes in progress (`too_many_publishes`); see `Retry-After`.',
   500: 'Unexpected server error (`server_error`).',
   503: 'Temporal or MongoDB unreachable (`server_error` / `service_unavailable`); retry.',
 };

@@ -67,6 +67,7 @@ export const ERROR_CODES = {
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   too_many_streams: { status: 429, type: 'rate_limit_error' },
   too_many_downloads: { status: 429, type: 'rate_limit_error' },
+  too_many_publishes: { status: 429, type: 'rate_limit_error' },
   // 503: retry later
   service_unavailable: { status: 503, type: 'server_error' },
 } as const satisfies Record<string, ErrorAnswer>;

@@ -43,6 +43,15 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
     '/api/v1/workflows',
     authenticate(deps),
     rateLimit(deps, 'requests'),
+    async (ctx, next) => {
+      // A place in the account's queue before the body is read: a refusal reads none of it.
+      const release = publishes.admit(ctx.state.auth!.accountId);
+      try {
+        await next();
+      } finally {
+        release();
+      }
+    },
     jsonBody({
       limitBytes: deps.config.api.maxJsonBodyBytes,
       maxDepth: deps.config.api.maxJsonDepth,

@@ -1,9 +1,11 @@
 /** API surface: publishing workflows (D26, D3) through POST /api/v1/workflows on the real stack. */
 import assert from 'node:assert/strict';
+import net from 'node:net';
+import { PUBLISH_MAX_IN_PROGRESS } from '../../../api/workflows/publish-queue';
 import { setAccountCap } from '../../../store/accounts';
 import { detailFor, expectError } from '../../support/api-assert';
 import { greetingWorkflow, publish, typedInputsWorkflow } from '../../support/fixtures';
-import { call } from '../../support/http';
+import { call, waitFor } from '../../support/http';
 import { useService } from '../../support/use-service';
 
 const ULID = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
@@ -86,6 +88,53 @@ describe('API workflows: publishing (D26)', function () {
     assert.equal(new Set(results.map((r) => r.body.workflow_id)).size, 1);
     assert.deepEqual(results.map((r) => r.body.version).sort(), [1, 2, 3, 4, 5, 6]);
     assert.equal(new Set(results.map((r) => r.body.version_id)).size, 6);
+  });
+
+  it('has at most PUBLISH_MAX_IN_PROGRESS publishes of an account in progress: one more is 429 too_many_publishes before its body is read (before: queued without bound, 250 bodies of 1 MiB ran the API out of heap)', async () => {
+    const { key } = await ctx.newAccount();
+    const { host, hostname, port } = new URL(ctx.svc.url);
+    // One more publish than the places, none sending its body: each holds a place until its
+    // connection closes, and the last to arrive is answered at once, before its body.
+    const held = Array.from({ length: PUBLISH_MAX_IN_PROGRESS + 1 }, () => {
+      const socket = net.connect(Number(port), hostname);
+      socket.on('error', () => {});
+      let raw = '';
+      const answered = new Promise<string>((resolve) =>
+        socket.on('data', (chunk) => {
+          raw += chunk;
+          if (raw.includes('}}')) resolve(raw);
+        }),
+      );
+      socket.write(
+        `POST /api/v1/workflows HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"slug":`,
+      );
+      return { socket, answered, raw: () => raw };
+    });
+    try {
+      const answer = await Promise.race(held.map((h) => h.answered));
+      const [head, body] = answer.split('\r\n\r\n');
+      assert.match(head, /^HTTP\/1\.1 429 /);
+      assert.match(head, /\r\nRetry-After: 1\r\n/i);
+      const { error } = JSON.parse(body);
+      assert.equal(error.type, 'rate_limit_error');
+      assert.equal(error.code, 'too_many_publishes');
+      // Another account has places of its own; the rest of the held ones are still waiting.
+      await publish(ctx.svc.url, (await ctx.newAccount()).key, greetingWorkflow('queued'));
+      assert.equal(held.filter((h) => h.raw() !== '').length, 1);
+    } finally {
+      for (const { socket } of held) socket.destroy();
+    }
+    // A closed publish gives its place back.
+    await waitFor(
+      async () =>
+        (
+          await call(ctx.svc.url, 'POST', '/api/v1/workflows', {
+            key,
+            body: greetingWorkflow('queued'),
+          })
+        ).status === 201 || undefined,
+      { what: 'a publish after the held ones closed' },
+    );
   });
 
   it('scopes slugs to the account: another account publishing the same slug gets its own workflow', async () => {
@@ -271,9 +320,16 @@ describe('API workflows: what an account’s published versions may hold (D26)',
     let fit = 0;
     while ((await publishAs(sequential, slug('s', fit))).status === 201) fit++;
     const concurrent = (await ctx.newAccount()).key;
-    const answers = await Promise.all(
-      Array.from({ length: 2 * fit + 4 }, (_, i) => publishAs(concurrent, slug('c', i))),
-    );
+    // In waves of as many as an account may have in progress at once.
+    const answers = [];
+    for (let i = 0; i < 2 * fit + 4; i += PUBLISH_MAX_IN_PROGRESS)
+      answers.push(
+        ...(await Promise.all(
+          Array.from({ length: PUBLISH_MAX_IN_PROGRESS }, (_, j) =>
+            publishAs(concurrent, slug('c', i + j)),
+          ),
+        )),
+      );
     const stored = answers.filter((a) => a.status === 201).length;
     assert.ok(stored <= fit && stored >= fit / 2, `${stored} stored at once where ${fit} fit`);
     for (const refused of answers.filter((a) => a.status !== 201))
