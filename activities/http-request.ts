@@ -5,7 +5,7 @@
  * (lib/net/ssrf.ts), like URL inputs and webhooks. A refused URL fails the item for good.
  */
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { ApplicationFailure } from '@temporalio/activity';
 import { rowTooLargeMessage } from '../domain/item-blocks';
@@ -48,6 +48,11 @@ export function createHttpRequestActivity(deps: HttpRequestDeps) {
       } catch (err) {
         rethrowIfCancelled();
         if (err instanceof ApplicationFailure) throw err;
+        if (err instanceof DecodedTooLargeError)
+          throw ApplicationFailure.nonRetryable(
+            `the answer of ${res.url.host} is refused: ${err.message}`,
+            'ProviderRejected',
+          );
         // Bytes that do not decode as their content coding says decode no better when sent again.
         if (isZlibError(err))
           throw ApplicationFailure.nonRetryable(
@@ -246,6 +251,17 @@ function hostOf(url: string): string {
   }
 }
 
+/**
+ * A coded answer decodes to at most MAX_DECODED_RATIO times the bytes sent, past the first
+ * DECODED_FLOOR_BYTES. Nobody pays for an `http_request`, and a binary answer is stored up to the
+ * file limit: 108 bytes of brotli from a tenant's server made 128 MiB of writes to the shared store
+ * (×1.2 million). Text compresses 5–20 times, rarely past 100; a decompression bomb, thousands.
+ */
+export const MAX_DECODED_RATIO = 100;
+export const DECODED_FLOOR_BYTES = 1024 * 1024;
+
+class DecodedTooLargeError extends Error {}
+
 /** The answer's bytes as sent before any content coding (fetch decoded them, and workflows may ask for gzip). */
 function decoded(res: GuardedResponse): Readable {
   const coding = String(res.headers['content-encoding'] ?? '')
@@ -260,6 +276,26 @@ function decoded(res: GuardedResponse): Readable {
           ? zlib.createBrotliDecompress()
           : undefined;
   if (!decoder) return res.body;
-  // pipeline destroys both streams on an error, which the reader of the decoder then sees.
-  return pipeline(res.body, decoder, () => undefined);
+  let sent = 0;
+  let made = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      sent += chunk.length;
+      done(null, chunk);
+    },
+  });
+  const bounded = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      made += chunk.length;
+      if (made <= DECODED_FLOOR_BYTES || made <= MAX_DECODED_RATIO * sent) done(null, chunk);
+      else
+        done(
+          new DecodedTooLargeError(
+            `its ${sent} bytes of '${coding}' decoded past ${made} bytes, more than ${MAX_DECODED_RATIO} times as many`,
+          ),
+        );
+    },
+  });
+  // pipeline destroys every stream on an error, which the reader of the last then sees.
+  return pipeline(res.body, counted, decoder, bounded, () => undefined);
 }

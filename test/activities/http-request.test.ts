@@ -41,7 +41,7 @@ interface Target {
 
 /**
  * A loopback server: /r/<status>?to=<url> redirects, /loop/<n> redirects to /loop/<n+1> forever,
- * /gzip answers gzipped JSON (/bad-gzip says gzip and is not), /no-content a 204 that names JSON,
+ * /gzip answers gzipped JSON (/bad-gzip says gzip and is not, /gzip-bomb decodes to 1,000 times its size), /no-content a 204 that names JSON,
  * /deep/<n> JSON nested n deep, anything else echoes the request as JSON.
  */
 async function startTarget(host = '127.0.0.1'): Promise<Target> {
@@ -75,6 +75,11 @@ async function startTarget(host = '127.0.0.1'): Promise<Target> {
     if (url.pathname === '/gzip') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
       return res.end(zlib.gzipSync(JSON.stringify({ zipped: true })));
+    }
+    if (url.pathname === '/gzip-bomb') {
+      // 4 MiB of JSON in about 4 KB: a thousand times as many bytes decoded as sent.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      return res.end(zlib.gzipSync(`[${' '.repeat(4 * 1024 * 1024)}]`, { level: 9 }));
     }
     if (url.pathname === '/bad-gzip') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
@@ -314,6 +319,14 @@ describe('http_request node behind the SSRF guard', function () {
         /^the answer of 127\.0\.0\.1:\d+ does not decode as its content-encoding 'gzip' says: incorrect header check$/,
       );
       assert.equal(target.seen.length - before, 1);
+    });
+
+    it('fails the item for good when it decodes to more than MAX_DECODED_RATIO times its bytes past the floor (before: decoded whole, a binary one stored, ×1.2 million)', async () => {
+      const run = activity({ allowPrivate: true });
+      await rejected(
+        run(request(`${target.origin}/gzip-bomb`)),
+        /^the answer of 127\.0\.0\.1:\d+ is refused: its \d+ bytes of 'gzip' decoded past \d+ bytes, more than 100 times as many$/,
+      );
     });
 
     it('completes a 204 as an empty text, even when it names JSON', async () => {
