@@ -56,6 +56,7 @@ type Rule = [bytes: number[], prefixBits: number, cls: Exclude<AddressClass, 'pu
 const V4_RULES: Rule[] = [
   [[169, 254, 169, 254], 32, 'metadata'], // AWS, GCP, Azure, OpenStack ...
   [[100, 100, 100, 200], 32, 'metadata'], // Alibaba Cloud
+  [[168, 63, 129, 16], 32, 'metadata'], // Azure's WireServer: public space, reached from every VM
   [[0, 0, 0, 0], 8, 'unspecified'], // "this network"
   [[10, 0, 0, 0], 8, 'private'],
   [[100, 64, 0, 0], 10, 'private'], // carrier-grade NAT, often internal in clouds

@@ -140,6 +140,7 @@ describe('SSRF guard (lib/net/ssrf.ts)', function () {
         '::ffff:169.254.169.254',
         '::ffff:0:169.254.169.254',
         '100.100.100.200',
+        '168.63.129.16', // Azure's WireServer: before, public
       ],
       unspecified: ['0.0.0.0', '0.1.2.3', '::'],
       multicast: ['224.0.0.1', '239.255.255.250', 'ff02::1', 'ff05::2'],
