@@ -9,7 +9,7 @@ import { byId, h, say } from './dom';
 import { buildForm, type InputsForm, type InputsSchema } from './form';
 import type { OutputItem, Run } from '../../clients/typescript';
 import { isTerminal, type RunStatus, type StreamEvent } from '../../domain/run';
-import { renderRun, type ShownOutput } from './outputs';
+import { renderRun, type OutputPage, type ShownOutput } from './outputs';
 import { followRun } from './sse';
 import { curlSnippet, pythonSnippet, typescriptSnippet, type RunRequest } from './snippets';
 
@@ -402,11 +402,7 @@ function describe(event: StreamEvent): [string, string] {
 const PAGE_ITEMS = 50;
 
 /** A page of the run's output `key` after `afterId` (D31). */
-async function outputPage(
-  runId: string,
-  key: string,
-  afterId?: string,
-): Promise<{ items: OutputItem[]; hasMore: boolean }> {
+async function outputPage(runId: string, key: string, afterId?: string): Promise<OutputPage> {
   const query = new URLSearchParams({ limit: String(PAGE_ITEMS) });
   if (afterId) query.set('starting_after', afterId);
   const path = `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`;

@@ -37,19 +37,23 @@ function renderPart(part: Part, label: string): HTMLElement {
   }
 }
 
-/** One output of a run as the page shows it: the items read so far, a page at a time (D31). */
-export interface ShownOutput {
-  key: string;
-  label: string;
+/** A page of an output's items, and whether more follow (D31). */
+export interface OutputPage {
   items: OutputItem[];
   hasMore: boolean;
+}
+
+/** One output of a run as the page shows it: its first page (D31). */
+export interface ShownOutput extends OutputPage {
+  key: string;
+  label: string;
 }
 
 /** What the output sections ask of the page: an output's results file, and its next page. */
 export interface OutputActions {
   onCsv(key: string): void;
   /** The items after `afterId` and whether more follow; the section appends them. */
-  more(key: string, afterId: string): Promise<{ items: OutputItem[]; hasMore: boolean }>;
+  more(key: string, afterId: string): Promise<OutputPage>;
 }
 
 /**
@@ -136,7 +140,7 @@ function outputSection(output: ShownOutput, actions: OutputActions): HTMLElement
             else more.remove();
           } catch (err) {
             more.disabled = false;
-            more.title = (err as Error).message;
+            more.after(h('p', { class: 'muted small', role: 'alert' }, (err as Error).message));
           }
         },
       },
