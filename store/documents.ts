@@ -144,6 +144,12 @@ export interface RunDoc {
   timeout_seconds?: number;
   /** D36: what the run used, written with its end. Absent: not ended, or recorded before D36. */
   usage?: RunUsage;
+  /**
+   * D39: set as its erasure begins (store/erase-run.ts): from then on every read of the run is
+   * 404, though a crash may leave the record while its pages are half gone; a repeated DELETE
+   * finishes it. Absent: not being deleted.
+   */
+  deleting?: true;
 }
 
 /** D20: the delivery of one run's webhook; `_id` is its `webhook-id` (`msg_<run ULID>`), the same for every attempt. */

@@ -7,7 +7,9 @@
  * its stored chunks (big runs' outputs and events), its item blocks (D35: the rows it read from
  * files and the items its nodes made) and their count in the storage quota, and last its record (inputs, metadata, output,
  * event log, and the secret its Temporal payloads' key derives from, lib/codec/run-keys.ts). The
- * record goes last so a delete that failed half-way is found and finished by the next one. What
+ * record is marked `deleting` first, so no read sees the run half gone (a crash mid-way left it
+ * `completed` with no items), and goes last, so a delete that failed half-way is found and
+ * finished by the next one. What
  * stays: ledger entries and the hold chain, which hold amounts, the run id and its status only.
  * Uploaded files a run used as inputs are the account's own objects (D19): they stay.
  */
@@ -43,6 +45,8 @@ export async function ensureEraseIndexes(c: EraseCollections, db: Db): Promise<v
 
 /** Removes everything of run `runId` (any account's: the caller checked ownership); safe to repeat. */
 export async function eraseRun(c: EraseCollections, db: Db, runId: string): Promise<ErasedRun> {
+  // Marked, then read (FerretDB's findAndModify takes no projection, and a record may hold MBs).
+  await c.runs.updateOne({ _id: runId }, { $set: { deleting: true } });
   const record = await c.runs.findOne({ _id: runId }, { projection: { chunks: 1 } });
   // Keys first: one left pointing at a removed run would let a repeated start answer with it (D18).
   const idempotencyKeys = await deleteAll(c.idempotencyKeys, { run_id: runId });

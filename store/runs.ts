@@ -81,12 +81,15 @@ export async function findRunHead(
   c: Pick<Collections, 'runs'>,
   accountId: string,
   runId: string,
+  /** Also a run whose erasure began (D39): only a repeated DELETE reads it, to finish it. */
+  { deleting = false }: { deleting?: boolean } = {},
 ): Promise<RunDoc | null> {
   const doc = await c.runs.findOne(
     { _id: runId },
     { projection: { events_json: 0, inputs_json: 0, inputs: 0 } },
   );
-  return doc && doc.account_id === accountId ? fromStored(doc) : null;
+  if (!doc || doc.account_id !== accountId || (doc.deleting && !deleting)) return null;
+  return fromStored(doc);
 }
 
 /**

@@ -46,7 +46,10 @@ export async function deleteRun(
   accountId: string,
   runId: string,
 ): Promise<DeletedRun> {
-  const run = isId('run', runId) ? await findRunHead(deps.collections, accountId, runId) : null;
+  // A run whose erasure began and was cut short (a crash) is found, so this DELETE finishes it.
+  const run = isId('run', runId)
+    ? await findRunHead(deps.collections, accountId, runId, { deleting: true })
+    : null;
   if (!run) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
   if (!run.finalized) await stopRun(deps, accountId, runId);
   // A finalized run's workflow may not have closed yet (it starts its webhook child after

@@ -11,6 +11,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../fakes/webhook-
 import { webhookWorkflowId } from '../../../workflows/definitions';
 import { deriveId } from '../../../store/ids';
 import { filesCollection } from '../../../store/files';
+import { eraseRun } from '../../../store/erase-run';
+import { findRunRecord } from '../../../store/runs';
 import { PATCHES } from '../../../workflows/patches';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'y');
@@ -259,6 +261,36 @@ describe('deleting a run (D39)', function () {
     const debit = await ctx.svc.store.collections.ledger.findOne({ _id: deriveId('led', runId) });
     assert.ok(debit, 'the cancelled run was billed');
     assert.equal(await ctx.svc.store.collections.runs.countDocuments({ _id: runId }), 0);
+  });
+
+  it('a delete cut short (its API process died) leaves a run no read shows, and a repeated DELETE finishes it (before: `completed` with no items, and listed)', async () => {
+    const runId = await startRun(ctx.svc.url, ctx.key, 'erase-me', { topic: 'cut short' });
+    // Awaited in the store, not by a GET: no view of it cached in this process.
+    const { collections, db } = ctx.svc.store;
+    await waitFor(async () => (await findRunRecord(collections, runId))?.finalized || undefined, {
+      what: 'the run finalized',
+    });
+    const dies = new Error('the API process died');
+    const cut = {
+      ...collections,
+      idempotencyKeys: {
+        find: () => {
+          throw dies;
+        },
+      },
+    } as unknown as typeof collections;
+    await assert.rejects(eraseRun(cut, db, runId), dies);
+    assert.equal((await findRunRecord(collections, runId))?.deleting, true, 'the record is kept');
+    for (const path of [`/api/v1/runs/${runId}`, `/api/v1/runs/${runId}/outputs/answer`]) {
+      const read = await call(ctx.svc.url, 'GET', path, { key: ctx.key });
+      assert.equal(read.status, 404, path);
+      assert.equal(read.body.error.type, 'not_found_error');
+    }
+    const list = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=100', { key: ctx.key });
+    assert.ok(!list.body.data.some((run: { id: string }) => run.id === runId), 'listed');
+    const again = await call(ctx.svc.url, 'DELETE', `/api/v1/runs/${runId}`, { key: ctx.key });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(await findRunRecord(collections, runId), null);
   });
 
   it("answers 404 for another account's run, an unknown id and a malformed one", async () => {
