@@ -34,21 +34,38 @@ export function createRetentionActivity(deps: RetentionDeps) {
     const days = deps.config.retention?.days ?? DEFAULT_RETENTION_DAYS;
     const cutoff = new Date(Date.now() - days * DAY_MS);
     // Heartbeats keep a long first clean-up alive; a dead worker's attempt is retried elsewhere.
+    // Each step runs whatever the one before did: a failure of the runs' removal kept expired
+    // files and every tenant's stray holds until it mended. The first failure is thrown after all
+    // three (the schedule's attempt is retried), the others logged.
     const result = await heartbeating(async () => {
-      const runs = await removeRunsOlderThan(deps.collections, cutoff);
-      const files = deps.db ? await deleteFilesOlderThan(deps.db, cutoff) : 0;
-      const holds = await sweepHolds(deps.collections);
-      return { ...runs, files, holds };
+      const failures: unknown[] = [];
+      const step = <T>(work: () => Promise<T>, none: T): Promise<T> =>
+        work().catch((err: unknown) => {
+          failures.push(err);
+          return none;
+        });
+      const runs = await step(() => removeRunsOlderThan(deps.collections, cutoff), NO_RUNS);
+      const files = await step(
+        async () => (deps.db ? deleteFilesOlderThan(deps.db, cutoff) : 0),
+        0,
+      );
+      const holds = await step(() => sweepHolds(deps.collections), undefined);
+      for (const err of failures.slice(1))
+        activityLog('warn', 'retention step failed', { error: String(err) });
+      if (failures.length > 0) throw failures[0];
+      return { ...runs, files, holds: holds! };
     });
-    logInfo('retention applied', { cutoff: cutoff.toISOString(), ...result });
+    activityLog('info', 'retention applied', { cutoff: cutoff.toISOString(), ...result });
     return result;
   };
 }
 
+const NO_RUNS: RemovedRuns = { runs: 0, idempotencyKeys: 0, webhookDeliveries: 0 };
+
 /** The activity logger inside an activity; silent when called directly (tests, scripts). */
-function logInfo(message: string, attrs: Record<string, unknown>): void {
+function activityLog(level: 'info' | 'warn', message: string, attrs: Record<string, unknown>) {
   try {
-    log.info(message, attrs);
+    log[level](message, attrs);
   } catch {
     // no activity context
   }

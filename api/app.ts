@@ -112,6 +112,7 @@ function routers(deps: RouteDeps) {
         'pollers',
         'streams',
         'downloads',
+        'fileQuota',
       ),
     ),
     rerunRoutes(only(deps, ...STARTS)),

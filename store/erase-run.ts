@@ -17,7 +17,7 @@ import type { Db } from 'mongodb';
 import { webhookMessageId } from '../domain/run';
 import type { Collections } from './db';
 import { deleteAll, deleteByIds } from './delete-all';
-import { deleteFile, filesCollection } from './files';
+import { deleteFiles, filesCollection } from './files';
 
 export interface ErasedRun {
   /** Whether a record was there to remove (false: unknown, or erased before). */
@@ -57,7 +57,7 @@ export async function eraseRun(c: EraseCollections, db: Db, runId: string): Prom
     .find({ 'metadata.run_id': runId }, { projection: { _id: 1 } })
     .map((f) => f._id)
     .toArray();
-  for (const fileId of fileIds) await deleteFile(db, fileId);
+  await deleteFiles(db, fileIds);
   // Chunks by `_id` (`<run id>.<index>`), then any a crashed finalize wrote beyond the count.
   const count = record?.chunks ?? 0;
   const chunks =

@@ -5,6 +5,7 @@
  * do the same job. Readers never rely on the removal: an expired document counts as absent.
  */
 import type { Collection } from 'mongodb';
+import { deleteAll } from './delete-all';
 
 /** A collection whose documents carry `expires_at` (the driver's generics do not relate collections of different shapes). */
 type ExpiringCollection = Collection<any>;
@@ -30,12 +31,16 @@ export async function ensureExpiryIndexes(collections: ExpiringCollection[]): Pr
   return ttl;
 }
 
-/** Deletes the expired documents of each collection once. */
+/**
+ * Deletes the expired documents of each collection once, in slices: one FerretDB delete of more
+ * than 32,766 documents fails, and a backlog past that (a busy hour's rate windows) failed every
+ * sweep after it, the collections growing for good.
+ */
 export async function sweepExpired(
   collections: ExpiringCollection[],
   now = new Date(),
 ): Promise<void> {
-  await Promise.all(collections.map((c) => c.deleteMany({ expires_at: { $lte: now } })));
+  await Promise.all(collections.map((c) => deleteAll(c, { expires_at: { $lte: now } })));
 }
 
 /** Sweeps every `intervalMs` until the returned function is called; never keeps the process alive. */

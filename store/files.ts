@@ -12,6 +12,7 @@ import {
   type GridFSBucketWriteStream,
 } from 'mongodb';
 import { SNIFF_BYTES, sniffMime } from '../lib/files/sniff';
+import { deleteAll, deleteByIds } from './delete-all';
 import { generateId } from './ids';
 
 export interface FileMeta {
@@ -280,6 +281,24 @@ export async function deleteFile(db: Db, fileId: string): Promise<boolean> {
   return deletedCount === 1;
 }
 
+/** Files deleted per round by deleteFiles: each round reads the chunks collection once. */
+const FILES_PER_ROUND = 1_000;
+
+/**
+ * Deletes files and their chunks, FILES_PER_ROUND at a time; returns how many files went. FerretDB
+ * filters only `_id` in SQL: a file's chunks by `files_id` are a scan of every account's chunks
+ * (24 ms per stored MB), which deleting file by file paid once per file.
+ */
+export async function deleteFiles(db: Db, fileIds: readonly string[]): Promise<number> {
+  let deleted = 0;
+  for (let i = 0; i < fileIds.length; i += FILES_PER_ROUND) {
+    const round = fileIds.slice(i, i + FILES_PER_ROUND);
+    deleted += await deleteByIds(filesCollection(db), round);
+    await deleteAll(chunksCollection(db), { files_id: { $in: round } });
+  }
+  return deleted;
+}
+
 /**
  * D29 retention: deletes every file created before `date`, and the chunks of uploads that died
  * before their files document was written (GridFS writes it last). Returns how many files went.
@@ -290,7 +309,10 @@ export async function deleteFilesOlderThan(db: Db, date: Date): Promise<number> 
   const old = await filesCollection(db)
     .find({ 'metadata.created_at': { $lt: date } }, { projection: { _id: 1 } })
     .toArray();
-  for (const { _id } of old) await deleteFile(db, _id);
+  await deleteFiles(
+    db,
+    old.map((f) => f._id),
+  );
   // Orphans: chunk `_id`s are ObjectIds, so their creation time says which are old enough.
   const chunks = chunksCollection(db);
   const oldFileIds = (await chunks.distinct('files_id', {
@@ -305,7 +327,7 @@ export async function deleteFilesOlderThan(db: Db, date: Date): Promise<number> 
       ).map((d) => d._id),
     );
     const orphans = oldFileIds.filter((id) => !alive.has(id));
-    if (orphans.length > 0) await chunks.deleteMany({ files_id: { $in: orphans } });
+    if (orphans.length > 0) await deleteAll(chunks, { files_id: { $in: orphans } });
   }
   return old.length;
 }

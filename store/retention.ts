@@ -5,6 +5,7 @@
  * that never finalized are left alone (a live run is never removed under its reader).
  */
 import type { Collections } from './db';
+import { deleteAll } from './delete-all';
 
 /** Runs removed per round: bounded memory and bounded `$in` lists, whatever the backlog. */
 const BATCH = 500;
@@ -36,31 +37,26 @@ export async function removeRunsOlderThan(
     if (batch.length === 0) break;
     const ids = batch.map((d) => d._id);
     // Keys before runs: a key left pointing at a removed run would let a repeat start that run id again (D18).
-    removed.idempotencyKeys += (
-      await c.idempotencyKeys.deleteMany({ run_id: { $in: ids } })
-    ).deletedCount;
-    removed.webhookDeliveries += (
-      await c.webhookDeliveries.deleteMany({ run_id: { $in: ids } })
-    ).deletedCount;
+    removed.idempotencyKeys += await deleteAll(c.idempotencyKeys, { run_id: { $in: ids } });
+    removed.webhookDeliveries += await deleteAll(c.webhookDeliveries, { run_id: { $in: ids } });
     const runs = (await c.runs.deleteMany({ _id: { $in: ids }, finalized: true })).deletedCount;
     // After the record: a record must never be readable without its chunks (domain/run-chunks.ts).
-    await c.runChunks.deleteMany({ run_id: { $in: ids } });
-    await c.itemBlocks.deleteMany({ run_id: { $in: ids } });
-    await c.itemUsage.deleteMany({ run_id: { $in: ids } });
+    // In slices (deleteAll): 500 big runs hold millions of pages, past what one FerretDB delete takes.
+    await deleteAll(c.runChunks, { run_id: { $in: ids } });
+    await deleteAll(c.itemBlocks, { run_id: { $in: ids } });
+    await deleteAll(c.itemUsage, { run_id: { $in: ids } });
     removed.runs += runs;
     onBatch();
     if (runs === 0) break; // nothing matched after all (removed by a concurrent job): do not spin
   }
   // Whatever else is that old: keys of runs never recorded (D18 crash cases), deliveries of runs removed earlier.
-  removed.idempotencyKeys += (
-    await c.idempotencyKeys.deleteMany({ created_at: { $lt: cutoff } })
-  ).deletedCount;
-  removed.webhookDeliveries += (
-    await c.webhookDeliveries.deleteMany({ created_at: { $lt: cutoff } })
-  ).deletedCount;
+  removed.idempotencyKeys += await deleteAll(c.idempotencyKeys, { created_at: { $lt: cutoff } });
+  removed.webhookDeliveries += await deleteAll(c.webhookDeliveries, {
+    created_at: { $lt: cutoff },
+  });
   // Chunks whose record went in an earlier round that died before removing them.
-  await c.runChunks.deleteMany({ created_at: { $lt: cutoff } });
-  await c.itemBlocks.deleteMany({ created_at: { $lt: cutoff } });
-  await c.itemUsage.deleteMany({ created_at: { $lt: cutoff } });
+  await deleteAll(c.runChunks, { created_at: { $lt: cutoff } });
+  await deleteAll(c.itemBlocks, { created_at: { $lt: cutoff } });
+  await deleteAll(c.itemUsage, { created_at: { $lt: cutoff } });
   return removed;
 }

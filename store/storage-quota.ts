@@ -172,6 +172,15 @@ export class StorageQuota {
     return this.inFlight.get(accountId) ?? 0;
   }
 
+  /**
+   * Drops the account's remembered sum: a delete of a size not known here (a run's files and
+   * pages, D39) is counted by the next check's read of the store, at once instead of when the
+   * sum would have been read anyway.
+   */
+  forget(accountId: string): void {
+    this.known.delete(accountId);
+  }
+
   /** A write stored (`bytes` > 0) or deleted (< 0): the remembered sum follows at once. */
   changed(accountId: string, bytes: number): void {
     const known = this.known.get(accountId);

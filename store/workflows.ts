@@ -4,6 +4,7 @@ import type { WorkflowDocument } from '../domain/graph';
 import type { Contract } from '../domain/contract';
 import { isId } from '../domain/ids';
 import type { Collections } from './db';
+import { deleteAll } from './delete-all';
 import type { WorkflowDoc, WorkflowVersionDoc } from './documents';
 import { generateId } from './ids';
 import { isDuplicateKey } from './ledger';
@@ -399,10 +400,11 @@ export async function deleteWorkflowVersions(
   c: WorkflowCollections,
   workflowId: string,
 ): Promise<boolean> {
-  await c.workflowVersions.deleteMany({ workflow_id: workflowId });
+  // In slices (deleteAll): one FerretDB delete of more than 32,766 versions fails.
+  await deleteAll(c.workflowVersions, { workflow_id: workflowId });
   const { deletedCount } = await c.workflows.deleteOne({ _id: workflowId });
-  await c.workflowVersions.deleteMany({ workflow_id: workflowId });
-  await c.workflowVersionNumbers.deleteMany({ workflow_id: workflowId });
+  await deleteAll(c.workflowVersions, { workflow_id: workflowId });
+  await deleteAll(c.workflowVersionNumbers, { workflow_id: workflowId });
   return deletedCount === 1;
 }
 

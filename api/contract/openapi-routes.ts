@@ -227,7 +227,7 @@ export const OPENAPI_PATHS: ZodOpenApiPathsObject = {
       requestParams: { path: RunIdPathSchema, query: ReadRunQuerySchema },
       responses: {
         '200': { ...json(RunSchema, 'The run record.', true), links: runLinks('id') },
-        ...errors(401, 404, 429, 500, 503),
+        ...errors(400, 401, 404, 429, 500, 503),
       },
     },
     delete: {

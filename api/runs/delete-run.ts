@@ -19,6 +19,7 @@ import type { RunGateway } from '../temporal/run-gateway';
 import { cancelRun } from './cancel-run';
 import type { FinishedRunCache } from './finished-run-cache';
 import type { KnownRuns } from './known-runs';
+import type { StorageQuota } from '../../store/storage-quota';
 
 /** How long a cancelled run gets to end by itself (its nodes abort within about a second, D8). */
 export const CANCEL_WAIT_MS = 15_000;
@@ -35,6 +36,8 @@ export interface DeleteRunDeps {
   gateway: RunGateway;
   finishedRuns?: FinishedRunCache;
   knownRuns?: KnownRuns;
+  /** D19: what the account stores; a deleted run's files and pages leave it at once. */
+  fileQuota?: Pick<StorageQuota, 'forget'>;
 }
 
 /** Temporal's WorkflowExecutionStatus of a terminated workflow. */
@@ -64,6 +67,7 @@ export async function deleteRun(
   deps.knownRuns?.forget(runId);
   deps.finishedRuns?.forget(runId);
   deps.gateway.codec?.forgetRun(runId);
+  deps.fileQuota?.forget(accountId);
   // Deletes at once: the one that removed the record answers 200, the others 404 (a second DELETE).
   if (!erased.record) throw new NotFoundError(`No run \`${runId}\`.`);
   // Tidiness only (the key is gone): the UI stops listing the run's workflows.

@@ -1,19 +1,21 @@
 /**
  * What one tenant's requests fired at once may not do: a probe sent 20 publishes of one slug at
- * once (six were 500s, and FerretDB lost increments of the workflow's stored bytes), and 10
+ * once (six were 500s, and FerretDB lost increments of the workflow's stored bytes; an account
+ * now has at most PUBLISH_MAX_IN_PROGRESS in progress, raced here), and 10
  * deletes of one workflow or file at once (each that found it took its bytes off the quota again:
  * the account then published past its quota), and of one run (all answered 200, where a second
  * DELETE is 404). Now every publish gets its own version and the quota counts each once, and of
  * deletes at once exactly one answers 200.
  */
 import assert from 'node:assert/strict';
+import { PUBLISH_MAX_IN_PROGRESS } from '../../api/workflows/publish-queue';
 import { greetingWorkflow, publish, waitForRun } from '../support/fixtures';
 import { uploadFile } from '../support/files';
 import { call } from '../support/http';
 import { startRun } from '../support/runs';
 import { useService } from '../support/use-service';
 
-const AT_ONCE = 20;
+const PUBLISHES = PUBLISH_MAX_IN_PROGRESS;
 
 describe('reliability: one tenant’s requests at once', function () {
   this.timeout(120_000);
@@ -36,29 +38,34 @@ describe('reliability: one tenant’s requests at once', function () {
     const { key } = await ctx.newAccount();
     const before = await storage(key);
     const doc = greetingWorkflow('raced');
+    // As many as an account may have in progress at once (one more is 429 too_many_publishes).
     const answers = await Promise.all(
-      Array.from({ length: AT_ONCE }, () =>
+      Array.from({ length: PUBLISHES }, () =>
         call(ctx.svc.url, 'POST', '/api/v1/workflows', { key, body: doc }),
       ),
     );
     assert.deepEqual(
       answers.map((r) => r.status),
-      Array(AT_ONCE).fill(201),
+      Array(PUBLISHES).fill(201),
       JSON.stringify(answers.find((r) => r.status !== 201)?.body),
     );
     assert.deepEqual(
       answers.map((r) => r.body.version).sort((a, b) => a - b),
-      Array.from({ length: AT_ONCE }, (_, i) => i + 1),
+      Array.from({ length: PUBLISHES }, (_, i) => i + 1),
     );
-    // One version's bytes (a 21st publish, alone) times the versions: what the quota counts.
+    // One version's bytes (one more publish, alone) times the versions: what the quota counts.
     const one = (await storage(key)).workflows;
     await publish(ctx.svc.url, key, doc);
     const each = (await storage(key)).workflows - one;
-    assert.equal(one - before.workflows, AT_ONCE * each);
+    assert.equal(one - before.workflows, PUBLISHES * each);
     const [stored] = await ctx.svc.store.collections.workflows
       .find({ _id: answers[0].body.workflow_id })
       .toArray();
-    assert.equal(stored.stored_bytes, (AT_ONCE + 1) * each, 'the stored count, not just the cache');
+    assert.equal(
+      stored.stored_bytes,
+      (PUBLISHES + 1) * each,
+      'the stored count, not just the cache',
+    );
   });
 
   it('deletes of one workflow, file or run at once: one 200, the others 404, and the quota freed once', async () => {

@@ -157,9 +157,15 @@ describe('deleting a run (D39)', function () {
       'before the delete, the codec server opens the input',
     );
 
+    const stored = async () =>
+      (await call(ctx.svc.url, 'GET', '/api/v1/account', { key: ctx.key })).body.file_storage
+        .used_bytes as number;
+    const storedBefore = await stored(); // this process now knows the sum
     const deleted = await call(ctx.svc.url, 'DELETE', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
     assert.deepEqual(deleted.body, { id: runId, object: 'run', deleted: true });
+    // Its file leaves the account's storage at once (before: counted until the sum was read anew).
+    assert.ok((await stored()) < storedBefore, 'the run’s file no longer counted');
 
     // Every read is 404, a second delete too.
     for (const [method, path] of [
