@@ -120,3 +120,31 @@ export function outputTooLarge(): Item {
     type: 'output_too_large',
   });
 }
+
+/**
+ * JSON bytes one node call's input may hold (its rows' ports and the node's settings): Temporal
+ * refuses an activity input over 2 MB by failing the workflow task, and then terminates the run
+ * ("BadScheduleActivityAttributes"), as if from outside, with nothing settled. Four edges of one
+ * 600 KB input into an `http_request` made 2.4 MB.
+ */
+export const MAX_CALL_INPUT_BYTES = 1.5 * 1024 * 1024;
+
+/** The UTF-8 bytes of `text` (no Buffer or TextEncoder needed: workflow code). */
+export function utf8Bytes(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c < 0xdc00) {
+      bytes += 2; // a surrogate pair: 4 bytes for its 2 units
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
+}
+
+/** Why a node whose call would take `bytes` of input fails. */
+export function callInputTooLarge(bytes: number): string {
+  return `a call's input would be ${bytes} bytes of JSON (its row's inputs, one copy for each edge into the node, and the node's settings), past the ${MAX_CALL_INPUT_BYTES} one call takes: feed the node fewer or smaller inputs`;
+}

@@ -177,6 +177,12 @@ export const PATCHES = {
     change:
       "D31: the blocks a run's big nodes run are bounded in all (RUN_MAX_BLOCKS, about what HISTORY_EVENTS_LIMIT holds): a node that would pass it fails before its blocks are planned, asked only then (workflows/run-workflow.ts runStoredRows). Old runs plan every block (50 text nodes reading a stored list of 900,000 rows planned 45,000 blocks in one workflow task of 4.9 s, and then failed at the history's event limit).",
   },
+  'call-input-bound': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "A node call's input is bounded (domain/run-size.ts MAX_CALL_INPUT_BYTES): a node whose call would take more fails before it is scheduled, asked only then (workflows/run-workflow.ts runChunkRows). Old runs schedule it, and Temporal refuses an input over 2 MB by failing the workflow task and terminating the run (four edges of one 600 KB input into an `http_request`).",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

@@ -26,7 +26,7 @@ import type {
   PortSource,
 } from '../activities/types';
 import { inlineRowMaxBytes, MAX_BLOCK_ROWS, PAGE_ROWS, type ItemRef } from '../domain/item-blocks';
-import { MAX_ROWS } from '../domain/run-size';
+import { callInputTooLarge, MAX_CALL_INPUT_BYTES, MAX_ROWS, utf8Bytes } from '../domain/run-size';
 import { isId } from '../domain/ids';
 import { packItem } from '../domain/items';
 import { normalizeLabel } from '../domain/labels';
@@ -723,9 +723,16 @@ class RunActivities {
         // D36: the rows whose worst case fits the run's budget (all of them without max_cost).
         budget = await cap?.takeSettled(node.id, left.length, capWaits);
         const batch = budget ? left.slice(0, budget.calls) : left;
+        const input = JSON.stringify(batch);
+        // Past what one call takes, Temporal would terminate the run (patch `call-input-bound`,
+        // asked only then): the node fails, naming it, and the run ends as runs do.
+        if (input.length > MAX_CALL_INPUT_BYTES / 3) {
+          const bytes = utf8Bytes(input) + utf8Bytes(JSON.stringify(node));
+          if (bytes > MAX_CALL_INPUT_BYTES && isPatched('call-input-bound'))
+            throw new NodeFailure(node.id, node.type, callInputTooLarge(bytes));
+        }
         // D31: the chunk's input and the most its answer may hold, then again at the run's end.
-        const worst =
-          JSON.stringify(batch).length + 2 * batch.length * (rowMaxBytes + ROW_ANSWER_OVERHEAD);
+        const worst = input.length + 2 * batch.length * (rowMaxBytes + ROW_ANSWER_OVERHEAD);
         held = await room.take(worst, historyWaits);
         if (!held) throw historyFull(node);
         for (const row of batch) rowProgress.started(row.index);

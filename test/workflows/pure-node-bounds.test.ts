@@ -221,6 +221,30 @@ describe('pure nodes in the workflow: bounded work', function () {
       error: /node 'n3' \(text\): would run 900 more blocks of rows, past the 4000/,
     },
     {
+      what: "an http_request's call would take four copies of a 600 KB input (Temporal terminated the run)",
+      graph: {
+        slug: 'call-input',
+        nodes: [
+          { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
+          {
+            id: 'h',
+            type: 'http_request',
+            method: 'POST',
+            url: 'http://127.0.0.1:9/',
+            body: '{{a1}}{{a2}}{{a3}}{{a4}}',
+          },
+          { id: 'o', type: 'user_result', label: 'Out' },
+        ],
+        edges: [
+          ...[1, 2, 3, 4].map((n) => ({ from: 'a', to: 'h', port: `a${n}` })),
+          { from: 'h', to: 'o' },
+        ],
+      },
+      inputs: { a: 'x'.repeat(600_000) },
+      error:
+        /node 'h' \(http_request\): a call's input would be \d+ bytes of JSON .* past the 1572864/,
+    },
+    {
       what: '20 results would hold 300,000 stored rows each',
       graph: linesGraph('lines-fan-out', 1, 1, 'text', 20),
       inputs: lines,
