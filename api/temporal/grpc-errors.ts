@@ -23,6 +23,20 @@ export function grpcCode(err: unknown): number | undefined {
 }
 
 const FAILED_PRECONDITION = 9;
+const INVALID_ARGUMENT = 3;
+
+/**
+ * True when Temporal refused a call for the size of what it carries ("Blob data size exceeds
+ * limit", past its 2 MB of a payload): the same call is refused again, so the caller's request is
+ * at fault, not the service.
+ */
+export function isPayloadTooLarge(err: unknown): boolean {
+  const status = grpcStatus(err);
+  return (
+    status?.code === INVALID_ARGUMENT &&
+    /size exceeds limit/i.test(`${status.details ?? ''} ${status.message ?? ''}`)
+  );
+}
 
 /**
  * True when Temporal refused a query because no worker polls the run's task queue ("no poller

@@ -42,12 +42,13 @@ import {
   UNAVAILABLE,
   grpcCode,
   isNoWorker,
+  isPayloadTooLarge,
   isTemporalUnavailable,
   isTemporalUnreachable,
   retryNamespaceMisses,
 } from './grpc-errors';
 import { ensureRetentionSchedule } from './retention-schedule';
-import { ServiceUnavailableError } from '../../domain/errors';
+import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
 import { priorityKey, type RunPriority } from '../../domain/run-priority';
 import { queryDuration } from '../../lib/metrics';
 import type { Config } from '../../config';
@@ -65,6 +66,18 @@ export class RunStartUnsureError extends ServiceUnavailableError {
       `Run ${runId} may have started: the workflow service did not answer in time. Read it with GET /api/v1/runs/${runId}, or retry with the same Idempotency-Key: it never starts twice.`,
     );
   }
+}
+
+/**
+ * 400 `run_too_large`: Temporal refused the run's start for its size. The start carries the graph
+ * and the inputs (a default counted in both): a default of 1 MiB and an input of 1 MiB passed
+ * its 2 MB, and each such start answered 500 (an alert's server error, at one a second).
+ */
+function startTooLarge(): InvalidRequestError {
+  return new InvalidRequestError(
+    "The run is too large to start: its workflow's graph and its inputs together pass the 2 MB the workflow service takes for a run's start (D31). Give large inputs as files (POST /api/v1/files) and their `file_...` ids, and keep large texts out of the graph's defaults.",
+    { code: 'run_too_large', param: 'inputs' },
+  );
 }
 
 export interface RunGatewayOptions {
@@ -285,6 +298,8 @@ export class RunGateway {
           throw new RunStartUnsureError(args.runId);
       }
       if (isTemporalUnavailable(err)) throw new ServiceUnavailableError();
+      // Refused for its size, which a retry does not change: the caller's 400, not a 500 of ours.
+      if (isPayloadTooLarge(err)) throw startTooLarge();
       // The wait is over and the workflow is not there: an ordinary start, under its own deadline.
       if (wait?.signal.aborted) return this.start(args, slug, priority);
       throw err;
