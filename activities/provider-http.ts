@@ -24,7 +24,7 @@ import {
 } from '../lib/net/read-limited';
 import type { ReadBudget } from '../lib/net/read-budget';
 import { errorMessage, providerFailure } from './failures';
-import { observeProviderCall } from '../lib/metrics';
+import { observeProviderCall, providerOutcome } from '../lib/metrics';
 
 /**
  * Where the worker may send requests for URLs nobody configured, and how much of an answer it
@@ -93,7 +93,7 @@ export async function providerRequest(
     observeProviderCall(
       provider,
       () => guardedProviderRequest(guard, provider, url, init, signal),
-      (answer) => (answer.status >= 200 && answer.status < 300 ? 'ok' : 'http_error'),
+      (answer) => providerOutcome(answer.status),
       () => (signal.aborted ? 'cancelled' : 'network_error'),
     ),
   );

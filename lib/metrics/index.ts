@@ -128,7 +128,7 @@ export const httpRequestDuration = new Histogram({
 // --- Model providers (activities/provider-http.ts): every HTTP call to a configured provider.
 export const providerRequests = new Counter({
   name: 'wrs_provider_requests_total',
-  help: 'HTTP calls to model providers, by configured provider name and outcome (ok: 2xx; http_error: another status; network_error: no answer; cancelled).',
+  help: "HTTP calls to model providers, by configured provider name and outcome (ok: 2xx; rejected: a 4xx other than 401, 403, 408 and 429, the provider refusing the request it was sent, such as a tenant's prompt; http_error: another status; network_error: no answer; cancelled).",
   labelNames: ['provider', 'outcome'] as const,
 });
 export const providerRequestDuration = new Histogram({
@@ -138,11 +138,25 @@ export const providerRequestDuration = new Histogram({
   buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
 });
 
+/** What a provider's answer says of the provider (the `outcome` of wrs_provider_requests_total). */
+export type ProviderOutcome = 'ok' | 'rejected' | 'http_error';
+
+/**
+ * The outcome of an answer of HTTP `status`. A 4xx refuses the request it was sent (a tenant's
+ * prompt, a model it named), no failure of the provider, except the provider refusing our key
+ * (401, 403: the operator's to mend) and its throttling (408, 429).
+ */
+export function providerOutcome(status: number): ProviderOutcome {
+  if (status >= 200 && status < 300) return 'ok';
+  const ours = status === 401 || status === 403 || status === 408 || status === 429;
+  return status >= 400 && status < 500 && !ours ? 'rejected' : 'http_error';
+}
+
 /** Times one provider call; `outcome` names how it ended. */
 export async function observeProviderCall<T>(
   provider: string,
   call: () => Promise<T>,
-  outcome: (result: T) => 'ok' | 'http_error',
+  outcome: (result: T) => ProviderOutcome,
   failed: () => 'network_error' | 'cancelled',
 ): Promise<T> {
   const stop = providerRequestDuration.startTimer({ provider });
