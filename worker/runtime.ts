@@ -24,8 +24,13 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  */
 export function installWorkerRuntime(level: string, sdkMetricsPort?: number): void {
   const log = pino({ name: 'wrs-worker', level: level === 'silent' ? 'silent' : level });
-  const write = (entry: LogEntry) =>
-    log[PINO_LEVEL[entry.level]]({ ...entry.meta, run_id: entry.meta?.workflowId }, entry.message);
+  const write = (entry: LogEntry) => {
+    const { error, ...meta } = entry.meta ?? {};
+    log[PINO_LEVEL[entry.level]](
+      { ...meta, run_id: meta.workflowId, ...(error !== undefined && { err: loggedError(error) }) },
+      entry.message,
+    );
+  };
   try {
     const sdkLevel = LEVELS[level] ?? 'INFO';
     Runtime.install({
@@ -70,4 +75,20 @@ export function warnWhileWaiting(message: string): (err: unknown) => void {
  */
 export function tuneWorkerHeap(growingPercent: number): void {
   if (growingPercent > 0) setFlagsFromString(`--heap-growing-percent=${growingPercent}`);
+}
+
+/**
+ * The SDK's `error` of an entry ("Activity failed"), as pino shows an `err`: its type, message and
+ * stack, bounded. Under `error` pino wrote an ApplicationFailure as its own fields without the
+ * message, and a plain Error as `{}`: the line never said why.
+ */
+export function loggedError(error: unknown): { type: string; message: string; stack?: string } {
+  if (!(error instanceof Error))
+    return { type: typeof error, message: String(error).slice(0, 1_000) };
+  const type = (error as { type?: unknown }).type;
+  return {
+    type: typeof type === 'string' && type ? type : error.name,
+    message: error.message.slice(0, 1_000),
+    ...(error.stack && { stack: error.stack.slice(0, 2_000) }),
+  };
 }
