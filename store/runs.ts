@@ -132,7 +132,8 @@ export async function findRunWithoutLog(
     ? { events_json: 0 }
     : { events_json: 0, inputs_json: 0, inputs: 0 };
   const doc = await c.runs.findOne({ _id: runId }, { projection });
-  return doc && fromStored(doc);
+  // D39: a run whose erasure began is gone to its stream links, settles and re-runs too.
+  return doc && !doc.deleting ? fromStored(doc) : null;
 }
 
 /**
@@ -190,9 +191,12 @@ export async function runInputs(
   if (!run.inputs_from) return run.inputs;
   const holder = await c.runs.findOne(
     { _id: run.inputs_from },
-    { projection: { inputs_json: 1, inputs: 1, account_id: 1 } },
+    { projection: { inputs_json: 1, inputs: 1, account_id: 1, deleting: 1 } },
   );
-  return holder && holder.account_id === run.account_id ? fromStored(holder).inputs : null;
+  // Erased with their holder (D39), also while its erasure is under way.
+  return holder && holder.account_id === run.account_id && !holder.deleting
+    ? fromStored(holder).inputs
+    : null;
 }
 
 /** True when a run record `runId` exists (any account's: for operators). */

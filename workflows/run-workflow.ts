@@ -726,8 +726,10 @@ class RunActivities {
         const input = JSON.stringify(batch);
         // Past what one call takes, Temporal would terminate the run (patch `call-input-bound`,
         // asked only then): the node fails, naming it, and the run ends as runs do.
-        if (input.length > MAX_CALL_INPUT_BYTES / 3) {
-          const bytes = utf8Bytes(input) + utf8Bytes(JSON.stringify(node));
+        const settings = JSON.stringify(node);
+        // At most 3 bytes of UTF-8 a character: below a third of the bound, no need to count.
+        if (input.length + settings.length > MAX_CALL_INPUT_BYTES / 3) {
+          const bytes = utf8Bytes(input) + utf8Bytes(settings);
           if (bytes > MAX_CALL_INPUT_BYTES && isPatched('call-input-bound'))
             throw new NodeFailure(node.id, node.type, callInputTooLarge(bytes));
         }

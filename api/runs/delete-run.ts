@@ -54,7 +54,8 @@ export async function deleteRun(
     ? await findRunHead(deps.collections, accountId, runId, { deleting: true })
     : null;
   if (!run) throw new NotFoundError(`No run \`${runId.slice(0, 64)}\`.`);
-  if (!run.finalized) await stopRun(deps, accountId, runId);
+  // A run whose erasure began was stopped by the DELETE that began it (a cancel reads it no more).
+  if (!run.finalized && !run.deleting) await stopRun(deps, accountId, runId);
   // A finalized run's workflow may not have closed yet (it starts its webhook child after
   // finalizing): once the key is gone it could never take another task, so it ends here. Its
   // webhook child (D20) may still be delivering the record: it ends before the record goes.

@@ -161,7 +161,15 @@ async function awaitRun(
   opts: ClaimOptions,
 ): Promise<RunDoc | null> {
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
-    const run = await findRunHead(deps.collections, auth.accountId, claim.run_id);
+    const run = await findRunHead(deps.collections, auth.accountId, claim.run_id, {
+      deleting: true,
+    });
+    if (run?.deleting) {
+      // D39: a DELETE of the run was cut short before its keys went: this one goes now, as it
+      // would have, and the request is claimed afresh (before: retried the taken id for 24 h).
+      await releaseIdempotencyKey(deps.collections, claim._id, claim.run_id);
+      return null;
+    }
     if (run) return resumeAbandoned(deps, run, claim);
     const current = await findIdempotencyKey(deps.collections, claim._id);
     if (!current || current.run_id !== claim.run_id) return null;
@@ -169,7 +177,6 @@ async function awaitRun(
       // Crash case 1: the claimant died before recording its run; finish its work under the same id.
       const taken = await startClaimed(deps, auth, request, current, opts);
       if (taken) return taken;
-      continue;
     }
     if (Date.now() > deadline) throw stillStarting();
     await new Promise((resolve) => setTimeout(resolve, delay));

@@ -319,34 +319,86 @@ async function* csv(chars: AsyncIterable<string>, maxRowChars: number): AsyncGen
  * worker died out of memory (every worker the activity was retried on after it). A row within
  * the bound takes up to five characters of a line for each of its own (a quote written `""`
  * inside quotes, and a comma), and a comma for each empty value: 655,360 characters at the
- * default bound leave room for the widest sheet. A record ends at a line end outside quotes
- * (`\n`, `\r\n` or `\r` alone, as csv-parse reads them): one inside quotes is part of a value,
- * and counting from it let one record of 105 MB of quoted line ends and commas through.
+ * default bound leave room for the widest sheet.
+ *
+ * A record ends where csv-parse ends it: at the file's line end outside quotes, the first one it
+ * meets (`\n`, `\r\n` or `\r`); any other line end is a character of the record. Counting from
+ * every line end let one record through: 105 MB of quoted line ends and commas, or commas with a
+ * lone `\r` every few hundred in a file of `\n` lines.
  */
 async function* boundedLines(chars: AsyncIterable<string>, maxRowChars: number) {
   const most = CSV_LINE_FACTOR * maxRowChars;
+  const records = new RecordEnds();
   let line = 1;
   let length = 0; // of the record so far
-  let quoted = false; // a `""` inside quotes flips twice
   const special = /["\r\n]/g; // jumping between them: a test of every character cost ~10% of a parse
   for await (const chunk of chars) {
     for (let at = 0; ;) {
+      records.decide(chunk, at);
       special.lastIndex = at;
       const found = special.exec(chunk);
       const end = found ? found.index : chunk.length;
+      if (end > at) records.text();
       length += end - at;
       if (length > most) throw tooLong(line, maxRowChars);
       if (!found) break;
       at = end + 1;
-      const c = found[0];
-      if (c === '"') quoted = !quoted;
-      else if (c === '\n') line++;
-      if (c === '"' || quoted) length++;
-      else length = 0; // a line end outside quotes ends the record
+      if (found[0] === '\n') line++;
+      if (records.ends(found[0])) length = 0;
+      else length++;
     }
     yield chunk;
   }
 }
+
+/**
+ * Which line ends end a CSV record: csv-parse takes the first one outside quotes as the file's.
+ * Fed every quote and line end in order (`ends`), whether other characters came between
+ * (`text`), and each position after one (`decide`): a first `\r` is the file's ending alone, or
+ * with the `\n` right after it (perhaps the next chunk's first character).
+ */
+class RecordEnds {
+  private quoted = false;
+  private ending: '\n' | '\r\n' | '\r' | undefined;
+  /** The last character was a `\r` outside quotes (a first one: its kind waits for the next). */
+  private afterCr = false;
+  private undecided = false;
+
+  /** At `at` of `chunk`, right after what `ends` was last given: settles a first `\r`'s kind. */
+  decide(chunk: string, at: number): void {
+    if (!this.undecided || at >= chunk.length) return;
+    this.ending = chunk[at] === '\n' ? '\r\n' : '\r';
+    this.undecided = false;
+  }
+
+  /** Other characters came since the last quote or line end. */
+  text(): void {
+    this.afterCr = false;
+  }
+
+  /** Whether `c` (a quote or a line end) ends the record. */
+  ends(c: string): boolean {
+    const afterCr = this.afterCr;
+    this.afterCr = false;
+    if (c === '"') {
+      this.quoted = !this.quoted;
+      return false;
+    }
+    if (this.quoted) return false;
+    if (c === '\r') {
+      this.afterCr = true;
+      if (this.ending === undefined) {
+        this.undecided = true; // ends the record either way: alone, or before its `\n`
+        return true;
+      }
+      return this.ending === '\r';
+    }
+    // A `\n`.
+    if (this.ending === undefined) this.ending = '\n';
+    return this.ending === '\n' || (this.ending === '\r\n' && afterCr);
+  }
+}
+
 const CSV_LINE_FACTOR = 5;
 
 /** The header's column names (undefined for an empty one), refused if one is given twice: a row's object holds each name once. */

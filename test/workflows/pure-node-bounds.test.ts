@@ -245,6 +245,29 @@ describe('pure nodes in the workflow: bounded work', function () {
         /node 'h' \(http_request\): a call's input would be \d+ bytes of JSON .* past the 1572864/,
     },
     {
+      what: "an http_request's call would take 1.56 MB of three-byte characters and a 600 KB body template (a first check counted characters of the rows alone)",
+      graph: {
+        slug: 'call-input-wide',
+        nodes: [
+          { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
+          {
+            id: 'h',
+            type: 'http_request',
+            method: 'POST',
+            url: 'http://127.0.0.1:9/',
+            body: `{{a1}}{{a2}}${'p'.repeat(600_000)}`,
+          },
+          { id: 'o', type: 'user_result', label: 'Out' },
+        ],
+        edges: [
+          ...[1, 2].map((n) => ({ from: 'a', to: 'h', port: `a${n}` })),
+          { from: 'h', to: 'o' },
+        ],
+      },
+      inputs: { a: '日'.repeat(260_000) },
+      error: /node 'h' \(http_request\): a call's input would be \d+ bytes of JSON/,
+    },
+    {
       what: '20 results would hold 300,000 stored rows each',
       graph: linesGraph('lines-fan-out', 1, 1, 'text', 20),
       inputs: lines,

@@ -12,7 +12,9 @@ import { webhookWorkflowId } from '../../../workflows/definitions';
 import { deriveId } from '../../../store/ids';
 import { filesCollection } from '../../../store/files';
 import { eraseRun } from '../../../store/erase-run';
-import { findRunRecord } from '../../../store/runs';
+import { findRunRecord, insertRun } from '../../../store/runs';
+import { generateId } from '../../../store/ids';
+import { pendingRun } from '../../support/store';
 import { PATCHES } from '../../../workflows/patches';
 
 const TOKEN = 'codec-token-'.padEnd(40, 'y');
@@ -107,6 +109,18 @@ describe('deleting a run (D39)', function () {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return res.body.payloads as { metadata: Record<string, string>; data: string }[];
   };
+
+  /** The store as an erasure sees it when its process dies right after marking the record. */
+  const dies = new Error('the API process died');
+  const cutAfterMark = (collections: typeof ctx.svc.store.collections) =>
+    ({
+      ...collections,
+      idempotencyKeys: {
+        find: () => {
+          throw dies;
+        },
+      },
+    }) as unknown as typeof collections;
 
   it('a finished run: 200, then 404 everywhere, nothing left in the store, its history undecryptable, its ledger amount kept', async () => {
     const marker = `SECRET-${randomBytes(6).toString('hex')}`;
@@ -270,30 +284,55 @@ describe('deleting a run (D39)', function () {
   });
 
   it('a delete cut short (its API process died) leaves a run no read shows, and a repeated DELETE finishes it (before: `completed` with no items, and listed)', async () => {
-    const runId = await startRun(ctx.svc.url, ctx.key, 'erase-me', { topic: 'cut short' });
+    const headers = { 'idempotency-key': `cut-${randomBytes(6).toString('hex')}` };
+    const body = { workflowId: 'erase-me', inputs: { topic: 'cut short' } };
+    const runId = await startRun(ctx.svc.url, ctx.key, body.workflowId, body.inputs, {
+      headers,
+      body,
+    });
     // Awaited in the store, not by a GET: no view of it cached in this process.
     const { collections, db } = ctx.svc.store;
     await waitFor(async () => (await findRunRecord(collections, runId))?.finalized || undefined, {
       what: 'the run finalized',
     });
-    const dies = new Error('the API process died');
-    const cut = {
-      ...collections,
-      idempotencyKeys: {
-        find: () => {
-          throw dies;
-        },
-      },
-    } as unknown as typeof collections;
-    await assert.rejects(eraseRun(cut, db, runId), dies);
+    const link = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {
+      key: ctx.key,
+    });
+    assert.equal(link.status, 200);
+    await assert.rejects(eraseRun(cutAfterMark(collections), db, runId), dies);
     assert.equal((await findRunRecord(collections, runId))?.deleting, true, 'the record is kept');
     for (const path of [`/api/v1/runs/${runId}`, `/api/v1/runs/${runId}/outputs/answer`]) {
       const read = await call(ctx.svc.url, 'GET', path, { key: ctx.key });
       assert.equal(read.status, 404, path);
       assert.equal(read.body.error.type, 'not_found_error');
     }
+    assert.equal((await call(link.body.url, 'GET', '')).status, 404, 'its stream link');
     const list = await call(ctx.svc.url, 'GET', '/api/v1/runs?limit=100', { key: ctx.key });
     assert.ok(!list.body.data.some((run: { id: string }) => run.id === runId), 'listed');
+    // Its Idempotency-Key, left by the cut, goes as the DELETE would have taken it: the same
+    // request starts a new run (before: it retried the taken run id, unanswered, for 24 h).
+    const repeat = await call(ctx.svc.url, 'POST', '/api/v1/responses', {
+      key: ctx.key,
+      headers,
+      body,
+    });
+    assert.equal(repeat.status, 202, JSON.stringify(repeat.body));
+    assert.notEqual(repeat.body.run_id, runId);
+    const again = await call(ctx.svc.url, 'DELETE', `/api/v1/runs/${runId}`, { key: ctx.key });
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(await findRunRecord(collections, runId), null);
+  });
+
+  it('a repeated DELETE finishes a run never finalized whose delete was cut short (before: 404 for good, its record kept)', async () => {
+    const { collections, db } = ctx.svc.store;
+    // A record whose start died before its workflow: never finalized.
+    const runId = generateId('run');
+    const key = (await collections.apiKeys.findOne({ account_id: ctx.accountId }))!;
+    await insertRun(
+      collections,
+      pendingRun({ _id: runId, account_id: ctx.accountId, key_id: key._id }),
+    );
+    await assert.rejects(eraseRun(cutAfterMark(collections), db, runId), dies);
     const again = await call(ctx.svc.url, 'DELETE', `/api/v1/runs/${runId}`, { key: ctx.key });
     assert.equal(again.status, 200, JSON.stringify(again.body));
     assert.equal(await findRunRecord(collections, runId), null);

@@ -128,13 +128,36 @@ describe('file rows (lib/files/rows.ts)', () => {
       for await (const row of readRows(record, 'csv', 10, 1_000)) assert.fail(String(row));
     }, /^RowsError: line \d+: the row is longer than 1000 characters/);
     assert.ok(read <= 7_000, `${read} characters read`);
+    // A line end other than the file's (its first, as csv-parse reads it) is a character of the
+    // record: commas with a lone `\r` every 900 in a file of `\n` lines, or a lone `\n` in a file
+    // of `\r\n` lines, are one record (a first fix reset at each).
+    for (const [header, end] of [
+      ['h\n', '\r'],
+      ['h\r\n', '\n'],
+    ]) {
+      let other = 0;
+      const split = (async function* () {
+        yield header;
+        for (;;) {
+          other += 901;
+          yield `${','.repeat(900)}${end}`;
+        }
+      })();
+      await assert.rejects(async () => {
+        for await (const row of readRows(split, 'csv', 10, 1_000)) assert.fail(String(row));
+      }, /the row is longer than 1000 characters/);
+      assert.ok(other <= 7_000, `${other} characters read (${JSON.stringify(end)})`);
+    }
     // Line ends outside quotes end records, `\r` alone too (csv-parse reads such files): many
     // short rows are read, where before they counted as one line past the bound.
     const lines = Array.from({ length: 3_000 }, (_, i) => `row${i}`);
-    for (const end of ['\r', '\r\n', '\n']) {
-      const read = await rows(`name${end}${lines.join(end)}${end}`, 'csv', 4_096, 10_000, 1_000);
-      assert.equal(read.length, 3_000, JSON.stringify(end));
-    }
+    for (const end of ['\r', '\r\n', '\n'])
+      for (const size of [4_096, 1]) {
+        // Fed a character at a time too: a `\r` at a chunk's end waits for the next chunk's first.
+        const text = `name${end}${lines.slice(0, size === 1 ? 50 : 3_000).join(end)}${end}`;
+        const read = await rows(text, 'csv', size, 10_000, 1_000);
+        assert.equal(read.length, size === 1 ? 50 : 3_000, JSON.stringify(end));
+      }
     // A value's quoted line ends are its own, within the bound.
     assert.deepEqual(await rows('a,b\n"x\ny",z\n', 'csv', 2, 10, 1_000), [{ a: 'x\ny', b: 'z' }]);
   });
