@@ -76,6 +76,8 @@ export interface QuotaSpec {
 interface Refresh {
   done: Promise<Known>;
   delta: number;
+  /** Forgotten while it read (a delete of unknown size): its sum is not remembered. */
+  stale?: boolean;
 }
 
 export class StorageQuota {
@@ -179,6 +181,10 @@ export class StorageQuota {
    */
   forget(accountId: string): void {
     this.known.delete(accountId);
+    // A read under way may have summed before the delete: it answers its waiters, not the next check.
+    const running = this.refreshing.get(accountId);
+    if (running) running.stale = true;
+    this.refreshing.delete(accountId);
   }
 
   /** A write stored (`bytes` > 0) or deleted (< 0): the remembered sum follows at once. */
@@ -211,10 +217,12 @@ export class StorageQuota {
             quota: own ?? this.spec.defaultBytes,
             at: Date.now(),
           };
-          this.remember(accountId, known);
+          if (!refresh.stale) this.remember(accountId, known);
           return known;
         })
-        .finally(() => this.refreshing.delete(accountId)),
+        .finally(() => {
+          if (this.refreshing.get(accountId) === refresh) this.refreshing.delete(accountId);
+        }),
     };
     this.refreshing.set(accountId, refresh);
     return refresh.done;

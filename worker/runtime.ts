@@ -83,12 +83,14 @@ export function tuneWorkerHeap(growingPercent: number): void {
  * message, and a plain Error as `{}`: the line never said why.
  */
 export function loggedError(error: unknown): { type: string; message: string; stack?: string } {
-  if (!(error instanceof Error))
+  // By shape, not instanceof: an error made in the workflow sandbox is of another realm's Error.
+  const e = (typeof error === 'object' && error) || {};
+  const { type, name, message, stack } = e as Record<string, unknown>;
+  if (typeof message !== 'string')
     return { type: typeof error, message: String(error).slice(0, 1_000) };
-  const type = (error as { type?: unknown }).type;
   return {
-    type: typeof type === 'string' && type ? type : error.name,
-    message: error.message.slice(0, 1_000),
-    ...(error.stack && { stack: error.stack.slice(0, 2_000) }),
+    type: typeof type === 'string' && type ? type : typeof name === 'string' ? name : 'Error',
+    message: message.slice(0, 1_000),
+    ...(typeof stack === 'string' && { stack: stack.slice(0, 2_000) }),
   };
 }

@@ -83,4 +83,26 @@ describe('storage quota: the check and the hold of concurrent writes', () => {
       [true, true, true, false, false],
     );
   });
+  it('reads the sum anew after forget, also when a read began before the delete (a run deleted, D39)', async () => {
+    let stored = 500;
+    let answers: Array<() => void> = [];
+    const storage = new StorageQuota(noOwnQuota, {
+      used: () => {
+        const sum = stored;
+        return new Promise<number>((resolve) => answers.push(() => resolve(sum)));
+      },
+      cap: 'max_file_storage_bytes',
+      defaultBytes: 1_000,
+      largestWrite: 100,
+    });
+    const before = storage.room('acct_a'); // a read of the sum before the delete
+    stored = 100; // the run's 400 bytes go
+    storage.forget('acct_a');
+    const after = storage.room('acct_a');
+    for (const answer of answers) answer();
+    answers = [];
+    assert.equal((await before).used, 500, 'the read under way answers its own waiter');
+    assert.equal((await after).used, 100, 'a check after the delete reads it anew');
+    assert.equal((await storage.room('acct_a')).used, 100, 'and that sum is the one remembered');
+  });
 });

@@ -4,6 +4,7 @@
  * message, and a plain Error as `{}`.
  */
 import assert from 'node:assert/strict';
+import vm from 'node:vm';
 import { ApplicationFailure } from '@temporalio/common';
 import { loggedError } from '../../worker/runtime';
 
@@ -24,5 +25,10 @@ describe('worker log lines: a failure as `err`', () => {
       { type: 'TypeError', message: 'no such thing', stack: undefined },
     );
     assert.deepEqual(loggedError('a string'), { type: 'string', message: 'a string' });
+    // An error of another realm (the workflow sandbox's) by its shape.
+    const sandboxed = vm.runInNewContext('new RangeError("out of range")');
+    assert.equal(sandboxed instanceof Error, false);
+    assert.equal(loggedError(sandboxed).message, 'out of range');
+    assert.equal(loggedError(sandboxed).type, 'RangeError');
   });
 });
