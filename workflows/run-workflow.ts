@@ -712,6 +712,7 @@ class RunActivities {
     const { state, slots, cap, room, progress } = this.run;
     const { guardHistory, historyFull, runChunk } = this;
     let left = rows;
+    const settings = JSON.stringify(node); // the node's part of each call's input (call-input-bound)
     while (left.length > 0) {
       let budget: { calls: number; release: () => void } | undefined;
       let held: (() => void) | undefined;
@@ -726,7 +727,6 @@ class RunActivities {
         const input = JSON.stringify(batch);
         // Past what one call takes, Temporal would terminate the run (patch `call-input-bound`,
         // asked only then): the node fails, naming it, and the run ends as runs do.
-        const settings = JSON.stringify(node);
         // At most 3 bytes of UTF-8 a character: below a third of the bound, no need to count.
         if (input.length + settings.length > MAX_CALL_INPUT_BYTES / 3) {
           const bytes = utf8Bytes(input) + utf8Bytes(settings);

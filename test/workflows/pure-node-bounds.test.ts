@@ -38,6 +38,26 @@ function textGraph(slug: string, nodes: number, rows: number, template: string) 
   };
 }
 
+/** Input `a` fed `ports` times into one `http_request` (POST, its body the ports and then `tail`). */
+function callInputGraph(slug: string, ports: number, tail = '') {
+  const names = Array.from({ length: ports }, (_, i) => `a${i + 1}`);
+  return {
+    slug,
+    nodes: [
+      { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
+      {
+        id: 'h',
+        type: 'http_request',
+        method: 'POST',
+        url: 'http://127.0.0.1:9/',
+        body: names.map((n) => `{{${n}}}`).join('') + tail,
+      },
+      { id: 'o', type: 'user_result', label: 'Out' },
+    ],
+    edges: [...names.map((port) => ({ from: 'a', to: 'h', port })), { from: 'h', to: 'o' }],
+  };
+}
+
 /** One `join` of a batch of `rows` empty rows with a separator of `separator` characters. */
 function joinGraph(slug: string, rows: number, separator: number) {
   return {
@@ -222,48 +242,14 @@ describe('pure nodes in the workflow: bounded work', function () {
     },
     {
       what: "an http_request's call would take four copies of a 600 KB input (Temporal terminated the run)",
-      graph: {
-        slug: 'call-input',
-        nodes: [
-          { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
-          {
-            id: 'h',
-            type: 'http_request',
-            method: 'POST',
-            url: 'http://127.0.0.1:9/',
-            body: '{{a1}}{{a2}}{{a3}}{{a4}}',
-          },
-          { id: 'o', type: 'user_result', label: 'Out' },
-        ],
-        edges: [
-          ...[1, 2, 3, 4].map((n) => ({ from: 'a', to: 'h', port: `a${n}` })),
-          { from: 'h', to: 'o' },
-        ],
-      },
+      graph: callInputGraph('call-input', 4),
       inputs: { a: 'x'.repeat(600_000) },
       error:
         /node 'h' \(http_request\): a call's input would be \d+ bytes of JSON .* past the 1572864/,
     },
     {
       what: "an http_request's call would take 1.56 MB of three-byte characters and a 600 KB body template (a first check counted characters of the rows alone)",
-      graph: {
-        slug: 'call-input-wide',
-        nodes: [
-          { id: 'a', type: 'user_input', label: 'A', input_type: 'text' },
-          {
-            id: 'h',
-            type: 'http_request',
-            method: 'POST',
-            url: 'http://127.0.0.1:9/',
-            body: `{{a1}}{{a2}}${'p'.repeat(600_000)}`,
-          },
-          { id: 'o', type: 'user_result', label: 'Out' },
-        ],
-        edges: [
-          ...[1, 2].map((n) => ({ from: 'a', to: 'h', port: `a${n}` })),
-          { from: 'h', to: 'o' },
-        ],
-      },
+      graph: callInputGraph('call-input-wide', 2, 'p'.repeat(600_000)),
       inputs: { a: '日'.repeat(260_000) },
       error: /node 'h' \(http_request\): a call's input would be \d+ bytes of JSON/,
     },
