@@ -47,6 +47,12 @@ import {
   replayDataConverter,
 } from '../../test/support/histories';
 import { call, waitFor } from '../../test/support/http';
+import {
+  callInputGraph,
+  linesGraph,
+  readersGraph,
+  textGraph,
+} from '../../test/support/bound-graphs';
 import { uploadFile } from '../../test/support/files';
 import { startRun } from '../../test/support/runs';
 import { startService, temporalClient, type TestService } from '../../test/support/service';
@@ -267,6 +273,48 @@ async function main(): Promise<void> {
       rows: Array.from({ length: 40 }, (_, i) => `${MARKER} text ${i}`),
     });
     assert.equal((await waitForRun(svc.url, key, bigText, 120_000)).status, 'completed');
+
+    log(
+      'graphs past the bounds of what a run does (patches text-work-bound, run-items-bound, inline-reads-bound, call-input-bound, batch-rows-depth)',
+    );
+    const bounds = [
+      {
+        shape: 'run-text-work-bound',
+        graph: textGraph('rec-lookups', 40, 128, '{{r}}'.repeat(999) + '{{a}}'),
+        inputs: { a: MARKER },
+        status: 'completed',
+      },
+      {
+        shape: 'run-items-bound',
+        graph: linesGraph('rec-lines', 3, 1, 'result'),
+        inputs: { a: 'x\n'.repeat(1000) },
+        status: 'failed',
+      },
+      {
+        shape: 'run-reads-bound',
+        graph: readersGraph('rec-readers', 201),
+        inputs: { r: JSON.stringify(Array.from({ length: 10_000 }, () => [0])) },
+        status: 'failed',
+      },
+      {
+        shape: 'run-call-input-bound',
+        graph: callInputGraph('rec-call-input', 40),
+        inputs: { a: `${MARKER} ${'x'.repeat(40_000)}` },
+        status: 'failed',
+      },
+      {
+        shape: 'run-batch-rows-depth',
+        graph: textRowsWorkflow('rec-deep', '{{row}}', { input_type: 'text' }),
+        inputs: { rows: `${'['.repeat(70)}"${MARKER}"${']'.repeat(70)}` },
+        status: 'failed',
+      },
+    ];
+    for (const { shape, graph, inputs, status } of bounds) {
+      await publish(svc.url, key, graph);
+      const id = await run(shape, svc, key, graph.slug, inputs);
+      const end = await waitForRun(svc.url, key, id, 120_000);
+      assert.equal(end.status, status, `${shape}: ${JSON.stringify(end.error)}`);
+    }
 
     log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
     const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
