@@ -57,6 +57,11 @@ const SHAPES = [
   'run-text-bounds',
   'run-big-text',
   'run-credit-capped',
+  'run-text-work-bound',
+  'run-items-bound',
+  'run-reads-bound',
+  'run-call-input-bound',
+  'run-batch-rows-depth',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -72,6 +77,11 @@ const LATER_SHAPES = [
   'run-text-bounds',
   'run-big-text',
   'run-credit-capped',
+  'run-text-work-bound',
+  'run-items-bound',
+  'run-reads-bound',
+  'run-call-input-bound',
+  'run-batch-rows-depth',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {
