@@ -17,7 +17,7 @@ export function createFinalizeActivity(deps: { collections: Collections; writes?
   return async function finalizeRun(final: RunFinal): Promise<void> {
     // Counted by the attempt that wrote the record, so a retried finalize is not counted twice.
     if (await recordRunEnd(deps.collections, final, 'finalize', writes)) {
-      observeRunEnd(final.runId, final.status, final.completedAtMs);
+      observeRunEnd(final.runId, final.accountId, final.status, final.completedAtMs);
       observeRunUsage(final.accountId, final.usage, final.totalCost); // D36
     }
   };

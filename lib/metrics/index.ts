@@ -24,6 +24,12 @@ export const runsEnded = new Counter({
   help: 'Runs ended, by final status.',
   labelNames: ['status'] as const,
 });
+/** D36: one series per account, as the usage counters below. */
+export const accountRunsEnded = new Counter({
+  name: 'wrs_account_runs_ended_total',
+  help: 'Ended runs, by account and final status: the run failure alert leaves out the account with the most failures.',
+  labelNames: ['account', 'status'] as const,
+});
 export const startDuration = new Histogram({
   name: 'wrs_start_duration_seconds',
   help: 'Time to accept a start request (validation, record, Temporal start); not of a Prefer: wait start, whose start includes its first workflow task.',
@@ -71,9 +77,18 @@ function idTimeMs(id: string): number | undefined {
   return ms;
 }
 
-/** Counts a run's end by status and observes its duration, from its id's creation time to its end. */
-export function observeRunEnd(runId: string, status: string, endedAtMs: number): void {
+/**
+ * Counts a run's end by status, in all and for its account, and observes its duration, from its
+ * id's creation time to its end.
+ */
+export function observeRunEnd(
+  runId: string,
+  account: string,
+  status: string,
+  endedAtMs: number,
+): void {
   runsEnded.inc({ status });
+  accountRunsEnded.inc({ account, status });
   const startedMs = idTimeMs(runId);
   if (startedMs !== undefined && endedAtMs >= startedMs)
     runDuration.observe({ status }, (endedAtMs - startedMs) / 1000);

@@ -416,5 +416,13 @@ describe('run controls (D36)', function () {
       200,
     );
     assert.equal(sample(metrics, 'wrs_account_cost_usd_total', labels), run.total_cost);
+    assert.equal(
+      sample(
+        metrics,
+        'wrs_account_runs_ended_total',
+        `{account="${account.accountId}",status="${run.status}"}`,
+      ),
+      1,
+    );
   });
 });
