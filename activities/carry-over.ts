@@ -39,9 +39,13 @@ export function createLoadCarryOverActivity(collections: C) {
     const stored = req.ioNodes.filter((_, i) => probes[i]);
     const inline: CarrySource['inline'] = {};
     const storedLabels = new Set(Object.keys(parent.stored_outputs ?? {}));
+    // A parent that did not complete kept its items at their rows only since `itemsAtRows`
+    // (before, they were numbered from 0, so an item's index was not its row): such a parent's
+    // small nodes run again whole rather than carry an item into another row.
+    const atRows = parent.status === 'completed' || parent.items_at_rows === true;
     for (const [node, label] of Object.entries(req.feeders)) {
       if (stored.includes(node) || storedLabels.has(label)) continue;
-      const items = parent.chunks ? undefined : parent.output?.[label];
+      const items = parent.chunks || !atRows ? undefined : parent.output?.[label];
       if (!items) continue; // unknown: the node runs again whole, and what follows it
       inline[node] = items
         .filter((item) => item.status === 'completed')

@@ -130,6 +130,12 @@ export interface RunFinal {
   status: 'completed' | 'failed' | 'cancelled';
   output: RunOutput | null;
   error: string | null;
+  /**
+   * D38: a run that did not complete whose kept items' `item_index` is their row (a re-run may
+   * carry them); absent from such runs before patch `kept-items-at-rows`, whose kept items were
+   * numbered from 0. A completed run's always are.
+   */
+  itemsAtRows?: boolean;
   totalCost: number;
   completedAtMs: number;
   events: RunEvent[];

@@ -112,6 +112,11 @@ export interface RunDoc {
   item_id_base?: string | null;
   /** D35: outputs whose items are stored in blocks (domain/item-blocks.ts), by label. */
   stored_outputs?: Record<string, StoredOutput> | null;
+  /**
+   * D38: a run that did not complete whose kept items' `item_index` is their row (RunFinal
+   * `itemsAtRows`); absent from such runs of workflow code before, whose a re-run cannot carry.
+   */
+  items_at_rows?: boolean;
   /** True once the final state has been written; the write happens exactly once. */
   finalized: boolean;
   /** D20: where the run record is POSTed when the run ends (absent or null: nowhere). */

@@ -308,6 +308,7 @@ function finalFields(final: RunFinal) {
     chunks: final.chunks ?? 0,
     item_id_base: final.itemIdBase ?? null,
     stored_outputs: final.storedOutputs ?? null,
+    ...(final.itemsAtRows ? { items_at_rows: true } : {}),
     ...(final.usage ? { usage: final.usage } : {}),
     finalized: true,
   } satisfies Partial<StoredRunDoc>;

@@ -18,6 +18,7 @@ import type { ActivityInterfaceFor } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { IoNode, NodeRow } from '../activities/types';
 import type { RunArgs } from './definitions';
+import { isPatched } from './patches';
 import type { RowProgress } from './engine';
 import type { RunFinal } from '../domain/run';
 import { FAILED_ROWS_MAX, PAGE_ROWS, type StoredOutput } from '../domain/item-blocks';
@@ -44,7 +45,7 @@ export async function loadCarry(
         accountId: args.accountId,
         parentRunId,
         ioNodes: args.graph.nodes.filter((n) => IO_TYPES.has(n.type)).map((n) => n.id),
-        feeders: inlineFeeders(args.graph),
+        feeders: inlineFeeders(args.graph, () => isPatched('rerun-list-rows')),
       },
     ],
   );
@@ -59,20 +60,29 @@ export interface CarrySource {
   failed?: Record<string, { count: number; rows: number[] }>;
 }
 
-/** The I/O nodes whose items the parent's record keeps as an output (normalized label), one item per row. */
-export function inlineFeeders(graph: WorkflowDocument): Record<string, string> {
+/**
+ * The I/O nodes whose items the parent's record keeps as an output (normalized label), one item
+ * per row. `listsApart`: whether an `llm` of `output: "list"` (several items a row, so an item's
+ * index is no row) is left out, asked only when one feeds a result (patch `rerun-list-rows`;
+ * before, its items were carried into the wrong rows).
+ */
+export function inlineFeeders(
+  graph: WorkflowDocument,
+  listsApart: () => boolean = () => true,
+): Record<string, string> {
   const nodes = new Map(graph.nodes.map((node) => [node.id, node]));
   const out: Record<string, string> = {};
   for (const edge of graph.edges) {
     const to = nodes.get(edge.to);
     const from = nodes.get(edge.from);
     if (to?.type !== 'user_result' || !from || !oneItemPerRow(from)) continue;
+    if (from.type === 'llm' && from.output === 'list' && listsApart()) continue;
     out[from.id] = normalizeLabel(to.label);
   }
   return out;
 }
 
-/** Nodes whose rows each give one output item, so an output item's index is its row. */
+/** Nodes whose rows each give one output item, so an output item's index is its row (but see `listsApart`). */
 function oneItemPerRow(node: GraphNode): boolean {
   if (node.type === 'llm' || node.type === 'http_request') return true;
   return node.type === 'image_generation' && (node.n ?? 1) === 1;

@@ -183,6 +183,18 @@ export const PATCHES = {
     change:
       "A node call's input is bounded (domain/run-size.ts MAX_CALL_INPUT_BYTES): a node whose call would take more fails before it is scheduled, asked only then (workflows/run-workflow.ts runChunkRows). Old runs schedule it, and Temporal refuses an input over 2 MB by failing the workflow task and terminating the run (four edges of one 600 KB input into an `http_request`).",
   },
+  'kept-items-at-rows': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D8, D38: a run that ends with rows unfinished (failed, cancelled) keeps each finished item at its place among the result's items, its `item_index` as its live pages showed it, and its record says so (`items_at_rows`, which a re-run's carry-over requires of a parent that did not complete); asked only when a result has an unfinished row (workflows/run-state.ts final). Old runs number their kept items from 0, so an item's index was not its row, and a re-run of failed items carried finished answers into other rows and never ran the failed one.",
+  },
+  'rerun-list-rows': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      'D38: a re-run carries no items of an `llm` of `output: "list"` from its parent\'s output (each row gives several items, so an item\'s index is no row): such a node runs again whole; asked only when one feeds a result of a re-run (workflows/carry-over.ts inlineFeeders). Old runs carried its items by index into the wrong rows: a failed row vanished and another was called and billed again.',
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

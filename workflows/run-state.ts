@@ -17,6 +17,7 @@ import {
   RUN_MAX_OUTPUT_ITEMS,
 } from '../domain/run-size';
 import { NodeFailure } from './errors';
+import { isPatched } from './patches';
 import {
   createdEvent,
   failedEvent,
@@ -310,13 +311,18 @@ export class RunState {
   final(): RunFinal {
     if (this.status === 'running' || this.status === 'pending')
       throw new Error('run has not ended');
+    // D8, D38: a run that ended with rows unfinished keeps each finished item at its row, as its
+    // live pages showed it (patch `kept-items-at-rows`, asked only then); before, the kept items
+    // were numbered again from 0, and a re-run carried them into the wrong rows.
+    const atRows = !this.keepsUnfinishedRows() || isPatched('kept-items-at-rows');
     return {
       runId: this.args.runId,
       accountId: this.args.accountId,
       status: this.status,
       // D35, D36: a failed or cancelled run keeps the items it finished too, readable through its
       // outputs (GET of the run still shows `output: null` unless it completed).
-      output: this.output(),
+      output: this.output(!atRows),
+      ...(atRows && this.status !== 'completed' ? { itemsAtRows: true } : {}),
       error: this.error,
       totalCost: this.totalCost(),
       completedAtMs: this.completedAtMs!,
@@ -386,8 +392,25 @@ export class RunState {
     return Math.round(Math.min(this.cost, cap) * 1e9) / 1e9; // float sums drift; the ledger wants stable numbers
   }
 
-  /** The `output` object: result labels to items in iteration order, only items that ended (D8). */
-  private output(): RunOutput {
+  /**
+   * Whether a result has a slot with no item: a row that never finished in a run that did not
+   * complete (D8). A completed run's every slot has its item.
+   */
+  private keepsUnfinishedRows(): boolean {
+    for (const node of this.args.graph.nodes) {
+      if (node.type !== 'user_result' || this.storedResults.has(node.id)) continue;
+      if (this.orderedSlots(node.id).some((slot) => !slot.item)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * The `output` object: result labels to items in iteration order, only items that ended (D8).
+   * An item's `item_index` is its place among the result's slots, as a live page shows it (its
+   * row, for nodes of one item a row); `renumbered`: the kept items numbered from 0 instead, as
+   * runs before patch `kept-items-at-rows` did.
+   */
+  private output(renumbered = false): RunOutput {
     const output: RunOutput = {};
     for (const node of this.args.graph.nodes) {
       if (node.type !== 'user_result') continue;
@@ -397,12 +420,12 @@ export class RunState {
       }
       const ordered = this.orderedSlots(node.id);
       const items: OutputItem[] = [];
-      for (const slot of ordered) {
+      for (const [k, slot] of ordered.entries()) {
         if (!slot.item) continue;
         const { status, parts, error } = slot.item;
         items.push({
           id: slot.id,
-          item_index: items.length,
+          item_index: renumbered ? items.length : k,
           status,
           parts,
           ...(error ? { error } : {}),

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { batchWorkflow, publish, rowsWorkflow, waitForRun } from '../../support/fixtures';
-import { call } from '../../support/http';
+import { call, waitFor } from '../../support/http';
 import { expectError } from '../../support/api-assert';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../../support/execution';
 import { bookedDebit, startRun } from '../../support/runs';
@@ -101,6 +101,121 @@ describe('re-running a run (D38)', function () {
     assert.equal(all.parent_run_id, parentId);
     assert.equal(calls('sm1'), 10, 'every row ran again');
     assert.equal(all.total_cost, money(START_FEE_USD + 4 * LLM_CALL_USD));
+  });
+
+  /** `rows` (a JSON input) through a batch into an `llm` of `prompt` (of `output`), its answers the result. */
+  const rowsLlm = (slug: string, prompt: string, output?: 'list') => ({
+    slug,
+    nodes: [
+      { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
+      { id: 'each', type: 'batch' },
+      { id: 'ask', type: 'llm', model: 'gpt-test', prompt, ...(output ? { output } : {}) },
+      { id: 'out', type: 'user_result', label: 'Answers' },
+    ],
+    edges: [
+      { from: 'rows', to: 'each', port: 'rows' },
+      { from: 'each', to: 'ask', port: 'row' },
+      { from: 'ask', to: 'out' },
+    ],
+  });
+  const texts = (run: any): string[] =>
+    run.output.answers.map((i: any) => i.parts[0]?.text ?? `<${i.status}>`);
+  const page = async (runId: string) =>
+    (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers`, { key: ctx.key })).body
+      .data;
+
+  it('a cancelled small run keeps each finished item at its row, as its live page showed it; its re-run runs the unfinished row, carries the others', async () => {
+    await publish(ctx.svc.url, ctx.key, rowsLlm('rerun-cancelled', '{{row}}'));
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-cancelled', {
+      rows: ['hold:rc1 first', 'second rc1', 'third rc1'],
+    });
+    const live = await waitFor(async () => {
+      const items = await page(parentId);
+      return items?.filter((i: any) => i.status === 'completed').length === 2 ? items : undefined;
+    });
+    assert.deepEqual(
+      live.map((i: any) => [i.item_index, i.status]),
+      [
+        [0, 'running'],
+        [1, 'completed'],
+        [2, 'completed'],
+      ],
+    );
+    await call(ctx.svc.url, 'POST', `/api/v1/runs/${parentId}/cancel`, { key: ctx.key });
+    assert.equal((await waitForRun(ctx.svc.url, ctx.key, parentId)).status, 'cancelled');
+    ctx.fake.release('rc1');
+    // Before, the kept items were numbered from 0 once the run ended: row 1's answer showed as row 0.
+    assert.deepEqual(
+      (await page(parentId)).map((i: any) => [i.id, i.item_index]),
+      live.slice(1).map((i: any) => [i.id, i.item_index]),
+    );
+
+    const child = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      started(await rerun(parentId, { items: 'failed' })),
+    );
+    assert.equal(child.status, 'completed', JSON.stringify(child));
+    // Before: ['echo: second rc1', 'echo: third rc1', 'echo: third rc1'], row 0 never ran.
+    assert.deepEqual(texts(child), ['echo: hold:rc1 first', 'echo: second rc1', 'echo: third rc1']);
+    assert.equal(calls('rc1'), 4, 'the three rows of the parent, and its unfinished row again');
+  });
+
+  it('a re-run of a failed small run (a row gave up) runs that row and carries the others to their own rows', async () => {
+    await publish(ctx.svc.url, ctx.key, rowsLlm('rerun-gave-up', '{{row}}'));
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-gave-up', {
+      rows: ['flaky:rg1:5 first', 'second rg1', 'third rg1'],
+    });
+    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId);
+    assert.equal(parent.status, 'failed', JSON.stringify(parent.error));
+    assert.deepEqual(
+      (await page(parentId)).map((i: any) => i.item_index),
+      [1, 2],
+    );
+    const child = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      started(await rerun(parentId, { items: 'failed' })),
+    );
+    assert.equal(child.status, 'completed', JSON.stringify(child));
+    assert.deepEqual(texts(child), [
+      'echo: flaky:rg1:5 first',
+      'echo: second rg1',
+      'echo: third rg1',
+    ]);
+
+    // A parent that ended so before its record said where its items are (items numbered from 0):
+    // its rows run again, none carried into another's place.
+    await ctx.svc.store.collections.runs.updateOne(
+      { _id: parentId },
+      { $unset: { items_at_rows: '' } },
+    );
+    const before = calls('rg1');
+    const again = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      started(await rerun(parentId, { items: 'failed' })),
+    );
+    assert.deepEqual(texts(again), texts(child));
+    assert.equal(calls('rg1') - before, 3, 'every row ran again');
+  });
+
+  it("a re-run of an llm of lists (several items a row) runs that node again whole: every row's items, none in another's place", async () => {
+    await publish(ctx.svc.url, ctx.key, rowsLlm('rerun-lists', 'list:{{row}}', 'list'));
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-lists', {
+      rows: ['a,b', 'refuseonce:rl1 x,y', 'c,d'],
+    });
+    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId);
+    assert.equal(parent.status, 'completed');
+    assert.deepEqual(texts(parent), ['a', 'b', '<failed>', 'c', 'd']);
+    const child = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      started(await rerun(parentId, { items: 'failed' })),
+    );
+    // Before: ['a', 'b', 'c', 'd'] (row 1 gone) with row 2 called and billed again.
+    assert.deepEqual(texts(child), ['a', 'b', 'refuseonce:rl1 x', 'y', 'c', 'd']);
+    assert.equal(child.total_cost, money(START_FEE_USD + 3 * LLM_CALL_USD));
   });
 
   it('re-runs only the failed rows of a big stored run (300 rows, D35)', async () => {
