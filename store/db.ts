@@ -1,5 +1,6 @@
 /** MongoDB connection and the collections of the service, with the indexes they rely on. */
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoNetworkError,
   MongoServerSelectionError,
@@ -93,8 +94,13 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
  */
 export const DEFAULT_SOCKET_TIMEOUT_MS = 60_000;
 
-/** The store could not be reached (nothing about the operation itself): worth waiting out. */
+/**
+ * The store could not be reached (nothing about the operation itself): worth waiting out. A bulk
+ * write (the group commits of store/run-writes.ts) wraps the network error it met: a start whose
+ * record's connection dropped answered 500 instead of 503.
+ */
 export function isStoreUnreachable(err: unknown): boolean {
+  if (err instanceof MongoBulkWriteError) return isStoreUnreachable(err.errorResponse);
   return (
     err instanceof MongoServerSelectionError ||
     err instanceof MongoNetworkError ||

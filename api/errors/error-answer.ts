@@ -4,7 +4,8 @@
  * Statuses and types come from the code list (codes.ts); no stack trace or internal message of
  * a server fault ever leaves.
  */
-import { MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+import { MongoServerError } from 'mongodb';
+import { isStoreUnreachable } from '../../store/db';
 import { DomainError, ServiceUnavailableError, type ProblemDetail } from '../../domain/errors';
 import { isTemporalUnavailable } from '../temporal/grpc-errors';
 import { ERROR_CODES, KIND_ANSWERS, isErrorCode, type ErrorType } from './codes';
@@ -63,8 +64,7 @@ export function errorAnswer(err: unknown): ErrorAnswer {
 function asDomainError(err: unknown): DomainError | undefined {
   if (err instanceof DomainError) return err;
   if (
-    err instanceof MongoServerSelectionError ||
-    err instanceof MongoNetworkError ||
+    isStoreUnreachable(err) ||
     isDatabaseBusy(err) ||
     isTemporalUnavailable(err)
   ) {

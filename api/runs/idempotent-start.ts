@@ -20,6 +20,8 @@
  *     Temporal refuses a second start; nothing can run twice). Only while the record is younger
  *     than RESUMABLE_FOR_MS: later, a read may be ending it `failed` (settle-never-started.ts),
  *     so the repeat leaves it to that, or ends it so itself once it is old enough.
+ *     Until the claim is stale a repeat waits (bounded by WAIT_MS) for the workflow to exist: it
+ *     answers only with a run that started.
  *  3. after starting the workflow: nothing is left to do; repeats answer with the run.
  *  4. the start was refused (404, 400, 402, 503): startRun removes the record of a run whose
  *     workflow it could not start and the claim is released, so a corrected or later retry is
@@ -170,13 +172,17 @@ async function awaitRun(
       await releaseIdempotencyKey(deps.collections, claim._id, claim.run_id);
       return null;
     }
-    if (run) return resumeAbandoned(deps, run, claim);
-    const current = await findIdempotencyKey(deps.collections, claim._id);
-    if (!current || current.run_id !== claim.run_id) return null;
-    if (isStale(current)) {
-      // Crash case 1: the claimant died before recording its run; finish its work under the same id.
-      const taken = await startClaimed(deps, auth, request, current, opts);
-      if (taken) return taken;
+    if (run) {
+      const answer = await resumeAbandoned(deps, run, claim);
+      if (answer) return answer;
+    } else {
+      const current = await findIdempotencyKey(deps.collections, claim._id);
+      if (!current || current.run_id !== claim.run_id) return null;
+      if (isStale(current)) {
+        // Crash case 1: the claimant died before recording its run; finish its work under the same id.
+        const taken = await startClaimed(deps, auth, request, current, opts);
+        if (taken) return taken;
+      }
     }
     if (Date.now() > deadline) throw stillStarting();
     await new Promise((resolve) => setTimeout(resolve, delay));
@@ -185,15 +191,20 @@ async function awaitRun(
 
 /**
  * Crash case 2: a recorded run whose claimant died before starting its workflow gets it started
- * now, or, past the time it may be, ends `failed` as a read would end it. Answers the run's record.
+ * now, or, past the time it may be, ends `failed` as a read would end it. Answers the run's
+ * record; undefined while its claimant may still be starting it (the caller waits): a repeat sent
+ * at once after a claimant that died between the two steps was answered with a run that never
+ * started, `pending` until a read ended it `failed` 15 minutes on.
  */
 async function resumeAbandoned(
   deps: IdempotentStartDeps,
   run: RunDoc,
   claim: IdempotencyKeyDoc,
-): Promise<RunDoc> {
-  if (run.finalized || run.status !== 'pending' || !isStale(claim)) return run;
-  if (await deps.gateway.exists(run._id)) return run; // Temporal unreachable: 503, and the caller's retry tries again
+): Promise<RunDoc | undefined> {
+  if (run.finalized || run.status !== 'pending') return run;
+  // Temporal unreachable: 503, and the caller's retry tries again.
+  if (await deps.gateway.exists(run._id)) return run;
+  if (!isStale(claim)) return undefined;
   if (!resumable(run)) {
     if (!neverStarted(run)) return run; // a read ends it once it is old enough
     return (await endNeverStarted(deps.collections, run)) ?? run;

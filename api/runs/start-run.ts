@@ -7,7 +7,7 @@ import type { WorkflowDocument } from '../../domain/graph';
 import { validateInputs, type InputsResult } from '../../domain/inputs';
 import { describeProblems } from '../../domain/problems';
 import { callBudgets, runHold, unpricedModels, type HoldOptions } from '../../domain/run-hold';
-import type { Collections } from '../../store/db';
+import { isStoreUnreachable, type Collections } from '../../store/db';
 import type { RunDoc } from '../../store/documents';
 import { generateId } from '../../store/ids';
 import { isDuplicateKey } from '../../store/ledger';
@@ -111,6 +111,11 @@ export async function startRun(
     // Group-committed with concurrent starts; resolves only once this record is stored.
     await (deps.runWrites ? deps.runWrites.insertRun(run) : insertRun(collections, run));
   } catch (err) {
+    // The store went away with the write in flight: the record may be there. Keep hold and key
+    // (a retry with the key finds the record, or records it), as for a start Temporal did not
+    // answer; before, the key was released and a retry started a second run.
+    if (isStoreUnreachable(err))
+      throw new RunStartUnsureError(run._id, 'the database did not answer while it was recorded');
     if (!isDuplicateKey(err)) throw err;
     await releaseHold(deps, run, 'its run id was taken by another request');
     throw new RunIdTakenError(run._id);

@@ -56,14 +56,18 @@ import { connectTemporalWhenReachable } from '../../lib/temporal-start';
 
 /**
  * D18: Temporal did not say whether a run's workflow started (the start's deadline passed, and so
- * did the check that asks). The run's record and hold are kept: a workflow that did start ends
- * the run as usual; one that did not is started by a retry with the same Idempotency-Key, or the
- * run is ended `failed` by a read once it is 15 minutes old (api/runs/settle-never-started.ts).
+ * did the check that asks), or the store whether the run's record was written (its connection
+ * dropped). The run's record (if any) and hold are kept: a workflow that did start ends the run as
+ * usual; one that did not is started by a retry with the same Idempotency-Key, or the run is ended
+ * `failed` by a read once it is 15 minutes old (api/runs/settle-never-started.ts).
  */
 export class RunStartUnsureError extends ServiceUnavailableError {
-  constructor(readonly runId: string) {
+  constructor(
+    readonly runId: string,
+    why = 'the workflow service did not answer in time',
+  ) {
     super(
-      `Run ${runId} may have started: the workflow service did not answer in time. Read it with GET /api/v1/runs/${runId}, or retry with the same Idempotency-Key: it never starts twice.`,
+      `Run ${runId} may have started: ${why}. Read it with GET /api/v1/runs/${runId}, or retry with the same Idempotency-Key: it never starts twice.`,
     );
   }
 }

@@ -3,7 +3,8 @@
  * message; once a client message matches `freezeAfter`, it forwards that one and then holds
  * every later byte in both directions, so the process behind it hangs in the middle of what
  * it was doing (the operation that matched has reached the database, its answer comes back
- * only on `thaw`). The shared test database is untouched: only this proxy's clients are frozen.
+ * only on `thaw`), or never when the test `cut`s the connections. The shared test database is
+ * untouched: only this proxy's clients are frozen.
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +17,11 @@ export interface MongoProxy {
   frozen: Promise<void>;
   /** Sends everything held, in order, and forwards again (never freezing a second time). */
   thaw(): void;
+  /**
+   * Drops every connection with what it held, as a store restart looks to its clients (the
+   * operation that matched reached the database, its answer never comes), and forwards new ones.
+   */
+  cut(): void;
   close(): Promise<void>;
 }
 
@@ -89,6 +95,12 @@ export async function startMongoProxy(
       frozen = false;
       thawed = true;
       for (const send of held.splice(0)) send();
+    },
+    cut: () => {
+      thawed = true;
+      frozen = false;
+      held.length = 0;
+      for (const socket of sockets) socket.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {

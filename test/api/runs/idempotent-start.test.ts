@@ -315,6 +315,7 @@ describe('idempotent starts (D18)', function () {
       accountId: string,
       key: string,
       request: object,
+      ageMs = 60_000,
     ): Promise<IdempotencyKeyDoc> {
       const claim: IdempotencyKeyDoc = {
         _id: idempotencyId(accountId, key),
@@ -322,7 +323,7 @@ describe('idempotent starts (D18)', function () {
         key,
         request_hash: requestHash(request),
         run_id: generateId('run'),
-        created_at: new Date(Date.now() - 60_000),
+        created_at: new Date(Date.now() - ageMs),
         expires_at: new Date(Date.now() + 23 * HOUR),
       };
       await ctx.svc.store.collections.idempotencyKeys.insertOne(claim);
@@ -358,10 +359,15 @@ describe('idempotent starts (D18)', function () {
     });
 
     /** The run such a request recorded `ageMs` ago, its workflow never started, and its key's claim. */
-    async function recordedRun(key: string, name: string, ageMs: number) {
+    async function recordedRun(key: string, name: string, ageMs: number, claimAgeMs = ageMs) {
       const acct = await account();
       const body = { workflowId: 'greet', inputs: { name } };
-      const claim = await abandonedClaim(acct.accountId, key, { ...body, stream: false });
+      const claim = await abandonedClaim(
+        acct.accountId,
+        key,
+        { ...body, stream: false },
+        claimAgeMs,
+      );
       const run = pendingRun({
         _id: claim.run_id,
         account_id: acct.accountId,
@@ -401,16 +407,30 @@ describe('idempotent starts (D18)', function () {
       assert.deepEqual(await workflowsOf(acct.accountId), [run._id]);
     });
 
-    describe('and its retry comes late', () => {
-      const hasWorkflow = (runId: string) =>
-        temporalClient(ctx.svc)
-          .workflow.getHandle(runId)
-          .describe()
-          .then(
-            () => true,
-            (err: Error) => (err.name === 'WorkflowNotFoundError' ? false : Promise.reject(err)),
-          );
+    const hasWorkflow = (runId: string) =>
+      temporalClient(ctx.svc)
+        .workflow.getHandle(runId)
+        .describe()
+        .then(
+          () => true,
+          (err: Error) => (err.name === 'WorkflowNotFoundError' ? false : Promise.reject(err)),
+        );
 
+    it('after recording the run, a retry sent at once waits until the claim is stale and answers with the run started', async () => {
+      // The first request died a moment ago: its claim is fresh. Before, the retry answered 202
+      // at once with a run whose workflow never started (`pending` until a read failed it 15 min on).
+      const { acct, run, body } = await recordedRun('crash-2-early', 'Hal', 100, 100);
+      const res = await start(ctx.svc.url, acct.key, 'crash-2-early', body);
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      assert.equal(res.body.run_id, run._id);
+      assert.equal(await hasWorkflow(run._id), true, 'answered with a run that never started');
+      assert.equal(
+        firstText(await waitForRun(ctx.svc.url, acct.key, run._id), 'greeting'),
+        'Hello, Hal!',
+      );
+    });
+
+    describe('and its retry comes late', () => {
       it('past the time a start could take: the retry ends it `failed`, billed nothing, and starts nothing', async () => {
         const late = NEVER_STARTED_AFTER_MS + 60_000;
         const { acct, run, body } = await recordedRun('late', 'Flo', late);
