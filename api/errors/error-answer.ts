@@ -63,11 +63,7 @@ export function errorAnswer(err: unknown): ErrorAnswer {
 /** A domain error as thrown, or what an unreachable dependency or a koa error means; else undefined. */
 function asDomainError(err: unknown): DomainError | undefined {
   if (err instanceof DomainError) return err;
-  if (
-    isStoreUnreachable(err) ||
-    isDatabaseBusy(err) ||
-    isTemporalUnavailable(err)
-  ) {
+  if (isStoreUnreachable(err) || isDatabaseBusy(err) || isTemporalUnavailable(err)) {
     return new ServiceUnavailableError();
   }
   const status = (err as { status?: unknown })?.status;
