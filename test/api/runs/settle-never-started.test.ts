@@ -1,8 +1,8 @@
 /**
  * A run recorded by an API process that died before starting its workflow, on the real stack: a
  * read of it, once it is older than any start could take, ends it `failed`, billed nothing, its
- * hold given back (D17), and so does a stream's poller; a younger one is left `pending` (its start
- * may still be under way).
+ * hold given back (D17), and so do a stream's poller and, for one nobody reads, the hourly
+ * housekeeping; a younger one is left `pending` (its start may still be under way).
  */
 import assert from 'node:assert/strict';
 import { CreditCheck } from '../../../api/limits/credit-check';
@@ -13,7 +13,9 @@ import {
 import { accountCredit } from '../../../store/credit-holds';
 import { deriveId, generateId } from '../../../store/ids';
 import { insertRun } from '../../../store/runs';
+import { RETENTION_WORKFLOW_TYPE } from '../../../workflows/definitions';
 import { call } from '../../support/http';
+import { temporalClient } from '../../support/service';
 import { events, openSse } from '../../support/sse';
 import { pendingRun } from '../../support/store';
 import { useService } from '../../support/use-service';
@@ -82,6 +84,25 @@ describe('a run whose start died before its workflow', function () {
     assert.equal(events(stream)[0].response.status, 'failed');
     assert.equal(stream.frames.at(-1)?.data, '[DONE]');
     assert.equal((await accountCredit(ctx.svc.store.collections, ctx.accountId)).held_usd, 0);
+  });
+
+  it('is ended by the hourly housekeeping when nobody reads it (its caller never learned its id), a young one left', async () => {
+    const c = ctx.svc.store.collections;
+    const unread = await orphan(NEVER_STARTED_AFTER_MS + 60_000);
+    const young = await orphan(60_000);
+    // Before, only a read or a stream ended it: listed `pending` and its credit held for good.
+    const result = await temporalClient(ctx.svc).workflow.execute(RETENTION_WORKFLOW_TYPE, {
+      taskQueue: ctx.svc.config.temporal.taskQueue,
+      workflowId: `retention-unstarted-${Date.now()}`,
+      args: [],
+    });
+    assert.ok(result.unstarted >= 1, JSON.stringify(result));
+    const ended = await c.runs.findOne({ _id: unread });
+    assert.equal(ended?.status, 'failed');
+    assert.equal(ended?.error, NEVER_STARTED_ERROR);
+    assert.equal((await c.ledger.findOne({ _id: deriveId('led', unread) }))?.released_usd, 0.2);
+    assert.equal((await c.runs.findOne({ _id: young }))?.status, 'pending');
+    assert.equal((await accountCredit(c, ctx.accountId)).held_usd, 0.2, 'the young one holds');
   });
 
   it('is left `pending` while its start could still be under way', async () => {

@@ -71,9 +71,13 @@ describe('retention (D29)', function () {
       idempotencyKeys: 0,
       webhookDeliveries: 0,
       files: 0,
+      // Runs recorded and never started, which other tests of this process may leave
+      // (test/api/runs/settle-never-started.test.ts).
+      unstarted: result.unstarted,
       // D17: and the sweep of credit held for no run (test/store/hold-sweep.test.ts).
       holds: { accounts: 0, releases: 0, releasedUsd: 0 },
     });
+    assert.equal(typeof result.unstarted, 'number');
   });
 
   it('removes finalized runs, their event logs, idempotency keys and files past the retention; reads are 404; ledger entries stay', async () => {

@@ -1,0 +1,101 @@
+/**
+ * Runs recorded by an API process that died before starting their workflow (the start writes the
+ * record first, so the run is readable the moment its id is returned): no worker will ever end
+ * one, so its record would say `pending` forever and keep its credit held (D17). Such a record
+ * is settled `failed`, billed nothing, its hold given back by its one ledger entry, once it is
+ * older than NEVER_STARTED_AFTER_MS and Temporal has no workflow of its id: by a read or a
+ * stream that finds it (api/runs/settle-never-started.ts), and by the hourly housekeeping
+ * (activities/retention.ts) for one nobody reads, e.g. the run of a start whose caller never
+ * learned its id. Idempotent like every end of a run (store/run-end.ts): two settling it at once
+ * book one end.
+ */
+import { createdEvent, failedEvent, type RunFinal } from '../domain/run';
+import type { Collections } from './db';
+import type { RunDoc } from './documents';
+import { recordRunEnd } from './run-end';
+
+/** How long a record may have no workflow before it is taken for a start that died (far past any start's request). */
+export const NEVER_STARTED_AFTER_MS = 15 * 60_000;
+
+export const NEVER_STARTED_ERROR =
+  'the run was never started: the service stopped while starting it. Nothing ran and nothing is billed; start it again.';
+
+/** The most records one housekeeping pass looks at (each costs a question to Temporal). */
+export const UNSTARTED_SWEEP_MAX = 1_000;
+
+export type UnstartedRecord = Pick<
+  RunDoc,
+  '_id' | 'account_id' | 'status' | 'created_at' | 'published_workflow_id' | 'hold_usd'
+>;
+
+/** Whether a record Temporal has no workflow for is a start that died (a younger one may still be starting). */
+export function neverStarted(record: UnstartedRecord, now = Date.now()): boolean {
+  return record.status === 'pending' && now - record.created_at.getTime() > NEVER_STARTED_AFTER_MS;
+}
+
+/** Ends such a run: `failed`, nothing billed, its hold given back. */
+export async function settleNeverStarted(
+  collections: Pick<Collections, 'runs' | 'ledger'>,
+  record: UnstartedRecord,
+): Promise<void> {
+  const final: RunFinal = {
+    runId: record._id,
+    accountId: record.account_id,
+    status: 'failed',
+    output: null,
+    error: NEVER_STARTED_ERROR,
+    totalCost: 0,
+    completedAtMs: Date.now(),
+    events: [
+      createdEvent({
+        runId: record._id,
+        createdAtMs: record.created_at.getTime(),
+        publishedWorkflowId: record.published_workflow_id,
+      }),
+      failedEvent(1, NEVER_STARTED_ERROR),
+    ],
+    holdUsd: record.hold_usd ?? 0,
+  };
+  await recordRunEnd(collections, final, 'settle');
+}
+
+/**
+ * The housekeeping's pass: every `pending` record older than NEVER_STARTED_AFTER_MS (at most
+ * UNSTARTED_SWEEP_MAX, oldest first) whose workflow `exists` says is missing is settled.
+ * Returns how many were.
+ */
+export async function settleUnstartedRuns(
+  c: Pick<Collections, 'runs' | 'ledger'>,
+  exists: (runId: string) => Promise<boolean>,
+  now = Date.now(),
+): Promise<number> {
+  const records = await c.runs
+    .find(
+      {
+        status: 'pending',
+        finalized: false,
+        created_at: { $lt: new Date(now - NEVER_STARTED_AFTER_MS) },
+      },
+      {
+        projection: {
+          _id: 1,
+          account_id: 1,
+          status: 1,
+          created_at: 1,
+          published_workflow_id: 1,
+          hold_usd: 1,
+          deleting: 1,
+        },
+      },
+    )
+    .sort({ created_at: 1 })
+    .limit(UNSTARTED_SWEEP_MAX)
+    .toArray();
+  let settled = 0;
+  for (const record of records) {
+    if (record.deleting || (await exists(record._id))) continue;
+    await settleNeverStarted(c, record);
+    settled++;
+  }
+  return settled;
+}
