@@ -10,10 +10,14 @@
  * build, so every build must keep its own workers polling until its last run closes (24 h for a
  * webhook delivery, D20) and each release needs a `temporal worker deployment set-current-version`
  * step. Compose's `up` and the chart's one worker Deployment (rolling update) replace the workers
- * instead. With patches, old and new workers share one task queue during a rollout and any worker
- * can continue any run; the replay test (test/workflows/replay.unit.test.ts) proves the saved
- * histories of earlier releases still replay. docs/deploy.md "Changing workflow code safely"
- * is the step-by-step guide.
+ * instead. With patches, old and new workers share one task queue during a rollout and a new worker
+ * continues any run an old one started; the replay test (test/workflows/replay.unit.test.ts)
+ * proves the saved histories of earlier releases still replay. (An old worker cannot continue a
+ * run once a new one recorded a marker it does not know: its task fails and is retried until a
+ * new worker takes it.) Item contents count as commands here: an item's size moves HistoryRoom's
+ * and splitFinal's decisions, so a change to what workflow code puts in an item, messages
+ * included, ships behind a patch too. docs/deploy.md "Changing workflow code safely" is the
+ * step-by-step guide.
  *
  * The cycle of one patch (releases N < N+1 < N+2):
  *  - `patched` (release N): `if (isPatched(id)) { new } else { old }`. Runs started before N keep
