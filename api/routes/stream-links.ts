@@ -48,10 +48,12 @@ export function streamLinkRoutes(deps: StreamLinkRouteDeps): Router {
     '/api/v1/runs/:runId/stream-link',
     authenticate(deps),
     rateLimit(deps, 'requests'),
-    // The body is optional: a bare POST, or one whose body is empty (`Content-Length: 0`, whatever
-    // its Content-Type says), gets the longest link.
+    // The body is optional: a POST without one gets the longest link, whatever its Content-Type
+    // says (empty, `Content-Length: 0`, or neither a length nor `Transfer-Encoding`, which in
+    // HTTP/1.1 is no body: curl's bare `-X POST -H 'Content-Type: application/json'`).
     (ctx, next) =>
-      ctx.request.length === 0 || (ctx.request.length === undefined && !ctx.get('content-type'))
+      ctx.request.length === 0 ||
+      (ctx.request.length === undefined && !ctx.get('transfer-encoding'))
         ? next()
         : body(ctx, next),
     async (ctx) => {

@@ -9,6 +9,7 @@ import { WrsClient } from '../../../clients/typescript';
 import { RETRY_MS } from '../../../api/stream/sse';
 import { greetingWorkflow, publish } from '../../support/fixtures';
 import { call, waitFor } from '../../support/http';
+import { rawRequest } from '../../support/raw-http';
 import { useService } from '../../support/use-service';
 import { storedLog } from '../../support/runs';
 
@@ -164,6 +165,14 @@ describe('third-party stream clients', function () {
     });
     assert.equal(empty.status, 200);
     await empty.arrayBuffer();
+    // So is a request with neither Content-Length nor Transfer-Encoding, which has no body in
+    // HTTP/1.1 (what `curl -X POST -H 'Content-Type: application/json'` sends): it was 400 invalid_json.
+    const { host } = new URL(ctx.svc.url);
+    const unframed = await rawRequest(
+      ctx.svc.url,
+      `POST /api/v1/runs/${runId}/stream-link HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+    );
+    assert.equal(unframed.status, 200, JSON.stringify(unframed.body));
     const noKey = await call(ctx.svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, {});
     assert.equal(noKey.status, 401);
     const other = await ctx.newAccount();
