@@ -93,10 +93,8 @@ export async function startIdempotent(
   key: string,
   opts: ClaimOptions = {},
 ): Promise<RunDoc> {
-  const { rerun } = opts;
   const id = idempotencyId(auth.accountId, key);
-  // D38: a re-run's key is bound to its parent and items too, so it never answers with another start.
-  const hash = requestHash(rerun ? { ...request, rerun } : request);
+  const hash = hashOf(request, opts);
   const deadline = Date.now() + WAIT_MS;
   const writes = deps.runWrites;
   for (;;) {
@@ -115,15 +113,7 @@ export async function startIdempotent(
       mine,
       writes && ((doc) => writes.insertClaim(doc)), // group-committed with other starts' claims
     );
-    if (claim.request_hash !== hash) {
-      throw new InvalidRequestError(
-        'This Idempotency-Key was used with a different request body in the last 24 hours.',
-        {
-          code: 'idempotency_key_reused',
-          param: 'Idempotency-Key',
-        },
-      );
-    }
+    if (claim.request_hash !== hash) throw keyReused();
     const started =
       claim.run_id === mine.run_id ? await startClaimed(deps, auth, request, claim, opts) : null;
     const run = started ?? (await awaitRun(deps, auth, request, claim, deadline, opts));
@@ -131,6 +121,37 @@ export async function startIdempotent(
     // The claim was released (its request was refused before starting anything): claim afresh.
     if (Date.now() > deadline) throw stillStarting();
   }
+}
+
+/**
+ * Whether `key` names a start of this very request already (a repeat, answered with that run
+ * whatever has happened since); 409 `idempotency_key_reused` when it names another. A re-run asks
+ * before it judges its parent, so a repeat is never refused for what the first one changed
+ * (`nothing_to_rerun` once its re-run completed) and a reused key is always 409, as on a start.
+ */
+export async function keyNamesThis(
+  deps: IdempotentStartDeps,
+  auth: AuthContext,
+  request: StartRequest,
+  key: string,
+  opts: ClaimOptions,
+): Promise<boolean> {
+  const claim = await findIdempotencyKey(deps.collections, idempotencyId(auth.accountId, key));
+  if (!claim) return false;
+  if (claim.request_hash !== hashOf(request, opts)) throw keyReused();
+  return true;
+}
+
+/** D38: a re-run's key is bound to its parent and items too, so it never answers with another start. */
+function hashOf(request: StartRequest, { rerun }: ClaimOptions): string {
+  return requestHash(rerun ? { ...request, rerun } : request);
+}
+
+function keyReused(): InvalidRequestError {
+  return new InvalidRequestError(
+    'This Idempotency-Key was used with a different request body in the last 24 hours.',
+    { code: 'idempotency_key_reused', param: 'Idempotency-Key' },
+  );
 }
 
 /** Starts the claimed run; null when another request recorded that run id first. */

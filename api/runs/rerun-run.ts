@@ -14,7 +14,7 @@ import { chunksOf, findRunHead, runInputs } from '../../store/runs';
 import type { RerunRequest, StartRequest } from '../contract/request-schemas';
 import type { AuthContext } from '../auth/auth-context';
 import type { EndWait } from '../temporal/run-gateway';
-import { startIdempotent } from './idempotent-start';
+import { keyNamesThis, startIdempotent } from './idempotent-start';
 import { startRun, type StartRunDeps } from './start-run';
 
 /** Starts the re-run of `parentId` and returns its record as stored (status `pending`); `wait` as for startRun. */
@@ -38,21 +38,6 @@ export async function rerunRun(
       `Run \`${parentId}\` cannot be re-run: its inputs were those of run \`${inputsFrom}\`, which has been deleted.`,
       { code: 'run_inputs_erased' },
     );
-  if (body.items === 'failed') {
-    // A run that has just ended (its GET says so) writes its record a moment later: wait for it.
-    if (!parent.finalized && (await hasEnded(deps, parentId)))
-      parent = await readParent(deps, auth, parentId);
-    if (!parent.finalized)
-      throw new InvalidRequestError(
-        `Run \`${parentId}\` has not finished; re-run its failed items once it has (or re-run it with \`"items": "all"\`).`,
-        { code: 'run_not_finished' },
-      );
-    if (!(await hasUnfinishedWork(deps, parent)))
-      throw new InvalidRequestError(
-        `Run \`${parentId}\` completed with no failed item: there is nothing to re-run.`,
-        { code: 'nothing_to_rerun', param: 'items' },
-      );
-  }
   const request: StartRequest = {
     workflowId: parent.published_workflow_id,
     version: parent.published_workflow_version_id,
@@ -68,6 +53,25 @@ export async function rerunRun(
       : {}),
   };
   const rerun = { parentRunId: parent._id, items: body.items, inputsFrom };
+  // D18: a repeat answers with its run, a reused key is 409, before the parent is judged.
+  const repeat =
+    idempotencyKey !== undefined &&
+    (await keyNamesThis(deps, auth, request, idempotencyKey, { rerun }));
+  if (body.items === 'failed' && !repeat) {
+    // A run that has just ended (its GET says so) writes its record a moment later: wait for it.
+    if (!parent.finalized && (await hasEnded(deps, parentId)))
+      parent = await readParent(deps, auth, parentId);
+    if (!parent.finalized)
+      throw new InvalidRequestError(
+        `Run \`${parentId}\` has not finished; re-run its failed items once it has (or re-run it with \`"items": "all"\`).`,
+        { code: 'run_not_finished' },
+      );
+    if (!(await hasUnfinishedWork(deps, parent)))
+      throw new InvalidRequestError(
+        `Run \`${parentId}\` completed with no failed item: there is nothing to re-run.`,
+        { code: 'nothing_to_rerun', param: 'items' },
+      );
+  }
   return idempotencyKey
     ? startIdempotent(deps, auth, request, idempotencyKey, { rerun, wait })
     : startRun(deps, auth, request, { rerun, wait });

@@ -302,6 +302,14 @@ describe('re-running a run (D38)', function () {
     const child = await waitForRun(ctx.svc.url, ctx.key, first);
     assert.equal(child.status, 'completed');
     assert.equal(calls('id1'), 3, 'the failed row ran once more, once');
+    // Once the re-run completed, a repeat still answers with it (it was 400 nothing_to_rerun,
+    // judged as a first request), and the key on another re-run's body is 409, not that 400.
+    assert.equal(started(await rerun(parentId, { items: 'failed' }, { headers })), first);
+    expectError(await rerun(first, { items: 'failed' }, { headers }), {
+      status: 409,
+      type: 'invalid_request_error',
+      code: 'idempotency_key_reused',
+    });
   });
 
   it('streams a re-run with `stream: true`, as a start streams (response.created … response.completed)', async () => {
