@@ -14,6 +14,8 @@ export const HEARTBEAT_EVERY_MS = 1_000;
 export interface RowScope {
   resumed: unknown;
   checkpoint(details: unknown): void;
+  /** D36: told when this attempt of the row sends a request, so a failed attempt counts as a call made. */
+  sent?(): void;
 }
 
 const rowScopes = new AsyncLocalStorage<RowScope>();
@@ -55,6 +57,14 @@ export function resumedCheckpoint(): unknown {
   const row = rowScopes.getStore();
   if (row) return row.resumed;
   return currentContext()?.info.heartbeatDetails;
+}
+
+/**
+ * D36: says that the row being run sends a request to its provider now (every HTTP call of a
+ * node's row goes through activities/provider-http.ts or the http_request node's own send).
+ */
+export function requestSent(): void {
+  rowScopes.getStore()?.sent?.();
 }
 
 /** Records a checkpoint at once, so an attempt that dies now lets its retry resume from it. */

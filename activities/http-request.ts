@@ -13,7 +13,7 @@ import { completed } from '../domain/items';
 import { JsonOutOfBounds, parseJsonWithin } from '../domain/json-depth';
 import { providerFailure, providerWords } from './failures';
 import { filePart, runAccount, storageFailure, storeWithinQuota, type FileDeps } from './files';
-import { heartbeating } from './heartbeat';
+import { heartbeating, requestSent } from './heartbeat';
 import { remoteFileName, withExtension } from '../lib/files/names';
 import type { ReadBudget } from '../lib/net/read-budget';
 import { guardedFetch, UrlRefusedError, type GuardedResponse } from '../lib/net/ssrf';
@@ -134,6 +134,7 @@ async function send(
 ): Promise<GuardedResponse> {
   const { url, method, headers, body } = request;
   try {
+    requestSent(); // D36: a call made, whatever comes of it
     // http:// stays allowed: a plain-http public API is the workflow author's choice; the guard is about where, not how.
     return await guardedFetch(url, {
       ...guard,

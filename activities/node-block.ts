@@ -12,6 +12,11 @@
  * only the checkpoints of rows in flight (a model's prediction id). The run is billed from the
  * block's answer (or, after a failure or cancel, from the stored pages), which counts every stored
  * row once whichever attempt ran it.
+ *
+ * D36: the calls made for a row (activities/node-chunk.ts RowCalls) are kept in the heartbeat
+ * (`calls`, by row index) until its page is stored, which then counts them in the row's usage, so
+ * they survive Temporal's retries of the block. Those of rows left unfinished travel as
+ * `uncounted`: in the answer, the failure's details and the checkpoint.
  */
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -36,8 +41,8 @@ import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
-import { callUsage, executeRow, refusal } from './node-chunk';
-import type { CallUsage } from '../domain/run-usage';
+import { callUsage, executeRow, refusal, RowCalls, rowScope, withUncounted } from './node-chunk';
+import { callsMade, type CallUsage } from '../domain/run-usage';
 import { priorityOfKey } from '../domain/run-priority';
 import { CallScheduler } from './call-scheduler';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
@@ -112,14 +117,73 @@ export function createNodeBlockActivity(
       if (started || !context.cancellationSignal.aborted) throw err;
       // Cancelled, or the worker is shutting down, before the block's turn: nothing ran here.
       if (cancelledByShutdown(context)) throw handBack();
-      const stored = await storedTally(collections, { ...req, nodeId: req.node.id }, () =>
-        context.heartbeat(context.info.heartbeatDetails),
+      const stored = await storedTally(
+        collections,
+        { ...req, nodeId: req.node.id },
+        () => context.heartbeat(context.info.heartbeatDetails),
+        new BlockProgress(context.info.heartbeatDetails, req.first).calls,
       );
       return { ...stored, cancelled: true };
     } finally {
       clearInterval(waiting);
     }
   };
+}
+
+/**
+ * What a block heartbeats: the checkpoints of rows in flight by row index, and (D36) `calls`, the
+ * calls made for rows whose page is not known stored, and `uncounted`, those of the rows not
+ * finished (what a timeout that ends the node leaves uncounted). Both are absent while no call
+ * is made.
+ */
+type BlockCheckpoint = Record<string, unknown> & {
+  calls?: Record<string, number>;
+  uncounted?: CallUsage;
+};
+
+/**
+ * A block's checkpoint (BlockCheckpoint) as an attempt resumes and keeps it: the checkpoints of
+ * its rows in flight, and (D36) the calls made for its rows until their pages are stored.
+ */
+class BlockProgress {
+  readonly pending: Map<number, unknown>;
+  readonly calls: RowCalls;
+  private rows: Array<StoredRow | null> | undefined;
+
+  constructor(
+    details: unknown,
+    private readonly first: number,
+  ) {
+    const saved = (details ?? {}) as BlockCheckpoint;
+    this.pending = new Map(
+      Object.entries(saved)
+        .filter(([key]) => /^\d+$/.test(key))
+        .map(([index, row]) => [Number(index), row]),
+    );
+    this.calls = new RowCalls(saved.calls);
+  }
+
+  /** The block's rows, as read from its pages and then as they end: a stored row counts its calls already. */
+  track(rows: Array<StoredRow | null>): void {
+    this.rows = rows;
+    this.calls.forget((index) => rows[index - this.first] != null);
+  }
+
+  /** The calls of the rows not finished, which no stored row counts. */
+  uncounted(): CallUsage {
+    return this.calls.withRows([], (index) => this.rows?.[index - this.first] == null);
+  }
+
+  checkpoint(): BlockCheckpoint {
+    const rows = Object.fromEntries(this.pending);
+    if (this.calls.size === 0) return rows;
+    // `uncounted` once the pages are read: before, some of the calls may be stored rows' already.
+    return {
+      ...rows,
+      calls: this.calls.checkpoint(),
+      ...(this.rows && { uncounted: this.uncounted() }),
+    };
+  }
 }
 
 /** Blocks one worker runs at once when not configured (WORKER_BLOCKS). */
@@ -136,13 +200,9 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
     req: NodeBlockRequest,
     context: Context,
   ): Promise<NodeBlockResult> {
-    const pending = new Map<number, unknown>(
-      Object.entries((context.info.heartbeatDetails as Record<string, unknown>) ?? {}).map(
-        ([index, details]) => [Number(index), details],
-      ),
-    );
+    const progress = new BlockProgress(context.info.heartbeatDetails, req.first);
     // A store that is down (restarting) is waited for, heartbeating with the rows in flight.
-    const alive = () => context.heartbeat(Object.fromEntries(pending));
+    const alive = () => context.heartbeat(progress.checkpoint());
     // D38: a re-run's first attempt has no pages of its own yet (a page has one writer, this block).
     const fresh = req.carryFrom !== undefined && context.info.attempt === 1;
     const { rows, existing } = fresh
@@ -154,6 +214,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
           () => readRows(collections, req.runId, req.node.id, req.first, req.count),
           alive,
         );
+    progress.track(rows);
     const storage = new BlockStorage(collections, quota, req, rows, alive);
     try {
       const [inputs] = await Promise.all([
@@ -186,23 +247,34 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
       let stopped: unknown;
       const beat = () => {
         flushComplete();
-        context.heartbeat(Object.fromEntries(pending));
+        context.heartbeat(progress.checkpoint());
       };
       beat();
       const timer = setInterval(beat, HEARTBEAT_EVERY_MS);
       try {
-        stopped = await runRows(executors, req, queue, rows, pending, signal, rowDone, storage);
+        stopped = await runRows(executors, req, queue, rows, progress, signal, {
+          rowDone,
+          storage,
+        });
       } finally {
         clearInterval(timer);
       }
       await finish();
       // The pages are written: the next attempt, on another worker, runs only the rows they lack.
-      if (cancelledByShutdown(context)) throw handBack();
-      if (stopped !== undefined && !signal.aborted) {
-        context.heartbeat(Object.fromEntries(pending)); // the next attempt resumes rows in flight
-        throw stopped;
+      if (cancelledByShutdown(context)) {
+        context.heartbeat(progress.checkpoint()); // with the calls the shutdown cut off
+        throw handBack();
       }
-      return { ...tally(req.first, rows), ...(signal.aborted ? { cancelled: true } : {}) };
+      const uncounted = progress.uncounted(); // D36
+      if (stopped !== undefined && !signal.aborted) {
+        context.heartbeat(progress.checkpoint()); // the next attempt resumes rows in flight
+        throw withUncounted(stopped, uncounted);
+      }
+      return {
+        ...tally(req.first, rows),
+        ...(signal.aborted ? { cancelled: true } : {}),
+        ...(callsMade(uncounted) > 0 ? { uncounted } : {}),
+      };
     } finally {
       storage.close(); // what a failed write left uncounted in the store is no longer held
     }
@@ -367,19 +439,30 @@ async function runRows(
   req: NodeBlockRequest,
   queue: NodeRow[],
   rows: Array<StoredRow | null>,
-  pending: Map<number, unknown>,
+  { pending, calls: rowCalls }: BlockProgress,
   signal: AbortSignal,
-  rowDone: (index: number) => void,
-  storage: BlockStorage,
+  { rowDone, storage }: { rowDone: (index: number) => void; storage: BlockStorage },
 ): Promise<unknown> {
   let stopped: unknown;
-  const record = (index: number, item: Item, cost: number, usage: CallUsage): void => {
+  const record = (
+    index: number,
+    item: Item,
+    cost: number,
+    last: CallUsage,
+    sent: boolean,
+  ): void => {
+    // D36: with the row's failed calls (kept in the checkpoint too until its page is stored).
+    const usage = rowCalls.usageOf(index, last, sent);
+    const failed = usage.failed_calls ?? 0;
     rows[index - req.first] = {
       item,
       cost,
       // A text node's row (D35) made no call: no usage, as a row that never ran.
       ...(req.node.type !== 'text' && {
-        u: [usage.calls, usage.input_tokens, usage.output_tokens],
+        u:
+          failed > 0
+            ? [usage.calls, usage.input_tokens, usage.output_tokens, failed]
+            : [usage.calls, usage.input_tokens, usage.output_tokens],
       }),
     };
     pending.delete(index);
@@ -391,19 +474,17 @@ async function runRows(
       if (stopped !== undefined || signal.aborted) return;
       const row = queue.shift();
       if (!row) return;
+      const scope = rowScope(pending, rowCalls, row.index);
       try {
-        const scope = {
-          resumed: pending.get(row.index),
-          checkpoint: (details: unknown) => pending.set(row.index, details),
-        };
         const result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
         const { item, length } = boundedItem(oneItem(result.items), rowMax);
         // D19: counted in the account's storage quota (an unpaid node's item past it fails).
-        record(row.index, await storage.admit(item, length), result.costUsd, callUsage(result));
+        const admitted = await storage.admit(item, length);
+        record(row.index, admitted, result.costUsd, callUsage(result), scope.wasSent());
       } catch (err) {
         if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
         const refused = refusal(err);
-        if (refused) record(row.index, refused.item, 0, refused.usage);
+        if (refused) record(row.index, refused.item, 0, refused.usage, scope.wasSent());
         else stopped ??= err;
       }
     }
@@ -426,17 +507,22 @@ export function createTallyBlockActivity(collections: C) {
   };
 }
 
-/** What a block's stored pages hold, counted as its answer counts them; `alive` while the store is waited for. */
+/**
+ * What a block's stored pages hold, counted as its answer counts them; `alive` while the store is
+ * waited for. D36: with `rowCalls`, those of the rows not stored are its `uncounted`.
+ */
 async function storedTally(
   collections: C,
   block: { runId: string; nodeId: string; first: number; count: number },
   alive: () => void,
+  rowCalls?: RowCalls,
 ): Promise<NodeBlockResult> {
   const { rows } = await waitingForStore(
     () => readRows(collections, block.runId, block.nodeId, block.first, block.count),
     alive,
   );
-  return tally(block.first, rows);
+  const uncounted = rowCalls?.withRows([], (index) => rows[index - block.first] == null);
+  return { ...tally(block.first, rows), ...(callsMade(uncounted) > 0 ? { uncounted } : {}) };
 }
 
 function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
@@ -444,6 +530,7 @@ function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
   const failedRows: number[] = [];
   let costUsd = 0;
   const usage = { calls: 0, input_tokens: 0, output_tokens: 0, completed: 0, failed: 0 };
+  let failedCalls = 0;
   rows.forEach((row, p) => {
     if (!row) return;
     done.push(first + p);
@@ -453,6 +540,7 @@ function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
       usage.calls += row.u[0];
       usage.input_tokens += row.u[1];
       usage.output_tokens += row.u[2];
+      failedCalls += row.u[3] ?? 0;
     }
     if (row.item.status === 'failed') usage.failed++;
     else usage.completed++;
@@ -463,7 +551,7 @@ function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
     done: done.length,
     ranges: all ? [] : toRanges(done),
     costUsd,
-    usage,
+    usage: failedCalls > 0 ? { ...usage, failed_calls: failedCalls } : usage,
     // D38: which rows a re-run of failed items runs, if few (the run's record lists them).
     ...(failedRows.length <= FAILED_ROWS_PER_BLOCK ? { failed: failedRows } : {}),
   };

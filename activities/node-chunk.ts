@@ -13,15 +13,24 @@
  * the rows in flight finish and are checkpointed, then the attempt fails so Temporal retries it
  * with backoff). A cancel (D8) aborts the calls in flight and answers with the finished rows,
  * so what ran is billed and nothing else.
+ *
+ * D36 `provider_calls` counts every call made: each attempt of a row that sends its request is
+ * counted as it sends (`RowCalls`), checkpointed with the row, and the calls before the one that
+ * ends the row count in its usage (`failed_calls`). What the answer's rows do not count (the calls
+ * of rows left unfinished; when the node gives up, everything the chunk made, whose rows are lost)
+ * travels as `uncounted`: in the answer, in the failure's details, and in the checkpoint, which a
+ * timeout hands to the workflow. Missed: a call sent after the last heartbeat (at most a second)
+ * of an attempt cut off by its timeout or its worker's death, and the calls of a unit cancelled
+ * while it waits for its next attempt (Temporal gives the workflow no checkpoint then).
  */
 import { setMaxListeners } from 'node:events';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Item } from '../domain/parts';
 import { boundedTextItem, INLINE_ROW_MAX_BYTES, withinRowBound } from '../domain/item-blocks';
 import { failed } from '../domain/items';
-import type { CallUsage } from '../domain/run-usage';
+import { callsMade, type CallUsage } from '../domain/run-usage';
 import { STORAGE_QUOTA_EXCEEDED } from './files';
-import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
+import { HEARTBEAT_EVERY_MS, inRow, type RowScope } from './heartbeat';
 import { TEMPLATE_TOO_LARGE } from './node-inputs';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
@@ -46,6 +55,10 @@ interface ChunkCheckpoint {
   rows: RowResult[];
   /** Checkpoints of rows in flight, by row index. */
   pending: Record<string, unknown>;
+  /** D36: calls made for unfinished rows, by row index (absent when none, and in checkpoints before). */
+  calls?: Record<string, number>;
+  /** D36: what the chunk made so far, rows finished and not: what a timeout that ends the node leaves uncounted. */
+  uncounted?: CallUsage;
 }
 
 /** Builds the activity that runs a chunk of one node's rows. */
@@ -57,6 +70,7 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     const pending = new Map<number, unknown>(
       Object.entries(saved?.pending ?? {}).map(([index, details]) => [Number(index), details]),
     );
+    const rowCalls = new RowCalls(saved?.calls);
     const queue = req.rows.filter((row) => !finished.has(row.index));
     const rowMax = req.rowMaxBytes ?? INLINE_ROW_MAX_BYTES;
     let bytes = JSON.stringify([...finished.values()]).length;
@@ -65,16 +79,26 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
     setMaxListeners(0, signal);
 
-    const record = (index: number, items: Item[], costUsd: number, usage: CallUsage): void => {
-      const row = { index, items, costUsd, usage };
+    const record = (
+      index: number,
+      items: Item[],
+      costUsd: number,
+      last: CallUsage,
+      sent: boolean,
+    ): void => {
+      const row = { index, items, costUsd, usage: rowCalls.endRow(index, last, sent) };
       finished.set(index, row);
       pending.delete(index);
       bytes += JSON.stringify(row).length + 1;
     };
+    // D36: everything the chunk made, for a failure that ends the node (its rows are not reported).
+    const made = () => rowCalls.withRows([...finished.values()].map((row) => row.usage));
     const beat = () =>
       context.heartbeat({
         rows: [...finished.values()],
         pending: Object.fromEntries(pending),
+        ...(rowCalls.size > 0 && { calls: rowCalls.checkpoint() }),
+        uncounted: made(),
       } satisfies ChunkCheckpoint);
 
     const lane = async (): Promise<void> => {
@@ -82,22 +106,15 @@ export function createNodeChunkActivity(executors: RowExecutors) {
         if (stopped !== undefined || signal.aborted || bytes >= MAX_CHUNK_RESULT_BYTES) return;
         const row = queue.shift();
         if (!row) return;
+        const scope = rowScope(pending, rowCalls, row.index);
         try {
-          const scope = {
-            resumed: pending.get(row.index),
-            checkpoint: (details: unknown) => pending.set(row.index, details),
-          };
           const result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
-          record(
-            row.index,
-            withinRowBound(result.items, rowMax),
-            result.costUsd,
-            callUsage(result),
-          );
+          const items = withinRowBound(result.items, rowMax);
+          record(row.index, items, result.costUsd, callUsage(result), scope.wasSent());
         } catch (err) {
           if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
           const refused = refusal(err);
-          if (refused) record(row.index, [refused.item], 0, refused.usage);
+          if (refused) record(row.index, [refused.item], 0, refused.usage, scope.wasSent());
           else stopped ??= err;
         }
       }
@@ -117,13 +134,122 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       beat(); // the next attempt, on another worker, starts from the rows finished here
       throw handBack();
     }
-    if (signal.aborted) return { rows, cancelled: true };
+    // D36: the calls of rows this answer leaves unfinished (a cancel, the size budget).
+    const left = rowCalls.withRows([]);
+    const uncounted = callsMade(left) > 0 ? { uncounted: left } : {};
+    if (signal.aborted) return { rows, cancelled: true, ...uncounted };
     if (stopped !== undefined) {
       beat(); // the next attempt starts from every row finished so far
-      throw stopped;
+      throw withUncounted(stopped, made());
     }
-    return { rows };
+    return { rows, ...uncounted };
   };
+}
+
+/**
+ * A row's checkpoint scope (activities/heartbeat.ts) in a unit whose rows' checkpoints are
+ * `pending`; D36: its attempt counts once in `calls` when it sends (`wasSent` says whether it did).
+ */
+export function rowScope(
+  pending: Map<number, unknown>,
+  calls: RowCalls,
+  index: number,
+): RowScope & { wasSent(): boolean } {
+  let sent = false;
+  return {
+    resumed: pending.get(index),
+    checkpoint: (details: unknown) => pending.set(index, details),
+    sent: () => {
+      if (!sent) calls.add(index);
+      sent = true;
+    },
+    wasSent: () => sent,
+  };
+}
+
+/**
+ * D36: the calls made for a unit's rows that have not ended, by row index: an attempt of a row
+ * counts once when it sends (a model row's polls are the same call). When the row ends, the
+ * calls before the one that ended it are its `failed_calls`. Kept in the unit's checkpoint, so
+ * they survive Temporal's retries of the unit.
+ */
+export class RowCalls {
+  private readonly byRow: Map<number, number>;
+
+  constructor(saved: Record<string, number> | undefined) {
+    this.byRow = new Map(
+      Object.entries(saved ?? {})
+        .map(([index, n]): [number, number] => [Number(index), n])
+        .filter(([index, n]) => Number.isSafeInteger(index) && Number.isSafeInteger(n) && n > 0),
+    );
+  }
+
+  get size(): number {
+    return this.byRow.size;
+  }
+
+  /** An attempt of the row sends its call. */
+  add(index: number): void {
+    this.byRow.set(index, (this.byRow.get(index) ?? 0) + 1);
+  }
+
+  /** The usage of a row that ends with `last` (whose call was sent now, or not): with its failed calls. */
+  usageOf(index: number, last: CallUsage, sent: boolean): CallUsage {
+    const failed = (this.byRow.get(index) ?? 0) - (sent ? 1 : 0);
+    return failed > 0 ? { ...last, failed_calls: (last.failed_calls ?? 0) + failed } : last;
+  }
+
+  /** The row ended: its usage (`usageOf`), which counts its calls from now on. */
+  endRow(index: number, last: CallUsage, sent: boolean): CallUsage {
+    const usage = this.usageOf(index, last, sent);
+    this.byRow.delete(index);
+    return usage;
+  }
+
+  /** Drops the rows for which `counted` holds (their usage counts their calls already). */
+  forget(counted: (index: number) => boolean): void {
+    for (const index of this.byRow.keys()) if (counted(index)) this.byRow.delete(index);
+  }
+
+  checkpoint(): Record<string, number> {
+    return Object.fromEntries(this.byRow);
+  }
+
+  /** The usage of `rows` and the calls of the rows not ended (those `only` keeps), summed. */
+  withRows(rows: Array<CallUsage | undefined>, only?: (index: number) => boolean): CallUsage {
+    const sum = { calls: 0, input_tokens: 0, output_tokens: 0, failed_calls: 0 };
+    for (const usage of rows) {
+      if (!usage) continue;
+      sum.calls += usage.calls;
+      sum.input_tokens += usage.input_tokens;
+      sum.output_tokens += usage.output_tokens;
+      sum.failed_calls += usage.failed_calls ?? 0;
+    }
+    for (const [index, n] of this.byRow) if (!only || only(index)) sum.failed_calls += n;
+    return sum;
+  }
+}
+
+/**
+ * D36: a unit's failure carrying what it made that no answer counts (`{ uncounted }`, the last
+ * of its details): if the node gives up, the workflow counts it (domain/run-usage.ts uncountedIn).
+ * The failure is otherwise the same: message, type, retryable or not.
+ */
+export function withUncounted(err: unknown, uncounted: CallUsage): unknown {
+  if (callsMade(uncounted) === 0 || err instanceof CancelledFailure) return err;
+  const failure = err instanceof ApplicationFailure ? err : undefined;
+  const error = err instanceof Error ? err : new Error(String(err));
+  const wrapped = ApplicationFailure.create({
+    message: error.message,
+    type: (failure ? failure.type : error.name) ?? undefined,
+    nonRetryable: failure?.nonRetryable ?? false,
+    details: [...(failure?.details ?? []), { uncounted }],
+    nextRetryDelay: failure?.nextRetryDelay ?? undefined,
+    category: failure?.category ?? undefined,
+    cause: failure ? failure.cause : (error.cause as Error | undefined),
+  });
+  wrapped.stack = error.stack;
+  return wrapped;
 }
 
 /** D36: what one provider call used (a refused call: the call, no tokens). */

@@ -24,6 +24,7 @@ import {
 } from '../lib/net/read-limited';
 import type { ReadBudget } from '../lib/net/read-budget';
 import { errorMessage, providerFailure } from './failures';
+import { requestSent } from './heartbeat';
 import { observeProviderCall, providerOutcome } from '../lib/metrics';
 
 /**
@@ -145,6 +146,7 @@ async function guardedProviderRequest(
 ): Promise<{ status: number; text: string }> {
   let res: GuardedResponse | undefined;
   try {
+    requestSent(); // D36: a call made, whatever comes of it
     res = await guardedFetch(url, {
       ...guard,
       method: init.method,

@@ -80,6 +80,8 @@ export interface NodeChunkResult {
   rows: RowResult[];
   /** True when the run's cancel stopped the chunk: the rows given are the ones that finished. */
   cancelled?: boolean;
+  /** D36: the failed calls of rows it did not finish (counted, never billed); absent when none. */
+  uncounted?: CallUsage;
 }
 
 /** Where one input port of a stored-mode node takes its items (D35): one item for every row, the block's own rows, or a stored list. */
@@ -144,4 +146,6 @@ export interface NodeBlockResult {
    * FAILED_ROWS_PER_BLOCK (domain/item-blocks.ts); absent when more, or in answers recorded before.
    */
   failed?: number[];
+  /** D36: the failed calls of rows it did not finish (counted, never billed); absent when none. */
+  uncounted?: CallUsage;
 }

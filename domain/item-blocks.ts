@@ -169,10 +169,11 @@ export interface StoredRow {
   cost: number;
   /**
    * D36: what the row's provider call used, `[calls, input tokens, output tokens]` (compact: a
-   * 1,000,000-row list stores it a million times). Absent on rows stored before D36 and on rows
-   * that made no call (an upstream failure): nothing.
+   * 1,000,000-row list stores it a million times), and the row's calls that failed before it
+   * ended (`failed_calls`, domain/run-usage.ts) when there were any. Absent on rows stored before
+   * D36 and on rows that made no call (an upstream failure): nothing.
    */
-  u?: [number, number, number];
+  u?: [number, number, number] | [number, number, number, number];
   /**
    * D38: the row is the parent run's completed row, carried over by reference (stored as a line
    * `^` in a page whose `base` is the parent, store/item-blocks.ts): not run, billed nothing.

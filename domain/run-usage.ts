@@ -27,6 +27,41 @@ export interface CallUsage {
   calls: number;
   input_tokens: number;
   output_tokens: number;
+  /**
+   * Calls made for the row before the one that ended it: attempts that failed (408, 429, 5xx, a
+   * timeout, the network) or were cut off, then tried again. Counted in `provider_calls`, never
+   * billed, and kept apart from `calls` so a node's per-call cost (D36 max_cost) is the answered
+   * calls'. Absent when none (and in answers recorded before).
+   */
+  failed_calls?: number;
+}
+
+/** The calls a row's or a unit's usage counts: the answered or refused ones and the failed ones. */
+export function callsMade(usage: CallUsage | undefined): number {
+  return (usage?.calls ?? 0) + (usage?.failed_calls ?? 0);
+}
+
+/**
+ * D36: what a unit (a chunk, a block) made that the rows of its answer do not count, carried as
+ * `{ uncounted: CallUsage }`: an element of the details of its failure (the node gave up), or a
+ * field of its last checkpoint (the `lastHeartbeatDetails` of a timeout). Undefined when absent or
+ * not of that shape (answers recorded before).
+ */
+export function uncountedIn(value: unknown): CallUsage | undefined {
+  const holders = Array.isArray(value) ? value : [value];
+  for (const holder of holders) {
+    const usage = (holder as { uncounted?: Partial<CallUsage> } | null)?.uncounted;
+    if (typeof usage !== 'object' || usage === null) continue;
+    const count = (n: unknown) =>
+      Number.isSafeInteger(n) && (n as number) > 0 ? (n as number) : 0;
+    return {
+      calls: count(usage.calls),
+      input_tokens: count(usage.input_tokens),
+      output_tokens: count(usage.output_tokens),
+      failed_calls: count(usage.failed_calls),
+    };
+  }
+  return undefined;
 }
 
 /** A block's tally (D35): the usage of its stored rows and how many of their items completed or failed. */

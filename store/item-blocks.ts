@@ -69,7 +69,7 @@ function itemJson({ status, parts, error }: StoredRow['item']): string {
 }
 
 /**
- * Rows as lines `<cost>[,<usage>] <item JSON>`, an empty line for a row not finished (JSON text
+ * Rows as lines `<cost>[,<usage>] <item JSON>` (usage: calls, tokens in and out, then failed calls if any), an empty line for a row not finished (JSON text
  * has no raw newline), `^` for a row carried over by reference (D38).
  */
 function packRows(rows: Array<StoredRow | null>): string {
@@ -116,11 +116,13 @@ function rowOf(line: string): StoredRow | null {
   const space = line.indexOf(' ');
   if (line.startsWith(CARRIED))
     return { cost: 0, item: JSON.parse(line.slice(space + 1)) as StoredRow['item'], carried: true };
-  const [cost, calls, input, output] = line.slice(0, space).split(',').map(Number);
+  const [cost, calls, input, output, failed] = line.slice(0, space).split(',').map(Number);
+  const u: StoredRow['u'] =
+    failed !== undefined ? [calls, input, output, failed] : [calls, input, output];
   return {
     cost,
     item: JSON.parse(line.slice(space + 1)) as StoredRow['item'],
-    ...(calls !== undefined ? { u: [calls, input, output] as [number, number, number] } : {}),
+    ...(calls !== undefined ? { u } : {}),
   };
 }
 

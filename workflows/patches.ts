@@ -199,6 +199,12 @@ export const PATCHES = {
     change:
       'D38: a re-run carries no items of an `llm` of `output: "list"` from its parent\'s output (each row gives several items, so an item\'s index is no row): such a node runs again whole; asked only when one feeds a result of a re-run (workflows/carry-over.ts inlineFeeders). Old runs carried its items by index into the wrong rows: a failed row vanished and another was called and billed again.',
   },
+  'failed-calls-counted': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D36: `usage.provider_calls` counts the calls that failed and were tried again or given up on: a row's `failed_calls`, a unit's `uncounted` (the failed calls of rows it left unfinished) and, when a node gives up, what its last chunk or block made that no answer counted (in the failure's details, or the last checkpoint of a timeout; activities/node-chunk.ts). Usage only, never cost. Asked only when there are such calls; old runs count the calls of the attempts that ended a row.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

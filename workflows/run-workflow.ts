@@ -14,6 +14,7 @@ import {
   setCurrentDetails,
   setHandler,
   TemporalFailure,
+  TimeoutFailure,
   type ActivityInterfaceFor,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -31,6 +32,7 @@ import { isId } from '../domain/ids';
 import { packItem } from '../domain/items';
 import { normalizeLabel } from '../domain/labels';
 import { priorityKey } from '../domain/run-priority';
+import { callsMade, uncountedIn, type CallUsage, type NodeUsage } from '../domain/run-usage';
 import { executeGraph, isIoNode, type RowProgress, type StoredListNodes } from './engine';
 import { planChunks } from './chunk-plan';
 import { resolveFileInputs } from './file-inputs';
@@ -343,6 +345,32 @@ async function saveEnd(
   ]);
 }
 
+/** D36: a unit's usage as its node's (calls made, tokens). */
+function usageOf(
+  usage: CallUsage | undefined,
+): Pick<NodeUsage, 'provider_calls' | 'input_tokens' | 'output_tokens'> | undefined {
+  return (
+    usage && {
+      provider_calls: callsMade(usage),
+      input_tokens: usage.input_tokens,
+      output_tokens: usage.output_tokens,
+    }
+  );
+}
+
+/**
+ * D36: what a unit that ended its node made that no answer counted: carried by its last
+ * attempt's failure, or by its last checkpoint when that attempt timed out (activities/node-chunk.ts).
+ */
+function uncountedOf(err: unknown): ReturnType<typeof usageOf> {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (cause instanceof ApplicationFailure) return usageOf(uncountedIn(cause.details));
+  if (cause instanceof TimeoutFailure) return usageOf(uncountedIn(cause.lastHeartbeatDetails));
+  // Cancelled between two attempts, it has no checkpoint (the server's details say only
+  // ACTIVITY_ID_NOT_STARTED): the calls of its earlier attempts are not known here.
+  return undefined;
+}
+
 /** What one run's activities share, set up once by runWorkflow. */
 interface RunResources {
   args: RunArgs;
@@ -405,8 +433,22 @@ class RunActivities {
         { runId: args.runId, accountId: args.accountId, node, rows, concurrency, rowMaxBytes },
       ]);
     } catch (err) {
+      this.countMore(node.id, uncountedOf(err)); // D36: the chunk's calls, its rows lost with it
       throw nodeFailureOf(node, err);
     }
+  };
+
+  /**
+   * D36: calls a unit made beyond the ones its answer's rows bill (a row's `failed_calls`, the
+   * `uncounted` of an answer or of a failure that ends the node), with their tokens: counted in
+   * the node's usage, never billed. Asked of the patch `failed-calls-counted` only when there are some.
+   */
+  countMore = (
+    nodeId: string,
+    more: Partial<Pick<NodeUsage, 'provider_calls' | 'input_tokens' | 'output_tokens'>> | undefined,
+  ): void => {
+    if (!more || !Object.values(more).some((n) => n > 0)) return;
+    if (isPatched('failed-calls-counted')) this.run.state.addUsage(nodeId, more);
   };
 
   /** An activity's failure that ends the run, as a NodeFailure naming the node; a cancel stays one. */
@@ -591,6 +633,7 @@ class RunActivities {
           persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
         );
         applyBlock(node, first, count, tally);
+        this.countMore(node.id, uncountedOf(err)); // D36: failed calls of rows no page holds
         budget?.release();
         throw nodeFailureOf(node, err);
       }
@@ -624,6 +667,10 @@ class RunActivities {
           items_failed: usage.failed,
         }),
       });
+    if (io) {
+      this.countMore(node.id, { provider_calls: usage?.failed_calls ?? 0 });
+      this.countMore(node.id, usageOf(result.uncounted));
+    }
     if (usage) cap?.observe(node.id, usage.calls, result.costUsd);
     failedRows.note(node.id, result.failed); // D38
     const ranges: Array<[number, number]> =
@@ -756,10 +803,12 @@ class RunActivities {
           input_tokens: row.usage?.input_tokens ?? 0,
           output_tokens: row.usage?.output_tokens ?? 0,
         });
+        this.countMore(node.id, { provider_calls: row.usage?.failed_calls ?? 0 });
         if (row.usage) cap?.observe(node.id, row.usage.calls, row.costUsd);
         rowProgress.done(row.index, row.items);
         progress.itemDone();
       }
+      this.countMore(node.id, usageOf(result.uncounted)); // D36: failed calls of rows it left
       // D8: the rows that finished before the cancel are billed above; the rest never ran.
       if (result.cancelled) throw new CancelledFailure('run cancelled');
       const finished = new Set(result.rows.map((row) => row.index));

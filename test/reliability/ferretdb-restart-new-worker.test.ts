@@ -85,7 +85,8 @@ describe('reliability: a worker new to a run while the database is down', functi
     const attempts = stack.svc.config.runs.nodeMaxAttempts;
     assert.match(String(run.error), new RegExp(`gave up after ${attempts} attempt\\(s\\)`));
     assert.equal(run.total_cost, stack.svc.config.runs.startFeeUsd);
-    assert.equal(run.usage.provider_calls, 0);
+    // D36: the call the stopped worker had in flight was made: it counts (its checkpoint says so).
+    assert.equal(run.usage.provider_calls, 1);
     // The same worker, never restarted, runs what comes next.
     const next = await call(stack.svc.url, 'POST', '/api/v1/responses', {
       key,

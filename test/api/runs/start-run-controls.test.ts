@@ -272,7 +272,8 @@ describe('run controls (D36)', function () {
     assert.equal(items.filter((i) => i.status === 'completed').length, 100);
     assert.equal(final.total_cost, Math.round((FEE + 100 * CALL) * 1e9) / 1e9);
     assert.equal(await debit(runId), final.total_cost);
-    assert.equal(final.usage.provider_calls, 100);
+    // D36: the calls the deadline aborted were made: they count, unbilled.
+    assert.equal(final.usage.provider_calls, 100 + hung.length);
     assert.ok(record);
   });
 
@@ -301,7 +302,8 @@ describe('run controls (D36)', function () {
       ['echo: small-ok 0', 'echo: small-ok 1', 'echo: small-ok 2'],
     );
     assert.equal(run.total_cost, Math.round((FEE + 3 * CALL) * 1e9) / 1e9);
-    assert.equal(run.usage.provider_calls, 3);
+    // D36: the three calls the deadline aborted were made: they count, unbilled.
+    assert.equal(run.usage.provider_calls, 3 + hung.length);
   });
 
   it('token counts a provider reports that are not counts (negative, text, fractional) cost nothing and count 0', async () => {
