@@ -3,15 +3,18 @@
  * The GridFS `_id` is the public `file_...` id (D5); the owner, name, sniffed MIME type and
  * creation time live in `metadata`. Uploads are streamed: at most one GridFS chunk (255 KiB)
  * plus the sniffing head (16 KiB) is held in memory, whatever the file's size (D10).
+ *
+ * GridFS writes a file's chunks first and its files document last, so a process that dies mid-way
+ * leaves chunks no file names, counted by no quota. Each write therefore records the file's id in
+ * `file_uploads` before its first chunk and removes it once the files document is written; the
+ * hourly retention removes the chunks of entries older than the longest a write may take
+ * (deleteUnfinishedUploads). A file is deleted chunks first, so a delete cut short leaves the file
+ * to be deleted again, never chunks nobody can reach.
  */
-import {
-  GridFSBucket,
-  ObjectId,
-  type Db,
-  type GridFSBucketReadStream,
-  type GridFSBucketWriteStream,
-} from 'mongodb';
+import { pipeline, Transform, type Readable } from 'node:stream';
+import { GridFSBucket, ObjectId, type Db, type GridFSBucketWriteStream } from 'mongodb';
 import { SNIFF_BYTES, sniffMime } from '../lib/files/sniff';
+import { newId } from '../domain/ids';
 import { deleteAll, deleteByIds } from './delete-all';
 import { generateId } from './ids';
 
@@ -77,6 +80,11 @@ export function filesCollection(db: Db) {
 
 function chunksCollection(db: Db) {
   return db.collection<{ _id: ObjectId; files_id: string; n: number }>(`${BUCKET}.chunks`);
+}
+
+/** Files being written: `_id` is the file's id, whose D5 time is when its write began. */
+function uploadsCollection(db: Db) {
+  return db.collection<{ _id: string }>('file_uploads');
 }
 
 /** The index retention queries by (idempotent, once per process). */
@@ -160,6 +168,8 @@ export async function storeFile(
   upload.on('error', () => undefined); // errors arrive through the write callbacks and `finished` below
   let size = 0;
   try {
+    // Before the first chunk: a process dying from here on leaves this entry to find its chunks by.
+    await uploadsCollection(db).insertOne({ _id: id });
     const take = async (chunk: Uint8Array) => {
       size += chunk.byteLength;
       if (size > opts.maxBytes) throw new FileTooLargeError(opts.maxBytes);
@@ -176,10 +186,10 @@ export async function storeFile(
     );
   } catch (err) {
     await iterator.return?.().catch(() => undefined);
-    // Every write was awaited, so no chunk insert is in flight: abort() deletes all that was written.
-    await upload.abort().catch(() => chunksCollection(db).deleteMany({ files_id: id }));
+    await abandon(db, upload, id);
     throw err;
   }
+  await finished(db, id);
   return {
     _id: id,
     length: size,
@@ -188,6 +198,29 @@ export async function storeFile(
     filename: name,
     metadata: meta,
   };
+}
+
+/** Removes what a failed write stored, then its entry (left if that failed, for the sweep to remove them). */
+async function abandon(db: Db, upload: GridFSBucketWriteStream, fileId: string): Promise<void> {
+  // Every write was awaited, so no chunk insert is in flight: abort() deletes all that was written.
+  const removed = await upload.abort().then(
+    () => true,
+    () =>
+      chunksCollection(db)
+        .deleteMany({ files_id: fileId })
+        .then(
+          () => true,
+          () => false,
+        ),
+  );
+  if (removed) await finished(db, fileId);
+}
+
+/** A write ended (its files document written, or its chunks removed): its entry goes; left, the sweep finds the file whole. */
+async function finished(db: Db, fileId: string): Promise<void> {
+  await uploadsCollection(db)
+    .deleteOne({ _id: fileId })
+    .catch(() => undefined);
 }
 
 /** Stores bytes already in memory (a decoded `b64_json` image, a small provider answer). */
@@ -262,22 +295,47 @@ export async function storedBytes(db: Db, accountId: string): Promise<number> {
   return sum?.bytes ?? 0;
 }
 
-/** Streams a file's bytes, or the byte range [start, endExclusive). */
+/**
+ * Streams a file's bytes, or the byte range [start, endExclusive). A file missing chunks (a delete
+ * cut short, deleteFile) fails the stream: GridFS reports a gap, but a cursor that ends early
+ * (the last chunks gone) it ends as if the file were whole, so the bytes are counted here too.
+ */
 export function openFileContent(
   db: Db,
   fileId: string,
   range?: { start: number; endExclusive: number },
-): GridFSBucketReadStream {
-  return bucketOf(db).openDownloadStream(
+): Readable {
+  const source = bucketOf(db).openDownloadStream(
     gridId(fileId),
     range ? { start: range.start, end: range.endExclusive } : undefined,
   );
+  let expected = range ? range.endExclusive - range.start : undefined;
+  source.once('file', (doc: FileDoc) => (expected ??= doc.length));
+  let served = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      served += chunk.length;
+      done(null, chunk);
+    },
+    flush(done) {
+      done(
+        served === (expected ?? 0) // no `file` event: an empty file
+          ? null
+          : new Error(`file ${fileId}: ${served} of its ${expected} bytes are stored`),
+      );
+    },
+  });
+  return pipeline(source, counted, () => undefined); // an error of either fails `counted`
 }
 
-/** Deletes a file and its chunks; true when this call removed the file (false: it was gone, deleted by another). */
+/**
+ * Deletes a file and its chunks; true when this call removed the file (false: it was gone, deleted
+ * by another). The chunks go first: a delete cut short leaves the file, found and finished by the
+ * next delete (a download of it meanwhile fails, GridFS missing a chunk), never chunks with no file.
+ */
 export async function deleteFile(db: Db, fileId: string): Promise<boolean> {
-  const { deletedCount } = await filesCollection(db).deleteOne({ _id: fileId });
   await chunksCollection(db).deleteMany({ files_id: fileId });
+  const { deletedCount } = await filesCollection(db).deleteOne({ _id: fileId });
   return deletedCount === 1;
 }
 
@@ -293,15 +351,17 @@ export async function deleteFiles(db: Db, fileIds: readonly string[]): Promise<n
   let deleted = 0;
   for (let i = 0; i < fileIds.length; i += FILES_PER_ROUND) {
     const round = fileIds.slice(i, i + FILES_PER_ROUND);
-    deleted += await deleteByIds(filesCollection(db), round);
+    // Chunks first (as deleteFile): a round cut short leaves its files to the next delete.
     await deleteAll(chunksCollection(db), { files_id: { $in: round } });
+    deleted += await deleteByIds(filesCollection(db), round);
   }
   return deleted;
 }
 
 /**
- * D29 retention: deletes every file created before `date`, and the chunks of uploads that died
- * before their files document was written (GridFS writes it last). Returns how many files went.
+ * D29 retention: deletes every file created before `date`, and chunks that old with no file (writes
+ * that died before `file_uploads` recorded them, which deleteUnfinishedUploads finds sooner).
+ * Returns how many files went.
  * Called by the retention job; safe to run concurrently with uploads, as only old data matches.
  */
 export async function deleteFilesOlderThan(db: Db, date: Date): Promise<number> {
@@ -330,4 +390,35 @@ export async function deleteFilesOlderThan(db: Db, date: Date): Promise<number> 
     if (orphans.length > 0) await deleteAll(chunks, { files_id: { $in: orphans } });
   }
   return old.length;
+}
+
+/**
+ * Removes what the writes begun before `startedBefore` left unfinished: the chunks of a file whose
+ * files document never came (a process that died mid-upload), and the entry of every such write.
+ * Returns how many files' chunks went. `startedBefore` must be older than the longest a write may
+ * take, else the chunks of one still under way would go. `file_uploads` holds only writes in
+ * progress and those a crash left, so reading it is cheap; the chunks (a scan of every account's on
+ * FerretDB) are read only when some were left.
+ */
+export async function deleteUnfinishedUploads(db: Db, startedBefore: Date): Promise<number> {
+  // The smallest file id of that millisecond: every id before it was made earlier (D5).
+  const bound = newId('file', startedBefore.getTime(), () => 0);
+  const uploads = uploadsCollection(db);
+  let removed = 0;
+  for (;;) {
+    const ids = await uploads
+      .find({ _id: { $lt: bound } }, { projection: { _id: 1 }, limit: FILES_PER_ROUND })
+      .map((u) => u._id)
+      .toArray();
+    if (ids.length === 0) return removed;
+    // By `_id` one by one (the filter FerretDB does not scan for): few, a crash's leftovers.
+    const kept = await Promise.all(
+      ids.map((id) => filesCollection(db).findOne({ _id: id }, { projection: { _id: 1 } })),
+    );
+    const orphans = ids.filter((_, i) => kept[i] === null);
+    if (orphans.length > 0) await deleteAll(chunksCollection(db), { files_id: { $in: orphans } });
+    removed += orphans.length;
+    // Last: a sweep cut short finds them again.
+    if ((await deleteByIds(uploads, ids)) === 0) return removed; // removed meanwhile: do not spin
+  }
 }

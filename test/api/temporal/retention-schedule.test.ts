@@ -71,6 +71,7 @@ describe('retention (D29)', function () {
       idempotencyKeys: 0,
       webhookDeliveries: 0,
       files: 0,
+      unfinishedUploads: 0,
       // Runs recorded and never started, which other tests of this process may leave
       // (test/api/runs/settle-never-started.test.ts).
       unstarted: result.unstarted,
