@@ -16,8 +16,10 @@ type WorkflowCollections = Pick<
 
 /**
  * Publishes a graph: a new workflow, or the next version of the account's workflow with that slug.
- * `bytes` (what the version holds) is added to the workflow's `stored_bytes` first, so a version is
- * never stored uncounted (a failed insert leaves it counted: the safe side of the quota).
+ * `bytes` (what the version holds) is added to the workflow's `stored_bytes` right after the
+ * version is stored: a publish cut short between the two leaves the quota one version low until
+ * `workflows recount-storage`, never counting a version that was not stored (added first, a crash
+ * before the insert left the account's quota holding bytes of nothing, for good).
  */
 export async function insertWorkflowVersion(
   c: WorkflowCollections,
@@ -26,7 +28,7 @@ export async function insertWorkflowVersion(
   contract: Contract,
   bytes = 0,
 ): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
-  const { workflow, previous } = await upsertWorkflow(c, accountId, graph, bytes);
+  const { workflow, previous } = await upsertWorkflow(c, accountId, graph);
   // The newest version as the record said before this publish touched it (else found, once).
   const newest = previous && (freshLatest(previous) ?? (await scanLatest(c, workflow._id)));
   let number = (newest?.version ?? 0) + 1;
@@ -49,21 +51,25 @@ export async function insertWorkflowVersion(
       if (!isDuplicateKey(err) || attempt >= MAX_VERSION_ATTEMPTS) throw err;
       continue;
     }
+    if (bytes > 0)
+      await c.workflows.updateOne({ _id: workflow._id }, { $inc: { stored_bytes: bytes } });
     await writeNumber(c, workflow._id, number, version._id);
     await setLatest(c, workflow._id, { id: version._id, version: number }, workflow.updated_at);
-    return { workflow, version };
+    return {
+      workflow: { ...workflow, stored_bytes: (workflow.stored_bytes ?? 0) + bytes },
+      version,
+    };
   }
 }
 
 /** Publishes of one slug at once that all get a version (20 at once returned six 500s with 5). */
 const MAX_VERSION_ATTEMPTS = 1_000;
 
-/** The workflow record after this publish, and before it (null: the publish created it). */
+/** The workflow record after this publish, its version's bytes not yet counted, and before it (null: the publish created it). */
 async function upsertWorkflow(
   c: WorkflowCollections,
   accountId: string,
   graph: WorkflowDocument,
-  bytes: number,
 ): Promise<{ workflow: WorkflowDoc; previous: WorkflowDoc | null }> {
   const now = new Date();
   const set = { name: graph.name ?? null, public: graph.public ?? false, updated_at: now };
@@ -74,7 +80,7 @@ async function upsertWorkflow(
       slug: graph.slug,
       created_at: now,
       ...set,
-      stored_bytes: bytes,
+      stored_bytes: 0,
     };
     try {
       // The record before: its `latest` is the newest version unless a publish since left it unset.
@@ -82,19 +88,18 @@ async function upsertWorkflow(
         { account_id: accountId, slug: graph.slug },
         {
           $set: set,
-          $inc: { stored_bytes: bytes },
           $setOnInsert: {
             _id: created._id,
             account_id: accountId,
             slug: graph.slug,
             created_at: now,
+            stored_bytes: 0,
           },
         },
         { upsert: true, returnDocument: 'before' },
       );
       if (!previous) return { workflow: created, previous: null };
-      const storedBytes = (previous.stored_bytes ?? 0) + bytes;
-      return { workflow: { ...previous, ...set, stored_bytes: storedBytes }, previous };
+      return { workflow: { ...previous, ...set }, previous };
     } catch (err) {
       // Two first publishes of one slug race on the unique index: the loser takes the winner's document.
       if (!isDuplicateKey(err) || attempt >= 3) throw err;
@@ -135,8 +140,8 @@ export interface Recounted {
 
 /**
  * Sets the `stored_bytes` of each of the account's workflows to what its versions hold: counts a
- * workflow published before the quota existed (none), and one a failed insert left counted with
- * a version it never stored (too many). One scan of the account's versions and one of its
+ * workflow published before the quota existed (none), and one whose publish was cut short after
+ * its version was stored, before it was counted (too few). One scan of the account's versions and one of its
  * workflows; a publish between the two may be missed and is counted by the next recount.
  */
 export async function recountStoredBytes(
@@ -365,29 +370,34 @@ export async function latestVersionPointer(
  * the newest version of each, without its graph. `limit + 1` are read so the caller can tell
  * whether more follow. Two queries whatever the page size (FerretDB scans a whole collection per
  * query): the page, then every version of those workflows, of which the highest number is kept.
+ * A record with no version to show (a first publish cut short before its version was stored) is
+ * left out, and the page read on past it, so every id the page gives is a workflow it shows.
  */
 export async function workflowPage(
   c: WorkflowCollections,
   accountId: string,
   page: { limit: number; startingAfter?: string },
 ): Promise<{ docs: WorkflowDoc[]; latest: Map<string, WorkflowVersionDoc> }> {
-  const filter: Filter<WorkflowDoc> = { account_id: accountId };
-  if (page.startingAfter) filter._id = { $lt: page.startingAfter };
-  const docs = await c.workflows
-    .find(filter)
-    .sort({ _id: -1 })
-    .limit(page.limit + 1)
-    .toArray();
+  const docs: WorkflowDoc[] = [];
   const latest = new Map<string, WorkflowVersionDoc>();
-  const shown = docs.slice(0, page.limit);
-  if (shown.length > 0) {
-    const versions = await c.workflowVersions
-      .find({ workflow_id: { $in: shown.map((w) => w._id) } }, { projection: { graph: 0 } })
-      .toArray();
-    for (const v of versions)
-      if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
+  let after = page.startingAfter;
+  for (;;) {
+    const want = page.limit + 1 - docs.length;
+    const filter: Filter<WorkflowDoc> = { account_id: accountId };
+    if (after) filter._id = { $lt: after };
+    const read = await c.workflows.find(filter).sort({ _id: -1 }).limit(want).toArray();
+    if (read.length > 0) {
+      const versions = await c.workflowVersions
+        .find({ workflow_id: { $in: read.map((w) => w._id) } }, { projection: { graph: 0 } })
+        .toArray();
+      for (const v of versions)
+        if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
+    }
+    docs.push(...read.filter((w) => latest.has(w._id)));
+    // Rare: only records a crash left without a version make a page read on.
+    if (read.length < want || docs.length > page.limit) return { docs, latest };
+    after = read.at(-1)!._id;
   }
-  return { docs, latest };
 }
 
 /**

@@ -23,22 +23,22 @@ export async function listWorkflows(
     limit: query.limit,
     startingAfter: query.starting_after,
   });
-  // A workflow whose first version failed to insert has nothing to run: it is left out (the cursor still moves past it).
-  const found = docs.slice(0, query.limit).map((w) => {
-    const version = latest.get(w._id);
-    return { id: w._id, view: version && contractView(w, version) };
-  });
+  // Every record of the page has a version (workflowPage leaves out those a crash left without).
+  const found = docs.slice(0, query.limit).map((w) => ({
+    id: w._id,
+    view: contractView(w, latest.get(w._id)!),
+  }));
   const page = found.slice(
     0,
     entriesWithinPage(found, (entry) => bytesOf(entry.view)),
   );
   return {
     object: 'list',
-    data: page.flatMap(({ view }) => (view ? [view] : [])),
+    data: page.map(({ view }) => view),
     first_id: page[0]?.id ?? null,
     last_id: page.at(-1)?.id ?? null,
     has_more: docs.length > page.length,
   };
 }
 
-const bytesOf = (view: unknown): number => (view ? JSON.stringify(view).length : 0);
+const bytesOf = (view: unknown): number => JSON.stringify(view).length;
