@@ -24,6 +24,8 @@ export interface PublishOptions {
   admit?: (bytes: number) => Promise<void>;
   /** Told at once (the API's workflow catalog and quota), so this process's next start runs the new version (D1). */
   onPublished?: (workflow: WorkflowDoc, version: WorkflowVersionDoc, bytes: number) => void;
+  /** Told of the slug's workflow whose delete, cut short, this publish finished (its bytes left the quota). */
+  onDeleted?: (workflow: WorkflowDoc) => void;
 }
 
 /** Validates the whole graph (every problem reported) and stores it as the next immutable version. */
@@ -39,13 +41,14 @@ export async function publishWorkflow(
   if (problems.length > 0) throw invalidWorkflow(problems);
   const bytes = versionBytes(result.graph, result.contract);
   await opts.admit?.(bytes);
-  const { workflow, version } = await insertWorkflowVersion(
+  const { workflow, version, finished } = await insertWorkflowVersion(
     collections,
     accountId,
     result.graph,
     result.contract,
     bytes,
   );
+  if (finished) opts.onDeleted?.(finished);
   opts.onPublished?.(workflow, version, bytes);
   return {
     workflow_id: workflow._id,

@@ -27,8 +27,8 @@ export async function insertWorkflowVersion(
   graph: WorkflowDocument,
   contract: Contract,
   bytes = 0,
-): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc }> {
-  const { workflow, previous } = await upsertWorkflow(c, accountId, graph);
+): Promise<{ workflow: WorkflowDoc; version: WorkflowVersionDoc; finished: WorkflowDoc | null }> {
+  const { workflow, previous, finished } = await upsertWorkflow(c, accountId, graph);
   // The newest version as the record said before this publish touched it (else found, once).
   const newest = previous && (freshLatest(previous) ?? (await scanLatest(c, workflow._id)));
   let number = (newest?.version ?? 0) + 1;
@@ -58,6 +58,7 @@ export async function insertWorkflowVersion(
     return {
       workflow: { ...workflow, stored_bytes: (workflow.stored_bytes ?? 0) + bytes },
       version,
+      finished,
     };
   }
 }
@@ -65,14 +66,20 @@ export async function insertWorkflowVersion(
 /** Publishes of one slug at once that all get a version (20 at once returned six 500s with 5). */
 const MAX_VERSION_ATTEMPTS = 1_000;
 
-/** The workflow record after this publish, its version's bytes not yet counted, and before it (null: the publish created it). */
+/**
+ * The workflow record after this publish, its version's bytes not yet counted, and before it
+ * (null: the publish created it). A record of the slug marked `deleting_at` is not published
+ * into: its delete, cut short, is finished first (`finished`, removed by this call) and the slug
+ * published anew, version 1 (D26).
+ */
 async function upsertWorkflow(
   c: WorkflowCollections,
   accountId: string,
   graph: WorkflowDocument,
-): Promise<{ workflow: WorkflowDoc; previous: WorkflowDoc | null }> {
+): Promise<{ workflow: WorkflowDoc; previous: WorkflowDoc | null; finished: WorkflowDoc | null }> {
   const now = new Date();
   const set = { name: graph.name ?? null, public: graph.public ?? false, updated_at: now };
+  let finished: WorkflowDoc | null = null;
   for (let attempt = 0; ; attempt++) {
     const created: WorkflowDoc = {
       _id: generateId('wf'),
@@ -85,7 +92,7 @@ async function upsertWorkflow(
     try {
       // The record before: its `latest` is the newest version unless a publish since left it unset.
       const previous = await c.workflows.findOneAndUpdate(
-        { account_id: accountId, slug: graph.slug },
+        { account_id: accountId, slug: graph.slug, deleting_at: { $exists: false } },
         {
           $set: set,
           $setOnInsert: {
@@ -98,11 +105,14 @@ async function upsertWorkflow(
         },
         { upsert: true, returnDocument: 'before' },
       );
-      if (!previous) return { workflow: created, previous: null };
-      return { workflow: { ...previous, ...set }, previous };
+      if (!previous) return { workflow: created, previous: null, finished };
+      return { workflow: { ...previous, ...set }, previous, finished };
     } catch (err) {
-      // Two first publishes of one slug race on the unique index: the loser takes the winner's document.
+      // Two first publishes of one slug race on the unique index: the loser takes the winner's
+      // document. Or the slug's record is being deleted: its delete is finished, then published anew.
       if (!isDuplicateKey(err) || attempt >= 3) throw err;
+      const held = await c.workflows.findOne({ account_id: accountId, slug: graph.slug });
+      if (held?.deleting_at && (await deleteWorkflowVersions(c, held._id))) finished = held;
     }
   }
 }
@@ -252,15 +262,20 @@ export async function findWorkflow(
   return doc && (doc.account_id === accountId || doc.public) ? doc : null;
 }
 
-/** The workflow a D2 reference names, whoever owns it (callers apply the access rule): by `wf_` id, else the account's slug. */
-export function findWorkflowRecord(
+/**
+ * The workflow a D2 reference names, whoever owns it (callers apply the access rule): by `wf_` id,
+ * else the account's slug. One being deleted is none, but to a delete (`deleting`), which finishes it.
+ */
+export async function findWorkflowRecord(
   c: WorkflowCollections,
   accountId: string,
   ref: string,
+  opts: { deleting?: boolean } = {},
 ): Promise<WorkflowDoc | null> {
-  return isId('wf', ref)
-    ? c.workflows.findOne({ _id: ref })
-    : c.workflows.findOne({ account_id: accountId, slug: ref });
+  const doc = isId('wf', ref)
+    ? await c.workflows.findOne({ _id: ref })
+    : await c.workflows.findOne({ account_id: accountId, slug: ref });
+  return doc && (!doc.deleting_at || opts.deleting) ? doc : null;
 }
 
 /** D1: the pinned version (number or `wfv_` id) of a workflow, or the latest when none is pinned. */
@@ -370,8 +385,9 @@ export async function latestVersionPointer(
  * the newest version of each, without its graph. `limit + 1` are read so the caller can tell
  * whether more follow. Two queries whatever the page size (FerretDB scans a whole collection per
  * query): the page, then every version of those workflows, of which the highest number is kept.
- * A record with no version to show (a first publish cut short before its version was stored) is
- * left out, and the page read on past it, so every id the page gives is a workflow it shows.
+ * A record with no version to show (a first publish cut short before its version was stored) or
+ * being deleted is left out, and the page read on past it, so every id the page gives is a
+ * workflow it shows.
  */
 export async function workflowPage(
   c: WorkflowCollections,
@@ -393,23 +409,30 @@ export async function workflowPage(
       for (const v of versions)
         if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
     }
-    docs.push(...read.filter((w) => latest.has(w._id)));
-    // Rare: only records a crash left without a version make a page read on.
+    docs.push(...read.filter((w) => latest.has(w._id) && !w.deleting_at));
+    // Rare: only records a crash left without a version, or half deleted, make a page read on.
     if (read.length < want || docs.length > page.limit) return { docs, latest };
     after = read.at(-1)!._id;
   }
 }
 
 /**
- * D26: deletes a workflow and every version of it. The versions go first, so a delete cut short
- * leaves the workflow to be deleted again (still counted by the quota), never versions nobody can
- * reach; they are swept once more after the workflow, for a publish that raced the delete. True
- * when this call removed the workflow (false: another delete did).
+ * D26: deletes a workflow and every version of it. The record is marked `deleting_at` first, so
+ * no read sees it half gone (a crash after its versions went left it hidden but numbering the
+ * slug's next publish 2, and counted), and every read but a delete takes it as gone; a repeated
+ * delete, or the next publish of the slug, finishes it. The versions go next, the record last
+ * (still counted by the quota until then), never versions nobody can reach; they are swept once
+ * more after the record, for a publish that raced the delete. True when this call removed the
+ * workflow (false: another delete did).
  */
 export async function deleteWorkflowVersions(
   c: WorkflowCollections,
   workflowId: string,
 ): Promise<boolean> {
+  await c.workflows.updateOne(
+    { _id: workflowId, deleting_at: { $exists: false } },
+    { $set: { deleting_at: new Date() } },
+  );
   // In slices (deleteAll): one FerretDB delete of more than 32,766 versions fails.
   await deleteAll(c.workflowVersions, { workflow_id: workflowId });
   const { deletedCount } = await c.workflows.deleteOne({ _id: workflowId });

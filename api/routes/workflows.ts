@@ -71,6 +71,10 @@ export function workflowsRoutes(deps: WorkflowsRouteDeps): Router {
                 throw workflowStorageExceeded(bytes, reservation.used, reservation.quota);
               release = reservation.release;
             },
+            onDeleted: (workflow) => {
+              deps.catalog.deleted(workflow);
+              deps.workflowQuota.changed(accountId, -(workflow.stored_bytes ?? 0));
+            },
             onPublished: (workflow, version, bytes) => {
               deps.catalog.published(workflow, version);
               deps.workflowQuota.changed(accountId, bytes);

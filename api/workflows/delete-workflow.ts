@@ -24,7 +24,8 @@ export async function deleteWorkflow(
   accountId: string,
   ref: string,
 ): Promise<DeletedWorkflow> {
-  const workflow = await findWorkflowRecord(deps.collections, accountId, ref);
+  // One a delete cut short (marked, hidden from every other read) is found, and finished.
+  const workflow = await findWorkflowRecord(deps.collections, accountId, ref, { deleting: true });
   if (!workflow || workflow.account_id !== accountId) throw workflowNotFound(ref);
   // Deletes at once: one removes it and takes its bytes off the quota; the others find it gone
   // (404), or its bytes would be taken off once for each of them.
