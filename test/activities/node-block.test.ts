@@ -6,35 +6,12 @@
  * failed, one in flight); the bill stays that of the stored rows.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { publish, rowsWorkflow, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { runToEnd, startRun } from '../support/runs';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
 import { useService } from '../support/use-service';
-
-/** A loopback server answering 500 to every request, counting them. */
-async function failingServer(): Promise<{
-  url: string;
-  hits: () => number;
-  close(): Promise<void>;
-}> {
-  let hits = 0;
-  const server = http.createServer((req, res) => {
-    hits++;
-    req.resume();
-    res.writeHead(500, { 'content-type': 'application/json' });
-    res.end('{"error":"down"}');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/down/{{row}}`,
-    hits: () => hits,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+import { startFailingServer } from '../fakes/failing-server';
 
 const near = (actual: number, expected: number, what: string) =>
   assert.ok(Math.abs(actual - expected) < 1e-9, `${what}: ${actual}, expected ${expected}`);
@@ -72,7 +49,7 @@ describe('block usage: every provider call made counts (D36)', function () {
   });
 
   it('a block of http_request rows that gives up counts every call it made, billed nothing', async () => {
-    const target = await failingServer();
+    const target = await startFailingServer();
     try {
       const doc = {
         slug: 'block-gives-up',
@@ -80,7 +57,7 @@ describe('block usage: every provider call made counts (D36)', function () {
         nodes: [
           { id: 'rows', type: 'user_input', label: 'Rows', input_type: 'json' },
           { id: 'split', type: 'batch' },
-          { id: 'get', type: 'http_request', url: target.url },
+          { id: 'get', type: 'http_request', url: `${target.url}/{{row}}` },
           { id: 'out', type: 'user_result', label: 'Out' },
         ],
         edges: [

@@ -6,35 +6,12 @@
  * ended. (A node of up to twice the run's concurrency runs one chunk a row, workflows/chunk-plan.ts.)
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { batchWorkflow, publish, waitForRun } from '../support/fixtures';
 import { call, waitFor } from '../support/http';
 import { runToEnd, startRun } from '../support/runs';
 import { LLM_CALL_USD, PRICES, START_FEE_USD } from '../support/execution';
 import { useService } from '../support/use-service';
-
-/** A loopback server answering 500 to every request, counting them. */
-async function failingServer(): Promise<{
-  url: string;
-  hits: () => number;
-  close(): Promise<void>;
-}> {
-  let hits = 0;
-  const server = http.createServer((req, res) => {
-    hits++;
-    req.resume();
-    res.writeHead(500, { 'content-type': 'application/json' });
-    res.end('{"error":"down"}');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/down`,
-    hits: () => hits,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+import { startFailingServer } from '../fakes/failing-server';
 
 const near = (actual: number, expected: number, what: string) =>
   assert.ok(Math.abs(actual - expected) < 1e-9, `${what}: ${actual}, expected ${expected}`);
@@ -62,7 +39,7 @@ describe('chunk usage: every provider call made counts (D36)', function () {
   });
 
   it('an http_request that gives up after 5 attempts counts its 5 calls, billed nothing', async () => {
-    const target = await failingServer();
+    const target = await startFailingServer();
     try {
       const run = await runToEnd(ctx.svc.url, ctx.key, {
         slug: 'chunk-gives-up',
