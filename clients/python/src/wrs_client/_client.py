@@ -13,7 +13,7 @@ import json
 import os
 import time
 from datetime import datetime
-from typing import Any, AsyncIterator, Dict, Iterator, Mapping, Optional, Tuple, Union, cast
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
 import httpx
@@ -104,6 +104,30 @@ def _upload_args(name: Optional[str], file: Any, mime_type: Optional[str]) -> Tu
     if name is None and isinstance(file, (str, os.PathLike)):
         name = os.path.basename(os.fspath(file))
     return _query(name=name), {"content-type": mime_type or "application/octet-stream"}
+
+
+class _JsonLines:
+    """
+    Splits a JSON Lines body into lines on b"\\n" only. The service writes it with JSON.stringify,
+    which leaves U+2028, U+2029 and U+0085 raw inside strings; httpx's iter_lines() splits like
+    str.splitlines(), on those too, and would cut such an item in two. Each chunk is scanned once.
+    """
+
+    def __init__(self) -> None:
+        self._rest = bytearray()
+
+    def feed(self, chunk: bytes) -> List[bytes]:
+        if b"\n" not in chunk:
+            self._rest += chunk
+            return []
+        first, *middle, last = chunk.split(b"\n")
+        self._rest += first
+        lines = [bytes(self._rest), *middle]
+        self._rest = bytearray(last)
+        return [line for line in lines if line.strip()]
+
+    def end(self) -> List[bytes]:
+        return [bytes(self._rest)] if self._rest.strip() else []
 
 
 class _Resume:
@@ -275,10 +299,13 @@ class WrsClient(_Base):
     def export_items(self, run_id: str, key: str) -> Iterator[OutputItem]:
         """The results file (D35): every item of one output, in order, streamed as JSON Lines; also the finished items of a failed or cancelled run."""
         response = self._send("GET", _path("runs", run_id, "outputs", key), headers={"accept": "application/x-ndjson"}, stream=True)
+        lines = _JsonLines()
         try:
-            for line in response.iter_lines():
-                if line:
+            for chunk in response.iter_bytes():
+                for line in lines.feed(chunk):
                     yield cast(OutputItem, json.loads(line))
+            for line in lines.end():
+                yield cast(OutputItem, json.loads(line))
         finally:
             response.close()
 
@@ -464,10 +491,13 @@ class AsyncWrsClient(_Base):
 
     async def export_items(self, run_id: str, key: str) -> AsyncIterator[OutputItem]:
         response = await self._send("GET", _path("runs", run_id, "outputs", key), headers={"accept": "application/x-ndjson"}, stream=True)
+        lines = _JsonLines()
         try:
-            async for line in response.aiter_lines():
-                if line:
+            async for chunk in response.aiter_bytes():
+                for line in lines.feed(chunk):
                     yield cast(OutputItem, json.loads(line))
+            for line in lines.end():
+                yield cast(OutputItem, json.loads(line))
         finally:
             await response.aclose()
 

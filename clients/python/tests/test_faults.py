@@ -1,0 +1,134 @@
+"""
+The client against small misbehaving servers on 127.0.0.1 (no service needed): what a proxy, a load
+balancer, an API restart or an unusual body does to it. Each server answers request number n with
+`handler(h, n)`, where `h` is the http.server handler with a few helpers (`sse`, `chunk`, `end`, `cut`, `json`).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import pytest
+
+from wrs_client import AsyncWrsClient, WrsClient
+
+CREATED = {"type": "response.created", "sequence_number": 0, "response": {"run_id": "run_1", "id": "run_1", "status": "pending"}}
+
+
+def ev(seq: int, kind: str = "response.output_text.delta", **extra: Any) -> Dict[str, Any]:
+    return {"type": kind, "sequence_number": seq, **extra}
+
+
+def frame(event: Dict[str, Any]) -> str:
+    """One SSE block, with the event's sequence number as its id when it has one."""
+    head = f"id: {event['sequence_number']}\n" if "sequence_number" in event else ""
+    return f"{head}data: {json.dumps(event)}\n\n"
+
+
+class Fake:
+    """An HTTP/1.1 server whose request number n is answered by `handler(h, n)`; `log` records each request."""
+
+    def __init__(self, handler: Callable[[Any, int], None]) -> None:
+        self.log: List[Dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                n = len(outer.log)
+                outer.log.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "at": time.monotonic()})
+                length = int(self.headers.get("content-length") or 0)
+                if length:
+                    self.rfile.read(length)
+                try:
+                    handler(self, n)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_GET = do_POST = do_DELETE = _any  # noqa: N815 (http.server's naming)
+
+            def sse(self, ctype: str = "text/event-stream; charset=utf-8") -> None:
+                self.send_response(200)
+                self.send_header("content-type", ctype)
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+
+            def chunk(self, data: Any) -> None:
+                data = data.encode() if isinstance(data, str) else data
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+
+            def end(self) -> None:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+            def cut(self) -> None:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+
+            def json(self, status: int, body: Any, headers: Optional[Dict[str, str]] = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture()
+def fake() -> Iterator[Callable[[Callable[[Any, int], None]], Fake]]:
+    servers: List[Fake] = []
+
+    def make(handler: Callable[[Any, int], None]) -> Fake:
+        servers.append(Fake(handler))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def test_export_items_splits_lines_on_newline_only(fake) -> None:  # type: ignore[no-untyped-def]
+    """The results file is written by JSON.stringify, which leaves U+2028, U+2029 and U+0085 raw in strings."""
+    item = {"id": "a", "item_index": 0, "status": "completed", "parts": [{"type": "text", "text": "one\u2028two \u0085 three\u2029\x0b\x1c"}]}
+    other = {"id": "b", "item_index": 1, "status": "completed", "parts": []}
+    body = (json.dumps(item, ensure_ascii=False) + "\n" + json.dumps(other) + "\n").encode()
+
+    def handler(h: Any, n: int) -> None:
+        h.sse("application/x-ndjson")
+        for i in range(0, len(body), 7):  # lines and characters split across chunks
+            h.chunk(body[i : i + 7])
+        h.end()
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        assert list(client.export_items("run_1", "k")) == [item, other]
+
+    async def exported() -> List[Any]:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            return [i async for i in aclient.export_items("run_1", "k")]
+
+    assert asyncio.run(exported()) == [item, other]
