@@ -57,8 +57,19 @@ export interface RunList {
   has_more: boolean;
 }
 
+/** What every method takes besides its own arguments. */
+export interface RequestOptions {
+  /** Aborts the request (and a `wait()` or a stream's reconnects): the call rejects with its reason. */
+  signal?: AbortSignal;
+}
+
 /** An error answer of the API, with the envelope's fields. */
 export class WrsApiError extends Error {
+  /** The answer's `X-Request-Id`: quote it when asking about a request. */
+  readonly requestId?: string;
+  /** The answer's body as parsed (the error envelope), or null when it was not JSON. */
+  readonly body?: unknown;
+
   constructor(
     readonly status: number,
     readonly type: string,
@@ -67,9 +78,12 @@ export class WrsApiError extends Error {
     readonly param?: string,
     /** Seconds the server asked to wait (`Retry-After` of a 429 or 503). */
     readonly retryAfterSeconds?: number,
+    extra: { requestId?: string; body?: unknown } = {},
   ) {
     super(message);
     this.name = 'WrsApiError';
+    this.requestId = extra.requestId;
+    this.body = extra.body;
   }
 
   /** A 429 or 503: the same request may succeed later (a 503 means Temporal or MongoDB is briefly unreachable). */
@@ -91,18 +105,30 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+/** Waits `ms`, or rejects with `signal`'s reason once it aborts (at once if it already has); leaves no listener behind. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The parts of a request besides its method and path. */
+interface Send extends RequestOptions {
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Sent as it is (an upload). */
+  raw?: RequestInit['body'];
+  headers?: Record<string, string>;
+}
 
 export class WrsClient {
   private readonly base: string;
@@ -114,14 +140,13 @@ export class WrsClient {
   }
 
   /** Starts a run in async mode. */
-  async start(request: StartOptions): Promise<AsyncStartResponse> {
+  async start(request: StartOptions, opts: RequestOptions = {}): Promise<AsyncStartResponse> {
     const { idempotencyKey, ...body } = request;
-    return this.json(
-      'POST',
-      '/api/v1/responses',
+    return this.json('POST', '/api/v1/responses', {
       body,
-      idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
-    );
+      headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+      signal: opts.signal,
+    });
   }
 
   /**
@@ -131,31 +156,33 @@ export class WrsClient {
    */
   async rerun(
     runId: string,
-    opts: { items?: 'failed' | 'all'; idempotencyKey?: string } = {},
+    opts: { items?: 'failed' | 'all'; idempotencyKey?: string } & RequestOptions = {},
   ): Promise<AsyncStartResponse> {
-    const { idempotencyKey, items } = opts;
-    return this.json(
-      'POST',
-      `/api/v1/runs/${encodeURIComponent(runId)}/rerun`,
-      { items: items ?? 'all' },
-      idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
-    );
+    const { idempotencyKey, items, signal } = opts;
+    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/rerun`, {
+      body: { items: items ?? 'all' },
+      headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+      signal,
+    });
   }
 
   /**
    * Reads a run. `includeOutput: false` reads it without its items (`output: null`): a finished
    * big run's answer holds every item, so poll such a run this way and page its items (`items`).
    */
-  get(runId: string, { includeOutput = true }: { includeOutput?: boolean } = {}): Promise<RunView> {
+  get(
+    runId: string,
+    { includeOutput = true, signal }: { includeOutput?: boolean } & RequestOptions = {},
+  ): Promise<RunView> {
     const query = queryString({ include_output: includeOutput ? undefined : 'false' });
-    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}${query}`);
+    return this.json('GET', `/api/v1/runs/${encodeURIComponent(runId)}${query}`, { signal });
   }
 
   /**
    * Lists runs, newest first (D23), filtered (D37, all AND-ed) by status, workflow (id or slug),
    * creation time and metadata pairs (`metadata: {order_id: 'ord_1'}` → `metadata[order_id]=ord_1`).
    */
-  list(query: ListRunsOptions = {}): Promise<RunList> {
+  list(query: ListRunsOptions = {}, opts: RequestOptions = {}): Promise<RunList> {
     const { metadata, created_after, created_before, ...rest } = query;
     const time = (t: Date | string | undefined) => (t instanceof Date ? t.toISOString() : t);
     const params = new URLSearchParams(
@@ -170,17 +197,21 @@ export class WrsClient {
         .filter(([, v]) => v !== undefined)
         .map(([k, v]): [string, string] => [String(k), String(v)]),
     );
-    return this.json('GET', `/api/v1/runs${params.size ? `?${params}` : ''}`);
+    return this.json('GET', `/api/v1/runs${params.size ? `?${params}` : ''}`, opts);
   }
 
   /** Every run of the filter, page by page (`pageSize` 1–100). */
   async *runs(
     query: Omit<ListRunsOptions, 'starting_after' | 'limit'> & { pageSize?: number } = {},
+    opts: RequestOptions = {},
   ): AsyncGenerator<RunView> {
     const { pageSize, ...filters } = query;
     let after: string | undefined;
     for (;;) {
-      const page = await this.list({ ...filters, limit: pageSize ?? 100, starting_after: after });
+      const page = await this.list(
+        { ...filters, limit: pageSize ?? 100, starting_after: after },
+        opts,
+      );
       yield* page.data;
       if (!page.has_more || !page.last_id) return;
       after = page.last_id;
@@ -191,8 +222,8 @@ export class WrsClient {
    * D39: deletes a run (a live one is cancelled first): afterwards every read of it is 404 and
    * its inputs and outputs are gone from the service for good.
    */
-  delete(runId: string): Promise<DeletedRun> {
-    return this.json('DELETE', `/api/v1/runs/${encodeURIComponent(runId)}`);
+  delete(runId: string, opts: RequestOptions = {}): Promise<DeletedRun> {
+    return this.json('DELETE', `/api/v1/runs/${encodeURIComponent(runId)}`, opts);
   }
 
   /**
@@ -202,40 +233,41 @@ export class WrsClient {
    */
   upload(
     content: Blob | ArrayBuffer | Uint8Array | string,
-    opts: { name?: string } = {},
+    opts: { name?: string } & RequestOptions = {},
   ): Promise<FileView> {
     // A browser's File carries its name (`File` is global in browsers and Node 20+).
     const name =
       opts.name ??
       (typeof File !== 'undefined' && content instanceof File ? content.name : undefined);
-    return this.json(
-      'POST',
-      `/api/v1/files${name ? `?name=${encodeURIComponent(name)}` : ''}`,
-      undefined,
-      { 'content-type': 'application/octet-stream' },
+    return this.json('POST', `/api/v1/files${name ? `?name=${encodeURIComponent(name)}` : ''}`, {
+      headers: { 'content-type': 'application/octet-stream' },
       // fetch sends any Uint8Array (a Node Buffer too); the DOM's types ask for one over an ArrayBuffer.
-      content as RequestInit['body'],
-    );
+      raw: content as RequestInit['body'],
+      signal: opts.signal,
+    });
   }
 
   /** D19: a file of your account with a fresh signed link. */
-  getFile(fileId: string): Promise<FileView> {
-    return this.json('GET', `/api/v1/files/${encodeURIComponent(fileId)}`);
+  getFile(fileId: string, opts: RequestOptions = {}): Promise<FileView> {
+    return this.json('GET', `/api/v1/files/${encodeURIComponent(fileId)}`, opts);
   }
 
   /** D19: one page of your uploads, newest first. */
-  listFiles(query: { limit?: number; starting_after?: string } = {}): Promise<FileList> {
-    return this.json('GET', `/api/v1/files${queryString(query)}`);
+  listFiles(
+    query: { limit?: number; starting_after?: string } = {},
+    opts: RequestOptions = {},
+  ): Promise<FileList> {
+    return this.json('GET', `/api/v1/files${queryString(query)}`, opts);
   }
 
   /** D19: deletes an upload, freeing its room in the storage quota; a run's own file goes with its run. */
-  deleteFile(fileId: string): Promise<DeletedFile> {
-    return this.json('DELETE', `/api/v1/files/${encodeURIComponent(fileId)}`);
+  deleteFile(fileId: string, opts: RequestOptions = {}): Promise<DeletedFile> {
+    return this.json('DELETE', `/api/v1/files/${encodeURIComponent(fileId)}`, opts);
   }
 
   /** D41: your account: its credit (balance, held by runs in progress, available) and its storage quotas. */
-  account(): Promise<AccountView> {
-    return this.json('GET', '/api/v1/account');
+  account(opts: RequestOptions = {}): Promise<AccountView> {
+    return this.json('GET', '/api/v1/account', opts);
   }
 
   /** D31: one page of a run's output `key` (live or finished), in output order. */
@@ -243,10 +275,12 @@ export class WrsClient {
     runId: string,
     key: string,
     query: { limit?: number; starting_after?: string } = {},
+    opts: RequestOptions = {},
   ): Promise<OutputItemList> {
     return this.json(
       'GET',
       `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}${queryString(query)}`,
+      opts,
     );
   }
 
@@ -258,14 +292,16 @@ export class WrsClient {
   async *items(
     runId: string,
     key: string,
-    opts: { pageSize?: number } = {},
+    opts: { pageSize?: number } & RequestOptions = {},
   ): AsyncGenerator<OutputItem> {
     let after: string | undefined;
     for (;;) {
-      const page = await this.listItems(runId, key, {
-        limit: opts.pageSize ?? 1_000,
-        starting_after: after,
-      });
+      const page = await this.listItems(
+        runId,
+        key,
+        { limit: opts.pageSize ?? 1_000, starting_after: after },
+        { signal: opts.signal },
+      );
       yield* page.data;
       if (!page.has_more || !page.last_id) return;
       after = page.last_id;
@@ -280,7 +316,7 @@ export class WrsClient {
   async *exportItems(
     runId: string,
     key: string,
-    opts: { signal?: AbortSignal } = {},
+    opts: RequestOptions = {},
   ): AsyncGenerator<OutputItem> {
     const decoder = new TextDecoder();
     let carry = '';
@@ -302,7 +338,7 @@ export class WrsClient {
   async *exportCsv(
     runId: string,
     key: string,
-    opts: { signal?: AbortSignal } = {},
+    opts: RequestOptions = {},
   ): AsyncGenerator<Uint8Array> {
     yield* this.resultsFile(runId, key, 'text/csv', opts.signal);
   }
@@ -317,46 +353,43 @@ export class WrsClient {
     const res = await this.request(
       'GET',
       `/api/v1/runs/${encodeURIComponent(runId)}/outputs/${encodeURIComponent(key)}`,
-      undefined,
-      { accept },
-      signal,
+      { headers: { accept }, signal },
     );
     if (res.body) yield* res.body as unknown as AsyncIterable<Uint8Array>;
   }
 
   /** Requests cancellation (D8); the run turns `cancelled` once it has stopped. */
-  cancel(runId: string): Promise<RunView> {
-    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);
+  cancel(runId: string, opts: RequestOptions = {}): Promise<RunView> {
+    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`, opts);
   }
 
   /**
    * D34: a signed URL to the run's stream that works without the API key for at most an hour
    * (`ttlSeconds`, default 3600): mint it on a backend, hand it to a browser's `new EventSource(url)`.
    */
-  streamLink(runId: string, opts: { ttlSeconds?: number } = {}): Promise<StreamLink> {
-    return this.json(
-      'POST',
-      `/api/v1/runs/${encodeURIComponent(runId)}/stream-link`,
-      opts.ttlSeconds === undefined ? {} : { ttl_seconds: opts.ttlSeconds },
-    );
+  streamLink(
+    runId: string,
+    opts: { ttlSeconds?: number } & RequestOptions = {},
+  ): Promise<StreamLink> {
+    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/stream-link`, {
+      body: opts.ttlSeconds === undefined ? {} : { ttl_seconds: opts.ttlSeconds },
+      signal: opts.signal,
+    });
   }
 
   /**
    * Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). A 429 or
    * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says.
    */
-  async wait(
-    runId: string,
-    opts: { intervalMs?: number; signal?: AbortSignal } = {},
-  ): Promise<RunView> {
+  async wait(runId: string, opts: { intervalMs?: number } & RequestOptions = {}): Promise<RunView> {
     const interval = Math.min(3_000, Math.max(1_000, opts.intervalMs ?? 1_000));
     for (;;) {
       try {
-        const run = await this.get(runId);
+        const run = await this.get(runId, { signal: opts.signal });
         if (isTerminal(run.status)) return run;
         await sleep(interval, opts.signal);
       } catch (err) {
-        if (!(err instanceof WrsApiError && err.retryable)) throw err;
+        if (opts.signal?.aborted || !(err instanceof WrsApiError && err.retryable)) throw err;
         await sleep(retryDelayMs(err, interval), opts.signal);
       }
     }
@@ -369,7 +402,7 @@ export class WrsClient {
    */
   async *stream(
     start: StartOptions | { runId: string },
-    opts: { signal?: AbortSignal; maxReconnects?: number; reconnectDelayMs?: number } = {},
+    opts: { maxReconnects?: number; reconnectDelayMs?: number } & RequestOptions = {},
   ): AsyncGenerator<StreamEvent> {
     let runId = 'runId' in start ? start.runId : undefined;
     let lastId: number | undefined;
@@ -379,13 +412,11 @@ export class WrsClient {
       let refused: unknown;
       if (runId === undefined) {
         const { idempotencyKey, ...body } = start as StartOptions;
-        response = await this.request(
-          'POST',
-          '/api/v1/responses',
-          { ...body, stream: true },
-          idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
-          opts.signal,
-        );
+        response = await this.request('POST', '/api/v1/responses', {
+          body: { ...body, stream: true },
+          headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+          signal: opts.signal,
+        });
       } else {
         const headers: Record<string, string> =
           lastId === undefined ? {} : { 'Last-Event-ID': String(lastId) };
@@ -393,9 +424,7 @@ export class WrsClient {
           response = await this.request(
             'GET',
             `/api/v1/runs/${encodeURIComponent(runId)}/stream${lastId === undefined ? '?starting_after=0' : ''}`,
-            undefined,
-            headers,
-            opts.signal,
+            { headers, signal: opts.signal },
           );
         } catch (err) {
           // A reconnect may meet an API restarting (no answer) or an outage (503): both are waited out.
@@ -433,25 +462,29 @@ export class WrsClient {
     }
   }
 
-  private async json<T>(
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-    raw?: RequestInit['body'],
-  ): Promise<T> {
-    const res = await this.request(method, path, body, headers, undefined, raw);
-    return (await res.json()) as T;
+  private async json<T>(method: string, path: string, send: Send = {}): Promise<T> {
+    const { signal } = send;
+    if (!signal) return (await (await this.request(method, path, send)).json()) as T;
+    // fetch keeps its listener on the signal it is given until it is garbage collected, so a
+    // poll loop (wait) handing it the caller's own signal would pile up one per request: each
+    // call gets a signal of its own, tied to the caller's only while it lasts.
+    if (signal.aborted) throw signal.reason;
+    const own = new AbortController();
+    const onAbort = () => own.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const res = await this.request(method, path, { ...send, signal: own.signal });
+      return (await res.json()) as T;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
-  /** Sends `body` as JSON, or `raw` as it is (an upload). */
+  /** Sends `body` as JSON, or `raw` as it is (an upload); an error answer is thrown as a WrsApiError. */
   private async request(
     method: string,
     path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-    signal?: AbortSignal,
-    raw?: RequestInit['body'],
+    { body, raw, headers = {}, signal }: Send = {},
   ): Promise<Response> {
     const res = await this.fetchFn(this.base + path, {
       method,
@@ -476,6 +509,7 @@ export class WrsClient {
         e?.code,
         e?.param,
         Number.isFinite(retryAfter) ? retryAfter : undefined,
+        { requestId: res.headers.get('x-request-id') ?? undefined, body: envelope },
       );
     }
     return res;
