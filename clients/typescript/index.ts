@@ -30,8 +30,12 @@ export type {
   StreamLink,
 };
 export type StartOptions = Omit<StartRequest, 'stream'> & { stream?: never } & {
+  /** D18: a start's key; without one the client makes its own (see `newIdempotencyKey`). */
   idempotencyKey?: string;
 };
+
+/** The 202 answer of a start or re-run, with the Idempotency-Key it was sent with (retry with it). */
+export type Started = AsyncStartResponse & { idempotencyKey: string };
 
 /** The filters of `list` (D23, D37); times as Date or ISO 8601 text. */
 export interface ListRunsOptions {
@@ -78,18 +82,54 @@ export class WrsApiError extends Error {
     readonly param?: string,
     /** Seconds the server asked to wait (`Retry-After` of a 429 or 503). */
     readonly retryAfterSeconds?: number,
-    extra: { requestId?: string; body?: unknown } = {},
+    extra: { requestId?: string; body?: unknown; idempotencyKey?: string } = {},
   ) {
     super(message);
     this.name = 'WrsApiError';
     this.requestId = extra.requestId;
     this.body = extra.body;
+    this.idempotencyKey = extra.idempotencyKey;
   }
+
+  /** A start's or re-run's Idempotency-Key: a retry with it never starts a second run (D18). */
+  readonly idempotencyKey?: string;
 
   /** A 429 or 503: the same request may succeed later (a 503 means Temporal or MongoDB is briefly unreachable). */
   get retryable(): boolean {
     return this.status === 429 || this.status === 503;
   }
+}
+
+/**
+ * A start or re-run whose answer was lost (the connection failed after it was sent, or a stream
+ * ended before its run was created): the run may have started. Retry with `idempotencyKey`,
+ * which answers with that run if it did, and starts it if it did not (D18). `cause` is the
+ * network error.
+ */
+export class WrsConnectionError extends Error {
+  constructor(
+    message: string,
+    readonly idempotencyKey: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'WrsConnectionError';
+  }
+}
+
+/**
+ * A fresh Idempotency-Key (`wrs-client-<uuid>`), what the client sends with a start, stream or
+ * re-run given none, as the OpenAI and Stripe SDKs do: without one, retrying a start whose
+ * answer was lost starts (and bills) a second run.
+ */
+export function newIdempotencyKey(): string {
+  const uuid =
+    globalThis.crypto?.randomUUID?.() ??
+    // Node 18 has no global crypto; 122 random bits stay unique enough for keys that live 24 h.
+    'xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx'.replace(/[xy]/g, (c) =>
+      ((Math.random() * 16) | (c === 'y' ? 8 : 0)).toString(16).slice(-1),
+    );
+  return `wrs-client-${uuid}`;
 }
 
 /** How long to wait before retrying after `err`: the server's Retry-After when it gave one, else `fallbackMs`. */
@@ -128,6 +168,8 @@ interface Send extends RequestOptions {
   /** Sent as it is (an upload). */
   raw?: RequestInit['body'];
   headers?: Record<string, string>;
+  /** A start's key: sent as Idempotency-Key, and carried by the errors of the request. */
+  idempotencyKey?: string;
 }
 
 export class WrsClient {
@@ -139,31 +181,38 @@ export class WrsClient {
     this.fetchFn = opts.fetch ?? fetch.bind(globalThis);
   }
 
-  /** Starts a run in async mode. */
-  async start(request: StartOptions, opts: RequestOptions = {}): Promise<AsyncStartResponse> {
-    const { idempotencyKey, ...body } = request;
-    return this.json('POST', '/api/v1/responses', {
+  /**
+   * Starts a run in async mode. It is sent with `idempotencyKey`, or a key of the client's own;
+   * the answer and any error (`WrsApiError`, `WrsConnectionError`) carry it, so a retry with it
+   * never starts a second run.
+   */
+  async start(request: StartOptions, opts: RequestOptions = {}): Promise<Started> {
+    const { idempotencyKey = newIdempotencyKey(), ...body } = request;
+    const started = await this.json<AsyncStartResponse>('POST', '/api/v1/responses', {
       body,
-      headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+      idempotencyKey,
       signal: opts.signal,
     });
+    return { ...started, idempotencyKey };
   }
 
   /**
    * D38: re-runs a run: a new run of the same version, inputs, metadata and webhook, whose
    * `parent_run_id` names it. `items: 'failed'` (a finished run) runs only its failed items again
    * and carries the completed ones over, billing only what runs; `'all'` (the default) runs it whole.
+   * Its Idempotency-Key is handled as `start`'s.
    */
   async rerun(
     runId: string,
     opts: { items?: 'failed' | 'all'; idempotencyKey?: string } & RequestOptions = {},
-  ): Promise<AsyncStartResponse> {
-    const { idempotencyKey, items, signal } = opts;
-    return this.json('POST', `/api/v1/runs/${encodeURIComponent(runId)}/rerun`, {
-      body: { items: items ?? 'all' },
-      headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
-      signal,
-    });
+  ): Promise<Started> {
+    const { idempotencyKey = newIdempotencyKey(), items, signal } = opts;
+    const started = await this.json<AsyncStartResponse>(
+      'POST',
+      `/api/v1/runs/${encodeURIComponent(runId)}/rerun`,
+      { body: { items: items ?? 'all' }, idempotencyKey, signal },
+    );
+    return { ...started, idempotencyKey };
   }
 
   /**
@@ -398,7 +447,9 @@ export class WrsClient {
   /**
    * Starts a streaming run, or (with `runId`) follows an existing one, yielding its events until
    * the terminal one. A dropped connection is resumed with GET .../stream and Last-Event-ID,
-   * so every event is yielded exactly once; the start request is never repeated.
+   * so every event is yielded exactly once; the start request is never repeated. The start is
+   * sent with an Idempotency-Key (its own, or the client's), which an error before the run was
+   * created carries, as `start`'s do.
    */
   async *stream(
     start: StartOptions | { runId: string },
@@ -407,14 +458,16 @@ export class WrsClient {
     let runId = 'runId' in start ? start.runId : undefined;
     let lastId: number | undefined;
     let failures = 0;
+    const idempotencyKey =
+      'runId' in start ? undefined : (start.idempotencyKey ?? newIdempotencyKey());
     for (;;) {
       let response: Response | undefined;
       let refused: unknown;
       if (runId === undefined) {
-        const { idempotencyKey, ...body } = start as StartOptions;
+        const { idempotencyKey: _, ...body } = start as StartOptions;
         response = await this.request('POST', '/api/v1/responses', {
           body: { ...body, stream: true },
-          headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {},
+          idempotencyKey,
           signal: opts.signal,
         });
       } else {
@@ -434,6 +487,7 @@ export class WrsClient {
       }
       if (response?.status === 204) return; // D11: the cursor is the terminal event, nothing is left
       let sawEvent = false;
+      let dropped: unknown;
       try {
         for await (const event of response ? parseSse(response) : []) {
           if (event === 'DONE') return;
@@ -447,9 +501,14 @@ export class WrsClient {
         }
       } catch (err) {
         if (opts.signal?.aborted) throw err;
-        // a dropped connection: fall through and reconnect
+        dropped = err; // a dropped connection: fall through and reconnect
       }
-      if (runId === undefined) throw new Error('the stream ended before the run was created');
+      if (runId === undefined)
+        throw new WrsConnectionError(
+          'the stream ended before the run was created',
+          idempotencyKey!,
+          dropped === undefined ? {} : { cause: dropped },
+        );
       // A 429/503 is the service saying "later", waited out for as long as it lasts (abort with `signal`).
       if (sawEvent) failures = 0;
       else if (!(refused instanceof WrsApiError)) failures++;
@@ -464,7 +523,8 @@ export class WrsClient {
 
   private async json<T>(method: string, path: string, send: Send = {}): Promise<T> {
     const { signal } = send;
-    if (!signal) return (await (await this.request(method, path, send)).json()) as T;
+    if (!signal)
+      return (await lostAnswer((await this.request(method, path, send)).json(), send)) as T;
     // fetch keeps its listener on the signal it is given until it is garbage collected, so a
     // poll loop (wait) handing it the caller's own signal would pile up one per request: each
     // call gets a signal of its own, tied to the caller's only while it lasts.
@@ -474,28 +534,29 @@ export class WrsClient {
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       const res = await this.request(method, path, { ...send, signal: own.signal });
-      return (await res.json()) as T;
+      return (await lostAnswer(res.json(), send)) as T;
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
   }
 
   /** Sends `body` as JSON, or `raw` as it is (an upload); an error answer is thrown as a WrsApiError. */
-  private async request(
-    method: string,
-    path: string,
-    { body, raw, headers = {}, signal }: Send = {},
-  ): Promise<Response> {
-    const res = await this.fetchFn(this.base + path, {
-      method,
-      signal,
-      headers: {
-        authorization: `Bearer ${this.opts.apiKey}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...headers,
-      },
-      body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
-    });
+  private async request(method: string, path: string, send: Send = {}): Promise<Response> {
+    const { body, raw, headers = {}, signal, idempotencyKey } = send;
+    const res = await lostAnswer(
+      this.fetchFn(this.base + path, {
+        method,
+        signal,
+        headers: {
+          authorization: `Bearer ${this.opts.apiKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(idempotencyKey === undefined ? {} : { 'Idempotency-Key': idempotencyKey }),
+          ...headers,
+        },
+        body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+      }),
+      send,
+    );
     if (!res.ok) {
       const envelope = (await res.json().catch(() => null)) as {
         error?: { message?: string; type?: string; code?: string; param?: string };
@@ -509,10 +570,27 @@ export class WrsClient {
         e?.code,
         e?.param,
         Number.isFinite(retryAfter) ? retryAfter : undefined,
-        { requestId: res.headers.get('x-request-id') ?? undefined, body: envelope },
+        { requestId: res.headers.get('x-request-id') ?? undefined, body: envelope, idempotencyKey },
       );
     }
     return res;
+  }
+}
+
+/**
+ * `answer`, or for a keyed request (a start) whose connection failed, a WrsConnectionError
+ * carrying its key: the request may have been taken. An abort stays the caller's own reason.
+ */
+async function lostAnswer<T>(answer: Promise<T>, send: Send): Promise<T> {
+  try {
+    return await answer;
+  } catch (err) {
+    if (send.idempotencyKey === undefined || send.signal?.aborted) throw err;
+    throw new WrsConnectionError(
+      `the answer was lost (${err instanceof Error ? err.message : String(err)}); the run may have started: retry with its idempotencyKey`,
+      send.idempotencyKey,
+      { cause: err },
+    );
   }
 }
 

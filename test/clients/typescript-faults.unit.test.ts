@@ -2,11 +2,12 @@
 // what a proxy, a load balancer, an API restart or an unusual body does to it, and cancellation.
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { WrsApiError, WrsClient } from '../../clients/typescript';
+import { WrsApiError, WrsClient, WrsConnectionError } from '../../clients/typescript';
 import {
   errorAnswer,
   jsonAnswer,
   scriptedServer,
+  sseHead,
   type ScriptedHandler,
   type ScriptedServer,
 } from '../fakes/scripted-server';
@@ -54,11 +55,11 @@ describe('typed client against scripted servers', function () {
 
     it('wait(): leaves no abort listener on the caller’s signal, one poll or many', async () => {
       const client = await serve((req, res, n) =>
-        jsonAnswer(res, { id: 'run_1', status: n >= 3 ? 'completed' : 'running' }),
+        jsonAnswer(res, { id: 'run_1', status: n >= 1 ? 'completed' : 'running' }),
       );
       const controller = new AbortController();
       await client.wait('run_1', { signal: controller.signal });
-      assert.equal(server!.log.length, 4);
+      assert.equal(server!.log.length, 2);
       assert.equal(getEventListeners(controller.signal, 'abort').length, 0);
     });
 
@@ -99,6 +100,89 @@ describe('typed client against scripted servers', function () {
       assert.deepEqual(err.body, {
         error: { type: 'rate_limit_error', code: 'rate_limited', message: 'slow down' },
       });
+    });
+  });
+
+  describe('idempotency keys', () => {
+    const accepted = {
+      run_id: 'run_1',
+      status: 'pending',
+      published_workflow_id: 'wf_1',
+      published_workflow_version_id: 'wfv_1',
+      created_at: '2026-01-01T00:00:00.000Z',
+    };
+    const sentKey = (n: number) => server!.log[n].headers['idempotency-key'];
+
+    it('start() and rerun() send a key of their own when given none, and return it', async () => {
+      const client = await serve((req, res) => {
+        res.writeHead(202, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(accepted));
+      });
+      const first = await client.start({ workflowId: 'w' });
+      const second = await client.start({ workflowId: 'w' });
+      const rerun = await client.rerun('run_0');
+      const given = await client.start({ workflowId: 'w', idempotencyKey: 'mine-1' });
+      assert.match(String(sentKey(0)), /^wrs-client-[0-9a-f-]{36}$/);
+      assert.deepEqual(
+        [first.idempotencyKey, second.idempotencyKey, rerun.idempotencyKey, given.idempotencyKey],
+        [sentKey(0), sentKey(1), sentKey(2), 'mine-1'],
+      );
+      assert.equal(new Set([sentKey(0), sentKey(1), sentKey(2)]).size, 3);
+      assert.equal(sentKey(3), 'mine-1');
+      assert.equal(first.run_id, 'run_1');
+    });
+
+    it('a start whose answer is lost rejects with the key it sent, and a retry with it sends the same key', async () => {
+      const client = await serve((req, res, n) => {
+        if (n === 0) return req.socket.destroy(); // the request arrived; its answer never does
+        res.writeHead(202, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(accepted));
+      });
+      const lost = (await client
+        .start({ workflowId: 'w' })
+        .catch((e: unknown) => e)) as WrsConnectionError;
+      assert.ok(lost instanceof WrsConnectionError, String(lost));
+      assert.equal(lost.idempotencyKey, sentKey(0));
+      assert.ok(lost.cause instanceof Error);
+      const retried = await client.start({ workflowId: 'w', idempotencyKey: lost.idempotencyKey });
+      assert.equal(sentKey(1), sentKey(0));
+      assert.equal(retried.idempotencyKey, sentKey(0));
+    });
+
+    it('a start refused with 503 carries the key it sent', async () => {
+      const client = await serve((req, res) =>
+        errorAnswer(
+          res,
+          503,
+          {
+            type: 'server_error',
+            code: 'service_unavailable',
+            message: 'Run run_1 may have started.',
+          },
+          { 'retry-after': '2' },
+        ),
+      );
+      const err = (await client.start({ workflowId: 'w' }).catch((e: unknown) => e)) as WrsApiError;
+      assert.ok(err instanceof WrsApiError);
+      assert.equal(err.code, 'service_unavailable');
+      assert.equal(err.idempotencyKey, sentKey(0));
+      assert.match(String(err.idempotencyKey), /^wrs-client-/);
+    });
+
+    it('stream(): the start carries a key, and a stream that ends before the run was created rejects with it', async () => {
+      const client = await serve((req, res) => {
+        sseHead(res);
+        res.end(': keepalive\n\n');
+      });
+      const events: unknown[] = [];
+      const err = await (async () => {
+        for await (const event of client.stream({ workflowId: 'w' })) events.push(event);
+      })().catch((e: unknown) => e);
+      assert.ok(err instanceof WrsConnectionError, String(err));
+      assert.match(String(sentKey(0)), /^wrs-client-/);
+      assert.equal(err.idempotencyKey, sentKey(0));
+      assert.deepEqual(events, []);
+      assert.equal(server!.log.length, 1); // the start is never repeated by the client
     });
   });
 });

@@ -11,7 +11,7 @@ export type ScriptedHandler = (
   req: http.IncomingMessage,
   res: http.ServerResponse,
   n: number,
-) => void | Promise<void>;
+) => unknown;
 
 export interface LoggedRequest {
   method: string;

@@ -13,9 +13,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
+import httpx
 import pytest
 
-from wrs_client import AsyncWrsClient, WrsClient
+from wrs_client import APIConnectionError, AsyncWrsClient, ServiceUnavailableError, StreamError, WrsClient
 
 CREATED = {"type": "response.created", "sequence_number": 0, "response": {"run_id": "run_1", "id": "run_1", "status": "pending"}}
 
@@ -132,3 +133,73 @@ def test_export_items_splits_lines_on_newline_only(fake) -> None:  # type: ignor
             return [i async for i in aclient.export_items("run_1", "k")]
 
     assert asyncio.run(exported()) == [item, other]
+
+
+ACCEPTED = {"run_id": "run_1", "status": "pending", "published_workflow_id": "wf_1", "published_workflow_version_id": "wfv_1", "created_at": "2026-01-01T00:00:00.000Z"}
+DOWN = {"type": "server_error", "code": "service_unavailable", "message": "Run run_1 may have started."}
+
+
+def test_starts_send_a_key_of_their_own_and_return_it(fake) -> None:  # type: ignore[no-untyped-def]
+    f = fake(lambda h, n: h.json(202, ACCEPTED))
+    sent = lambda n: f.log[n]["headers"].get("idempotency-key")  # noqa: E731
+    with WrsClient(f.url, "k") as client:
+        first = client.start("w", {})
+        rerun = client.rerun("run_0")
+        given = client.start("w", {}, idempotency_key="mine-1")
+
+    async def started() -> Any:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            return await aclient.start("w", {}), await aclient.rerun("run_0")
+
+    afirst, arerun = asyncio.run(started())
+    assert sent(0).startswith("wrs-client-") and len(sent(0)) == len("wrs-client-") + 36
+    assert [first["idempotency_key"], rerun["idempotency_key"], given["idempotency_key"], afirst["idempotency_key"], arerun["idempotency_key"]] == [sent(0), sent(1), "mine-1", sent(3), sent(4)]
+    assert len({sent(0), sent(1), sent(3), sent(4)}) == 4
+    assert first["run_id"] == "run_1"
+
+
+def test_a_start_whose_answer_is_lost_raises_with_the_key_it_sent(fake) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        if n in (0, 2):
+            h.cut()  # the request arrived; its answer never does
+        else:
+            h.json(202, ACCEPTED)
+
+    f = fake(handler)
+    sent = lambda n: f.log[n]["headers"].get("idempotency-key")  # noqa: E731
+    with WrsClient(f.url, "k") as client:
+        with pytest.raises(APIConnectionError) as lost:
+            client.start("w", {})
+        assert isinstance(lost.value, httpx.TransportError)  # what callers catching httpx's errors still see
+        assert lost.value.idempotency_key == sent(0) and sent(0).startswith("wrs-client-")
+        assert client.start("w", {}, idempotency_key=lost.value.idempotency_key)["idempotency_key"] == sent(0)
+        assert sent(1) == sent(0)
+
+    async def lost_async() -> Any:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            with pytest.raises(APIConnectionError) as alost:
+                await aclient.rerun("run_0")
+            return alost.value
+
+    assert asyncio.run(lost_async()).idempotency_key == sent(2)
+
+
+def test_a_refused_start_and_a_stream_ended_before_its_run_carry_the_key(fake) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        if n == 0:
+            h.json(503, {"error": DOWN}, {"retry-after": "2"})
+        else:
+            h.sse()
+            h.chunk(": keepalive\n\n")  # then the stream ends: no response.created
+            h.end()
+
+    f = fake(handler)
+    sent = lambda n: f.log[n]["headers"].get("idempotency-key")  # noqa: E731
+    with WrsClient(f.url, "k") as client:
+        with pytest.raises(ServiceUnavailableError) as refused:
+            client.start("w", {})
+        assert refused.value.code == "service_unavailable" and refused.value.idempotency_key == sent(0)
+        with pytest.raises(StreamError) as ended:
+            list(client.stream("w", {}))
+    assert ended.value.idempotency_key == sent(1) and sent(1).startswith("wrs-client-")
+    assert len(f.log) == 2  # the stream's start is never repeated

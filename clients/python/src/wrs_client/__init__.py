@@ -1,6 +1,7 @@
 """Python client of the Workflow Run Service (sync and asyncio, on httpx)."""
 from ._client import AsyncWrsClient, WrsClient
 from ._errors import (
+    APIConnectionError,
     APIError,
     AuthenticationError,
     InvalidRequestError,
@@ -20,6 +21,7 @@ __all__ = [
     "verify_webhook",
     "WrsError",
     "APIError",
+    "APIConnectionError",
     "AuthenticationError",
     "InvalidRequestError",
     "NotFoundError",

@@ -9,9 +9,11 @@ terminal event is answered 204 and ends the stream; 429 and 503 answers are wait
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
+import uuid
 from datetime import datetime
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple, Union, cast
 from urllib.parse import quote
@@ -19,7 +21,7 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from ._errors import APIError, StreamError, error_from_response
+from ._errors import APIConnectionError, APIError, StreamError, error_from_response
 from ._types import (
     Account,
     DeletedFile,
@@ -84,6 +86,39 @@ def _start_body(workflow_id: str, inputs: Optional[Mapping[str, Any]], version: 
     return body
 
 
+def _idempotency_key(given: Optional[str]) -> str:
+    """
+    The key a start, stream or re-run is sent with: the caller's, else a fresh `wrs-client-<uuid>`
+    (as the OpenAI and Stripe SDKs do): without one, retrying a start whose answer was lost
+    starts, and bills, a second run.
+    """
+    return given or f"wrs-client-{uuid.uuid4()}"
+
+
+@contextlib.contextmanager
+def _keyed(key: str) -> Iterator[None]:
+    """Gives the errors of a start sent with `key` that key: an APIError carries it, a lost answer becomes an APIConnectionError."""
+    try:
+        yield
+    except APIError as err:
+        err.idempotency_key = key
+        raise
+    except _DROPPED as err:
+        raise APIConnectionError(f"the answer was lost ({err!r}); the run may have started: retry with its idempotency_key", key, _request_of(err)) from err
+
+
+def _request_of(err: BaseException) -> Optional[httpx.Request]:
+    try:
+        return err.request if isinstance(err, httpx.RequestError) else None
+    except RuntimeError:  # httpx raises when the error has no request
+        return None
+
+
+def _started(answer: Any, key: str) -> AsyncStart:
+    """The 202 answer, with the key it was sent with (`idempotency_key`, the client's addition)."""
+    return cast(AsyncStart, {**answer, "idempotency_key": key})
+
+
 def _time(value: Union[datetime, str, None]) -> Optional[str]:
     if isinstance(value, datetime):
         if value.tzinfo is None:
@@ -133,10 +168,11 @@ class _JsonLines:
 class _Resume:
     """Where a stream is: the run it belongs to and the last sequence number delivered."""
 
-    def __init__(self, run_id: Optional[str], after: Optional[int]) -> None:
+    def __init__(self, run_id: Optional[str], after: Optional[int], idempotency_key: Optional[str] = None) -> None:
         self.run_id = run_id
         self.last = after
         self.failures = 0
+        self.idempotency_key = idempotency_key  # the start's, for its errors until the run is created
 
     def headers(self) -> Dict[str, str]:
         return {} if self.last is None else {"last-event-id": str(self.last)}
@@ -164,9 +200,13 @@ class _Resume:
     def next_delay(self, cause: BaseException, reconnect_delay: float, max_reconnects: int) -> float:
         """After a connection failed or ended early: seconds before the next, or raises when there is none."""
         if isinstance(cause, APIError) and (not cause.retryable or self.run_id is None):
+            if self.run_id is None:
+                cause.idempotency_key = self.idempotency_key
             raise cause  # refused for good (or the start itself was refused): nothing to resume
         if self.run_id is None:
-            raise StreamError("the stream ended before the run was created; nothing to resume") from cause
+            lost = StreamError("the stream ended before the run was created (it may have started: retry with its idempotency_key)")
+            lost.idempotency_key = self.idempotency_key
+            raise lost from cause
         self.failures += 1
         if self.failures > max_reconnects:
             raise StreamError(f"gave up reconnecting to run {self.run_id} after {max_reconnects} attempts") from cause
@@ -219,16 +259,23 @@ class WrsClient(_Base):
 
     # -- runs -----------------------------------------------------------------------------------
     def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None) -> AsyncStart:
-        """Starts a run (async mode): the 202 answer with its `run_id`."""
-        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds, priority), headers=headers))
+        """Starts a run (async mode): the 202 answer with its `run_id`, and the `idempotency_key` it
+        was sent with (the caller's, or the client's own), which its errors carry too: a retry with it
+        never starts a second run."""
+        key = _idempotency_key(idempotency_key)
+        with _keyed(key):
+            answer = self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds, priority), headers={"idempotency-key": key})
+        return _started(answer, key)
 
     def rerun(self, run_id: str, *, items: str = "all", idempotency_key: Optional[str] = None) -> AsyncStart:
         """D38: a new run of the same version, inputs, metadata and webhook, naming `run_id` as its
         `parent_run_id`. `items="failed"` (a finished run) runs only the failed items again and
-        carries the completed ones over, billing only what runs; `"all"` runs it whole."""
-        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers=headers))
+        carries the completed ones over, billing only what runs; `"all"` runs it whole. Its
+        idempotency key is handled as `start`'s."""
+        key = _idempotency_key(idempotency_key)
+        with _keyed(key):
+            answer = self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers={"idempotency-key": key})
+        return _started(answer, key)
 
     def get(self, run_id: str, *, include_output: bool = True) -> Run:
         """Reads a run: its status, and its output once completed. `include_output=False` reads it
@@ -322,11 +369,12 @@ class WrsClient(_Base):
         """
         Starts a run in stream mode and yields its events, `response.created` first and the terminal
         event last. A dropped connection is resumed with Last-Event-ID: every event comes once, and
-        the start is never sent twice.
+        the start is never sent twice. The start carries an idempotency key (the caller's or the
+        client's own), which an error before the run was created carries too, as `start`'s.
         """
-        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        key = _idempotency_key(idempotency_key)
         body = _start_body(workflow_id, inputs, version, webhook, True, metadata, max_cost, timeout_seconds, priority)
-        yield from self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay)
+        yield from self._follow(_Resume(None, None, key), ("POST", _path("responses"), body, {"idempotency-key": key}), max_reconnects, reconnect_delay)
 
     def follow(self, run_id: str, *, after: Optional[int] = 0, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> Iterator[StreamEvent]:
         """Yields a run's events after sequence number `after` (0: all but `response.created`; None: from now on)."""
@@ -424,12 +472,16 @@ class AsyncWrsClient(_Base):
         return (await self._send(method, path, **kwargs)).json()
 
     async def start(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None) -> AsyncStart:
-        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds, priority), headers=headers))
+        key = _idempotency_key(idempotency_key)
+        with _keyed(key):
+            answer = await self._json("POST", _path("responses"), json_body=_start_body(workflow_id, inputs, version, webhook, False, metadata, max_cost, timeout_seconds, priority), headers={"idempotency-key": key})
+        return _started(answer, key)
 
     async def rerun(self, run_id: str, *, items: str = "all", idempotency_key: Optional[str] = None) -> AsyncStart:
-        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
-        return cast(AsyncStart, await self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers=headers))
+        key = _idempotency_key(idempotency_key)
+        with _keyed(key):
+            answer = await self._json("POST", _path("runs", run_id, "rerun"), json_body={"items": items}, headers={"idempotency-key": key})
+        return _started(answer, key)
 
     async def get(self, run_id: str, *, include_output: bool = True) -> Run:
         return cast(Run, await self._json("GET", _path("runs", run_id), params=_include_output(include_output)))
@@ -510,9 +562,9 @@ class AsyncWrsClient(_Base):
             await response.aclose()
 
     async def stream(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, *, version: Union[int, str, None] = None, webhook: Optional[str] = None, idempotency_key: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, max_cost: Optional[float] = None, timeout_seconds: Optional[int] = None, priority: Optional[str] = None, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:
-        headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
+        key = _idempotency_key(idempotency_key)
         body = _start_body(workflow_id, inputs, version, webhook, True, metadata, max_cost, timeout_seconds, priority)
-        async for event in self._follow(_Resume(None, None), ("POST", _path("responses"), body, headers), max_reconnects, reconnect_delay):
+        async for event in self._follow(_Resume(None, None, key), ("POST", _path("responses"), body, {"idempotency-key": key}), max_reconnects, reconnect_delay):
             yield event
 
     async def follow(self, run_id: str, *, after: Optional[int] = 0, max_reconnects: int = 10, reconnect_delay: float = 0.5) -> AsyncIterator[StreamEvent]:

@@ -9,6 +9,9 @@ import httpx
 class WrsError(Exception):
     """Base of every exception this package raises."""
 
+    idempotency_key: Optional[str] = None
+    """A start's, stream's or re-run's Idempotency-Key (D18), on its errors: a retry with it never starts a second run."""
+
 
 class APIError(WrsError):
     """An error answer: `status`, and the envelope's `type`, `code`, `param` and `message`."""
@@ -66,6 +69,18 @@ class WebhookVerificationError(WrsError):
 
 class StreamError(WrsError):
     """A stream could not be resumed (no run id yet, or too many failed reconnects)."""
+
+
+class APIConnectionError(WrsError, httpx.TransportError):
+    """
+    A start or re-run whose answer was lost (the connection failed after it was sent): the run
+    may have started. Retry with `idempotency_key`, which answers with that run if it did and
+    starts it if it did not (D18). Also an `httpx.TransportError`; the network error is its `__cause__`.
+    """
+
+    def __init__(self, message: str, idempotency_key: str, request: Optional[httpx.Request] = None) -> None:
+        super().__init__(message, request=request)
+        self.idempotency_key = idempotency_key
 
 
 def error_from_response(response: httpx.Response) -> APIError:

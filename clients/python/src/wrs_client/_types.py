@@ -103,13 +103,14 @@ class DeletedWorkflow(TypedDict):
 
 
 class AsyncStart(TypedDict):
-    """The 202 answer of a start."""
+    """The 202 answer of a start, with the Idempotency-Key it was sent with (the client's addition)."""
 
     run_id: str
     status: Literal["pending"]
     published_workflow_id: str
     published_workflow_version_id: str
     created_at: str
+    idempotency_key: str
 
 
 class Page(TypedDict, Generic[T]):
