@@ -132,10 +132,26 @@ export function newIdempotencyKey(): string {
   return `wrs-client-${uuid}`;
 }
 
-/** How long to wait before retrying after `err`: the server's Retry-After when it gave one, else `fallbackMs`. */
+/**
+ * How long to wait before retrying after `err`: the server's Retry-After when it gave one, else
+ * `fallbackMs`. The service always asks for 1 s or more; a 0 from a proxy or load balancer in
+ * front of it would make a hot loop, so it is kept within 1–60 s.
+ */
 function retryDelayMs(err: unknown, fallbackMs: number): number {
   const seconds = err instanceof WrsApiError ? err.retryAfterSeconds : undefined;
-  return seconds !== undefined ? Math.min(60_000, seconds * 1000) : fallbackMs;
+  return seconds !== undefined ? Math.min(60_000, Math.max(1_000, seconds * 1000)) : fallbackMs;
+}
+
+/**
+ * The seconds a Retry-After header asks for: a non-negative integer, or an HTTP-date (seconds
+ * until then, 0 once past). Anything else (negative, empty, fractional, text) counts as none.
+ */
+function parseRetryAfter(header: string | null): number | undefined {
+  const value = header?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value);
+  const at = /GMT$/.test(value) ? Date.parse(value) : NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 export interface ClientOptions {
@@ -562,14 +578,13 @@ export class WrsClient {
         error?: { message?: string; type?: string; code?: string; param?: string };
       } | null;
       const e = envelope?.error;
-      const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
       throw new WrsApiError(
         res.status,
         e?.type ?? 'server_error',
         e?.message ?? `HTTP ${res.status}`,
         e?.code,
         e?.param,
-        Number.isFinite(retryAfter) ? retryAfter : undefined,
+        parseRetryAfter(res.headers.get('retry-after')),
         { requestId: res.headers.get('x-request-id') ?? undefined, body: envelope, idempotencyKey },
       );
     }

@@ -7,6 +7,7 @@ import {
   errorAnswer,
   jsonAnswer,
   scriptedServer,
+  sseFrame,
   sseHead,
   type ScriptedHandler,
   type ScriptedServer,
@@ -183,6 +184,66 @@ describe('typed client against scripted servers', function () {
       assert.equal(err.idempotencyKey, sentKey(0));
       assert.deepEqual(events, []);
       assert.equal(server!.log.length, 1); // the start is never repeated by the client
+    });
+  });
+
+  describe('Retry-After', () => {
+    const down = { type: 'server_error', code: 'service_unavailable', message: 'down' };
+    const created = {
+      type: 'response.created',
+      sequence_number: 0,
+      response: { id: 'run_1', run_id: 'run_1', status: 'pending' },
+    };
+
+    it('is read as a non-negative integer or an HTTP-date; anything else is no Retry-After', async () => {
+      const values = ['7', '0', '-5', '', 'garbage', '1.5', 'in a bit GMT'];
+      const inAMinute = new Date(Date.now() + 60_000).toUTCString();
+      const past = new Date(Date.now() - 60_000).toUTCString();
+      const all = [...values, inAMinute, past];
+      const client = await serve((req, res, n) =>
+        errorAnswer(res, 429, { ...down, type: 'rate_limit_error' }, { 'retry-after': all[n] }),
+      );
+      const read = [];
+      for (const _ of all)
+        read.push(
+          ((await client.get('run_1').catch((e: unknown) => e)) as WrsApiError).retryAfterSeconds,
+        );
+      const [date, gone] = read.splice(values.length);
+      assert.deepEqual(read, [7, 0, undefined, undefined, undefined, undefined, undefined]);
+      assert.ok(date! >= 58 && date! <= 60, String(date));
+      assert.equal(gone, 0);
+    });
+
+    for (const value of ['0', '-5']) {
+      it(`wait(): a 503 with Retry-After: ${value} waits at least a second, not a hot loop`, async () => {
+        const client = await serve((req, res, n) =>
+          n < 2
+            ? errorAnswer(res, 503, down, { 'retry-after': value })
+            : jsonAnswer(res, { id: 'run_1', status: 'completed' }),
+        );
+        const t = Date.now();
+        assert.equal((await client.wait('run_1')).status, 'completed');
+        assert.ok(Date.now() - t >= 1_900, `3 polls in ${Date.now() - t} ms`);
+      });
+    }
+
+    it('stream(): a reconnect refused with 503 Retry-After: 0 waits at least a second', async () => {
+      const at: number[] = [];
+      const client = await serve((req, res, n) => {
+        at.push(Date.now());
+        if (n === 0) {
+          sseHead(res);
+          return res.end(sseFrame(created));
+        }
+        if (n < 3) return errorAnswer(res, 503, down, { 'retry-after': '0' });
+        errorAnswer(res, 404, { type: 'not_found_error', code: 'not_found', message: 'gone' });
+      });
+      const err = await (async () => {
+        for await (const _ of client.stream({ workflowId: 'w' }, { reconnectDelayMs: 10 })) void _;
+      })().catch((e: unknown) => e);
+      assert.ok(err instanceof WrsApiError && err.code === 'not_found', String(err));
+      const gaps = at.slice(2).map((t, i) => t - at[i + 1]);
+      assert.ok(gaps.length === 2 && gaps.every((g) => g >= 950), `gaps ${gaps.join(', ')} ms`);
     });
   });
 });

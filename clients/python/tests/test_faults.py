@@ -10,13 +10,14 @@ import json
 import socket
 import threading
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import httpx
 import pytest
 
-from wrs_client import APIConnectionError, AsyncWrsClient, ServiceUnavailableError, StreamError, WrsClient
+from wrs_client import APIConnectionError, AsyncWrsClient, NotFoundError, RateLimitError, ServiceUnavailableError, StreamError, WrsClient
 
 CREATED = {"type": "response.created", "sequence_number": 0, "response": {"run_id": "run_1", "id": "run_1", "status": "pending"}}
 
@@ -92,7 +93,7 @@ class Fake:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
@@ -203,3 +204,62 @@ def test_a_refused_start_and_a_stream_ended_before_its_run_carry_the_key(fake) -
             list(client.stream("w", {}))
     assert ended.value.idempotency_key == sent(1) and sent(1).startswith("wrs-client-")
     assert len(f.log) == 2  # the stream's start is never repeated
+
+
+def test_retry_after_is_a_non_negative_integer_or_an_http_date(fake) -> None:  # type: ignore[no-untyped-def]
+    in_a_minute = formatdate(time.time() + 60, usegmt=True)
+    values = ["7", "0", "-5", "", "garbage", "1.5", "in a bit GMT", in_a_minute, formatdate(time.time() - 60, usegmt=True)]
+    f = fake(lambda h, n: h.json(429, {"error": {"type": "rate_limit_error", "code": "rate_limited", "message": "slow"}}, {"retry-after": values[n]}))
+    read: List[Optional[float]] = []
+    with WrsClient(f.url, "k") as client:
+        for _ in values:
+            with pytest.raises(RateLimitError) as limited:
+                client.get("run_1")
+            read.append(limited.value.retry_after)
+    date, past = read[-2:]
+    assert read[:-2] == [7.0, 0.0, None, None, None, None, None]
+    assert date is not None and 58 <= date <= 60 and past == 0.0
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_wait_after_a_503_retry_after_below_one_waits_a_second(fake, value: str) -> None:  # type: ignore[no-untyped-def]
+    """A proxy's Retry-After of 0 made a hot loop; a negative one crashed time.sleep (sync)."""
+    def handler(h: Any, n: int) -> None:
+        if n in (0, 2):
+            h.json(503, {"error": DOWN}, {"retry-after": value})
+        else:
+            h.json(200, {"id": "run_1", "status": "completed"})
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        t = time.monotonic()
+        assert client.wait("run_1", timeout=30)["status"] == "completed"
+        assert time.monotonic() - t >= 0.95
+
+    async def waited() -> float:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            t = time.monotonic()
+            assert (await aclient.wait("run_1"))["status"] == "completed"
+            return time.monotonic() - t
+
+    assert asyncio.run(waited()) >= 0.95
+
+
+def test_stream_reconnect_refused_with_a_retry_after_below_one(fake) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        if n == 0:
+            h.sse()
+            h.chunk(frame(CREATED))
+            h.end()
+        elif n < 3:
+            h.json(503, {"error": DOWN}, {"retry-after": "-5" if n == 1 else "0"})
+        else:
+            h.json(404, {"error": {"type": "not_found_error", "code": "not_found", "message": "gone"}})
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        with pytest.raises(NotFoundError) as gone:
+            list(client.stream("w", {}, reconnect_delay=0.01))
+    assert gone.value.code == "not_found"
+    gaps = [b["at"] - a["at"] for a, b in zip(f.log[1:], f.log[2:])]
+    assert len(gaps) == 2 and gaps[1] >= 0.95, gaps  # -5 is no Retry-After (the reconnect delay); 0 is a second

@@ -214,8 +214,13 @@ class _Resume:
 
 
 def _retry_delay(err: BaseException, fallback: float) -> float:
+    """
+    Seconds before retrying after `err`: its Retry-After when it gave one, else `fallback`. The
+    service always asks for 1 s or more; a 0 from a proxy or load balancer in front of it would
+    make a hot loop, so it is kept within 1-60 s.
+    """
     if isinstance(err, APIError) and err.retry_after is not None:
-        return min(60.0, err.retry_after)
+        return min(60.0, max(1.0, err.retry_after))
     return fallback
 
 

@@ -1,6 +1,9 @@
 """Errors: every error answer of the API is raised as an APIError carrying the envelope's type, code and param."""
 from __future__ import annotations
 
+import re
+import time
+from email.utils import parsedate_to_datetime
 from typing import Any, Dict, Optional
 
 import httpx
@@ -83,6 +86,22 @@ class APIConnectionError(WrsError, httpx.TransportError):
         self.idempotency_key = idempotency_key
 
 
+def parse_retry_after(header: Optional[str]) -> Optional[float]:
+    """
+    The seconds a Retry-After header asks for: a non-negative integer, or an HTTP-date (seconds
+    until then, 0 once past). Anything else (negative, empty, fractional, text) counts as none.
+    """
+    value = (header or "").strip()
+    if re.fullmatch(r"[0-9]+", value):
+        return float(value)
+    if not value.endswith("GMT"):
+        return None
+    try:
+        return float(max(0, round(parsedate_to_datetime(value).timestamp() - time.time())))
+    except (TypeError, ValueError):
+        return None
+
+
 def error_from_response(response: httpx.Response) -> APIError:
     """Builds the exception for an error answer (its body must have been read)."""
     try:
@@ -90,13 +109,7 @@ def error_from_response(response: httpx.Response) -> APIError:
         envelope = body.get("error", {}) if isinstance(body, dict) else {}
     except ValueError:
         body, envelope = None, {}
-    retry_after: Optional[float] = None
-    header = response.headers.get("retry-after")
-    if header is not None:
-        try:
-            retry_after = float(header)
-        except ValueError:
-            retry_after = None
+    retry_after = parse_retry_after(response.headers.get("retry-after"))
     status = response.status_code
     cls = (
         AuthenticationError
