@@ -444,19 +444,31 @@ export class WrsClient {
 
   /**
    * Polls until the run is terminal (every `intervalMs`, kept within the spec's 1–3 s). A 429 or
-   * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says.
+   * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says. A
+   * poll that gets no answer (an API process restarting, a rolling deploy) or a proxy's 502 or
+   * 504 is tried again after a growing delay, up to `maxRetries` (10) times in a row; then its
+   * error is thrown. A poll is a GET, so trying it again is always safe.
    */
-  async wait(runId: string, opts: { intervalMs?: number } & RequestOptions = {}): Promise<RunView> {
+  async wait(
+    runId: string,
+    opts: { intervalMs?: number; maxRetries?: number } & RequestOptions = {},
+  ): Promise<RunView> {
     const interval = Math.min(3_000, Math.max(1_000, opts.intervalMs ?? 1_000));
+    let failures = 0;
     for (;;) {
+      let delay = interval;
       try {
         const run = await this.get(runId, { signal: opts.signal });
         if (isTerminal(run.status)) return run;
-        await sleep(interval, opts.signal);
+        failures = 0;
       } catch (err) {
-        if (opts.signal?.aborted || !(err instanceof WrsApiError && err.retryable)) throw err;
-        await sleep(retryDelayMs(err, interval), opts.signal);
+        if (opts.signal?.aborted) throw err;
+        if (err instanceof WrsApiError && err.retryable) delay = retryDelayMs(err, interval);
+        else if (lostPoll(err) && ++failures <= (opts.maxRetries ?? 10))
+          delay = interval * failures;
+        else throw err;
       }
+      await sleep(delay, opts.signal);
     }
   }
 
@@ -590,6 +602,12 @@ export class WrsClient {
     }
     return res;
   }
+}
+
+/** A poll that may well succeed if sent again: no answer (fetch's TypeError), or a gateway's 502 or 504. */
+function lostPoll(err: unknown): boolean {
+  if (err instanceof WrsApiError) return err.status === 502 || err.status === 504;
+  return err instanceof TypeError;
 }
 
 /**

@@ -246,4 +246,39 @@ describe('typed client against scripted servers', function () {
       assert.ok(gaps.length === 2 && gaps.every((g) => g >= 950), `gaps ${gaps.join(', ')} ms`);
     });
   });
+
+  describe('wait() across an API restart', () => {
+    const completed = { id: 'run_1', status: 'completed' };
+
+    it('a dropped connection and a 504 are retried: wait() returns the ended run', async () => {
+      const client = await serve((req, res, n) => {
+        if (n === 0) return req.socket.destroy(); // an API process restarting
+        if (n === 1) return errorAnswer(res, 504, { type: 'server_error', message: 'timeout' });
+        jsonAnswer(res, completed);
+      });
+      assert.equal((await client.wait('run_1')).status, 'completed');
+      assert.equal(server!.log.length, 3);
+    });
+
+    it('gives up after maxRetries failures in a row, with the last error', async () => {
+      const client = await serve((req, res, n) => {
+        if (n === 0) return req.socket.destroy();
+        errorAnswer(res, 502, { type: 'server_error', message: 'bad gateway' });
+      });
+      const err = await client.wait('run_1', { maxRetries: 1 }).catch((e: unknown) => e);
+      assert.ok(err instanceof WrsApiError && err.status === 502, String(err));
+      assert.equal(server!.log.length, 2);
+    });
+
+    it('a 500 is not retried', async () => {
+      const client = await serve((req, res) =>
+        errorAnswer(res, 500, { type: 'server_error', code: 'internal', message: 'bug' }),
+      );
+      await assert.rejects(
+        client.wait('run_1'),
+        (err: WrsApiError) => err.status === 500 && err.code === 'internal',
+      );
+      assert.equal(server!.log.length, 1);
+    });
+  });
 });

@@ -263,3 +263,53 @@ def test_stream_reconnect_refused_with_a_retry_after_below_one(fake) -> None:  #
     assert gone.value.code == "not_found"
     gaps = [b["at"] - a["at"] for a, b in zip(f.log[1:], f.log[2:])]
     assert len(gaps) == 2 and gaps[1] >= 0.95, gaps  # -5 is no Retry-After (the reconnect delay); 0 is a second
+
+
+def test_wait_retries_a_dropped_connection_and_a_gateway_error(fake) -> None:  # type: ignore[no-untyped-def]
+    """An API restart drops a poll, a proxy answers 504: wait() goes on, as a stream's reconnect does."""
+    def handler(h: Any, n: int) -> None:
+        if n % 3 == 0:
+            h.cut()
+        elif n % 3 == 1:
+            h.json(504, {"error": {"type": "server_error", "message": "gateway timeout"}})
+        else:
+            h.json(200, {"id": "run_1", "status": "completed"})
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        assert client.wait("run_1")["status"] == "completed"
+
+    async def waited() -> Any:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            return await aclient.wait("run_1")
+
+    assert asyncio.run(waited())["status"] == "completed"
+    assert len(f.log) == 6
+
+
+def test_wait_gives_up_after_max_retries_and_never_retries_a_500(fake) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        if n == 0:
+            h.cut()
+        elif n == 1:
+            h.json(502, {"error": {"type": "server_error", "message": "bad gateway"}})
+        else:
+            h.json(500, {"error": {"type": "server_error", "code": "internal", "message": "bug"}})
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        with pytest.raises(ServiceUnavailableError) as gave_up:
+            client.wait("run_1", max_retries=1)
+        assert gave_up.value.status == 502 and len(f.log) == 2
+        with pytest.raises(ServiceUnavailableError) as bug:
+            client.wait("run_1")
+        assert (bug.value.status, bug.value.code) == (500, "internal") and len(f.log) == 3
+
+
+def test_wait_timeout_shorter_than_a_retry_after_polls_once_more_then_raises(fake) -> None:  # type: ignore[no-untyped-def]
+    f = fake(lambda h, n: h.json(503, {"error": DOWN}, {"retry-after": "60"}))
+    with WrsClient(f.url, "k") as client:
+        t = time.monotonic()
+        with pytest.raises(TimeoutError):
+            client.wait("run_1", timeout=1.0)
+    assert 0.95 <= time.monotonic() - t < 5 and len(f.log) == 2

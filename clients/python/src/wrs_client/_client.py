@@ -224,6 +224,48 @@ def _retry_delay(err: BaseException, fallback: float) -> float:
     return fallback
 
 
+class _Waiting:
+    """
+    A wait()'s pace: every `interval` s while the run works; a 429 or 503 as its Retry-After says
+    (as long as it lasts); a poll that got no answer (an API process restarting, a rolling deploy)
+    or a proxy's 502 or 504 after a growing delay, at most `max_retries` times in a row, since a
+    poll is a GET and safe to send again. With a `timeout`, the last sleep is cut to the time left
+    and the run is polled once more before TimeoutError.
+    """
+
+    def __init__(self, run_id: str, interval: float, timeout: Optional[float], max_retries: int) -> None:
+        self.run_id = run_id
+        self.every = _clamp_interval(interval)
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.max_retries = max_retries
+        self.failures = 0
+
+    def polled(self) -> float:
+        """After a poll that found the run working: seconds to the next."""
+        self.failures = 0
+        return self.sleep_for(self.every)
+
+    def failed(self, err: BaseException) -> float:
+        """After a poll that failed: seconds to the next, or raises `err` when it is not worth another."""
+        if isinstance(err, APIError) and err.retryable:
+            return self.sleep_for(_retry_delay(err, self.every))
+        if isinstance(err, APIError) and err.status not in (502, 504):
+            raise err
+        self.failures += 1
+        if self.failures > self.max_retries:
+            raise err
+        return self.sleep_for(self.every * self.failures)
+
+    def sleep_for(self, delay: float) -> float:
+        if self.deadline is None:
+            return delay
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"run {self.run_id} did not end within {self.timeout} s")
+        return min(delay, left)
+
+
 class _Base:
     def __init__(self, base_url: str, api_key: Optional[str]) -> None:
         self.base_url = base_url.rstrip("/")
@@ -296,22 +338,20 @@ class WrsClient(_Base):
         """Deletes a run (D39; a live one is cancelled first): afterwards every read of it is 404."""
         return cast(DeletedRun, self._json("DELETE", _path("runs", run_id)))
 
-    def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None) -> Run:
-        """Polls until the run ends (every `interval` s, kept within 1-3 s); 429/503 are waited out."""
-        every = _clamp_interval(interval)
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None, max_retries: int = 10) -> Run:
+        """Polls until the run ends (every `interval` s, kept within 1-3 s); 429/503 are waited out,
+        and a poll that got no answer or a 502/504 is tried again, up to `max_retries` times in a
+        row. With `timeout`, TimeoutError once that many seconds have passed (after a last poll)."""
+        waiting = _Waiting(run_id, interval, timeout, max_retries)
         while True:
             try:
                 run = self.get(run_id)
+            except (APIError, *_DROPPED) as err:
+                delay = waiting.failed(err)
+            else:
                 if run["status"] in TERMINAL_STATUSES:
                     return run
-                delay = every
-            except APIError as err:
-                if not err.retryable:
-                    raise
-                delay = _retry_delay(err, every)
-            if deadline is not None and time.monotonic() + delay > deadline:
-                raise TimeoutError(f"run {run_id} did not end within {timeout} s")
+                delay = waiting.polled()
             time.sleep(delay)
 
     def run(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Run:
@@ -497,21 +537,17 @@ class AsyncWrsClient(_Base):
     async def delete_run(self, run_id: str) -> DeletedRun:
         return cast(DeletedRun, await self._json("DELETE", _path("runs", run_id)))
 
-    async def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None) -> Run:
-        every = _clamp_interval(interval)
-        deadline = None if timeout is None else time.monotonic() + timeout
+    async def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None, max_retries: int = 10) -> Run:
+        waiting = _Waiting(run_id, interval, timeout, max_retries)
         while True:
             try:
                 run = await self.get(run_id)
+            except (APIError, *_DROPPED) as err:
+                delay = waiting.failed(err)
+            else:
                 if run["status"] in TERMINAL_STATUSES:
                     return run
-                delay = every
-            except APIError as err:
-                if not err.retryable:
-                    raise
-                delay = _retry_delay(err, every)
-            if deadline is not None and time.monotonic() + delay > deadline:
-                raise TimeoutError(f"run {run_id} did not end within {timeout} s")
+                delay = waiting.polled()
             await asyncio.sleep(delay)
 
     async def run(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Run:

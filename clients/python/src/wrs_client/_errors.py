@@ -63,7 +63,8 @@ class RateLimitError(APIError):
 
 
 class ServiceUnavailableError(APIError):
-    """503 (or another 5xx): the service's backends are briefly unreachable; retry."""
+    """A 5xx. A 503: the service's backends are briefly unreachable, retry (`retryable`); wait() also
+    tries a proxy's 502 or 504 again, a bounded number of times; a 500 is not retried."""
 
 
 class WebhookVerificationError(WrsError):
