@@ -514,16 +514,22 @@ export class WrsClient {
         }
       }
       if (response?.status === 204) return; // D11: the cursor is the terminal event, nothing is left
-      let sawEvent = false;
+      // Only an event of the log past the cursor is progress: a server or proxy that answers every
+      // reconnect with `response.resumed` and closes must still run out of reconnects.
+      let delivered = false;
       let dropped: unknown;
       try {
         for await (const event of response ? parseSse(response) : []) {
           if (event === 'DONE') return;
-          sawEvent = true;
           if (event.type === 'response.resumed') continue; // per connection, not part of the run's log
           if (event.type === 'response.created') runId = event.response.run_id;
-          if (lastId !== undefined && event.sequence_number <= lastId) continue;
-          lastId = event.sequence_number;
+          // An event outside the log (no sequence number) is passed on and leaves the cursor be.
+          const seq = (event as { sequence_number?: number }).sequence_number;
+          if (seq !== undefined) {
+            if (lastId !== undefined && seq <= lastId) continue;
+            lastId = seq;
+            delivered = true;
+          }
           yield event;
           if (isTerminalEvent(event)) return;
         }
@@ -538,7 +544,7 @@ export class WrsClient {
           dropped === undefined ? {} : { cause: dropped },
         );
       // A 429/503 is the service saying "later", waited out for as long as it lasts (abort with `signal`).
-      if (sawEvent) failures = 0;
+      if (delivered) failures = 0;
       else if (!(refused instanceof WrsApiError)) failures++;
       if (failures > (opts.maxReconnects ?? 10))
         throw new Error(`gave up reconnecting to run ${runId}`);

@@ -281,4 +281,85 @@ describe('typed client against scripted servers', function () {
       assert.equal(server!.log.length, 1);
     });
   });
+
+  describe('stream() cursor and reconnect bound', () => {
+    const created = {
+      type: 'response.created',
+      sequence_number: 0,
+      response: { id: 'run_1', run_id: 'run_1', status: 'pending' },
+    };
+    const delta = (n: number) => ({ type: 'response.output_text.delta', sequence_number: n });
+    const completed = {
+      type: 'response.completed',
+      sequence_number: 3,
+      response: { run_id: 'run_1' },
+    };
+    const resumed = (n: number) => ({
+      type: 'response.resumed',
+      sequence_number: n,
+      response: { id: 'run_1', run_id: 'run_1', status: 'running' },
+    });
+
+    async function collect(client: WrsClient, opts: Parameters<WrsClient['stream']>[1]) {
+      const events: { sequence_number?: number }[] = [];
+      const error = await (async () => {
+        for await (const event of client.stream({ workflowId: 'w' }, opts)) events.push(event);
+      })().catch((e: unknown) => e);
+      return { events, error };
+    }
+
+    it('an event without a sequence number leaves the cursor where it was', async () => {
+      const client = await serve((req, res, n) => {
+        sseHead(res);
+        if (n === 0)
+          return res.end(
+            [created, delta(1), delta(2), { type: 'response.notice' }]
+              .map((e) => sseFrame(e))
+              .join(''),
+          );
+        const after = Number(req.headers['last-event-id'] ?? 0);
+        res.end(
+          [delta(1), delta(2), completed]
+            .filter((e) => e.sequence_number > after)
+            .map((e) => sseFrame(e))
+            .join('') + 'data: [DONE]\n\n',
+        );
+      });
+      const { events, error } = await collect(client, { reconnectDelayMs: 10 });
+      assert.equal(error, undefined);
+      assert.deepEqual(
+        events.map((e) => e.sequence_number),
+        [0, 1, 2, undefined, 3],
+      );
+      assert.equal(server!.log[1].headers['last-event-id'], '2');
+    });
+
+    it('reconnects answered with response.resumed and closed count against maxReconnects', async () => {
+      const client = await serve((req, res, n) => {
+        sseHead(res);
+        res.end(sseFrame(n === 0 ? created : resumed(0)));
+      });
+      const { error } = await collect(client, { reconnectDelayMs: 10, maxReconnects: 3 });
+      assert.match(String(error), /gave up reconnecting to run run_1/);
+      assert.equal(server!.log.length, 1 + 4);
+    });
+
+    it('a reconnect that delivers a new event starts the count again', async () => {
+      // Each connection brings one new event, then drops: never more than one failure in a row.
+      const client = await serve((req, res, n) => {
+        sseHead(res);
+        if (n === 0) return res.end(sseFrame(created));
+        const after = Number(req.headers['last-event-id']);
+        res.end(
+          sseFrame(resumed(after)) + sseFrame(after + 1 === 3 ? completed : delta(after + 1)),
+        );
+      });
+      const { events, error } = await collect(client, { reconnectDelayMs: 10, maxReconnects: 1 });
+      assert.equal(error, undefined);
+      assert.deepEqual(
+        events.map((e) => e.sequence_number),
+        [0, 1, 2, 3],
+      );
+    });
+  });
 });

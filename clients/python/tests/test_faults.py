@@ -100,6 +100,26 @@ class Fake:
         self.server.server_close()
 
 
+def within(seconds: float, fn: Callable[[], Any]) -> Any:
+    """fn()'s result or exception, or a failed test if it is still running after `seconds` (a hang is a result, not a stuck suite)."""
+    out: Dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 (handed to the test)
+            out["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"still running after {seconds} s")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 @pytest.fixture()
 def fake() -> Iterator[Callable[[Callable[[Any, int], None]], Fake]]:
     servers: List[Fake] = []
@@ -313,3 +333,48 @@ def test_wait_timeout_shorter_than_a_retry_after_polls_once_more_then_raises(fak
         with pytest.raises(TimeoutError):
             client.wait("run_1", timeout=1.0)
     assert 0.95 <= time.monotonic() - t < 5 and len(f.log) == 2
+
+
+def test_follow_from_now_keeps_the_cursor_of_response_resumed(fake) -> None:  # type: ignore[no-untyped-def]
+    """follow(after=None): the first connection's response.resumed says the cursor is 5; it drops
+    before any event; 6 and 7 happen meanwhile: the reconnect asks for what follows 5, not for "now"."""
+    def handler(h: Any, n: int) -> None:
+        h.sse()
+        if n == 0:
+            h.chunk(f"data: {json.dumps(ev(5, 'response.resumed', response={}))}\n\n")
+        else:
+            after = h.headers.get("last-event-id")
+            events = [ev(6), ev(7), ev(8, "response.completed")] if after is not None else [ev(8, "response.completed")]
+            h.chunk("".join(frame(e) for e in events if after is None or e["sequence_number"] > int(after)) + "data: [DONE]\n\n")
+        h.end()
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        seqs = within(5, lambda: [e["sequence_number"] for e in client.follow("run_1", after=None, reconnect_delay=0.01)])
+    assert seqs == [6, 7, 8]
+    assert "last-event-id" not in f.log[0]["headers"] and f.log[1]["headers"].get("last-event-id") == "5"
+
+
+def test_reconnects_answered_with_resumed_only_count_against_max_reconnects(fake) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        h.sse()
+        h.chunk(frame(CREATED) if n == 0 else f"data: {json.dumps(ev(0, 'response.resumed', response={}))}\n\n")
+        h.end()
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        with pytest.raises(StreamError, match="gave up reconnecting to run run_1"):
+            within(5, lambda: list(client.stream("w", {}, max_reconnects=3, reconnect_delay=0.01)))
+    assert len(f.log) == 1 + 3  # the start, then max_reconnects attempts
+
+    def progressing(h: Any, n: int) -> None:
+        """Each reconnect brings one new event, then drops: never two failures in a row."""
+        h.sse()
+        after = int(h.headers.get("last-event-id") or -1)
+        resumed = f"data: {json.dumps(ev(after, 'response.resumed', response={}))}\n\n" if n else ""
+        h.chunk(resumed + frame(CREATED if n == 0 else ev(after + 1, "response.completed" if after + 1 == 3 else "response.output_text.delta")))
+        h.end()
+
+    g = fake(progressing)
+    with WrsClient(g.url, "k") as client:
+        assert [e["sequence_number"] for e in client.stream("w", {}, max_reconnects=1, reconnect_delay=0.01)] == [0, 1, 2, 3]

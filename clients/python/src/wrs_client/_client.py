@@ -184,17 +184,23 @@ class _Resume:
         if sse.data == "[DONE]":
             return None, True
         event = cast(StreamEvent, json.loads(sse.data))
-        self.failures = 0
         kind = event.get("type")
+        seq = event.get("sequence_number")
         if kind == "response.resumed":
-            return None, False  # one per connection, not part of the run's log
+            # One per connection, not part of the run's log, but its sequence number is where
+            # "from now on" (after=None) began: kept, a reconnect resumes there, not at a later "now".
+            if self.last is None and seq is not None:
+                self.last = seq
+            return None, False
         if kind == "response.created":
             self.run_id = event["response"]["run_id"]
-        seq = event.get("sequence_number")
         if self.last is not None and seq is not None and seq <= self.last:
             return None, False
         if seq is not None:
             self.last = seq
+            # Only an event of the log past the cursor is progress: a server or proxy that answers
+            # every reconnect with response.resumed and closes must still run out of reconnects.
+            self.failures = 0
         return event, kind in TERMINAL_EVENTS
 
     def next_delay(self, cause: BaseException, reconnect_delay: float, max_reconnects: int) -> float:
