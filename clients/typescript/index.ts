@@ -13,6 +13,7 @@ import type {
   OutputItemList,
   StreamLink,
 } from '../../api/contract/response-schemas';
+import type { StreamErrorEvent } from '../../api/stream/stream-events';
 import type { RunView } from '../../domain/run-view';
 import { isTerminal, isTerminalEvent, type OutputItem, type StreamEvent } from '../../domain/run';
 
@@ -477,7 +478,8 @@ export class WrsClient {
    * the terminal one. A dropped connection is resumed with GET .../stream and Last-Event-ID,
    * so every event is yielded exactly once; the start request is never repeated. The start is
    * sent with an Idempotency-Key (its own, or the client's), which an error before the run was
-   * created carries, as `start`'s do.
+   * created carries, as `start`'s do. The stream's `error` event (the run was deleted, the key
+   * revoked) is thrown as a WrsApiError with its code (`not_found`, `key_revoked`).
    */
   async *stream(
     start: StartOptions | { runId: string },
@@ -518,9 +520,14 @@ export class WrsClient {
       // reconnect with `response.resumed` and closes must still run out of reconnects.
       let delivered = false;
       let dropped: unknown;
+      let failed: WrsApiError | undefined;
       try {
         for await (const event of response ? parseSse(response) : []) {
           if (event === 'DONE') return;
+          if (event.type === 'error') {
+            failed = errorOfEvent(event); // the run was deleted, or the key revoked: no resuming
+            break;
+          }
           if (event.type === 'response.resumed') continue; // per connection, not part of the run's log
           if (event.type === 'response.created') runId = event.response.run_id;
           // An event outside the log (no sequence number) is passed on and leaves the cursor be.
@@ -537,6 +544,7 @@ export class WrsClient {
         if (opts.signal?.aborted) throw err;
         dropped = err; // a dropped connection: fall through and reconnect
       }
+      if (failed) throw failed;
       if (runId === undefined)
         throw new WrsConnectionError(
           'the stream ended before the run was created',
@@ -643,8 +651,34 @@ function queryString(query: Record<string, string | number | undefined>): string
   return params.size ? `?${params}` : '';
 }
 
+/** The statuses of the error types a stream's `error` event carries (it has no status of its own). */
+const EVENT_ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  not_found_error: 404,
+  rate_limit_error: 429,
+};
+
+/** The WrsApiError of a stream's `error` event (D6 `key_revoked`, D39 `not_found`), whose envelope it carries. */
+function errorOfEvent(event: StreamErrorEvent): WrsApiError {
+  const { type, code, message } = event.error;
+  return new WrsApiError(
+    EVENT_ERROR_STATUS[type] ?? 500,
+    type,
+    message,
+    code,
+    undefined,
+    undefined,
+    {
+      body: event,
+    },
+  );
+}
+
 /** Parses an SSE body into events (and 'DONE' for the terminator), skipping comments. */
-async function* parseSse(response: Response): AsyncGenerator<StreamEvent | 'DONE'> {
+async function* parseSse(
+  response: Response,
+): AsyncGenerator<StreamEvent | StreamErrorEvent | 'DONE'> {
   if (!response.body) return;
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
@@ -662,7 +696,7 @@ async function* parseSse(response: Response): AsyncGenerator<StreamEvent | 'DONE
         .map((line) => line.slice(5).trimStart())
         .join('\n');
       if (data === '') continue;
-      yield data === '[DONE]' ? 'DONE' : (JSON.parse(data) as StreamEvent);
+      yield data === '[DONE]' ? 'DONE' : (JSON.parse(data) as StreamEvent | StreamErrorEvent);
     }
   }
 }

@@ -334,6 +334,36 @@ describe('typed client against scripted servers', function () {
       assert.equal(server!.log[1].headers['last-event-id'], '2');
     });
 
+    for (const [error, status] of [
+      [{ type: 'not_found_error', code: 'not_found', message: 'Run `run_1` was deleted.' }, 404],
+      [
+        {
+          type: 'authentication_error',
+          code: 'key_revoked',
+          message: 'The API key of this stream has been revoked.',
+        },
+        401,
+      ],
+    ] as const) {
+      it(`the stream's \`error\` event (${error.code}) is raised as a WrsApiError, without a reconnect`, async () => {
+        const client = await serve((req, res) => {
+          sseHead(res);
+          res.end(sseFrame(created) + sseFrame(delta(1)) + sseFrame({ type: 'error', error }));
+        });
+        const { events, error: raised } = await collect(client, { reconnectDelayMs: 10 });
+        assert.ok(raised instanceof WrsApiError, String(raised));
+        assert.deepEqual(
+          [raised.status, raised.type, raised.code, raised.message],
+          [status, error.type, error.code, error.message],
+        );
+        assert.deepEqual(
+          events.map((e) => e.sequence_number),
+          [0, 1],
+        );
+        assert.equal(server!.log.length, 1);
+      });
+    }
+
     it('reconnects answered with response.resumed and closed count against maxReconnects', async () => {
       const client = await serve((req, res, n) => {
         sseHead(res);

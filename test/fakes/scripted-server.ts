@@ -67,7 +67,10 @@ export function sseHead(res: http.ServerResponse): void {
 }
 
 /** One SSE block of `event`, with its sequence number as the id when it has one. */
-export function sseFrame(event: { type: string; sequence_number?: number }, eol = '\n'): string {
+export function sseFrame(
+  event: { type: string; sequence_number?: number; [field: string]: unknown },
+  eol = '\n',
+): string {
   const id = event.sequence_number === undefined ? '' : `id: ${event.sequence_number}${eol}`;
   return `${id}data: ${JSON.stringify(event)}${eol}${eol}`;
 }

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import httpx
 import pytest
 
-from wrs_client import APIConnectionError, AsyncWrsClient, NotFoundError, RateLimitError, ServiceUnavailableError, StreamError, WrsClient
+from wrs_client import APIConnectionError, AsyncWrsClient, AuthenticationError, NotFoundError, RateLimitError, ServiceUnavailableError, StreamError, WrsClient
 
 CREATED = {"type": "response.created", "sequence_number": 0, "response": {"run_id": "run_1", "id": "run_1", "status": "pending"}}
 
@@ -378,3 +378,33 @@ def test_reconnects_answered_with_resumed_only_count_against_max_reconnects(fake
     g = fake(progressing)
     with WrsClient(g.url, "k") as client:
         assert [e["sequence_number"] for e in client.stream("w", {}, max_reconnects=1, reconnect_delay=0.01)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "error,cls,status",
+    [
+        ({"type": "not_found_error", "code": "not_found", "message": "Run `run_1` was deleted."}, NotFoundError, 404),
+        ({"type": "authentication_error", "code": "key_revoked", "message": "The API key of this stream has been revoked."}, AuthenticationError, 401),
+    ],
+)
+def test_the_stream_error_event_is_raised_with_its_code(fake, error: Dict[str, str], cls: type, status: int) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        h.sse()
+        h.chunk(frame(CREATED) + frame(ev(1)) + frame({"type": "error", "error": error}))
+        h.end()
+
+    f = fake(handler)
+    events: List[Any] = []
+    with WrsClient(f.url, "k") as client:
+        with pytest.raises(cls) as raised:
+            within(5, lambda: events.extend(client.stream("w", {}, reconnect_delay=0.01)))
+    assert (raised.value.status, raised.value.type, raised.value.code, raised.value.message) == (status, error["type"], error["code"], error["message"])
+    assert [e["sequence_number"] for e in events] == [0, 1] and len(f.log) == 1
+
+    async def followed() -> None:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            async for _ in aclient.follow("run_1"):
+                pass
+
+    with pytest.raises(cls):
+        asyncio.run(followed())

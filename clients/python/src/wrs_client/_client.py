@@ -21,7 +21,7 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from ._errors import APIConnectionError, APIError, StreamError, error_from_response
+from ._errors import APIConnectionError, APIError, StreamError, error_from_event, error_from_response
 from ._types import (
     Account,
     DeletedFile,
@@ -185,6 +185,8 @@ class _Resume:
             return None, True
         event = cast(StreamEvent, json.loads(sse.data))
         kind = event.get("type")
+        if kind == "error":
+            raise error_from_event(event)  # the run was deleted, or the key revoked: nothing to resume
         seq = event.get("sequence_number")
         if kind == "response.resumed":
             # One per connection, not part of the run's log, but its sequence number is where
@@ -420,7 +422,8 @@ class WrsClient(_Base):
         """
         Starts a run in stream mode and yields its events, `response.created` first and the terminal
         event last. A dropped connection is resumed with Last-Event-ID: every event comes once, and
-        the start is never sent twice. The start carries an idempotency key (the caller's or the
+        the start is never sent twice. The stream's `error` event (the run was deleted, the key
+        revoked) is raised as an APIError with its code (`not_found`, `key_revoked`). The start carries an idempotency key (the caller's or the
         client's own), which an error before the run was created carries too, as `start`'s.
         """
         key = _idempotency_key(idempotency_key)

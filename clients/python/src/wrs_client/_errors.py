@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import time
 from email.utils import parsedate_to_datetime
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional, Type
 
 import httpx
 
@@ -87,6 +87,34 @@ class APIConnectionError(WrsError, httpx.TransportError):
         self.idempotency_key = idempotency_key
 
 
+def _class_of(status: int) -> Type[APIError]:
+    return (
+        AuthenticationError
+        if status == 401
+        else NotFoundError
+        if status == 404
+        else RateLimitError
+        if status == 429
+        else ServiceUnavailableError
+        if status >= 500
+        else InvalidRequestError
+        if status in (400, 409, 413, 415, 422)
+        else APIError
+    )
+
+
+# The statuses of the error types a stream's `error` event carries (it has no status of its own).
+_EVENT_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "not_found_error": 404, "rate_limit_error": 429}
+
+
+def error_from_event(event: Mapping[str, Any]) -> APIError:
+    """The exception of a stream's `error` event (D6 `key_revoked`, D39 `not_found`), whose envelope it carries."""
+    envelope = event.get("error") or {}
+    kind = envelope.get("type") or "server_error"
+    status = _EVENT_STATUS.get(kind, 500)
+    return _class_of(status)(status, kind, envelope.get("message") or "the stream reported an error", code=envelope.get("code"), body=dict(event))
+
+
 def parse_retry_after(header: Optional[str]) -> Optional[float]:
     """
     The seconds a Retry-After header asks for: a non-negative integer, or an HTTP-date (seconds
@@ -112,20 +140,7 @@ def error_from_response(response: httpx.Response) -> APIError:
         body, envelope = None, {}
     retry_after = parse_retry_after(response.headers.get("retry-after"))
     status = response.status_code
-    cls = (
-        AuthenticationError
-        if status == 401
-        else NotFoundError
-        if status == 404
-        else RateLimitError
-        if status == 429
-        else ServiceUnavailableError
-        if status >= 500
-        else InvalidRequestError
-        if status in (400, 409, 413, 415, 422)
-        else APIError
-    )
-    return cls(
+    return _class_of(status)(
         status,
         envelope.get("type") or ("server_error" if status >= 500 else "invalid_request_error"),
         envelope.get("message") or f"HTTP {status}",
