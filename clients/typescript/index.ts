@@ -443,18 +443,28 @@ export class WrsClient {
    * 503 answer (an outage of the service's backends) is waited out, as its Retry-After says. A
    * poll that gets no answer (an API process restarting, a rolling deploy) or a proxy's 502 or
    * 504 is tried again after a growing delay, up to `maxRetries` (10) times in a row; then its
-   * error is thrown. A poll is a GET, so trying it again is always safe.
+   * error is thrown. A poll is a GET, so trying it again is always safe. The run comes with its
+   * output; `includeOutput: false` polls without it (`output: null`), for a big run whose items
+   * are better paged (`items`) or exported (`exportItems`) than held whole.
    */
   async wait(
     runId: string,
-    opts: { intervalMs?: number; maxRetries?: number } & RequestOptions = {},
+    opts: {
+      intervalMs?: number;
+      maxRetries?: number;
+      includeOutput?: boolean;
+    } & RequestOptions = {},
   ): Promise<RunView> {
     const interval = Math.min(3_000, Math.max(1_000, opts.intervalMs ?? 1_000));
     let failures = 0;
     for (;;) {
       let delay = interval;
       try {
-        const run = await this.get(runId, { signal: opts.signal });
+        // A run's output is null until it has ended, so only the last poll's answer carries it.
+        const run = await this.get(runId, {
+          includeOutput: opts.includeOutput,
+          signal: opts.signal,
+        });
         if (isTerminal(run.status)) return run;
         failures = 0;
       } catch (err) {

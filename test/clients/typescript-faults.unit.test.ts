@@ -270,6 +270,23 @@ describe('typed client against scripted servers', function () {
       assert.equal(server!.log.length, 2);
     });
 
+    it('includeOutput: false polls without the output (a big run’s items are not downloaded)', async () => {
+      const client = await serve((req, res, n) =>
+        jsonAnswer(res, { id: 'run_1', status: n % 2 ? 'completed' : 'running', output: null }),
+      );
+      assert.equal((await client.wait('run_1', { includeOutput: false })).status, 'completed');
+      assert.equal((await client.wait('run_1')).status, 'completed');
+      assert.deepEqual(
+        server!.log.map((r) => r.url),
+        [
+          '/api/v1/runs/run_1?include_output=false',
+          '/api/v1/runs/run_1?include_output=false',
+          '/api/v1/runs/run_1', // by default the run comes with its output, as before
+          '/api/v1/runs/run_1',
+        ],
+      );
+    });
+
     it('a 500 is not retried', async () => {
       const client = await serve((req, res) =>
         errorAnswer(res, 500, { type: 'server_error', code: 'internal', message: 'bug' }),

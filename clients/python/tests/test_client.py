@@ -44,9 +44,9 @@ def test_wait_polls_within_one_to_three_seconds(client: WrsClient, workflows: di
     gets: List[float] = []
     original = client.get
 
-    def counting_get(run_id: str):  # type: ignore[no-untyped-def]
+    def counting_get(run_id: str, **kwargs):  # type: ignore[no-untyped-def]
         gets.append(time.monotonic())
-        return original(run_id)
+        return original(run_id, **kwargs)
 
     client.get = counting_get  # type: ignore[method-assign]
     run = client.wait(started["run_id"], interval=0.1)  # asked too fast: kept at 1 s

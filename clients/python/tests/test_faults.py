@@ -408,3 +408,27 @@ def test_the_stream_error_event_is_raised_with_its_code(fake, error: Dict[str, s
 
     with pytest.raises(cls):
         asyncio.run(followed())
+
+
+def test_wait_and_run_with_include_output_false_poll_without_the_output(fake) -> None:  # type: ignore[no-untyped-def]
+    def handler(h: Any, n: int) -> None:
+        if h.command == "POST":
+            h.json(202, ACCEPTED)
+        else:
+            h.json(200, {"id": "run_1", "status": "completed", "output": None})
+
+    f = fake(handler)
+    with WrsClient(f.url, "k") as client:
+        assert client.wait("run_1", include_output=False)["status"] == "completed"
+        assert client.run("w", {}, include_output=False)["status"] == "completed"
+        assert client.wait("run_1")["status"] == "completed"
+
+    async def waited() -> None:
+        async with AsyncWrsClient(f.url, "k") as aclient:
+            await aclient.wait("run_1", include_output=False)
+            await aclient.run("w", {}, include_output=False)
+
+    asyncio.run(waited())
+    gets = [r["path"] for r in f.log if r["method"] == "GET"]
+    bare, without = "/api/v1/runs/run_1", "/api/v1/runs/run_1?include_output=false"
+    assert gets == [without, without, bare, without, without]  # by default the run comes with its output, as before

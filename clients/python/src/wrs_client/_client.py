@@ -346,14 +346,17 @@ class WrsClient(_Base):
         """Deletes a run (D39; a live one is cancelled first): afterwards every read of it is 404."""
         return cast(DeletedRun, self._json("DELETE", _path("runs", run_id)))
 
-    def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None, max_retries: int = 10) -> Run:
+    def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None, max_retries: int = 10, include_output: bool = True) -> Run:
         """Polls until the run ends (every `interval` s, kept within 1-3 s); 429/503 are waited out,
         and a poll that got no answer or a 502/504 is tried again, up to `max_retries` times in a
-        row. With `timeout`, TimeoutError once that many seconds have passed (after a last poll)."""
+        row. With `timeout`, TimeoutError once that many seconds have passed (after a last poll).
+        The run comes with its output; `include_output=False` polls without it (`output` None), for
+        a big run whose items are better paged (`iter_output_items`) or exported (`export_items`)."""
         waiting = _Waiting(run_id, interval, timeout, max_retries)
         while True:
             try:
-                run = self.get(run_id)
+                # A run's output is None until it has ended, so only the last poll's answer carries it.
+                run = self.get(run_id, include_output=include_output)
             except (APIError, *_DROPPED) as err:
                 delay = waiting.failed(err)
             else:
@@ -363,9 +366,9 @@ class WrsClient(_Base):
             time.sleep(delay)
 
     def run(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Run:
-        """Starts a run and waits for its end."""
-        timeout = kwargs.pop("timeout", None)
-        return self.wait(self.start(workflow_id, inputs, **kwargs)["run_id"], timeout=timeout)
+        """Starts a run and waits for its end (`timeout`, `include_output` as wait's; the rest as start's)."""
+        timeout, include_output = kwargs.pop("timeout", None), kwargs.pop("include_output", True)
+        return self.wait(self.start(workflow_id, inputs, **kwargs)["run_id"], timeout=timeout, include_output=include_output)
 
     def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None, created_after: Union[datetime, str, None] = None, created_before: Union[datetime, str, None] = None, metadata: Optional[Mapping[str, str]] = None) -> "Page[Run]":
         """One page of your runs, newest first."""
@@ -546,11 +549,11 @@ class AsyncWrsClient(_Base):
     async def delete_run(self, run_id: str) -> DeletedRun:
         return cast(DeletedRun, await self._json("DELETE", _path("runs", run_id)))
 
-    async def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None, max_retries: int = 10) -> Run:
+    async def wait(self, run_id: str, *, interval: float = 1.0, timeout: Optional[float] = None, max_retries: int = 10, include_output: bool = True) -> Run:
         waiting = _Waiting(run_id, interval, timeout, max_retries)
         while True:
             try:
-                run = await self.get(run_id)
+                run = await self.get(run_id, include_output=include_output)
             except (APIError, *_DROPPED) as err:
                 delay = waiting.failed(err)
             else:
@@ -560,9 +563,9 @@ class AsyncWrsClient(_Base):
             await asyncio.sleep(delay)
 
     async def run(self, workflow_id: str, inputs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> Run:
-        timeout = kwargs.pop("timeout", None)
+        timeout, include_output = kwargs.pop("timeout", None), kwargs.pop("include_output", True)
         started = await self.start(workflow_id, inputs, **kwargs)
-        return await self.wait(started["run_id"], timeout=timeout)
+        return await self.wait(started["run_id"], timeout=timeout, include_output=include_output)
 
     async def list_runs(self, *, limit: Optional[int] = None, starting_after: Optional[str] = None, status: Optional[str] = None, workflow_id: Optional[str] = None, created_after: Union[datetime, str, None] = None, created_before: Union[datetime, str, None] = None, metadata: Optional[Mapping[str, str]] = None) -> "Page[Run]":
         params = _runs_query(limit, starting_after, status, workflow_id, created_after, created_before, metadata)
