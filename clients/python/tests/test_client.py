@@ -21,6 +21,8 @@ from wrs_client import (
     AuthenticationError,
     InvalidRequestError,
     NotFoundError,
+    Run,
+    WebhookState,
     WebhookVerificationError,
     WrsClient,
     verify_webhook,
@@ -36,6 +38,8 @@ def test_start_get_wait(client: WrsClient, workflows: dict) -> None:
     run = client.wait(started["run_id"])
     assert run["status"] == "completed"
     assert run["output"]["greeting"][0]["parts"][0]["text"] == "Hello, Ada!"
+    assert set(run) == Run.__required_keys__ | Run.__optional_keys__  # the model names every field of the answer
+    assert run["webhook"] is None
     assert client.get(started["run_id"], include_output=False) == {**run, "output": None}
 
 
@@ -292,6 +296,7 @@ def test_webhooks_verify_with_standardwebhooks(client: WrsClient, workflows: dic
     hit = received[0]
     run = verify_webhook(hit["body"], hit["headers"], secret)  # type: ignore[arg-type]
     assert run["id"] == started["run_id"] and run["status"] == "completed"
+    assert set(client.get(started["run_id"])["webhook"] or {}) == WebhookState.__required_keys__  # D20: its delivery, as typed
     with pytest.raises(WebhookVerificationError):
         verify_webhook(bytes(hit["body"]).replace(b"Hook", b"Evil"), hit["headers"], secret)  # type: ignore[arg-type]
 

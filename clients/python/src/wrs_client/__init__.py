@@ -12,7 +12,7 @@ from ._errors import (
     WebhookVerificationError,
     WrsError,
 )
-from ._types import Account, AsyncStart, Credits, StorageUse, DeletedFile, DeletedRun, DeletedWorkflow, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WorkflowContract
+from ._types import Account, AsyncStart, Credits, StorageUse, DeletedFile, DeletedRun, DeletedWorkflow, File, NodeUsage, OutputItem, Page, Part, Run, RunStatus, RunUsage, StreamEvent, StreamLink, WebhookState, WorkflowContract
 from .webhooks import verify_webhook
 
 __all__ = [
@@ -46,5 +46,6 @@ __all__ = [
     "RunUsage",
     "StreamEvent",
     "StreamLink",
+    "WebhookState",
     "WorkflowContract",
 ]

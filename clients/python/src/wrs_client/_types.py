@@ -61,6 +61,16 @@ class RunUsage(TypedDict):
     by_node: Dict[str, NodeUsage]
 
 
+class WebhookState(TypedDict):
+    """D20: how a run's webhook delivery went: `status` pending, delivering, delivered or failed."""
+
+    status: Literal["pending", "delivering", "delivered", "failed"]
+    attempts: int
+    last_http_status: Optional[int]
+    last_error: Optional[str]
+    updated_at: Optional[str]
+
+
 class Run(TypedDict):
     """A run record, as `GET /api/v1/runs/{run_id}` answers it; `output` is keyed by result label."""
 
@@ -73,6 +83,7 @@ class Run(TypedDict):
     total_cost: Any
     created_at: str
     completed_at: Optional[str]
+    webhook: Optional[WebhookState]
     metadata: Dict[str, str]
     parent_run_id: Optional[str]
     usage: RunUsage
