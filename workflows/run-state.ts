@@ -46,6 +46,8 @@ interface Slot {
   id: string;
   outputIndex: number;
   item?: Item;
+  /** Opened when its iteration started, which then ended with fewer items (a list of none): never filled, no place. */
+  unfilled?: true;
 }
 
 /** Node types whose usage is counted (D36): the ones that do I/O and cost money. */
@@ -73,6 +75,8 @@ export class RunState {
   private outputIndex = 0;
   /** Output items the run holds itself (slots), of `outputIndex` (D31: RUN_INLINE_MAX_OUTPUT_ITEMS). */
   private slotCount = 0;
+  /** Whether final() numbered the kept items from 0 (a run before patch `kept-items-at-rows`). */
+  private keptRenumbered = false;
   /** JSON size of the output items so far: whether the output fits a query answer (SNAPSHOT_OUTPUT_BYTES). */
   private outputSize = 0;
   /** Producer node id → the user_result node ids it feeds. */
@@ -157,6 +161,7 @@ export class RunState {
         this.outputSize += slot.item === item ? sizes[k] : JSON.stringify(slot.item).length;
         this.itemEvent('response.output_item.done', slot);
       });
+      for (const slot of list.slice(items.length)) if (!slot.item) slot.unfilled = true;
     }
   }
 
@@ -314,7 +319,8 @@ export class RunState {
     // D8, D38: a run that ended with rows unfinished keeps each finished item at its row, as its
     // live pages showed it (patch `kept-items-at-rows`, asked only then); before, the kept items
     // were numbered again from 0, and a re-run carried them into the wrong rows.
-    const atRows = !this.keepsUnfinishedRows() || isPatched('kept-items-at-rows');
+    const atRows = !this.renumbersKept() || isPatched('kept-items-at-rows');
+    this.keptRenumbered = !atRows;
     return {
       runId: this.args.runId,
       accountId: this.args.accountId,
@@ -360,11 +366,16 @@ export class RunState {
         itemIdBase: this.itemIdBase,
         ...(ended ? { ended } : {}),
       };
-    const all = this.orderedSlots(node.id);
-    const ordered = ended ? all.filter((slot) => slot.item) : all;
+    const all = this.placedSlots(node.id);
+    // Numbered as the record will number them (final): from 0 in a run before the patch.
+    const ordered = ended
+      ? all
+          .filter(({ slot }) => slot.item)
+          .map(({ slot, place }, k) => ({ slot, place: this.keptRenumbered ? k : place }))
+      : all;
     let from = 0;
     if (afterItemId !== null) {
-      const at = ordered.findIndex((slot) => slot.id === afterItemId);
+      const at = ordered.findIndex(({ slot }) => slot.id === afterItemId);
       if (at < 0) return { items: [], has_more: false, unknown_cursor: true };
       from = at + 1;
     }
@@ -373,17 +384,12 @@ export class RunState {
     const items: OutputItem[] = [];
     let bytes = 0;
     for (let k = from; k < Math.min(ordered.length, from + limit); k++) {
-      const item = toOutputItem(ordered[k], k);
+      const item = toOutputItem(ordered[k].slot, ordered[k].place);
       bytes += JSON.stringify(item).length;
       if (items.length > 0 && bytes > OUTPUT_PAGE_BYTES) break;
       items.push(item);
     }
     return { items, has_more: from + items.length < ordered.length };
-  }
-
-  private orderedSlots(resultId: string): Slot[] {
-    const byIteration = this.slots.get(resultId)!;
-    return [...byIteration.keys()].sort((a, b) => a - b).flatMap((i) => byIteration.get(i)!);
   }
 
   private totalCost(): number {
@@ -393,22 +399,44 @@ export class RunState {
   }
 
   /**
-   * Whether a result has a slot with no item: a row that never finished in a run that did not
-   * complete (D8). A completed run's every slot has its item.
+   * Each slot of a result with its item's place among the result's items: the rows before it
+   * count their items, a row that never started counts one (as far as anything is known of it),
+   * so for a node of one item a row an item's place is its row (D8, D38).
    */
-  private keepsUnfinishedRows(): boolean {
+  private placedSlots(resultId: string): Array<{ slot: Slot; place: number }> {
+    const byIteration = this.slots.get(resultId)!;
+    const placed: Array<{ slot: Slot; place: number }> = [];
+    let place = 0;
+    let last = -1;
+    for (const iteration of [...byIteration.keys()].sort((a, b) => a - b)) {
+      place += Math.max(0, iteration - last - 1);
+      last = iteration;
+      for (const slot of byIteration.get(iteration)!)
+        if (!slot.unfilled) placed.push({ slot, place: place++ });
+    }
+    return placed;
+  }
+
+  /**
+   * Whether numbering a result's finished items from 0 (as runs before patch `kept-items-at-rows`
+   * did) would give any of them another `item_index` than its place: a run that ended with a row
+   * unfinished, or not started, before a finished one. Never so of a run that completed whole.
+   */
+  private renumbersKept(): boolean {
     for (const node of this.args.graph.nodes) {
       if (node.type !== 'user_result' || this.storedResults.has(node.id)) continue;
-      if (this.orderedSlots(node.id).some((slot) => !slot.item)) return true;
+      let kept = 0;
+      for (const { slot, place } of this.placedSlots(node.id))
+        if (slot.item && place !== kept++) return true;
     }
     return false;
   }
 
   /**
    * The `output` object: result labels to items in iteration order, only items that ended (D8).
-   * An item's `item_index` is its place among the result's slots, as a live page shows it (its
-   * row, for nodes of one item a row); `renumbered`: the kept items numbered from 0 instead, as
-   * runs before patch `kept-items-at-rows` did.
+   * An item's `item_index` is its place among the result's items (placedSlots: its row, for
+   * nodes of one item a row), as a live page shows it; `renumbered`: the kept items numbered
+   * from 0 instead, as runs before patch `kept-items-at-rows` did.
    */
   private output(renumbered = false): RunOutput {
     const output: RunOutput = {};
@@ -418,18 +446,10 @@ export class RunState {
         output[normalizeLabel(node.label)] = []; // D35: in the store (storedOutputs)
         continue;
       }
-      const ordered = this.orderedSlots(node.id);
       const items: OutputItem[] = [];
-      for (const [k, slot] of ordered.entries()) {
+      for (const { slot, place } of this.placedSlots(node.id)) {
         if (!slot.item) continue;
-        const { status, parts, error } = slot.item;
-        items.push({
-          id: slot.id,
-          item_index: renumbered ? items.length : k,
-          status,
-          parts,
-          ...(error ? { error } : {}),
-        });
+        items.push(toOutputItem(slot, renumbered ? items.length : place));
       }
       output[normalizeLabel(node.label)] = items;
     }

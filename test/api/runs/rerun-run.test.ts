@@ -200,6 +200,41 @@ describe('re-running a run (D38)', function () {
     assert.equal(calls('rg1') - before, 3, 'every row ran again');
   });
 
+  it('a re-run cancelled while rows wait to start keeps its carried items at their rows; its own re-run gives every row its answer', async () => {
+    await publish(ctx.svc.url, ctx.key, rowsLlm('rerun-gap', '{{row}}'));
+    // Ten rows fail once, two complete; the re-run runs the ten at concurrency 8: two wait.
+    const rows = [
+      ...Array.from({ length: 10 }, (_, i) => `slow:4000 refuseonce:gp${i} gap row ${i}`),
+      'gap row 10',
+      'gap row 11',
+    ];
+    const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-gap', { rows });
+    assert.equal((await waitForRun(ctx.svc.url, ctx.key, parentId)).status, 'completed');
+    const calledBefore = calls('gap row');
+    const childId = started(await rerun(parentId, { items: 'failed' }));
+    await waitFor(async () => (calls('gap row') - calledBefore >= 8 ? true : undefined));
+    await call(ctx.svc.url, 'POST', `/api/v1/runs/${childId}/cancel`, { key: ctx.key });
+    assert.equal((await waitForRun(ctx.svc.url, ctx.key, childId)).status, 'cancelled');
+    // Before, the carried rows 10 and 11 were numbered 8 and 9 (places among the rows started).
+    const kept = await page(childId);
+    assert.deepEqual(
+      kept.map((i: any) => [i.item_index, i.parts[0].text]),
+      [
+        [10, 'echo: gap row 10'],
+        [11, 'echo: gap row 11'],
+      ],
+    );
+    const grand = await waitForRun(
+      ctx.svc.url,
+      ctx.key,
+      started(await rerun(childId, { items: 'failed' })),
+    );
+    assert.deepEqual(
+      texts(grand),
+      rows.map((row) => `echo: ${row}`),
+    );
+  });
+
   it("a re-run of an llm of lists (several items a row) runs that node again whole: every row's items, none in another's place", async () => {
     await publish(ctx.svc.url, ctx.key, rowsLlm('rerun-lists', 'list:{{row}}', 'list'));
     const parentId = await startRun(ctx.svc.url, ctx.key, 'rerun-lists', {
