@@ -20,9 +20,6 @@ export const NEVER_STARTED_AFTER_MS = 15 * 60_000;
 export const NEVER_STARTED_ERROR =
   'the run was never started: the service stopped while starting it. Nothing ran and nothing is billed; start it again.';
 
-/** The most records one housekeeping pass looks at (each costs a question to Temporal). */
-export const UNSTARTED_SWEEP_MAX = 1_000;
-
 export type UnstartedRecord = Pick<
   RunDoc,
   '_id' | 'account_id' | 'status' | 'created_at' | 'published_workflow_id' | 'hold_usd'
@@ -60,39 +57,37 @@ export async function settleNeverStarted(
 }
 
 /**
- * The housekeeping's pass: every `pending` record older than NEVER_STARTED_AFTER_MS (at most
- * UNSTARTED_SWEEP_MAX, oldest first) whose workflow `exists` says is missing is settled.
- * Returns how many were.
+ * The housekeeping's pass: every `pending` record older than NEVER_STARTED_AFTER_MS whose
+ * workflow `exists` says is missing is settled. A run's record says `pending` until its end is
+ * written, so live runs past 15 minutes are asked about too (each one question to Temporal an
+ * hour, up to the operator's run timeout); all of them, read as a stream: a first thousand live
+ * ones hid a never-started run behind them when the pass stopped there. Returns how many it settled.
  */
 export async function settleUnstartedRuns(
   c: Pick<Collections, 'runs' | 'ledger'>,
   exists: (runId: string) => Promise<boolean>,
   now = Date.now(),
 ): Promise<number> {
-  const records = await c.runs
-    .find(
-      {
-        status: 'pending',
-        finalized: false,
-        created_at: { $lt: new Date(now - NEVER_STARTED_AFTER_MS) },
+  const records = c.runs.find(
+    {
+      status: 'pending',
+      finalized: false,
+      created_at: { $lt: new Date(now - NEVER_STARTED_AFTER_MS) },
+    },
+    {
+      projection: {
+        _id: 1,
+        account_id: 1,
+        status: 1,
+        created_at: 1,
+        published_workflow_id: 1,
+        hold_usd: 1,
+        deleting: 1,
       },
-      {
-        projection: {
-          _id: 1,
-          account_id: 1,
-          status: 1,
-          created_at: 1,
-          published_workflow_id: 1,
-          hold_usd: 1,
-          deleting: 1,
-        },
-      },
-    )
-    .sort({ created_at: 1 })
-    .limit(UNSTARTED_SWEEP_MAX)
-    .toArray();
+    },
+  );
   let settled = 0;
-  for (const record of records) {
+  for await (const record of records) {
     if (record.deleting || (await exists(record._id))) continue;
     await settleNeverStarted(c, record);
     settled++;
