@@ -62,6 +62,8 @@ const SHAPES = [
   'run-reads-bound',
   'run-call-input-bound',
   'run-batch-rows-depth',
+  'run-kept-at-rows',
+  'run-rerun-list-rows',
 ];
 
 /** Shapes added after the first recorded release: a release before them could not record them. */
@@ -82,6 +84,8 @@ const LATER_SHAPES = [
   'run-reads-bound',
   'run-call-input-bound',
   'run-batch-rows-depth',
+  'run-kept-at-rows',
+  'run-rerun-list-rows',
 ];
 
 describe('replay: saved histories of every release replay on the current workflow code', function () {

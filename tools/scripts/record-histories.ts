@@ -367,6 +367,46 @@ async function main(): Promise<void> {
     assert.ok(res.status < 300, JSON.stringify(res.body));
     assert.equal((await waitForRun(svc.url, key, cancelled)).status, 'cancelled');
 
+    log(
+      'a cancelled run that kept rows after an unfinished one (patch kept-items-at-rows), and a re-run of an llm of lists (rerun-list-rows)',
+    );
+    await publish(
+      svc.url,
+      key,
+      batchWorkflow('kept-rows', [
+        `${MARKER} slow:60000 keep-row`,
+        `${MARKER} kept`,
+        `${MARKER} kept`,
+      ]),
+    );
+    const kept = await run('run-kept-at-rows', svc, key, 'kept-rows', {});
+    await waitFor(async () => {
+      const page = await call(svc.url, 'GET', `/api/v1/runs/${kept}/outputs/answers`, { key });
+      const done = (page.body.data ?? []).filter((i: { status: string }) => i.status !== 'running');
+      return done.length === 2 || undefined;
+    });
+    await call(svc.url, 'POST', `/api/v1/runs/${kept}/cancel`, { key });
+    assert.equal((await waitForRun(svc.url, key, kept)).status, 'cancelled');
+    const listDoc = batchWorkflow(
+      'rec-lists',
+      ['a,b', `refuseonce:reclist ${MARKER},y`, 'c,d'],
+      'list:{{row}}',
+    );
+    await publish(svc.url, key, {
+      ...listDoc,
+      nodes: listDoc.nodes.map((n) => (n.id === 'ask' ? { ...n, output: 'list' } : n)),
+    });
+    const lists = await startRun(svc.url, key, 'rec-lists', {});
+    assert.equal((await waitForRun(svc.url, key, lists)).status, 'completed');
+    const listsRerun = await call(svc.url, 'POST', `/api/v1/runs/${lists}/rerun`, {
+      key,
+      body: { items: 'failed' },
+    });
+    assert.equal(listsRerun.status, 202, JSON.stringify(listsRerun.body));
+    const listsRerunId = (listsRerun.body as { run_id: string }).run_id;
+    recorded.push({ shape: 'run-rerun-list-rows', workflowId: listsRerunId, service: svc });
+    assert.equal((await waitForRun(svc.url, key, listsRerunId)).status, 'completed');
+
     log('timed-out run (RUN_TIMEOUT_MS=1500)');
     const timedOut = await run('run-timed-out', timing, timingKey, 'small', {
       topic: `${MARKER} slow:20000`,
