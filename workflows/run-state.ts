@@ -298,7 +298,7 @@ export class RunState {
       events: compact ? [] : this.eventsBetween(from, from + SNAPSHOT_EVENTS),
       eventCount: this.log.length,
       ...(compact ? { compact: this.compactFrom(from) } : {}),
-      output: this.status === 'completed' && !deferred ? this.output() : null,
+      output: this.status === 'completed' && !deferred ? this.output(this.keptRenumbered) : null,
       ...(deferred ? { outputDeferred: true } : {}),
       error: this.error,
       total_cost: this.totalCost(),
