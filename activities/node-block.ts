@@ -41,8 +41,16 @@ import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
 import { cancelledByShutdown, handBack } from './shutdown';
 import { waitingForStore } from './store-wait';
 import type { RowExecutors } from './node-chunk';
-import { callUsage, executeRow, refusal, RowCalls, rowScope, withUncounted } from './node-chunk';
-import { callsMade, type CallUsage } from '../domain/run-usage';
+import {
+  callUsage,
+  executeRow,
+  refusal,
+  RowCalls,
+  rowScope,
+  uncountedField,
+  withUncounted,
+} from './node-chunk';
+import type { CallUsage } from '../domain/run-usage';
 import { priorityOfKey } from '../domain/run-priority';
 import { CallScheduler } from './call-scheduler';
 import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
@@ -273,7 +281,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
       return {
         ...tally(req.first, rows),
         ...(signal.aborted ? { cancelled: true } : {}),
-        ...(callsMade(uncounted) > 0 ? { uncounted } : {}),
+        ...uncountedField(uncounted),
       };
     } finally {
       storage.close(); // what a failed write left uncounted in the store is no longer held
@@ -522,7 +530,7 @@ async function storedTally(
     alive,
   );
   const uncounted = rowCalls?.withRows([], (index) => rows[index - block.first] == null);
-  return { ...tally(block.first, rows), ...(callsMade(uncounted) > 0 ? { uncounted } : {}) };
+  return { ...tally(block.first, rows), ...uncountedField(uncounted) };
 }
 
 function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {

@@ -135,8 +135,7 @@ export function createNodeChunkActivity(executors: RowExecutors) {
       throw handBack();
     }
     // D36: the calls of rows this answer leaves unfinished (a cancel, the size budget).
-    const left = rowCalls.withRows([]);
-    const uncounted = callsMade(left) > 0 ? { uncounted: left } : {};
+    const uncounted = uncountedField(rowCalls.withRows([]));
     if (signal.aborted) return { rows, cancelled: true, ...uncounted };
     if (stopped !== undefined) {
       beat(); // the next attempt starts from every row finished so far
@@ -228,6 +227,11 @@ export class RowCalls {
     for (const [index, n] of this.byRow) if (!only || only(index)) sum.failed_calls += n;
     return sum;
   }
+}
+
+/** D36: an answer's `uncounted`, when it counts any call (absent otherwise). */
+export function uncountedField(uncounted: CallUsage | undefined): { uncounted?: CallUsage } {
+  return uncounted && callsMade(uncounted) > 0 ? { uncounted } : {};
 }
 
 /**

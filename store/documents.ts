@@ -71,8 +71,8 @@ export interface WorkflowDoc {
    * a later `updated_at` is a publish that did not set it (a crash, an earlier release).
    */
   latest?: { id: string; version: number; published_at: Date };
-  /** Set by a delete before anything of the workflow goes (store/workflows.ts deleteWorkflowVersions): gone to every read but a delete. */
-  deleting_at?: Date;
+  /** Set by a delete before anything of the workflow goes (store/workflows.ts deleteWorkflowVersions): gone to every read but a delete, as a run's `deleting`. */
+  deleting?: true;
 }
 
 /** A version by its number: `_id` `<wf_...>#<number>`, so a pin by number is read by `_id` (as `latest`). */

@@ -68,7 +68,7 @@ const MAX_VERSION_ATTEMPTS = 1_000;
 
 /**
  * The workflow record after this publish, its version's bytes not yet counted, and before it
- * (null: the publish created it). A record of the slug marked `deleting_at` is not published
+ * (null: the publish created it). A record of the slug marked `deleting` is not published
  * into: its delete, cut short, is finished first (`finished`, removed by this call) and the slug
  * published anew, version 1 (D26).
  */
@@ -92,7 +92,7 @@ async function upsertWorkflow(
     try {
       // The record before: its `latest` is the newest version unless a publish since left it unset.
       const previous = await c.workflows.findOneAndUpdate(
-        { account_id: accountId, slug: graph.slug, deleting_at: { $exists: false } },
+        { account_id: accountId, slug: graph.slug, deleting: { $exists: false } },
         {
           $set: set,
           $setOnInsert: {
@@ -112,7 +112,7 @@ async function upsertWorkflow(
       // document. Or the slug's record is being deleted: its delete is finished, then published anew.
       if (!isDuplicateKey(err) || attempt >= 3) throw err;
       const held = await c.workflows.findOne({ account_id: accountId, slug: graph.slug });
-      if (held?.deleting_at && (await deleteWorkflowVersions(c, held._id))) finished = held;
+      if (held?.deleting && (await deleteWorkflowVersions(c, held._id))) finished = held;
     }
   }
 }
@@ -275,7 +275,7 @@ export async function findWorkflowRecord(
   const doc = isId('wf', ref)
     ? await c.workflows.findOne({ _id: ref })
     : await c.workflows.findOne({ account_id: accountId, slug: ref });
-  return doc && (!doc.deleting_at || opts.deleting) ? doc : null;
+  return doc && (!doc.deleting || opts.deleting) ? doc : null;
 }
 
 /** D1: the pinned version (number or `wfv_` id) of a workflow, or the latest when none is pinned. */
@@ -409,7 +409,7 @@ export async function workflowPage(
       for (const v of versions)
         if ((latest.get(v.workflow_id)?.version ?? 0) < v.version) latest.set(v.workflow_id, v);
     }
-    docs.push(...read.filter((w) => latest.has(w._id) && !w.deleting_at));
+    docs.push(...read.filter((w) => latest.has(w._id) && !w.deleting));
     // Rare: only records a crash left without a version, or half deleted, make a page read on.
     if (read.length < want || docs.length > page.limit) return { docs, latest };
     after = read.at(-1)!._id;
@@ -417,7 +417,7 @@ export async function workflowPage(
 }
 
 /**
- * D26: deletes a workflow and every version of it. The record is marked `deleting_at` first, so
+ * D26: deletes a workflow and every version of it. The record is marked `deleting` first, so
  * no read sees it half gone (a crash after its versions went left it hidden but numbering the
  * slug's next publish 2, and counted), and every read but a delete takes it as gone; a repeated
  * delete, or the next publish of the slug, finishes it. The versions go next, the record last
@@ -430,8 +430,8 @@ export async function deleteWorkflowVersions(
   workflowId: string,
 ): Promise<boolean> {
   await c.workflows.updateOne(
-    { _id: workflowId, deleting_at: { $exists: false } },
-    { $set: { deleting_at: new Date() } },
+    { _id: workflowId, deleting: { $exists: false } },
+    { $set: { deleting: true } },
   );
   // In slices (deleteAll): one FerretDB delete of more than 32,766 versions fails.
   await deleteAll(c.workflowVersions, { workflow_id: workflowId });

@@ -122,6 +122,17 @@ async function main(): Promise<void> {
       recorded.push({ shape, workflowId: runId, service: s });
       return runId;
     };
+    /** D38: a re-run of `parentId`'s failed items, recorded as `shape`. */
+    const rerunFailed = async (shape: string, parentId: string) => {
+      const res = await call(svc.url, 'POST', `/api/v1/runs/${parentId}/rerun`, {
+        key,
+        body: { items: 'failed' },
+      });
+      assert.equal(res.status, 202, JSON.stringify(res.body));
+      const runId = (res.body as { run_id: string }).run_id;
+      recorded.push({ shape, workflowId: runId, service: svc });
+      return runId;
+    };
 
     log('small run, retried node, failed item, failed node');
     const done = await Promise.all([
@@ -137,13 +148,7 @@ async function main(): Promise<void> {
     );
 
     log('re-run of the failed item (D38) and a run under a cost cap (D36)');
-    const rerun = await call(svc.url, 'POST', `/api/v1/runs/${done[2]}/rerun`, {
-      key,
-      body: { items: 'failed' },
-    });
-    assert.equal(rerun.status, 202, JSON.stringify(rerun.body));
-    const rerunId = (rerun.body as { run_id: string }).run_id;
-    recorded.push({ shape: 'run-rerun-failed', workflowId: rerunId, service: svc });
+    const rerunId = await rerunFailed('run-rerun-failed', done[2]);
     const capped = await startRun(
       svc.url,
       key,
@@ -317,13 +322,7 @@ async function main(): Promise<void> {
     }
 
     log("re-run of the big run's failed rows (D38: the rows its record lists, one block)");
-    const bigRerun = await call(svc.url, 'POST', `/api/v1/runs/${big}/rerun`, {
-      key,
-      body: { items: 'failed' },
-    });
-    assert.equal(bigRerun.status, 202, JSON.stringify(bigRerun.body));
-    const bigRerunId = (bigRerun.body as { run_id: string }).run_id;
-    recorded.push({ shape: 'run-rerun-failed-rows', workflowId: bigRerunId, service: svc });
+    const bigRerunId = await rerunFailed('run-rerun-failed-rows', big);
     assert.equal((await waitForRun(svc.url, key, bigRerunId, 300_000)).status, 'completed');
 
     log('streamed run');
@@ -398,13 +397,7 @@ async function main(): Promise<void> {
     });
     const lists = await startRun(svc.url, key, 'rec-lists', {});
     assert.equal((await waitForRun(svc.url, key, lists)).status, 'completed');
-    const listsRerun = await call(svc.url, 'POST', `/api/v1/runs/${lists}/rerun`, {
-      key,
-      body: { items: 'failed' },
-    });
-    assert.equal(listsRerun.status, 202, JSON.stringify(listsRerun.body));
-    const listsRerunId = (listsRerun.body as { run_id: string }).run_id;
-    recorded.push({ shape: 'run-rerun-list-rows', workflowId: listsRerunId, service: svc });
+    const listsRerunId = await rerunFailed('run-rerun-list-rows', lists);
     assert.equal((await waitForRun(svc.url, key, listsRerunId)).status, 'completed');
 
     log('timed-out run (RUN_TIMEOUT_MS=1500)');
