@@ -3,15 +3,19 @@
  * list that came with the request, from the activity's input), the items go to the store, and the
  * answer carries only counts and cost, so no row or answer ever enters Temporal's history.
  *
- * A block spans whole pages (domain/item-blocks.ts), so each page has one writer. Every second (or
- * as soon as EARLY_WRITE_PAGES of them are) the pages that became complete are inserted (one
- * round trip); when the attempt stops (done, failed, cancelled) the pages left incomplete are
- * written too. A retried attempt (worker killed, provider down for a while) reads the block's
- * pages and runs only the rows they lack: a finished row is called again only if its page was not
- * yet complete when a worker died. The heartbeat carries
+ * A block spans whole pages (domain/item-blocks.ts), so each page has one writer: the block's
+ * attempt. Every second (or as soon as EARLY_WRITE_PAGES of them are) the pages that became
+ * complete are inserted (one round trip); when the attempt stops (done, failed, cancelled) the
+ * pages left incomplete are written too. A retried attempt (worker killed, provider down for a
+ * while) reads the block's pages and runs only the rows they lack: a finished row is called again
+ * only if its page was not yet complete when a worker died. Two attempts can be alive at once (an
+ * operator's reset of the run, a stalled worker's attempt past its heartbeat timeout): a page one
+ * of them finds stored is merged with it (store/item-blocks.ts mergePages), never dropped or
+ * overwritten. The heartbeat carries
  * only the checkpoints of rows in flight (a model's prediction id). The run is billed from the
  * block's answer (or, after a failure or cancel, from the stored pages), which counts every stored
- * row once whichever attempt ran it.
+ * row once whichever attempt ran it: an answer whose pages took another attempt's rows is counted
+ * from the stored pages too, so it bills what is readable.
  *
  * D36: the calls made for a row (activities/node-chunk.ts RowCalls) are kept in the heartbeat
  * (`calls`, by row index) until its page is stored, which then counts them in the row's usage, so
@@ -34,7 +38,7 @@ import {
 } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import type { StorageQuota } from '../store/storage-quota';
-import { insertPages, readPage, replacePages, type PageWrite } from '../store/item-blocks';
+import { insertPages, mergePages, readPage, type PageWrite } from '../store/item-blocks';
 import { BlockStorage } from './block-storage';
 import { carryAllBut, fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
@@ -127,7 +131,7 @@ export function createNodeBlockActivity(
       if (cancelledByShutdown(context)) throw handBack();
       const stored = await storedTally(
         collections,
-        { ...req, nodeId: req.node.id },
+        blockOf(req),
         () => context.heartbeat(context.info.heartbeatDetails),
         new BlockProgress(context.info.heartbeatDetails, req.first).calls,
       );
@@ -267,7 +271,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
       } finally {
         clearInterval(timer);
       }
-      await finish();
+      const merged = await finish();
       // The pages are written: the next attempt, on another worker, runs only the rows they lack.
       if (cancelledByShutdown(context)) {
         context.heartbeat(progress.checkpoint()); // with the calls the shutdown cut off
@@ -278,11 +282,12 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
         context.heartbeat(progress.checkpoint()); // the next attempt resumes rows in flight
         throw withUncounted(stopped, uncounted);
       }
-      return {
-        ...tally(req.first, rows),
-        ...(signal.aborted ? { cancelled: true } : {}),
-        ...uncountedField(uncounted),
-      };
+      // Another attempt's rows are in the pages: what they hold now is what is readable, so the
+      // answer counts them, as a failed or cancelled block's is counted (tallyBlock).
+      const answer = merged
+        ? await storedTally(collections, blockOf(req), alive, progress.calls)
+        : { ...tally(req.first, rows), ...uncountedField(uncounted) };
+      return { ...answer, ...(signal.aborted ? { cancelled: true } : {}) };
     } finally {
       storage.close(); // what a failed write left uncounted in the store is no longer held
     }
@@ -331,6 +336,14 @@ function queueRows(
  */
 const EARLY_WRITE_PAGES = 50;
 
+/** The block's page writes (`pageWriter`). */
+interface BlockPages {
+  flushComplete: () => void;
+  rowDone: (index: number) => void;
+  /** Answers whether a write merged rows of another attempt (writePages). */
+  finish: () => Promise<boolean>;
+}
+
 /**
  * Writes the block's pages: `flushComplete` the pages that became complete (in the background: a
  * failed write is tried again by the next call and by the last flush), `rowDone` as each row ends
@@ -344,7 +357,7 @@ function pageWriter(
   existing: Set<number>,
   storage: BlockStorage,
   alive: () => void,
-): { flushComplete: () => void; rowDone: (index: number) => void; finish: () => Promise<void> } {
+): BlockPages {
   // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
   const pages = pagesOf(req.first, req.first + req.count);
   const rowsOf = (page: number): Array<StoredRow | null> => {
@@ -370,6 +383,7 @@ function pageWriter(
   for (const page of done) release(page);
   const write = (inserts: PageWrite[], replaces: PageWrite[]) =>
     writePages(collections, req, { inserts, replaces }, storage, alive);
+  let merged = false; // a write took another attempt's rows
   let writing: Promise<void> = Promise.resolve();
   const flush = (final: boolean): Promise<void> => {
     const inserts: PageWrite[] = [];
@@ -391,7 +405,7 @@ function pageWriter(
     if (inserts.length === 0 && replaces.length === 0) return writing;
     // One write at a time: FerretDB does not isolate concurrent writes of one document.
     writing = writing.then(async () => {
-      await write(inserts, replaces);
+      if (await write(inserts, replaces)) merged = true;
       for (const { page } of [...inserts, ...replaces]) if (done.has(page)) release(page);
     });
     return writing;
@@ -408,7 +422,7 @@ function pageWriter(
     completed.add(page);
     if (completed.size >= EARLY_WRITE_PAGES) flushComplete();
   };
-  const finish = async (): Promise<void> => {
+  const finish = async (): Promise<boolean> => {
     await writing.catch(() => undefined);
     if (flushFailed === undefined) await flush(true);
     else {
@@ -418,23 +432,37 @@ function pageWriter(
         .filter((page) => !stored.has(page))
         .map((page) => ({ page, rows: rowsOf(page), base: req.carryFrom }))
         .filter((page) => page.rows.some((row) => row !== null));
-      await write([], all);
+      if (await write([], all)) merged = true;
     }
+    return merged;
   };
   return { flushComplete, rowDone, finish };
 }
 
-/** Writes pages of the block, then its count of what they hold (D19: the count's one writer). */
+/**
+ * Writes pages of the block, then its count of what they hold (D19: the count's one writer).
+ * `inserts` are the pages not stored when the attempt started; one found stored since (another
+ * attempt of the block alive at once, or this write's retry) is merged with it, as `replaces`
+ * are: neither attempt's rows are dropped. Answers whether the stored pages held another
+ * attempt's rows (store/item-blocks.ts mergePages).
+ */
 async function writePages(
   collections: C,
   req: NodeBlockRequest,
   { inserts, replaces }: { inserts: PageWrite[]; replaces: PageWrite[] },
   storage: BlockStorage,
   alive: () => void,
-): Promise<void> {
-  await waitingForStore(() => insertPages(collections, req.runId, req.node.id, inserts), alive);
-  await waitingForStore(() => replacePages(collections, req.runId, req.node.id, replaces), alive);
+): Promise<boolean> {
+  const found = await waitingForStore(
+    () => insertPages(collections, req.runId, req.node.id, inserts),
+    alive,
+  );
+  const { foreign } = await waitingForStore(
+    () => mergePages(collections, req.runId, req.node.id, [...found, ...replaces]),
+    alive,
+  );
   await storage.record();
+  return foreign;
 }
 
 /**
@@ -501,6 +529,16 @@ async function runRows(
     Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
   );
   return stopped;
+}
+
+/** The block a request runs, as its stored pages are counted (storedTally). */
+function blockOf(req: NodeBlockRequest): {
+  runId: string;
+  nodeId: string;
+  first: number;
+  count: number;
+} {
+  return { runId: req.runId, nodeId: req.node.id, first: req.first, count: req.count };
 }
 
 /** Builds the activity that counts what a block's pages hold: a failed or cancelled block is billed from it. */

@@ -3,6 +3,7 @@
  * the one activity that owns its rows: inserted once when complete (an insert is the cheap write
  * on FerretDB 1.x, where a replace of a large document was measured to cost ~0.3–1.3 s and grow
  * with the collection); a page left incomplete by an attempt that stops is replaced by `_id`.
+ * Two attempts of one block can be alive at once (`mergePages`), so a block's writes merge.
  * Rows are JSON text for the same reason run outputs are (store/documents.ts StoredRunDoc), kept
  * compressed (raw deflate, level 1: ~1 ms for a page of 2 KB answers) because FerretDB's cost of
  * handing a page over grows with its bytes, and a compressed Binary costs it the least. Inside, a
@@ -130,28 +131,43 @@ async function rowsOf(c: C, doc: ItemBlockDoc): Promise<Array<StoredRow | null>>
   return (await resolvedLines(c, doc)).map(rowOf);
 }
 
-/** Inserts pages in one round trip; a page already there (a retry) is left as it is. */
+/**
+ * Inserts pages in one round trip and answers those already there, left as they are: for a list
+ * written in row order (store/page-writer.ts) that is a retry writing the same page; a block's
+ * writes merge them instead (`mergePages`).
+ */
 export async function insertPages(
   c: C,
   runId: string,
   nodeId: string,
   pages: PageWrite[],
-): Promise<void> {
-  if (pages.length === 0) return;
+): Promise<PageWrite[]> {
+  if (pages.length === 0) return [];
   try {
     await c.itemBlocks.insertMany(
       await Promise.all(pages.map((page) => toDoc(runId, nodeId, page))),
       { ordered: false },
     );
+    return [];
   } catch (err) {
-    const errors = (err as { writeErrors?: Array<{ code?: number }> | { code?: number } })
-      .writeErrors;
-    const list = Array.isArray(errors) ? errors : errors ? [errors] : [];
+    const errors = (
+      err as { writeErrors?: Array<{ code?: number; index?: number }> | { code?: number } }
+    ).writeErrors;
+    const list: Array<{ code?: number; index?: number }> = Array.isArray(errors)
+      ? errors
+      : errors
+        ? [errors]
+        : [];
     const duplicatesOnly =
       list.length > 0
         ? list.every((e) => e.code === 11000)
         : (err as { code?: unknown }).code === 11000;
     if (!duplicatesOnly) throw err;
+    // Each error names the page it refused; without the names, any of them may be there.
+    const at = list.map((e) => e.index);
+    return list.length > 0 && at.every((i) => i !== undefined && pages[i] !== undefined)
+      ? at.map((i) => pages[i!])
+      : pages;
   }
 }
 
@@ -168,6 +184,55 @@ export async function replacePages(
     replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true },
   }));
   await c.itemBlocks.bulkWrite(ops, { ordered: false });
+}
+
+/**
+ * Writes a block's pages over what is stored (activities/node-block.ts): two attempts of one block
+ * can be alive at once (an operator's reset runs the block anew while the old execution's attempt
+ * runs on until its heartbeat finds it gone; a stalled worker's attempt outlives its heartbeat
+ * timeout), each writing the same pages, and neither may drop the other's rows. A stored page
+ * keeps its finished rows and takes this write's rows where it has none; it is replaced only when
+ * that adds rows (a page not there is written as given). Answers whether a stored page held rows
+ * this write lacks or holds otherwise (another attempt's): then the stored pages, not the writer's
+ * rows, are what is readable and billed.
+ *
+ * The race left: FerretDB does not isolate concurrent updates of one document, and the read and
+ * the replace are two round trips, so two attempts merging one page at the same moment may each
+ * read it before the other's replace, and the later replace drops the rows the earlier one added.
+ * An insert that finds the page merges only after the other attempt's write of it, so this needs
+ * both attempts to write, at the same moment, a page they found stored when they started (or one
+ * to write a page again after a failed write).
+ */
+export async function mergePages(
+  c: C,
+  runId: string,
+  nodeId: string,
+  pages: PageWrite[],
+): Promise<{ foreign: boolean }> {
+  let foreign = false;
+  const writes = await Promise.all(
+    pages.map(async (write): Promise<PageWrite | null> => {
+      const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, write.page) });
+      if (!doc) return write;
+      const stored = await rowsOf(c, doc);
+      const rows = Array.from(
+        { length: Math.max(stored.length, write.rows.length) },
+        (_, k) => stored[k] ?? write.rows[k] ?? null,
+      );
+      const line = (row: StoredRow | null | undefined) => (row ? packRows([row]) : '');
+      if (stored.some((row, k) => row && line(row) !== line(write.rows[k]))) foreign = true;
+      const count = (list: Array<StoredRow | null>) => list.filter((row) => row).length;
+      // D38: the stored page's carried rows keep its base (a block's attempts share one).
+      return count(rows) > count(stored) ? { ...write, rows, base: write.base ?? doc.base } : null;
+    }),
+  );
+  await replacePages(
+    c,
+    runId,
+    nodeId,
+    writes.filter((write): write is PageWrite => write !== null),
+  );
+  return { foreign };
 }
 
 /** One page's rows (carried ones resolved, D38), or null when nothing of it was written yet. */

@@ -1,0 +1,178 @@
+/**
+ * Two attempts of one block alive at once (activities/node-block.ts): an operator's reset of a
+ * run mid-block starts the block anew while the old execution's attempt runs on until its
+ * heartbeat finds it gone and its cancel writes its half-done page; a stalled worker's attempt
+ * outlives its heartbeat timeout the same way. Run in Temporal's activity test environment
+ * against a real database (FerretDB), the two attempts write the same page in the order that lost
+ * rows: whichever writes last, every row the accepted attempt bills is stored and readable, and
+ * its answer is what the stored page holds (what tallyBlock counts).
+ */
+import assert from 'node:assert/strict';
+import { Context } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { createNodeBlockActivity, createTallyBlockActivity } from '../../activities/node-block';
+import type { RowExecutors } from '../../activities/node-chunk';
+import type { NodeBlockRequest, NodeBlockResult } from '../../activities/types';
+import { completed } from '../../domain/items';
+import type { StoredRow } from '../../domain/item-blocks';
+import { generateId } from '../../store/ids';
+import { insertPages, readPage } from '../../store/item-blocks';
+import { waitFor } from '../support/http';
+import { useTestStore } from '../support/store';
+
+const ROWS = 10;
+
+describe('block attempts alive at once: the bill is what the pages hold (D35)', function () {
+  this.timeout(60_000);
+  const db = useTestStore();
+
+  /**
+   * One attempt's llm executor: a row `now` keeps answers at once, the others when `open()` is
+   * called (or fail when the attempt is cancelled). Every answer costs `cost`.
+   */
+  function attempt(cost: number, now: (row: number) => boolean) {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const called = new Set<number>();
+    const answered = new Set<number>();
+    const llm = async (req: { iteration: number }) => {
+      called.add(req.iteration);
+      if (!now(req.iteration)) {
+        const signal = Context.current().cancellationSignal;
+        const cancelled = new Promise<never>((_, reject) => {
+          if (signal.aborted) reject(signal.reason as Error);
+          signal.addEventListener('abort', () => reject(signal.reason as Error));
+        });
+        await Promise.race([gate, cancelled]);
+      }
+      answered.add(req.iteration);
+      return {
+        items: [completed({ type: 'text', text: `row ${req.iteration} at ${cost}` })],
+        costUsd: cost,
+        tokens: { input: 100, output: 10 },
+      };
+    };
+    const run = createNodeBlockActivity({ llm } as unknown as RowExecutors, db.store.collections);
+    return { run, called, answered, open };
+  }
+
+  const block = (runId: string): NodeBlockRequest => ({
+    runId,
+    accountId: 'acct_attempts',
+    node: {
+      id: 'ask',
+      type: 'llm',
+      provider: 'openai',
+      model: 'gpt-test',
+      prompt: '{{row}}',
+      output: 'text',
+    },
+    block: 0,
+    first: 0,
+    count: ROWS,
+    ports: { row: { packed: Array.from({ length: ROWS }, (_, i) => `row ${i}`) } },
+    sources: { row: 'split' },
+    concurrency: 2,
+  });
+  const activityEnv = () =>
+    new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+
+  /** What the block's stored page holds, as the workflow bills an unanswered block (tallyBlock). */
+  async function storedAnswer(runId: string): Promise<NodeBlockResult> {
+    const tally = createTallyBlockActivity(db.store.collections);
+    return (await activityEnv().run(tally, {
+      runId,
+      nodeId: 'ask',
+      first: 0,
+      count: ROWS,
+    })) as NodeBlockResult;
+  }
+
+  const billed = ({ done, ranges, costUsd, usage }: NodeBlockResult) => ({
+    done,
+    ranges,
+    costUsd,
+    usage,
+  });
+
+  /**
+   * The old attempt answers the rows `oldNow` keeps (at 0.25 each) and waits on the rest; the new
+   * one starts once those are answered and reads the pages as they are then. Answers both
+   * attempts, their environments and the run.
+   */
+  async function twoAttempts(runId: string, oldNow: (row: number) => boolean, oldRows: number) {
+    const old = attempt(0.25, oldNow);
+    const oldEnv = activityEnv();
+    const oldAnswer = oldEnv.run(old.run, block(runId)) as Promise<NodeBlockResult>;
+    await waitFor(
+      async () => (old.answered.size === oldRows && old.called.size > oldRows) || undefined,
+      { what: 'the old attempt answered its rows and waits on the next' },
+    );
+    const fresh = attempt(0.5, () => false);
+    const freshAnswer = activityEnv().run(fresh.run, block(runId)) as Promise<NodeBlockResult>;
+    // Its rows are called once it has read the block's pages.
+    await waitFor(async () => fresh.called.size > 0 || undefined, {
+      what: 'the new attempt runs its rows',
+    });
+    return { old, oldEnv, oldAnswer, fresh, freshAnswer };
+  }
+
+  it("a page the old attempt inserted first takes the new attempt's rows: all of them readable, billed as stored", async () => {
+    const runId = generateId('run');
+    const { oldEnv, oldAnswer, fresh, freshAnswer } = await twoAttempts(runId, (i) => i < 5, 5);
+    // The reset's old attempt is cancelled and writes its half-done page first.
+    oldEnv.cancel();
+    const cancelled = await oldAnswer;
+    assert.equal(cancelled.cancelled, true);
+    assert.equal(cancelled.done, 5);
+    assert.equal(
+      (await readPage(db.store.collections, runId, 'ask', 0))?.filter(Boolean).length,
+      5,
+    );
+
+    fresh.open();
+    const answer = await freshAnswer;
+    const page = await readPage(db.store.collections, runId, 'ask', 0);
+    assert.deepEqual(
+      page?.map((row) => row?.item.status ?? 'missing'),
+      Array.from({ length: ROWS }, () => 'completed'),
+      'every billed row is readable',
+    );
+    assert.equal(answer.done, ROWS);
+    // Rows 0–4 as the old attempt stored them, 5–9 as the new one ran them.
+    assert.equal(answer.costUsd, 5 * 0.25 + 5 * 0.5);
+    assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
+  });
+
+  it('an old attempt that writes after the accepted one adds nothing and drops nothing', async () => {
+    const runId = generateId('run');
+    // An earlier attempt stored rows 0 and 1 in an incomplete page: both attempts replace it.
+    const earlier = (i: number): StoredRow => ({
+      item: completed({ type: 'text', text: `row ${i} earlier` }),
+      cost: 0.5,
+      u: [1, 100, 10],
+    });
+    await insertPages(db.store.collections, runId, 'ask', [
+      {
+        page: 0,
+        rows: Array.from({ length: ROWS }, (_, i) => (i < 2 ? earlier(i) : null)),
+      },
+    ]);
+    const { oldEnv, oldAnswer, fresh, freshAnswer } = await twoAttempts(runId, (i) => i < 5, 3);
+    fresh.open();
+    const answer = await freshAnswer;
+    assert.equal(answer.done, ROWS);
+    assert.equal(answer.costUsd, ROWS * 0.5);
+    // The old attempt learns of it late and writes its page (rows 0–4) after.
+    oldEnv.cancel();
+    assert.equal((await oldAnswer).cancelled, true);
+    const page = await readPage(db.store.collections, runId, 'ask', 0);
+    assert.deepEqual(
+      page?.map((row) => row?.item.status ?? 'missing'),
+      Array.from({ length: ROWS }, () => 'completed'),
+      'every billed row is readable',
+    );
+    assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
+  });
+});
