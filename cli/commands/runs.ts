@@ -135,9 +135,19 @@ function printRun(
   ctx.out('');
   ctx.out(run.inputs_from ? `Inputs (those of run ${run.inputs_from}):` : 'Inputs:');
   ctx.out(inputs ? indentJson(inputs) : '  (erased: that run was deleted)');
-  if (run.output) {
+  // D35: a big run's items are kept in pages, its record holds an empty list in their place.
+  const stored = Object.entries(run.stored_outputs ?? {});
+  const inRecord = Object.fromEntries(
+    Object.entries(run.output ?? {}).filter(([key]) => !run.stored_outputs?.[key]),
+  );
+  if (Object.keys(inRecord).length > 0 || (run.output && stored.length === 0)) {
     ctx.out('Output:');
-    ctx.out(indentJson(run.output));
+    ctx.out(indentJson(inRecord));
+  }
+  if (stored.length > 0) {
+    ctx.out('Output items stored apart (read them through the API or its results file):');
+    for (const [key, { count }] of stored)
+      ctx.out(`  ${key}: ${count} items, stored apart: GET /api/v1/runs/${run._id}/outputs/${key}`);
   }
   if (events) {
     ctx.out('Events:');

@@ -196,6 +196,32 @@ describe('operator CLI (D27)', function () {
     assert.equal((await cliJson('runs', 'show', runId)).error, error, 'JSON reads back the same');
   });
 
+  it('says where a big run’s output items are, instead of showing its record’s empty list (D35)', async () => {
+    const { id: accountId } = await cliJson('accounts', 'create', '--name', 'Big');
+    const runId = generateId('run');
+    await insertRun(
+      ctx.svc.store.collections,
+      pendingRun({
+        _id: runId,
+        account_id: accountId,
+        key_id: 'key_x',
+        status: 'completed',
+        finalized: true,
+        output: { answers: [] },
+        stored_outputs: {
+          answers: { node: 'ask', count: 20_000, pageRows: 100, idOffset: 0 },
+        },
+      }),
+    );
+    const shown = await cli('runs', 'show', runId);
+    assert.equal(shown.code, 0, shown.err);
+    assert.match(
+      shown.out,
+      new RegExp(`answers: 20000 items, stored apart: GET /api/v1/runs/${runId}/outputs/answers`),
+    );
+    assert.doesNotMatch(shown.out, /"answers": \[\]/);
+  });
+
   it('issues a key that authenticates against the API, lists it without secrets, and revokes it', async () => {
     const { id: accountId } = await cliJson(
       'accounts',
