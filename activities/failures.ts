@@ -11,16 +11,47 @@ export function isTransientStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
-/** The failure for a non-2xx provider answer. */
+/**
+ * The failure for a non-2xx provider answer. A transient one keeps the answer's `Retry-After`
+ * (as `retryAfterMs` in its details), which a big node's row waits for before its next call
+ * (activities/row-retries.ts).
+ */
 export function providerFailure(
   provider: string,
   status: number,
   message: string,
+  retryAfter?: string | string[],
 ): ApplicationFailure {
   const text = `${provider} answered ${status}: ${message}`;
-  return isTransientStatus(status)
-    ? ApplicationFailure.retryable(text, 'ProviderUnavailable', { status })
-    : ApplicationFailure.nonRetryable(text, 'ProviderRejected', { status });
+  if (!isTransientStatus(status))
+    return ApplicationFailure.nonRetryable(text, 'ProviderRejected', { status });
+  const wait = retryAfterMs(retryAfter);
+  return ApplicationFailure.retryable(text, 'ProviderUnavailable', {
+    status,
+    ...(wait !== undefined && { retryAfterMs: wait }),
+  });
+}
+
+/**
+ * A `Retry-After` header's wait in ms: a non-negative number of seconds, or an HTTP-date (0 when
+ * past). Anything else (absent, several values, not a date) is none.
+ */
+export function retryAfterMs(
+  header: string | string[] | undefined,
+  now = Date.now(),
+): number | undefined {
+  if (typeof header !== 'string') return undefined;
+  const value = header.trim();
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = /[a-z]/i.test(value) ? Date.parse(value) : NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The wait a transient provider failure asked for (`Retry-After`, providerFailure), if any. */
+export function askedWaitMs(err: unknown): number | undefined {
+  if (!(err instanceof ApplicationFailure)) return undefined;
+  const wait = (err.details?.[0] as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  return typeof wait === 'number' && Number.isFinite(wait) && wait >= 0 ? wait : undefined;
 }
 
 /** A node whose configuration cannot work on this service (unknown provider, missing model price is not one). */

@@ -214,6 +214,7 @@ async function heldAnswer(
       `http ${res.url.host}`,
       res.status,
       providerWords(text) || res.body.statusMessage || 'no message',
+      res.headers['retry-after'],
     );
   // An answer without a body (a 204, an empty 200) is an empty text, whatever type it names.
   if (type.includes('json') && bytes.length > 0) {

@@ -21,6 +21,10 @@
  * (`calls`, by row index) until its page is stored, which then counts them in the row's usage, so
  * they survive Temporal's retries of the block. Those of rows left unfinished travel as
  * `uncounted`: in the answer, the failure's details and the checkpoint.
+ *
+ * A row whose call fails transiently is called again in place, after the backoff of the block's
+ * retry policy, until it has made NODE_MAX_ATTEMPTS calls (activities/row-retries.ts): one row's
+ * 503 no longer spends an attempt of the whole block, whose rows would share five.
  */
 import { setMaxListeners } from 'node:events';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -57,7 +61,8 @@ import {
 import type { CallUsage } from '../domain/run-usage';
 import { priorityOfKey } from '../domain/run-priority';
 import { CallScheduler } from './call-scheduler';
-import type { NodeBlockRequest, NodeBlockResult, NodeRow, PortSource } from './types';
+import { pause, RowRetries } from './row-retries';
+import type { NodeBlockRequest, NodeBlockResult, NodeResult, NodeRow, PortSource } from './types';
 
 type C = Pick<Collections, 'itemBlocks' | 'itemUsage'>;
 
@@ -267,6 +272,8 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
         stopped = await runRows(executors, req, queue, rows, progress, signal, {
           rowDone,
           storage,
+          // A row's transient failure is retried in place, by the block's own policy.
+          retries: new RowRetries(context.info.retryPolicy, progress.calls),
         });
       } finally {
         clearInterval(timer);
@@ -467,8 +474,11 @@ async function writePages(
 
 /**
  * Runs the queued rows in `req.concurrency` lanes, recording each row's item in `rows` as it ends.
- * Resolves with the error that stopped the lanes (a row that failed for another reason than a
- * refusal), or undefined; a cancel stops them too, leaving its rows unfinished and unbilled.
+ * A row whose call fails transiently waits and is called again (`retries`, activities/row-retries.ts)
+ * while the other lanes run on. Resolves with the error that stopped the lanes (a row that failed
+ * for another reason than a refusal, or used its attempts), or undefined: the rows in flight
+ * finish, those waiting for their next attempt stay unfinished. A cancel stops them too, leaving
+ * its rows unfinished and unbilled.
  */
 async function runRows(
   executors: RowExecutors,
@@ -477,16 +487,80 @@ async function runRows(
   rows: Array<StoredRow | null>,
   { pending, calls: rowCalls }: BlockProgress,
   signal: AbortSignal,
-  { rowDone, storage }: { rowDone: (index: number) => void; storage: BlockStorage },
+  {
+    rowDone,
+    storage,
+    retries,
+  }: { rowDone: (index: number) => void; storage: BlockStorage; retries: RowRetries },
 ): Promise<unknown> {
   let stopped: unknown;
-  const record = (
-    index: number,
-    item: Item,
-    cost: number,
-    last: CallUsage,
-    sent: boolean,
-  ): void => {
+  // Ends the waits of rows between attempts: at the cancel, or once the lanes are stopped.
+  const halt = new AbortController();
+  setMaxListeners(0, halt.signal); // one listener a waiting row
+  const cancelled = () => halt.abort();
+  signal.addEventListener('abort', cancelled, { once: true });
+  if (signal.aborted) cancelled();
+  const stop = (err: unknown): void => {
+    stopped ??= err;
+    halt.abort();
+  };
+  const record = rowRecorder(req, rows, { pending, calls: rowCalls }, rowDone);
+  const rowMax = storedRowMaxBytes(req); // the item of one row: bounded by its page
+  /** Runs the row's attempts until one ends it, or the lanes stop while it waits for the next. */
+  const runRow = async (row: NodeRow): Promise<void> => {
+    for (;;) {
+      const scope = rowScope(pending, rowCalls, row.index);
+      let result: NodeResult;
+      try {
+        result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
+      } catch (err) {
+        if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
+        const refused = refusal(err);
+        if (refused) return record(row.index, refused.item, 0, refused.usage, scope.wasSent());
+        const next = retries.after(row.index, err, scope.wasSent());
+        if ('stop' in next) return stop(next.stop);
+        // The row keeps its lane while it waits: a provider that throttles gets fewer calls, not
+        // more. Its calls so far stay in the checkpoint (D36), whatever ends the wait.
+        if (await pause(next.waitMs, halt.signal)) continue;
+        return;
+      }
+      const { item, length } = boundedItem(oneItem(result.items), rowMax);
+      // D19: counted in the account's storage quota (an unpaid node's item past it fails).
+      const admitted = await storage.admit(item, length);
+      return record(row.index, admitted, result.costUsd, callUsage(result), scope.wasSent());
+    }
+  };
+  const lane = async (): Promise<void> => {
+    for (;;) {
+      if (stopped !== undefined || signal.aborted) return;
+      const row = queue.shift();
+      if (!row) return;
+      try {
+        await runRow(row);
+      } catch (err) {
+        if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
+        stop(err); // its item could not be counted in the store
+      }
+    }
+  };
+  try {
+    await Promise.all(
+      Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
+    );
+  } finally {
+    signal.removeEventListener('abort', cancelled);
+  }
+  return stopped;
+}
+
+/** Records a row's item in `rows` as it ends, with its usage (D36), and tells `rowDone`. */
+function rowRecorder(
+  req: NodeBlockRequest,
+  rows: Array<StoredRow | null>,
+  { pending, calls: rowCalls }: Pick<BlockProgress, 'pending' | 'calls'>,
+  rowDone: (index: number) => void,
+) {
+  return (index: number, item: Item, cost: number, last: CallUsage, sent: boolean): void => {
     // D36: with the row's failed calls (kept in the checkpoint too until its page is stored).
     const usage = rowCalls.usageOf(index, last, sent);
     const failed = usage.failed_calls ?? 0;
@@ -504,31 +578,6 @@ async function runRows(
     pending.delete(index);
     rowDone(index);
   };
-  const rowMax = storedRowMaxBytes(req); // the item of one row: bounded by its page
-  const lane = async (): Promise<void> => {
-    for (;;) {
-      if (stopped !== undefined || signal.aborted) return;
-      const row = queue.shift();
-      if (!row) return;
-      const scope = rowScope(pending, rowCalls, row.index);
-      try {
-        const result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
-        const { item, length } = boundedItem(oneItem(result.items), rowMax);
-        // D19: counted in the account's storage quota (an unpaid node's item past it fails).
-        const admitted = await storage.admit(item, length);
-        record(row.index, admitted, result.costUsd, callUsage(result), scope.wasSent());
-      } catch (err) {
-        if (signal.aborted) return; // cancelled: the row stays unfinished and unbilled
-        const refused = refusal(err);
-        if (refused) record(row.index, refused.item, 0, refused.usage, scope.wasSent());
-        else stopped ??= err;
-      }
-    }
-  };
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(req.concurrency, queue.length)) }, lane),
-  );
-  return stopped;
 }
 
 /** The block a request runs, as its stored pages are counted (storedTally). */

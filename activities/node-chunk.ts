@@ -187,6 +187,11 @@ export class RowCalls {
     return this.byRow.size;
   }
 
+  /** The calls made for the row so far (not yet counted in its usage). */
+  of(index: number): number {
+    return this.byRow.get(index) ?? 0;
+  }
+
   /** An attempt of the row sends its call. */
   add(index: number): void {
     this.byRow.set(index, (this.byRow.get(index) ?? 0) + 1);

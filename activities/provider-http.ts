@@ -88,7 +88,7 @@ export async function providerRequest(
   provider: string,
   url: string,
   init: { method: string; body?: string; headers: Record<string, string>; signal?: AbortSignal },
-): Promise<{ status: number; text: string }> {
+): Promise<ProviderAnswer> {
   const signal = init.signal ?? activitySignal() ?? new AbortController().signal;
   return tracedProviderCall(provider, init.method, url, () =>
     observeProviderCall(
@@ -137,13 +137,20 @@ async function tracedProviderCall<T extends { status: number }>(
   );
 }
 
+/** A provider's answer, read whole: its status, its body and its `Retry-After` header, if any. */
+export interface ProviderAnswer {
+  status: number;
+  text: string;
+  retryAfter?: string | string[];
+}
+
 async function guardedProviderRequest(
   guard: ProviderGuard,
   provider: string,
   url: string,
   init: { method: string; body?: string; headers: Record<string, string> },
   signal: AbortSignal,
-): Promise<{ status: number; text: string }> {
+): Promise<ProviderAnswer> {
   let res: GuardedResponse | undefined;
   try {
     requestSent(); // D36: a call made, whatever comes of it
@@ -161,7 +168,11 @@ async function guardedProviderRequest(
       res.headers['content-length'],
       guard.readBudget && { budget: guard.readBudget, signal },
     );
-    return { status: res.status, text: bytes.toString('utf8') };
+    return {
+      status: res.status,
+      text: bytes.toString('utf8'),
+      retryAfter: res.headers['retry-after'],
+    };
   } catch (err) {
     rethrowIfCancelled();
     if (err instanceof UrlRefusedError || err instanceof AnswerTooLargeError)
@@ -178,11 +189,12 @@ async function requestJson(
   url: string,
   init: { method: string; body?: string; headers: Record<string, string> },
 ): Promise<unknown> {
-  const { status, text } = await providerRequest(guard, provider, url, {
+  const { status, text, retryAfter } = await providerRequest(guard, provider, url, {
     ...init,
     headers: { accept: 'application/json', ...init.headers },
   });
-  if (status < 200 || status >= 300) throw providerFailure(provider, status, errorMessage(text));
+  if (status < 200 || status >= 300)
+    throw providerFailure(provider, status, errorMessage(text), retryAfter);
   let answer: unknown;
   try {
     answer = parseJsonWithin(text);

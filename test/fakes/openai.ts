@@ -3,6 +3,8 @@
  * the prompt text so each test says what the "model" does:
  *   - `status:NNN` in the prompt answers that HTTP status with an OpenAI-style error body;
  *   - `flaky:<tag>:<n>` answers 503 to the first n requests carrying that tag, then succeeds;
+ *   - `throttle:<tag>:<n>:<s>` answers 429 with `Retry-After: <s>` (seconds) to the first n
+ *     requests carrying that tag, then succeeds (a provider's rate limit);
  *   - `refuseonce:<tag>` answers 400 (a refusal: the item fails) to the first request carrying
  *     that tag, then succeeds (a row that fails in a run and completes in its re-run, D38);
  *   - `refusetimes:<tag>:<n>` the same for the first n requests (a row that fails in a run and
@@ -64,6 +66,8 @@ export interface RecordedRequest {
   /** performance.now() when the request arrived, and when it was answered or abandoned (concurrency seen by the provider). */
   startedAt: number;
   endedAt?: number;
+  /** The HTTP status the fake answered with (unset: none sent). */
+  status?: number;
 }
 
 export interface FakeOpenAI {
@@ -118,8 +122,9 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       if (!res.writableFinished) record.aborted = true;
       record.endedAt ??= performance.now();
     });
-    const send = (status: number, payload: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
+    const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+      record.status = status;
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(JSON.stringify(payload));
     };
     const imageFile = /^\/v1\/image-files\/(\d+)\.png$/.exec(req.url ?? '');
@@ -209,6 +214,17 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         return send(400, {
           error: { message: 'The model refused', type: 'invalid_request_error', code: null },
         });
+    }
+    const throttle = /throttle:(\w+):(\d+):(\d+)/.exec(prompt);
+    if (throttle) {
+      const seen = (flakyCounts.get(`throttle:${throttle[1]}`) ?? 0) + 1;
+      flakyCounts.set(`throttle:${throttle[1]}`, seen);
+      if (seen <= Number(throttle[2]))
+        return send(
+          429,
+          { error: { message: 'Rate limit reached', type: 'rate_limit_error' } },
+          { 'retry-after': throttle[3] },
+        );
     }
     const flaky = /flaky:(\w+):(\d+)/.exec(prompt);
     if (flaky) {
