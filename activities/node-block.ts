@@ -32,17 +32,16 @@ import type { Item } from '../domain/parts';
 import { failed, unpackItem } from '../domain/items';
 import {
   boundedItem,
-  FAILED_ROWS_PER_BLOCK,
   oneItem,
   PAGE_ROWS,
   pagesOf,
   storedRowMaxBytes,
-  toRanges,
   type StoredRow,
 } from '../domain/item-blocks';
 import type { Collections } from '../store/db';
 import type { StorageQuota } from '../store/storage-quota';
 import { insertPages, mergePages, readPage, type PageWrite } from '../store/item-blocks';
+import { readBlockRows, tallyRows } from '../store/block-tally';
 import { BlockStorage } from './block-storage';
 import { carryAllBut, fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
@@ -65,30 +64,6 @@ import { pause, RowRetries } from './row-retries';
 import type { NodeBlockRequest, NodeBlockResult, NodeResult, NodeRow, PortSource } from './types';
 
 type C = Pick<Collections, 'itemBlocks' | 'itemUsage'>;
-
-/** The stored rows [first, first + count) of a node, by position (null: not stored), and which pages exist. */
-async function readRows(
-  c: C,
-  runId: string,
-  nodeId: string,
-  first: number,
-  count: number,
-): Promise<{ rows: Array<StoredRow | null>; existing: Set<number> }> {
-  const rows: Array<StoredRow | null> = Array.from({ length: count }, () => null);
-  const existing = new Set<number>();
-  const pages = pagesOf(first, first + count);
-  const read = await Promise.all(pages.map((p) => readPage(c, runId, nodeId, p)));
-  pages.forEach((p, i) => {
-    const stored = read[i];
-    if (!stored) return;
-    existing.add(p);
-    stored.forEach((row, k) => {
-      const at = p * PAGE_ROWS + k - first;
-      if (row && at >= 0 && at < count) rows[at] = row;
-    });
-  });
-  return { rows, existing };
-}
 
 /**
  * Builds the activity that runs one block of a node's rows. A block holds the items of its pages
@@ -228,7 +203,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
           existing: new Set<number>(),
         }
       : await waitingForStore(
-          () => readRows(collections, req.runId, req.node.id, req.first, req.count),
+          () => readBlockRows(collections, { ...req, nodeId: req.node.id }),
           alive,
         );
     progress.track(rows);
@@ -293,7 +268,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
       // answer counts them, as a failed or cancelled block's is counted (tallyBlock).
       const answer = merged
         ? await storedTally(collections, blockOf(req), alive, progress.calls)
-        : { ...tally(req.first, rows), ...uncountedField(uncounted) };
+        : { ...tallyRows(req.first, rows), ...uncountedField(uncounted) };
       return { ...answer, ...(signal.aborted ? { cancelled: true } : {}) };
     } finally {
       storage.close(); // what a failed write left uncounted in the store is no longer held
@@ -612,44 +587,9 @@ async function storedTally(
   alive: () => void,
   rowCalls?: RowCalls,
 ): Promise<NodeBlockResult> {
-  const { rows } = await waitingForStore(
-    () => readRows(collections, block.runId, block.nodeId, block.first, block.count),
-    alive,
-  );
+  const { rows } = await waitingForStore(() => readBlockRows(collections, block), alive);
   const uncounted = rowCalls?.withRows([], (index) => rows[index - block.first] == null);
-  return { ...tally(block.first, rows), ...uncountedField(uncounted) };
-}
-
-function tally(first: number, rows: Array<StoredRow | null>): NodeBlockResult {
-  const done: number[] = [];
-  const failedRows: number[] = [];
-  let costUsd = 0;
-  const usage = { calls: 0, input_tokens: 0, output_tokens: 0, completed: 0, failed: 0 };
-  let failedCalls = 0;
-  rows.forEach((row, p) => {
-    if (!row) return;
-    done.push(first + p);
-    costUsd += row.cost;
-    // D36: counted from the stored rows like the cost, so a row re-run by a retry counts once.
-    if (row.u) {
-      usage.calls += row.u[0];
-      usage.input_tokens += row.u[1];
-      usage.output_tokens += row.u[2];
-      failedCalls += row.u[3] ?? 0;
-    }
-    if (row.item.status === 'failed') usage.failed++;
-    else usage.completed++;
-    if (row.item.status !== 'completed') failedRows.push(first + p);
-  });
-  const all = done.length === rows.length;
-  return {
-    done: done.length,
-    ranges: all ? [] : toRanges(done),
-    costUsd,
-    usage: failedCalls > 0 ? { ...usage, failed_calls: failedCalls } : usage,
-    // D38: which rows a re-run of failed items runs, if few (the run's record lists them).
-    ...(failedRows.length <= FAILED_ROWS_PER_BLOCK ? { failed: failedRows } : {}),
-  };
+  return { ...tallyRows(block.first, rows), ...uncountedField(uncounted) };
 }
 
 /** Every port's items for the block's rows: a stored list's pages read by `_id`, inline ones as given. */

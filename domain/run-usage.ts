@@ -70,6 +70,29 @@ export interface BlockUsage extends CallUsage {
   failed: number;
 }
 
+/**
+ * A block's tally as its node's usage, as the workflow counts a block's answer: its rows' calls
+ * with their failed ones, tokens, cost and items (the API's settle of a block that never answered).
+ */
+export function blockNodeUsage(costUsd: number, usage: BlockUsage): NodeUsage {
+  return {
+    provider_calls: callsMade(usage),
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    cost: costUsd,
+    items_completed: usage.completed,
+    items_failed: usage.failed,
+  };
+}
+
+/** `usage` with `more` added to node `nodeId`'s, and to the totals. */
+export function addNodeUsage(usage: RunUsage, nodeId: string, more: NodeUsage): RunUsage {
+  const node = usage.by_node[nodeId] ?? emptyNodeUsage();
+  const sum = { ...node };
+  for (const key of Object.keys(more) as Array<keyof NodeUsage>) sum[key] += more[key];
+  return totalUsage({ ...usage.by_node, [nodeId]: sum });
+}
+
 export function emptyNodeUsage(): NodeUsage {
   return {
     provider_calls: 0,

@@ -102,12 +102,38 @@ export interface RunSnapshot {
   completed_at_ms: number | null;
   /** D36: what the run used so far; absent from runs of workflow code before D36. */
   usage?: RunUsage;
+  /** What the run keeps if it ends now, when asked (SnapshotOptions.ending); absent from workflow code before it. */
+  ending?: RunEnding;
+}
+
+/**
+ * What a run holds if it ends where it stands, for the API's settle of a run whose workflow was
+ * closed from outside (api/runs/settle-run.ts), which writes it as the run's own end would have
+ * (D35): its results in the store, and the blocks it was still waiting for.
+ */
+export interface RunEnding {
+  /** D35: results whose items are in the store. */
+  storedOutputs?: Record<string, StoredOutput>;
+  /** D35: blocks of a big node that started and whose activity had not answered (what they stored is in their pages). */
+  blocksInFlight: BlockInFlight[];
+  /** D36: the run's `max_cost`: it is never billed past it. */
+  maxCostUsd?: number;
+}
+
+/** A block of rows [first, first + count) of node `node` whose activity has not answered; `io`: an I/O node (its usage counts, D36). */
+export interface BlockInFlight {
+  node: string;
+  first: number;
+  count: number;
+  io: boolean;
 }
 
 /** The `snapshot` query's options, its second argument (workflow code from before it ignores it). */
 export interface SnapshotOptions {
   /** D35: the events as CompactEvents, so a big run's log comes in a few answers instead of one per SNAPSHOT_EVENTS. */
   compact?: boolean;
+  /** With the answer's `ending` (RunEnding): what a settle of the closed run needs besides its count. */
+  ending?: boolean;
 }
 
 /**

@@ -33,6 +33,13 @@ export function webhookTaskQueue(taskQueue: string): string {
   return `${taskQueue}-webhooks`;
 }
 
+/**
+ * The heartbeat timeout of node activities (D10): an attempt not heard from for this long is
+ * taken for dead. Its attempts heartbeat every second (worker/create-worker.ts throttles them to
+ * 1 s), and a cancel, or the NotFound of a closed workflow, reaches them in a heartbeat's answer.
+ */
+export const NODE_HEARTBEAT_TIMEOUT_MS = 10_000;
+
 /** Search attributes shown and filterable in the Temporal UI. */
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('WrsAccountId', SearchAttributeType.KEYWORD),

@@ -27,7 +27,9 @@ import {
   SNAPSHOT_TOKEN_CHARS,
   type CompactEvents,
   type OutputItem,
+  type BlockInFlight,
   type OutputPage,
+  type RunEnding,
   type RunEvent,
   type RunFinal,
   type RunOutput,
@@ -98,6 +100,11 @@ export class RunState {
   private readonly usageByNode = new Map<string, NodeUsage>();
   /** D36: the I/O nodes, whose items count in their usage. */
   private readonly ioNodes = new Set<string>();
+  /**
+   * D35: blocks started whose activity has not answered, by node and first row: what a settle of
+   * the run closed from outside counts from their pages (RunEnding). State only, no command.
+   */
+  private readonly blocksInFlight = new Map<string, BlockInFlight>();
 
   /**
    * `bounded`: whether the run's outputs are bounded in all (domain/run-size.ts), asked only when
@@ -204,6 +211,17 @@ export class RunState {
     this.storedEvents(nodeId, [[first, first + n]], 'response.output_item.added');
   }
 
+  /** D35: a block of rows [first, first + count) of a node was handed to its activity. */
+  blockStarted(nodeId: string, first: number, count: number): void {
+    const io = this.ioNodes.has(nodeId);
+    this.blocksInFlight.set(`${nodeId}:${first}`, { node: nodeId, first, count, io });
+  }
+
+  /** D35: the block that began at row `first` answered (or was counted from its pages). */
+  blockAnswered(nodeId: string, first: number): void {
+    this.blocksInFlight.delete(`${nodeId}:${first}`);
+  }
+
   /** D13 for stored rows: their items are done (written to the store). */
   storedDone(nodeId: string, ranges: Array<[number, number]>): void {
     this.storedEvents(nodeId, ranges, 'response.output_item.done');
@@ -304,6 +322,20 @@ export class RunState {
       total_cost: this.totalCost(),
       completed_at_ms: terminal ? this.completedAtMs : null,
       usage: this.usage(),
+      ...(options.ending === true ? { ending: this.ending() } : {}),
+    };
+  }
+
+  /**
+   * What the run keeps if it ends where it stands (RunEnding), for the API's settle of a run whose
+   * workflow was closed from outside: read by a query, so nothing here may change the state.
+   */
+  private ending(): RunEnding {
+    const maxCostUsd = this.args.options.costCap?.maxUsd;
+    return {
+      ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
+      blocksInFlight: [...this.blocksInFlight.values()],
+      ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
     };
   }
 

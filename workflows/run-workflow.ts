@@ -43,6 +43,7 @@ import { splitFinal } from '../domain/run-chunks';
 import {
   awaitEndUpdate,
   blockTaskQueue,
+  NODE_HEARTBEAT_TIMEOUT_MS,
   outputPageQuery,
   snapshotQuery,
   type RunArgs,
@@ -90,7 +91,7 @@ export async function runWorkflow(
     isPatched('run-items-bound'),
   );
   setHandler(snapshotQuery, (afterSequence, options) =>
-    state.snapshot(afterSequence ?? -1, { compact: options?.compact === true }),
+    state.snapshot(afterSequence ?? -1, options ?? {}),
   );
   // D31: GET …/outputs/{key} of a live run (a query adds nothing to the history: replay-safe).
   setHandler(outputPageQuery, (label, afterItemId, limit) =>
@@ -271,7 +272,7 @@ function runProxies(options: RunArgs['options']) {
     // Node activities heartbeat every second: a dead worker's attempt is retried after 10 s
     // instead of the whole attempt timeout, and a cancel (D8) reaches the call in flight,
     // which the run waits for so the provider really sees the request aborted.
-    heartbeatTimeout: 10_000,
+    heartbeatTimeout: NODE_HEARTBEAT_TIMEOUT_MS,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: options.retryInitialMs,
@@ -607,6 +608,7 @@ class RunActivities {
       const budget = noCalls(calls) ? undefined : await cap?.takeSettled(node.id, calls, capWaits);
       const limit = budget && budget.calls < calls ? budget.calls : undefined;
       state.storedStarted(node.id, first, count);
+      state.blockStarted(node.id, first, count); // till it answers: a settle counts its pages
       const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33
       let result: NodeBlockResult;
       try {
@@ -651,6 +653,7 @@ class RunActivities {
   /** Counts what a block answered (or, after a failure, what its pages hold): cost, usage, rows done. */
   applyBlock = (node: BlockNode, first: number, count: number, result: NodeBlockResult): void => {
     const { state, cap, progress, failedRows } = this.run;
+    state.blockAnswered(node.id, first);
     state.addCost(result.costUsd);
     // D36: usage counted from the stored rows like the cost (absent in answers recorded before D36).
     const usage = result.usage;

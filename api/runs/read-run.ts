@@ -76,8 +76,16 @@ export async function readRunAnswer(
   });
   const known = await fromThisProcess(deps, accountId, runId);
   if (known.view) return answer(known.view);
-  const doc = await loadRunHead(deps.collections, accountId, runId);
-  if (!doc.finalized) return answer(await unfinishedView(deps, doc, known.skeleton));
+  let doc = await loadRunHead(deps.collections, accountId, runId);
+  if (!doc.finalized) {
+    const live = await unfinishedView(deps, doc, known.skeleton);
+    if (live !== 'closed') return answer(live);
+    // Its workflow closed unfinished and this read settled the run (or joined the settle under
+    // way, which may wait for a block's last write: settle-run.ts LATE_WRITES_MS): the record
+    // read before says `pending`, the one now stored answers.
+    doc = await loadRunHead(deps.collections, accountId, runId);
+    if (!doc.finalized) return answer(runView(doc));
+  }
   const delivery = await finishedDelivery(deps, doc);
   if (!isBigRun(doc)) return answer(finishedView(deps, doc, delivery));
   // Without its items a big run's view is its head's, as a list shows it: nothing to stream.
@@ -100,7 +108,9 @@ async function fromThisProcess(
   const skeleton = deps.knownRuns?.get(runId);
   if (!skeleton) return {};
   if (skeleton.account_id !== accountId) throw notFound(runId);
-  return { view: await liveView(deps, runId, pendingRecord(skeleton)), skeleton };
+  const view = await liveView(deps, runId, pendingRecord(skeleton));
+  // Closed: the record, read next, is the answer (a settle of the run was awaited).
+  return { view: view === 'closed' ? undefined : view, skeleton };
 }
 
 /**
@@ -128,13 +138,14 @@ function finishedView(
 
 /**
  * Step 3b: a record not finalized. Remembered (with its payloads' secret) for the next read; its
- * workflow is asked unless this process knew the run already (then it was asked in step 1 and had no news).
+ * workflow is asked unless this process knew the run already (then it was asked in step 1 and had
+ * no news). `closed`: the workflow had closed, so its settle was awaited: read the record again.
  */
 async function unfinishedView(
   deps: ReadRunDeps,
   doc: RunDoc,
   skeleton: RunSkeleton | undefined,
-): Promise<RunView> {
+): Promise<RunView | 'closed'> {
   deps.knownRuns?.remember(doc);
   rememberSecret(deps, doc);
   return (skeleton ? undefined : await liveView(deps, doc._id, doc, doc)) ?? runView(doc);
@@ -168,8 +179,9 @@ export function shownSnapshot(snapshot: RunSnapshot): RunSnapshot {
 
 /**
  * The view of a run not finalized when last looked at, from its workflow's query (`pending` while
- * it is queued); undefined when only the stored record can answer (Temporal has no news). A stored
- * record Temporal has no workflow for, old enough, is a start that died: it is ended here.
+ * it is queued); undefined when only the stored record can answer (Temporal has no news), `closed`
+ * when its workflow had closed (the record read before this is stale). A stored record Temporal
+ * has no workflow for, old enough, is a start that died: it is ended here.
  */
 async function liveView(
   deps: ReadRunDeps,
@@ -177,11 +189,13 @@ async function liveView(
   record: RunViewSource & Pick<RunDoc, 'account_id'>,
   /** The whole record, when it was just read from the store: only it can tell a start that died (its hold). */
   stored?: RunDoc,
-): Promise<RunView | undefined> {
+): Promise<RunView | 'closed' | undefined> {
   // No events wanted here: ask only for status and results.
-  const { snapshot, queued, missing } = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
+  const probe = await deps.gateway.probe(runId, Number.MAX_SAFE_INTEGER);
+  const { snapshot, queued, missing } = probe;
   if (!snapshot) {
     if (missing && stored && neverStarted(stored)) return settledNeverStarted(deps, stored);
+    if (probe.closed) return 'closed';
     return queued ? runView(record) : undefined;
   }
   if (snapshot.outputDeferred) {

@@ -4,18 +4,26 @@
  * The API notices such a run when it asks it for its state (run-gateway.ts rejects queries of
  * workflows that did not complete cleanly) and settles it here (D31): `failed`, with an
  * error saying what happened, billed for what ran (the run's own count, replayed from its history
- * by a worker), its event log ending in `response.failed`. Writing it is idempotent, like finalize.
+ * by a worker, and what the blocks it was still waiting for stored: keptEnd), keeping its results
+ * in the store as a failed run's own end does (D35), its event log ending in `response.failed`. Writing it is idempotent, like finalize.
  * A run with a webhook then has its delivery started, as its own end would have (D20): a caller
  * waiting for the webhook hears of the failure instead of waiting forever.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collections } from '../../store/db';
 import { findRunWithoutLog } from '../../store/runs';
 import { recordChunkedRunEnd } from '../../store/run-end';
-import { isTerminalEvent, type RunFinal, type RunSnapshot } from '../../domain/run';
+import { tallyStoredBlock } from '../../store/block-tally';
+import { isTerminalEvent, type RunEnding, type RunFinal, type RunSnapshot } from '../../domain/run';
 import { RunLog } from '../../domain/run-log';
 import { splitFinal } from '../../domain/run-chunks';
+import { addNodeUsage, blockNodeUsage, emptyUsage } from '../../domain/run-usage';
 import { settledFailureEvent } from '../stream/stream-events';
-import { DEFAULT_WEBHOOK_RETRY_INITIAL_MS, type WebhookArgs } from '../../workflows/definitions';
+import {
+  DEFAULT_WEBHOOK_RETRY_INITIAL_MS,
+  NODE_HEARTBEAT_TIMEOUT_MS,
+  type WebhookArgs,
+} from '../../workflows/definitions';
 
 /** Temporal's WorkflowExecutionStatus numbers, as a reason a person reads. */
 const CLOSED_AS: Record<number, string> = {
@@ -25,15 +33,33 @@ const CLOSED_AS: Record<number, string> = {
   7: 'timed out',
 };
 
-/** What settling needs from Temporal: the closed run's own state, page by page (null: none to be had), and a webhook's delivery. */
+/**
+ * How long after its workflow closed a block's attempt may still store rows. The attempt runs on
+ * until a heartbeat (one a second) is answered NotFound, then stops its calls and writes the rows
+ * it finished (about a second after a terminate, as measured); one not heard from for
+ * NODE_HEARTBEAT_TIMEOUT_MS is what Temporal itself takes for dead; 2 s more for that last write.
+ * A settle that finds a block in flight counts its pages only once the close is this old: counted
+ * earlier, rows stored after it were readable, unbilled, and carried free by a re-run (D38).
+ */
+export const LATE_WRITES_MS = NODE_HEARTBEAT_TIMEOUT_MS + 2_000;
+
+/**
+ * What settling needs from Temporal: the closed run's own state, page by page (null: none to be
+ * had), when it closed (null: unknown), and a webhook's delivery.
+ */
 export interface SettleTemporal {
-  closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null>;
+  closedSnapshot(
+    runId: string,
+    afterSequence: number,
+    ending?: boolean,
+  ): Promise<RunSnapshot | null>;
+  closedAt(runId: string): Promise<Date | null>;
   startWebhookDelivery(args: WebhookArgs): Promise<void>;
 }
 
 /** Writes the end of a run whose workflow closed with `status` without finalizing; a finalized run is left as it is. */
 export async function settleRun(
-  collections: Pick<Collections, 'runs' | 'runChunks' | 'ledger'>,
+  collections: Pick<Collections, 'runs' | 'runChunks' | 'ledger' | 'itemBlocks'>,
   temporal: SettleTemporal,
   runId: string,
   status: number,
@@ -44,9 +70,12 @@ export async function settleRun(
   // The log as the workflow answers it, page by page, kept compact (a million rows' events: D35).
   const log = new RunLog();
   let last: RunSnapshot | null = null;
+  let ending: RunEnding | undefined;
   for (;;) {
-    const page = await temporal.closedSnapshot(runId, log.length - 1);
+    // What the run keeps is asked of the first answer alone: every replay of a closed run is the same.
+    const page = await temporal.closedSnapshot(runId, log.length - 1, last === null);
     if (!page) break;
+    if (last === null) ending = page.ending;
     last = page;
     // D35: compact answers, so a million rows' log is a replay or two, not one per 5,000 events.
     if (log.appendAnswer(page) === 0 || log.length >= page.eventCount) break;
@@ -65,14 +94,13 @@ export async function settleRun(
     runId,
     accountId: doc.account_id,
     status: 'failed',
-    output: null,
     error,
-    totalCost: last?.total_cost ?? 0, // no replay to be had: nothing is known to have run, nothing is billed
+    // No replay to be had: nothing is known to have run, nothing is billed.
+    ...(last ? await keptEnd(collections, temporal, runId, last, ending) : noEnd),
     completedAtMs: Date.now(),
     events,
     itemIdBase: log.itemIdBase,
     ...(itemCodes ? { itemCodes } : {}),
-    ...(last?.usage ? { usage: last.usage } : {}),
   };
   const { final: head, chunks } = splitFinal(final);
   await recordChunkedRunEnd(collections, head, chunks, 'settle');
@@ -83,6 +111,61 @@ export async function settleRun(
       url: doc.webhook,
       retryInitialMs: webhookRetryInitialMs,
     });
+}
+
+/** What a settle writes of what the run ran and keeps (keptEnd). */
+type KeptEnd = Pick<RunFinal, 'output' | 'storedOutputs' | 'totalCost' | 'usage'>;
+
+const noEnd: KeptEnd = { output: null, totalCost: 0 };
+
+/**
+ * What the settled run is billed for and keeps, as its own failed end would have written it:
+ * the replayed count (`last`), plus what each block it was still waiting for stored (counted from
+ * its pages once no late write can come, LATE_WRITES_MS, as the workflow counts a block that
+ * failed: the `tallyBlock` activity's count), never past `max_cost`; and its results in the
+ * store, readable (a re-run of failed items carries their rows, billed here, D38). Without
+ * `ending` (workflow code from before it) it is billed what it had counted, as before.
+ */
+async function keptEnd(
+  collections: Pick<Collections, 'itemBlocks'>,
+  temporal: SettleTemporal,
+  runId: string,
+  last: RunSnapshot,
+  ending: RunEnding | undefined,
+): Promise<KeptEnd> {
+  const counted: KeptEnd = {
+    output: null,
+    totalCost: last.total_cost,
+    ...(last.usage ? { usage: last.usage } : {}),
+  };
+  if (!ending) return counted;
+  let cost = last.total_cost;
+  let usage = last.usage ?? emptyUsage();
+  if (ending.blocksInFlight.length > 0) await lateWritesOver(temporal, runId);
+  for (const block of ending.blocksInFlight) {
+    const { node: nodeId, first, count } = block;
+    const tally = await tallyStoredBlock(collections, { runId, nodeId, first, count });
+    cost += tally.costUsd;
+    if (block.io)
+      usage = addNodeUsage(usage, block.node, blockNodeUsage(tally.costUsd, tally.usage));
+  }
+  const totalCost = Math.round(Math.min(cost, ending.maxCostUsd ?? Infinity) * 1e9) / 1e9;
+  const stored = Object.keys(ending.storedOutputs ?? {});
+  return {
+    // D35: a result in the store is listed empty, as the run's own end lists it.
+    output: stored.length > 0 ? Object.fromEntries(stored.map((label) => [label, []])) : null,
+    ...(ending.storedOutputs ? { storedOutputs: ending.storedOutputs } : {}),
+    totalCost,
+    usage,
+  };
+}
+
+/** Waits until the run's workflow closed LATE_WRITES_MS ago (the whole of it when the close time is unknown). */
+async function lateWritesOver(temporal: SettleTemporal, runId: string): Promise<void> {
+  const closedAt = await temporal.closedAt(runId);
+  const since = closedAt ? Date.now() - closedAt.getTime() : 0;
+  const left = Math.min(LATE_WRITES_MS, LATE_WRITES_MS - since);
+  if (left > 0) await sleep(left);
 }
 
 /**

@@ -219,17 +219,45 @@ export class RunGateway {
    * cannot be had at all. One that cannot be had now (no worker replayed it in time, Temporal
    * unreachable) is a ServiceUnavailableError: settled then, the run was billed $0 for good
    * (a run of paid calls terminated while its workers were down, then read or deleted).
+   * `ending`: with what the run keeps if it ends there (RunEnding; workflow code from before it
+   * answers without).
    */
-  async closedSnapshot(runId: string, afterSequence: number): Promise<RunSnapshot | null> {
+  closedSnapshot(
+    runId: string,
+    afterSequence: number,
+    ending = false,
+  ): Promise<RunSnapshot | null> {
+    const options: SnapshotOptions = ending ? { ...COMPACT, ending } : COMPACT;
+    return this.replayQuery(runId, (handle) => handle.query(snapshotQuery, afterSequence, options));
+  }
+
+  /** A query of a closed workflow, answered by a replay (see closedSnapshot). */
+  private async replayQuery<T>(
+    runId: string,
+    ask: (handle: WorkflowHandle) => Promise<T>,
+  ): Promise<T | null> {
     try {
       return await this.opts.connection.withDeadline(Date.now() + 30_000, () =>
-        this.replayClient.workflow.getHandle(runId).query(snapshotQuery, afterSequence, COMPACT),
+        ask(this.replayClient.workflow.getHandle(runId)),
       );
     } catch (err) {
       if (isTemporalUnavailable(err) || isNoWorker(err))
         throw new ServiceUnavailableError(
           'The run cannot be replayed right now to count what it ran; retry shortly.',
         );
+      return null;
+    }
+  }
+
+  /** When the run's workflow closed, by Temporal's clock; null when it cannot be told (open, unknown, no answer). */
+  async closedAt(runId: string): Promise<Date | null> {
+    try {
+      const description = await this.opts.connection.withDeadline(
+        Date.now() + this.opts.queryTimeoutMs,
+        () => this.client.workflow.getHandle(runId).describe(),
+      );
+      return description.closeTime ?? null;
+    } catch {
       return null;
     }
   }
@@ -521,7 +549,8 @@ export class RunGateway {
    * snapshot(), and when there is none why: `queued`, Temporal holds the workflow but no worker
    * has run its first task yet (so the run is `pending`); `unanswered`, Temporal did not say where
    * the run stands (its query or describe timed out or failed, as in the seconds after a Temporal
-   * restart), so its state is unknown, not the stored record's `pending`.
+   * restart), so its state is unknown, not the stored record's `pending`; `closed`, the workflow
+   * has closed (one that did not complete was settled, or its settle tried, before this answers).
    */
   async probe(
     runId: string,
@@ -531,11 +560,12 @@ export class RunGateway {
     queued: boolean;
     unanswered: boolean;
     missing: boolean;
+    closed: boolean;
   }> {
-    const { answer, queued, unanswered, missing } = await this.query(runId, (handle) =>
+    const { answer, queued, unanswered, missing, closed } = await this.query(runId, (handle) =>
       handle.query(snapshotQuery, afterSequence, COMPACT),
     );
-    return { snapshot: answer ? answer.value : null, queued, unanswered, missing };
+    return { snapshot: answer ? answer.value : null, queued, unanswered, missing, closed };
   }
 
   /**
@@ -562,16 +592,19 @@ export class RunGateway {
     queued: boolean;
     unanswered: boolean;
     missing: boolean;
+    closed: boolean;
   }> {
     const stop = queryDuration.startTimer();
     let answer: { value: T } | null = null;
     let queued = false;
     let unanswered = true; // until Temporal says the run is queued or closed, or answers
     let missing = false;
+    let closed = false;
     try {
       const { state, status } = await this.startState(runId);
       queued = state === 'queued';
       missing = state === 'missing';
+      closed = state === 'closed';
       if (state === 'queued' || state === 'closed') unanswered = false;
       if (status !== undefined) await this.settleUnfinished(runId, status);
       if (state === 'started') {
@@ -585,6 +618,7 @@ export class RunGateway {
     } catch (err) {
       // Closed. A not-found stays unanswered: a stream then serves the record only once it is final.
       if (err instanceof QueryRejectedError) unanswered = false;
+      if (err instanceof QueryRejectedError) closed = true;
       if (isTemporalUnreachable(err)) {
         stop({ outcome: 'unavailable' });
         throw new ServiceUnavailableError();
@@ -593,7 +627,7 @@ export class RunGateway {
       // RESOURCE_EXHAUSTED, a deadline, a forgotten run, a settled run: all "no news yet" (read the record)
     }
     stop({ outcome: answer ? 'ok' : 'no_news' });
-    return { answer, queued, unanswered, missing };
+    return { answer, queued, unanswered, missing, closed };
   }
 
   /** Runs one start or cancel call under the configured deadline. */
