@@ -109,15 +109,25 @@ export interface RunSnapshot {
 /**
  * What a run holds if it ends where it stands, for the API's settle of a run whose workflow was
  * closed from outside (api/runs/settle-run.ts), which writes it as the run's own end would have
- * (D35): its results in the store, and the blocks it was still waiting for.
+ * (D35, D38): the items it finished, at their rows, and the blocks it was still waiting for.
  */
 export interface RunEnding {
+  /**
+   * Results whose items the run holds itself, by label: how many of them finished (read with the
+   * `outputPage` query, where a finished item's `item_index` is its row).
+   */
+  held: Record<string, number>;
   /** D35: results whose items are in the store. */
   storedOutputs?: Record<string, StoredOutput>;
   /** D35: blocks of a big node that started and whose activity had not answered (what they stored is in their pages). */
   blocksInFlight: BlockInFlight[];
   /** D36: the run's `max_cost`: it is never billed past it. */
   maxCostUsd?: number;
+  /**
+   * The run ended (its end could not be written) numbering its kept items from 0, as runs before
+   * patch `kept-items-at-rows` did: `outputPage` numbers them so, not by row.
+   */
+  renumbered?: true;
 }
 
 /** A block of rows [first, first + count) of node `node` whose activity has not answered; `io`: an I/O node (its usage counts, D36). */

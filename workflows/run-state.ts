@@ -331,11 +331,19 @@ export class RunState {
    * workflow was closed from outside: read by a query, so nothing here may change the state.
    */
   private ending(): RunEnding {
+    const held: Record<string, number> = {};
+    for (const node of this.args.graph.nodes) {
+      if (node.type !== 'user_result' || this.storedResults.has(node.id)) continue;
+      const finished = this.placedSlots(node.id).filter(({ slot }) => slot.item).length;
+      held[normalizeLabel(node.label)] = finished;
+    }
     const maxCostUsd = this.args.options.costCap?.maxUsd;
     return {
+      held,
       ...(this.storedResults.size > 0 ? { storedOutputs: this.storedOutputs() } : {}),
       blocksInFlight: [...this.blocksInFlight.values()],
       ...(maxCostUsd !== undefined ? { maxCostUsd } : {}),
+      ...(this.keptRenumbered ? { renumbered: true } : {}),
     };
   }
 

@@ -4,8 +4,9 @@
  * The API notices such a run when it asks it for its state (run-gateway.ts rejects queries of
  * workflows that did not complete cleanly) and settles it here (D31): `failed`, with an
  * error saying what happened, billed for what ran (the run's own count, replayed from its history
- * by a worker, and what the blocks it was still waiting for stored: keptEnd), keeping its results
- * in the store as a failed run's own end does (D35), its event log ending in `response.failed`. Writing it is idempotent, like finalize.
+ * by a worker, and what the blocks it was still waiting for stored: keptEnd), keeping the items
+ * it finished as a failed run's own end does (D35, D38), its event log ending in
+ * `response.failed`. Writing it is idempotent, like finalize.
  * A run with a webhook then has its delivery started, as its own end would have (D20): a caller
  * waiting for the webhook hears of the failure instead of waiting forever.
  */
@@ -14,7 +15,15 @@ import type { Collections } from '../../store/db';
 import { findRunWithoutLog } from '../../store/runs';
 import { recordChunkedRunEnd } from '../../store/run-end';
 import { tallyStoredBlock } from '../../store/block-tally';
-import { isTerminalEvent, type RunEnding, type RunFinal, type RunSnapshot } from '../../domain/run';
+import {
+  isTerminalEvent,
+  type OutputItem,
+  type OutputPage,
+  type RunEnding,
+  type RunFinal,
+  type RunOutput,
+  type RunSnapshot,
+} from '../../domain/run';
 import { RunLog } from '../../domain/run-log';
 import { splitFinal } from '../../domain/run-chunks';
 import { addNodeUsage, blockNodeUsage, emptyUsage } from '../../domain/run-usage';
@@ -43,9 +52,12 @@ const CLOSED_AS: Record<number, string> = {
  */
 export const LATE_WRITES_MS = NODE_HEARTBEAT_TIMEOUT_MS + 2_000;
 
+/** Items asked of a closed run's result in one replay (a page is also bounded by its bytes, 1 MiB). */
+const KEPT_PAGE_ITEMS = 10_000;
+
 /**
  * What settling needs from Temporal: the closed run's own state, page by page (null: none to be
- * had), when it closed (null: unknown), and a webhook's delivery.
+ * had), its held items, when it closed (null: unknown), and a webhook's delivery.
  */
 export interface SettleTemporal {
   closedSnapshot(
@@ -53,6 +65,12 @@ export interface SettleTemporal {
     afterSequence: number,
     ending?: boolean,
   ): Promise<RunSnapshot | null>;
+  closedOutputPage(
+    runId: string,
+    label: string,
+    afterItemId: string | null,
+    limit: number,
+  ): Promise<OutputPage | null>;
   closedAt(runId: string): Promise<Date | null>;
   startWebhookDelivery(args: WebhookArgs): Promise<void>;
 }
@@ -114,7 +132,7 @@ export async function settleRun(
 }
 
 /** What a settle writes of what the run ran and keeps (keptEnd). */
-type KeptEnd = Pick<RunFinal, 'output' | 'storedOutputs' | 'totalCost' | 'usage'>;
+type KeptEnd = Pick<RunFinal, 'output' | 'itemsAtRows' | 'storedOutputs' | 'totalCost' | 'usage'>;
 
 const noEnd: KeptEnd = { output: null, totalCost: 0 };
 
@@ -122,9 +140,10 @@ const noEnd: KeptEnd = { output: null, totalCost: 0 };
  * What the settled run is billed for and keeps, as its own failed end would have written it:
  * the replayed count (`last`), plus what each block it was still waiting for stored (counted from
  * its pages once no late write can come, LATE_WRITES_MS, as the workflow counts a block that
- * failed: the `tallyBlock` activity's count), never past `max_cost`; and its results in the
- * store, readable (a re-run of failed items carries their rows, billed here, D38). Without
- * `ending` (workflow code from before it) it is billed what it had counted, as before.
+ * failed: the `tallyBlock` activity's count), never past `max_cost`; the items it finished, each
+ * at its row (`itemsAtRows`, so a re-run of failed items carries them instead of calling them
+ * again, D38), and its results in the store. Without `ending` (workflow code from before it, or
+ * a kept result that could not be read back) the run keeps no items, as before.
  */
 async function keptEnd(
   collections: Pick<Collections, 'itemBlocks'>,
@@ -150,10 +169,11 @@ async function keptEnd(
       usage = addNodeUsage(usage, block.node, blockNodeUsage(tally.costUsd, tally.usage));
   }
   const totalCost = Math.round(Math.min(cost, ending.maxCostUsd ?? Infinity) * 1e9) / 1e9;
+  const held = await heldItems(temporal, runId, ending.held);
   const stored = Object.keys(ending.storedOutputs ?? {});
   return {
-    // D35: a result in the store is listed empty, as the run's own end lists it.
-    output: stored.length > 0 ? Object.fromEntries(stored.map((label) => [label, []])) : null,
+    output: held && { ...Object.fromEntries(stored.map((label) => [label, []])), ...held },
+    ...(held && !ending.renumbered ? { itemsAtRows: true } : {}),
     ...(ending.storedOutputs ? { storedOutputs: ending.storedOutputs } : {}),
     totalCost,
     usage,
@@ -166,6 +186,31 @@ async function lateWritesOver(temporal: SettleTemporal, runId: string): Promise<
   const since = closedAt ? Date.now() - closedAt.getTime() : 0;
   const left = Math.min(LATE_WRITES_MS, LATE_WRITES_MS - since);
   if (left > 0) await sleep(left);
+}
+
+/**
+ * The finished items of the results the run held itself (`held`: how many, by label), at their
+ * rows, read back page by page; null when a page cannot be read (then nothing is kept).
+ */
+async function heldItems(
+  temporal: SettleTemporal,
+  runId: string,
+  held: Record<string, number>,
+): Promise<RunOutput | null> {
+  const output: RunOutput = {};
+  for (const [label, finished] of Object.entries(held)) {
+    const items: OutputItem[] = [];
+    for (let after: string | null = null; finished > 0;) {
+      const page = await temporal.closedOutputPage(runId, label, after, KEPT_PAGE_ITEMS);
+      if (!page) return null;
+      // A live page lists the items not finished too, as `running`: never kept (D8).
+      items.push(...page.items.filter((item) => item.status !== 'running'));
+      if (!page.has_more || page.items.length === 0) break;
+      after = page.items.at(-1)!.id;
+    }
+    output[label] = items;
+  }
+  return output;
 }
 
 /**

@@ -231,6 +231,18 @@ export class RunGateway {
     return this.replayQuery(runId, (handle) => handle.query(snapshotQuery, afterSequence, options));
   }
 
+  /** One page of a closed run's output `label` as its workflow held it (outputPage), replayed as closedSnapshot is. */
+  closedOutputPage(
+    runId: string,
+    label: string,
+    afterItemId: string | null,
+    limit: number,
+  ): Promise<OutputPage | null> {
+    return this.replayQuery(runId, (handle) =>
+      handle.query(outputPageQuery, label, afterItemId, limit),
+    );
+  }
+
   /** A query of a closed workflow, answered by a replay (see closedSnapshot). */
   private async replayQuery<T>(
     runId: string,

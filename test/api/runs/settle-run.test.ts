@@ -2,8 +2,8 @@
  * A run whose workflow an operator terminated (the Temporal UI, `temporal workflow terminate`) is
  * settled by the API's next read (api/runs/settle-run.ts) as its own failed end would have been:
  * billed for every row stored, also those of a block still running at the terminate (it stores
- * them as it stops, after the close), so a re-run of its failed items (D38) carries no row nobody
- * paid for.
+ * them as it stops, after the close), and keeping the items it finished at their rows, so a re-run
+ * of its failed items (D38) neither carries rows nobody paid for nor calls paid ones again.
  */
 import assert from 'node:assert/strict';
 import { pageId } from '../../../domain/item-blocks';
@@ -92,5 +92,57 @@ describe('settling a run terminated from outside (api/runs/settle-run.ts)', func
       money(2 * FEE + 10 * CALL),
       'ten rows delivered, ten billed',
     );
+  });
+
+  it('keeps the items a small run finished at their rows, so a re-run of its failed items does not call them again (before: billed twice)', async () => {
+    // 4 rows at concurrency 4: a small run (its items in the workflow); rows 1 and 3 answer.
+    await publish(
+      ctx.svc.url,
+      ctx.key,
+      rowsWorkflow('settle-small', '{{row}}', { concurrency: 4 }),
+    );
+    const rows = ['hold:settle-small a', 'fast b', 'hold:settle-small c', 'fast d'];
+    const runId = await startRun(ctx.svc.url, ctx.key, 'settle-small', { rows });
+    await waitFor(
+      async () => {
+        const live = (await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key: ctx.key }))
+          .body;
+        return live.total_cost >= money(FEE + 2 * CALL) &&
+          ctx.fake.requestsWith('hold:settle-small').length === 2
+          ? true
+          : undefined;
+      },
+      { what: 'two rows counted, two held', timeoutMs: 60_000 },
+    );
+    await terminate(runId);
+    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 60_000);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.total_cost, money(FEE + 2 * CALL));
+    assert.equal(run.output, null, 'a failed run shows no output (D9)');
+    const kept = await pagedItems(runId);
+    assert.deepEqual(
+      kept.map((item: any) => [item.item_index, item.status, item.parts[0]?.text !== undefined]),
+      [
+        [1, 'completed', true],
+        [3, 'completed', true],
+      ],
+      'the finished items, at their rows',
+    );
+
+    ctx.fake.release('settle-small');
+    const fastCalls = ctx.fake.requestsWith('fast ').length;
+    const childId = await rerun(runId);
+    const child = await waitForRun(ctx.svc.url, ctx.key, childId, 60_000);
+    assert.equal(child.status, 'completed');
+    assert.deepEqual(
+      child.output.answers.map((item: any) => [item.item_index, item.status]),
+      [0, 1, 2, 3].map((i) => [i, 'completed']),
+    );
+    assert.equal(
+      ctx.fake.requestsWith('fast ').length,
+      fastCalls,
+      'the paid rows were not called again',
+    );
+    assert.equal(child.total_cost, money(FEE + 2 * CALL));
   });
 });
