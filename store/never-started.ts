@@ -17,8 +17,15 @@ import { recordRunEnd } from './run-end';
 /** How long a record may have no workflow before it is taken for a start that died (far past any start's request). */
 export const NEVER_STARTED_AFTER_MS = 15 * 60_000;
 
+/**
+ * Its error. A record without a workflow is also what an operator leaves who deletes a live run's
+ * execution in Temporal (its UI's Delete): read by an API process that never saw it run, it is
+ * settled so too, though it may have run (and made calls) before, so the message says nothing ran
+ * only as one possibility. The process that saw it started never settles it so (RunGateway knows
+ * it started: a missing workflow is then no news, not `missing`).
+ */
 export const NEVER_STARTED_ERROR =
-  'the run was never started: the service stopped while starting it. Nothing ran and nothing is billed; start it again.';
+  'the run has no workflow: the service stopped while starting it, or its workflow was deleted from the workflow service. Nothing is billed for it; start it again.';
 
 export type UnstartedRecord = Pick<
   RunDoc,

@@ -663,6 +663,9 @@ export class RunGateway {
    * answers at once. Once started, always started: remembered so live runs cost one call a look.
    * A describe that finds the workflow closed says so with its status: no query follows, which
    * Temporal would only refuse (the first read of a run that ended unwatched: one call, not two).
+   * A run remembered started is never `missing`, so this process never settles it as a start
+   * that died (store/never-started.ts): its execution deleted by an operator while it ran is no
+   * news here.
    */
   private async startState(
     runId: string,

@@ -2,7 +2,9 @@
  * A run recorded by an API process that died before starting its workflow, on the real stack: a
  * read of it, once it is older than any start could take, ends it `failed`, billed nothing, its
  * hold given back (D17), and so do a stream's poller and, for one nobody reads, the hourly
- * housekeeping; a younger one is left `pending` (its start may still be under way).
+ * housekeeping; a younger one is left `pending` (its start may still be under way). A run whose
+ * live execution an operator deleted in Temporal looks the same to a process that never saw it
+ * run: its end then says nothing ran only as one possibility.
  */
 import assert from 'node:assert/strict';
 import { CreditCheck } from '../../../api/limits/credit-check';
@@ -14,15 +16,17 @@ import { accountCredit } from '../../../store/credit-holds';
 import { deriveId, generateId } from '../../../store/ids';
 import { insertRun } from '../../../store/runs';
 import { RETENTION_WORKFLOW_TYPE } from '../../../workflows/definitions';
-import { call } from '../../support/http';
-import { temporalClient } from '../../support/service';
+import { publish, rowsWorkflow } from '../../support/fixtures';
+import { call, waitFor } from '../../support/http';
+import { startRun } from '../../support/runs';
+import { startPeerService, temporalClient } from '../../support/service';
 import { events, openSse } from '../../support/sse';
 import { pendingRun } from '../../support/store';
 import { useService } from '../../support/use-service';
 
 describe('a run whose start died before its workflow', function () {
   this.timeout(60_000);
-  const ctx = useService({ credit: 5 });
+  const ctx = useService({ credit: 5, fakeOpenAI: true });
 
   /** A run recorded as a start does (its hold reserved, its record written `ageMs` ago) whose workflow never started. */
   async function orphan(ageMs: number): Promise<string> {
@@ -113,5 +117,57 @@ describe('a run whose start died before its workflow', function () {
     const record = await ctx.svc.store.collections.runs.findOne({ _id: runId });
     assert.equal(record?.finalized, false);
     assert.equal(await ctx.svc.store.collections.ledger.countDocuments({ run_id: runId }), 0);
+  });
+
+  it('is not what a run whose live execution was deleted in Temporal is taken for where it was seen running, and its end elsewhere does not say nothing ran', async () => {
+    const { key } = await ctx.newAccount();
+    await publish(ctx.svc.url, key, rowsWorkflow('deleted-live', '{{row}}', { concurrency: 2 }));
+    const rows = ['answered one', 'hold:deleted-live two'];
+    const runId = await startRun(ctx.svc.url, key, 'deleted-live', { rows });
+    await waitFor(
+      async () => {
+        const live = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+        return live.body.status === 'running' &&
+          ctx.fake.requestsWith('answered one').some((r) => r.answered)
+          ? true
+          : undefined;
+      },
+      { what: 'running, one row answered' },
+    );
+    // An operator deletes its execution (the Temporal UI's Delete, `temporal workflow delete`).
+    const client = temporalClient(ctx.svc);
+    await client.workflowService.deleteWorkflowExecution({
+      namespace: ctx.svc.config.temporal.namespace,
+      workflowExecution: { workflowId: runId },
+    });
+    await waitFor(
+      async () =>
+        (await client.workflow
+          .getHandle(runId)
+          .describe()
+          .then(() => false)
+          .catch(() => true)) || undefined,
+      { what: 'the execution gone' },
+    );
+    ctx.fake.release('deleted-live');
+    const c = ctx.svc.store.collections;
+    const old = new Date(Date.now() - NEVER_STARTED_AFTER_MS - 60_000);
+    await c.runs.updateOne({ _id: runId }, { $set: { created_at: old } });
+    // The process that saw it run does not take it for a start that died.
+    const here = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+    assert.notEqual(here.body.error, NEVER_STARTED_ERROR);
+    assert.equal(await c.ledger.countDocuments({ run_id: runId }), 0);
+    // Another one cannot tell it from one: it ends it so, and the error says what is known.
+    const peer = await startPeerService(ctx.svc);
+    let there: any;
+    try {
+      there = (await call(peer.url, 'GET', `/api/v1/runs/${runId}`, { key })).body;
+    } finally {
+      await peer.close();
+    }
+    assert.equal(there.status, 'failed');
+    assert.equal(there.error, NEVER_STARTED_ERROR);
+    assert.doesNotMatch(there.error, /nothing ran/i);
+    assert.match(there.error, /deleted/);
   });
 });
