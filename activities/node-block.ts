@@ -195,8 +195,9 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
     const progress = new BlockProgress(context.info.heartbeatDetails, req.first);
     // A store that is down (restarting) is waited for, heartbeating with the rows in flight.
     const alive = () => context.heartbeat(progress.checkpoint());
-    // D38: a re-run's first attempt has no pages of its own yet (a page has one writer, this block).
-    const fresh = req.carryFrom !== undefined && context.info.attempt === 1;
+    // D38: a re-run's first attempt has no pages of its own yet (a page has one writer, this block),
+    // unless the block ran before, shrunk by max_cost, and now runs the rows it left (D36).
+    const fresh = req.carryFrom !== undefined && context.info.attempt === 1 && !req.resumed;
     const { rows, existing } = fresh
       ? {
           rows: Array.from({ length: req.count }, (): StoredRow | null => null),
@@ -222,7 +223,8 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
               )),
       ]);
       const queue = queueRows(req, inputs, rows, storage);
-      // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished.
+      // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished
+      // (the workflow asks the block again for them once their cost is counted, `resumed`).
       if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
 
       const { flushComplete, rowDone, finish } = pageWriter(

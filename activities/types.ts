@@ -124,6 +124,11 @@ export interface NodeBlockRequest {
    */
   limit?: number;
   /**
+   * D36 `max_cost`: the block ran before, shrunk to `limit` rows, and runs again for the rows it
+   * left: its pages hold the rows it ran, so even a re-run's first attempt reads them (D38).
+   */
+  resumed?: boolean;
+  /**
    * D36: the run's Temporal priority key, where the block's own is the neutral one (patch
    * `blocks-fair`): what orders the account's blocks and calls in the worker. Absent: the
    * activity's inherited key is the run's.

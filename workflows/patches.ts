@@ -205,6 +205,12 @@ export const PATCHES = {
     change:
       "D36: `usage.provider_calls` counts the calls that failed and were tried again or given up on: a row's `failed_calls`, a unit's `uncounted` (the failed calls of rows it left unfinished) and, when a node gives up, what its last chunk or block made that no answer counted (in the failure's details, or the last checkpoint of a timeout; activities/node-chunk.ts). Usage only, never cost. Asked only when there are such calls; old runs count the calls of the attempts that ended a row.",
   },
+  'cost-cap-shrunk-blocks': {
+    since: '0.1.0',
+    stage: 'patched',
+    change:
+      "D36: a big node's block of a run with max_cost that the cap shrank to the rows that fit (`limit`) runs again for the rows it left once what it ran is counted (its answers, each counting all its stored rows, add only what is new: workflows/block-answers.ts), asking the cap again as any unit does (waiting while others are in flight); asked only when a block was shrunk. Old runs end at the cost limit after that block, far below it: a chain's first `llm` took the whole cap in its first block and the second never ran.",
+  },
 } as const satisfies Record<string, PatchEntry>;
 
 export type PatchId = keyof typeof PATCHES;

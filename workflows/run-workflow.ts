@@ -21,6 +21,7 @@ import type { Activities } from '../activities';
 import type {
   BlockNode,
   IoNode,
+  NodeBlockRequest,
   NodeBlockResult,
   NodeChunkResult,
   NodeRow,
@@ -61,6 +62,7 @@ import { withNamedTimeout } from './timers';
 import { CarryOver, FailedRows, loadCarry, type BlockPlan } from './carry-over';
 import { isPatched } from './patches';
 import { CostCap, CostLimitReached } from './cost-cap';
+import { answerSince } from './block-answers';
 import { HistoryRoom } from './history-room';
 
 /** D36: the Temporal priority key of every block (patch `blocks-fair`): accounts take turns on the block queue. */
@@ -225,6 +227,15 @@ function extensionAwaited(): boolean {
 /** D36: a unit the budgets in flight leave no room for waits for them to settle (patch `cost-cap-waits`). */
 function capWaits(): boolean {
   return isPatched('cost-cap-waits');
+}
+
+/**
+ * D36: whether a block of a run with `max_cost` that the cap shrank asks it again for the rows it
+ * left once what it ran is counted (patch `cost-cap-shrunk-blocks`, asked only then); old runs
+ * end at the cost limit there, far below it (what the rows cost never freed room).
+ */
+function shrunkAsksAgain(options: RunArgs['options']): boolean {
+  return options.costCap !== undefined && isPatched('cost-cap-shrunk-blocks');
 }
 
 /**
@@ -565,11 +576,11 @@ class RunActivities {
     ports: Record<string, PortSource>,
     sources: Record<string, string>,
     block: number,
-    { first, count, run }: BlockPlan,
+    plan: BlockPlan,
     inner: number,
   ): Promise<void> => {
+    const { first, count, run } = plan;
     const { args, options, nodeOptions, persistence, slots, cap, state } = this.run;
-    const carry = this.run.carry();
     const { guardHistory, nodeFailureOf, applyBlock } = this;
     const own: Record<string, PortSource> = {};
     for (const [name, source] of Object.entries(ports)) {
@@ -603,51 +614,100 @@ class RunActivities {
       if (CancellationScope.current().consideredCancelled)
         throw new CancelledFailure('run cancelled');
       guardHistory(node);
-      // D36: a block that fits the budget only in part runs what fits, and is the run's last unit.
-      // D38: a re-run's block with none of its node's failed rows makes no call: nothing to budget.
-      const budget = noCalls(calls) ? undefined : await cap?.takeSettled(node.id, calls, capWaits);
-      const limit = budget && budget.calls < calls ? budget.calls : undefined;
+      // D36: a block that fits the budget only in part runs what fits (`limit`); D38: a re-run's
+      // block with none of its node's failed rows makes no call: nothing to budget.
+      let budget = noCalls(calls) ? undefined : await cap?.takeSettled(node.id, calls, capWaits);
+      let limit = budget && budget.calls < calls ? budget.calls : undefined;
       state.storedStarted(node.id, first, count);
       state.blockStarted(node.id, first, count); // till it answers: a settle counts its pages
       const summary = activitySummary(node, { rows: [first, first + count - 1] }); // D33
-      let result: NodeBlockResult;
-      try {
-        result = await proxy.runNodeBlock.executeWithOptions({ summary }, [
-          {
-            runId: args.runId,
-            accountId: args.accountId,
-            node,
-            block,
-            first,
-            count,
-            ports: own,
-            sources,
-            concurrency,
-            ...carry?.blockSource(node.id), // D38
-            ...(run ? { runRows: run } : {}),
-            ...(limit !== undefined ? { limit } : {}),
-            ...(fairBlocks ? { priorityKey: workflowInfo().priority?.priorityKey } : {}),
-          },
-        ]);
-      } catch (err) {
-        // D35: what the block finished before it failed or was cancelled stays readable and is billed.
-        const tally = await CancellationScope.nonCancellable(() =>
-          persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
-        );
-        applyBlock(node, first, count, tally);
-        this.countMore(node.id, uncountedOf(err)); // D36: failed calls of rows no page holds
+      const request = this.blockRequest(node, block, plan, own, sources, concurrency);
+      // D36: what the block's answers counted so far; each answer counts all its stored rows.
+      let counted: NodeBlockResult | undefined;
+      for (;;) {
+        let result: NodeBlockResult;
+        try {
+          result = await proxy.runNodeBlock.executeWithOptions({ summary }, [
+            {
+              ...request,
+              ...(limit !== undefined ? { limit } : {}),
+              ...(counted ? { resumed: true } : {}),
+              ...(fairBlocks ? { priorityKey: workflowInfo().priority?.priorityKey } : {}),
+            },
+          ]);
+        } catch (err) {
+          // D35: what the block finished before it failed or was cancelled stays readable and is billed.
+          const tally = await CancellationScope.nonCancellable(() =>
+            persistence.tallyBlock({ runId: args.runId, nodeId: node.id, first, count }),
+          );
+          applyBlock(node, first, count, answerSince(counted, tally, first, count));
+          this.countMore(node.id, uncountedOf(err)); // D36: failed calls of rows no page holds
+          budget?.release();
+          throw nodeFailureOf(node, err);
+        }
+        applyBlock(node, first, count, answerSince(counted, result, first, count));
         budget?.release();
-        throw nodeFailureOf(node, err);
-      }
-      applyBlock(node, first, count, result);
-      budget?.release();
-      if (result.cancelled) throw new CancelledFailure('run cancelled');
-      if (limit !== undefined && cap) {
-        cap.reached = true;
-        throw cap.limitReached();
+        if (result.cancelled) throw new CancelledFailure('run cancelled');
+        if (limit === undefined || !cap) return;
+        // D36: what the rows cost (often far below their budget) is counted now; the block asks
+        // the cap again for the rows it left, waiting as any unit does while others are in flight.
+        const left = this.shrunkRest(node, count, result, counted, cap);
+        if (left <= 0) return;
+        counted = result;
+        if (CancellationScope.current().consideredCancelled)
+          throw new CancelledFailure('run cancelled');
+        guardHistory(node);
+        budget = await cap.takeSettled(node.id, left, capWaits);
+        limit = budget.calls < left ? budget.calls : undefined;
       }
     }, concurrency);
     await (cap ? cap.track(unit) : unit);
+  };
+
+  /** What a block's activity is asked but its `limit`, `resumed` and `priorityKey`, with its own port sources. */
+  blockRequest = (
+    node: BlockNode,
+    block: number,
+    { first, count, run }: BlockPlan,
+    ports: Record<string, PortSource>,
+    sources: Record<string, string>,
+    concurrency: number,
+  ): NodeBlockRequest => {
+    const { args } = this.run;
+    return {
+      runId: args.runId,
+      accountId: args.accountId,
+      node,
+      block,
+      first,
+      count,
+      ports,
+      sources,
+      concurrency,
+      ...this.run.carry()?.blockSource(node.id), // D38
+      ...(run ? { runRows: run } : {}),
+    };
+  };
+
+  /**
+   * D36: the rows a block the cap shrank left to run (patch `cost-cap-shrunk-blocks`); old runs
+   * (and D17's credit cap) end at the cap's limit after such a block. `counted`: what its earlier
+   * answers counted, which a later answer must pass.
+   */
+  shrunkRest = (
+    node: BlockNode,
+    count: number,
+    result: NodeBlockResult,
+    counted: NodeBlockResult | undefined,
+    cap: CostCap,
+  ): number => {
+    if (!shrunkAsksAgain(this.run.options)) {
+      cap.reached = true;
+      throw cap.limitReached();
+    }
+    if (counted && result.done <= counted.done && result.done < count)
+      throw new NodeFailure(node.id, node.type, 'a block of rows made no progress');
+    return count - result.done;
   };
 
   /** Counts what a block answered (or, after a failure, what its pages hold): cost, usage, rows done. */
