@@ -38,12 +38,16 @@ export class BlockStorage {
     stored: Array<StoredRow | null>,
     private readonly alive: () => void,
   ) {
-    // D38: a row carried over by reference is stored in its parent's page, not again.
-    this.bytes = stored.reduce(
-      (sum, row) => sum + (row && !row.carried ? itemLength(row.item) : 0),
-      0,
-    );
+    this.bytes = storedBytes(stored);
     this.unpaid = UNPAID.has(req.node.type);
+  }
+
+  /**
+   * The block's pages hold `stored` now (another attempt of the block wrote some of them): the
+   * total the next `record` writes is theirs, not what this attempt counted of its own.
+   */
+  recount(stored: Array<StoredRow | null>): void {
+    this.bytes = storedBytes(stored);
   }
 
   /**
@@ -107,4 +111,9 @@ export class BlockStorage {
       this.quota?.settle(this.req.accountId, this.unrecorded, false);
     this.unrecorded = 0;
   }
+}
+
+/** The JSON bytes of stored rows; D38: a row carried over by reference is stored in its parent's page, not again. */
+function storedBytes(rows: Array<StoredRow | null>): number {
+  return rows.reduce((sum, row) => sum + (row && !row.carried ? itemLength(row.item) : 0), 0);
 }

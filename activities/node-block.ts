@@ -365,9 +365,9 @@ function pageWriter(
     }
   };
   for (const page of done) release(page);
-  const write = (inserts: PageWrite[], replaces: PageWrite[]) =>
-    writePages(collections, req, { inserts, replaces }, storage, alive);
   let merged = false; // a write took another attempt's rows
+  const write = (inserts: PageWrite[], replaces: PageWrite[]) =>
+    writePages(collections, req, { inserts, replaces }, storage, alive, merged);
   let writing: Promise<void> = Promise.resolve();
   const flush = (final: boolean): Promise<void> => {
     const inserts: PageWrite[] = [];
@@ -436,6 +436,8 @@ async function writePages(
   { inserts, replaces }: { inserts: PageWrite[]; replaces: PageWrite[] },
   storage: BlockStorage,
   alive: () => void,
+  /** An earlier write of this attempt took another attempt's rows. */
+  shared: boolean,
 ): Promise<boolean> {
   const found = await waitingForStore(
     () => insertPages(collections, req.runId, req.node.id, inserts),
@@ -445,6 +447,12 @@ async function writePages(
     () => mergePages(collections, req.runId, req.node.id, [...found, ...replaces]),
     alive,
   );
+  // D19: once the pages hold another attempt's rows, the block's count is what they hold (each
+  // attempt's own count, whichever recorded last, was either side of it).
+  if (foreign || shared) {
+    const { rows } = await waitingForStore(() => readBlockRows(collections, blockOf(req)), alive);
+    storage.recount(rows);
+  }
   await storage.record();
   return foreign;
 }

@@ -15,7 +15,7 @@ import { createNodeBlockActivity, createTallyBlockActivity } from '../../activit
 import type { RowExecutors } from '../../activities/node-chunk';
 import type { NodeBlockRequest, NodeBlockResult } from '../../activities/types';
 import { completed } from '../../domain/items';
-import type { StoredRow } from '../../domain/item-blocks';
+import { itemLength, pageId, type StoredRow } from '../../domain/item-blocks';
 import { generateId } from '../../store/ids';
 import { insertPages, readPage } from '../../store/item-blocks';
 import { waitFor } from '../support/http';
@@ -118,6 +118,14 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     return { old, oldEnv, oldAnswer, fresh, freshAnswer };
   }
 
+  /** D19: the block's count in the storage quota is what its page holds, whichever attempt recorded last. */
+  async function assertUsageIsStored(runId: string): Promise<void> {
+    const page = await readPage(db.store.collections, runId, 'ask', 0);
+    const held = (page ?? []).reduce((sum, row) => sum + (row ? itemLength(row.item) : 0), 0);
+    const usage = await db.store.collections.itemUsage.findOne({ _id: pageId(runId, 'ask', 0) });
+    assert.equal(usage?.bytes, held, 'item_usage counts what the page holds');
+  }
+
   it("a page the old attempt inserted first takes the new attempt's rows: all of them readable, billed as stored", async () => {
     const runId = generateId('run');
     const { oldEnv, oldAnswer, fresh, freshAnswer } = await twoAttempts(runId, (i) => i < 5, 5);
@@ -143,6 +151,7 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     // Rows 0–4 as the old attempt stored them, 5–9 as the new one ran them.
     assert.equal(answer.costUsd, 5 * 0.25 + 5 * 0.5);
     assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
+    await assertUsageIsStored(runId);
   });
 
   it('an old attempt that writes after the accepted one adds nothing and drops nothing', async () => {
@@ -174,5 +183,6 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
       'every billed row is readable',
     );
     assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
+    await assertUsageIsStored(runId);
   });
 });
