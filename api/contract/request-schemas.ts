@@ -343,12 +343,20 @@ export function parseRequest<T extends z.ZodType>(
         what,
       );
   }
+  // Most reads send no query: its parse (the schema's defaults) is the same every time.
+  const empty = what === 'query' && Object.keys(value as object).length === 0;
+  if (empty && EMPTY_QUERIES.has(schema)) return EMPTY_QUERIES.get(schema) as z.infer<T>;
   // reportInput: without the offending value zod-problems cannot tell "missing" from "wrong type",
   // and would answer `"stream": "yes"` with "is required".
   const result = schema.safeParse(value, { reportInput: true });
-  if (result.success) return result.data;
-  refuse(zodIssuesToProblems(result.error.issues, SUBJECTS[what]), what);
+  if (!result.success) refuse(zodIssuesToProblems(result.error.issues, SUBJECTS[what]), what);
+  // Frozen: every request shares it.
+  if (empty) EMPTY_QUERIES.set(schema, Object.freeze(result.data));
+  return result.data;
 }
+
+/** The parse of an empty query, by schema (parseRequest). */
+const EMPTY_QUERIES = new WeakMap<z.ZodType, unknown>();
 
 /** The 400 of a request value's problems. A field with a code of its own (FIELD_CODES) names that code and that field. */
 function refuse(details: Problem[], what: keyof typeof SUBJECTS): never {

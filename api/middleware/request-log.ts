@@ -5,11 +5,27 @@
  * whatever stands between `/codec/` and its operation, where a token may travel, even when the
  * path is mistyped and no route matches.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger';
 
 const CODEC_OPERATIONS = new Set(['decode', 'encode']);
+
+/** Random bytes for request ids, drawn 256 ids at a time: a draw costs ~2 µs, a slice ~0.1 µs. */
+const ID_BYTES = 12;
+const idPool = Buffer.alloc(ID_BYTES * 256);
+let idTaken = idPool.length;
+
+/** A fresh `req_` id: 96 random bits as hex. */
+function requestId(): string {
+  if (idTaken === idPool.length) {
+    randomFillSync(idPool);
+    idTaken = 0;
+  }
+  const id = idPool.toString('hex', idTaken, idTaken + ID_BYTES);
+  idTaken += ID_BYTES;
+  return `req_${id}`;
+}
 
 /**
  * D32: a codec path as it may be logged: `/codec/decode` or `/codec/encode` when it ends in one,
@@ -25,7 +41,7 @@ export function requestLog(logger: Logger): Middleware {
   return async (ctx, next) => {
     const started = Date.now();
     // Every answer names itself, so a caller can quote it and an operator find its log lines.
-    ctx.state.requestId = `req_${randomBytes(12).toString('hex')}`;
+    ctx.state.requestId = requestId();
     ctx.set('X-Request-Id', ctx.state.requestId);
     // Set before the inner middleware runs, so the error handler's log line uses it too.
     if (ctx.path === '/codec' || ctx.path.startsWith('/codec/'))
