@@ -9,8 +9,6 @@
  */
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import { createNodeBlockActivity, createTallyBlockActivity } from '../../activities/node-block';
 import type { RowExecutors } from '../../activities/node-chunk';
 import type { NodeBlockRequest, NodeBlockResult } from '../../activities/types';
@@ -20,6 +18,7 @@ import { generateId } from '../../store/ids';
 import { insertPages, readPage } from '../../store/item-blocks';
 import { waitFor } from '../support/http';
 import { useTestStore } from '../support/store';
+import { activityEnv, llmBlock } from '../support/activity-env';
 
 const ROWS = 10;
 
@@ -57,26 +56,8 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     return { run, called, answered, open };
   }
 
-  const block = (runId: string): NodeBlockRequest => ({
-    runId,
-    accountId: 'acct_attempts',
-    node: {
-      id: 'ask',
-      type: 'llm',
-      provider: 'openai',
-      model: 'gpt-test',
-      prompt: '{{row}}',
-      output: 'text',
-    },
-    block: 0,
-    first: 0,
-    count: ROWS,
-    ports: { row: { packed: Array.from({ length: ROWS }, (_, i) => `row ${i}`) } },
-    sources: { row: 'split' },
-    concurrency: 2,
-  });
-  const activityEnv = () =>
-    new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+  const block = (runId: string): NodeBlockRequest =>
+    llmBlock(runId, { accountId: 'acct_attempts', rows: ROWS, concurrency: 2 });
 
   /** What the block's stored page holds, as the workflow bills an unanswered block (tallyBlock). */
   async function storedAnswer(runId: string): Promise<NodeBlockResult> {

@@ -6,8 +6,6 @@
  * nothing run and nothing billed.
  */
 import assert from 'node:assert/strict';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import { CallScheduler } from '../../activities/call-scheduler';
 import { createNodeBlockActivity } from '../../activities/node-block';
 import type { RowExecutors } from '../../activities/node-chunk';
@@ -16,6 +14,7 @@ import { completed } from '../../domain/items';
 import { generateId } from '../../store/ids';
 import { waitFor } from '../support/http';
 import { useTestStore } from '../support/store';
+import { activityEnv, llmBlock } from '../support/activity-env';
 
 describe('block slots: a worker runs a bounded number of blocks at once (D35)', function () {
   this.timeout(60_000);
@@ -39,26 +38,8 @@ describe('block slots: a worker runs a bounded number of blocks at once (D35)', 
     return { executors, calls, open };
   }
 
-  const block = (runId: string, accountId: string): NodeBlockRequest => ({
-    runId,
-    accountId,
-    node: {
-      id: 'ask',
-      type: 'llm',
-      provider: 'openai',
-      model: 'gpt-test',
-      prompt: '{{row}}',
-      output: 'text',
-    },
-    block: 0,
-    first: 0,
-    count: 100,
-    ports: { row: { packed: Array.from({ length: 100 }, (_, i) => `row ${i}`) } },
-    sources: { row: 'split' },
-    concurrency: 4,
-  });
-  const activityEnv = () =>
-    new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+  const block = (runId: string, accountId: string): NodeBlockRequest =>
+    llmBlock(runId, { accountId, rows: 100, concurrency: 4 });
 
   /** One slot, held by a first block whose calls wait; the second block's run id and the gate. */
   async function slotHeld() {

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { ActivityCancellationDetails } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
 import { createStoredListActivities } from '../../activities/stored-lists';
 import { completed } from '../../domain/items';
 import type { Item } from '../../domain/parts';
@@ -17,6 +16,7 @@ import { readPage } from '../../store/item-blocks';
 import { generateId } from '../../store/ids';
 import { PageWriter } from '../../store/page-writer';
 import { useTestStore } from '../support/store';
+import { activityEnv } from '../support/activity-env';
 
 /** Rows in the list: 30 pages, so a read of every page takes four batches of eight. */
 const ROWS = 3_000;
@@ -38,9 +38,6 @@ describe('stored-list activities: cancels, drains and limits (D35)', function ()
   /** Runs an activity in the environment, typed as the activity is. */
   const runIn = <A, R>(env: MockActivityEnvironment, activity: (req: A) => Promise<R>, req: A) =>
     env.run(activity, req) as Promise<R>;
-  /** Temporal's activity environment; the failures these tests expect are not printed. */
-  const activityEnv = () =>
-    new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
   const joinNode = { id: 'all', type: 'join' as const, separator: '|' };
 
   it('joins and splits the whole list when nothing stops them (the control)', async () => {

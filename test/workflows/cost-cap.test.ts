@@ -88,24 +88,31 @@ describe('max_cost on big nodes: a shrunk block asks again once its cost is know
     }).length;
   }
 
-  /** Runs `rows` file rows tagged `tag` through `models` at `concurrency`, capped at `maxCost`. */
+  /** Runs `slug` over a JSON Lines file of 300 rows (`row(i)`), with `options` (`max_cost`); answers it ended. */
+  async function runOverRows(
+    key: string,
+    slug: string,
+    row: (i: number) => string,
+    options: Record<string, unknown> = {},
+  ) {
+    const lines = Array.from({ length: 300 }, (_, i) => JSON.stringify(row(i))).join('\n');
+    const file = await uploadFile(ctx.svc.url, key, `${slug}.jsonl`, lines);
+    const runId = await startRun(ctx.svc.url, key, slug, { rows: file }, { body: options });
+    return { runId, run: await waitForRun(ctx.svc.url, key, runId, 240_000) };
+  }
+
+  /** Runs 300 file rows tagged `tag` through `models` at `concurrency`, capped at `maxCost`. */
   async function capped(tag: string, models: string[], concurrency: number, maxCost: number) {
     const slug = `cap-${tag.toLowerCase()}`;
     await publish(ctx.svc.url, ctx.key, chainWorkflow(slug, models, concurrency));
-    const lines = Array.from({ length: 300 }, (_, i) =>
-      JSON.stringify(`${tag}r${i} tokens:${tokensOf(i)}`),
-    ).join('\n');
-    const file = await uploadFile(ctx.svc.url, ctx.key, `${tag}.jsonl`, lines);
-    const runId = await startRun(
-      ctx.svc.url,
+    const { runId, run } = await runOverRows(
       ctx.key,
       slug,
-      { rows: file },
+      (i) => `${tag}r${i} tokens:${tokensOf(i)}`,
       {
-        body: { max_cost: maxCost },
+        max_cost: maxCost,
       },
     );
-    const run = await waitForRun(ctx.svc.url, ctx.key, runId, 240_000);
     const debit = await bookedDebit(ctx.svc.store.collections, runId);
     const calls = ctx.fake.requestsWith(`${tag}r`);
     const res = await call(ctx.svc.url, 'GET', `/api/v1/runs/${runId}/outputs/answers?limit=1000`, {
@@ -154,12 +161,11 @@ describe('max_cost on big nodes: a shrunk block asks again once its cost is know
   it('a run without max_cost stopped by its account credit keeps its end (D17) and asks no such patch', async () => {
     const { key } = await ctx.newAccount(0.03);
     await publish(ctx.svc.url, key, chainWorkflow('cap-credit', ['gpt-b'], 8));
-    const lines = Array.from({ length: 300 }, (_, i) =>
-      JSON.stringify(`CRr${i} tokens:${tokensOf(i)}`),
-    ).join('\n');
-    const file = await uploadFile(ctx.svc.url, key, 'cr.jsonl', lines);
-    const runId = await startRun(ctx.svc.url, key, 'cap-credit', { rows: file });
-    const run = await waitForRun(ctx.svc.url, key, runId, 240_000);
+    const { runId, run } = await runOverRows(
+      key,
+      'cap-credit',
+      (i) => `CRr${i} tokens:${tokensOf(i)}`,
+    );
     assert.equal(run.status, 'failed', JSON.stringify(run));
     assert.match(run.error, /^insufficient credits: /);
     assert.equal(await markers(runId), 0);
@@ -173,20 +179,12 @@ describe('max_cost on big nodes: a shrunk block asks again once its cost is know
     const maxCost = 0.05;
     const slug = 'cap-rerun';
     await publish(ctx.svc.url, ctx.key, chainWorkflow(slug, ['gpt-a'], 16));
-    const lines = Array.from({ length: 300 }, (_, i) =>
-      JSON.stringify(`RRr${i} tokens:${tokensOf(i)}${i % 3 === 0 ? ` refuseonce:RRo${i}` : ''}`),
-    ).join('\n');
-    const file = await uploadFile(ctx.svc.url, ctx.key, 'rr.jsonl', lines);
-    const parentId = await startRun(
-      ctx.svc.url,
+    const { runId: parentId, run: parent } = await runOverRows(
       ctx.key,
       slug,
-      { rows: file },
-      {
-        body: { max_cost: maxCost },
-      },
+      (i) => `RRr${i} tokens:${tokensOf(i)}${i % 3 === 0 ? ` refuseonce:RRo${i}` : ''}`,
+      { max_cost: maxCost },
     );
-    const parent = await waitForRun(ctx.svc.url, ctx.key, parentId, 240_000);
     assert.equal(parent.status, 'completed', JSON.stringify(parent));
     assert.equal(parent.usage.by_node.a1.items_failed, 100);
     const since = ctx.fake.requests.length;
