@@ -32,6 +32,7 @@ import { callsMade, type CallUsage } from '../domain/run-usage';
 import { STORAGE_QUOTA_EXCEEDED } from './files';
 import { HEARTBEAT_EVERY_MS, inRow, type RowScope } from './heartbeat';
 import { TEMPLATE_TOO_LARGE } from './node-inputs';
+import { withAskedDelay } from './row-retries';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
   BlockNode,
@@ -139,7 +140,8 @@ export function createNodeChunkActivity(executors: RowExecutors) {
     if (signal.aborted) return { rows, cancelled: true, ...uncounted };
     if (stopped !== undefined) {
       beat(); // the next attempt starts from every row finished so far
-      throw withUncounted(stopped, made());
+      // The provider's Retry-After, when longer than the backoff, is the wait before the next attempt.
+      throw withAskedDelay(withUncounted(stopped, made()), context.info);
     }
     return { rows, ...uncounted };
   };

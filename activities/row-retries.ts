@@ -30,6 +30,9 @@ type RetryPolicy = NonNullable<Context['info']['retryPolicy']>;
  */
 export const ROW_RETRY_AFTER_MAX_MS = 60_000;
 
+/** The shortest wait a provider's `Retry-After` sets for a chunk's next attempt when its policy is not known. */
+const ASKED_FLOOR_MS = 1_000;
+
 /** What comes after a row's failed attempt: a wait before the next, or the failure that stops the block's attempt. */
 export type RowNext = { waitMs: number } | { stop: unknown };
 
@@ -73,6 +76,34 @@ export function rowWaitMs(policy: RetryPolicy, used: number, askedMs?: number): 
   const longest = ms(policy.maximumInterval) ?? 100 * initial;
   const backoff = Math.min(longest, initial * coefficient ** Math.max(0, used - 1));
   return Math.max(backoff, Math.min(askedMs ?? 0, ROW_RETRY_AFTER_MAX_MS));
+}
+
+/**
+ * A small run's chunk (activities/node-chunk.ts) that failed for a provider's transient answer is
+ * retried by Temporal, whose backoff does not read the answer: when the provider asked for a
+ * longer wait (`Retry-After`), the failure asks Temporal for it (`nextRetryDelay`), as a big
+ * node's row waits for it in its block, up to ROW_RETRY_AFTER_MAX_MS.
+ */
+export function withAskedDelay(err: unknown, info: Context['info']): unknown {
+  const asked = askedWaitMs(err);
+  if (asked === undefined || !(err instanceof ApplicationFailure)) return err;
+  if (err.nonRetryable || err.nextRetryDelay !== undefined) return err;
+  // An activity dispatched with its workflow task (eagerly) is told no policy: then the wait is
+  // what the provider asked for, at least ASKED_FLOOR_MS (a `Retry-After: 0` is no hot loop).
+  const policy = info.retryPolicy;
+  const waitMs = policy
+    ? rowWaitMs(policy, info.attempt, asked)
+    : Math.max(ASKED_FLOOR_MS, Math.min(asked, ROW_RETRY_AFTER_MAX_MS));
+  const delayed = ApplicationFailure.create({
+    message: err.message,
+    type: err.type ?? undefined,
+    details: err.details ? [...err.details] : undefined,
+    nextRetryDelay: waitMs,
+    category: err.category ?? undefined,
+    cause: err.cause,
+  });
+  delayed.stack = err.stack;
+  return delayed;
 }
 
 /**

@@ -38,6 +38,22 @@ describe('chunk usage: every provider call made counts (D36)', function () {
     near(run.total_cost, START_FEE_USD + 2 * LLM_CALL_USD, 'total_cost');
   });
 
+  it("a 429's Retry-After is the wait before the chunk's next attempt, where the backoff is shorter", async () => {
+    // 3 s, against the suite's backoff of 50 ms.
+    const run = await runToEnd(
+      ctx.svc.url,
+      ctx.key,
+      batchWorkflow('chunk-retry-after', ['throttle:chunkslow:1:3 one', 'two']),
+    );
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    const [first, second, ...more] = ctx.fake.requestsWith('chunkslow');
+    assert.deepEqual([first.status, second?.status, more.length], [429, 200, 0]);
+    const waited = second.startedAt - first.endedAt!;
+    assert.ok(waited >= 2_500 && waited < 10_000, `waited ${waited} ms`);
+    assert.equal(run.usage.provider_calls, 3);
+    near(run.total_cost, START_FEE_USD + 2 * LLM_CALL_USD, 'total_cost');
+  });
+
   it('an http_request that gives up after 5 attempts counts its 5 calls, billed nothing', async () => {
     const target = await startFailingServer();
     try {
