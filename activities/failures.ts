@@ -4,6 +4,7 @@
  * no retry can fix, so it fails the item at once with the provider's own message.
  */
 import { ApplicationFailure } from '@temporalio/activity';
+import type { ApplicationFailureOptions } from '@temporalio/common';
 import { parseJsonWithin } from '../domain/json-depth';
 
 /** True for statuses worth retrying. */
@@ -86,4 +87,31 @@ function messageIn(body: string): string {
     // not JSON, or past its bounds: use the text itself
   }
   return body;
+}
+
+/**
+ * `err` as an ApplicationFailure with `changes`, everything else as it was: its message, type (a
+ * plain Error's name), retryability, details, next retry delay, category, cause and stack.
+ */
+export function remadeFailure(
+  err: unknown,
+  changes: Pick<
+    ApplicationFailureOptions,
+    'message' | 'nonRetryable' | 'details' | 'nextRetryDelay'
+  >,
+): ApplicationFailure {
+  const failure = err instanceof ApplicationFailure ? err : undefined;
+  const error = err instanceof Error ? err : new Error(String(err));
+  const remade = ApplicationFailure.create({
+    message: error.message,
+    type: (failure ? failure.type : error.name) ?? undefined,
+    nonRetryable: failure?.nonRetryable ?? false,
+    details: failure?.details ? [...failure.details] : undefined,
+    nextRetryDelay: failure?.nextRetryDelay ?? undefined,
+    category: failure?.category ?? undefined,
+    cause: failure ? failure.cause : (error.cause as Error | undefined),
+    ...changes,
+  });
+  remade.stack = error.stack;
+  return remade;
 }

@@ -41,7 +41,7 @@ import {
 import type { Collections } from '../store/db';
 import type { StorageQuota } from '../store/storage-quota';
 import { insertPages, mergePages, readPage, type PageWrite } from '../store/item-blocks';
-import { readBlockRows, tallyRows } from '../store/block-tally';
+import { readBlockRows, tallyRows, type BlockRows } from '../store/block-tally';
 import { BlockStorage } from './block-storage';
 import { carryAllBut, fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
@@ -203,10 +203,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
           rows: Array.from({ length: req.count }, (): StoredRow | null => null),
           existing: new Set<number>(),
         }
-      : await waitingForStore(
-          () => readBlockRows(collections, { ...req, nodeId: req.node.id }),
-          alive,
-        );
+      : await waitingForStore(() => readBlockRows(collections, blockOf(req)), alive);
     progress.track(rows);
     const storage = new BlockStorage(collections, quota, req, rows, alive);
     try {
@@ -566,23 +563,13 @@ function rowRecorder(
 }
 
 /** The block a request runs, as its stored pages are counted (storedTally). */
-function blockOf(req: NodeBlockRequest): {
-  runId: string;
-  nodeId: string;
-  first: number;
-  count: number;
-} {
+function blockOf(req: NodeBlockRequest): BlockRows {
   return { runId: req.runId, nodeId: req.node.id, first: req.first, count: req.count };
 }
 
 /** Builds the activity that counts what a block's pages hold: a failed or cancelled block is billed from it. */
 export function createTallyBlockActivity(collections: C) {
-  return async function tallyBlock(req: {
-    runId: string;
-    nodeId: string;
-    first: number;
-    count: number;
-  }): Promise<NodeBlockResult> {
+  return async function tallyBlock(req: BlockRows): Promise<NodeBlockResult> {
     return storedTally(collections, req, () => Context.current().heartbeat());
   };
 }
@@ -593,7 +580,7 @@ export function createTallyBlockActivity(collections: C) {
  */
 async function storedTally(
   collections: C,
-  block: { runId: string; nodeId: string; first: number; count: number },
+  block: BlockRows,
   alive: () => void,
   rowCalls?: RowCalls,
 ): Promise<NodeBlockResult> {

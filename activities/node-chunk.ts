@@ -32,6 +32,7 @@ import { callsMade, type CallUsage } from '../domain/run-usage';
 import { STORAGE_QUOTA_EXCEEDED } from './files';
 import { HEARTBEAT_EVERY_MS, inRow, type RowScope } from './heartbeat';
 import { TEMPLATE_TOO_LARGE } from './node-inputs';
+import { remadeFailure } from './failures';
 import { withAskedDelay } from './row-retries';
 import { cancelledByShutdown, handBack } from './shutdown';
 import type {
@@ -248,19 +249,8 @@ export function uncountedField(uncounted: CallUsage | undefined): { uncounted?: 
  */
 export function withUncounted(err: unknown, uncounted: CallUsage): unknown {
   if (callsMade(uncounted) === 0 || err instanceof CancelledFailure) return err;
-  const failure = err instanceof ApplicationFailure ? err : undefined;
-  const error = err instanceof Error ? err : new Error(String(err));
-  const wrapped = ApplicationFailure.create({
-    message: error.message,
-    type: (failure ? failure.type : error.name) ?? undefined,
-    nonRetryable: failure?.nonRetryable ?? false,
-    details: [...(failure?.details ?? []), { uncounted }],
-    nextRetryDelay: failure?.nextRetryDelay ?? undefined,
-    category: failure?.category ?? undefined,
-    cause: failure ? failure.cause : (error.cause as Error | undefined),
-  });
-  wrapped.stack = error.stack;
-  return wrapped;
+  const details = err instanceof ApplicationFailure ? (err.details ?? []) : [];
+  return remadeFailure(err, { details: [...details, { uncounted }] });
 }
 
 /** D36: what one provider call used (a refused call: the call, no tokens). */

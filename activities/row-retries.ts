@@ -19,7 +19,7 @@
 import { ApplicationFailure, type Context } from '@temporalio/activity';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isStoreUnreachable } from '../store/db';
-import { askedWaitMs } from './failures';
+import { askedWaitMs, remadeFailure } from './failures';
 import type { RowCalls } from './node-chunk';
 
 type RetryPolicy = NonNullable<Context['info']['retryPolicy']>;
@@ -94,16 +94,7 @@ export function withAskedDelay(err: unknown, info: Context['info']): unknown {
   const waitMs = policy
     ? rowWaitMs(policy, info.attempt, asked)
     : Math.max(ASKED_FLOOR_MS, Math.min(asked, ROW_RETRY_AFTER_MAX_MS));
-  const delayed = ApplicationFailure.create({
-    message: err.message,
-    type: err.type ?? undefined,
-    details: err.details ? [...err.details] : undefined,
-    nextRetryDelay: waitMs,
-    category: err.category ?? undefined,
-    cause: err.cause,
-  });
-  delayed.stack = err.stack;
-  return delayed;
+  return remadeFailure(err, { nextRetryDelay: waitMs });
 }
 
 /**
@@ -129,17 +120,11 @@ function transient(err: unknown, policy: RetryPolicy): boolean {
 
 /** The row's last error, non-retryable, saying how many attempts it made (the message a node that gave up shows). */
 function gaveUp(err: unknown, attempts: number): ApplicationFailure {
-  const failure = err instanceof ApplicationFailure ? err : undefined;
-  const error = err instanceof Error ? err : new Error(String(err));
-  const given = ApplicationFailure.create({
-    message: `gave up after ${attempts} attempt(s): ${error.message}`,
-    type: (failure ? failure.type : error.name) ?? undefined,
+  const message = err instanceof Error ? err.message : String(err);
+  return remadeFailure(err, {
+    message: `gave up after ${attempts} attempt(s): ${message}`,
     nonRetryable: true,
-    details: failure?.details ? [...failure.details] : undefined,
-    cause: failure ? failure.cause : (error.cause as Error | undefined),
   });
-  given.stack = error.stack;
-  return given;
 }
 
 /** A policy's interval in ms: the activity's info carries numbers (a string is not expected there). */
