@@ -42,6 +42,7 @@ import type { Collections } from '../store/db';
 import type { StorageQuota } from '../store/storage-quota';
 import { insertPages, mergePages, readPage, type PageWrite } from '../store/item-blocks';
 import { readBlockRows, tallyRows, type BlockRows } from '../store/block-tally';
+import { nodeAttempts, nodeRetries } from '../lib/metrics';
 import { BlockStorage } from './block-storage';
 import { carryAllBut, fillCarried } from './carry-over';
 import { HEARTBEAT_EVERY_MS, inRow } from './heartbeat';
@@ -493,6 +494,7 @@ async function runRows(
     for (;;) {
       const scope = rowScope(pending, rowCalls, row.index);
       let result: NodeResult;
+      nodeAttempts.inc({ type: req.node.type });
       try {
         result = await inRow(scope, () => executeRow(executors, req, row, rowMax));
       } catch (err) {
@@ -501,6 +503,7 @@ async function runRows(
         if (refused) return record(row.index, refused.item, 0, refused.usage, scope.wasSent());
         const next = retries.after(row.index, err, scope.wasSent());
         if ('stop' in next) return stop(next.stop);
+        nodeRetries.inc({ type: req.node.type });
         // The row keeps its lane while it waits: a provider that throttles gets fewer calls, not
         // more. Its calls so far stay in the checkpoint (D36), whatever ends the wait.
         if (await pause(next.waitMs, halt.signal)) continue;

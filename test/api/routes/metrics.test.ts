@@ -1,6 +1,7 @@
 // Prometheus metrics change after a run.
 import assert from 'node:assert/strict';
-import { llmWorkflow } from '../../support/fixtures';
+import { llmWorkflow, rowsWorkflow } from '../../support/fixtures';
+import { runToEnd } from '../../support/runs';
 import { call, waitFor } from '../../support/http';
 import { openSse } from '../../support/sse';
 import { useService } from '../../support/use-service';
@@ -60,5 +61,23 @@ describe('metrics', function () {
     assert.ok(delta('wrs_temporal_query_duration_seconds_count', '{outcome="ok"}') >= 1);
     assert.equal(sample(after, 'wrs_active_streams'), sample(before, 'wrs_active_streams'));
     assert.match(after, /wrs_process_resident_memory_bytes \d+/);
+  });
+
+  it("counts a big run's rows called again in their block as retries of its node type (D35)", async () => {
+    const { key } = await ctx.newAccount();
+    const scrape = async () => (await fetch(`${ctx.svc.url}/metrics`)).text();
+    const before = await scrape();
+    // Concurrency 2: six rows are a big node, run in one block; rows 1 and 4 fail once each.
+    const rows = Array.from({ length: 6 }, (_, i) =>
+      i === 1 || i === 4 ? `flaky:rowretry${i}:1 r${i}` : `rowretry r${i}`,
+    );
+    const doc = rowsWorkflow('metrics-rows', '{{row}}', { concurrency: 2 });
+    const run = await runToEnd(ctx.svc.url, key, doc, { rows });
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    const after = await scrape();
+    const delta = (name: string, labels: string) =>
+      sample(after, name, labels) - sample(before, name, labels);
+    assert.equal(delta('wrs_node_attempts_total', '{type="llm"}'), 8); // six rows, two called again
+    assert.equal(delta('wrs_node_retries_total', '{type="llm"}'), 2);
   });
 });
