@@ -68,6 +68,7 @@ const LATER_SHAPES = [
   'run-batch-rows-depth',
   'run-kept-at-rows',
   'run-rerun-list-rows',
+  'run-cost-cap-shrunk',
 ];
 
 /** Shapes every release directory holds, but the later ones a release before them lacks. */

@@ -157,7 +157,17 @@ async function main(): Promise<void> {
       { body: { max_cost: 5 } },
     );
     recorded.push({ shape: 'run-cost-capped', workflowId: capped, service: svc });
-    for (const id of [rerunId, capped])
+    // Blocks of 100 rows hold $1 at $0.01 a call: a cap of $0.5 shrinks each, and a shrunk block
+    // asks again once its rows' cost is counted (patch cost-cap-shrunk-blocks).
+    const shrunk = await startRun(
+      svc.url,
+      key,
+      'big',
+      { rows: Array.from({ length: 300 }, (_, i) => `${MARKER} shrunk ${i}`) },
+      { body: { max_cost: 0.5 } },
+    );
+    recorded.push({ shape: 'run-cost-cap-shrunk', workflowId: shrunk, service: svc });
+    for (const id of [rerunId, capped, shrunk])
       assert.equal((await waitForRun(svc.url, key, id, 120_000)).status, 'completed');
 
     log("a run over a file's rows that outgrows its account's credit (D17: patch credit-cap)");
