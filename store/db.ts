@@ -192,7 +192,7 @@ async function openStore(client: MongoClient, dbName: string): Promise<Store> {
     collections.creditHolds.createIndex({ created_at: 1 }, { name: 'created_at' }),
     // A big run's chunks are read in one ordered query (store/runs.ts chunksOf) and removed by run (retention).
     collections.runChunks.createIndex({ run_id: 1, index: 1 }, { name: 'run_chunks' }),
-    // D39: a deleted run's idempotency keys and files are found by run id (store/erase-run.ts).
+    // D39: a deleted run's idempotency keys, webhook delivery and files are found by run id (store/erase-run.ts).
     ensureEraseIndexes(collections, db),
     // D35: blocks are read by `_id` only; retention and erasure remove them by run.
     collections.itemBlocks.createIndex({ run_id: 1 }, { name: 'run_blocks' }),

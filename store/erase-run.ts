@@ -35,10 +35,11 @@ export type EraseCollections = Pick<
   'runs' | 'runChunks' | 'itemBlocks' | 'itemUsage' | 'idempotencyKeys' | 'webhookDeliveries'
 >;
 
-/** The indexes erasing uses on MongoDB besides `_id` (created at start-up by store/db.ts). */
+/** The indexes erasing uses on MongoDB besides `_id` and those store/db.ts makes for other reads (created at start-up). */
 export async function ensureEraseIndexes(c: EraseCollections, db: Db): Promise<void> {
   await Promise.all([
     c.idempotencyKeys.createIndex({ run_id: 1 }, { name: 'run_id' }),
+    c.webhookDeliveries.createIndex({ run_id: 1 }, { name: 'run_id' }),
     filesCollection(db).createIndex({ 'metadata.run_id': 1 }, { name: 'run_id' }),
   ]);
 }
