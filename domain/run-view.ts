@@ -6,7 +6,12 @@
  */
 import { z } from 'zod';
 import { ItemErrorSchema, PartSchema } from './parts';
-import type { RunOutput, RunSnapshot, RunStatus } from './run';
+import {
+  WEBHOOK_DELIVERY_WINDOW_MS,
+  type RunOutput,
+  type RunSnapshot,
+  type RunStatus,
+} from './run';
 import { emptyUsage, type RunUsage } from './run-usage';
 
 /** An ISO 8601 date-time with an offset, as every time in the API is written. */
@@ -28,7 +33,7 @@ export const WebhookStateSchema = z
     status: z
       .enum(['pending', 'delivering', 'delivered', 'failed'])
       .describe(
-        '`pending`: no attempt yet (the run has not ended, or its first attempt is on its way); `delivering`: attempts failed and are retried (24 h in all); `delivered`: a 2xx answer; `failed`: given up (refused address, a 4xx, or 24 h of failures).',
+        '`pending`: no attempt yet (the run has not ended, or its first attempt is on its way); `delivering`: attempts failed and are retried (24 h in all); `delivered`: a 2xx answer; `failed`: given up (refused address, a 4xx, or 24 h of failures; also one not settled 25 h after the run ended, which an operator stopped).',
       ),
     attempts: z.int().min(0).describe('Attempts made so far.'),
     last_http_status: z
@@ -161,29 +166,47 @@ export function runView(
     total_cost: live ? live.total_cost : doc.total_cost,
     created_at: doc.created_at.toISOString(),
     completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
-    webhook: doc.webhook ? webhookState(delivery ?? null) : null,
+    webhook: doc.webhook ? webhookState(delivery ?? null, completedAtMs) : null,
     metadata: doc.metadata ?? {},
     parent_run_id: doc.parent_run_id ?? null,
     usage: live?.usage ?? doc.usage ?? emptyUsage(),
   };
 }
 
-/** The caller's view of a delivery document: attempts that failed and go on are `delivering`. */
-export function webhookState(delivery: DeliverySource | null): WebhookState {
-  if (!delivery)
-    return {
-      status: 'pending',
-      attempts: 0,
-      last_http_status: null,
-      last_error: null,
-      updated_at: null,
-    };
+/**
+ * Past its window and this margin after the run ended, a delivery still unsettled was stopped
+ * from outside (an operator's terminate in Temporal): its give-up was never written.
+ */
+const UNSETTLED_MARGIN_MS = 3_600_000;
+
+/**
+ * The caller's view of a delivery document: attempts that failed and go on are `delivering`. A
+ * delivery of a run that ended (`endedAtMs`) more than D20's 24 h and an hour ago is `failed`
+ * whatever its record says: nothing delivers it any more, and a client waiting for it to settle
+ * must not wait for good.
+ */
+export function webhookState(
+  delivery: DeliverySource | null,
+  endedAtMs: number | null,
+  nowMs = Date.now(),
+): WebhookState {
+  const stopped =
+    endedAtMs !== null && nowMs - endedAtMs > WEBHOOK_DELIVERY_WINDOW_MS + UNSETTLED_MARGIN_MS;
+  const status = !delivery
+    ? 'pending'
+    : delivery.status === 'pending' && delivery.attempts > 0
+      ? 'delivering'
+      : delivery.status;
+  const unsettled = status === 'pending' || status === 'delivering';
   return {
-    status: delivery.status === 'pending' && delivery.attempts > 0 ? 'delivering' : delivery.status,
-    attempts: delivery.attempts,
-    last_http_status: delivery.last_status,
-    last_error: delivery.last_error,
-    updated_at: delivery.updated_at.toISOString(),
+    status: stopped && unsettled ? 'failed' : status,
+    attempts: delivery?.attempts ?? 0,
+    last_http_status: delivery?.last_status ?? null,
+    last_error:
+      stopped && unsettled
+        ? (delivery?.last_error ?? "not delivered within 24 h of the run's end")
+        : (delivery?.last_error ?? null),
+    updated_at: delivery ? delivery.updated_at.toISOString() : null,
   };
 }
 

@@ -63,6 +63,9 @@ export interface HoldExtension {
   wantUsd: number;
 }
 
+/** D20: how long after its run ended a webhook delivery is retried before it is given up. */
+export const WEBHOOK_DELIVERY_WINDOW_MS = 24 * 3_600_000;
+
 /** D20: the `webhook-id` of a run's delivery, the same for every attempt so receivers can dedupe. */
 export function webhookMessageId(runId: string): string {
   return `msg_${runId.slice(runId.indexOf('_') + 1)}`;

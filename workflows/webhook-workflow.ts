@@ -22,11 +22,10 @@ import {
   type WebhookArgs,
 } from './definitions';
 import { priorityKey } from '../domain/run-priority';
+import { WEBHOOK_DELIVERY_WINDOW_MS } from '../domain/run';
 import { isPatched } from './patches';
 import { PERSISTENCE_SUMMARIES, webhookWorkflowSummary } from './summaries';
 
-/** D20: how long a delivery is retried before it is given up. */
-const DELIVERY_WINDOW = '24h';
 /** D20, D36: every account's attempts wait at one priority, so on a fair queue accounts take turns. */
 const DELIVERY_PRIORITY_KEY = priorityKey('normal');
 
@@ -49,7 +48,7 @@ export async function webhookWorkflow(
       : {}),
     // One attempt: the HTTP timeout (WEBHOOK_TIMEOUT_MS, at most 50 s) plus reading the record.
     startToCloseTimeout: '60s',
-    scheduleToCloseTimeout: DELIVERY_WINDOW,
+    scheduleToCloseTimeout: WEBHOOK_DELIVERY_WINDOW_MS,
     retry: {
       initialInterval: args.retryInitialMs,
       backoffCoefficient: 2,
