@@ -298,6 +298,43 @@ describe('reliability: hostile input', function () {
     await assertHealthy();
   });
 
+  it('a body with a transfer coding but chunked (gzip, chunked) is a 415, and no file is stored', async () => {
+    const { host } = new URL(ctx.svc.url);
+    const chunked = (bytes: Buffer) =>
+      Buffer.concat([
+        Buffer.from(`${bytes.length.toString(16)}\r\n`),
+        bytes,
+        Buffer.from('\r\n0\r\n\r\n'),
+      ]);
+    const send = (target: string, type: string, body: string) =>
+      rawRequest(
+        ctx.svc.url,
+        Buffer.concat([
+          Buffer.from(
+            `POST ${target} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\n` +
+              `Content-Type: ${type}\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n`,
+          ),
+          chunked(gzipSync(Buffer.from(body))),
+        ]),
+      );
+    const files = async () =>
+      (await call(ctx.svc.url, 'GET', '/api/v1/files', { key: ctx.key })).body.data.length;
+    const before = await files();
+    for (const res of [
+      await send('/api/v1/files?name=te.txt', 'text/plain', 'stored compressed before'),
+      await send('/api/v1/responses', 'application/json', JSON.stringify({ workflowId: 'greet' })),
+    ]) {
+      expectError(res, {
+        status: 415,
+        type: 'invalid_request_error',
+        code: 'unsupported_media_type',
+      });
+      assert.match((res.body as any).error.message, /Transfer-Encoding `gzip` is not supported/);
+    }
+    assert.equal(await files(), before);
+    await assertHealthy();
+  });
+
   it('path traversal in run, file and workflow ids is a 404 envelope, encoded or not', async () => {
     const ids = [
       '..%2F..%2Fetc%2Fpasswd',
