@@ -52,7 +52,8 @@ export function writeSseHead(res: ServerResponse): void {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-store, no-transform', // an account's outputs: kept by nobody on the way
-    Connection: 'keep-alive',
+    // No `Connection` header: Node keeps the connection alive when the client allows it, and one
+    // set here would keep it open after [DONE] for a client that sent `Connection: close`.
     'X-Accel-Buffering': 'no', // nginx and friends: do not buffer
   });
   res.flushHeaders();

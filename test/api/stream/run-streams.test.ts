@@ -1,5 +1,7 @@
 // SSE on start and on reattach, with exact resume (spec "Events", D11–D15).
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { greetingWorkflow, publish } from '../../support/fixtures';
 import { call, waitFor } from '../../support/http';
 import { events, openSse, type SseClient } from '../../support/sse';
@@ -119,6 +121,25 @@ describe('streams (D11–D15)', function () {
     });
     assert.equal(log[1].item.id, run.body.output.greeting[0].id); // D13: item.id is the record's item id
     assert.deepEqual(log[3].response, { usage: null, service_tier: null });
+  });
+
+  it('closes the connection after [DONE] when the client asked (Connection: close)', async () => {
+    const client = await startStream('hello', { name: 'Ada' });
+    await client.closed;
+    const runId = events(client)[0].response.run_id;
+    const { hostname, port } = new URL(ctx.svc.url);
+    const socket = net.connect(Number(port), hostname);
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+    socket.write(
+      `GET /api/v1/runs/${runId}/stream HTTP/1.1\r\nHost: ${hostname}\r\n` +
+        `Authorization: Bearer ${ctx.key}\r\nConnection: close\r\n\r\n`,
+    );
+    // Before, the socket stayed open for the server's keep-alive timeout (65 s) after [DONE].
+    await once(socket, 'close');
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    assert.match(answer, /\r\nConnection: close\r\n/i);
+    assert.match(answer, /data: \[DONE\]/);
   });
 
   it('streams a failed run: response.failed with the error message, then [DONE]', async () => {
