@@ -147,12 +147,14 @@ export interface DeliverySource {
 
 /**
  * Renders a stored record, overlaid with a live snapshot when there is one, with the state of
- * its webhook delivery (D20) when it has a webhook (no delivery document yet: `pending`).
+ * its webhook delivery (D20) when it has a webhook (no delivery document yet: `pending`) as of
+ * `asOfMs` (webhookState).
  */
 export function runView(
   doc: RunViewSource,
   live?: RunSnapshot,
   delivery?: DeliverySource | null,
+  asOfMs?: number,
 ): RunView {
   const status = live?.status ?? doc.status;
   const completedAtMs = live?.completed_at_ms ?? doc.completed_at?.getTime() ?? null;
@@ -166,7 +168,7 @@ export function runView(
     total_cost: live ? live.total_cost : doc.total_cost,
     created_at: doc.created_at.toISOString(),
     completed_at: completedAtMs === null ? null : new Date(completedAtMs).toISOString(),
-    webhook: doc.webhook ? webhookState(delivery ?? null, completedAtMs) : null,
+    webhook: doc.webhook ? webhookState(delivery ?? null, completedAtMs, asOfMs) : null,
     metadata: doc.metadata ?? {},
     parent_run_id: doc.parent_run_id ?? null,
     usage: live?.usage ?? doc.usage ?? emptyUsage(),
@@ -180,18 +182,20 @@ export function runView(
 const UNSETTLED_MARGIN_MS = 3_600_000;
 
 /**
- * The caller's view of a delivery document: attempts that failed and go on are `delivering`. A
- * delivery of a run that ended (`endedAtMs`) more than D20's 24 h and an hour ago is `failed`
- * whatever its record says: nothing delivers it any more, and a client waiting for it to settle
- * must not wait for good.
+ * The caller's view of a delivery document: attempts that failed and go on are `delivering`. As
+ * of `asOfMs` (the reader's clock; absent: as stored), a delivery of a run that ended
+ * (`endedAtMs`) more than D20's 24 h and an hour before is `failed` whatever its record says:
+ * nothing delivers it any more, and a client waiting for it to settle must not wait for good.
  */
 export function webhookState(
   delivery: DeliverySource | null,
   endedAtMs: number | null,
-  nowMs = Date.now(),
+  asOfMs?: number,
 ): WebhookState {
   const stopped =
-    endedAtMs !== null && nowMs - endedAtMs > WEBHOOK_DELIVERY_WINDOW_MS + UNSETTLED_MARGIN_MS;
+    endedAtMs !== null &&
+    asOfMs !== undefined &&
+    asOfMs - endedAtMs > WEBHOOK_DELIVERY_WINDOW_MS + UNSETTLED_MARGIN_MS;
   const status = !delivery
     ? 'pending'
     : delivery.status === 'pending' && delivery.attempts > 0

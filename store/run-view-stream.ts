@@ -34,7 +34,7 @@ export async function* runViewParts(
   doc: RunDoc,
   delivery?: WebhookDeliveryDoc | null,
 ): AsyncGenerator<string> {
-  const view = runView(doc, undefined, delivery);
+  const view = runView(doc, undefined, delivery, Date.now());
   if (view.output === null) return yield JSON.stringify(view);
   const text = JSON.stringify({ ...view, output: OUTPUT_MARK });
   const at = text.indexOf(JSON.stringify(OUTPUT_MARK));

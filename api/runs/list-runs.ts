@@ -77,8 +77,8 @@ export async function listRuns(
     page.map(async (doc) => {
       // D31: a big run's items are read in pages (GET of the run, /outputs): none of them here.
       if (isBigRun(doc))
-        return { ...runView(doc, undefined, deliveries.get(doc._id)), output: null };
-      if (doc.finalized) return runView(doc, undefined, deliveries.get(doc._id));
+        return { ...runView(doc, undefined, deliveries.get(doc._id), Date.now()), output: null };
+      if (doc.finalized) return runView(doc, undefined, deliveries.get(doc._id), Date.now());
       rememberSecret(deps, doc);
       const live = await deps.gateway.snapshot(doc._id, Number.MAX_SAFE_INTEGER);
       return runView(doc, live ? shownSnapshot(live) : undefined);

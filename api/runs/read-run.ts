@@ -91,7 +91,7 @@ export async function readRunAnswer(
   // Without its items a big run's view is its head's, as a list shows it: nothing to stream.
   return output
     ? { status: doc.status, body: streamRunView(deps.collections, doc, delivery) }
-    : answer(runView(doc, undefined, delivery));
+    : answer(runView(doc, undefined, delivery, Date.now()));
 }
 
 /**
@@ -131,7 +131,7 @@ function finishedView(
   doc: RunDoc,
   delivery: WebhookDeliveryDoc | null,
 ): RunView {
-  const view = runView(doc, undefined, delivery);
+  const view = runView(doc, undefined, delivery, Date.now());
   if (!isBigRun(doc) && isSettled(view)) deps.finishedRuns?.set(doc.account_id, view);
   return view;
 }
@@ -210,7 +210,7 @@ async function liveView(
   const ended = isTerminal(snapshot.status);
   const delivery =
     ended && record.webhook ? await findDelivery(deps.collections, webhookMessageId(runId)) : null;
-  const view = runView(record, snapshot, delivery);
+  const view = runView(record, snapshot, delivery, Date.now());
   if (ended) {
     // Ended (D7: for good): from now on the final record answers, not the closed workflow. A view
     // that cannot change any more is the finished view at once, in this process without reading

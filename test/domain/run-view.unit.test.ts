@@ -59,5 +59,6 @@ describe("domain: a run's webhook state (D20)", () => {
     const given = { ...retried, status: 'failed' as const, last_error: 'HTTP 410' };
     assert.equal(webhookState(given, ended, late).last_error, 'HTTP 410');
     assert.equal(webhookState(null, null, late).status, 'pending'); // a run still going
+    assert.equal(webhookState(retried, ended).status, 'delivering'); // no reader's clock: as stored
   });
 });
