@@ -23,14 +23,7 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
  * the activity type, so every line of a run can be found by its run id; no key ever reaches a worker.
  */
 export function installWorkerRuntime(level: string, sdkMetricsPort?: number): void {
-  const log = pino({ name: 'wrs-worker', level: level === 'silent' ? 'silent' : level });
-  const write = (entry: LogEntry) => {
-    const { error, ...meta } = entry.meta ?? {};
-    log[PINO_LEVEL[entry.level]](
-      { ...meta, run_id: meta.workflowId, ...(error !== undefined && { err: loggedError(error) }) },
-      entry.message,
-    );
-  };
+  const write = sdkLogWriter(workerLog(level));
   try {
     const sdkLevel = LEVELS[level] ?? 'INFO';
     Runtime.install({
@@ -56,6 +49,33 @@ export function installWorkerRuntime(level: string, sdkMetricsPort?: number): vo
   } catch {
     // already installed in this process (tests start several workers)
   }
+}
+
+/**
+ * The worker's pino logger. Its `err` is written as loggedError made it: pino's default `err`
+ * serializer would replace the failure's type with the object's constructor name, so every
+ * "Activity failed" line said `"type":"Object"`.
+ */
+export function workerLog(level: string, destination?: pino.DestinationStream): pino.Logger {
+  return pino(
+    {
+      name: 'wrs-worker',
+      level: level === 'silent' ? 'silent' : level,
+      serializers: { err: (err: unknown) => err },
+    },
+    destination,
+  );
+}
+
+/** Writes each entry of the SDK's logger as a line of `log`, its failure as `err` (loggedError). */
+export function sdkLogWriter(log: pino.Logger): (entry: LogEntry) => void {
+  return (entry) => {
+    const { error, ...meta } = entry.meta ?? {};
+    log[PINO_LEVEL[entry.level]](
+      { ...meta, run_id: meta.workflowId, ...(error !== undefined && { err: loggedError(error) }) },
+      entry.message,
+    );
+  };
 }
 
 /** Logs each failure of something the worker's start waits out (its store, Temporal), through the runtime's logger. */
