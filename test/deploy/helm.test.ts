@@ -168,15 +168,29 @@ describe('deploy/helm chart', function () {
     );
   });
 
-  it('has PDBs for both Deployments, an HPA for the API, a Service, an Ingress without /metrics, and the search-attribute Job', () => {
+  it('has PDBs for both Deployments, an HPA for the API, a Service, an Ingress of the public paths only, and the search-attribute Job', () => {
     assert.equal(find(manifests, 'PodDisruptionBudget').length, 2);
     assert.equal(find(manifests, 'HorizontalPodAutoscaler', '-api').length, 1);
     find(manifests, 'Service', '-api');
     const ingress = find(manifests, 'Ingress')[0];
-    const paths = (
-      ingress.spec as { rules: { http: { paths: { path: string }[] } }[] }
-    ).rules.flatMap((r) => r.http.paths.map((p) => p.path));
-    assert.deepEqual(paths.sort(), ['/api', '/files']);
+    const routed = (
+      ingress.spec as { rules: { http: { paths: { path: string; pathType: string }[] } }[] }
+    ).rules.flatMap((r) => r.http.paths);
+    // Stream links (D34) and the playground too; never /metrics, /healthz, /readyz or /codec.
+    assert.deepEqual(routed.map((p) => `${p.path} ${p.pathType}`).sort(), [
+      '/ Exact',
+      '/api Prefix',
+      '/files Prefix',
+      '/playground Prefix',
+      '/streams Prefix',
+    ]);
+    // The paths Compose's proxy routes (its `@public` matcher), so a link works on both.
+    const caddyfile = fs.readFileSync(path.join(REPO, 'deploy/compose/Caddyfile'), 'utf8');
+    const compose = /@public path (.+)/.exec(caddyfile)?.[1].split(/\s+/);
+    assert.deepEqual(
+      routed.map((p) => (p.path === '/' ? '/' : `${p.path}/*`)).sort(),
+      compose?.sort(),
+    );
     const job = find(manifests, 'Job', '-search-attributes')[0];
     assert.match(job.metadata.annotations?.['helm.sh/hook'] ?? '', /post-install/);
     assert.match(
