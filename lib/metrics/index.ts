@@ -47,12 +47,12 @@ export const queryDuration = new Histogram({
 });
 export const nodeAttempts = new Counter({
   name: 'wrs_node_attempts_total',
-  help: "Attempts of nodes' work, by node type: a small run's chunk of rows (an activity attempt), a big run's row (a call in its block, D35).",
+  help: "Attempts of nodes' work, by node type: a small run's chunk of rows (an activity attempt), a big run's row (a call in its block, D35); other activities' attempts (a block's own, a webhook delivery's, a file input's fetch) by their activity's name.",
   labelNames: ['type'] as const,
 });
 export const nodeRetries = new Counter({
   name: 'wrs_node_retries_total',
-  help: "Attempts of nodes' work that were retries, by node type (a chunk's activity retry, a big run's row called again in its block).",
+  help: "Attempts of nodes' work that were retries, by node type (a chunk's activity retry, a big run's row called again in its block); other activities' retries by their activity's name.",
   labelNames: ['type'] as const,
 });
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { NodeSchema } from '../../domain/graph';
 import { ensureAmtool, ensurePromtool } from '../../tools/stack/binaries';
 import { REPO, readYaml, runTool } from '../support/deploy';
 
@@ -75,6 +76,25 @@ describe('alert rules (promtool)', function () {
       cases.map((c) => c.alertname).filter((a) => !alerts.includes(a)),
       [],
     );
+  });
+
+  it('WrsNodeRetriesHigh reads the node types that call a model provider, and only those', () => {
+    const rule = readYaml<{ groups: { rules: { alert: string; expr: string }[] }[] }>(RULES)
+      .groups.flatMap((g) => g.rules)
+      .find((r) => r.alert === 'WrsNodeRetriesHigh');
+    // Its numerator and denominator alike: a tenant's own endpoints (http_request, its webhook
+    // receiver, its file URLs) fail at the tenant's will.
+    const selectors = [...(rule?.expr ?? '').matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
+    assert.equal(selectors.length, 2, rule?.expr);
+    const providerTypes = NodeSchema.options
+      .filter((node) => 'provider' in node.shape)
+      .map((node) => node.shape.type.value)
+      .sort();
+    assert.deepEqual(providerTypes, ['image_generation', 'llm', 'model']);
+    for (const selector of selectors) {
+      const types = /^type=~"([\w|]+)"$/.exec(selector)?.[1].split('|').sort();
+      assert.deepEqual(types, providerTypes, selector);
+    }
   });
 
   it('passes promtool test rules', async function () {
