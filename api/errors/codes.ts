@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   empty_file: invalid(400),
   invalid_multipart: invalid(400),
   upload_interrupted: invalid(400),
+  request_interrupted: invalid(400), // a JSON body its client cut off (errors/client-gone.ts)
   malformed_request: invalid(400),
   cursor_out_of_range: invalid(400),
   run_too_large: invalid(400),

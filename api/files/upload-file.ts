@@ -20,6 +20,7 @@ import {
   type StoreFileOptions,
 } from '../../store/files';
 import { InvalidRequestError } from '../../domain/errors';
+import { clientWentAway } from '../errors/client-gone';
 import { HttpError } from '../errors/http-error';
 import type { StorageQuota } from '../../store/storage-quota';
 
@@ -42,14 +43,6 @@ export function storageQuotaExceeded(used: number, quota: number): InvalidReques
   return new HttpError(
     `The account's files (its uploads and the files its runs made) and the items its big runs store hold ${used} of the ${quota} bytes they may: this file does not fit. Delete uploads (DELETE /api/v1/files/{fileId}) or runs (DELETE /api/v1/runs/{runId}) you no longer need; files also go after the retention period.`,
     { code: 'storage_quota_exceeded', headers: { Connection: 'close' } },
-  );
-}
-
-/** A client that went away mid-upload: nothing was stored, and nobody reads this answer. */
-function interrupted(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return (
-    e?.code === 'ECONNRESET' || e?.code === 'ERR_STREAM_PREMATURE_CLOSE' || e?.message === 'aborted'
   );
 }
 
@@ -89,7 +82,8 @@ export async function uploadFile(
   } catch (err) {
     if (err instanceof FileTooLargeError)
       throw room < limit ? storageQuotaExceeded(used, quota) : uploadTooLarge(limit);
-    if (interrupted(err))
+    // A client that went away mid-upload: nothing was stored, and nobody reads this answer.
+    if (clientWentAway(req, err))
       throw new InvalidRequestError('The upload was interrupted.', { code: 'upload_interrupted' });
     throw err;
   } finally {
@@ -176,7 +170,7 @@ function storeMultipart(
     });
     parser.on('file', (_field, stream, info) => {
       // busboy ends a part cut off by the body's end with an error ("Unexpected end of file").
-      stream.on('error', (err: Error) => fail(interrupted(err) ? err : malformed(err)));
+      stream.on('error', (err: Error) => fail(clientWentAway(req, err) ? err : malformed(err)));
       if (stored || failed) {
         stream.resume(); // only the first file counts
         return;

@@ -41,6 +41,7 @@ export function errorHandler(logger: Logger): Middleware {
           'request failed',
         );
       }
+      ctx.state.errorCode = answer.error.code;
       ctx.status = answer.status;
       for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
       ctx.body = { error: answer.error };

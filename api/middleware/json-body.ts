@@ -2,11 +2,13 @@
  * JSON request bodies, read defensively (D10): the size limit is enforced before parsing (by
  * Content-Length and while streaming), bytes must be valid UTF-8, strings must be Unicode text,
  * and nesting is bounded so a hostile body cannot exhaust the stack of anything that walks it later.
+ * A body its client cut off is the client's doing (errors/client-gone.ts): 400 `request_interrupted`.
  */
 import type { Middleware } from 'koa';
 import { formatPath } from '../../domain/problems';
 import { InvalidRequestError } from '../../domain/errors';
 import { depthExceeds, unfaithfulJson } from '../../domain/json-depth';
+import { clientWentAway } from '../errors/client-gone';
 import { HttpError } from '../errors/http-error';
 import { assertIdentityEncoding } from './identity-encoding';
 
@@ -42,7 +44,16 @@ export function jsonBody(opts: JsonBodyOptions): Middleware {
     assertIdentityEncoding(ctx.req.headers);
     const declared = Number(ctx.get('content-length') || '0');
     if (declared > opts.limitBytes) throw tooLarge(opts.limitBytes);
-    const bytes = await readAtMost(ctx.req, opts.limitBytes);
+    let bytes: Buffer;
+    try {
+      bytes = await readAtMost(ctx.req, opts.limitBytes);
+    } catch (err) {
+      if (clientWentAway(ctx.req, err))
+        throw new InvalidRequestError('The request body was cut off: the connection closed.', {
+          code: 'request_interrupted',
+        });
+      throw err;
+    }
     let text: string;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);

@@ -1,6 +1,6 @@
 /**
  * Every answer's `X-Request-Id`, and one debug line per request: its id, method, path (never the query string, where a careless client
- * might put a key), status, duration and the caller's `key_` record id. Never headers, so the
+ * might put a key), status, an error answer's code, duration and the caller's `key_` record id. Never headers, so the
  * secret of a key cannot reach a log line (D6). A codec-server path (D32) is logged without
  * whatever stands between `/codec/` and its operation, where a token may travel, even when the
  * path is mistyped and no route matches.
@@ -57,6 +57,7 @@ export function requestLog(logger: Logger): Middleware {
             method: ctx.method,
             path: ctx.state.logPath ?? ctx.path,
             status: ctx.status,
+            code: ctx.state.errorCode, // an error answer's: `request_interrupted` is a client gone
             ms: Date.now() - started,
             key_id: auth?.keyId,
             account_id: auth?.accountId,
