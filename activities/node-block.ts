@@ -132,6 +132,8 @@ export function createNodeBlockActivity(
 type BlockCheckpoint = Record<string, unknown> & {
   calls?: Record<string, number>;
   uncounted?: CallUsage;
+  /** D36 max_cost: the block's rows stored when this ask first queued its rows (`BlockProgress.allowed`). */
+  base?: number;
 };
 
 /**
@@ -142,6 +144,10 @@ class BlockProgress {
   readonly pending: Map<number, unknown>;
   readonly calls: RowCalls;
   private rows: Array<StoredRow | null> | undefined;
+  /** D36 max_cost: the block's rows stored when the ask's first attempt queued its rows (`allowed`). */
+  private base: number | undefined;
+  /** An earlier attempt left calls or rows in flight in the checkpoint: it ran rows. */
+  private readonly ranBefore: boolean;
 
   constructor(
     details: unknown,
@@ -154,6 +160,36 @@ class BlockProgress {
         .map(([index, row]) => [Number(index), row]),
     );
     this.calls = new RowCalls(saved.calls);
+    this.base = Number.isSafeInteger(saved.base) ? saved.base : undefined;
+    this.ranBefore = this.calls.size > 0 || this.pending.size > 0;
+  }
+
+  /**
+   * D36 max_cost: how many of its queued rows an attempt of an ask limited to `limit` rows may
+   * run, `stored` being the block's rows stored (or stored failed upstream, or carried, D38) once
+   * its rows are queued. Every attempt of one ask (one scheduled activity) shares its `limit`: a
+   * drain's hand-back, a killed worker or a heartbeat timeout each gave the next attempt `limit`
+   * rows more (a run capped at 50 rows answered 80, billed at max_cost: the service paid the rest).
+   * The ask's first attempt records `base`, the rows stored then, heartbeated (`checkpoint`)
+   * before any row runs; a later one runs what `limit` leaves after the rows stored since, which
+   * this ask ran (by any of its attempts, merged pages included). A `resumed` ask is a new
+   * activity: its base counts the rows the earlier asks stored. Rows another ask stored meanwhile
+   * (an old attempt of it still alive) count against this one: the cap errs on the side of fewer.
+   *
+   * A later attempt that finds no base: if the checkpoint shows an earlier attempt made calls (a
+   * worker without `base`, during a deploy), what it ran is unknown and the attempt runs none, the
+   * conservative side (the workflow counts the answer and asks again for the rows left). With no
+   * calls in it, no earlier attempt is known to have run a row (it waited for a slot, or for the
+   * store, or died before its heartbeat got through): its base is taken now. What that can let
+   * through is the rows an attempt killed outright ran before its heartbeat was delivered (the
+   * SDK throttles heartbeats, to 8 s with the block's 10 s timeout), once: the next attempt has a base.
+   */
+  allowed(limit: number, stored: number, attempt: number): number {
+    if (this.base === undefined) {
+      if (attempt > 1 && this.ranBefore) return 0;
+      this.base = stored;
+    }
+    return Math.max(0, limit - Math.max(0, stored - this.base));
   }
 
   /** The block's rows, as read from its pages and then as they end: a stored row counts its calls already. */
@@ -168,7 +204,10 @@ class BlockProgress {
   }
 
   checkpoint(): BlockCheckpoint {
-    const rows = Object.fromEntries(this.pending);
+    const rows = {
+      ...Object.fromEntries(this.pending),
+      ...(this.base !== undefined && { base: this.base }),
+    };
     if (this.calls.size === 0) return rows;
     // `uncounted` once the pages are read: before, some of the calls may be stored rows' already.
     return {
@@ -221,9 +260,14 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
               )),
       ]);
       const queue = queueRows(req, inputs, rows, storage);
-      // D36 max_cost: only the rows that fit the run's budget run now; the rest stay unfinished
-      // (the workflow asks the block again for them once their cost is counted, `resumed`).
-      if (req.limit !== undefined) queue.splice(Math.max(0, req.limit));
+      // D36 max_cost: only the rows that fit the run's budget run now, across all the attempts of
+      // this ask (BlockProgress.allowed); the rest stay unfinished (the workflow asks the block
+      // again for them once their cost is counted, `resumed`). The first heartbeat below carries
+      // the ask's base before any row runs.
+      if (req.limit !== undefined) {
+        const stored = rows.filter((row) => row !== null).length;
+        queue.splice(progress.allowed(req.limit, stored, context.info.attempt));
+      }
 
       const { flushComplete, rowDone, finish } = pageWriter(
         collections,
