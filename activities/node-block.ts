@@ -20,7 +20,8 @@
  * D36: the calls made for a row (activities/node-chunk.ts RowCalls) are kept in the heartbeat
  * (`calls`, by row index) until its page is stored, which then counts them in the row's usage, so
  * they survive Temporal's retries of the block. Those of rows left unfinished travel as
- * `uncounted`: in the answer, the failure's details and the checkpoint.
+ * `uncounted`: in the answer, the failure's details and the checkpoint; so do this attempt's
+ * calls of rows whose page kept another attempt's copy (BlockProgress.lost).
  *
  * A row whose call fails transiently is called again in place, after the backoff of the block's
  * retry policy, until it has made NODE_MAX_ATTEMPTS calls (activities/row-retries.ts): one row's
@@ -148,6 +149,10 @@ class BlockProgress {
   private base: number | undefined;
   /** An earlier attempt left calls or rows in flight in the checkpoint: it ran rows. */
   private readonly ranBefore: boolean;
+  /** The calls of the rows as the attempt started: earlier attempts' (`lost`). */
+  private readonly before: RowCalls;
+  /** This attempt's own calls of the rows whose stored copy, another attempt's, was kept (`lost`). */
+  private readonly lostCalls = new Map<number, CallUsage>();
 
   constructor(
     details: unknown,
@@ -162,6 +167,25 @@ class BlockProgress {
     this.calls = new RowCalls(saved.calls);
     this.base = Number.isSafeInteger(saved.base) ? saved.base : undefined;
     this.ranBefore = this.calls.size > 0 || this.pending.size > 0;
+    this.before = new RowCalls(saved.calls);
+  }
+
+  /**
+   * D36: a row this attempt finished as `row` whose page kept another attempt's copy of it
+   * (store/item-blocks.ts mergePages): the stored copy counts that attempt's calls, so this one's
+   * (the calls the row made here, its tokens) are counted with the calls of rows not finished,
+   * never billed. The provider saw 14 calls of six rows run twice, and the usage said 8.
+   */
+  lost(index: number, row: StoredRow | null): void {
+    if (!row?.u) return;
+    const [calls, input_tokens, output_tokens, failed = 0] = row.u;
+    const ownFailed = Math.max(0, failed - this.before.of(index)); // the earlier ones the copy counts
+    this.lostCalls.set(index, { calls, input_tokens, output_tokens, failed_calls: ownFailed });
+  }
+
+  /** The calls `lost` counts, for an answer counted from the stored pages. */
+  lostUsage(): CallUsage[] {
+    return [...this.lostCalls.values()];
   }
 
   /**
@@ -200,7 +224,10 @@ class BlockProgress {
 
   /** The calls of the rows not finished, which no stored row counts. */
   uncounted(): CallUsage {
-    return this.calls.withRows([], (index) => this.rows?.[index - this.first] == null);
+    return this.calls.withRows(
+      this.lostUsage(),
+      (index) => this.rows?.[index - this.first] == null,
+    );
   }
 
   checkpoint(): BlockCheckpoint {
@@ -275,7 +302,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
         rows,
         existing,
         storage,
-        alive,
+        { alive, lostRow: (index) => progress.lost(index, rows[index - req.first]) },
       );
       const signal = context.cancellationSignal;
       // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
@@ -311,7 +338,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
       // Another attempt's rows are in the pages: what they hold now is what is readable, so the
       // answer counts them, as a failed or cancelled block's is counted (tallyBlock).
       const answer = merged
-        ? await storedTally(collections, blockOf(req), alive, progress.calls)
+        ? await storedTally(collections, blockOf(req), alive, progress.calls, progress.lostUsage())
         : { ...tallyRows(req.first, rows), ...uncountedField(uncounted) };
       return { ...answer, ...(signal.aborted ? { cancelled: true } : {}) };
     } finally {
@@ -374,7 +401,7 @@ interface BlockPages {
  * Writes the block's pages: `flushComplete` the pages that became complete (in the background: a
  * failed write is tried again by the next call and by the last flush), `rowDone` as each row ends
  * (EARLY_WRITE_PAGES), `finish` the last write once the rows have stopped, incomplete pages that
- * hold rows too.
+ * hold rows too. `lostRow`: a row whose stored copy, another attempt's, was kept instead (D36).
  */
 function pageWriter(
   collections: C,
@@ -382,7 +409,7 @@ function pageWriter(
   rows: Array<StoredRow | null>,
   existing: Set<number>,
   storage: BlockStorage,
-  alive: () => void,
+  { alive, lostRow }: { alive: () => void; lostRow: (index: number) => void },
 ): BlockPages {
   // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
   const pages = pagesOf(req.first, req.first + req.count);
@@ -409,7 +436,7 @@ function pageWriter(
   for (const page of done) release(page);
   let merged = false; // a write took another attempt's rows
   const write = (inserts: PageWrite[], replaces: PageWrite[]) =>
-    writePages(collections, req, { inserts, replaces }, storage, alive, merged);
+    writePages(collections, req, { inserts, replaces }, storage, alive, merged, lostRow);
   let writing: Promise<void> = Promise.resolve();
   const flush = (final: boolean): Promise<void> => {
     const inserts: PageWrite[] = [];
@@ -470,7 +497,8 @@ function pageWriter(
  * `inserts` are the pages not stored when the attempt started; one found stored since (another
  * attempt of the block alive at once, or this write's retry) is merged with it, as `replaces`
  * are: neither attempt's rows are dropped. Answers whether the stored pages held another
- * attempt's rows (store/item-blocks.ts mergePages).
+ * attempt's rows (store/item-blocks.ts mergePages); tells `lostRow` the rows of this write whose
+ * stored copy was kept instead.
  */
 async function writePages(
   collections: C,
@@ -480,12 +508,13 @@ async function writePages(
   alive: () => void,
   /** An earlier write of this attempt took another attempt's rows. */
   shared: boolean,
+  lostRow: (index: number) => void,
 ): Promise<boolean> {
   const found = await waitingForStore(
     () => insertPages(collections, req.runId, req.node.id, inserts),
     alive,
   );
-  const { foreign } = await waitingForStore(
+  const { foreign, lost } = await waitingForStore(
     () => mergePages(collections, req.runId, req.node.id, [...found, ...replaces]),
     alive,
   );
@@ -495,6 +524,7 @@ async function writePages(
     const { rows } = await waitingForStore(() => readBlockRows(collections, blockOf(req)), alive);
     storage.recount(rows);
   }
+  for (const { page, position } of lost) lostRow(page * PAGE_ROWS + position);
   await storage.record();
   return foreign;
 }
@@ -623,16 +653,18 @@ export function createTallyBlockActivity(collections: C) {
 
 /**
  * What a block's stored pages hold, counted as its answer counts them; `alive` while the store is
- * waited for. D36: with `rowCalls`, those of the rows not stored are its `uncounted`.
+ * waited for. D36: with `rowCalls`, those of the rows not stored are its `uncounted`, with the
+ * calls of rows whose copy lost the merge with a stored one (`lost`, BlockProgress.lost).
  */
 async function storedTally(
   collections: C,
   block: BlockRows,
   alive: () => void,
   rowCalls?: RowCalls,
+  lost: CallUsage[] = [],
 ): Promise<NodeBlockResult> {
   const { rows } = await waitingForStore(() => readBlockRows(collections, block), alive);
-  const uncounted = rowCalls?.withRows([], (index) => rows[index - block.first] == null);
+  const uncounted = rowCalls?.withRows(lost, (index) => rows[index - block.first] == null);
   return { ...tallyRows(block.first, rows), ...uncountedField(uncounted) };
 }
 

@@ -194,7 +194,8 @@ export async function replacePages(
  * keeps its finished rows and takes this write's rows where it has none; it is replaced only when
  * that adds rows (a page not there is written as given). Answers whether a stored page held rows
  * this write lacks or holds otherwise (another attempt's): then the stored pages, not the writer's
- * rows, are what is readable and billed.
+ * rows, are what is readable and billed. `lost`: the rows of this write whose stored copy was kept
+ * instead (by page and position in it), which no stored row counts the calls of (D36).
  *
  * The race left: FerretDB does not isolate concurrent updates of one document, and the read and
  * the replace are two round trips, so two attempts merging one page at the same moment may each
@@ -208,8 +209,9 @@ export async function mergePages(
   runId: string,
   nodeId: string,
   pages: PageWrite[],
-): Promise<{ foreign: boolean }> {
+): Promise<{ foreign: boolean; lost: Array<{ page: number; position: number }> }> {
   let foreign = false;
+  const lost: Array<{ page: number; position: number }> = [];
   const writes = await Promise.all(
     pages.map(async (write): Promise<PageWrite | null> => {
       const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, write.page) });
@@ -220,7 +222,11 @@ export async function mergePages(
         (_, k) => stored[k] ?? write.rows[k] ?? null,
       );
       const line = (row: StoredRow | null | undefined) => (row ? packRows([row]) : '');
-      if (stored.some((row, k) => row && line(row) !== line(write.rows[k]))) foreign = true;
+      stored.forEach((row, k) => {
+        if (!row || line(row) === line(write.rows[k])) return;
+        foreign = true;
+        if (write.rows[k]) lost.push({ page: write.page, position: k });
+      });
       const count = (list: Array<StoredRow | null>) => list.filter((row) => row).length;
       // D38: the stored page's carried rows keep its base (a block's attempts share one).
       return count(rows) > count(stored) ? { ...write, rows, base: write.base ?? doc.base } : null;
@@ -232,7 +238,7 @@ export async function mergePages(
     nodeId,
     writes.filter((write): write is PageWrite => write !== null),
   );
-  return { foreign };
+  return { foreign, lost };
 }
 
 /** One page's rows (carried ones resolved, D38), or null when nothing of it was written yet. */

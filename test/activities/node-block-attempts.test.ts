@@ -5,7 +5,8 @@
  * outlives its heartbeat timeout the same way. Run in Temporal's activity test environment
  * against a real database (FerretDB), the two attempts write the same page in the order that lost
  * rows: whichever writes last, every row the accepted attempt bills is stored and readable, and
- * its answer is what the stored page holds (what tallyBlock counts).
+ * its answer is what the stored page holds (what tallyBlock counts), and counts (D36) its own calls
+ * of the rows whose copy lost the merge, unbilled.
  */
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
@@ -132,6 +133,14 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     // Rows 0–4 as the old attempt stored them, 5–9 as the new one ran them.
     assert.equal(answer.costUsd, 5 * 0.25 + 5 * 0.5);
     assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
+    // D36: the stored rows count the old attempt's calls of rows 0–4; the new one's calls of them
+    // (their copies lost the merge) are counted too, never billed.
+    assert.deepEqual(answer.uncounted, {
+      calls: 5,
+      input_tokens: 5 * 100,
+      output_tokens: 5 * 10,
+      failed_calls: 0,
+    });
     await assertUsageIsStored(runId);
   });
 
@@ -154,6 +163,7 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     const answer = await freshAnswer;
     assert.equal(answer.done, ROWS);
     assert.equal(answer.costUsd, ROWS * 0.5);
+    assert.equal(answer.uncounted, undefined, 'the rows it read stored are its own copies');
     // The old attempt learns of it late and writes its page (rows 0–4) after.
     oldEnv.cancel();
     assert.equal((await oldAnswer).cancelled, true);
