@@ -62,7 +62,7 @@ import {
 import type { CallUsage } from '../domain/run-usage';
 import { priorityOfKey } from '../domain/run-priority';
 import { CallScheduler } from './call-scheduler';
-import { pause, RowRetries } from './row-retries';
+import { pause, ROW_RETRY_AFTER_MAX_MS, RowRetries } from './row-retries';
 import type { NodeBlockRequest, NodeBlockResult, NodeResult, NodeRow, PortSource } from './types';
 
 type C = Pick<Collections, 'itemBlocks' | 'itemUsage'>;
@@ -135,6 +135,8 @@ type BlockCheckpoint = Record<string, unknown> & {
   uncounted?: CallUsage;
   /** D36 max_cost: the block's rows stored when this ask first queued its rows (`BlockProgress.allowed`). */
   base?: number;
+  /** When each row waiting for its next call may be called (epoch ms, `BlockProgress.waits`). */
+  waits?: Record<string, number>;
 };
 
 /**
@@ -144,6 +146,13 @@ type BlockCheckpoint = Record<string, unknown> & {
 class BlockProgress {
   readonly pending: Map<number, unknown>;
   readonly calls: RowCalls;
+  /**
+   * The rows waiting for their next call (a provider's `Retry-After`, the backoff,
+   * activities/row-retries.ts): when each may be called, in epoch ms. Kept in the checkpoint, so
+   * the next attempt after a worker's restart waits what is left (a row asked to wait 60 s was
+   * called again 14 s after its 429, as the next attempt started).
+   */
+  readonly waits: Map<number, number>;
   private rows: Array<StoredRow | null> | undefined;
   /** D36 max_cost: the block's rows stored when the ask's first attempt queued its rows (`allowed`). */
   private base: number | undefined;
@@ -165,6 +174,11 @@ class BlockProgress {
         .map(([index, row]) => [Number(index), row]),
     );
     this.calls = new RowCalls(saved.calls);
+    this.waits = new Map(
+      Object.entries(saved.waits ?? {})
+        .map(([index, at]): [number, number] => [Number(index), at])
+        .filter(([index, at]) => Number.isSafeInteger(index) && Number.isFinite(at)),
+    );
     this.base = Number.isSafeInteger(saved.base) ? saved.base : undefined;
     this.ranBefore = this.calls.size > 0 || this.pending.size > 0;
     this.before = new RowCalls(saved.calls);
@@ -220,6 +234,7 @@ class BlockProgress {
   track(rows: Array<StoredRow | null>): void {
     this.rows = rows;
     this.calls.forget((index) => rows[index - this.first] != null);
+    for (const index of this.waits.keys()) if (rows[index - this.first]) this.waits.delete(index);
   }
 
   /** The calls of the rows not finished, which no stored row counts. */
@@ -234,6 +249,7 @@ class BlockProgress {
     const rows = {
       ...Object.fromEntries(this.pending),
       ...(this.base !== undefined && { base: this.base }),
+      ...(this.waits.size > 0 && { waits: Object.fromEntries(this.waits) }),
     };
     if (this.calls.size === 0) return rows;
     // `uncounted` once the pages are read: before, some of the calls may be stored rows' already.
@@ -542,7 +558,7 @@ async function runRows(
   req: NodeBlockRequest,
   queue: NodeRow[],
   rows: Array<StoredRow | null>,
-  { pending, calls: rowCalls }: BlockProgress,
+  { pending, calls: rowCalls, waits }: BlockProgress,
   signal: AbortSignal,
   {
     rowDone,
@@ -565,6 +581,7 @@ async function runRows(
   const rowMax = storedRowMaxBytes(req); // the item of one row: bounded by its page
   /** Runs the row's attempts until one ends it, or the lanes stop while it waits for the next. */
   const runRow = async (row: NodeRow): Promise<void> => {
+    if (!(await waitLeft(waits, row.index, halt.signal))) return;
     for (;;) {
       const scope = rowScope(pending, rowCalls, row.index);
       let result: NodeResult;
@@ -580,8 +597,10 @@ async function runRows(
         nodeRetries.inc({ type: req.node.type });
         // The row keeps its lane while it waits: a provider that throttles gets fewer calls, not
         // more. Its calls so far stay in the checkpoint (D36), whatever ends the wait.
-        if (await pause(next.waitMs, halt.signal)) continue;
-        return;
+        waits.set(row.index, Date.now() + next.waitMs); // till the call: the checkpoint keeps it
+        if (!(await pause(next.waitMs, halt.signal))) return;
+        waits.delete(row.index);
+        continue;
       }
       const { item, length } = boundedItem(oneItem(result.items), rowMax);
       // D19: counted in the account's storage quota (an unpaid node's item past it fails).
@@ -610,6 +629,24 @@ async function runRows(
     signal.removeEventListener('abort', cancelled);
   }
   return stopped;
+}
+
+/**
+ * Waits what is left of the wait an earlier attempt left row `index` (`waits`, BlockProgress), or
+ * less if `halt` aborts first (the cancel, the lanes stopped): answers whether it may be called.
+ * A wait past a provider's longest (a clock far off between workers) is cut to it.
+ */
+async function waitLeft(
+  waits: Map<number, number>,
+  index: number,
+  halt: AbortSignal,
+): Promise<boolean> {
+  const until = waits.get(index);
+  if (until === undefined) return true;
+  const left = Math.min(until - Date.now(), ROW_RETRY_AFTER_MAX_MS);
+  if (left > 0 && !(await pause(left, halt))) return false;
+  waits.delete(index);
+  return true;
 }
 
 /** Records a row's item in `rows` as it ends, with its usage (D36), and tells `rowDone`. */
