@@ -3,8 +3,10 @@
  * requests from the served OpenAPI document — valid and invalid ones, examples, boundary values,
  * and stateful sequences following the document's links — with a valid key, against a real
  * service. At least 2,000 of them, counted from schemathesis' own NDJSON report; none may answer
- * 5xx or break the document (status, content type, headers, body schema). Configuration and
- * hooks (real ids of this account swapped into positive cases) are in ./schemathesis/.
+ * 5xx or break the document (status, content type, headers, body schema), and every operation
+ * must answer 2xx at least once to a request of its own method. Configuration and hooks (real
+ * ids, output keys and signed links of this account, and the codec server's token, swapped into
+ * positive cases) are in ./schemathesis/.
  *
  * Each run draws a seed and prints it; a failure is replayed with the same cases by
  * `WRS_SCHEMATHESIS_SEED=<seed> npx mocha test/reliability/schemathesis.test.ts`. The suite runs
@@ -13,6 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,13 +40,18 @@ const SEED = Number(process.env.WRS_SCHEMATHESIS_SEED || Math.floor(Math.random(
 const EXAMPLES = process.env.WRS_SCHEMATHESIS_EXAMPLES;
 /** How long the slow workflow's model call takes: its runs stay `running` through the whole schemathesis run unless cancelled. */
 const LIVE_RUN_MS = 150_000;
+/** The operators' codec token (D32), so the codec server's operations answer more than 401. */
+const CODEC_TOKEN = randomBytes(24).toString('hex');
 
 /** One finished scenario of schemathesis' NDJSON report (only the fields read here). */
 interface Scenario {
   phase: string;
   recorder: {
     label: string;
-    interactions?: Record<string, { response?: { status_code: number } | null }>;
+    interactions?: Record<
+      string,
+      { request: { method: string }; response?: { status_code: number } | null }
+    >;
     checks?: Record<
       string,
       Array<{
@@ -57,7 +65,12 @@ interface Scenario {
   };
 }
 
-/** What the report says: requests by operation (stateful sequences apart) and status, failed checks, and engine errors. */
+/**
+ * What the report says: requests by operation (stateful sequences apart) and status, failed checks,
+ * and engine errors. A request whose method is not its operation's (schemathesis' probe of
+ * unsupported methods, an OPTIONS answered 200) counts under "<operation> via <METHOD>", not as
+ * an answer of the operation.
+ */
 interface Report {
   requests: number;
   /** Per phase (coverage, fuzzing, stateful ...): its seconds and requests. */
@@ -98,7 +111,14 @@ function readReport(file: string): Report {
     phase(scenario.phase).requests += Object.keys(scenario.recorder.interactions ?? {}).length;
     for (const interaction of Object.values(scenario.recorder.interactions ?? {})) {
       report.requests += 1;
-      const key = scenario.phase === 'stateful' ? 'stateful' : scenario.recorder.label;
+      const { label } = scenario.recorder;
+      const method = interaction.request.method.toUpperCase();
+      const key =
+        scenario.phase === 'stateful'
+          ? 'stateful'
+          : label.startsWith(`${method} `)
+            ? label
+            : `${label} via ${method}`;
       const statuses = report.byOperation.get(key) ?? new Map();
       const status = interaction.response?.status_code ?? 'none';
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -166,14 +186,16 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
         // A stream of a finished run ends within one poll: 100 ms, not a second, per generated request.
         STREAM_POLL_MS: '100',
         OPENAI_BASE_URL: fake.baseUrl,
+        CODEC_TOKEN,
         PRICES: JSON.stringify({ 'gpt-test': { input_per_mtok: 1, output_per_mtok: 2 } }),
       },
     });
     ({ key } = await newAccount(svc.store.collections, 1_000_000));
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wrs-schemathesis-'));
 
-    // Real ids for the hooks: workflows (one with inputs of every scalar type, one public), finished runs, files
-    // and their signed links; and runs kept `running` by a slow model call, so that cancelling answers 202.
+    // Real ids for the hooks: workflows (one with inputs of every scalar type, one public), finished runs, their
+    // output keys and stream links, files and their signed links; and runs kept `running` by a slow model call,
+    // so that cancelling answers 202.
     const hello = JSON.parse(
       fs.readFileSync(path.join(__dirname, '..', '..', 'examples', 'hello.json'), 'utf8'),
     );
@@ -189,6 +211,10 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
     const published = [];
     const runs: string[] = [];
     const liveRuns: string[] = [];
+    // Runs only DELETE /api/v1/runs/{runId} may remove (the hooks send it no other id): finished and live
+    // (a live one is cancelled first, D39).
+    const deletableRuns: string[] = [];
+    const ended: string[] = [];
     for (const { doc, inputs, live = false } of workflows) {
       const wf = await publish(svc.url, key, doc);
       published.push({
@@ -199,16 +225,18 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
         inputs,
         live,
       });
-      for (let i = 0; i < (live ? 4 : 1); i++) {
+      for (let i = 0; i < (live ? 6 : 3); i++) {
         const started = await call(svc.url, 'POST', '/api/v1/responses', {
           key,
           body: { workflowId: wf.workflow_id, inputs },
         });
         assert.equal(started.status, 202, JSON.stringify(started.body));
-        (live ? liveRuns : runs).push(started.body.run_id);
+        const runId: string = started.body.run_id;
+        (i >= (live ? 4 : 1) ? deletableRuns : live ? liveRuns : runs).push(runId);
+        if (!live) ended.push(runId);
       }
     }
-    for (const runId of runs) await waitForRun(svc.url, key, runId);
+    for (const runId of ended) await waitForRun(svc.url, key, runId);
     const files = [];
     for (const [name, type, body] of [
       ['note.txt', 'text/plain', 'hello schemathesis'],
@@ -249,8 +277,30 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
         file_id: f.id,
         expires: url.searchParams.get('expires'),
         sig: url.searchParams.get('sig'),
+        kid: url.searchParams.get('kid'), // the signature covers it: a link without it is refused
       };
     });
+    // Each finished run's output keys, for pages of its outputs (D31).
+    const outputs = [];
+    for (const runId of runs) {
+      const run = await call(svc.url, 'GET', `/api/v1/runs/${runId}`, { key });
+      for (const outputKey of Object.keys(run.body.output ?? {}))
+        outputs.push({ run_id: runId, key: outputKey });
+    }
+    assert.ok(outputs.length > 0, 'the finished runs have no outputs');
+    // Stream links (D34) of the finished runs only: a live run's stream lasts as long as its slow call.
+    const streamLinks = [];
+    for (const runId of runs) {
+      const minted = await call(svc.url, 'POST', `/api/v1/runs/${runId}/stream-link`, { key });
+      assert.equal(minted.status, 200, JSON.stringify(minted.body));
+      const url = new URL(minted.body.url);
+      const link = { run_id: runId, expires: '', sig: '', kid: '' };
+      for (const name of ['expires', 'sig', 'kid'] as const) {
+        link[name] = url.searchParams.get(name) ?? '';
+        assert.ok(link[name], `stream link without ${name}: ${minted.body.url}`);
+      }
+      streamLinks.push(link);
+    }
     // The playground's hashed asset names, as the page links them.
     const assets = [
       ...(await (await fetch(`${svc.url}/`)).text()).matchAll(/"\/playground\/([^"]+)"/g),
@@ -261,11 +311,14 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
       JSON.stringify({
         runs,
         live_runs: liveRuns,
+        deletable_runs: deletableRuns,
         workflows: published,
         files: files.map((f: any) => f.id),
         deletable_files: deletable,
         deletable_workflows: deletableWorkflows,
         links,
+        stream_links: streamLinks,
+        outputs,
         assets,
         graph: greetingWorkflow('unused'),
       }),
@@ -302,6 +355,7 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
       ],
       {
         WRS_ST_KEY: key,
+        WRS_ST_CODEC: CODEC_TOKEN,
         WRS_ST_FIXTURES: path.join(workDir, 'fixtures.json'),
         SCHEMATHESIS_HOOKS: path.join(CONFIG_DIR, 'hooks.py'),
       },
@@ -342,7 +396,8 @@ describe('reliability: schemathesis against the served OpenAPI document', functi
       report.requests >= MIN_REQUESTS,
       `only ${report.requests} requests were generated:\n${table}`,
     );
-    // Every documented operation was exercised and answered 2xx at least once: the hooks' real ids still reach the code.
+    // Every documented operation was exercised and answered 2xx at least once, to a request of its own method: the
+    // hooks' real ids, links and tokens still reach the code.
     // (schemathesis leaves out the operation serving the document it loaded: GET /api/v1/openapi.json.)
     const doc = (await call(svc.url, 'GET', '/api/v1/openapi.json')).body;
     const operations = Object.entries(doc.paths as Record<string, object>)

@@ -6,6 +6,9 @@ account into about two thirds of the *positive* cases (a negative case keeps its
 it is there to be refused), make most positive starts name a published workflow with valid
 inputs, and give most positive publishes a runnable graph (generated graphs are almost never
 valid), so the run, stream, cancel, publish, contract and file-content paths answer 2xx for real.
+Signed links (a file's content, a run's stream link) get a real link's id, `expires`, `kid` and
+`sig` together, an output page a finished run's own output key, and the codec server's path form
+the operators' token (WRS_ST_CODEC), else they would only ever answer 403, 404 and 401.
 
 The choice is a hash of the generated value, not a random draw: Hypothesis replays a failing
 case to confirm it, and the replay must make the same request.
@@ -13,9 +16,12 @@ case to confirm it, and the replay must make the same request.
 The fixtures come from the JSON file named by WRS_ST_FIXTURES (written by the test):
   {"runs": [finished run ids], "live_runs": [ids of runs a slow model call keeps running],
    "workflows": [{"id", "slug", "version", "version_id", "inputs", "live"}],
+   "deletable_runs": [ids of runs, finished and live, only DELETE may remove],
    "files": [file ids], "deletable_files": [ids of uploads only DELETE may remove],
    "deletable_workflows": [ids of workflows only DELETE may remove],
-   "links": [{"file_id", "expires", "sig"}], "assets": [playground asset names],
+   "links": [{"file_id", "expires", "sig", "kid"}],
+   "stream_links": [{"run_id", "expires", "sig", "kid"} of finished runs],
+   "outputs": [{"run_id", "key"}: the output keys of finished runs], "assets": [playground asset names],
    "graph": {"nodes", "edges"} of a valid workflow whose first node is its User Input}
 A live run's stream would last as long as the slow call, so live runs are only read, listed,
 cancelled (the first cancel ends one) and deleted, never streamed or re-run, and the live workflow
@@ -109,7 +115,12 @@ def map_case(context, case):
         # cancelled live run re-runs into a new live run, which a `stream` or `Prefer: wait` re-run
         # then holds its request for): both only ever name finished runs.
         holds = operation in ("GET /api/v1/runs/{runId}/stream", "POST /api/v1/runs/{runId}/rerun")
-        run_id = pick(case.path_parameters["runId"], FIXTURES["runs"] + ([] if holds else FIXTURES["live_runs"]))
+        if operation == "DELETE /api/v1/runs/{runId}":
+            # Only the test's deletable runs, else an id of no run: a deleted fixture run would answer
+            # 404 to every operation after it (its output pages and stream links too).
+            run_id = pick(case.path_parameters["runId"], FIXTURES["deletable_runs"]) or "run_01J00000000000000000000000"
+        else:
+            run_id = pick(case.path_parameters["runId"], FIXTURES["runs"] + ([] if holds else FIXTURES["live_runs"]))
         if run_id:
             case.path_parameters["runId"] = run_id
         elif holds and case.path_parameters["runId"] in FIXTURES["live_runs"]:
@@ -118,6 +129,17 @@ def map_case(context, case):
 
     # A stateful case's workflow and version come together from a publish answer (the 201's links).
     linked = case.meta is not None and case.meta.phase.name == TestPhase.STATEFUL
+    if operation == "GET /api/v1/runs/{runId}/outputs/{key}" and path_ok and not linked:
+        # An output key means something only with its run: the two together (a generated key is
+        # almost never one). A valid query's generated `starting_after` names no item of it (400,
+        # D31): dropped, `limit` stays.
+        output = pick([case.path_parameters, case.query], FIXTURES["outputs"])
+        if output:
+            case.path_parameters["runId"] = output["run_id"]
+            case.path_parameters["key"] = output["key"]
+            if query_ok and case.query:
+                case.query.pop("starting_after", None)
+
     if operation == "GET /api/v1/workflows/{workflowId}" and path_ok and not linked:
         ref = pick(case.path_parameters.get("workflowId"), workflow_refs())
         if ref:
@@ -148,11 +170,25 @@ def map_case(context, case):
         case.path_parameters["workflowId"] = workflow_id or "wf_01J00000000000000000000000"
 
     if operation == "GET /files/{fileId}/content" and path_ok and query_ok:
-        # The signature covers the id and the expiry, so the three travel together; Range stays generated.
+        # The signature covers the id, the expiry and the key id (D19), so the four travel together;
+        # Range stays generated.
         link = pick([case.path_parameters.get("fileId"), case.query], FIXTURES["links"])
         if link:
             case.path_parameters["fileId"] = link["file_id"]
-            case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"]}
+            case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"], "kid": link["kid"]}
+
+    if operation == "GET /streams/{runId}" and path_ok and query_ok:
+        # A stream link (D34) the same way; the stream's own query (`starting_after`) stays generated.
+        link = pick([case.path_parameters.get("runId"), case.query], FIXTURES["stream_links"])
+        if link:
+            case.path_parameters["runId"] = link["run_id"]
+            case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"], "kid": link["kid"]}
+
+    if operation.startswith("POST /codec/{token}/") and path_ok:
+        # D32: the operators' token in the path (the browser form) on most cases; the rest are refused
+        # (401). The header form gets it from schemathesis.toml, as the other operations get the key.
+        if pick([operation, case.body], [True]):
+            case.path_parameters["token"] = os.environ["WRS_ST_CODEC"]
 
     if operation == "GET /playground/{asset}" and path_ok:
         asset = pick(case.path_parameters.get("asset"), FIXTURES["assets"])
