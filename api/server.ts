@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { Config } from '../config';
 import { requestScope } from './last-resort';
@@ -62,6 +63,8 @@ export async function listen(app: Koa, config: Pick<Config, 'api'>): Promise<Run
       )
     : http.createServer(options, handler);
   server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerExpectation);
+  server.on('connect', answerConnect);
   // Inactivity (no byte either way) while a request is received or a plain answer is sent: a
   // client that stalls its body or stops reading a download. Streams turn it off for their
   // socket (api/stream/open-stream.ts): they have keepalives and a buffer limit of their own.
@@ -121,15 +124,48 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'request_timeout', REQUEST_TIMEOUT_MESSAGE]
         : [400, 'malformed_request', 'The request is not valid HTTP.'];
+  socket.end(rawAnswer(status, code, message));
+}
+
+/** A whole answer in the envelope, with CORS, for a socket no ServerResponse writes to; it closes the connection. */
+function rawAnswer(status: number, code: ErrorCode, message: string): string {
   const body = errorBody(message, code);
-  socket.end(
+  return (
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      'Access-Control-Allow-Origin: *\r\n' +
-      'Connection: close\r\n\r\n' +
-      body,
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Access-Control-Allow-Origin: *\r\n' +
+    'Connection: close\r\n\r\n' +
+    body
   );
+}
+
+/**
+ * A request whose `Expect` is anything but `100-continue` (which Node answers by itself): Node
+ * would send a bare 417 with no body. The envelope and CORS instead (D22); the connection is
+ * closed, since a body the client may send anyway is never read.
+ */
+function answerExpectation(_req: http.IncomingMessage, res: http.ServerResponse): void {
+  const body = errorBody(
+    'The server meets no expectation but `Expect: 100-continue`.',
+    'expectation_failed',
+  );
+  res.writeHead(417, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Access-Control-Allow-Origin': '*',
+    Connection: 'close',
+  });
+  res.end(body);
+}
+
+/**
+ * CONNECT (a proxy's tunnel): without a listener Node closes the socket without a word. This is
+ * no proxy: 405 in the envelope (D22), and the connection ends with it.
+ */
+function answerConnect(_req: http.IncomingMessage, socket: Duplex): void {
+  socket.on('error', () => socket.destroy()); // a client gone already: nothing to answer
+  socket.end(rawAnswer(405, 'method_not_allowed', 'CONNECT is not served: this is no proxy.'));
 }
 
 const REQUEST_TIMEOUT_MESSAGE = 'The request was not received in time.';

@@ -64,6 +64,7 @@ export const ERROR_CODES = {
   storage_quota_exceeded: invalid(413), // D19, D26: the account's files, or its published workflows, hold what they may
   unsupported_media_type: invalid(415),
   range_not_satisfiable: invalid(416),
+  expectation_failed: invalid(417), // an `Expect` but 100-continue (api/server.ts)
   workflow_graph_corrupt: invalid(422),
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   too_many_streams: { status: 429, type: 'rate_limit_error' },

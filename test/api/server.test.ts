@@ -3,7 +3,9 @@
  * `request_timeout` in the envelope; an answer sent before the body arrived (a 401 to an upload)
  * closes the connection, so a client trickling bytes cannot hold it; streams outlive the request
  * and idle timeouts; and one key holds at most STREAM_MAX_PER_KEY open streams in an API process
- * (429 `too_many_streams` with `Retry-After`, before a streaming start creates its run).
+ * (429 `too_many_streams` with `Retry-After`, before a streaming start creates its run). Answers
+ * Node would give outside the app (an `Expect` it cannot meet, a CONNECT) come in the envelope
+ * with CORS too (D22).
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -195,6 +197,55 @@ describe('connections: early answers and the per-key stream cap', function () {
     } finally {
       client.stop();
     }
+  });
+
+  it('an Expect other than 100-continue is a 417 expectation_failed in the envelope with CORS, and the connection is closed (before: a bare 417)', async () => {
+    const host = new URL(ctx.svc.url).host;
+    for (const head of [
+      `GET /api/v1/account HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nExpect: 202-accepted\r\n\r\n`,
+      `POST /api/v1/responses HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: foo\r\n\r\n`,
+    ]) {
+      const client = trickle(ctx.svc.url, head, '');
+      try {
+        await within(client.answer, 10_000, 'an answer');
+        const answer = await client.answer;
+        expectError(answer, {
+          status: 417,
+          type: 'invalid_request_error',
+          code: 'expectation_failed',
+        });
+        assert.equal(answer.headers.get('access-control-allow-origin'), '*');
+        await within(client.closed, 5_000, 'the server closed the connection');
+      } finally {
+        client.stop();
+      }
+    }
+  });
+
+  it('CONNECT is a 405 method_not_allowed in the envelope with CORS, and the connection is closed (before: closed without an answer)', async () => {
+    const host = new URL(ctx.svc.url).host;
+    for (const target of ['/api/v1/runs', host, 'example.com:443']) {
+      const client = trickle(
+        ctx.svc.url,
+        `CONNECT ${target} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\n\r\n`,
+        '',
+      );
+      try {
+        await within(client.answer, 10_000, `an answer to CONNECT ${target}`);
+        const answer = await client.answer;
+        expectError(answer, {
+          status: 405,
+          type: 'invalid_request_error',
+          code: 'method_not_allowed',
+        });
+        assert.equal(answer.headers.get('access-control-allow-origin'), '*');
+        await within(client.closed, 5_000, 'the server closed the connection');
+      } finally {
+        client.stop();
+      }
+    }
+    // The server still serves.
+    assert.equal((await call(ctx.svc.url, 'GET', '/api/v1/account', { key: ctx.key })).status, 200);
   });
 
   /** Opens a stream of the run and keeps it for the test's end. */
