@@ -7,6 +7,7 @@ import type { Collections } from '../../store/db';
 import { findLiveKey } from '../../store/accounts';
 import { AuthenticationError } from '../../domain/errors';
 import type { AuthContext } from '../auth/auth-context';
+import { authorizationHeader } from '../auth/authorization-header';
 import type { KeyCache } from '../auth/key-cache';
 
 export interface AuthenticateDeps {
@@ -14,10 +15,10 @@ export interface AuthenticateDeps {
   keys?: KeyCache;
 }
 
-/** Koa middleware that sets `ctx.state.auth` or answers 401 `invalid_api_key`. */
+/** Koa middleware that sets `ctx.state.auth` or answers 401 `invalid_api_key` (400 for two Authorization headers). */
 export function authenticate(deps: AuthenticateDeps): Middleware {
   return async (ctx, next) => {
-    const header = ctx.get('authorization');
+    const header = authorizationHeader(ctx);
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
     const key = match
       ? await (deps.keys ? deps.keys.find(match[1]) : findLiveKey(deps.collections, match[1]))

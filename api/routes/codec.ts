@@ -20,6 +20,7 @@ import {
   InvalidRequestError,
   ServiceUnavailableError,
 } from '../../domain/errors';
+import { authorizationHeader } from '../auth/authorization-header';
 import { jsonBody } from '../middleware/json-body';
 import { codecLogPath } from '../middleware/request-log';
 
@@ -39,7 +40,7 @@ function requireCodecToken(token: string | undefined): Middleware {
   const expected = token ? digest(token) : undefined;
   return async (ctx, next) => {
     ctx.state.logPath = codecLogPath(ctx.path); // never the token form's path
-    const header = /^Bearer\s+(\S+)$/i.exec(ctx.get('authorization'))?.[1];
+    const header = /^Bearer\s+(\S+)$/i.exec(authorizationHeader(ctx))?.[1];
     const given = (ctx as { params?: Record<string, string> }).params?.token ?? header;
     if (!expected || !given || !timingSafeEqual(digest(given), expected)) {
       throw new AuthenticationError(
