@@ -178,10 +178,21 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       'application/x-www-form-urlencoded',
       'multipart/form-data; boundary=x',
       'application/jsonx',
+      // application/json exactly: no +json type (matched by Koa's ctx.is), no malformed parameter
+      'application/merge-patch+json',
+      'application/vnd.api+json',
+      'application/problem+json; charset=utf-8',
+      'text/json',
+      'application/json x',
+      'application/json; charset',
+      'application/json; charset=',
+      'application/json; =utf-8',
+      'application/json; charset="utf-8',
     ]) {
       expectError(await startAs(type), {
         status: 415,
         type: 'invalid_request_error',
+        code: 'unsupported_media_type',
         message: ['Content-Type', 'application/json'],
       });
     }
@@ -196,7 +207,14 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       { status: 415, type: 'invalid_request_error' },
     );
     // A charset parameter is fine when it says UTF-8; another one is refused, not read as UTF-8.
-    for (const type of ['application/json; charset=utf-8', 'application/json;charset="UTF8"']) {
+    // Parameters as RFC 9110 writes them: any case, spaces around `;`, quoted values, empty ones (`;;`).
+    for (const type of [
+      'application/json; charset=utf-8',
+      'application/json;charset="UTF8"',
+      'Application/JSON ; Charset=UTF-8 ; v=1',
+      'application/json;;',
+      'application/json; profile="a \\"b\\";c"',
+    ]) {
       expectError(await startAs(type), {
         status: 404,
         type: 'not_found_error',
@@ -204,6 +222,11 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       });
     }
     for (const charset of ['utf-16', 'latin1']) {
+      expectError(await startAs(`application/json; charset=utf-8; charset=${charset}`), {
+        status: 415,
+        type: 'invalid_request_error',
+        code: 'unsupported_media_type',
+      });
       expectError(await startAs(`application/json; charset=${charset}`), {
         status: 415,
         type: 'invalid_request_error',
