@@ -2,19 +2,29 @@
 import { loadConfig } from '../config';
 import { installLastResort } from './last-resort';
 import { createLogger } from './logger';
-import { startApi } from './start-api';
+import { listenApi } from './start-api';
 import { DRAIN_CLOSE_MARGIN_MS } from './drain';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel, 'wrs-api');
-  const api = await startApi(config, logger);
+  // Listening before Temporal answers: the probes answer while it is still unreachable, and calls
+  // that need it answer 503 until then (api/start-api.ts listenApi).
+  const api = await listenApi(config, logger);
   // From here on no request can take the process down: what escapes one is logged and answered
   // 500 (api/last-resort.ts says why). A failure while starting still ends the process.
   installLastResort(logger);
   logger.info({ url: api.url }, 'API listening');
   const { delayMs, graceMs } = config.api.shutdown;
   let draining = false;
+  api.temporal.then(
+    () => logger.info('Temporal connected'),
+    (err: unknown) => {
+      if (draining) return; // the drain ended the wait
+      logger.error({ err }, 'Temporal set-up failed');
+      process.exit(1);
+    },
+  );
   const stop = async (signal: NodeJS.Signals) => {
     if (draining) return;
     draining = true;

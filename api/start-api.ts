@@ -1,4 +1,4 @@
-/** Wires the API's dependencies from configuration: MongoDB, Temporal, the app and its server. */
+/** Wires the API's dependencies from configuration: MongoDB, the app and its server, then Temporal. */
 import type { Connection } from '@temporalio/client';
 import type { Config } from '../config';
 import { connectStoreWhenReachable, type Store } from '../store/db';
@@ -7,6 +7,9 @@ import { startTracing } from '../lib/observability/tracing';
 import { createApp } from './app';
 import { createLogger, type Logger } from './logger';
 import { RunGateway, connectTemporal, ensureSearchAttributes } from './temporal/run-gateway';
+import { isTemporalUnavailable } from './temporal/grpc-errors';
+import { retrying } from '../lib/retrying';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { oneSettleAtATime, settleRun } from './runs/settle-run';
 import { CreditCheck } from './limits/credit-check';
 import { listen, type CloseStats, type RunningServer } from './server';
@@ -17,8 +20,18 @@ import { PollerRegistry } from './stream/run-poller';
 
 export interface ApiHandle extends RunningServer {
   gateway: RunGateway;
-  /** The API's Temporal connection, for tooling only (tests build their own client on it, the bench counts its calls); the API itself goes through `gateway`. */
-  connection: Connection;
+  /**
+   * The API's Temporal connection, for tooling only (tests build their own client on it, the bench
+   * counts its calls); the API itself goes through `gateway`. Throws until `temporal` has resolved.
+   */
+  readonly connection: Connection;
+  /**
+   * Resolves once Temporal answered and is set up for the API (search attributes, the D29
+   * retention schedule); until then calls that need it answer 503 as in an outage. Rejects when
+   * that set-up fails for another reason than an unreachable Temporal (the process should end, as
+   * a failed start), or when the API shuts down first (then once a connection try under way settles).
+   */
+  temporal: Promise<void>;
   pollers: PollerRegistry;
   /** The API's own MongoDB client and collections (tests watch its driver's view of the server). */
   store: Store;
@@ -40,24 +53,47 @@ function failure(err: unknown): { error: string } {
   return { error: String((err as Error)?.message ?? err) };
 }
 
-/** Connects everything and listens; `close()` undoes it all. */
+/** startApi's options. */
+export interface StartApiOptions {
+  /** The driver emits command events on `store.client` (tests and the bench count store round trips). */
+  monitorCommands?: boolean;
+}
+
+/** listenApi, resolved only once Temporal is set up too (`npm start`, tests, the bench); `close()` undoes it all. */
 export async function startApi(
   config: Config,
   logger: Logger = createLogger(config.logLevel, 'wrs-api'),
-  /** monitorCommands: the driver emits command events on `store.client` (tests and the bench count store round trips). */
-  opts: { monitorCommands?: boolean } = {},
+  opts: StartApiOptions = {},
+): Promise<ApiHandle> {
+  const api = await listenApi(config, logger, opts);
+  try {
+    await api.temporal;
+  } catch (err) {
+    await api.close().catch(() => undefined);
+    throw err;
+  }
+  return api;
+}
+
+/**
+ * Connects MongoDB and listens, then connects Temporal (api.temporal). The process answers its
+ * probes (/healthz; /readyz by MongoDB alone) while Temporal is still unreachable: a replica that
+ * starts during a Temporal outage stays up and serves what MongoDB serves, as one that was running
+ * when the outage began, instead of being restarted by its orchestrator's startup probe again and
+ * again (docs/deploy.md "Health checks"). `close()` undoes it all, a wait for Temporal included.
+ */
+export async function listenApi(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel, 'wrs-api'),
+  opts: StartApiOptions = {},
 ): Promise<ApiHandle> {
   const stopTracing = startTracing(config.tracing, 'wrs-api');
   const store = await connectStoreWhenReachable(
     { ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands },
     (err) => logger.warn(failure(err), 'MongoDB unreachable at start; waiting for it'),
   );
-  const connection = await connectTemporal(config.temporal, (err) =>
-    logger.warn(failure(err), 'Temporal unreachable at start; waiting for it'),
-  );
-  await ensureSearchAttributes(connection, config.temporal.namespace);
+  // Without a connection until setUpTemporal attaches one: its calls fail as in an outage (503).
   const gateway: RunGateway = new RunGateway({
-    connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     queryTimeoutMs: config.api.queryTimeoutMs,
@@ -68,7 +104,6 @@ export async function startApi(
     payloads: payloadProtection(config, store.db),
     traced: config.tracing.otlpEndpoint !== undefined,
   });
-  await gateway.ensureRetentionSchedule(); // D29
   const pollers = new PollerRegistry(
     createPollSource(gateway, store.collections, (runId) =>
       settleIfNeverStarted(store.collections, runId),
@@ -93,10 +128,21 @@ export async function startApi(
     drain,
   });
   const running = await listen(app, config);
+
+  let connection: Connection | undefined;
+  const stopConnecting = new AbortController();
+  const temporal = setUpTemporal(config, logger, gateway, stopConnecting.signal, (c) => {
+    connection = c;
+  });
+  temporal.catch(() => undefined); // the caller's to handle; a shutdown awaits it too
   return {
     ...running,
     gateway,
-    connection,
+    get connection(): Connection {
+      if (!connection) throw new Error('Temporal has not answered yet (await api.temporal)');
+      return connection;
+    },
+    temporal,
     pollers,
     store,
     shutdown,
@@ -112,9 +158,52 @@ export async function startApi(
     const streams = pollers.stopAll();
     const stats = await closing;
     await credits.close(); // D17: this process's unused lease goes back to the account
-    await connection.close();
+    // A wait for Temporal ends here (not awaited: a connection try under way may take its 10 s
+    // connect timeout to settle, then closes what it got); a set-up step in flight fails.
+    stopConnecting.abort();
+    await connection?.close();
     await store.close();
     await stopTracing();
     return { ...stats, streams };
   }
+}
+
+/**
+ * Connects the API to Temporal, waiting while it is unreachable, and sets it up; each step that
+ * finds it unavailable (gone again, or its namespace not registered yet on a fresh install) is
+ * tried again. `connected` is told the connection as soon as there is one (the shutdown closes it).
+ */
+async function setUpTemporal(
+  config: Config,
+  logger: Logger,
+  gateway: RunGateway,
+  signal: AbortSignal,
+  connected: (connection: Connection) => void,
+): Promise<void> {
+  const waiting = (err: unknown) => {
+    if (!signal.aborted) logger.warn(failure(err), 'Temporal unreachable at start; waiting for it');
+  };
+  const whileUnavailable = <T>(step: () => Promise<T>) =>
+    retrying(
+      () =>
+        step().catch((err: unknown) => {
+          if (isTemporalUnavailable(err)) waiting(err);
+          throw err;
+        }),
+      {
+        forMs: Infinity,
+        retryable: isTemporalUnavailable,
+        pause: (ms) => sleep(ms, undefined, { signal }),
+      },
+    );
+  const connection = await connectTemporal(config.temporal, waiting, signal);
+  if (signal.aborted) {
+    // A try under way when the shutdown began (it is not cut short): nobody closes it but us.
+    await connection.close();
+    signal.throwIfAborted();
+  }
+  connected(connection);
+  await whileUnavailable(() => ensureSearchAttributes(connection, config.temporal.namespace));
+  gateway.attach(connection); // starts are served from here on
+  await whileUnavailable(() => gateway.ensureRetentionSchedule()); // D29
 }

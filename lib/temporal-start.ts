@@ -6,6 +6,7 @@
  * outlasts the outage (docs/outages.md). What waiting cannot mend (a certificate file that is not
  * there) ends the start at once.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config';
 import { connectFirst, type TemporalConnectOptions } from '../config/temporal-connection';
 import { retrying } from './retrying';
@@ -26,18 +27,29 @@ export function isTemporalUnreachable(err: unknown): boolean {
   );
 }
 
-/** connectFirst, waiting while Temporal cannot be reached. */
+/**
+ * connectFirst, waiting while Temporal cannot be reached. `signal` ends the wait (the API shutting
+ * down before Temporal answered): its pause is cut short, and a try under way when it fires ends the
+ * wait once it settles.
+ */
 export function connectTemporalWhenReachable<T>(
   temporal: Config['temporal'],
   connect: (options: TemporalConnectOptions) => Promise<T>,
   onWait: (err: unknown) => void,
+  signal?: AbortSignal,
 ): Promise<T> {
   return retrying(
-    () =>
-      connectFirst(temporal, connect).catch((err: unknown) => {
-        if (isTemporalUnreachable(err)) onWait(err);
+    () => {
+      signal?.throwIfAborted();
+      return connectFirst(temporal, connect).catch((err: unknown) => {
+        if (isTemporalUnreachable(err) && !signal?.aborted) onWait(err);
         throw err;
-      }),
-    { forMs: Infinity, retryable: isTemporalUnreachable },
+      });
+    },
+    {
+      forMs: Infinity,
+      retryable: isTemporalUnreachable,
+      ...(signal && { pause: (ms: number) => sleep(ms, undefined, { signal }) }),
+    },
   );
 }

@@ -14,19 +14,23 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   tuneWorkerHeap(config.worker.heapGrowingPercent);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
+  // Ready (the /readyz probe) while the worker polls: not before it does, nor from the drain's
+  // start (SIGTERM/SIGINT) on. The port listens first, so /healthz answers while the start still
+  // waits for MongoDB or Temporal: a worker started during an outage is not restarted by its
+  // orchestrator's startup probe, again and again (docs/deploy.md "Health checks").
+  let polling = false;
+  const metrics = config.worker.metricsPort
+    ? await serveMetrics(config.worker.metricsPort, { ready: () => polling })
+    : undefined;
   const store = await connectStoreWhenReachable(
     { ...config.mongo, appName: 'wrs-worker' },
     warnWhileWaiting('MongoDB unreachable at start; waiting for it'),
   );
   const worker = await startWorker(config, store);
-  // Ready (the /readyz probe) while the worker polls: not from the drain's start (SIGTERM/SIGINT) on.
-  let polling = true;
+  polling = true;
   const draining = () => (polling = false);
   process.once('SIGTERM', draining).once('SIGINT', draining);
   worker.done.then(draining, draining);
-  const metrics = config.worker.metricsPort
-    ? await serveMetrics(config.worker.metricsPort, { ready: () => polling })
-    : undefined;
   running = true;
   // The SDK's runtime handles SIGINT/SIGTERM: it drains the worker, and `done` settles after that.
   await worker.done;

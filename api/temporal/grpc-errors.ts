@@ -58,11 +58,26 @@ export function isChannelClosed(err: unknown): boolean {
 }
 
 /**
+ * A call made while the API's start still waits for Temporal (api/start-api.ts listens first): it
+ * reaches nothing, as a call during an outage, and is answered the same way (503, Retry-After).
+ */
+export class TemporalNotConnectedError extends Error {
+  constructor() {
+    super('Temporal has not answered since this API process started');
+    this.name = 'TemporalNotConnectedError';
+  }
+}
+
+/**
  * True when a Temporal call failed because the server could not be reached (not because it was
- * slow or said no): UNAVAILABLE, or a closed connection, which reaches nothing either.
+ * slow or said no): UNAVAILABLE, a closed connection, which reaches nothing either, or none yet.
  */
 export function isTemporalUnreachable(err: unknown): boolean {
-  return grpcCode(err) === UNAVAILABLE || isChannelClosed(err);
+  return (
+    grpcCode(err) === UNAVAILABLE ||
+    isChannelClosed(err) ||
+    err instanceof TemporalNotConnectedError
+  );
 }
 
 /**

@@ -46,6 +46,7 @@ import {
   isTemporalUnavailable,
   isTemporalUnreachable,
   retryNamespaceMisses,
+  TemporalNotConnectedError,
 } from './grpc-errors';
 import { ensureRetentionSchedule } from './retention-schedule';
 import { InvalidRequestError, ServiceUnavailableError } from '../../domain/errors';
@@ -85,7 +86,11 @@ function startTooLarge(): InvalidRequestError {
 }
 
 export interface RunGatewayOptions {
-  connection: Connection;
+  /**
+   * The connection, when there is one already. The API listens before Temporal answers
+   * (api/start-api.ts) and hands it over with `attach`; until then every call fails as in an outage.
+   */
+  connection?: Connection;
   namespace: string;
   taskQueue: string;
   /** Bound on every query: a slow answer is "no news yet", never a hung request. */
@@ -139,6 +144,8 @@ export function connectTemporal(
   temporal: Config['temporal'],
   /** Told of each failed round while no frontend answers: the API's start waits for Temporal (lib/temporal-start.ts). */
   onWait: (err: unknown) => void,
+  /** Ends the wait (a shutdown before Temporal answered). */
+  signal?: AbortSignal,
 ): Promise<Connection> {
   return connectTemporalWhenReachable(
     temporal,
@@ -149,6 +156,7 @@ export function connectTemporal(
         interceptors: [makeGrpcRetryInterceptor(apiGrpcRetryOptions())],
       }),
     onWait,
+    signal,
   );
 }
 
@@ -184,34 +192,65 @@ const STARTED_MEMORY = 10_000;
 
 /** The API's only way to Temporal: every call it makes, each under a deadline, each with one rule for its failures. */
 export class RunGateway {
-  private readonly client: Client;
+  /** The connection and its clients, once Temporal answered (see attach). */
+  private link?: { connection: Connection; client: Client; replayClient: Client };
   /** The client's payload codec, also served to operators by the codec server (routes/codec.ts). */
   readonly codec?: EncryptionCodec;
   private readonly started = new Set<string>();
   /** This process's `awaitEnd` update id (see awaitEnd). */
   private readonly endWaitId = `awaitEnd-${randomUUID()}`;
 
-  /** Queries closed runs too (a worker replays them): for settling a run that could not finish. */
-  private readonly replayClient: Client;
-
   constructor(private readonly opts: RunGatewayOptions) {
     this.codec = opts.payloads.codec;
-    // A query of a closed workflow is refused with its status instead of being answered by a
-    // replay: a finished run's record answers at once (replaying a 100,000-row run's 35 MB history
-    // took ~4 s per read), and a terminated run is told from a running one by that status.
-    this.client = new Client({
-      connection: opts.connection,
-      namespace: opts.namespace,
-      dataConverter: opts.payloads.dataConverter,
-      workflow: { queryRejectCondition: 'NOT_OPEN' },
-      // A span per start, cancel, query…; its context travels in the workflow's headers.
-      interceptors: { workflow: opts.traced ? [new OpenTelemetryWorkflowClientInterceptor()] : [] },
-    });
-    this.replayClient = new Client({
-      connection: opts.connection,
-      namespace: opts.namespace,
-      dataConverter: opts.payloads.dataConverter,
-    });
+    if (opts.connection) this.attach(opts.connection);
+  }
+
+  /** From now on calls go to Temporal over `connection` (the API's start hands it over once Temporal answers). */
+  attach(connection: Connection): void {
+    const { opts } = this;
+    this.link = {
+      connection,
+      // A query of a closed workflow is refused with its status instead of being answered by a
+      // replay: a finished run's record answers at once (replaying a 100,000-row run's 35 MB history
+      // took ~4 s per read), and a terminated run is told from a running one by that status.
+      client: new Client({
+        connection,
+        namespace: opts.namespace,
+        dataConverter: opts.payloads.dataConverter,
+        workflow: { queryRejectCondition: 'NOT_OPEN' },
+        // A span per start, cancel, query…; its context travels in the workflow's headers.
+        interceptors: {
+          workflow: opts.traced ? [new OpenTelemetryWorkflowClientInterceptor()] : [],
+        },
+      }),
+      // Queries closed runs too (a worker replays them): for settling a run that could not finish.
+      replayClient: new Client({
+        connection,
+        namespace: opts.namespace,
+        dataConverter: opts.payloads.dataConverter,
+      }),
+    };
+  }
+
+  /** Whether a connection was attached (the API's start is past waiting for Temporal). */
+  get attached(): boolean {
+    return this.link !== undefined;
+  }
+
+  /** The connection; before one is attached a TemporalNotConnectedError, which callers meet as an outage. */
+  private get connection(): Connection {
+    if (!this.link) throw new TemporalNotConnectedError();
+    return this.link.connection;
+  }
+
+  private get client(): Client {
+    if (!this.link) throw new TemporalNotConnectedError();
+    return this.link.client;
+  }
+
+  private get replayClient(): Client {
+    if (!this.link) throw new TemporalNotConnectedError();
+    return this.link.replayClient;
   }
 
   /**
@@ -249,7 +288,7 @@ export class RunGateway {
     ask: (handle: WorkflowHandle) => Promise<T>,
   ): Promise<T | null> {
     try {
-      return await this.opts.connection.withDeadline(Date.now() + 30_000, () =>
+      return await this.connection.withDeadline(Date.now() + 30_000, () =>
         ask(this.replayClient.workflow.getHandle(runId)),
       );
     } catch (err) {
@@ -264,7 +303,7 @@ export class RunGateway {
   /** When the run's workflow closed, by Temporal's clock; null when it cannot be told (open, unknown, no answer). */
   async closedAt(runId: string): Promise<Date | null> {
     try {
-      const description = await this.opts.connection.withDeadline(
+      const description = await this.connection.withDeadline(
         Date.now() + this.opts.queryTimeoutMs,
         () => this.client.workflow.getHandle(runId).describe(),
       );
@@ -365,7 +404,7 @@ export class RunGateway {
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
-    const update = this.opts.connection.withAbortSignal(wait.signal, () =>
+    const update = this.connection.withAbortSignal(wait.signal, () =>
       this.client.workflow.startUpdateWithStart(awaitEndUpdate, {
         updateId: this.endWaitId,
         waitForStage: WorkflowUpdateStage.ACCEPTED,
@@ -373,9 +412,7 @@ export class RunGateway {
       }),
     );
     wait.ended = this.endOf(
-      update.then((handle) =>
-        this.opts.connection.withAbortSignal(wait.signal, () => handle.result()),
-      ),
+      update.then((handle) => this.connection.withAbortSignal(wait.signal, () => handle.result())),
       wait.signal,
     );
     await operation.workflowHandle();
@@ -384,7 +421,7 @@ export class RunGateway {
   /** Whether Temporal knows a workflow with this id; 503 (ServiceUnavailableError) when it cannot say. */
   async exists(runId: string): Promise<boolean> {
     try {
-      await this.opts.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
+      await this.connection.withDeadline(Date.now() + this.opts.queryTimeoutMs, () =>
         this.client.workflow.getHandle(runId).describe(),
       );
       return true;
@@ -397,8 +434,8 @@ export class RunGateway {
 
   /** Answers when Temporal's frontend answers within `ms` (readiness, /readyz); throws otherwise. */
   async ping(ms: number): Promise<void> {
-    await this.opts.connection.withDeadline(Date.now() + ms, () =>
-      this.opts.connection.workflowService.getSystemInfo({}),
+    await this.connection.withDeadline(Date.now() + ms, () =>
+      this.connection.workflowService.getSystemInfo({}),
     );
   }
 
@@ -417,12 +454,14 @@ export class RunGateway {
     openPastTimeout: number;
   }> {
     const deadline = Date.now() + ms;
+    // Taken first: with no connection yet this call fails before any of its calls is sent.
+    const { connection, client } = this;
     const describe = async (
       taskType: 'workflow' | 'activity',
       taskQueue = this.opts.taskQueue,
     ): Promise<QueueBacklog> => {
-      const res = await this.opts.connection.withDeadline(deadline, () =>
-        this.opts.connection.workflowService.describeTaskQueue({
+      const res = await connection.withDeadline(deadline, () =>
+        connection.workflowService.describeTaskQueue({
           namespace: this.opts.namespace,
           taskQueue: { name: taskQueue, kind: 1 /* NORMAL */ },
           taskQueueType: taskType === 'workflow' ? 1 : 2,
@@ -442,8 +481,8 @@ export class RunGateway {
       describe('activity'),
       describe('activity', blockTaskQueue(this.opts.taskQueue)),
       describe('activity', webhookTaskQueue(this.opts.taskQueue)),
-      this.opts.connection.withDeadline(deadline, () =>
-        this.client.workflow.count(
+      connection.withDeadline(deadline, () =>
+        client.workflow.count(
           `WorkflowType = '${RUN_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND StartTime < '${openBefore.toISOString()}'`,
         ),
       ),
@@ -465,14 +504,15 @@ export class RunGateway {
    * update per API process, far below Temporal's limit of updates in flight per workflow.
    */
   async awaitEnd(runId: string, signal: AbortSignal): Promise<RunEnd> {
-    return this.endOf(
-      this.opts.connection.withAbortSignal(signal, () =>
+    // In a promise's callback, so that no connection yet is a refused update ('closed') as in an outage.
+    const update = Promise.resolve().then(() =>
+      this.connection.withAbortSignal(signal, () =>
         this.client.workflow
           .getHandle(runId)
           .executeUpdate(awaitEndUpdate, { updateId: this.endWaitId }),
       ),
-      signal,
     );
+    return this.endOf(update, signal);
   }
 
   /** An `awaitEnd` update's answer as a RunEnd: 'aborted' at the signal, 'closed' when refused. */
@@ -497,7 +537,7 @@ export class RunGateway {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), ms);
     try {
-      await this.opts.connection.withAbortSignal(controller.signal, () =>
+      await this.connection.withAbortSignal(controller.signal, () =>
         this.client.workflow.getHandle(runId).result(),
       );
       return true;
@@ -529,7 +569,7 @@ export class RunGateway {
    */
   async deleteExecution(workflowId: string): Promise<void> {
     await this.withDeadline(() =>
-      this.opts.connection.workflowService.deleteWorkflowExecution({
+      this.connection.workflowService.deleteWorkflowExecution({
         namespace: this.opts.namespace,
         workflowExecution: { workflowId },
       }),
@@ -620,7 +660,7 @@ export class RunGateway {
       if (state === 'queued' || state === 'closed') unanswered = false;
       if (status !== undefined) await this.settleUnfinished(runId, status);
       if (state === 'started') {
-        const value = await this.opts.connection.withDeadline(
+        const value = await this.connection.withDeadline(
           Date.now() + this.opts.queryTimeoutMs,
           () => ask(this.client.workflow.getHandle(runId)),
         );
@@ -642,9 +682,9 @@ export class RunGateway {
     return { answer, queued, unanswered, missing, closed };
   }
 
-  /** Runs one start or cancel call under the configured deadline. */
-  private withDeadline<T>(call: () => Promise<T>): Promise<T> {
-    return this.opts.connection.withDeadline(Date.now() + this.opts.rpcTimeoutMs, call);
+  /** Runs one start or cancel call under the configured deadline (async: no connection yet rejects). */
+  private async withDeadline<T>(call: () => Promise<T>): Promise<T> {
+    return this.connection.withDeadline(Date.now() + this.opts.rpcTimeoutMs, call);
   }
 
   /** Closed: completed workflows finalized their run themselves; any other end needs settling. */
@@ -672,7 +712,7 @@ export class RunGateway {
   ): Promise<{ state: 'started' | 'queued' | 'closed' | 'missing' | 'unknown'; status?: number }> {
     if (this.started.has(runId)) return { state: 'started' };
     try {
-      const description = await this.opts.connection.withDeadline(
+      const description = await this.connection.withDeadline(
         Date.now() + this.opts.queryTimeoutMs,
         () => this.client.workflow.getHandle(runId).describe(),
       );
