@@ -62,15 +62,26 @@ describe('docker-compose.yml', function () {
       new RegExp(`compose-go/v2 v${COMPOSE_GO_VERSION.replace(/\./g, '\\.')}\\b`),
     );
     const tool = await ensureComposeCheck();
-    const { TEMPORAL_DB_PASSWORD: _unset, ...env } = process.env;
-    const loaded = await runTool(tool, [COMPOSE_FILE], env);
-    // Without TEMPORAL_DB_PASSWORD the file refuses to load (no quiet default).
-    assert.notEqual(loaded.code, 0);
-    assert.match(loaded.stderr, /required variable TEMPORAL_DB_PASSWORD is missing a value/);
+    const { TEMPORAL_DB_PASSWORD: _unset, PUBLIC_BASE_URL: _unsetToo, ...env } = process.env;
+    const required = {
+      TEMPORAL_DB_PASSWORD: 'test-password',
+      PUBLIC_BASE_URL: 'https://runs.test',
+    };
+    // Without TEMPORAL_DB_PASSWORD, or PUBLIC_BASE_URL (the workers would sign file links on
+    // http://127.0.0.1:8080), the file refuses to load (no quiet default).
+    for (const name of ['TEMPORAL_DB_PASSWORD', 'PUBLIC_BASE_URL'] as const) {
+      const loaded = await runTool(tool, [COMPOSE_FILE], {
+        ...env,
+        ...required,
+        [name]: undefined,
+      });
+      assert.notEqual(loaded.code, 0);
+      assert.match(loaded.stderr, new RegExp(`required variable ${name} is missing a value`));
+    }
 
     const result = await runTool(tool, [COMPOSE_FILE], {
       ...env,
-      TEMPORAL_DB_PASSWORD: 'test-password',
+      ...required,
       WRS_API_REPLICAS: '3',
     });
     assert.equal(result.code, 0, result.stderr);
@@ -83,6 +94,7 @@ describe('docker-compose.yml', function () {
     assert.equal(project.services.api.deploy?.replicas, 3);
     assert.equal(project.services.temporal.environment?.POSTGRES_PWD, 'test-password');
     assert.equal(project.services.worker.environment?.MONGODB_URI_FILE, '/run/secrets/mongodb_uri');
+    assert.equal(project.services.worker.environment?.PUBLIC_BASE_URL, 'https://runs.test');
   });
 
   it('the schema check can fail: an unknown service key is reported', () => {

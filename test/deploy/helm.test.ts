@@ -23,6 +23,7 @@ import { DRAIN_CLOSE_MARGIN_MS } from '../../api/drain';
 
 const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
 const MINIMAL = {
+  config: { PUBLIC_BASE_URL: 'https://runs.example.com' },
   secrets: {
     values: {
       MONGODB_URI: 'mongodb://mongo:27017/?replicaSet=rs0',
@@ -66,7 +67,7 @@ describe('deploy/helm chart', function () {
     fs.writeFileSync(renderedFile, core.map((m) => yaml.dump(m)).join('---\n'));
   });
 
-  it('passes helm lint with the CI values and with only the required secrets', async function () {
+  it('passes helm lint with the CI values and with only the required values', async function () {
     this.timeout(60_000);
     for (const files of [[CI_VALUES], [valuesFile(MINIMAL)]]) {
       const result = await runTool(tools.helm, [
@@ -87,7 +88,36 @@ describe('deploy/helm chart', function () {
 
   it('refuses to render without the MongoDB URI and the file link secret', async function () {
     this.timeout(60_000);
-    await assert.rejects(renderChart(tools.helm, []), /secrets\.values\.MONGODB_URI is required/);
+    await assert.rejects(
+      renderChart(tools.helm, [valuesFile({ config: MINIMAL.config })]),
+      /secrets\.values\.MONGODB_URI is required/,
+    );
+  });
+
+  it('sets PUBLIC_BASE_URL (the origin of file and stream links): given, else https://<ingress.host>, else refuses to render', async function () {
+    this.timeout(60_000);
+    const data = (all: Manifest[]) =>
+      (find(all, 'ConfigMap')[0] as Manifest & { data: Record<string, string> }).data;
+    const publicBaseUrl = async (values: unknown) =>
+      data(parseManifests(await renderChart(tools.helm, [valuesFile(values)]))).PUBLIC_BASE_URL;
+    // The CI values: the Ingress on its default host, PUBLIC_BASE_URL not given.
+    assert.equal(data(manifests).PUBLIC_BASE_URL, 'https://runs.example.com');
+    const { secrets } = MINIMAL;
+    const ingress = { enabled: true, host: 'api.acme.test' };
+    assert.equal(await publicBaseUrl({ secrets, ingress }), 'https://api.acme.test');
+    assert.equal(
+      await publicBaseUrl({
+        secrets,
+        ingress,
+        config: { PUBLIC_BASE_URL: 'https://runs.acme.test' },
+      }),
+      'https://runs.acme.test',
+    );
+    // No Ingress, no PUBLIC_BASE_URL: the workers would sign every link on http://127.0.0.1:8080.
+    await assert.rejects(
+      renderChart(tools.helm, [valuesFile({ secrets })]),
+      /config\.PUBLIC_BASE_URL is required/,
+    );
   });
 
   for (const version of KUBERNETES_VERSIONS) {

@@ -144,3 +144,18 @@ imagePullSecrets:
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+PUBLIC_BASE_URL: the origin clients reach the API at, which every signed file link and stream link (D19, D34)
+starts with. The workers have no request to take it from: unset, they would sign links on http://127.0.0.1:8080.
+Defaults to https://<ingress.host> with the Ingress; without it there is no default (the render fails).
+*/}}
+{{- define "wrs.publicBaseUrl" -}}
+{{- if .Values.config.PUBLIC_BASE_URL -}}
+{{- .Values.config.PUBLIC_BASE_URL -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+https://{{ .Values.ingress.host }}
+{{- else -}}
+{{- fail "config.PUBLIC_BASE_URL is required: the https origin clients reach the API at (file and stream links are built on it); with ingress.enabled it defaults to https://<ingress.host>" -}}
+{{- end -}}
+{{- end -}}
