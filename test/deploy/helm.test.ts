@@ -20,6 +20,7 @@ import {
   type Manifest,
 } from '../support/deploy';
 import { DRAIN_CLOSE_MARGIN_MS } from '../../api/drain';
+import { loadConfig } from '../../config';
 
 const CI_VALUES = path.join(CHART_DIR, 'ci-values.yaml');
 const MINIMAL = {
@@ -257,6 +258,40 @@ describe('deploy/helm chart', function () {
     const annotations = find(manifests, 'Ingress')[0].metadata.annotations ?? {};
     assert.equal(annotations['nginx.ingress.kubernetes.io/proxy-body-size'], '257m');
     assert.equal(annotations['nginx.ingress.kubernetes.io/proxy-request-buffering'], 'off');
+  });
+
+  it("sizes the ingress's body limit from MAX_UPLOAD_BYTES plus 1 MiB of framing", async function () {
+    this.timeout(60_000);
+    const BODY_SIZE = 'nginx.ingress.kubernetes.io/proxy-body-size';
+    const annotations = async (values: Record<string, unknown>) => {
+      const all = parseManifests(
+        await renderChart(tools.helm, [
+          valuesFile({
+            ...MINIMAL,
+            ...values,
+            ingress: { enabled: true, ...(values.ingress ?? {}) },
+          }),
+        ]),
+      );
+      return find(all, 'Ingress')[0].metadata.annotations ?? {};
+    };
+    const sized = async (maxUploadBytes: unknown) =>
+      (await annotations({ config: { ...MINIMAL.config, MAX_UPLOAD_BYTES: maxUploadBytes } }))[
+        BODY_SIZE
+      ];
+    // The default is config/index.ts's: 256 MiB.
+    assert.equal(loadConfig({}).files.maxBytes, 268_435_456);
+    assert.equal(await sized(null), '257m');
+    // 1 GiB, as a number and as helm renders a number given with -f ("1.073741824e+09").
+    assert.equal(await sized(1_073_741_824), '1025m');
+    assert.equal(await sized('1.073741824e+09'), '1025m');
+    assert.equal(await sized(1_000_000), '2m'); // rounded up
+    // Set by the operator: theirs; no nginx annotations (another controller): none added.
+    assert.equal(
+      (await annotations({ ingress: { annotations: { [BODY_SIZE]: '5g' } } }))[BODY_SIZE],
+      '5g',
+    );
+    assert.deepEqual(await annotations({ ingress: { nginxAnnotations: null } }), {});
   });
 
   it('ships the alert rules of deploy/prometheus/alerts.yml as a PrometheusRule, and monitors for the API and both worker ports', () => {

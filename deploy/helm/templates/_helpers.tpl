@@ -159,3 +159,14 @@ https://{{ .Values.ingress.host }}
 {{- fail "config.PUBLIC_BASE_URL is required: the https origin clients reach the API at (file and stream links are built on it); with ingress.enabled it defaults to https://<ingress.host>" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+ingress-nginx's request body limit: the API's own (config.MAX_UPLOAD_BYTES, default 268435456 as in
+config/index.ts) plus 1 MiB of multipart framing, in MiB rounded up. Below it, an upload the API would take
+is refused by the controller with its own HTML 413 instead of the API's JSON envelope.
+*/}}
+{{- define "wrs.ingressBodySize" -}}
+{{- $bytes := .Values.config.MAX_UPLOAD_BYTES | default 268435456 | float64 | int64 -}}
+{{- if le $bytes 0 -}}{{- fail (printf "cannot read config.MAX_UPLOAD_BYTES %v as bytes" .Values.config.MAX_UPLOAD_BYTES) -}}{{- end -}}
+{{- add (div (add $bytes 1048575) 1048576) 1 -}}m
+{{- end -}}
