@@ -230,6 +230,63 @@ describe('deploy/helm chart', function () {
     );
   });
 
+  it("gives the search-attribute Job the service's TLS decision (an API key implies TLS) and of the secrets only the API key", async function () {
+    this.timeout(60_000);
+    type JobSpec = {
+      containers: { env: { name: string; value?: string }[]; volumeMounts: { name: string }[] }[];
+      volumes: { name: string; secret?: { items?: { key: string; path: string }[] } }[];
+    };
+    const job = async (values: Record<string, unknown>) => {
+      const all = parseManifests(await renderChart(tools.helm, [valuesFile(values)]));
+      const spec = (
+        find(all, 'Job', '-search-attributes')[0].spec as { template: { spec: JobSpec } }
+      ).template.spec;
+      const configMap = find(all, 'ConfigMap')[0] as Manifest & { data: Record<string, string> };
+      return {
+        tls: spec.containers[0].env.find((e) => e.name === 'TEMPORAL_TLS')?.value,
+        serviceTls: configMap.data.TEMPORAL_TLS,
+        secretItems: spec.volumes.find((v) => v.name === 'secrets')?.secret?.items,
+        mounts: spec.containers[0].volumeMounts.map((m) => m.name),
+      };
+    };
+    const apiKeyOnly = [{ key: 'TEMPORAL_API_KEY', path: 'TEMPORAL_API_KEY' }];
+    const withKey = {
+      ...MINIMAL,
+      secrets: { values: { ...MINIMAL.secrets.values, TEMPORAL_API_KEY: 'tk' } },
+    };
+    assert.deepEqual(await job(withKey), {
+      tls: 'true',
+      serviceTls: 'true',
+      secretItems: apiKeyOnly,
+      mounts: ['secrets', 'tmp'],
+    });
+    // An existing Secret whose keys name the API key: the same.
+    const existing = {
+      config: MINIMAL.config,
+      secrets: {
+        existingSecret: 'wrs-secrets',
+        keys: ['MONGODB_URI', 'FILE_URL_SECRET', 'PAYLOAD_KEYS', 'TEMPORAL_API_KEY'],
+      },
+    };
+    assert.deepEqual((await job(existing)).secretItems, apiKeyOnly);
+    assert.equal((await job(existing)).tls, 'true');
+    // No key, no TLS: plaintext, and no secret mounted at all.
+    assert.deepEqual(await job(MINIMAL), {
+      tls: 'false',
+      serviceTls: 'false',
+      secretItems: undefined,
+      mounts: ['tmp'],
+    });
+    // A CA alone implies TLS too (config/index.ts temporalTls).
+    const ca = { ...MINIMAL, temporal: { tls: { existingSecret: 'temporal-tls', hasCA: true } } };
+    assert.equal((await job(ca)).tls, 'true');
+    // The service decides the same from what its pods get: TLS on with the key.
+    assert.ok(
+      loadConfig({ TEMPORAL_TLS: 'false', TEMPORAL_API_KEY: 'tk' }).temporal.tls,
+      'the service turns TLS on with an API key whatever TEMPORAL_TLS says',
+    );
+  });
+
   it('pins the image by digest when one is given', () => {
     const image = (
       podSpec(find(manifests, 'Deployment', '-api')[0]).containers[0] as unknown as {

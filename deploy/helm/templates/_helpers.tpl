@@ -170,3 +170,19 @@ is refused by the controller with its own HTML 413 instead of the API's JSON env
 {{- if le $bytes 0 -}}{{- fail (printf "cannot read config.MAX_UPLOAD_BYTES %v as bytes" .Values.config.MAX_UPLOAD_BYTES) -}}{{- end -}}
 {{- add (div (add $bytes 1048575) 1048576) 1 -}}m
 {{- end -}}
+
+{{/* Whether the secret keys include `key` ("true" or ""). */}}
+{{- define "wrs.hasSecretKey" -}}
+{{- if has .key (include "wrs.secretKeys" .root | splitList " " | compact) -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+TEMPORAL_TLS as the service decides it (config/index.ts temporalTls): on with temporal.tls.enabled, a CA, a
+client certificate or an API key. The hook Job's temporal CLI takes an explicit "false" as "no TLS" even with
+an API key: it then sent the key in clear and failed against a TLS frontend, failing the install.
+*/}}
+{{- define "wrs.temporalTls" -}}
+{{- $tls := .Values.temporal.tls -}}
+{{- $apiKey := include "wrs.hasSecretKey" (dict "root" . "key" "TEMPORAL_API_KEY") -}}
+{{- or $tls.enabled (and $tls.existingSecret (or $tls.hasCA $tls.hasClientCert)) (eq $apiKey "true") | toString -}}
+{{- end -}}
