@@ -87,6 +87,8 @@ export async function listenApi(
   logger: Logger = createLogger(config.logLevel, 'wrs-api'),
   opts: StartApiOptions = {},
 ): Promise<ApiHandle> {
+  // Settings that have no effect (an OPENAI_API_KEY without OPENAI_BASE_URL): said once, at start.
+  for (const warning of config.warnings) logger.warn(warning);
   const stopTracing = startTracing(config.tracing, 'wrs-api');
   const store = await connectStoreWhenReachable(
     { ...config.mongo, appName: 'wrs-api', monitorCommands: opts.monitorCommands },

@@ -342,6 +342,12 @@ export interface Config {
   };
   /** OpenTelemetry traces (lib/observability/tracing.ts); no endpoint: off. */
   tracing: { otlpEndpoint?: string };
+  /**
+   * What the environment sets that has no effect, each a sentence for the log: every process logs
+   * them at start (configurationWarnings). Not refused, as a contradiction is (checkCombinations):
+   * a developer's shell may well export OPENAI_API_KEY for other tools.
+   */
+  warnings: string[];
 }
 
 /**
@@ -381,7 +387,19 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.data;
   checkCombinations(e);
-  return settings(e);
+  return { ...settings(e), warnings: configurationWarnings(e) };
+}
+
+/** Settings that have no effect (Config.warnings). */
+function configurationWarnings(e: z.infer<typeof EnvSchema>): string[] {
+  const warnings: string[] = [];
+  if (e.OPENAI_API_KEY && !e.OPENAI_BASE_URL && !e.PROVIDERS.openai)
+    // The `openai` provider is made from OPENAI_BASE_URL (settings): without it the key is dropped, and
+    // every llm run is refused (model_not_offered) or fails for want of a provider.
+    warnings.push(
+      'OPENAI_API_KEY is set without OPENAI_BASE_URL: it is ignored and no `openai` provider is configured (set OPENAI_BASE_URL, e.g. https://api.openai.com/v1)',
+    );
+  return warnings;
 }
 
 /** Rules across variables, and what production requires: each a readable error. */
@@ -429,7 +447,7 @@ function checkCombinations(e: z.infer<typeof EnvSchema>): void {
 
 /** The parsed environment as the Config tree. */
 // eslint-disable-next-line max-lines-per-function -- one flat table of settings: splitting it hides the list
-function settings(e: z.infer<typeof EnvSchema>): Config {
+function settings(e: z.infer<typeof EnvSchema>): Omit<Config, 'warnings'> {
   const providers: Record<string, Provider> = { ...e.PROVIDERS };
   if (e.OPENAI_BASE_URL && !providers.openai) {
     providers.openai = { kind: 'openai', base_url: e.OPENAI_BASE_URL, api_key: e.OPENAI_API_KEY };

@@ -1,7 +1,12 @@
 /** Worker entry: `npm run worker` (and `npm start`'s worker). Executes runs until SIGINT/SIGTERM, then drains. */
 import { loadConfig } from '../config';
 import { connectStoreWhenReachable } from '../store/db';
-import { installWorkerRuntime, tuneWorkerHeap, warnWhileWaiting } from './runtime';
+import {
+  installWorkerRuntime,
+  logConfigurationWarnings,
+  tuneWorkerHeap,
+  warnWhileWaiting,
+} from './runtime';
 import { serveMetrics } from './metrics-server';
 import { startWorker } from './start-worker';
 
@@ -14,6 +19,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   tuneWorkerHeap(config.worker.heapGrowingPercent);
   installWorkerRuntime(config.logLevel, config.worker.sdkMetricsPort);
+  logConfigurationWarnings(config.warnings);
   // Ready (the /readyz probe) while the worker polls: not before it does, nor from the drain's
   // start (SIGTERM/SIGINT) on. The port listens first, so /healthz answers while the start still
   // waits for MongoDB or Temporal: a worker started during an outage is not restarted by its

@@ -78,6 +78,11 @@ export function sdkLogWriter(log: pino.Logger): (entry: LogEntry) => void {
   };
 }
 
+/** Logs the configuration's warnings (Config.warnings: settings that have no effect), one line each. */
+export function logConfigurationWarnings(warnings: string[]): void {
+  for (const warning of warnings) Runtime.instance().logger.warn(warning);
+}
+
 /** Logs each failure of something the worker's start waits out (its store, Temporal), through the runtime's logger. */
 export function warnWhileWaiting(message: string): (err: unknown) => void {
   return (err) =>

@@ -158,6 +158,10 @@ describe('the Helm install of docs/deploy.md', function () {
           assert.ok(fs.existsSync(env[e.name]), `${deployment.metadata.name}: ${e.name}`);
       const config = loadConfig(env);
       assert.equal(config.codec.keys.length, 1, deployment.metadata.name);
+      // The documented provider key is used (not dropped for want of OPENAI_BASE_URL), and priced.
+      assert.deepEqual(config.warnings, [], deployment.metadata.name);
+      assert.equal(config.providers.openai?.api_key, docs.secretLiterals.get('OPENAI_API_KEY'));
+      assert.ok(Object.keys(config.prices).length > 0, 'the documented install prices its models');
       assert.match(env.NODE_OPTIONS ?? '', /^--max-old-space-size=\d+$/);
     }
   });
