@@ -199,50 +199,38 @@ describe('connections: early answers and the per-key stream cap', function () {
     }
   });
 
+  /** Sends `head`: an envelope answer of `status`/`code` with CORS, then the server closes the connection. */
+  async function answeredThenClosed(head: string, status: number, code: string): Promise<void> {
+    const client = trickle(ctx.svc.url, head, '');
+    try {
+      await within(client.answer, 10_000, `an answer to ${head.split('\r\n')[0]}`);
+      const answer = await client.answer;
+      expectError(answer, { status, type: 'invalid_request_error', code });
+      assert.equal(answer.headers.get('access-control-allow-origin'), '*');
+      await within(client.closed, 5_000, 'the server closed the connection');
+    } finally {
+      client.stop();
+    }
+  }
+
   it('an Expect other than 100-continue is a 417 expectation_failed in the envelope with CORS, and the connection is closed (before: a bare 417)', async () => {
     const host = new URL(ctx.svc.url).host;
     for (const head of [
       `GET /api/v1/account HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nExpect: 202-accepted\r\n\r\n`,
       `POST /api/v1/responses HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: foo\r\n\r\n`,
     ]) {
-      const client = trickle(ctx.svc.url, head, '');
-      try {
-        await within(client.answer, 10_000, 'an answer');
-        const answer = await client.answer;
-        expectError(answer, {
-          status: 417,
-          type: 'invalid_request_error',
-          code: 'expectation_failed',
-        });
-        assert.equal(answer.headers.get('access-control-allow-origin'), '*');
-        await within(client.closed, 5_000, 'the server closed the connection');
-      } finally {
-        client.stop();
-      }
+      await answeredThenClosed(head, 417, 'expectation_failed');
     }
   });
 
   it('CONNECT is a 405 method_not_allowed in the envelope with CORS, and the connection is closed (before: closed without an answer)', async () => {
     const host = new URL(ctx.svc.url).host;
     for (const target of ['/api/v1/runs', host, 'example.com:443']) {
-      const client = trickle(
-        ctx.svc.url,
+      await answeredThenClosed(
         `CONNECT ${target} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${ctx.key}\r\n\r\n`,
-        '',
+        405,
+        'method_not_allowed',
       );
-      try {
-        await within(client.answer, 10_000, `an answer to CONNECT ${target}`);
-        const answer = await client.answer;
-        expectError(answer, {
-          status: 405,
-          type: 'invalid_request_error',
-          code: 'method_not_allowed',
-        });
-        assert.equal(answer.headers.get('access-control-allow-origin'), '*');
-        await within(client.closed, 5_000, 'the server closed the connection');
-      } finally {
-        client.stop();
-      }
     }
     // The server still serves.
     assert.equal((await call(ctx.svc.url, 'GET', '/api/v1/account', { key: ctx.key })).status, 200);

@@ -177,16 +177,9 @@ describe('API errors: envelope and CORS (D22, status table)', function () {
       'text/plain',
       'application/x-www-form-urlencoded',
       'multipart/form-data; boundary=x',
-      'application/jsonx',
       // application/json exactly: no +json type (matched by Koa's ctx.is), no malformed parameter
+      // (every case of the parser: json-body.unit.test.ts)
       'application/merge-patch+json',
-      'application/vnd.api+json',
-      'application/problem+json; charset=utf-8',
-      'text/json',
-      'application/json x',
-      'application/json; charset',
-      'application/json; charset=',
-      'application/json; =utf-8',
       'application/json; charset="utf-8',
     ]) {
       expectError(await startAs(type), {
