@@ -11,8 +11,10 @@ import { InvalidRequestError } from '../../domain/errors';
 export function authorizationHeader(ctx: Context): string {
   const { rawHeaders } = ctx.req;
   let given = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2)
-    if (rawHeaders[i].toLowerCase() === 'authorization') given += 1;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]; // on every request: no lower-casing of names of another length
+    if (name.length === 13 && name.toLowerCase() === 'authorization') given += 1;
+  }
   if (given > 1)
     throw new InvalidRequestError(
       'Invalid headers: `Authorization` is given more than once (send one).',
