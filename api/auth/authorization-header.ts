@@ -1,14 +1,18 @@
 /**
  * The request's one `Authorization` header. Node keeps the first of several and drops the rest,
  * while a proxy in front may read (authorize, log, rate) the last: two headers would let the API
- * and the proxy disagree about who is calling, so more than one is refused, as a query parameter
- * given twice is.
+ * and the proxy disagree about who is calling, so more than one is refused as credentials that
+ * cannot be told (401, like a wrong key: a refusal anyone can make without a key, which the
+ * API's error-rate alert leaves out of its whole, docs/deploy.md "Monitoring").
  */
 import type { Context } from 'koa';
-import { InvalidRequestError } from '../../domain/errors';
+import { AuthenticationError } from '../../domain/errors';
 
-/** The `Authorization` value ('' when absent); throws a 400 naming the header when it is given more than once. */
-export function authorizationHeader(ctx: Context): string {
+/**
+ * The `Authorization` value ('' when absent); throws a 401 of `code` (the route's code for a
+ * refused credential) when the header is given more than once.
+ */
+export function authorizationHeader(ctx: Context, code = 'invalid_api_key'): string {
   const { rawHeaders } = ctx.req;
   let given = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -16,12 +20,9 @@ export function authorizationHeader(ctx: Context): string {
     if (name.length === 13 && name.toLowerCase() === 'authorization') given += 1;
   }
   if (given > 1)
-    throw new InvalidRequestError(
-      'Invalid headers: `Authorization` is given more than once (send one).',
-      {
-        param: 'Authorization',
-        details: [{ field: 'Authorization', problem: 'is given more than once' }],
-      },
+    throw new AuthenticationError(
+      '`Authorization` is given more than once: send one `Authorization: Bearer <API_KEY>` header.',
+      code,
     );
   return ctx.get('authorization');
 }

@@ -15,7 +15,7 @@ export interface AuthenticateDeps {
   keys?: KeyCache;
 }
 
-/** Koa middleware that sets `ctx.state.auth` or answers 401 `invalid_api_key` (400 for two Authorization headers). */
+/** Koa middleware that sets `ctx.state.auth` or answers 401 `invalid_api_key` (also for two Authorization headers). */
 export function authenticate(deps: AuthenticateDeps): Middleware {
   return async (ctx, next) => {
     const header = authorizationHeader(ctx);

@@ -40,7 +40,7 @@ function requireCodecToken(token: string | undefined): Middleware {
   const expected = token ? digest(token) : undefined;
   return async (ctx, next) => {
     ctx.state.logPath = codecLogPath(ctx.path); // never the token form's path
-    const header = /^Bearer\s+(\S+)$/i.exec(authorizationHeader(ctx))?.[1];
+    const header = /^Bearer\s+(\S+)$/i.exec(authorizationHeader(ctx, 'invalid_codec_token'))?.[1];
     const given = (ctx as { params?: Record<string, string> }).params?.token ?? header;
     if (!expected || !given || !timingSafeEqual(digest(given), expected)) {
       throw new AuthenticationError(
