@@ -13,7 +13,11 @@ import { dependencyUp } from '../../lib/metrics';
  * check, every read of a finished run and every listing needs it, and none of them needs Temporal,
  * so a Temporal outage must not take the replica out of its load balancer (starts and live reads
  * answer 503 with Retry-After by themselves then). Temporal's state is in the body, `temporal`:
- * `ok` or `unavailable`, and in the `wrs_dependency_up` gauge, for monitoring.
+ * `ok` or `unavailable`, and in the `wrs_dependency_up` gauge, for monitoring. A process that has
+ * not reached Temporal once since it started is not ready (it still answers /healthz, so its
+ * orchestrator does not restart it): one started during an outage joins its load balancer when
+ * Temporal answers, and one that can never reach it (a wrong address or namespace) never takes
+ * the place of the replicas a rollout would stop.
  */
 export function healthRoutes(deps: HealthRouteDeps): Router {
   const router = new Router();
@@ -35,6 +39,10 @@ export function healthRoutes(deps: HealthRouteDeps): Router {
     const temporalUp = temporal.status === 'fulfilled';
     dependencyUp.set({ dependency: 'mongodb' }, mongoUp ? 1 : 0);
     dependencyUp.set({ dependency: 'temporal' }, temporalUp ? 1 : 0);
+    if (!deps.gateway.attached)
+      throw new ServiceUnavailableError(
+        'Not ready: Temporal has not answered since this API process started.',
+      );
     if (!mongoUp)
       throw new ServiceUnavailableError(
         temporalUp
