@@ -70,7 +70,11 @@ export async function createAccount(
   return (await c.accounts.findOne({ _id: account._id }))!;
 }
 
-/** Adds (or, negative, removes) credits through the ledger. */
+/**
+ * Adds (or, negative, removes) credits through the ledger. A removal is counted on the account
+ * after its entry is booked (`credit_removals`), so a process that sees the count changed and sums
+ * again counts the entry.
+ */
 export async function addCredits(
   c: Collections,
   accountId: string,
@@ -88,6 +92,17 @@ export async function addCredits(
     amount_usd: amountUsd,
     note,
   });
+  if (amountUsd < 0)
+    await c.accounts.updateOne({ _id: accountId }, { $inc: { credit_removals: 1 } });
+}
+
+/** D17: how many times the account's credit was taken away (AccountDoc.credit_removals), by `_id`. */
+export async function creditRemovals(
+  c: Pick<Collections, 'accounts'>,
+  accountId: string,
+): Promise<number> {
+  const doc = await c.accounts.findOne({ _id: accountId }, { projection: { credit_removals: 1 } });
+  return doc?.credit_removals ?? 0;
 }
 
 /** Issues a new key; the secret is returned here and never again (D6). */

@@ -21,6 +21,12 @@ export interface AccountDoc {
   max_file_storage_bytes?: number | null;
   /** D26: what the account's published workflow versions may hold, in bytes; absent: the operator's default. */
   max_workflow_storage_bytes?: number | null;
+  /**
+   * D17: how many times credit was taken away (a negative `credits add`); absent: never. API
+   * processes remember the ledger's sums as a lower bound, which holds only while the balance
+   * grows, so each sums anew when this changes (api/limits/credit-check.ts).
+   */
+  credit_removals?: number;
   created_at: Date;
 }
 

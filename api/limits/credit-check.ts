@@ -15,7 +15,11 @@
  * hold given back, only grows (credits, releases, and debits never above their run's hold), so
  * a sum from a few seconds ago is a lower bound and a decision made with it errs on the safe
  * side. Sums are therefore shared and remembered; only a refusal needs a sum begun after the
- * start arrived (so a top-up counts at once).
+ * start arrived (so a top-up counts at once). The one thing that makes S shrink is an operator
+ * taking credit away (a negative `credits add`): the account counts those removals, and a
+ * commit whose remembered sum was taken before the latest one sums again (one `_id` read a
+ * commit). A process that remembered the balance before a correction admitted every start after
+ * it: $10 taken from $9.999 left one process admitting 100 of 100 starts, to −$0.101.
  *
  * Starts of one account in one process are committed together: those that arrive while an
  * insert is under way wait for the next, one insert for all of them. A rich account also takes
@@ -26,6 +30,7 @@
  * cover, so it never adds to the one-hold bound.
  */
 import { isStoreUnreachable, type Collections } from '../../store/db';
+import { creditRemovals } from '../../store/accounts';
 import {
   appendHold,
   creditFrom,
@@ -60,7 +65,10 @@ export const LEASE_HOLDS = 64;
  */
 export const RELEASE_RETRY_MS = 10 * 60_000;
 
-type CreditCollections = Pick<Collections, 'ledger' | 'ledgerCheckpoints' | 'creditHolds'>;
+type CreditCollections = Pick<
+  Collections,
+  'ledger' | 'ledgerCheckpoints' | 'creditHolds' | 'accounts'
+>;
 
 interface Pending {
   runId: string;
@@ -93,8 +101,11 @@ interface AccountState {
   lease?: Lease;
 }
 
-/** An account's ledger sums as of `startedAt`, and how long the store took to answer them. */
-type Sums = LedgerSums & { startedAt: number; tookMs: number };
+/**
+ * An account's ledger sums as of `startedAt`, how long the store took to answer them, and the
+ * account's count of credit removals read before they were taken (AccountDoc.credit_removals).
+ */
+type Sums = LedgerSums & { startedAt: number; tookMs: number; removals: number };
 
 /**
  * A remembered sum is refreshed no sooner than this many times the last one took: on the embedded
@@ -240,7 +251,12 @@ export class CreditCheck {
     }
     if (batch.length === 0) return;
     this.endLease(accountId, state); // what it has left does not fit the next start
-    let sums = state.sums ?? (await this.sum(accountId, state));
+    // A remembered sum taken before credit was taken away is no lower bound any more.
+    const known = state.sums;
+    let sums =
+      known && (await creditRemovals(this.collections, accountId)) === known.removals
+        ? known
+        : await this.sum(accountId, state, !!known);
     for (;;) {
       const head = (state.head ??= await findChainHead(this.collections, accountId));
       let available = roundUsd(sums.balance + sums.released - head.reserved_usd);
@@ -377,14 +393,16 @@ export class CreditCheck {
     return state.sums!;
   }
 
-  private async sumLedger(accountId: string): Promise<LedgerSums> {
+  /** The account's sums, with its count of removals read first (a removal counted there is in the sums). */
+  private async sumLedger(accountId: string): Promise<LedgerSums & { removals: number }> {
+    const removals = await creditRemovals(this.collections, accountId);
     let checkpoint = this.checkpoints.get(accountId);
     if (checkpoint === undefined) {
       checkpoint = await latestCheckpoint(this.collections, accountId);
       this.remember(accountId, checkpoint);
     }
     if (checkpointDue(checkpoint)) this.advance(accountId, checkpoint);
-    return sumsFrom(this.collections, accountId, checkpoint);
+    return { ...(await sumsFrom(this.collections, accountId, checkpoint)), removals };
   }
 
   /** Writes the next checkpoint off the request's path; a failure only leaves the sums longer. */

@@ -132,6 +132,20 @@ describe('CreditCheck (D17 holds)', () => {
     assert.equal(credit.available_usd, 99.04);
   });
 
+  it("sees an operator's correction at its next commit: credit taken away is never spent from a remembered sum", async () => {
+    const c = db.store.collections;
+    const account = await createAccount(c, { name: 'corrected', creditsUsd: 10 });
+    const check = new CreditCheck(c, 60_000); // a sum this process would not refresh by age
+    await check.reserve(account._id, 'run_1', 0.001); // remembers $10: rich, no refresh needed
+    await addCredits(c, account._id, -10, 'chargeback'); // available now −$0.001
+    // Larger than what is left of the lease: decided by a commit. Before, one process admitted
+    // every start after a correction (100 of 100, the balance −$0.101).
+    const refused = await check.reserve(account._id, 'run_2', 1).catch((err) => err);
+    assert.ok(refused instanceof InsufficientCreditsError, String(refused));
+    await check.close();
+    assert.equal((await accountCredit(c, account._id)).available_usd, -0.001);
+  });
+
   it('a stale sum in one process never over-admits: the chain carries what another process reserved', async () => {
     const account = await createAccount(db.store.collections, { name: 'stale', creditsUsd: 0.003 });
     const a = new CreditCheck(db.store.collections, 60_000);
