@@ -133,7 +133,10 @@ export function createNodeBlockActivity(
 type BlockCheckpoint = Record<string, unknown> & {
   calls?: Record<string, number>;
   uncounted?: CallUsage;
-  /** D36 max_cost: the block's rows stored when this ask first queued its rows (`BlockProgress.allowed`). */
+  /**
+   * D36 max_cost: the block's rows stored when this ask first queued its rows, or where an attempt
+   * without one ran the rows left in flight, what makes those the ask's last (`BlockProgress.allowed`).
+   */
   base?: number;
   /** When each row waiting for its next call may be called (epoch ms, `BlockProgress.waits`). */
   waits?: Record<string, number>;
@@ -156,8 +159,8 @@ class BlockProgress {
   private rows: Array<StoredRow | null> | undefined;
   /** D36 max_cost: the block's rows stored when the ask's first attempt queued its rows (`allowed`). */
   private base: number | undefined;
-  /** An earlier attempt left calls or rows in flight in the checkpoint: it ran rows. */
-  private readonly ranBefore: boolean;
+  /** The rows an earlier attempt left in flight in the checkpoint (its `calls` or a row's checkpoint). */
+  private readonly inFlight: Set<number>;
   /** The calls of the rows as the attempt started: earlier attempts' (`lost`). */
   private readonly before: RowCalls;
   /** This attempt's own calls of the rows whose stored copy, another attempt's, was kept (`lost`). */
@@ -180,7 +183,10 @@ class BlockProgress {
         .filter(([index, at]) => Number.isSafeInteger(index) && Number.isFinite(at)),
     );
     this.base = Number.isSafeInteger(saved.base) ? saved.base : undefined;
-    this.ranBefore = this.calls.size > 0 || this.pending.size > 0;
+    this.inFlight = new Set([
+      ...this.pending.keys(),
+      ...Object.keys(this.calls.checkpoint()).map(Number),
+    ]);
     this.before = new RowCalls(saved.calls);
   }
 
@@ -203,7 +209,7 @@ class BlockProgress {
   }
 
   /**
-   * D36 max_cost: how many of its queued rows an attempt of an ask limited to `limit` rows may
+   * D36 max_cost: which of its `queue`d rows an attempt of an ask limited to `limit` rows may
    * run, `stored` being the block's rows stored (or stored failed upstream, or carried, D38) once
    * its rows are queued. Every attempt of one ask (one scheduled activity) shares its `limit`: a
    * drain's hand-back, a killed worker or a heartbeat timeout each gave the next attempt `limit`
@@ -214,20 +220,28 @@ class BlockProgress {
    * activity: its base counts the rows the earlier asks stored. Rows another ask stored meanwhile
    * (an old attempt of it still alive) count against this one: the cap errs on the side of fewer.
    *
-   * A later attempt that finds no base: if the checkpoint shows an earlier attempt made calls (a
-   * worker without `base`, during a deploy), what it ran is unknown and the attempt runs none, the
-   * conservative side (the workflow counts the answer and asks again for the rows left). With no
-   * calls in it, no earlier attempt is known to have run a row (it waited for a slot, or for the
-   * store, or died before its heartbeat got through): its base is taken now. What that can let
-   * through is the rows an attempt killed outright ran before its heartbeat was delivered (the
-   * SDK throttles heartbeats, to 8 s with the block's 10 s timeout), once: the next attempt has a base.
+   * A later attempt that finds no base: if the checkpoint names rows in flight (`calls` or a
+   * row's checkpoint: an attempt of a worker without `base`, during a deploy, usually handed back
+   * by its drain), how many rows that attempt ran is unknown, but those it left unstored were in
+   * its queue, of at most `limit` rows: the attempt runs them (not stored since, at most `limit`)
+   * and no other, which keeps the ask within its limit. Its base is then set as if the earlier
+   * attempts had stored the rest of the limit (`stored` less what `limit` leaves after those
+   * rows), so the attempts after it run no more than those rows in all. Running none instead, the
+   * conservative side, failed the run: a resumed ask whose answer stores no row is one that made
+   * no progress (workflows/run-workflow.ts). With no rows in flight in the checkpoint, no earlier
+   * attempt is known to have run a row (it waited for a slot, or for the store, or died before its
+   * heartbeat got through): its base is taken now. What that can let through is the rows an
+   * attempt killed outright ran before its heartbeat was delivered (the SDK throttles heartbeats,
+   * to 8 s with the block's 10 s timeout), once: the next attempt has a base.
    */
-  allowed(limit: number, stored: number, attempt: number): number {
-    if (this.base === undefined) {
-      if (attempt > 1 && this.ranBefore) return 0;
-      this.base = stored;
+  allowed(queue: NodeRow[], limit: number, stored: number, attempt: number): NodeRow[] {
+    if (this.base === undefined && attempt > 1 && this.inFlight.size > 0) {
+      const rows = queue.filter((row) => this.inFlight.has(row.index)).slice(0, limit);
+      this.base = stored - (limit - rows.length);
+      return rows;
     }
-    return Math.max(0, limit - Math.max(0, stored - this.base));
+    this.base ??= stored;
+    return queue.slice(0, Math.max(0, limit - Math.max(0, stored - this.base)));
   }
 
   /** The block's rows, as read from its pages and then as they end: a stored row counts its calls already. */
@@ -302,14 +316,14 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
                 alive,
               )),
       ]);
-      const queue = queueRows(req, inputs, rows, storage);
+      let queue = queueRows(req, inputs, rows, storage);
       // D36 max_cost: only the rows that fit the run's budget run now, across all the attempts of
       // this ask (BlockProgress.allowed); the rest stay unfinished (the workflow asks the block
       // again for them once their cost is counted, `resumed`). The first heartbeat below carries
       // the ask's base before any row runs.
       if (req.limit !== undefined) {
         const stored = rows.filter((row) => row !== null).length;
-        queue.splice(progress.allowed(req.limit, stored, context.info.attempt));
+        queue = progress.allowed(queue, req.limit, stored, context.info.attempt);
       }
 
       const { flushComplete, rowDone, finish } = pageWriter(

@@ -14,7 +14,7 @@ import type { NodeBlockRequest, NodeBlockResult } from '../../activities/types';
 import { completed } from '../../domain/items';
 import type { StoredRow } from '../../domain/item-blocks';
 import { generateId } from '../../store/ids';
-import { insertPages } from '../../store/item-blocks';
+import { insertPages, readPage } from '../../store/item-blocks';
 import { waitFor } from '../support/http';
 import { useTestStore } from '../support/store';
 import { activityEnv, drain, llmBlock } from '../support/activity-env';
@@ -104,26 +104,71 @@ describe('a block max_cost shrank runs at most its limit across its attempts (D3
     assert.equal(resumed.done, 2 * LIMIT);
   });
 
-  it('a later attempt whose checkpoint has calls but no base runs none; one with no checkpoint runs its limit', async () => {
-    // An attempt of a worker that recorded no base made calls (its checkpoint counts row 2's):
-    // what it ran is unknown, so the next attempt runs nothing and answers what is stored.
+  it('a later attempt whose checkpoint has calls but no base runs only those rows; one with no checkpoint runs its limit', async () => {
+    // An attempt of a worker that recorded no base made calls (its checkpoint counts row 3's):
+    // how many rows it ran is unknown, but row 3 was in its queue, so the next attempt runs row 3
+    // alone, not the first rows the pages lack.
     const runId = generateId('run');
     await insertPages(db.store.collections, runId, 'ask', [
       { page: 0, rows: Array.from({ length: ROWS }, (_, i) => (i < 2 ? stored(i) : null)) },
     ]);
     const unknown = attempt(() => true);
-    const answer = (await activityEnv({ attempt: 2, heartbeatDetails: { calls: { 2: 1 } } }).run(
+    const answer = (await activityEnv({ attempt: 2, heartbeatDetails: { calls: { 3: 1 } } }).run(
       unknown.run,
       block(runId),
     )) as NodeBlockResult;
-    assert.deepEqual(unknown.called, []);
-    assert.equal(answer.done, 2);
-    assert.equal(answer.uncounted?.failed_calls, 1); // row 2's call still counts (D36)
+    assert.deepEqual(unknown.called, [3]);
+    assert.equal(answer.done, 3);
+    assert.equal(answer.uncounted, undefined); // row 3's earlier call counts in its stored usage (D36)
+    const page = await readPage(db.store.collections, runId, 'ask', 0);
+    assert.deepEqual(page?.[3]?.u, [1, 100, 10, 1]);
 
     // No checkpoint at all: no earlier attempt is known to have run a row (it waited for a slot).
     const idle = attempt(() => true);
     const full = (await activityEnv({ attempt: 2 }).run(idle.run, block(runId))) as NodeBlockResult;
-    assert.deepEqual(idle.called, [2, 3, 4, 5]);
-    assert.equal(full.done, 2 + LIMIT);
+    assert.deepEqual(idle.called, [2, 4, 5, 6]);
+    assert.equal(full.done, 3 + LIMIT);
+  });
+
+  it('a resumed ask handed back by a worker without base makes progress, and its later attempts stay within the limit', async () => {
+    // The first ask (limit 4) stored rows 0–3: its answer is what the workflow counted (done 4).
+    // The resumed ask's first attempt ran on the previous release (no base): it stored row 4, had
+    // rows 5 (a call made) and 6 (a prediction's checkpoint) in flight, and was handed back by its
+    // drain. Its next attempt, on this release, runs those two.
+    const runId = generateId('run');
+    await insertPages(db.store.collections, runId, 'ask', [
+      { page: 0, rows: Array.from({ length: ROWS }, (_, i) => (i <= LIMIT ? stored(i) : null)) },
+    ]);
+    const second = attempt((i) => i === 5);
+    const secondEnv = activityEnv({
+      attempt: 2,
+      heartbeatDetails: { calls: { 5: 1, 6: 1 }, 6: { id: 'pred_6' } },
+    });
+    const beat = lastBeat(secondEnv);
+    const handedBack = secondEnv.run(
+      second.run,
+      block(runId, { resumed: true }),
+    ) as Promise<NodeBlockResult>;
+    await waitFor(async () => second.called.length === 2 || undefined, {
+      what: 'attempt 2 calls rows 5 and 6',
+    });
+    assert.deepEqual([...second.called].sort(), [5, 6]);
+    // Drained again with row 6 in flight: row 5 is stored, the ask has stored rows 4 and 5 (and
+    // maybe two more the old attempt ran and stored nowhere it can tell), one row is left to it.
+    drain(secondEnv);
+    await assert.rejects(handedBack, (err: unknown) => {
+      assert.ok(err instanceof ApplicationFailure);
+      assert.equal(err.type, 'WorkerShutdown');
+      return true;
+    });
+
+    const third = attempt(() => true);
+    const answer = (await activityEnv({ attempt: 3, heartbeatDetails: beat() }).run(
+      third.run,
+      block(runId, { resumed: true }),
+    )) as NodeBlockResult;
+    assert.deepEqual(third.called, [6]);
+    // More than the 4 the workflow counted: not "a block of rows made no progress".
+    assert.equal(answer.done, 7);
   });
 });
