@@ -21,7 +21,7 @@
  * (`calls`, by row index) until its page is stored, which then counts them in the row's usage, so
  * they survive Temporal's retries of the block. Those of rows left unfinished travel as
  * `uncounted`: in the answer, the failure's details and the checkpoint; so do this attempt's
- * calls of rows whose page kept another attempt's copy (BlockProgress.lost).
+ * calls of rows whose page kept another attempt's copy (BlockProgress.kept).
  *
  * A row whose call fails transiently is called again in place, after the backoff of the block's
  * retry policy, until it has made NODE_MAX_ATTEMPTS calls (activities/row-retries.ts): one row's
@@ -161,10 +161,14 @@ class BlockProgress {
   private base: number | undefined;
   /** The rows an earlier attempt left in flight in the checkpoint (its `calls` or a row's checkpoint). */
   private readonly inFlight: Set<number>;
-  /** The calls of the rows as the attempt started: earlier attempts' (`lost`). */
+  /** The calls of the rows as the attempt started: earlier attempts' (`kept`). */
   private readonly before: RowCalls;
-  /** This attempt's own calls of the rows whose stored copy, another attempt's, was kept (`lost`). */
+  /** This attempt's own calls of the rows whose stored copy, another attempt's, was kept (`kept`). */
   private readonly lostCalls = new Map<number, CallUsage>();
+  /** The rows this attempt finished, its calls' (`rowRecorder`). */
+  readonly finished = new Set<number>();
+  /** The rows whose copy in the pages this attempt put there (`stored`). */
+  private readonly storedHere = new Set<number>();
 
   constructor(
     details: unknown,
@@ -190,20 +194,30 @@ class BlockProgress {
     this.before = new RowCalls(saved.calls);
   }
 
+  /** D36: this attempt's copy of row `index` is in the pages, put there by its write (RowOwner). */
+  stored(index: number): void {
+    this.storedHere.add(index);
+  }
+
   /**
-   * D36: a row this attempt finished as `row` whose page kept another attempt's copy of it
-   * (store/item-blocks.ts mergePages): the stored copy counts that attempt's calls, so this one's
-   * (the calls the row made here, its tokens) are counted with the calls of rows not finished,
-   * never billed. The provider saw 14 calls of six rows run twice, and the usage said 8.
+   * D36: row `index`'s page kept its stored copy over this attempt's row (store/item-blocks.ts
+   * mergePages, RowOwner). Another attempt's copy, whose usage counts that attempt's calls, when
+   * this attempt finished the row and did not store it itself: then this one's calls of the row
+   * (those it made here, its tokens) are counted with the calls of rows not finished, never
+   * billed (the provider saw 14 calls of six rows run twice, and the usage said 8). Told by who
+   * stored the row, not by its content: a deterministic model's two copies are identical (the
+   * provider saw 15 calls, the usage said 10). A row read from the pages at the start, or stored
+   * by an earlier write of this attempt, is its own copy. Told twice, a row counts once.
    */
-  lost(index: number, row: StoredRow | null): void {
-    if (!row?.u) return;
+  kept(index: number): void {
+    const row = this.rows?.[index - this.first];
+    if (!this.finished.has(index) || this.storedHere.has(index) || !row?.u) return;
     const [calls, input_tokens, output_tokens, failed = 0] = row.u;
     const ownFailed = Math.max(0, failed - this.before.of(index)); // the earlier ones the copy counts
     this.lostCalls.set(index, { calls, input_tokens, output_tokens, failed_calls: ownFailed });
   }
 
-  /** The calls `lost` counts, for an answer counted from the stored pages. */
+  /** The calls `kept` counts, for an answer counted from the stored pages. */
   lostUsage(): CallUsage[] {
     return [...this.lostCalls.values()];
   }
@@ -332,7 +346,7 @@ function blockRunner(executors: RowExecutors, collections: C, quota: StorageQuot
         rows,
         existing,
         storage,
-        { alive, lostRow: (index) => progress.lost(index, rows[index - req.first]) },
+        { alive, owner: progress },
       );
       const signal = context.cancellationSignal;
       // Every row in flight listens for the cancel (its provider call's abort): one listener a row is expected.
@@ -431,7 +445,7 @@ interface BlockPages {
  * Writes the block's pages: `flushComplete` the pages that became complete (in the background: a
  * failed write is tried again by the next call and by the last flush), `rowDone` as each row ends
  * (EARLY_WRITE_PAGES), `finish` the last write once the rows have stopped, incomplete pages that
- * hold rows too. `lostRow`: a row whose stored copy, another attempt's, was kept instead (D36).
+ * hold rows too. `owner` learns whose copy of each written row the pages keep (D36).
  */
 function pageWriter(
   collections: C,
@@ -439,7 +453,7 @@ function pageWriter(
   rows: Array<StoredRow | null>,
   existing: Set<number>,
   storage: BlockStorage,
-  { alive, lostRow }: { alive: () => void; lostRow: (index: number) => void },
+  { alive, owner }: { alive: () => void; owner: RowOwner },
 ): BlockPages {
   // Pages whose stored copy is complete never change again; others are written when they complete (or at the end).
   const pages = pagesOf(req.first, req.first + req.count);
@@ -465,8 +479,8 @@ function pageWriter(
   };
   for (const page of done) release(page);
   let merged = false; // a write took another attempt's rows
-  const write = (inserts: PageWrite[], replaces: PageWrite[]) =>
-    writePages(collections, req, { inserts, replaces }, storage, alive, merged, lostRow);
+  const write = (inserts: PageWrite[], replaces: PageWrite[], unsure = false) =>
+    writePages(collections, req, { inserts, replaces, unsure }, storage, { alive, owner, merged });
   let writing: Promise<void> = Promise.resolve();
   const flush = (final: boolean): Promise<void> => {
     const inserts: PageWrite[] = [];
@@ -515,11 +529,19 @@ function pageWriter(
         .filter((page) => !stored.has(page))
         .map((page) => ({ page, rows: rowsOf(page), base: req.carryFrom }))
         .filter((page) => page.rows.some((row) => row !== null));
-      if (await write([], all)) merged = true;
+      if (await write([], all, true)) merged = true;
     }
     return merged;
   };
   return { flushComplete, rowDone, finish };
+}
+
+/** D36: whose copy of each row a block's writes leave in its pages (BlockProgress). */
+interface RowOwner {
+  /** This attempt's row is in the pages: its write put it there. */
+  stored(index: number): void;
+  /** The pages kept the stored copy of the row over this attempt's: its own, or another attempt's. */
+  kept(index: number): void;
 }
 
 /**
@@ -527,34 +549,63 @@ function pageWriter(
  * `inserts` are the pages not stored when the attempt started; one found stored since (another
  * attempt of the block alive at once, or this write's retry) is merged with it, as `replaces`
  * are: neither attempt's rows are dropped. Answers whether the stored pages held another
- * attempt's rows (store/item-blocks.ts mergePages); tells `lostRow` the rows of this write whose
- * stored copy was kept instead.
+ * attempt's rows (store/item-blocks.ts mergePages); tells `owner` which rows of this write it
+ * stored and over which a stored copy was kept.
+ *
+ * A write whose answer was lost (the store went away once it had applied it, and waitingForStore
+ * tried it again), or one after a write that failed (`unsure`: `finish`), can find rows this
+ * attempt stored without its knowing. A kept copy identical to this attempt's row there is taken
+ * as its own: that counts too few calls only if another attempt stored a byte-identical copy of
+ * the row in that same window; the other side would count this attempt's calls of those rows
+ * twice (in the stored rows and in `uncounted`) after every lost answer.
  */
 async function writePages(
   collections: C,
   req: NodeBlockRequest,
-  { inserts, replaces }: { inserts: PageWrite[]; replaces: PageWrite[] },
+  { inserts, replaces, unsure }: { inserts: PageWrite[]; replaces: PageWrite[]; unsure: boolean },
   storage: BlockStorage,
-  alive: () => void,
-  /** An earlier write of this attempt took another attempt's rows. */
-  shared: boolean,
-  lostRow: (index: number) => void,
+  {
+    alive,
+    owner,
+    merged,
+  }: {
+    alive: () => void;
+    owner: RowOwner;
+    /** An earlier write of this attempt took another attempt's rows. */
+    merged: boolean;
+  },
 ): Promise<boolean> {
-  const found = await waitingForStore(
-    () => insertPages(collections, req.runId, req.node.id, inserts),
-    alive,
-  );
-  const { foreign, lost } = await waitingForStore(
-    () => mergePages(collections, req.runId, req.node.id, [...found, ...replaces]),
-    alive,
-  );
+  const eachRow = (write: PageWrite, each: (index: number) => void): void =>
+    write.rows.forEach((row, k) => row && each(write.page * PAGE_ROWS + k));
+  let insertTries = 0;
+  const found = await waitingForStore(() => {
+    insertTries++;
+    return insertPages(collections, req.runId, req.node.id, inserts);
+  }, alive);
+  for (const write of inserts)
+    if (!found.includes(write)) eachRow(write, (index) => owner.stored(index));
+  const merges = [...found, ...replaces];
+  let mergeTries = 0;
+  const { foreign, kept } = await waitingForStore(() => {
+    mergeTries++;
+    return mergePages(collections, req.runId, req.node.id, merges);
+  }, alive);
+  // A page this attempt may have stored without its knowing (a lost answer, a failed write).
+  const unknowing = (write: PageWrite): boolean =>
+    unsure || mergeTries > 1 || (insertTries > 1 && found.includes(write));
+  const keptAt = new Map(kept.map((copy) => [copy.page * PAGE_ROWS + copy.position, copy]));
+  for (const write of merges)
+    eachRow(write, (index) => {
+      const copy = keptAt.get(index);
+      if (!copy || (copy.same && unknowing(write))) owner.stored(index);
+      else owner.kept(index);
+    });
   // D19: once the pages hold another attempt's rows, the block's count is what they hold (each
   // attempt's own count, whichever recorded last, was either side of it).
-  if (foreign || shared) {
+  if (foreign || merged) {
     const { rows } = await waitingForStore(() => readBlockRows(collections, blockOf(req)), alive);
     storage.recount(rows);
   }
-  for (const { page, position } of lost) lostRow(page * PAGE_ROWS + position);
   await storage.record();
   return foreign;
 }
@@ -572,7 +623,7 @@ async function runRows(
   req: NodeBlockRequest,
   queue: NodeRow[],
   rows: Array<StoredRow | null>,
-  { pending, calls: rowCalls, waits }: BlockProgress,
+  { pending, calls: rowCalls, waits, finished }: BlockProgress,
   signal: AbortSignal,
   {
     rowDone,
@@ -591,7 +642,7 @@ async function runRows(
     stopped ??= err;
     halt.abort();
   };
-  const record = rowRecorder(req, rows, { pending, calls: rowCalls }, rowDone);
+  const record = rowRecorder(req, rows, { pending, calls: rowCalls, finished }, rowDone);
   const rowMax = storedRowMaxBytes(req); // the item of one row: bounded by its page
   /** Runs the row's attempts until one ends it, or the lanes stop while it waits for the next. */
   const runRow = async (row: NodeRow): Promise<void> => {
@@ -667,7 +718,7 @@ async function waitLeft(
 function rowRecorder(
   req: NodeBlockRequest,
   rows: Array<StoredRow | null>,
-  { pending, calls: rowCalls }: Pick<BlockProgress, 'pending' | 'calls'>,
+  { pending, calls: rowCalls, finished }: Pick<BlockProgress, 'pending' | 'calls' | 'finished'>,
   rowDone: (index: number) => void,
 ) {
   return (index: number, item: Item, cost: number, last: CallUsage, sent: boolean): void => {
@@ -686,6 +737,7 @@ function rowRecorder(
       }),
     };
     pending.delete(index);
+    finished.add(index); // D36: this attempt's copy (BlockProgress.kept)
     rowDone(index);
   };
 }
@@ -705,7 +757,7 @@ export function createTallyBlockActivity(collections: C) {
 /**
  * What a block's stored pages hold, counted as its answer counts them; `alive` while the store is
  * waited for. D36: with `rowCalls`, those of the rows not stored are its `uncounted`, with the
- * calls of rows whose copy lost the merge with a stored one (`lost`, BlockProgress.lost).
+ * calls of rows whose copy lost the merge with a stored one (`lost`, BlockProgress.kept).
  */
 async function storedTally(
   collections: C,

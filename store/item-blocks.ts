@@ -186,6 +186,15 @@ export async function replacePages(
   await c.itemBlocks.bulkWrite(ops, { ordered: false });
 }
 
+/** A row of a page write whose stored copy was kept instead (`mergePages`). */
+export interface KeptRow {
+  page: number;
+  /** The row's position in its page. */
+  position: number;
+  /** The stored copy is the written row, byte for byte. */
+  same: boolean;
+}
+
 /**
  * Writes a block's pages over what is stored (activities/node-block.ts): two attempts of one block
  * can be alive at once (an operator's reset runs the block anew while the old execution's attempt
@@ -193,9 +202,14 @@ export async function replacePages(
  * timeout), each writing the same pages, and neither may drop the other's rows. A stored page
  * keeps its finished rows and takes this write's rows where it has none; it is replaced only when
  * that adds rows (a page not there is written as given). Answers whether a stored page held rows
- * this write lacks or holds otherwise (another attempt's): then the stored pages, not the writer's
- * rows, are what is readable and billed. `lost`: the rows of this write whose stored copy was kept
- * instead (by page and position in it), which no stored row counts the calls of (D36).
+ * this write lacks or holds otherwise (`foreign`, another attempt's): then the stored pages, not
+ * the writer's rows, are what is readable and billed. `kept`: every row of this write whose
+ * stored copy was kept instead (by page and position in it), whatever the copy holds; `same`: the
+ * copy is this write's row as it is. Which of them are another attempt's is for the writer to
+ * tell (activities/node-block.ts, by the rows it stored itself): comparing content cannot, as
+ * two attempts of a deterministic model store identical rows, and then the kept copy's usage
+ * counts the other attempt's calls, not this one's (D36). Every other row of this write is in
+ * the store as given.
  *
  * The race left: FerretDB does not isolate concurrent updates of one document, and the read and
  * the replace are two round trips, so two attempts merging one page at the same moment may each
@@ -209,9 +223,9 @@ export async function mergePages(
   runId: string,
   nodeId: string,
   pages: PageWrite[],
-): Promise<{ foreign: boolean; lost: Array<{ page: number; position: number }> }> {
+): Promise<{ foreign: boolean; kept: KeptRow[] }> {
   let foreign = false;
-  const lost: Array<{ page: number; position: number }> = [];
+  const kept: KeptRow[] = [];
   const writes = await Promise.all(
     pages.map(async (write): Promise<PageWrite | null> => {
       const doc = await c.itemBlocks.findOne({ _id: pageId(runId, nodeId, write.page) });
@@ -223,9 +237,10 @@ export async function mergePages(
       );
       const line = (row: StoredRow | null | undefined) => (row ? packRows([row]) : '');
       stored.forEach((row, k) => {
-        if (!row || line(row) === line(write.rows[k])) return;
-        foreign = true;
-        if (write.rows[k]) lost.push({ page: write.page, position: k });
+        if (!row) return;
+        const same = line(row) === line(write.rows[k]);
+        if (!same) foreign = true;
+        if (write.rows[k]) kept.push({ page: write.page, position: k, same });
       });
       const count = (list: Array<StoredRow | null>) => list.filter((row) => row).length;
       // D38: the stored page's carried rows keep its base (a block's attempts share one).
@@ -238,7 +253,7 @@ export async function mergePages(
     nodeId,
     writes.filter((write): write is PageWrite => write !== null),
   );
-  return { foreign, lost };
+  return { foreign, kept };
 }
 
 /** One page's rows (carried ones resolved, D38), or null when nothing of it was written yet. */

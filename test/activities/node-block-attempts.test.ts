@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
+import { MongoNetworkError } from 'mongodb';
 import { createNodeBlockActivity, createTallyBlockActivity } from '../../activities/node-block';
 import type { RowExecutors } from '../../activities/node-chunk';
 import type { NodeBlockRequest, NodeBlockResult } from '../../activities/types';
@@ -31,7 +32,11 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
    * One attempt's llm executor: a row `now` keeps answers at once, the others when `open()` is
    * called (or fail when the attempt is cancelled). Every answer costs `cost`.
    */
-  function attempt(cost: number, now: (row: number) => boolean) {
+  function attempt(
+    cost: number,
+    now: (row: number) => boolean,
+    collections = db.store.collections,
+  ) {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const called = new Set<number>();
@@ -53,7 +58,7 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
         tokens: { input: 100, output: 10 },
       };
     };
-    const run = createNodeBlockActivity({ llm } as unknown as RowExecutors, db.store.collections);
+    const run = createNodeBlockActivity({ llm } as unknown as RowExecutors, collections);
     return { run, called, answered, open };
   }
 
@@ -80,10 +85,16 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
 
   /**
    * The old attempt answers the rows `oldNow` keeps (at 0.25 each) and waits on the rest; the new
-   * one starts once those are answered and reads the pages as they are then. Answers both
-   * attempts, their environments and the run.
+   * one (at `freshCost` each: 0.25 answers what the old one does, a deterministic model) starts
+   * once those are answered and reads the pages as they are then. Answers both attempts, their
+   * environments and the run.
    */
-  async function twoAttempts(runId: string, oldNow: (row: number) => boolean, oldRows: number) {
+  async function twoAttempts(
+    runId: string,
+    oldNow: (row: number) => boolean,
+    oldRows: number,
+    freshCost = 0.5,
+  ) {
     const old = attempt(0.25, oldNow);
     const oldEnv = activityEnv();
     const oldAnswer = oldEnv.run(old.run, block(runId)) as Promise<NodeBlockResult>;
@@ -91,7 +102,7 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
       async () => (old.answered.size === oldRows && old.called.size > oldRows) || undefined,
       { what: 'the old attempt answered its rows and waits on the next' },
     );
-    const fresh = attempt(0.5, () => false);
+    const fresh = attempt(freshCost, () => false);
     const freshAnswer = activityEnv().run(fresh.run, block(runId)) as Promise<NodeBlockResult>;
     // Its rows are called once it has read the block's pages.
     await waitFor(async () => fresh.called.size > 0 || undefined, {
@@ -142,6 +153,63 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
       failed_calls: 0,
     });
     await assertUsageIsStored(runId);
+  });
+
+  it("a deterministic model's identical copies: the new attempt's calls of the rows the old one stored are counted too", async () => {
+    const runId = generateId('run');
+    // Both attempts answer every row alike (text, cost, tokens): the copies are byte for byte equal.
+    const { old, oldEnv, oldAnswer, fresh, freshAnswer } = await twoAttempts(
+      runId,
+      (i) => i < 5,
+      5,
+      0.25,
+    );
+    oldEnv.cancel();
+    assert.equal((await oldAnswer).done, 5);
+    fresh.open();
+    const answer = await freshAnswer;
+    assert.equal(answer.done, ROWS);
+    assert.equal(answer.costUsd, ROWS * 0.25);
+    assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
+    // The provider saw the old attempt's calls of rows 0–4 (and of the row it was cancelled on)
+    // and the new one's of all ten: the stored rows count ten, `uncounted` the new one's five of
+    // rows 0–4 (before: none, so the usage said 10 of the 15 answered calls).
+    assert.deepEqual([...fresh.called].sort(), [...Array(ROWS).keys()]);
+    assert.equal(old.answered.size, 5);
+    assert.deepEqual(answer.uncounted, {
+      calls: 5,
+      input_tokens: 5 * 100,
+      output_tokens: 5 * 10,
+      failed_calls: 0,
+    });
+    await assertUsageIsStored(runId);
+  });
+
+  it("a write whose answer was lost finds the attempt's own rows stored: they are its copies", async () => {
+    // The store applies the page's insert but the answer never comes back (a connection reset):
+    // waitingForStore inserts again, finds the page and merges with it (BlockProgress.kept).
+    const runId = generateId('run');
+    const real = db.store.collections;
+    let inserts = 0;
+    const itemBlocks = new Proxy(real.itemBlocks, {
+      get(target, key) {
+        if (key === 'insertMany')
+          return async (...args: Parameters<typeof target.insertMany>) => {
+            inserts++;
+            const result = await target.insertMany(...args); // again: a duplicate key
+            if (inserts > 1) return result;
+            throw new MongoNetworkError('connection reset after the write');
+          };
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    });
+    const only = attempt(0.25, () => true, { ...real, itemBlocks });
+    const answer = (await activityEnv().run(only.run, block(runId))) as NodeBlockResult;
+    assert.equal(inserts, 2, 'the insert was tried again');
+    assert.equal(answer.done, ROWS);
+    assert.equal(answer.usage?.calls, ROWS);
+    assert.equal(answer.uncounted, undefined, "its own rows' calls are counted once");
   });
 
   it('an old attempt that writes after the accepted one adds nothing and drops nothing', async () => {

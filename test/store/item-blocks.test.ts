@@ -1,12 +1,14 @@
 /**
  * D35's stored pages on the embedded FerretDB: a page is written compressed and read back whole,
  * a page written as JSON text (before compression) is still read, and a read by `_id` is an index
- * lookup, not a scan of every page stored before it (tools/stack/ferretdb-id-index.ts).
+ * lookup, not a scan of every page stored before it (tools/stack/ferretdb-id-index.ts); a block's
+ * merge of a page names every row of its write the stored copy beat (mergePages).
  */
 import assert from 'node:assert/strict';
 import type { Store } from '../../store/db';
 import {
   insertPages,
+  mergePages,
   readPage,
   replacePages,
   storedItemLines,
@@ -51,6 +53,28 @@ describe('store: item pages (D35)', function () {
     await replacePages(c, 'run_a', 'ask', [{ page: 0, rows: [row('again')] }]);
     assert.deepEqual(await readPage(c, 'run_a', 'ask', 0), [row('again')]);
     assert.equal(await readPage(c, 'run_a', 'ask', 1), null);
+  });
+
+  it('a merge keeps the stored rows and names every row of the write they beat, equal or not', async () => {
+    const c = db.store.collections;
+    await insertPages(c, 'run_m', 'ask', [{ page: 0, rows: [row('a'), row('b'), null] }]);
+    // Row 0 stored as written (another attempt's identical copy, or this writer's own).
+    const equal = await mergePages(c, 'run_m', 'ask', [
+      { page: 0, rows: [row('a'), null, row('c')] },
+    ]);
+    assert.deepEqual(equal, { foreign: true, kept: [{ page: 0, position: 0, same: true }] });
+    const differing = await mergePages(c, 'run_m', 'ask', [
+      { page: 0, rows: [row('x'), row('b'), row('c')] },
+    ]);
+    assert.deepEqual(differing, {
+      foreign: true,
+      kept: [
+        { page: 0, position: 0, same: false },
+        { page: 0, position: 1, same: true },
+        { page: 0, position: 2, same: true },
+      ],
+    });
+    assert.deepEqual(await readPage(c, 'run_m', 'ask', 0), [row('a'), row('b'), row('c')]);
   });
 
   it('still reads a page written as JSON text', async () => {
