@@ -43,6 +43,10 @@ with open(os.environ["WRS_ST_FIXTURES"], encoding="utf-8") as fd:
     FIXTURES = json.load(fd)
 
 
+# The live runs no cancel has named yet (map_case hands them to valid cancels one by one).
+LIVE_TO_CANCEL = list(FIXTURES["live_runs"])
+
+
 def pick(generated, choices):
     """One of `choices` for half (one choice) to two thirds (many) of the generated values, None for the rest."""
     if not choices:
@@ -115,7 +119,16 @@ def map_case(context, case):
         # cancelled live run re-runs into a new live run, which a `stream` or `Prefer: wait` re-run
         # then holds its request for): both only ever name finished runs.
         holds = operation in ("GET /api/v1/runs/{runId}/stream", "POST /api/v1/runs/{runId}/rerun")
-        if operation == "DELETE /api/v1/runs/{runId}":
+        if (
+            operation == "POST /api/v1/runs/{runId}/cancel"
+            and LIVE_TO_CANCEL
+            and positive(case, ParameterLocation.HEADER)
+        ):
+            # Each live run answers its first cancel 202 and every later one 409: the first valid
+            # cases take them in turn, so a cancel that ends a run is always among them (picked by
+            # the generated value, repeated values landed on finished runs alone: 409×11, no 202).
+            run_id = LIVE_TO_CANCEL.pop(0)
+        elif operation == "DELETE /api/v1/runs/{runId}":
             # Only the test's deletable runs, else an id of no run: a deleted fixture run would answer
             # 404 to every operation after it (its output pages and stream links too).
             run_id = pick(case.path_parameters["runId"], FIXTURES["deletable_runs"]) or "run_01J00000000000000000000000"
@@ -178,11 +191,13 @@ def map_case(context, case):
             case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"], "kid": link["kid"]}
 
     if operation == "GET /streams/{runId}" and path_ok and query_ok:
-        # A stream link (D34) the same way; the stream's own query (`starting_after`) stays generated.
+        # A stream link (D34) the same way. A generated `starting_after` is almost never a cursor of
+        # that run (400, D11): dropped, as an output page's is (2xx: 2 of 76 such cases before).
         link = pick([case.path_parameters.get("runId"), case.query], FIXTURES["stream_links"])
         if link:
             case.path_parameters["runId"] = link["run_id"]
-            case.query = {**(case.query or {}), "expires": link["expires"], "sig": link["sig"], "kid": link["kid"]}
+            query = {k: v for k, v in (case.query or {}).items() if k != "starting_after"}
+            case.query = {**query, "expires": link["expires"], "sig": link["sig"], "kid": link["kid"]}
 
     if operation.startswith("POST /codec/{token}/") and path_ok:
         # D32: the operators' token in the path (the browser form) on most cases; the rest are refused
