@@ -201,15 +201,13 @@ export function webhookState(
     : delivery.status === 'pending' && delivery.attempts > 0
       ? 'delivering'
       : delivery.status;
-  const unsettled = status === 'pending' || status === 'delivering';
+  const givenUp = stopped && (status === 'pending' || status === 'delivering');
   return {
-    status: stopped && unsettled ? 'failed' : status,
+    status: givenUp ? 'failed' : status,
     attempts: delivery?.attempts ?? 0,
     last_http_status: delivery?.last_status ?? null,
     last_error:
-      stopped && unsettled
-        ? (delivery?.last_error ?? "not delivered within 24 h of the run's end")
-        : (delivery?.last_error ?? null),
+      delivery?.last_error ?? (givenUp ? "not delivered within 24 h of the run's end" : null),
     updated_at: delivery ? delivery.updated_at.toISOString() : null,
   };
 }

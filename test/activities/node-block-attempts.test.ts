@@ -24,6 +24,9 @@ import { activityEnv, llmBlock } from '../support/activity-env';
 
 const ROWS = 10;
 
+/** What the new attempt's own calls of rows 0–4 count when the old attempt's copies of them were kept (D36). */
+const FIVE_ROWS_CALLS = { calls: 5, input_tokens: 5 * 100, output_tokens: 5 * 10, failed_calls: 0 };
+
 describe('block attempts alive at once: the bill is what the pages hold (D35)', function () {
   this.timeout(60_000);
   const db = useTestStore();
@@ -146,12 +149,7 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     assert.deepEqual(billed(answer), billed(await storedAnswer(runId)));
     // D36: the stored rows count the old attempt's calls of rows 0–4; the new one's calls of them
     // (their copies lost the merge) are counted too, never billed.
-    assert.deepEqual(answer.uncounted, {
-      calls: 5,
-      input_tokens: 5 * 100,
-      output_tokens: 5 * 10,
-      failed_calls: 0,
-    });
+    assert.deepEqual(answer.uncounted, FIVE_ROWS_CALLS);
     await assertUsageIsStored(runId);
   });
 
@@ -176,12 +174,7 @@ describe('block attempts alive at once: the bill is what the pages hold (D35)', 
     // rows 0–4 (before: none, so the usage said 10 of the 15 answered calls).
     assert.deepEqual([...fresh.called].sort(), [...Array(ROWS).keys()]);
     assert.equal(old.answered.size, 5);
-    assert.deepEqual(answer.uncounted, {
-      calls: 5,
-      input_tokens: 5 * 100,
-      output_tokens: 5 * 10,
-      failed_calls: 0,
-    });
+    assert.deepEqual(answer.uncounted, FIVE_ROWS_CALLS);
     await assertUsageIsStored(runId);
   });
 
