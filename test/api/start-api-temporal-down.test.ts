@@ -44,6 +44,7 @@ describe('an API process started while Temporal is unreachable', function () {
     api = await startApiProcess(svc.config, {
       env: { TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}` },
       readyTimeoutMs: 15_000,
+      until: 'listening',
     });
     const out = api;
     assert.equal((await call(api.url, 'GET', '/healthz')).status, 200);

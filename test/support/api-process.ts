@@ -22,12 +22,19 @@ export interface ApiProcess {
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /**
- * Starts an API on `config`'s database and task queue and resolves once it listens. `port`
- * (default: a free one) lets a restart take the port of a killed process; `env` adds variables.
+ * Starts an API on `config`'s database and task queue and resolves once it serves starts (it has
+ * connected to Temporal: `/readyz` is 200), or with `until: 'listening'` once it listens (which
+ * it does before Temporal answers). `port` (default: a free one) lets a restart take the port of
+ * a killed process; `env` adds variables.
  */
 export async function startApiProcess(
   config: Config,
-  opts: { port?: number; env?: Record<string, string>; readyTimeoutMs?: number } = {},
+  opts: {
+    port?: number;
+    env?: Record<string, string>;
+    readyTimeoutMs?: number;
+    until?: 'listening' | 'ready';
+  } = {},
 ): Promise<ApiProcess> {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'api/main.ts'], {
     cwd: ROOT,
@@ -77,17 +84,20 @@ export async function startApiProcess(
       opts.readyTimeoutMs ?? 30_000,
     );
     let lines = '';
+    let listening: string | undefined;
     const onData = (chunk: Buffer) => {
       lines += chunk.toString('utf8');
       for (const line of lines.split('\n')) {
         if (!line.includes('"API listening"')) continue;
         try {
           const parsed = JSON.parse(line) as { url?: string };
-          if (parsed.url) return done(parsed.url);
+          if (parsed.url) listening = parsed.url;
         } catch {
           // a partial line: the rest comes with the next chunk
         }
       }
+      if (listening && (opts.until === 'listening' || lines.includes('"Temporal connected"')))
+        return done(listening);
     };
     const onExit = () =>
       fail(
